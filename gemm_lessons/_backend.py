@@ -1,0 +1,54 @@
+"""Decide, before numba.cuda is imported, whether kernels run on a GPU or on numba's simulator.
+
+numba reads NUMBA_ENABLE_CUDASIM when numba.cuda is first imported, so the decision has to
+be made here, first thing when ``gemm_lessons`` is imported.  We ask the CUDA driver
+directly (through ctypes) instead of importing numba.cuda, which would lock the choice in.
+"""
+import ctypes
+import os
+import sys
+import warnings
+
+
+def _driver_sees_a_gpu():
+    names = ["nvcuda.dll"] if sys.platform == "win32" else ["libcuda.so.1", "libcuda.so"]
+    for name in names:
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        try:
+            if lib.cuInit(0) != 0:
+                return False
+            count = ctypes.c_int(0)
+            if lib.cuDeviceGetCount(ctypes.byref(count)) != 0:
+                return False
+            return count.value > 0
+        except AttributeError:
+            return False
+    return False
+
+
+def _choose():
+    if os.environ.get("GEMM_LESSONS_SIMULATOR", "") == "1":
+        return True, "GEMM_LESSONS_SIMULATOR=1 is set"
+    if os.environ.get("NUMBA_ENABLE_CUDASIM", "") == "1":
+        return True, "NUMBA_ENABLE_CUDASIM=1 is set"
+    if _driver_sees_a_gpu():
+        return False, "a CUDA GPU was found"
+    return True, "no CUDA GPU or driver was found"
+
+
+SIMULATOR, REASON = _choose()
+
+if SIMULATOR:
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    if "numba.cuda" in sys.modules:
+        from numba.cuda.core import config as _cuda_config
+
+        if not _cuda_config.ENABLE_CUDASIM:
+            warnings.warn(
+                "numba.cuda was imported before gemm_lessons, without the simulator, and no GPU "
+                "was found: restart the kernel and import gemm_lessons first.",
+                stacklevel=2,
+            )

@@ -1,0 +1,116 @@
+"""What machine are we on?  Name, SMs, clocks, and the peak FP32 rate derived from them."""
+from dataclasses import dataclass, asdict
+from typing import Optional
+
+from . import _backend
+
+# FP32 FMA lanes ("CUDA cores") per SM by compute capability (CUDA C Programming Guide,
+# "Arithmetic Instructions" throughput table).  One FMA counts as 2 FLOP.
+_FP32_LANES_PER_SM = {
+    (5, 0): 128, (5, 2): 128, (5, 3): 128,
+    (6, 0): 64, (6, 1): 128, (6, 2): 128,
+    (7, 0): 64, (7, 2): 64, (7, 5): 64,
+    (8, 0): 64, (8, 6): 128, (8, 7): 128, (8, 9): 128,
+    (9, 0): 128,
+    (10, 0): 128, (10, 3): 128, (11, 0): 128, (12, 0): 128, (12, 1): 128,
+}
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    name: str
+    simulator: bool
+    sm_count: Optional[int] = None
+    compute_capability: Optional[tuple] = None
+    clock_mhz: Optional[float] = None
+    fp32_lanes_per_sm: Optional[int] = None
+    memory_gib: Optional[float] = None
+    memory_clock_mhz: Optional[float] = None
+    memory_bus_bits: Optional[int] = None
+
+    @property
+    def peak_gflops(self):
+        """SMs x FP32 lanes x 2 FLOP per FMA x clock (boost clock as the driver reports it)."""
+        if None in (self.sm_count, self.fp32_lanes_per_sm, self.clock_mhz):
+            return None
+        return self.sm_count * self.fp32_lanes_per_sm * 2 * self.clock_mhz / 1e3
+
+    @property
+    def memory_bandwidth_gbs(self):
+        """Theoretical DRAM bandwidth: 2 transfers per clock (DDR) x bus width in bytes."""
+        if None in (self.memory_clock_mhz, self.memory_bus_bits):
+            return None
+        return 2 * self.memory_clock_mhz * 1e6 * self.memory_bus_bits / 8 / 1e9
+
+    def as_dict(self):
+        d = asdict(self)
+        d["peak_gflops"] = self.peak_gflops
+        d["memory_bandwidth_gbs"] = self.memory_bandwidth_gbs
+        return d
+
+    def _repr_markdown_(self):
+        if self.simulator:
+            return ("**CUDA simulator** (no GPU here): kernels run as Python threads, correctness "
+                    "checks work at small sizes, timings are not measured; plots show recorded "
+                    "GPU results.")
+        rows = [
+            ("GPU", self.name),
+            ("SMs", self.sm_count),
+            ("compute capability", "%d.%d" % self.compute_capability),
+            ("clock (MHz)", f"{self.clock_mhz:.0f}" if self.clock_mhz else "?"),
+            ("FP32 lanes per SM", self.fp32_lanes_per_sm),
+            ("peak FP32 (GFLOPS)", f"{self.peak_gflops:,.0f}" if self.peak_gflops else "?"),
+            ("memory (GiB)", f"{self.memory_gib:.1f}" if self.memory_gib else "?"),
+            ("DRAM bandwidth, theoretical (GB/s)",
+             f"{self.memory_bandwidth_gbs:,.0f}" if self.memory_bandwidth_gbs else "?"),
+        ]
+        return "| | |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
+
+
+def _attr(dev, name):
+    try:
+        return getattr(dev, name)
+    except Exception:  # an attribute the driver no longer reports (e.g. CLOCK_RATE in CUDA 13)
+        return None
+
+
+_CACHE = []
+
+
+def device_info() -> DeviceInfo:
+    """Describe the current device (cached).  On the simulator, ``.simulator`` is True."""
+    if _CACHE:
+        return _CACHE[0]
+    if _backend.SIMULATOR:
+        info = DeviceInfo(name="CUDA simulator", simulator=True)
+    else:
+        from numba import cuda
+
+        dev = cuda.get_current_device()
+        name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+        cc = tuple(dev.compute_capability)
+        clock = _attr(dev, "CLOCK_RATE")
+        mclock = _attr(dev, "MEMORY_CLOCK_RATE")
+        free, total = cuda.current_context().get_memory_info()
+        info = DeviceInfo(
+            name=name,
+            simulator=False,
+            sm_count=_attr(dev, "MULTIPROCESSOR_COUNT"),
+            compute_capability=cc,
+            clock_mhz=clock / 1e3 if clock else None,
+            fp32_lanes_per_sm=_FP32_LANES_PER_SM.get(cc),
+            memory_gib=total / 2**30,
+            memory_clock_mhz=mclock / 1e3 if mclock else None,
+            memory_bus_bits=_attr(dev, "GLOBAL_MEMORY_BUS_WIDTH"),
+        )
+    _CACHE.append(info)
+    return info
+
+
+def banner():
+    """One line for the top of every notebook."""
+    info = device_info()
+    if info.simulator:
+        return (f"Running on the CUDA SIMULATOR ({_backend.REASON}): small sizes, no timings; "
+                "plots show recorded GPU results.")
+    return f"Running on {info.name} ({info.sm_count} SMs, peak FP32 {info.peak_gflops / 1e3:.1f} TFLOPS)."

@@ -1,0 +1,57 @@
+"""The ladder: every kernel of the series, in lesson order.
+
+``SGEMM[name](A, B, C, alpha=1.0, beta=0.0)`` and ``TRANSPOSE[name](src, dst)`` take
+float32, C-contiguous numba device arrays and choose their own launch configuration.  A rung
+computes the right answer for any positive M, N, K, or raises ValueError naming what it
+cannot take; a wrong dtype raises TypeError.  ``VARIANTS`` holds the side-by-side versions a
+lesson measures (the wrong mapping, another tile size) that are not steps of the ladder.
+"""
+import functools
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Callable
+
+from .sgemm import naive, naive_uncoalesced, reg1d, reg2d, smem_tile, vec
+
+
+@dataclass(frozen=True)
+class Rung:
+    name: str
+    lesson: str
+    title: str
+    fn: Callable
+    constraint: str = "any positive M, N, K"
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self):
+        return f"<rung {self.name}: lesson {self.lesson}, {self.title}>"
+
+
+def _table(*rungs):
+    return OrderedDict((r.name, r) for r in rungs)
+
+
+SGEMM = _table(
+    Rung("naive", "01", "one thread per element of C", naive.sgemm),
+    Rung("smem_tile", "02", "32x32 shared-memory tiles", smem_tile.sgemm),
+    Rung("reg1d", "03", "128x128x8 block, 16 results per thread (1-D register tile)", reg1d.sgemm),
+    Rung("reg2d", "04", "128x128x8 block, 8x8 results per thread (outer product), 128 registers",
+         reg2d.sgemm),
+    Rung("vec", "05", "transposed A tile, 128-bit loads, unrolled by a generator", vec.sgemm,
+         "K and N multiples of 4"),
+)
+
+VARIANTS = _table(
+    Rung("naive_uncoalesced", "01", "threadIdx.x along rows of C (uncoalesced)", naive_uncoalesced.sgemm),
+    Rung("smem_tile16", "02", "16x16 shared-memory tiles", smem_tile.sgemm_tile16),
+    Rung("reg1d_64x64", "03", "64x64x8 block, 8 results per thread",
+         functools.partial(reg1d.sgemm, kernel=reg1d.kernel_for(64, 64, 8, 8))),
+    Rung("reg2d_uncapped", "04", "reg2d without the register cap",
+         functools.partial(reg2d.sgemm, kernel=reg2d.kernel_for(MAX_REGISTERS=None))),
+    Rung("reg2d_contiguous", "04", "reg2d with each thread's 8x8 results side by side",
+         functools.partial(reg2d.sgemm, kernel=reg2d.kernel_for(SPREAD=False))),
+)
+
+TRANSPOSE = OrderedDict()

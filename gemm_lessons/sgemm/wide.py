@@ -1,0 +1,84 @@
+"""128-bit global loads and stores (LDG.128 / STG.128) from numba.
+
+numba indexes arrays one float at a time and tells LLVM nothing about the alignment of an
+array's data pointer, so four neighbouring loads from global memory stay four LDG.32.  These
+two small intrinsics emit one ``<4 x float>`` load or store with 16-byte alignment instead:
+the caller promises that the address is a multiple of 16 bytes (C-contiguous float32 array,
+16-byte-aligned base, row length and column index multiples of 4).
+
+Shared memory needs no such help: shared arrays are aligned, so NVVM merges four neighbouring
+shared accesses into LDS.128 / STS.128 by itself when the index is visibly a multiple of 4.
+
+On the simulator the same names are plain Python functions doing four scalar accesses.
+"""
+from .. import _backend
+
+if _backend.SIMULATOR:
+
+    def load4(arr, row, col):
+        return arr[row, col], arr[row, col + 1], arr[row, col + 2], arr[row, col + 3]
+
+    def store4(arr, row, col, v0, v1, v2, v3):
+        arr[row, col] = v0
+        arr[row, col + 1] = v1
+        arr[row, col + 2] = v2
+        arr[row, col + 3] = v3
+
+else:
+    from llvmlite import ir
+    from numba.cuda import cgutils, types
+    from numba.cuda.extending import intrinsic
+
+    def _vector_pointer(context, builder, sig, args):
+        aryty = sig.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        idx = [context.cast(builder, v, t, types.intp) for v, t in zip(args[1:3], sig.args[1:3])]
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, idx, wraparound=False)
+        vec = ir.VectorType(ir.FloatType(), 4)
+        return builder.bitcast(ptr, vec.as_pointer(ptr.type.addrspace))
+
+    def _check(arr, row, col):
+        if not (isinstance(arr, types.Array) and arr.dtype == types.float32 and arr.ndim == 2):
+            raise TypeError("load4/store4 take a 2-D float32 array")
+        if not (isinstance(row, types.Integer) and isinstance(col, types.Integer)):
+            raise TypeError("load4/store4 take integer indices")
+
+    @intrinsic
+    def load4(typingctx, arr, row, col):
+        _check(arr, row, col)
+        sig = types.UniTuple(types.float32, 4)(arr, row, col)
+
+        def codegen(context, builder, sig, args):
+            v = builder.load(_vector_pointer(context, builder, sig, args), align=16)
+            items = [builder.extract_element(v, ir.Constant(ir.IntType(32), i)) for i in range(4)]
+            return context.make_tuple(builder, sig.return_type, items)
+
+        return sig, codegen
+
+    @intrinsic
+    def store4(typingctx, arr, row, col, v0, v1, v2, v3):
+        _check(arr, row, col)
+        sig = types.void(arr, row, col, v0, v1, v2, v3)  # values cast to float32 below
+
+        def codegen(context, builder, sig, args):
+            vec = ir.Constant(ir.VectorType(ir.FloatType(), 4), ir.Undefined)
+            for i, (v, t) in enumerate(zip(args[3:], sig.args[3:])):
+                vec = builder.insert_element(vec, context.cast(builder, v, t, types.float32),
+                                             ir.Constant(ir.IntType(32), i))
+            builder.store(vec, _vector_pointer(context, builder, sig, args), align=16)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+
+def require_wide_alignment(*named_arrays):
+    """ValueError unless every row of every array starts on a 16-byte boundary."""
+    for name, a in named_arrays:
+        if a.shape[1] % 4:
+            raise ValueError(
+                f"this kernel moves 4 floats (16 bytes) at a time, so every row must start on a "
+                f"16-byte boundary: {name} has {a.shape[1]} columns, not a multiple of 4. "
+                "Use an earlier rung or gemm_lessons.sgemm, which handles any shape.")
+        if not _backend.SIMULATOR and a.__cuda_array_interface__["data"][0] % 16:
+            raise ValueError(f"{name} does not start on a 16-byte boundary (a sliced view?): "
+                             "pass a freshly allocated array.")

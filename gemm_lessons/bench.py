@@ -272,6 +272,7 @@ def _compiled_kernels():
             "reg1d_64x64": reg1d.kernel_for(64, 64, 8, 8),
             "reg2d_uncapped": reg2d.kernel_for(MAX_REGISTERS=None),
             "reg2d_contiguous": reg2d.kernel_for(SPREAD=False),
+            "vec_unrolled_k": vec.sgemm_vec_unrolled_k,
             "copy_float4": copy.copy_float4}
 
 

@@ -52,6 +52,8 @@ VARIANTS = _table(
          functools.partial(reg2d.sgemm, kernel=reg2d.kernel_for(MAX_REGISTERS=None))),
     Rung("reg2d_contiguous", "04", "reg2d with each thread's 8x8 results side by side",
          functools.partial(reg2d.sgemm, kernel=reg2d.kernel_for(SPREAD=False))),
+    Rung("vec_unrolled_k", "05", "vec with the k-loop written out as well",
+         functools.partial(vec.sgemm, kernel=vec.sgemm_vec_unrolled_k), "K and N multiples of 4"),
 )
 
 TRANSPOSE = OrderedDict()

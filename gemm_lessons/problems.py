@@ -155,10 +155,27 @@ GPU_SHAPES = SIM_SHAPES + [(1, 1, 1, 1.0, 0.0), (127, 129, 131, 1.0, 0.0),
                            (1000, 1, 17, 2.0, 1.0), (513, 1031, 257, -1.0, 0.5)]
 
 
-def check_all(rung, shapes=None, seed=0):
-    """Check a rung on several shapes; returns the list of results (all must pass)."""
+class CheckReport(list):
+    """The CheckResults of several shapes; true when all passed."""
+
+    @property
+    def passed(self):
+        return all(r.passed for r in self)
+
+    def __bool__(self):
+        return self.passed
+
+    def _repr_markdown_(self):
+        return "\n\n".join(r._repr_markdown_() for r in self)
+
+    def __repr__(self):
+        return "\n".join(r.message() for r in self)
+
+
+def check_all(rung, shapes=None, seed=0, name=None):
+    """Check a rung on several awkward shapes (a few on the simulator, more on a GPU)."""
     from . import _backend
 
     if shapes is None:
         shapes = SIM_SHAPES if _backend.SIMULATOR else GPU_SHAPES
-    return [check(rung, M, N, K, alpha, beta, seed) for M, N, K, alpha, beta in shapes]
+    return CheckReport(check(rung, M, N, K, alpha, beta, seed, name) for M, N, K, alpha, beta in shapes)

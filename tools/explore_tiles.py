@@ -26,6 +26,12 @@ def run(label, fn, kernel=None):
 
 
 run("cublas", cublas.sgemm)
+from gemm_lessons.sgemm import vec
+for unroll in (True, False):
+    k = vec.make_sgemm_vec(unroll)
+    run(f"vec unroll_k={unroll}", functools.partial(vec.sgemm, kernel=k), k)
+if "--all" not in sys.argv:
+    sys.exit(0)
 for cfg in [(128, 128, 8, 8, 8, True, 128), (128, 128, 8, 8, 8, False, 128), (128, 128, 8, 8, 8, True, 96),
             (128, 128, 8, 8, 8, True, 168), (128, 128, 8, 8, 8, False, 168)]:
     k = reg2d.kernel_for(*cfg)

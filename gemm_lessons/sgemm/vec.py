@@ -5,7 +5,9 @@ Same 128x128x8 block and 8x8 results per thread as lesson 04, with three changes
     contiguous, like its 8 values of B: two LDS.128 each instead of eight LDS.32;
   * global memory is read and C written 16 bytes at a time (LDG.128 / STG.128, see wide.py);
   * the k-step body is written out in full by a generator (64 named accumulators), because
-    NVVM does not fully unroll the loop nest of lesson 04 and numba has no ``#pragma unroll``.
+    NVVM does not fully unroll the loop nest of lesson 04 and numba has no ``#pragma unroll``;
+    the loop over the BK k-steps stays a loop (writing it out too was slower, see
+    generate_sgemm_vec_source).
 """
 import numpy as np
 from numba import cuda, float32
@@ -54,23 +56,30 @@ def sgemm_vec(A, B, C, alpha, beta):
         sB[b_r, b_c + 2] = y2
         sB[b_r, b_c + 3] = y3
         cuda.syncthreads()
-        for k in range(BK):
 {inner}
         cuda.syncthreads()
 {store}
 '''
 
 
-def generate_sgemm_vec_source():
+def generate_sgemm_vec_source(unroll_k=False):
     """Write out the body that loops would express: 64 accumulators c_i_j, 8+8 register
-    values a_i and b_j per k-step, 64 fused multiply-adds."""
+    values a_i and b_j per k-step, 64 fused multiply-adds.  With unroll_k, the BK k-steps of
+    a slice are written out too; measured on an H100 that was slower: with k a constant in
+    every index, NVVM no longer merged the shared loads into LDS.128 (lesson 05)."""
     I = range(TM)
     J = range(TN)
     zero = "\n".join(f"    c_{i}_{j} = np.float32(0.0)" for i in I for j in J)
-    inner = "\n".join(
-        [f"            a_{i} = sAT[k, t_row + {i}]" for i in I]
-        + [f"            b_{j} = sB[k, t_col + {j}]" for j in J]
-        + [f"            c_{i}_{j} += a_{i} * b_{j}" for i in I for j in J])
+
+    def k_step(k, indent):
+        return [indent + f"a_{i} = sAT[{k}, t_row + {i}]" for i in I] + \
+               [indent + f"b_{j} = sB[{k}, t_col + {j}]" for j in J] + \
+               [indent + f"c_{i}_{j} += a_{i} * b_{j}" for i in I for j in J]
+
+    if unroll_k:
+        inner = "\n".join(line for k in range(BK) for line in k_step(k, " " * 8))
+    else:
+        inner = "\n".join(["        for k in range(BK):"] + k_step("k", " " * 12))
     store = []
     for i in I:
         store.append(f"    if t_row + row0 + {i} < M:")
@@ -88,15 +97,16 @@ def generate_sgemm_vec_source():
     return KERNEL_TEMPLATE.format(zero=zero, inner=inner, store="\n".join(store))
 
 
-def make_sgemm_vec():
+def make_sgemm_vec(unroll_k=False):
     namespace = dict(cuda=cuda, float32=float32, np=np, load4=load4, store4=store4,
                      BM=BM, BN=BN, BK=BK, TM=TM, TN=TN)
-    exec(compile(generate_sgemm_vec_source(), "<sgemm_vec generated>", "exec"), namespace)
+    exec(compile(generate_sgemm_vec_source(unroll_k), "<sgemm_vec generated>", "exec"), namespace)
     return namespace["sgemm_vec"]
 # lesson-cell: end
 
 
 sgemm_vec = make_sgemm_vec()
+sgemm_vec_unrolled_k = make_sgemm_vec(unroll_k=True)
 
 
 def sgemm(A, B, C, alpha=1.0, beta=0.0, kernel=sgemm_vec):

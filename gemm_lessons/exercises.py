@@ -1,0 +1,173 @@
+"""Exercise cells with an automatic, friendly check.
+
+A teacher notebook writes the solution between ``### BEGIN SOLUTION`` and ``### END
+SOLUTION`` and ends the cell with ``exercises.check("<id>", answer)``.  ``python -m
+gemm_lessons.student`` builds the student notebooks, with each solution replaced by a skeleton.
+A check never raises: a wrong answer, a missing one or a crashing kernel all come back as
+feedback that says what to look at.
+"""
+import functools
+import traceback
+from dataclasses import dataclass
+
+from . import counting
+
+_CHECKS = {}
+
+
+@dataclass
+class Feedback:
+    exercise: str
+    ok: bool
+    message: str
+
+    def __bool__(self):
+        return self.ok
+
+    def __str__(self):
+        return f"{'Correct' if self.ok else 'Not yet'} [{self.exercise}]: {self.message}"
+
+    __repr__ = __str__
+
+    def _repr_markdown_(self):
+        return ("✅ " if self.ok else "❌ ") + str(self)
+
+
+def exercise(exercise_id, hint):
+    """Register ``fn(answer) -> (ok, message)`` as the checker for ``exercise_id``."""
+    def register(fn):
+        _CHECKS[exercise_id] = (fn, hint)
+        return fn
+    return register
+
+
+def check(exercise_id, answer):
+    """Check a student's answer; returns Feedback (shown as a green or red line)."""
+    if exercise_id not in _CHECKS:
+        return Feedback(exercise_id, False, f"unknown exercise; known: {', '.join(sorted(_CHECKS))}")
+    fn, hint = _CHECKS[exercise_id]
+    if answer is None or answer is Ellipsis:
+        return Feedback(exercise_id, False, "no answer yet: replace the placeholder with your answer. Hint: " + hint)
+    try:
+        ok, message = fn(answer)
+    except Exception as e:  # a broken kernel or answer must give feedback, not a traceback
+        tb = traceback.extract_tb(e.__traceback__)
+        where = f" (line {tb[-1].lineno} of {tb[-1].name})" if tb else ""
+        return Feedback(exercise_id, False,
+                        f"your answer raised {type(e).__name__}: {e}{where}. Hint: {hint}")
+    if not ok:
+        message += " Hint: " + hint
+    return Feedback(exercise_id, ok, message)
+
+
+def ids():
+    return sorted(_CHECKS)
+
+
+def _close(a, b, rel=1e-6):
+    return abs(a - b) <= rel * max(1.0, abs(b))
+
+
+def _number(ans, expected, what):
+    try:
+        value = float(ans)
+    except (TypeError, ValueError):
+        return False, f"expected a number for {what}, got {ans!r}."
+    if _close(value, expected, 1e-3):
+        return True, f"{what} = {expected:,.6g}."
+    return False, f"{value:,.6g} is not {what}."
+
+
+def _kernel_passes(launch, answer):
+    """Run a student's kernel on two awkward shapes (simulator-sized) with alpha and beta."""
+    from .problems import SIM_SHAPES, check as check_problem
+
+    run = functools.partial(launch, kernel=answer)
+    shapes = []
+    for M, N, K, alpha, beta in SIM_SHAPES:
+        res = check_problem(run, M, N, K, alpha, beta, name="your kernel")
+        if not res.passed:
+            return False, res.message()
+        shapes.append(f"{M}x{N}x{K}")
+    return True, f"your kernel matches the float64 reference on {' and '.join(shapes)} (with alpha and beta)."
+
+
+# ----------------------------------------------------------------------------- lesson 00
+@exercise("00-flops", "K multiplies and K-1 adds per element, then alpha*, beta* and one more add.")
+def _(ans):
+    return _number(ans, counting.sgemm_flops(512, 256, 128, alpha_beta=True),
+                   "the FLOP count of alpha*A@B + beta*C for M=512, N=256, K=128")
+
+
+@exercise("00-intensity", "FLOP = 2MNK; bytes = 4 x (MK + KN + MN) when beta == 0.")
+def _(ans):
+    return _number(ans, counting.sgemm_intensity(4096, 4096, 4096),
+                   "the arithmetic intensity of a 4096^3 SGEMM (FLOP per byte)")
+
+
+# ----------------------------------------------------------------------------- lesson 01
+@exercise("01-sectors", "In the swapped mapping, neighbouring threads own neighbouring ROWS of C. "
+                        "A sector is 32 bytes; count distinct sectors the 32 threads touch in A and in B.")
+def _(ans):
+    try:
+        a, b = ans
+    except (TypeError, ValueError):
+        return False, "answer with a pair: (sectors of A, sectors of B)."
+    if (a, b) == (32, 1):
+        return True, ("A: 32 rows, K floats apart, 32 sectors; B: one float shared by the warp, 1 sector. "
+                      "The coalesced mapping needs 1 + 4.")
+    return False, f"{(a, b)} is not it."
+
+
+@exercise("01-kernel", "threadIdx.x must walk the columns (the contiguous dimension) of C and B; "
+                       "guard row < M and col < N; with beta == 0, do not read C.")
+def _(ans):
+    from .sgemm import naive
+
+    return _kernel_passes(naive.sgemm, ans)
+
+
+# ----------------------------------------------------------------------------- lesson 02
+@exercise("02-loads", "A block of BM x BN outputs reads BM*K values of A and K*BN of B.")
+def _(ans):
+    return _number(ans, counting.tiled_global_loads(1024, 1024, 1024, 32, 32),
+                   "the global loads of a 1024^3 SGEMM with 32x32 tiles")
+
+
+# ----------------------------------------------------------------------------- lesson 03
+@exercise("03-kernel", "for each k: read one value of sB into a register, then update all TM "
+                       "accumulators with it and the TM values of sA in that column.")
+def _(ans):
+    from .sgemm import reg1d
+
+    return _kernel_passes(reg1d.sgemm, ans)
+
+
+# ----------------------------------------------------------------------------- lesson 04
+@exercise("04-ratio", "x*y products per k-step need x values of A and y of B: ratio = 2xy/(x+y).")
+def _(ans):
+    try:
+        r88, r164 = (float(v) for v in ans)
+    except (TypeError, ValueError):
+        return False, "answer with a pair: (ratio for 8x8, ratio for 16x4)."
+    want = (counting.compute_to_memory_ratio(8, 8), counting.compute_to_memory_ratio(16, 4))
+    if _close(r88, want[0], 1e-3) and _close(r164, want[1], 1e-3):
+        return True, f"8x8 gives {want[0]:g} FLOP per value read, 16x4 only {want[1]:g}: square tiles reuse best."
+    return False, f"({r88:g}, {r164:g}) is not right."
+
+
+# ----------------------------------------------------------------------------- lesson 05
+@exercise("05-stage-a", "256 threads, a 128 x 8 tile: 2 float4 per row. "
+                        "Return (row, first column) of the float4 that thread tid stages.")
+def _(ans):
+    from .sgemm import vec
+
+    for tid in range(vec.THREADS):
+        want = (tid // (vec.BK // 4), (tid % (vec.BK // 4)) * 4)
+        got = tuple(ans(tid))
+        if got != want:
+            return False, f"for tid={tid} you return {got}, expected {want}."
+    covered = {tuple(ans(t)) for t in range(vec.THREADS)}
+    if len(covered) != vec.BM * vec.BK // 4:
+        return False, "some float4 of the tile are staged twice and others never."
+    return True, "every float4 of the 128x8 A tile is staged exactly once, each by one 16-byte load."

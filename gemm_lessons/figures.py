@@ -1,0 +1,117 @@
+"""Small explanatory figures (the "Idea" step of each lesson), drawn from the same index
+arithmetic the kernels use."""
+import matplotlib.pyplot as plt
+import matplotlib.patches as patches
+import numpy as np
+
+SECTOR_BYTES = 32
+
+
+def sectors(byte_addresses):
+    """Distinct 32-byte sectors touched by one warp-wide access (the unit DRAM and L2 serve)."""
+    return len({a // SECTOR_BYTES for a in byte_addresses})
+
+
+def naive_warp_addresses(coalesced, K=1024, N=1024, k=0, row0=0, col0=0):
+    """Byte addresses of A and B read by the 32 threads of one warp at step k of the naive kernel."""
+    lanes = range(32)
+    if coalesced:  # lane -> column
+        rows, cols = [row0] * 32, [col0 + l for l in lanes]
+    else:  # lane -> row
+        rows, cols = [row0 + l for l in lanes], [col0] * 32
+    a = [4 * (r * K + k) for r in rows]
+    b = [4 * (k * N + c) for c in cols]
+    return a, b
+
+
+def warp_access(coalesced=True, K=64, N=64, ax=None):
+    """One warp, one k-step: which floats of A and B it reads, and how many 32-byte sectors."""
+    a, b = naive_warp_addresses(coalesced, K, N)
+    if ax is None:
+        _, ax = plt.subplots(2, 1, figsize=(10, 2.6))
+    for axis, addrs, name, ld in ((ax[0], a, "A", K), (ax[1], b, "B", N)):
+        floats = sorted({x // 4 for x in addrs})
+        lo = (floats[0] // 8) * 8
+        hi = min(lo + 8 * 40, max(lo + 64, ((floats[-1] // 8) + 1) * 8))
+        axis.set_xlim(lo, hi)
+        axis.set_ylim(0, 1)
+        for s in range(lo, hi, 8):
+            touched = any(s <= f < s + 8 for f in floats)
+            axis.add_patch(patches.Rectangle((s, 0), 8, 1, fill=touched, alpha=0.3, ec="black",
+                                             fc="tab:orange"))
+        for f in floats:
+            if lo <= f < hi:
+                axis.add_patch(patches.Rectangle((f, 0.2), 1, 0.6, color="tab:blue"))
+        axis.set_yticks([])
+        axis.set_title(f"{name}: {len(floats)} distinct floats in {sectors(addrs)} sectors of 32 bytes "
+                       f"(row length {ld} floats; shaded = sectors fetched)", fontsize=9, loc="left")
+        axis.set_xlabel("float index in memory (row-major)", fontsize=8)
+    plt.tight_layout()
+    return ax
+
+
+def tiles(BM=32, BN=32, BK=32, M=128, N=128, K=128, ax=None):
+    """A block's tile of C, the strip of A and B it needs, and one BK-wide slice of each."""
+    if ax is None:
+        _, ax = plt.subplots(1, 3, figsize=(10, 3.4))
+    specs = [("A (M x K)", M, K, (BM, 0, BM, K), (BM, BK, BM, BK)),
+             ("B (K x N)", K, N, (0, BN, K, BN), (BK, BN, BK, BN)),
+             ("C (M x N)", M, N, (BM, BN, BM, BN), None)]
+    for axis, (title, rows, cols, strip, slice_) in zip(ax, specs):
+        axis.add_patch(patches.Rectangle((0, 0), cols, rows, fill=False))
+        r0, c0, h, w = strip
+        axis.add_patch(patches.Rectangle((c0, r0), w, h, color="tab:blue", alpha=0.25))
+        if slice_:
+            r0, c0, h, w = slice_
+            axis.add_patch(patches.Rectangle((c0, r0), w, h, color="tab:blue", alpha=0.8))
+        axis.set_xlim(-2, cols + 2)
+        axis.set_ylim(rows + 2, -2)
+        axis.set_aspect("equal")
+        axis.set_title(title, fontsize=9)
+        axis.set_xticks([])
+        axis.set_yticks([])
+    ax[0].set_title(f"A (M x K): dark = the {BM}x{BK} slice in shared memory now", fontsize=9)
+    ax[1].set_title(f"B (K x N): dark = the {BK}x{BN} slice", fontsize=9)
+    ax[2].set_title(f"C (M x N): one block's {BM}x{BN} tile", fontsize=9)
+    plt.tight_layout()
+    return ax
+
+
+def outer_product(TM=8, TN=8, ax=None):
+    """TM values of A times TN values of B: TM*TN products from TM+TN reads."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4, 4))
+    for i in range(TM):
+        ax.add_patch(patches.Rectangle((-1.5, i), 1, 1, fc="tab:red", alpha=0.6, ec="white"))
+    for j in range(TN):
+        ax.add_patch(patches.Rectangle((j, -1.5), 1, 1, fc="tab:olive", alpha=0.6, ec="white"))
+    for i in range(TM):
+        for j in range(TN):
+            ax.add_patch(patches.Rectangle((j, i), 1, 1, fc="tab:blue", alpha=0.35, ec="white"))
+    ax.set_xlim(-2, TN + 0.5)
+    ax.set_ylim(TM + 0.5, -2)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(f"one k-step: {TM}+{TN} reads, {TM * TN} FMAs", fontsize=9)
+    return ax
+
+
+def transposed_tile(BM=16, BK=8, TM=4, ax=None):
+    """One thread's TM values of A for one k: strided in sA[BM][BK], contiguous in sAT[BK][BM]."""
+    if ax is None:
+        _, ax = plt.subplots(1, 2, figsize=(9, 3))
+    k, m0 = 2, 4
+    for axis, (rows, cols, title, cells) in zip(ax, [
+            (BM, BK, "sA[m, k]: 4 reads, each 4 bytes, 32 bytes apart", [(m0 + i, k) for i in range(TM)]),
+            (BK, BM, "sAT[k, m]: the same 4 floats side by side: one 16-byte read",
+             [(k, m0 + i) for i in range(TM)])]):
+        grid = np.zeros((rows, cols))
+        for r, c in cells:
+            grid[r, c] = 1
+        axis.imshow(grid, cmap="Blues", vmin=0, vmax=1.5)
+        axis.set_xticks(range(cols))
+        axis.set_yticks(range(rows))
+        axis.tick_params(labelsize=6)
+        axis.set_title(title, fontsize=9)
+    plt.tight_layout()
+    return ax

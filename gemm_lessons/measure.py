@@ -1,0 +1,183 @@
+"""The "Measure" step of every lesson: time kernels next to cuBLAS, or show recorded numbers.
+
+On a GPU, ``compare`` times each kernel and cuBLAS in the same process on the same inputs,
+checks every result against cuBLAS, and returns a table.  On the simulator nothing is timed:
+the table shows the recorded GPU results for the same kernels and size, labelled with the
+device and date they were measured on.
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import _backend, results
+from .counting import sgemm_flops
+from .device import device_info
+
+
+def _today():
+    import datetime
+
+    return datetime.date.today().isoformat()
+
+
+def pick(gpu, sim):
+    """A size for this machine: ``gpu`` on a GPU, ``sim`` (small) on the simulator."""
+    return sim if _backend.SIMULATOR else gpu
+
+
+@dataclass
+class Comparison:
+    size: tuple
+    rows: list = field(default_factory=list)  # dicts: kernel, gflops, gflops_p10, gflops_p90, pct_cublas
+    source: str = ""  # "measured on ..." or "recorded on ..."
+    peak_gflops: float = None  # FP32 peak of the device the numbers come from
+
+    def gflops(self, kernel):
+        for r in self.rows:
+            if r["kernel"] == kernel:
+                return r["gflops"]
+        return None
+
+    def speedup(self, kernel, baseline):
+        """How many times faster ``kernel`` ran than ``baseline`` (nan if either is missing)."""
+        a, b = self.gflops(kernel), self.gflops(baseline)
+        return a / b if a and b else float("nan")
+
+    def _repr_markdown_(self):
+        M, N, K = self.size
+        peak = self.peak_gflops
+        lines = [f"**SGEMM {M}x{N}x{K}**, {self.source}", "",
+                 "| kernel | TFLOPS (median) | p10-p90 | % of cuBLAS | % of FP32 peak |",
+                 "|---|---:|---:|---:|---:|"]
+        for r in self.rows:
+            pct = f"{r['pct_cublas']:.1f}%" if r.get("pct_cublas") is not None else ""
+            pk = f"{100 * r['gflops'] / peak:.1f}%" if peak else ""
+            lines.append(f"| {r['kernel']} | {r['gflops'] / 1e3:.2f} | {r['gflops_p10'] / 1e3:.2f}-"
+                         f"{r['gflops_p90'] / 1e3:.2f} | {pct} | {pk} |")
+        if not self.rows:
+            lines.append("| (no recorded results for these kernels at this size) | | | | |")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return self._repr_markdown_()
+
+
+def compare(kernels, size=(4096, 4096, 4096), repeats=20, progress=True, record=None):
+    """Time ``kernels`` (name -> rung) and cuBLAS at ``size``; recorded numbers on the simulator."""
+    if _backend.SIMULATOR:
+        return recorded(list(kernels) + ["cublas"], size, record)
+    from numba import cuda
+
+    from . import cublas
+    from .bench import _progress
+    from .problems import random_matrix, tolerance
+    from .timing import time_gpu
+
+    M, N, K = size
+    rng = np.random.default_rng(0)
+    A = cuda.to_device(random_matrix(M, K, rng))
+    B = cuda.to_device(random_matrix(K, N, rng))
+    C = cuda.device_array((M, N), np.float32)
+    cublas.sgemm(A, B, C)
+    ref = C.copy_to_host().astype(np.float64)
+    flop = sgemm_flops(M, N, K)
+    out = Comparison(size, source=f"measured on {device_info().name}, {_today()}",
+                     peak_gflops=device_info().peak_gflops)
+    bar = _progress(len(kernels) + 1, "timing", progress)
+    for name, fn in [("cublas", cublas.sgemm)] + list(kernels.items()):
+        bar.set_postfix_str(name)
+        C.copy_to_device(np.full((M, N), np.nan, np.float32))
+        t = time_gpu(lambda: fn(A, B, C), repeats=repeats)
+        err = np.linalg.norm(C.copy_to_host() - ref) / np.linalg.norm(ref)
+        if not err <= tolerance(K):
+            raise AssertionError(f"{name} gives a wrong result at {M}x{N}x{K} (relative error {err:.1e} "
+                                 "against cuBLAS): fix it before timing it.")
+        out.rows.append({"kernel": name, "gflops": flop / t.median_ms / 1e6,
+                         "gflops_p10": flop / t.p90_ms / 1e6, "gflops_p90": flop / t.p10_ms / 1e6})
+        bar.update()
+    bar.close()
+    cub = out.rows[0]["gflops"]
+    for r in out.rows:
+        r["pct_cublas"] = 100 * r["gflops"] / cub
+    out.rows = out.rows[1:] + out.rows[:1]  # cuBLAS last, as the yardstick
+    return out
+
+
+def recorded(kernels, size=(4096, 4096, 4096), record=None):
+    """The recorded results for ``kernels`` at ``size`` (newest results file by default)."""
+    record = record or results.load()
+    rows = []
+    for name in kernels:
+        for r in results.sgemm_rows(record, name, size):
+            rows.append(dict(r))
+    return Comparison(tuple(size), rows,
+                      source=f"recorded on {results.label(record)} (not measured here: CUDA simulator)",
+                      peak_gflops=record["device"].get("peak_gflops"))
+
+
+def session_record(sgemm=(), bandwidth=()):
+    """Numbers measured in this session, shaped like a results file, for the same plots."""
+    import datetime
+
+    return {"device": device_info().as_dict(),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "sgemm": list(sgemm), "bandwidth": list(bandwidth), "ladder": []}
+
+
+@dataclass
+class Table:
+    """Rows of measurements with the record they belong to (measured now, or recorded)."""
+    title: str
+    rows: list
+    record: dict
+    measured_now: bool
+
+    @property
+    def source(self):
+        how = "measured" if self.measured_now else "recorded (not measured here: CUDA simulator)"
+        return f"{how} on {results.label(self.record)}"
+
+    def _repr_markdown_(self):
+        rows = self.rows
+        if not rows:
+            return f"**{self.title}**: no rows"
+        if "gbs" in rows[0]:
+            head = "| copy | size | GB/s (median) | p10-p90 |\n|---|---|---:|---:|"
+            body = [f"| {r['kernel']} | {r['rows']}x{r['cols']} | {r['gbs']:,.0f} | "
+                    f"{r['gbs_p10']:,.0f}-{r['gbs_p90']:,.0f} |" for r in rows]
+        else:
+            head = "| kernel | M x N x K | TFLOPS (median) | p10-p90 |\n|---|---|---:|---:|"
+            body = [f"| {r['kernel']} | {r['M']}x{r['N']}x{r['K']} | {r['gflops'] / 1e3:.2f} | "
+                    f"{r['gflops_p10'] / 1e3:.2f}-{r['gflops_p90'] / 1e3:.2f} |" for r in rows]
+        return f"**{self.title}**, {self.source}\n\n" + head + "\n" + "\n".join(body)
+
+
+def copy_bandwidth(shape=(8192, 8192), repeats=30):
+    """Device-to-device copy bandwidth (bytes read + written): the roofline's slanted ceiling."""
+    if _backend.SIMULATOR:
+        rec = results.load()
+        return Table("Copy bandwidth", rec["bandwidth"], rec, False)
+    from .bench import time_bandwidth
+
+    rows = time_bandwidth(shape, repeats)
+    return Table("Copy bandwidth", rows, session_record(bandwidth=rows), True)
+
+
+def cublas_sweep(sizes=(1024, 2048, 4096, 8192), repeats=20, progress=True):
+    """cuBLAS SGEMM at square sizes (recorded numbers on the simulator)."""
+    if _backend.SIMULATOR:
+        rec = results.load()
+        rows = [r for r in results.sgemm_rows(rec, "cublas") if r["M"] == r["N"] == r["K"] and r["M"] in sizes]
+        return Table("cuBLAS SGEMM", sorted(rows, key=lambda r: r["M"]), rec, False)
+    from .bench import time_sgemm
+
+    rows = time_sgemm({}, [(s, s, s) for s in sizes], repeats, progress)
+    return Table("cuBLAS SGEMM", rows, session_record(sgemm=rows), True)
+
+
+def merge(*tables):
+    """One record holding the rows of several tables (for the roofline)."""
+    rec = dict(tables[0].record)
+    rec["sgemm"] = [r for t in tables for r in t.rows if "gflops" in r]
+    rec["bandwidth"] = [r for t in tables for r in t.rows if "gbs" in r]
+    return rec

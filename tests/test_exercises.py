@@ -1,0 +1,116 @@
+import glob
+import json
+import os
+import re
+
+import nbformat
+import pytest
+from numba import cuda
+import numpy as np
+
+from gemm_lessons import exercises, student
+from gemm_lessons.sgemm import naive, reg1d
+
+from conftest import REPO
+
+NOTEBOOKS = sorted(glob.glob(os.path.join(REPO, "notebooks", "*.ipynb")))
+
+RIGHT = {
+    "00-flops": (2 * 128 + 2) * 512 * 256,
+    "00-intensity": 2 * 4096 / 12,
+    "01-sectors": (32, 1),
+    "01-kernel": naive.sgemm_naive,
+    "02-loads": 1024 ** 3 / 16,
+    "03-kernel": reg1d.sgemm_reg1d,
+    "04-ratio": (8, 6.4),
+    "05-stage-a": lambda tid: (tid // 2, (tid % 2) * 4),
+}
+WRONG = {
+    "00-flops": 2 * 128 * 512 * 256,
+    "00-intensity": 2 * 4096 / 8,
+    "01-sectors": (1, 4),
+    "01-kernel": None,  # filled below: a kernel with the guard missing one edge
+    "02-loads": 2 * 1024 ** 3,
+    "03-kernel": None,
+    "04-ratio": (8, 8),
+    "05-stage-a": lambda tid: (tid % 128, (tid // 128) * 4),
+}
+
+
+@cuda.jit
+def _off_by_one(A, B, C, alpha, beta):
+    col = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    row = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
+    if row < C.shape[0] - 1 and col < C.shape[1]:
+        acc = np.float32(0.0)
+        for k in range(A.shape[1]):
+            acc += A[row, k] * B[k, col]
+        C[row, col] = alpha * acc + (beta * C[row, col] if beta != 0 else 0)
+
+
+def test_every_exercise_has_a_right_and_a_wrong_answer_here():
+    assert set(RIGHT) == set(exercises.ids()) == set(WRONG)
+
+
+@pytest.mark.parametrize("ex", sorted(RIGHT))
+def test_right_answer_passes(ex):
+    fb = exercises.check(ex, RIGHT[ex])
+    assert fb.ok, str(fb)
+    assert fb._repr_markdown_().startswith("✅")
+
+
+@pytest.mark.parametrize("ex", sorted(WRONG))
+def test_wrong_answer_fails_with_a_hint(ex):
+    answer = WRONG[ex] if WRONG[ex] is not None else _off_by_one
+    if ex == "03-kernel":  # the lesson's own factory with the inner product using the wrong column
+        from gemm_lessons import lesson_source
+        src = lesson_source.region("gemm_lessons/sgemm/reg1d.py").replace("b = sB[k, t_col]", "b = sB[k, 0]")
+        ns = dict(cuda=cuda, np=np, float32=np.float32)
+        from numba import float32
+        ns["float32"] = float32
+        exec(src, ns)
+        answer = ns["make_sgemm_reg1d"]()
+    fb = exercises.check(ex, answer)
+    assert not fb.ok and "Hint:" in str(fb)
+
+
+def test_missing_answer_and_crashing_answer_give_feedback():
+    fb = exercises.check("00-flops", None)
+    assert not fb.ok and "no answer yet" in str(fb)
+    fb = exercises.check("05-stage-a", lambda tid: 1 / 0)
+    assert not fb.ok and "ZeroDivisionError" in str(fb)
+    fb = exercises.check("no-such-exercise", 1)
+    assert not fb.ok and "unknown exercise" in str(fb)
+
+
+def test_strip_solutions_keeps_skeletons():
+    src = "x = 1\n### BEGIN SOLUTION: answer = None\nanswer = 42\n### END SOLUTION\ncheck(answer)"
+    assert student.strip_solutions(src) == "x = 1\nanswer = None  # YOUR CODE HERE\ncheck(answer)"
+    src = "def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION"
+    assert student.strip_solutions(src) == 'def f():\n    raise NotImplementedError("your code here")'
+    with pytest.raises(ValueError):
+        student.strip_solutions("### BEGIN SOLUTION\nx = 1")
+
+
+def test_notebook_exercises_are_registered_and_checked():
+    used = set()
+    for path in NOTEBOOKS:
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "code" and "### BEGIN SOLUTION" in cell.source:
+                ids = re.findall(r'exercises\.check\("([^"]+)"', cell.source)
+                assert ids, f"{os.path.basename(path)}: a solution cell without exercises.check"
+                used.update(ids)
+    assert used == set(exercises.ids())
+
+
+def test_student_notebooks_have_no_solutions(tmp_path):
+    written = student.build(str(tmp_path))
+    assert len(written) == len(NOTEBOOKS) > 0
+    for path in written:
+        text = open(path).read()
+        assert "BEGIN SOLUTION" not in text
+        nb = nbformat.read(path, as_version=4)
+        nbformat.validate(nb)
+        for cell in nb.cells:
+            if "YOUR CODE HERE" in cell.source or "NotImplementedError" in cell.source:
+                assert cell.outputs == []

@@ -1,0 +1,38 @@
+"""The kernel code a notebook shows is the code the package runs."""
+import glob
+import os
+
+from gemm_lessons import lesson_source
+
+from conftest import REPO
+
+KERNEL_MODULES = sorted(
+    os.path.relpath(p, REPO) for p in glob.glob(os.path.join(REPO, "gemm_lessons", "sgemm", "*.py"))
+    if lesson_source.BEGIN in open(p).read())
+
+
+def test_every_kernel_module_has_a_region():
+    names = {os.path.basename(p) for p in KERNEL_MODULES}
+    assert {"naive.py", "naive_uncoalesced.py", "smem_tile.py", "reg1d.py", "reg2d.py", "vec.py"} <= names
+
+
+def test_notebook_cells_match_the_package():
+    assert lesson_source.drift() == []
+
+
+def test_every_ladder_kernel_is_shown_in_a_notebook():
+    shown = set()
+    for nb in glob.glob(os.path.join(lesson_source.NOTEBOOK_DIR, "*.ipynb")):
+        shown.update(path for _, path, _ in lesson_source.source_cells(nb))
+    for module in ["naive", "naive_uncoalesced", "smem_tile", "reg1d", "reg2d", "vec"]:
+        assert f"gemm_lessons/sgemm/{module}.py" in shown
+
+
+def test_drift_is_detected(tmp_path):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    text = lesson_source.cell_text("gemm_lessons/sgemm/naive.py")
+    nb.cells = [nbformat.v4.new_code_cell(text.replace("acc += A[row, k] * B[k, col]", "acc += 1"))]
+    nbformat.write(nb, str(tmp_path / "x.ipynb"))
+    assert lesson_source.drift(str(tmp_path)) == [("x.ipynb", "gemm_lessons/sgemm/naive.py")]

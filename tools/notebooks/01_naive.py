@@ -1,0 +1,158 @@
+from nbtools import SETUP, code, md, src
+
+CELLS = [
+md("""
+# 01 · The naive kernel, and coalescing
+
+**Where we are.** Lesson 00 measured the ceiling: cuBLAS, and the FP32 peak. Now the floor:
+the most direct kernel there is.
+
+**Idea.** One thread per element of C. Thread (row, col) walks along row `row` of A and column
+`col` of B, K multiply-adds, and writes one number. A 2-D grid of 2-D blocks covers C; the grid
+is rounded up, so threads past the edge must do nothing (the `if row < M and col < N` guard).
+"""),
+code(SETUP),
+code("""
+measure.recorded(["naive", "cublas"])  # where this lesson ends up, on the recorded GPU
+"""),
+md("""
+## Which thread gets which element? Coalescing
+
+A warp is 32 threads with consecutive `threadIdx.x`. They execute each load together, and the
+memory system serves them in 32-byte **sectors**. What matters is which addresses the 32
+threads touch *in the same instruction*.
+
+* **Coalesced**: `threadIdx.x` walks the *columns* of C. At step k the warp reads one float of
+  A (the same one for all 32 threads: a broadcast, 1 sector) and 32 neighbouring floats of B
+  (128 bytes: 4 sectors).
+* **Uncoalesced**: `threadIdx.x` walks the *rows* of C. The warp reads 32 floats of A that are
+  K floats apart (32 sectors, 28 of each sector's 32 bytes wasted) and one float of B.
+
+The figure shows one k-step of one warp, computed from the same index arithmetic as the kernel.
+"""),
+code("""
+figures.warp_access(coalesced=True);
+"""),
+code("""
+figures.warp_access(coalesced=False);
+"""),
+md("""
+**Predict.** Per k-step a warp needs 1 + 4 = 5 sectors with the coalesced mapping and
+32 + 1 = 33 with the other: about 6.6x more traffic through L1/L2. Caches soften this (the
+rows of A are reused by neighbouring warps), so expect the uncoalesced kernel to be several
+times slower, not exactly 6.6x. Either way the kernel performs $2MNK$ global loads, two per
+FMA: far too many, which is lesson 02's problem.
+"""),
+code("""
+for coalesced in (True, False):
+    a, b = figures.naive_warp_addresses(coalesced, K=4096, N=4096)
+    print(f"{'coalesced  ' if coalesced else 'uncoalesced'}: A {figures.sectors(a):>2} sectors, "
+          f"B {figures.sectors(b):>2} sectors per warp per k-step")
+print(f"global loads of a 4096^3 naive SGEMM: {counting.naive_global_loads(4096, 4096, 4096):,}")
+""", check=True),
+md("""
+## The kernel
+
+This cell is the package's own kernel (`gemm_lessons/sgemm/naive.py`); edit it and re-run the
+cells below to try ideas. Three details worth a look:
+
+* `np.float32(0.0)`: numba would otherwise accumulate in float64, which is slow on most GPUs.
+* `alpha` and `beta` arrive as `np.float32` (the launcher converts them) for the same reason.
+* with `beta == 0` the kernel does not read C at all, as BLAS specifies: C may hold garbage.
+"""),
+src("gemm_lessons/sgemm/naive.py"),
+md("""
+## Check
+
+Every check runs the kernel on random, non-square matrices (sizes that divide nothing), with
+alpha and beta, against a float64 reference, and reports the relative Frobenius error. Before
+each run C is filled with a special NaN ("poison"): any element the kernel forgets to write
+is reported as *unwritten*, with its position.
+"""),
+code("""
+from gemm_lessons.sgemm import naive, naive_uncoalesced
+
+gl.check_all(functools.partial(naive.sgemm, kernel=sgemm_naive), name="sgemm_naive")
+"""),
+src("gemm_lessons/sgemm/naive_uncoalesced.py"),
+code("""
+gl.check_all(functools.partial(naive_uncoalesced.sgemm, kernel=sgemm_naive_uncoalesced),
+             name="sgemm_naive_uncoalesced")
+"""),
+md("""
+## Measure
+
+Both mappings and cuBLAS, in the same process, on the same inputs (4096^3 on a GPU). On the
+simulator the table shows the recorded GPU run instead.
+"""),
+code("""
+size = (4096, 4096, 4096)
+table = measure.compare({
+    "naive": functools.partial(naive.sgemm, kernel=sgemm_naive),
+    "naive_uncoalesced": functools.partial(naive_uncoalesced.sgemm, kernel=sgemm_naive_uncoalesced),
+}, size=size)
+table
+"""),
+code("""
+print(f"coalesced / uncoalesced: {table.speedup('naive', 'naive_uncoalesced'):.1f}x faster; "
+      f"cuBLAS / naive: {table.speedup('cublas', 'naive'):.0f}x ({table.source})")
+"""),
+md("""
+## Look inside
+
+On a GPU, numba shows what the compiler made: registers per thread, local memory (spills),
+and the SASS instructions. The inner loop is one `FFMA` fed by two 4-byte global loads
+(`LDG.E`): two loads per FMA is why this kernel is so far below the roofline.
+"""),
+code("""
+if gl.SIMULATOR:
+    print("compiler facts need a GPU; recorded:", results.load()["compiler"]["naive"])
+else:
+    print(inspect_kernel.resources(sgemm_naive), inspect_kernel.sass_summary(sgemm_naive))
+"""),
+md("""
+## Exercises
+
+### 01-sectors
+For the **uncoalesced** mapping, how many 32-byte sectors does one warp touch in A and in B
+at one k-step? Answer with a pair `(sectors_of_A, sectors_of_B)`; the figure above helps.
+"""),
+code("""
+### BEGIN SOLUTION: answer = None
+answer = (32, 1)
+### END SOLUTION
+exercises.check("01-sectors", answer)
+""", check=True),
+md("""
+### 01-kernel
+Write the naive kernel yourself, from memory: one thread per element of C, `threadIdx.x` along
+the columns, guarded, honouring alpha and beta (and not reading C when beta is 0).
+"""),
+code("""
+@cuda.jit
+def my_naive(A, B, C, alpha, beta):
+    ### BEGIN SOLUTION
+    col = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    row = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
+    if row < C.shape[0] and col < C.shape[1]:
+        acc = np.float32(0.0)
+        for k in range(A.shape[1]):
+            acc += A[row, k] * B[k, col]
+        if beta == 0:
+            C[row, col] = alpha * acc
+        else:
+            C[row, col] = alpha * acc + beta * C[row, col]
+    ### END SOLUTION
+
+exercises.check("01-kernel", my_naive)
+""", check=True),
+md("""
+## Takeaway
+
+* Map `threadIdx.x` to the contiguous dimension: the same arithmetic runs several times faster
+  when a warp's loads fall into few sectors.
+* Even coalesced, the naive kernel loads two floats from global memory per FMA, $2MNK$ loads
+  in all, and reaches a few percent of cuBLAS. Each value of A is re-read by every block
+  column, each value of B by every block row. Lesson 02 stages them in shared memory.
+"""),
+]

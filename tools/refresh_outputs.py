@@ -1,0 +1,41 @@
+"""Execute the notebooks on the CUDA simulator and keep only the outputs nbval checks.
+
+    GEMM_LESSONS_SIMULATOR=1 python tools/refresh_outputs.py [notebooks/01_naive.ipynb ...]
+Outputs of unmarked cells are cleared (they depend on the machine); with --keep-all every
+output is kept (used for notebooks executed on a GPU, see README).
+"""
+import argparse
+import glob
+import os
+import sys
+
+import nbformat
+from nbclient import NotebookClient
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from nbtools import CHECK  # noqa: E402
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("paths", nargs="*")
+    p.add_argument("--keep-all", action="store_true")
+    p.add_argument("--timeout", type=int, default=1800)
+    args = p.parse_args()
+    paths = args.paths or sorted(glob.glob(os.path.join(os.path.dirname(HERE), "notebooks", "*.ipynb")))
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        NotebookClient(nb, timeout=args.timeout, kernel_name="python3",
+                       resources={"metadata": {"path": os.path.dirname(os.path.abspath(path))}}).execute()
+        if not args.keep_all:
+            for c in nb.cells:
+                if c.cell_type == "code" and not c.source.startswith(CHECK):
+                    c.outputs = []
+                    c.execution_count = None
+        nbformat.write(nb, path)
+        print("executed", path)
+
+
+if __name__ == "__main__":
+    main()

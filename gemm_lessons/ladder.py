@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .sgemm import naive, naive_uncoalesced, reg1d, reg2d, smem_tile, vec
+from .transpose import naive as t_naive, smem_tile as t_tile, wide as t_wide
 
 
 @dataclass(frozen=True)
@@ -56,4 +57,12 @@ VARIANTS = _table(
          functools.partial(vec.sgemm, kernel=vec.sgemm_vec_unrolled_k), "K and N multiples of 4"),
 )
 
-TRANSPOSE = OrderedDict()
+TRANSPOSE = _table(
+    Rung("naive", "09", "coalesced reads, strided writes", t_naive.transpose),
+    Rung("smem_tile", "09", "32x32 shared tile, 32x32 threads (column reads: 32-way conflicts)",
+         t_tile.transpose_unpadded),
+    Rung("smem_padded", "09", "the [32][33] padded tile", t_tile.transpose_padded),
+    Rung("smem_padded_32x8", "09", "padded tile, 32x8 threads, 4 rows each", t_tile.transpose_padded_32x8),
+    Rung("wide", "09", "64x64 padded tile, 16-byte loads and stores", t_wide.transpose,
+         "rows and columns multiples of 4"),
+)

@@ -128,7 +128,8 @@ def compare(name, result, reference, alpha, beta, K):
     unexpected = int(np.count_nonzero(ref_finite & ~res_finite & ~unwritten_mask))
     missing = int(np.count_nonzero(~ref_finite & res_finite))
     both = ref_finite & res_finite
-    diff = np.where(both, result.astype(np.float64) - reference, 0.0)
+    with np.errstate(invalid="ignore"):  # inf - inf where both are infinite: masked out anyway
+        diff = np.where(both, result.astype(np.float64) - reference, 0.0)
     denom = np.linalg.norm(np.where(ref_finite, reference, 0.0))
     rel = float(np.linalg.norm(diff) / denom) if denom > 0 else float(np.linalg.norm(diff))
     first_bad = None
@@ -179,3 +180,61 @@ def check_all(rung, shapes=None, seed=0, name=None):
     if shapes is None:
         shapes = SIM_SHAPES if _backend.SIMULATOR else GPU_SHAPES
     return CheckReport(check(rung, M, N, K, alpha, beta, seed, name) for M, N, K, alpha, beta in shapes)
+
+
+@dataclass
+class TransposeCheck:
+    name: str
+    shape: tuple
+    unwritten: int
+    wrong: int
+    first_bad: tuple = None
+
+    @property
+    def passed(self):
+        return self.unwritten == 0 and self.wrong == 0
+
+    def __bool__(self):
+        return self.passed
+
+    def message(self):
+        R, C = self.shape
+        head = f"{self.name} {R}x{C} -> {C}x{R}"
+        if self.passed:
+            return f"PASS {head}: every element in place"
+        why = []
+        if self.unwritten:
+            why.append(f"{self.unwritten} elements never written (first at row, col {self.first_bad})")
+        if self.wrong:
+            why.append(f"{self.wrong} elements hold the wrong value")
+        return f"FAIL {head}: " + "; ".join(why)
+
+    __str__ = message
+
+    def _repr_markdown_(self):
+        return ("✅ " if self.passed else "❌ ") + self.message()
+
+
+def check_transpose(rung, rows=67, cols=45, seed=0, name=None):
+    """Run ``rung(src, dst)`` on a random rows x cols matrix; a transpose must be exact."""
+    from numba import cuda
+
+    require_fits_on_device(8 * rows * cols, f"a {rows}x{cols} transpose")
+    src = random_matrix(rows, cols, np.random.default_rng(seed))
+    dst = cuda.to_device(np.full((cols, rows), POISON, dtype=np.float32))
+    rung(cuda.to_device(src), dst)
+    out = dst.copy_to_host()
+    unwritten = out.view(np.uint32) == POISON_BITS
+    wrong = ~unwritten & (out != src.T)
+    bad = np.argwhere(unwritten | wrong)
+    label = name or getattr(rung, "name", getattr(rung, "__name__", "kernel"))
+    return TransposeCheck(label, (rows, cols), int(unwritten.sum()), int(wrong.sum()),
+                          tuple(int(i) for i in bad[0]) if len(bad) else None)
+
+
+TRANSPOSE_SHAPES = [(67, 45), (32, 96), (1, 7), (100, 4)]
+
+
+def check_transpose_all(rung, shapes=None, name=None):
+    shapes = shapes or TRANSPOSE_SHAPES
+    return CheckReport(check_transpose(rung, r, c, name=name) for r, c in shapes)

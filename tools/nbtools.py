@@ -18,6 +18,7 @@ CHECK = "# NBVAL_CHECK_OUTPUT"
 SETUP = """\
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
 from gemm_lessons import counting, exercises, figures, inspect_kernel, ladder, measure, plots, results
+from gemm_lessons.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
 import functools
 import numpy as np
 from numba import cuda, float32

@@ -15,11 +15,11 @@ from numba import cuda, float32
 from ..arrays import sgemm_shapes
 from .wide import load4, require_wide_alignment, store4
 
+# lesson-cell: begin
 BM, BN, BK, TM, TN = 128, 128, 8, 8, 8
 THREADS = (BM // TM) * (BN // TN)  # 256
 assert BM * BK == 4 * THREADS and BK * BN == 4 * THREADS  # one float4 of each tile per thread
 
-# lesson-cell: begin
 KERNEL_TEMPLATE = '''
 @cuda.jit
 def sgemm_vec(A, B, C, alpha, beta):

@@ -78,7 +78,7 @@ def require_wide_alignment(*named_arrays):
             raise ValueError(
                 f"this kernel moves 4 floats (16 bytes) at a time, so every row must start on a "
                 f"16-byte boundary: {name} has {a.shape[1]} columns, not a multiple of 4. "
-                "Use an earlier rung or gemm_lessons.sgemm, which handles any shape.")
+                "Use an earlier rung (e.g. ladder.SGEMM['reg2d']), or pad the matrices.")
         if not _backend.SIMULATOR and a.__cuda_array_interface__["data"][0] % 16:
             raise ValueError(f"{name} does not start on a 16-byte boundary (a sliced view?): "
                              "pass a freshly allocated array.")

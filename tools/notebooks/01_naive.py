@@ -101,8 +101,9 @@ md("""
 ## Look inside
 
 On a GPU, numba shows what the compiler made: registers per thread, local memory (spills),
-and the SASS instructions. The inner loop is one `FFMA` fed by two 4-byte global loads
-(`LDG.E`): two loads per FMA is why this kernel is so far below the roofline.
+and the SASS instructions. The compiler unrolled the k-loop a few times (a handful of `FFMA`
+in the code), and every `FFMA` is fed by two 4-byte global loads (`LDG.E`): two loads per
+FMA is why this kernel is so far below the roofline.
 """),
 code("""
 if gl.SIMULATOR:

@@ -39,8 +39,10 @@ Two choices in this kernel matter more than they look:
 
 * **Where a thread's 64 results lie.** Side by side (an 8x8 square) is the obvious choice, but
   then the 16 threads along a row of the block read `sB` at addresses 8 floats apart, and
-  several of them hit the same shared-memory bank (lesson 06 explains banks). With `SPREAD`,
+  several of them hit the same shared-memory bank (lesson 06 counts them). With `SPREAD`,
   a thread's 8 columns are 16 apart instead, and neighbouring threads read neighbouring words.
+  Whether that pays depends on what else limits the kernel: compare `reg2d` with
+  `reg2d_contiguous` in the table below.
 * **Registers.** 64 accumulators + 16 operands + addresses: left alone, the compiler used more
   than 128 registers per thread, and an SM (65,536 registers) then holds only one 256-thread
   block. `MAX_REGISTERS=128` (numba's `max_registers`, the `__launch_bounds__` / `-maxrregcount`
@@ -111,7 +113,8 @@ md("""
   16 values per 64 FMAs.
 * More results per thread means more registers; registers decide how many blocks fit on an SM.
   Capping them (without spilling) is a tuning knob, measured above.
-* Which thread owns which results changes how a warp hits shared memory. Lesson 05 changes
-  the layout of the A tile so the loads can be 16 bytes wide; lesson 06 explains banks.
+* Which thread owns which results changes how a warp hits shared memory; at this rung the
+  4-byte loads and the partly unrolled loop weigh more (see the table). Lesson 05 changes the
+  layout of the A tile so the loads can be 16 bytes wide; lesson 06 explains banks.
 """),
 ]

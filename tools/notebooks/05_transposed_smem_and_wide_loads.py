@@ -46,6 +46,9 @@ md("""
   compiler no doubt that they are registers. The loop over the 8 k-steps of a slice stays a
   loop: writing it out as well (`unroll_k=True`) is measured below, and it is slower.
 """),
+code("""
+from gemm_lessons.sgemm.wide import load4, store4  # the 16-byte load/store intrinsics
+"""),
 src("gemm_lessons/sgemm/vec.py"),
 code("""
 print("\\n".join(generate_sgemm_vec_source().splitlines()[:40]))

@@ -82,6 +82,21 @@ def run_checks(kernels):
     return rows
 
 
+def run_transpose_checks():
+    from . import ladder
+    from .problems import check_transpose
+
+    rows = []
+    for name, rung in ladder.TRANSPOSE.items():
+        for R, Cc in [(67, 45), (1, 7), (100, 4), (1000, 1), (513, 1031), (68, 44), (516, 1028)]:
+            try:
+                res = check_transpose(rung, R, Cc, name=name)
+                rows.append({"kernel": name, "shape": [R, Cc], "passed": res.passed, "message": res.message()})
+            except ValueError as e:
+                rows.append({"kernel": name, "shape": [R, Cc], "passed": None, "message": f"refused: {e}"})
+    return rows
+
+
 def time_sgemm(kernels, shapes, repeats, progress=True, max_seconds=10.0):
     from numba import cuda
 
@@ -134,9 +149,9 @@ def time_sgemm(kernels, shapes, repeats, progress=True, max_seconds=10.0):
 
 
 def time_bandwidth(rows_cols=(8192, 8192), repeats=30):
+    """Copy bandwidth (bytes read + written) of the copy kernels: the memory ceiling."""
     from numba import cuda
 
-    from . import cublas
     from .copy import COPIES
     from .counting import transpose_bytes
     from .timing import time_gpu
@@ -144,19 +159,56 @@ def time_bandwidth(rows_cols=(8192, 8192), repeats=30):
     R, Cc = rows_cols
     src = cuda.to_device(np.random.default_rng(2).random((R, Cc), dtype=np.float32))
     dst = cuda.device_array((R, Cc), np.float32)
-    dstT = cuda.device_array((Cc, R), np.float32)
     out = []
-    fns = dict(COPIES)
-    fns["cublas_sgeam_transpose"] = lambda s, d: cublas.transpose(s, dstT)
-    for name, fn in fns.items():
+    for name, fn in COPIES.items():
+        dst.copy_to_device(np.zeros((R, Cc), np.float32))
         t = time_gpu(lambda: fn(src, dst), repeats=repeats)
-        nbytes = transpose_bytes(R, Cc)
-        out.append({"kernel": name, "rows": R, "cols": Cc, "n": len(t.samples), "median_ms": t.median_ms,
-                    "p10_ms": t.p10_ms, "p90_ms": t.p90_ms, "gbs": nbytes / t.median_ms / 1e6,
-                    "gbs_p10": nbytes / t.p90_ms / 1e6, "gbs_p90": nbytes / t.p10_ms / 1e6})
-    assert np.array_equal(dst.copy_to_host(), src.copy_to_host())
-    assert np.array_equal(dstT.copy_to_host(), src.copy_to_host().T)
+        if not np.array_equal(dst.copy_to_host(), src.copy_to_host()):
+            raise AssertionError(f"{name} did not copy correctly")
+        out.append(_bw_row(name, R, Cc, t, transpose_bytes(R, Cc)))
     return out
+
+
+def _bw_row(name, R, Cc, t, nbytes):
+    return {"kernel": name, "rows": R, "cols": Cc, "n": len(t.samples), "median_ms": t.median_ms,
+            "p10_ms": t.p10_ms, "p90_ms": t.p90_ms, "gbs": nbytes / t.median_ms / 1e6,
+            "gbs_p10": nbytes / t.p90_ms / 1e6, "gbs_p90": nbytes / t.p10_ms / 1e6}
+
+
+def time_transpose(shapes=((8192, 8192), (8192, 4096)), repeats=30, progress=True):
+    """Every transpose rung, cuBLAS sgeam and the float4 copy, same inputs, one process."""
+    from numba import cuda
+
+    from . import cublas, ladder
+    from .copy import copy_kernel
+    from .counting import transpose_bytes
+    from .timing import time_gpu
+
+    rows = []
+    kernels = {"cublas_sgeam": cublas.transpose, **ladder.TRANSPOSE}
+    bar = _progress(len(shapes) * (len(kernels) + 1), "timing transposes", progress)
+    for R, Cc in shapes:
+        src = cuda.to_device(np.random.default_rng(3).random((R, Cc), dtype=np.float32))
+        ref = src.copy_to_host().T
+        dst = cuda.device_array((Cc, R), np.float32)
+        same = cuda.device_array((R, Cc), np.float32)
+        t = time_gpu(lambda: copy_kernel(src, same), repeats=repeats)
+        rows.append(_bw_row("copy_float4", R, Cc, t, transpose_bytes(R, Cc)))
+        bar.update()
+        for name, fn in kernels.items():
+            bar.set_postfix_str(f"{name} {R}x{Cc}")
+            dst.copy_to_device(np.zeros((Cc, R), np.float32))
+            t = time_gpu(lambda: fn(src, dst), repeats=repeats)
+            row = _bw_row(name, R, Cc, t, transpose_bytes(R, Cc))
+            row["correct"] = bool(np.array_equal(dst.copy_to_host(), ref))
+            rows.append(row)
+            bar.update()
+    bar.close()
+    for r in rows:
+        same_shape = [x for x in rows if (x["rows"], x["cols"]) == (r["rows"], r["cols"])]
+        r["pct_sgeam"] = 100 * r["gbs"] / next(x["gbs"] for x in same_shape if x["kernel"] == "cublas_sgeam")
+        r["pct_copy"] = 100 * r["gbs"] / next(x["gbs"] for x in same_shape if x["kernel"] == "copy_float4")
+    return rows
 
 
 def compiler_facts(kernels_by_module):
@@ -201,6 +253,11 @@ def print_table(record, file=sys.stdout):
     for r in record.get("bandwidth", []):
         print(f"{r['kernel']:<26}{r['rows']}x{r['cols']}: {r['gbs']:,.0f} GB/s "
               f"(p10-p90 {r['gbs_p10']:,.0f}-{r['gbs_p90']:,.0f})", file=file)
+    print(f"\n{'transpose':<20}{'rows x cols':>14}{'GB/s':>8}{'p10-p90':>13}{'% sgeam':>9}{'% copy':>8}", file=file)
+    for r in record.get("transpose", []):
+        print(f"{r['kernel']:<20}{str(r['rows']) + 'x' + str(r['cols']):>14}{r['gbs']:>8,.0f}"
+              f"{r['gbs_p10']:>7,.0f}-{r['gbs_p90']:<5,.0f}{r['pct_sgeam']:>8.1f}%{r['pct_copy']:>7.1f}%"
+              f"  {'' if r.get('correct', True) else 'WRONG'}", file=file)
 
 
 def main(argv=None):
@@ -242,11 +299,14 @@ def main(argv=None):
     record["checks"] = run_checks(kernels)
     record["sgemm"] = time_sgemm(kernels, shapes, args.repeats, progress=not args.no_progress)
     record["bandwidth"] = time_bandwidth()
+    record["transpose"] = time_transpose(progress=not args.no_progress)
+    record["transpose_checks"] = run_transpose_checks()
     record["compiler"] = compiler_facts(_compiled_kernels())
     record["nvidia_smi_after"] = nvidia_smi()
     path = results.save(record, args.out or results.RESULTS_DIR)
     print_table(record)
-    failed = [c for c in record["checks"] if c["passed"] is False] + [r for r in record["sgemm"] if r.get("correct") is False]
+    failed = ([c for c in record["checks"] + record["transpose_checks"] if c["passed"] is False]
+              + [r for r in record["sgemm"] + record["transpose"] if r.get("correct") is False])
     for c in failed:
         print("FAILED:", c.get("message", c))
     if not args.no_plots:
@@ -266,7 +326,12 @@ def _compiled_kernels():
     from . import copy
     from .sgemm import naive, naive_uncoalesced, reg1d, reg2d, smem_tile, vec
 
-    return {"naive": naive.sgemm_naive, "naive_uncoalesced": naive_uncoalesced.sgemm_naive_uncoalesced,
+    from .transpose import naive as t_naive, smem_tile as t_tile, wide as t_wide
+
+    return {"transpose_naive": t_naive.transpose_naive,
+            "transpose_smem_tile": t_tile.kernel_for(), "transpose_smem_padded": t_tile.kernel_for(PAD=1),
+            "transpose_smem_padded_32x8": t_tile.kernel_for(ROWS=8, PAD=1), "transpose_wide": t_wide.kernel_for(),
+            "naive": naive.sgemm_naive, "naive_uncoalesced": naive_uncoalesced.sgemm_naive_uncoalesced,
             "smem_tile": smem_tile.kernel_for(32), "smem_tile16": smem_tile.kernel_for(16),
             "reg1d": reg1d.sgemm_reg1d, "reg2d": reg2d.sgemm_reg2d, "vec": vec.sgemm_vec,
             "reg1d_64x64": reg1d.kernel_for(64, 64, 8, 8),

@@ -100,9 +100,9 @@ md("""
 ## Measured copy bandwidth
 
 The theoretical DRAM figure above is never reached. What matters is what a kernel can get:
-we time a copy of a 8192x8192 float32 matrix (256 MiB read, 256 MiB written) three ways:
-our own numba kernel moving 16 bytes per thread per step, `cudaMemcpy` device-to-device, and
-cuBLAS `sgeam` doing a transpose (lesson 09's target). Bandwidth counts bytes read + written.
+we time a copy of a 8192x8192 float32 matrix (256 MiB read, 256 MiB written) two ways:
+our own numba kernel moving 16 bytes per thread (`gemm_lessons/copy.py`) and `cudaMemcpy`
+device-to-device. Bandwidth counts bytes read + written.
 Timing uses CUDA events around each call, after warm-up; the table gives the median and the
 10th-90th percentile range of the repeats.
 """),

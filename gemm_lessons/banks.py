@@ -170,16 +170,17 @@ class _Recorder:
             self.events.append((block, tid, self.seq[key], op, name, site, frame.f_lasti, address))
 
 
-def trace(launch, block=(0, 0, 0), merge=True):
+def trace(launch, block=(0, 0, 0), merge=("ld", "st")):
     """Run ``launch()`` (which launches a kernel) on the simulator and trace the shared-memory
     accesses of one block.  Shared arrays are named a0, a1, ... in order of creation and laid
     out one after another from byte 0, each starting on a 128-byte (bank 0) boundary.
 
     Accesses are grouped into warp-wide instructions: the n-th time each lane of a warp
-    executes the same access (same bytecode position) is one instruction.  With ``merge``,
-    runs of 2 or 4 instructions in which every lane touches consecutive, aligned words are
-    merged into one 8- or 16-byte access, as the compiler does for LDS.64/LDS.128 (check the
-    SASS to see whether it really did)."""
+    executes the same access (same bytecode position) is one instruction.  For the ops in
+    ``merge`` ("ld", "st"; False for none), runs of 2 or 4 instructions in which every lane
+    touches consecutive, aligned words are merged into one 8- or 16-byte access, as the
+    compiler can do (LDS.64/LDS.128, STS.64/STS.128).  Whether it did is in the SASS: pass the
+    ops it merged."""
     if not _backend.SIMULATOR:
         raise RuntimeError("the tracer runs kernels on the CUDA simulator: start Python with "
                            "GEMM_LESSONS_SIMULATOR=1 (on a GPU machine, use a second process).")
@@ -211,7 +212,7 @@ def trace(launch, block=(0, 0, 0), merge=True):
         launch()
     finally:
         kernelapi.FakeCUDAShared.array = original
-    return Trace(_group(rec.events, merge), rec.only_block, rec.arrays)
+    return Trace(_group(rec.events, set(merge or ())), rec.only_block, rec.arrays)
 
 
 def _group(events, merge):
@@ -227,7 +228,7 @@ def _group(events, merge):
         g["addresses"][lane] = address
     ordered = sorted(groups.items(), key=lambda kv: (kv[0][0], kv[1]["order"]))
     ins = [Instruction(k[0], k[3], k[4], k[1], v["addresses"]) for k, v in ordered]
-    return _merge_wide(ins) if merge else ins
+    return _merge_wide(ins, merge) if merge else ins
 
 
 def _mergeable(run, width):
@@ -245,7 +246,7 @@ def _mergeable(run, width):
     return any(a is not None for a in first.addresses)
 
 
-def _merge_wide(ins):
+def _merge_wide(ins, ops):
     """Merge runs of the same warp, op and array (in program order, other arrays' accesses in
     between are allowed) whose lanes touch 4 (or 2) consecutive, aligned words."""
     streams = collections.defaultdict(list)
@@ -258,7 +259,7 @@ def _merge_wide(ins):
             continue
         key, p = position[n]
         stream = streams[key]
-        for count, width in ((4, 16), (2, 8)):
+        for count, width in ((4, 16), (2, 8)) if x.op in ops else ():
             run = [ins[m] for m in stream[p:p + count]]
             if len(run) == count and _mergeable(run, width):
                 out.append(Instruction(x.warp, x.op, x.array, x.site, list(x.addresses), width))

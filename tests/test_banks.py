@@ -149,6 +149,7 @@ def test_tracer_on_a_students_kernel_and_merging():
     ld = tr.first("ld")
     assert ld.width == 4 and ld.cost.wavefronts == 2
     unmerged = banks.trace(lambda: student[1, 32](out), merge=False)
+    assert banks.trace(lambda: student[1, 32](out), merge=("ld",)).first("st").width == 4
     assert unmerged.totals("st")["instructions"] == 4
 
 

@@ -1,16 +1,33 @@
 #!/usr/bin/env bash
-# One device call: benchmark, then execute every notebook on the GPU (outputs kept).
-# Usage on the GPU machine: OUT=<dir> bash tools/gpu_run.sh [bench|notebooks|all]
+# What a GPU session runs.  Usage on the GPU machine: OUT=<dir> bash tools/gpu_run.sh STEP...
+#   bench      python -m gemm_lessons.bench -> results/<device>.json + plots (copied to $OUT)
+#   banks      ncu shared-memory counters for the bank lesson -> $OUT/ncu-banks.csv
+#   sanitize   compute-sanitizer memcheck + racecheck over every kernel -> logs
+#   notebooks  execute every notebook on the GPU, outputs kept -> $OUT/notebooks.tar
+# Logs go to $OUT/logs/ and come back as $OUT/logs.tar.
 set -uo pipefail
-what=${1:-all}
-nvidia-smi > "$OUT/gpu.log" 2>&1
-if [[ $what == bench || $what == all ]]; then
-  python3 -m gemm_lessons.bench --no-progress --out results > "$OUT/bench.log" 2>&1
-  echo "bench rc=$?" >> "$OUT/gpu.log"
-  cp results/*.json results/*.png "$OUT/" 2>/dev/null
-fi
-if [[ $what == notebooks || $what == all ]]; then
-  python3 tools/refresh_outputs.py --keep-all > "$OUT/notebooks.log" 2>&1
-  echo "notebooks rc=$?" >> "$OUT/gpu.log"
-  tar cf "$OUT/notebooks.tar" notebooks/*.ipynb
-fi
+mkdir -p "$OUT/logs"
+nvidia-smi > "$OUT/logs/nvidia-smi.log" 2>&1
+for step in "$@"; do
+  case $step in
+    bench)
+      python3 -m gemm_lessons.bench --no-progress > "$OUT/logs/bench.log" 2>&1
+      echo "bench rc=$?" >> "$OUT/logs/steps.log"
+      cp results/*.json results/*.png "$OUT/" 2>/dev/null ;;
+    banks)
+      python3 tools/bank_truth.py run > /dev/null 2>&1  # compile once, outside the profiler
+      ncu --clock-control none --csv --metrics "$(python3 tools/bank_truth.py metrics)" \
+          python3 tools/bank_truth.py run > "$OUT/ncu-banks.csv" 2> "$OUT/logs/ncu.err"
+      echo "banks rc=$?" >> "$OUT/logs/steps.log" ;;
+    sanitize)
+      for tool in memcheck racecheck; do
+        compute-sanitizer --tool $tool python3 tools/sanitize.py > "$OUT/logs/sanitizer-$tool.log" 2>&1
+        echo "sanitize $tool rc=$?" >> "$OUT/logs/steps.log"
+      done ;;
+    notebooks)
+      python3 tools/refresh_outputs.py --keep-all > "$OUT/logs/notebooks.log" 2>&1
+      echo "notebooks rc=$?" >> "$OUT/logs/steps.log"
+      tar cf "$OUT/notebooks.tar" notebooks/*.ipynb ;;
+  esac
+done
+tar cf "$OUT/logs.tar" -C "$OUT" logs && rm -r "$OUT/logs"

@@ -1,0 +1,139 @@
+"""Bank conflicts: the tracer's count (simulator) against the profiler's (ncu, on a GPU).
+
+    # on the GPU machine (one launch per kernel, in CASES order):
+    ncu --clock-control none --csv --metrics $(python3 tools/bank_truth.py metrics) \\
+        python3 tools/bank_truth.py run > ncu.csv
+    # here, on the simulator: trace one block of each case, scale by the grid, compare
+    GEMM_LESSONS_SIMULATOR=1 python tools/bank_truth.py table ncu.csv
+writes results/banks-<device>.json, which notebook 06 shows.
+"""
+import csv
+import datetime
+import functools
+import json
+import os
+import sys
+
+import numpy as np
+
+METRICS = {
+    "ld_instructions": "smsp__inst_executed_op_shared_ld.sum",
+    "st_instructions": "smsp__inst_executed_op_shared_st.sum",
+    "ld_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "st_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "ld_conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "st_conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+}
+
+
+# Which shared accesses the compiler merged into LDS.128/STS.128, read off the SASS of each
+# kernel (results/<device>.json, "compiler"): the tracer is told the same, per case.
+WIDE = {"sgemm smem_tile": ("ld",), "sgemm vec": ("ld",)}
+
+
+def cases():
+    """(name, kind, full problem, one-block problem, blocks in the full problem, launcher)."""
+    from gemm_lessons import ladder
+
+    T, S = ladder.TRANSPOSE, {**ladder.SGEMM, **ladder.VARIANTS}
+    out = []
+    for name in ["smem_tile", "smem_padded", "smem_padded_32x8"]:
+        out.append((f"transpose {name}", "t", (1024, 1024), (32, 32), 32 * 32, T[name]))
+    out.append(("transpose wide", "t", (1024, 1024), (64, 64), 16 * 16, T["wide"]))
+    out.append(("sgemm smem_tile", "s", (256, 256, 32), (32, 32, 32), 8 * 8, S["smem_tile"]))
+    for name in ["reg1d", "reg2d", "reg2d_contiguous", "vec", "vec_unrolled_k"]:
+        out.append((f"sgemm {name}", "s", (256, 256, 32), (128, 128, 32), 2 * 2, S[name]))
+    return out
+
+
+def _operands(kind, shape):
+    from numba import cuda
+
+    rng = np.random.default_rng(0)
+    if kind == "t":
+        R, C = shape
+        return cuda.to_device(rng.random((R, C), dtype=np.float32)), cuda.device_array((C, R), np.float32)
+    M, N, K = shape
+    return (cuda.to_device(rng.random((M, K), dtype=np.float32)), cuda.to_device(rng.random((K, N), dtype=np.float32)),
+            cuda.device_array((M, N), np.float32))
+
+
+def run():
+    """On the GPU: one launch of each case at its full size (compiled beforehand elsewhere)."""
+    import gemm_lessons  # noqa: F401
+    from numba import cuda
+
+    for name, kind, full, _, _, rung in cases():
+        args = _operands(kind, full)
+        rung(*args)
+        cuda.synchronize()
+        print("launched", name, file=sys.stderr)
+
+
+def traced():
+    import gemm_lessons  # noqa: F401
+    from gemm_lessons import banks
+
+    out = {}
+    for name, kind, _, one, blocks, rung in cases():
+        args = _operands(kind, one)
+        tr = banks.trace(functools.partial(rung, *args), merge=WIDE.get(name, ()))
+        row = {}
+        for op in ("ld", "st"):
+            t = tr.totals(op)
+            row[f"{op}_instructions"] = t["instructions"] * blocks
+            row[f"{op}_wavefronts"] = t["wavefronts"] * blocks
+            row[f"{op}_conflicts"] = t["conflicts"] * blocks
+        out[name] = row
+        print("traced", name, row, file=sys.stderr)
+    return out
+
+
+def read_ncu(path):
+    """ncu --csv output -> list (in launch order) of {metric key: value}."""
+    by_id = {}
+    with open(path) as f:
+        lines = [l for l in f if l.startswith('"')]
+    for rec in csv.DictReader(lines):
+        kid = int(rec["ID"])
+        d = by_id.setdefault(kid, {"kernel": rec["Kernel Name"]})
+        for key, metric in METRICS.items():
+            if rec["Metric Name"] == metric:
+                d[key] = int(float(rec["Metric Value"].replace(",", "")))
+    return [by_id[k] for k in sorted(by_id)]
+
+
+def table(ncu_csv, device, out_dir):
+    measured = read_ncu(ncu_csv)
+    names = [c[0] for c in cases()]
+    if len(measured) != len(names):
+        raise SystemExit(f"expected {len(names)} profiled kernels, found {len(measured)}")
+    model = traced()
+    rows = []
+    for name, gpu, (_, kind, full, one, blocks, _) in zip(names, measured, cases()):
+        rows.append({"case": name, "problem": list(full), "blocks": blocks, "gpu_kernel": gpu["kernel"][:80],
+                     "tracer_merged": list(WIDE.get(name, ())),
+                     "ncu": {k: gpu.get(k) for k in METRICS}, "tracer": model[name]})
+    record = {"device": device, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+              "metrics": METRICS, "rows": rows,
+              "how": "ncu --clock-control none on the GPU; tracer: one block on the CUDA simulator x blocks"}
+    path = os.path.join(out_dir, "banks-" + device.lower().replace(" ", "-") + ".json")
+    with open(path, "w") as f:
+        json.dump(record, f, indent=1)
+        f.write("\n")
+    for r in rows:
+        print(f"{r['case']:<26}", " ".join(f"{k}={r['ncu'][k]}/{r['tracer'][k]}" for k in METRICS))
+    return path
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    what = sys.argv[1]
+    if what == "metrics":
+        print(",".join(METRICS.values()))
+    elif what == "run":
+        run()
+    elif what == "table":
+        os.environ.setdefault("GEMM_LESSONS_SIMULATOR", "1")
+        dev = sys.argv[3] if len(sys.argv) > 3 else "NVIDIA H100 80GB HBM3"
+        print(table(sys.argv[2], dev, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")))

@@ -1,0 +1,33 @@
+"""Run every registered kernel once at awkward sizes and check the result (for compute-sanitizer).
+
+    compute-sanitizer --tool memcheck python3 tools/sanitize.py
+    compute-sanitizer --tool racecheck python3 tools/sanitize.py
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import gemm_lessons as gl  # noqa: E402
+from gemm_lessons import ladder, problems  # noqa: E402
+
+SGEMM_SIZES = [(1, 1, 1), (127, 129, 131), (1000, 1, 17), (1025, 1023, 33)]
+WIDE_SGEMM_SIZES = [(1, 4, 4), (127, 132, 136), (1000, 4, 16), (1025, 1024, 36)]
+T_SIZES = [(1, 1), (127, 129), (1000, 1), (1025, 1023)]
+WIDE_T_SIZES = [(4, 4), (128, 132), (1000, 4), (1024, 1020)]
+
+failed = 0
+for name, rung in {**ladder.SGEMM, **ladder.VARIANTS}.items():
+    sizes = WIDE_SGEMM_SIZES if "multiples of 4" in rung.constraint else SGEMM_SIZES
+    for M, N, K in sizes:
+        for alpha, beta in ((1.0, 0.0), (1.5, -0.5)):
+            res = problems.check(rung, M, N, K, alpha, beta, name=name)
+            failed += not res.passed
+            print(res.message(), flush=True)
+for name, rung in ladder.TRANSPOSE.items():
+    sizes = WIDE_T_SIZES if "multiples of 4" in rung.constraint else T_SIZES
+    for R, C in sizes:
+        res = problems.check_transpose(rung, R, C, name=name)
+        failed += not res.passed
+        print(res.message(), flush=True)
+print(f"{failed} failed checks")
+sys.exit(1 if failed else 0)

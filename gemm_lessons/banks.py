@@ -40,9 +40,23 @@ def words_of(address, width):
     return [(address + i) // WORD for i in range(0, width, WORD)] if width >= WORD else [address // WORD]
 
 
-def wavefronts(addresses, width=4):
+def _paired(addresses):
+    """True when lane pairs (n, n^1) or (n, n^2) all use the same address."""
+    for step in (1, 2):
+        if all(addresses[l] == addresses[l ^ step] for l in range(32)):
+            return True
+    return False
+
+
+def wavefronts(addresses, width=4, paired_loads=False):
     """Cost of one warp-wide access: ``addresses`` are the 32 lanes' byte addresses in lane
-    order (None for an inactive lane), ``width`` the bytes each lane reads (4, 8 or 16)."""
+    order (None for an inactive lane), ``width`` the bytes each lane reads (4, 8 or 16).
+
+    ``paired_loads`` adds one rule measured with ncu on an H100 (and described by NVIDIA
+    staff for Volta/Turing): shared memory returns 128 bytes per wavefront, one register per
+    lane, so a 16-byte load normally needs four; but when lanes (n, n^1) or (n, n^2) all share
+    their addresses the return is packed two lanes per register and the load needs half as
+    many: the 16 distinct lanes are served in two phases of 8."""
     if width not in PHASE_LANES:
         raise ValueError(f"width must be 4, 8 or 16 bytes, got {width}")
     if len(addresses) != 32:
@@ -51,10 +65,16 @@ def wavefronts(addresses, width=4):
         if a is not None and a % width:
             raise ValueError(f"address {a} is not a multiple of the access width {width} bytes")
     per = PHASE_LANES[width]
+    lanes_of = list(addresses)
+    if paired_loads and width == 16 and _paired(addresses):
+        step = 1 if all(addresses[l] == addresses[l ^ 1] for l in range(32)) else 2
+        lanes_of = [a for l, a in enumerate(addresses) if not l & step]  # one lane per pair
+        lanes_of += [None] * 16  # the pairs' partners: already served
+        per = 8
     phases = []
     ideal = 0
     for start in range(0, 32, per):
-        lanes = [a for a in addresses[start:start + per] if a is not None]
+        lanes = [a for a in lanes_of[start:start + per] if a is not None]
         if not lanes:
             continue
         words = {w for a in lanes for w in words_of(a, width)}
@@ -78,7 +98,13 @@ class Instruction:
 
     @property
     def cost(self):
+        """Wavefronts by the documented rules (quarter-warp phases for 16-byte accesses)."""
         return wavefronts(self.addresses, self.width)
+
+    @property
+    def measured_cost(self):
+        """Wavefronts with the packed-return rule for paired 16-byte loads (see wavefronts)."""
+        return wavefronts(self.addresses, self.width, paired_loads=self.op == "ld")
 
 
 @dataclass
@@ -87,11 +113,11 @@ class Trace:
     block: tuple
     arrays: dict  # name -> (shape, itemsize, base byte offset)
 
-    def totals(self, op=None):
+    def totals(self, op=None, rule="documented"):
         """Instructions, wavefronts, ideal wavefronts and conflicts, for loads ("ld"),
-        stores ("st") or both."""
+        stores ("st") or both; ``rule`` "documented" or "paired" (see wavefronts)."""
         ins = [i for i in self.instructions if op is None or i.op == op]
-        costs = [i.cost for i in ins]
+        costs = [i.cost if rule == "documented" else i.measured_cost for i in ins]
         return {"instructions": len(ins), "wavefronts": sum(c.wavefronts for c in costs),
                 "ideal": sum(c.ideal for c in costs), "conflicts": sum(c.conflicts for c in costs)}
 
@@ -176,7 +202,7 @@ def trace(launch, block=(0, 0, 0), merge=("ld", "st")):
     out one after another from byte 0, each starting on a 128-byte (bank 0) boundary.
 
     Accesses are grouped into warp-wide instructions: the n-th time each lane of a warp
-    executes the same access (same bytecode position) is one instruction.  For the ops in
+    executes the same access (same line, array and op) is one instruction.  For the ops in
     ``merge`` ("ld", "st"; False for none), runs of 2 or 4 instructions in which every lane
     touches consecutive, aligned words are merged into one 8- or 16-byte access, as the
     compiler can do (LDS.64/LDS.128, STS.64/STS.128).  Whether it did is in the SASS: pass the
@@ -218,16 +244,19 @@ def trace(launch, block=(0, 0, 0), merge=("ld", "st")):
 def _group(events, merge):
     groups = collections.OrderedDict()
     occurrence = collections.defaultdict(int)
+    # The k-th access a lane makes on a source line (same array, same op) pairs with the k-th
+    # of every other lane of its warp.  (Bytecode offsets would separate two accesses on one
+    # line, but Python's adaptive interpreter reports different offsets for the same access.)
     for block, tid, seq, op, name, site, lasti, address in sorted(events, key=lambda e: (e[1], e[2])):
         warp, lane = divmod(tid, 32)
-        n_key = (tid, site, lasti, op, name)
+        n_key = (tid, site, op, name)
         occurrence[n_key] += 1
-        gkey = (warp, site, lasti, op, name, occurrence[n_key])
+        gkey = (warp, site, op, name, occurrence[n_key])
         g = groups.setdefault(gkey, {"order": seq, "addresses": [None] * 32})
         g["order"] = min(g["order"], seq)
         g["addresses"][lane] = address
     ordered = sorted(groups.items(), key=lambda kv: (kv[0][0], kv[1]["order"]))
-    ins = [Instruction(k[0], k[3], k[4], k[1], v["addresses"]) for k, v in ordered]
+    ins = [Instruction(k[0], k[2], k[3], k[1], v["addresses"]) for k, v in ordered]
     return _merge_wide(ins, merge) if merge else ins
 
 

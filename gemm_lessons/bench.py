@@ -132,7 +132,7 @@ def time_sgemm(kernels, shapes, repeats, progress=True, max_seconds=10.0):
             err = _rel_error(out, ref) if name != "cublas" else 0.0
             flop = sgemm_flops(M, N, K)
             rows.append({
-                "kernel": name, "M": M, "N": N, "K": K, "n": len(t.samples),
+                "kernel": name, "M": M, "N": N, "K": K, "n": len(t.samples), "batch": t.batch,
                 "median_ms": t.median_ms, "p10_ms": t.p10_ms, "p90_ms": t.p90_ms,
                 "gflops": flop / t.median_ms / 1e6, "gflops_p10": flop / t.p90_ms / 1e6,
                 "gflops_p90": flop / t.p10_ms / 1e6, "rel_error_vs_cublas": err,
@@ -170,7 +170,7 @@ def time_bandwidth(rows_cols=(8192, 8192), repeats=30):
 
 
 def _bw_row(name, R, Cc, t, nbytes):
-    return {"kernel": name, "rows": R, "cols": Cc, "n": len(t.samples), "median_ms": t.median_ms,
+    return {"kernel": name, "rows": R, "cols": Cc, "n": len(t.samples), "batch": t.batch, "median_ms": t.median_ms,
             "p10_ms": t.p10_ms, "p90_ms": t.p90_ms, "gbs": nbytes / t.median_ms / 1e6,
             "gbs_p10": nbytes / t.p90_ms / 1e6, "gbs_p90": nbytes / t.p10_ms / 1e6}
 
@@ -337,7 +337,7 @@ def _compiled_kernels():
             "reg1d_64x64": reg1d.kernel_for(64, 64, 8, 8),
             "reg2d_uncapped": reg2d.kernel_for(MAX_REGISTERS=None),
             "reg2d_contiguous": reg2d.kernel_for(SPREAD=False),
-            "vec_unrolled_k": vec.sgemm_vec_unrolled_k,
+            "vec_unrolled_k": vec.sgemm_vec_unrolled_k, "vec_split": vec.sgemm_vec_split,
             "copy_float4": copy.copy_float4}
 
 

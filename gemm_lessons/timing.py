@@ -27,8 +27,9 @@ NOT_MEASURED = _NotMeasured()
 
 @dataclass
 class Timing:
-    """Milliseconds per call over ``len(samples)`` timed calls."""
+    """Milliseconds per call: ``samples`` each average ``batch`` back-to-back calls."""
     samples: list = field(repr=False)
+    batch: int = 1
 
     @property
     def median_ms(self):
@@ -53,14 +54,17 @@ class Timing:
 
     def __repr__(self):
         return (f"Timing(median={self.median_ms:.4f} ms, p10={self.p10_ms:.4f}, "
-                f"p90={self.p90_ms:.4f}, n={len(self.samples)})")
+                f"p90={self.p90_ms:.4f}, n={len(self.samples)}, batch={self.batch})")
 
 
-def time_gpu(fn, *, warmup=3, repeats=20, max_seconds=10.0):
-    """Time ``fn()`` (which launches GPU work) with CUDA events, one pair per call.
+def time_gpu(fn, *, warmup=3, repeats=20, max_seconds=10.0, min_sample_ms=1.0):
+    """Time ``fn()`` (which launches GPU work) with CUDA events.
 
-    ``warmup`` calls first (compilation, clocks, caches), then up to ``repeats`` timed calls,
-    fewer if they would take longer than ``max_seconds`` in all (at least 5)."""
+    ``warmup`` calls first (compilation, clocks, caches), then ``repeats`` samples (fewer if
+    they would take longer than ``max_seconds`` in all, at least 3).  A sample is one event
+    pair around a batch of back-to-back calls, divided by the batch size: the batch is 1 for
+    calls of ``min_sample_ms`` or more, larger for short ones, so that the host's launch
+    overhead (tens of microseconds in Python) overlaps the GPU's work instead of being timed."""
     if _backend.SIMULATOR:
         return NOT_MEASURED
     from numba import cuda
@@ -69,19 +73,26 @@ def time_gpu(fn, *, warmup=3, repeats=20, max_seconds=10.0):
         fn()
     cuda.synchronize()
     start, end = cuda.event(timing=True), cuda.event(timing=True)
+
+    def sample(batch):
+        start.record()
+        for _ in range(batch):
+            fn()
+        end.record()
+        end.synchronize()
+        return cuda.event_elapsed_time(start, end) / batch
+
+    first = sample(1)
+    batch = max(1, min(100, int(min_sample_ms / max(first, 1e-3))))
     samples = []
     spent = 0.0
     for i in range(repeats):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        ms = cuda.event_elapsed_time(start, end)
+        ms = sample(batch)
         samples.append(ms)
-        spent += ms * 1e-3
-        if spent > max_seconds and i >= 4:
+        spent += ms * batch * 1e-3
+        if spent > max_seconds and i >= 2:
             break
-    return Timing(samples)
+    return Timing(samples, batch)
 
 
 def gflops(flop, timing):

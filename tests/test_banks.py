@@ -159,3 +159,13 @@ def test_bank_map_draws():
     ax = banks.bank_map(banks.warp_layout_addresses((2, 16)), 16)
     assert "8 wavefronts" in ax.get_title(loc="left")
     matplotlib.pyplot.close(ax.figure)
+
+
+def test_paired_16_byte_loads_take_two_wavefronts():
+    same = [0] * 32  # every lane the same float4: the documented rule says 4, the H100 did 2
+    assert W(same, 16).wavefronts == 4
+    assert W(same, 16, paired_loads=True).wavefronts == 2
+    halves = [0] * 16 + [512] * 16  # lesson 05's sAT read: lanes 0-15 one float4, 16-31 another
+    assert W(halves, 16, paired_loads=True).wavefronts == 2
+    conflicted = banks.warp_layout_addresses((2, 16))  # no pairs share: the rule does not apply
+    assert W(conflicted, 16, paired_loads=True).wavefronts == 8

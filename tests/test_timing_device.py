@@ -29,7 +29,7 @@ def test_timing_statistics():
     assert t.median_ms == 3.0
     assert t.p10_ms < t.median_ms < t.p90_ms
     assert t.rate(6e9) == pytest.approx(2e12)
-    assert "median=3.0000" in repr(t)
+    assert "median=3.0000" in repr(t) and "batch=1" in repr(t)
 
 
 @requires_simulator

@@ -28,7 +28,7 @@ METRICS = {
 
 # Which shared accesses the compiler merged into LDS.128/STS.128, read off the SASS of each
 # kernel (results/<device>.json, "compiler"): the tracer is told the same, per case.
-WIDE = {"sgemm smem_tile": ("ld",), "sgemm vec": ("ld",)}
+WIDE = {"sgemm smem_tile": ("ld",), "sgemm vec": ("ld",), "sgemm vec_split": ("ld",)}
 
 
 def cases():
@@ -41,7 +41,7 @@ def cases():
         out.append((f"transpose {name}", "t", (1024, 1024), (32, 32), 32 * 32, T[name]))
     out.append(("transpose wide", "t", (1024, 1024), (64, 64), 16 * 16, T["wide"]))
     out.append(("sgemm smem_tile", "s", (256, 256, 32), (32, 32, 32), 8 * 8, S["smem_tile"]))
-    for name in ["reg1d", "reg2d", "reg2d_contiguous", "vec", "vec_unrolled_k"]:
+    for name in ["reg1d", "reg2d", "reg2d_contiguous", "vec", "vec_unrolled_k", "vec_split"]:
         out.append((f"sgemm {name}", "s", (256, 256, 32), (128, 128, 32), 2 * 2, S[name]))
     return out
 
@@ -84,6 +84,9 @@ def traced():
             row[f"{op}_instructions"] = t["instructions"] * blocks
             row[f"{op}_wavefronts"] = t["wavefronts"] * blocks
             row[f"{op}_conflicts"] = t["conflicts"] * blocks
+            p = tr.totals(op, rule="paired")
+            row[f"{op}_wavefronts_paired"] = p["wavefronts"] * blocks
+            row[f"{op}_conflicts_paired"] = p["conflicts"] * blocks
         out[name] = row
         print("traced", name, row, file=sys.stderr)
     return out

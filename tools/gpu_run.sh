@@ -21,7 +21,9 @@ for step in "$@"; do
       echo "banks rc=$?" >> "$OUT/logs/steps.log" ;;
     sanitize)
       for tool in memcheck racecheck; do
-        compute-sanitizer --tool $tool python3 tools/sanitize.py > "$OUT/logs/sanitizer-$tool.log" 2>&1
+        # --report-api-errors no: cuda-bindings probes driver entry points with cuGetProcAddress and
+        # some probes fail by design; those host-side API errors are not kernel errors
+        compute-sanitizer --tool $tool --report-api-errors no python3 tools/sanitize.py > "$OUT/logs/sanitizer-$tool.log" 2>&1
         echo "sanitize $tool rc=$?" >> "$OUT/logs/steps.log"
       done ;;
     notebooks)

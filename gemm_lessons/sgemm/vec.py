@@ -30,8 +30,8 @@ def sgemm_vec(A, B, C, alpha, beta):
     col0 = cuda.blockIdx.x * BN
     M, K = A.shape
     N = B.shape[1]
-    t_row = (tid // (BN // TN)) * TM  # first row and column of this thread's 8x8 results
-    t_col = (tid % (BN // TN)) * TN
+    t_row = (tid // (BN // TN)) * {ROW_SPAN}  # first row and column of this thread's results
+    t_col = (tid % (BN // TN)) * {COL_SPAN}
     a_r = tid // (BK // 4)            # the float4 of the A tile this thread stages
     a_c = (tid % (BK // 4)) * 4
     b_r = tid // (BN // 4)            # ... and of the B tile
@@ -62,18 +62,24 @@ def sgemm_vec(A, B, C, alpha, beta):
 '''
 
 
-def generate_sgemm_vec_source(unroll_k=False):
+def generate_sgemm_vec_source(unroll_k=False, split=False):
     """Write out the body that loops would express: 64 accumulators c_i_j, 8+8 register
     values a_i and b_j per k-step, 64 fused multiply-adds.  With unroll_k, the BK k-steps of
     a slice are written out too; measured on an H100 that was slower: with k a constant in
-    every index, NVVM no longer merged the shared loads into LDS.128 (lesson 05)."""
+    every index, NVVM no longer merged the shared loads into LDS.128 (lesson 05).
+
+    With split, a thread's 8x8 results are four 4x4 pieces, BM/2 rows and BN/2 columns apart
+    (lesson 06): then 8 neighbouring threads read 128 contiguous bytes of a tile row."""
     I = range(TM)
     J = range(TN)
+    # offset of the thread's i-th row (j-th column) from t_row (t_col)
+    row_off = [(i % 4) + (i // 4) * (BM // 2) for i in I] if split else list(I)
+    col_off = [(j % 4) + (j // 4) * (BN // 2) for j in J] if split else list(J)
     zero = "\n".join(f"    c_{i}_{j} = np.float32(0.0)" for i in I for j in J)
 
     def k_step(k, indent):
-        return [indent + f"a_{i} = sAT[{k}, t_row + {i}]" for i in I] + \
-               [indent + f"b_{j} = sB[{k}, t_col + {j}]" for j in J] + \
+        return [indent + f"a_{i} = sAT[{k}, t_row + {row_off[i]}]" for i in I] + \
+               [indent + f"b_{j} = sB[{k}, t_col + {col_off[j]}]" for j in J] + \
                [indent + f"c_{i}_{j} += a_{i} * b_{j}" for i in I for j in J]
 
     if unroll_k:
@@ -82,31 +88,35 @@ def generate_sgemm_vec_source(unroll_k=False):
         inner = "\n".join(["        for k in range(BK):"] + k_step("k", " " * 12))
     store = []
     for i in I:
-        store.append(f"    if t_row + row0 + {i} < M:")
+        r = row_off[i]
+        store.append(f"    if t_row + row0 + {r} < M:")
         for j in range(0, TN, 4):
+            c = col_off[j]
             scaled = ", ".join(f"alpha * c_{i}_{j + d}" for d in range(4))
             mixed = ", ".join(f"alpha * c_{i}_{j + d} + beta * o{d}" for d in range(4))
             store += [
-                f"        if col0 + t_col + {j} < N:",
+                f"        if col0 + t_col + {c} < N:",
                 f"            if beta == 0:",
-                f"                store4(C, row0 + t_row + {i}, col0 + t_col + {j}, {scaled})",
+                f"                store4(C, row0 + t_row + {r}, col0 + t_col + {c}, {scaled})",
                 f"            else:",
-                f"                o0, o1, o2, o3 = load4(C, row0 + t_row + {i}, col0 + t_col + {j})",
-                f"                store4(C, row0 + t_row + {i}, col0 + t_col + {j}, {mixed})",
+                f"                o0, o1, o2, o3 = load4(C, row0 + t_row + {r}, col0 + t_col + {c})",
+                f"                store4(C, row0 + t_row + {r}, col0 + t_col + {c}, {mixed})",
             ]
-    return KERNEL_TEMPLATE.format(zero=zero, inner=inner, store="\n".join(store))
+    spans = dict(ROW_SPAN=4 if split else "TM", COL_SPAN=4 if split else "TN")
+    return KERNEL_TEMPLATE.format(zero=zero, inner=inner, store="\n".join(store), **spans)
 
 
-def make_sgemm_vec(unroll_k=False):
+def make_sgemm_vec(unroll_k=False, split=False):
     namespace = dict(cuda=cuda, float32=float32, np=np, load4=load4, store4=store4,
                      BM=BM, BN=BN, BK=BK, TM=TM, TN=TN)
-    exec(compile(generate_sgemm_vec_source(unroll_k), "<sgemm_vec generated>", "exec"), namespace)
+    exec(compile(generate_sgemm_vec_source(unroll_k, split), "<sgemm_vec generated>", "exec"), namespace)
     return namespace["sgemm_vec"]
 # lesson-cell: end
 
 
 sgemm_vec = make_sgemm_vec()
 sgemm_vec_unrolled_k = make_sgemm_vec(unroll_k=True)
+sgemm_vec_split = make_sgemm_vec(split=True)
 
 
 def sgemm(A, B, C, alpha=1.0, beta=0.0, kernel=sgemm_vec):

@@ -404,3 +404,45 @@ def explorer():
         c.observe(draw, "value")
     draw()
     return w.VBox([w.HBox([shape, width, along]), w.HBox([split, pad]), out])
+
+
+def _rung_launch(name, shape, seed=0):
+    from numba import cuda
+
+    from . import ladder
+    from .problems import random_matrix
+
+    rng = np.random.default_rng(seed)
+    if name.startswith("transpose:"):
+        rung = ladder.TRANSPOSE[name.split(":", 1)[1]]
+        R, C = shape
+        src, dst = cuda.to_device(random_matrix(R, C, rng)), cuda.device_array((C, R), np.float32)
+        return lambda: rung(src, dst)
+    rung = {**ladder.SGEMM, **ladder.VARIANTS}[name]
+    M, N, K = shape
+    A, B = cuda.to_device(random_matrix(M, K, rng)), cuda.to_device(random_matrix(K, N, rng))
+    C = cuda.device_array((M, N), np.float32)
+    return lambda: rung(A, B, C)
+
+
+def trace_rung(name, shape, merge=("ld",)):
+    """Trace block 0 of a ladder kernel: an SGEMM rung or variant by name with shape (M, N, K),
+    or "transpose:<name>" with shape (rows, cols).  On a machine with a GPU the tracing runs in
+    a child process on the simulator, so notebooks can call it anywhere."""
+    if _backend.SIMULATOR:
+        return trace(_rung_launch(name, shape), merge=merge)
+    import json
+    import os
+    import subprocess
+
+    code = ("import json, gemm_lessons.banks as b; "
+            f"t = b.trace_rung({name!r}, {tuple(shape)!r}, {tuple(merge or ())!r}); "
+            "print(json.dumps([[i.warp, i.op, i.array, list(i.site), i.addresses, i.width] "
+            "for i in t.instructions]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900,
+                         env={**os.environ, "GEMM_LESSONS_SIMULATOR": "1"})
+    if out.returncode != 0:
+        raise RuntimeError(f"tracing on the simulator failed:\n{out.stderr[-2000:]}")
+    ins = [Instruction(w, op, arr, tuple(site), addrs, width)
+           for w, op, arr, site, addrs, width in json.loads(out.stdout.strip().splitlines()[-1])]
+    return Trace(ins, (0, 0, 0), {})

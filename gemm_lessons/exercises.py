@@ -171,3 +171,27 @@ def _(ans):
     if len(covered) != vec.BM * vec.BK // 4:
         return False, "some float4 of the tile are staged twice and others never."
     return True, "every float4 of the 128x8 A tile is staged exactly once, each by one 16-byte load."
+
+
+# ----------------------------------------------------------------------------- lesson 06
+@exercise("06-padding", "Row l starts at word l*(32+PAD); its bank is l*(32+PAD) % 32 = l*PAD % 32. "
+                        "When are those 32 values all different?")
+def _(ans):
+    from .banks import wavefronts
+
+    try:
+        pad = int(ans)
+    except (TypeError, ValueError):
+        return False, f"expected a whole number of floats, got {ans!r}."
+    cost = wavefronts([4 * (32 + pad) * l for l in range(32)]).wavefronts
+    if pad == 1:
+        return True, "PAD = 1: row l starts in bank l; any odd PAD works, 1 wastes the least memory."
+    if cost == 1:
+        return False, f"PAD = {pad} is conflict-free, but not the smallest."
+    return False, f"PAD = {pad} still costs {cost} wavefronts."
+
+
+# ----------------------------------------------------------------------------- lesson 09
+@exercise("09-bytes", "Every element is read once and written once; a float32 is 4 bytes.")
+def _(ans):
+    return _number(ans, counting.transpose_bytes(8192, 4096), "the bytes a 8192x4096 transpose moves")

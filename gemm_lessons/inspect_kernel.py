@@ -43,3 +43,24 @@ def sass_summary(kernel):
         if base in ("FFMA", "LDS", "STS", "LDG", "STG", "LDL", "STL", "LD", "ST", "BAR"):
             keep[op] = n
     return keep
+
+
+# Per-SM limits of compute capability 9.0 (CUDA C Programming Guide, "Technical Specifications
+# per Compute Capability"): the occupancy arithmetic of lessons 04 and 06.
+SM_LIMITS_CC90 = {"registers": 65536, "shared_bytes": 228 * 1024, "threads": 2048, "blocks": 32,
+                  "shared_reserved_per_block": 1024}
+
+
+def blocks_per_sm(registers, shared_bytes, threads, limits=SM_LIMITS_CC90):
+    """How many blocks fit on one SM, and which resource decides (registers are allocated
+    per warp in units of 256, so a thread's count is rounded up to a multiple of 8)."""
+    warps = -(-threads // 32)
+    regs_per_warp = -(-registers * 32 // 256) * 256
+    by = {
+        "registers": limits["registers"] // (regs_per_warp * warps) if registers else limits["blocks"],
+        "shared memory": limits["shared_bytes"] // (shared_bytes + limits["shared_reserved_per_block"]),
+        "threads": limits["threads"] // threads,
+        "blocks": limits["blocks"],
+    }
+    fits = min(by.values())
+    return fits, [k for k, v in by.items() if v == fits][0]

@@ -137,11 +137,20 @@ class Table:
         how = "measured" if self.measured_now else "recorded (not measured here: CUDA simulator)"
         return f"{how} on {results.label(self.record)}"
 
+    def gbs(self, kernel):
+        return next((r["gbs"] for r in self.rows if r["kernel"] == kernel), float("nan"))
+
     def _repr_markdown_(self):
         rows = self.rows
         if not rows:
             return f"**{self.title}**: no rows"
-        if "gbs" in rows[0]:
+        if "pct_sgeam" in rows[0]:
+            head = ("| kernel | size | GB/s (median) | p10-p90 | % of cuBLAS sgeam | % of copy |\n"
+                    "|---|---|---:|---:|---:|---:|")
+            body = [f"| {r['kernel']} | {r['rows']}x{r['cols']} | {r['gbs']:,.0f} | "
+                    f"{r['gbs_p10']:,.0f}-{r['gbs_p90']:,.0f} | {r['pct_sgeam']:.1f}% | {r['pct_copy']:.1f}% |"
+                    for r in rows]
+        elif "gbs" in rows[0]:
             head = "| copy | size | GB/s (median) | p10-p90 |\n|---|---|---:|---:|"
             body = [f"| {r['kernel']} | {r['rows']}x{r['cols']} | {r['gbs']:,.0f} | "
                     f"{r['gbs_p10']:,.0f}-{r['gbs_p90']:,.0f} |" for r in rows]
@@ -181,3 +190,43 @@ def merge(*tables):
     rec["sgemm"] = [r for t in tables for r in t.rows if "gflops" in r]
     rec["bandwidth"] = [r for t in tables for r in t.rows if "gbs" in r]
     return rec
+
+
+def compare_transpose(kernels, shape=(8192, 8192), repeats=30, progress=True):
+    """Time transpose kernels (name -> rung), cuBLAS sgeam and the float4 copy at ``shape``;
+    recorded numbers on the simulator.  Bandwidth counts bytes read + written."""
+    if _backend.SIMULATOR:
+        rec = results.load()
+        rows = [r for r in rec.get("transpose", []) if (r["rows"], r["cols"]) == tuple(shape)
+                and r["kernel"] in list(kernels) + ["cublas_sgeam", "copy_float4"]]
+        return Table(f"Transpose {shape[0]}x{shape[1]}", rows, rec, False)
+    from numba import cuda
+
+    from . import cublas
+    from .bench import _bw_row, _progress
+    from .copy import copy_kernel
+    from .counting import transpose_bytes
+    from .timing import time_gpu
+
+    R, Cc = shape
+    src = cuda.to_device(np.random.default_rng(3).random((R, Cc), dtype=np.float32))
+    ref = src.copy_to_host().T
+    dst = cuda.device_array((Cc, R), np.float32)
+    same = cuda.device_array((R, Cc), np.float32)
+    rows = [_bw_row("copy_float4", R, Cc, time_gpu(lambda: copy_kernel(src, same), repeats=repeats),
+                    transpose_bytes(R, Cc))]
+    todo = {"cublas_sgeam": cublas.transpose, **kernels}
+    bar = _progress(len(todo), "timing", progress)
+    for name, fn in todo.items():
+        bar.set_postfix_str(name)
+        dst.copy_to_device(np.zeros((Cc, R), np.float32))
+        t = time_gpu(lambda: fn(src, dst), repeats=repeats)
+        if not np.array_equal(dst.copy_to_host(), ref):
+            raise AssertionError(f"{name} does not transpose correctly at {R}x{Cc}: fix it before timing it.")
+        rows.append(_bw_row(name, R, Cc, t, transpose_bytes(R, Cc)))
+        bar.update()
+    bar.close()
+    for r in rows:
+        r["pct_sgeam"] = 100 * r["gbs"] / rows[1]["gbs"]
+        r["pct_copy"] = 100 * r["gbs"] / rows[0]["gbs"]
+    return Table(f"Transpose {R}x{Cc}", rows, session_record(bandwidth=rows), True)

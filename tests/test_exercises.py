@@ -24,6 +24,8 @@ RIGHT = {
     "03-kernel": reg1d.sgemm_reg1d,
     "04-ratio": (8, 6.4),
     "05-stage-a": lambda tid: (tid // 2, (tid % 2) * 4),
+    "06-padding": 1,
+    "09-bytes": 2 * 4 * 8192 * 4096,
 }
 WRONG = {
     "00-flops": 2 * 128 * 512 * 256,
@@ -34,6 +36,8 @@ WRONG = {
     "03-kernel": None,
     "04-ratio": (8, 8),
     "05-stage-a": lambda tid: (tid % 128, (tid // 128) * 4),
+    "06-padding": 2,
+    "09-bytes": 4 * 8192 * 4096,
 }
 
 

@@ -7,13 +7,13 @@ from gemm_lessons import lesson_source
 from conftest import REPO
 
 KERNEL_MODULES = sorted(
-    os.path.relpath(p, REPO) for p in glob.glob(os.path.join(REPO, "gemm_lessons", "sgemm", "*.py"))
+    os.path.relpath(p, REPO) for p in glob.glob(os.path.join(REPO, "gemm_lessons", "*", "*.py"))
     if lesson_source.BEGIN in open(p).read())
 
 
 def test_every_kernel_module_has_a_region():
     names = {os.path.basename(p) for p in KERNEL_MODULES}
-    assert {"naive.py", "naive_uncoalesced.py", "smem_tile.py", "reg1d.py", "reg2d.py", "vec.py"} <= names
+    assert {"naive.py", "naive_uncoalesced.py", "smem_tile.py", "reg1d.py", "reg2d.py", "vec.py", "wide.py"} <= names
 
 
 def test_notebook_cells_match_the_package():
@@ -26,6 +26,8 @@ def test_every_ladder_kernel_is_shown_in_a_notebook():
         shown.update(path for _, path, _ in lesson_source.source_cells(nb))
     for module in ["naive", "naive_uncoalesced", "smem_tile", "reg1d", "reg2d", "vec"]:
         assert f"gemm_lessons/sgemm/{module}.py" in shown
+    for module in ["naive", "smem_tile", "wide"]:
+        assert f"gemm_lessons/transpose/{module}.py" in shown
 
 
 def test_drift_is_detected(tmp_path):

@@ -64,3 +64,12 @@ def test_simulator_can_be_forced_before_numba_cuda_is_imported(env):
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "CUDA simulator" in out.stdout
+
+
+def test_blocks_per_sm():
+    from gemm_lessons.inspect_kernel import blocks_per_sm
+
+    assert blocks_per_sm(128, 8192, 256) == (2, "registers")  # lesson 04 with the cap
+    assert blocks_per_sm(157, 8192, 256)[0] == 1  # without it
+    assert blocks_per_sm(16, 8192, 1024) == (2, "threads")
+    assert blocks_per_sm(16, 100 * 1024, 128) == (2, "shared memory")

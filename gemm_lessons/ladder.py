@@ -42,6 +42,8 @@ SGEMM = _table(
          reg2d.sgemm),
     Rung("vec", "05", "transposed A tile, 128-bit loads, unrolled by a generator", vec.sgemm,
          "K and N multiples of 4"),
+    Rung("vec_split", "06", "vec with each thread's 8x8 split into four 4x4 (conflict-free LDS.128)",
+         functools.partial(vec.sgemm, kernel=vec.sgemm_vec_split), "K and N multiples of 4"),
 )
 
 VARIANTS = _table(
@@ -55,8 +57,6 @@ VARIANTS = _table(
          functools.partial(reg2d.sgemm, kernel=reg2d.kernel_for(SPREAD=False))),
     Rung("vec_unrolled_k", "05", "vec with the k-loop written out as well",
          functools.partial(vec.sgemm, kernel=vec.sgemm_vec_unrolled_k), "K and N multiples of 4"),
-    Rung("vec_split", "06", "vec with each thread's 8x8 split into four 4x4 (conflict-free LDS.128)",
-         functools.partial(vec.sgemm, kernel=vec.sgemm_vec_split), "K and N multiples of 4"),
 )
 
 TRANSPOSE = _table(

@@ -17,7 +17,7 @@ def test_rung_is_correct(name):
 
 
 def test_ladder_order_and_metadata():
-    assert list(ladder.SGEMM) == ["naive", "smem_tile", "reg1d", "reg2d", "vec"]
+    assert list(ladder.SGEMM) == ["naive", "smem_tile", "reg1d", "reg2d", "vec", "vec_split"]
     lessons = [r.lesson for r in ladder.SGEMM.values()]
     assert lessons == sorted(lessons)
     for r in ladder.SGEMM.values():

@@ -2,6 +2,7 @@
 # What a GPU session runs.  Usage on the GPU machine: OUT=<dir> bash tools/gpu_run.sh STEP...
 #   bench      python -m gemm_lessons.bench -> results/<device>.json + plots (copied to $OUT)
 #   banks      ncu shared-memory counters for the bank lesson -> $OUT/ncu-banks.csv
+#   profile    ncu memory counters of the copy, sgeam and the transposes -> $OUT/ncu-transpose.csv
 #   sanitize   compute-sanitizer memcheck + racecheck over every kernel -> logs
 #   notebooks  execute every notebook on the GPU, outputs kept -> $OUT/notebooks.tar
 # Logs go to $OUT/logs/ and come back as $OUT/logs.tar.
@@ -19,6 +20,11 @@ for step in "$@"; do
       ncu --clock-control none --csv --metrics "$(python3 tools/bank_truth.py metrics)" \
           python3 tools/bank_truth.py run > "$OUT/ncu-banks.csv" 2> "$OUT/logs/ncu.err"
       echo "banks rc=$?" >> "$OUT/logs/steps.log" ;;
+    profile)
+      python3 tools/transpose_profile.py run > /dev/null 2>&1
+      ncu --clock-control none --csv --metrics "$(python3 tools/transpose_profile.py metrics)" \
+          python3 tools/transpose_profile.py run > "$OUT/ncu-transpose.csv" 2> "$OUT/logs/ncu-transpose.err"
+      echo "profile rc=$?" >> "$OUT/logs/steps.log" ;;
     sanitize)
       for tool in memcheck racecheck; do
         # --report-api-errors no: cuda-bindings probes driver entry points with cuGetProcAddress and

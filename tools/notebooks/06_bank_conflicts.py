@@ -148,12 +148,13 @@ warp-wide instructions the compiler emitted. Wavefronts agree for every 4-byte a
   return is packed two lanes per register (NVIDIA's engineers describe this rule on the
   developer forum for Volta and Turing; the H100 counts agree). With that rule added
   (`paired_loads=True`), the tracer matches every 16-byte case exactly.
-* **A few extra wavefronts in the 32x32-thread transposes** (about 0.1% unpadded, a few
-  percent padded), absent with 32x8 threads. The addresses cannot produce them (the padded
-  tile is conflict-free by construction); they are not attributable to any one instruction
-  (ncu counts every extra wavefront as a "conflict", whatever delayed it), and the hypothesis
-  that they come from warps of the 1024-thread block contending for the same shared-memory
-  pipeline is untested.
+* **A few extra wavefronts in the 32x32-thread transposes** (about 0.1% unpadded, about 5%
+  padded; also 5 of 3,072 store wavefronts in `vec_split`), absent with 32x8 threads. The
+  addresses cannot produce them (the padded tile is conflict-free by construction), and they
+  change from run to run (two runs gave +1,204 and +554 unpadded, +1,487 and +1,553 padded),
+  which a property of the addresses could not do. ncu counts every extra wavefront as a
+  "conflict", whatever delayed it; that warps of the 1024-thread blocks contend for the
+  shared-memory pipeline is our hypothesis, not something measured here.
 """),
 md("""
 ## Padding and the float4 GEMM
@@ -192,7 +193,7 @@ the occupancy cliff one of the source articles fell off.
 The split kernel removes the conflicts of the `sB` reads. Does that make it faster?
 """),
 code("""
-table = measure.compare({"vec_split": ladder.VARIANTS["vec_split"], "vec": ladder.SGEMM["vec"]},
+table = measure.compare({"vec_split": ladder.SGEMM["vec_split"], "vec": ladder.SGEMM["vec"]},
                         size=(4096, 4096, 4096))
 table
 """),

@@ -133,6 +133,7 @@ def time_sgemm(kernels, shapes, repeats, progress=True, max_seconds=10.0):
             flop = sgemm_flops(M, N, K)
             rows.append({
                 "kernel": name, "M": M, "N": N, "K": K, "n": len(t.samples), "batch": t.batch,
+                "host_issue_ms": t.host_ms, "host_bound": t.host_bound,
                 "median_ms": t.median_ms, "p10_ms": t.p10_ms, "p90_ms": t.p90_ms,
                 "gflops": flop / t.median_ms / 1e6, "gflops_p10": flop / t.p90_ms / 1e6,
                 "gflops_p90": flop / t.p10_ms / 1e6, "rel_error_vs_cublas": err,
@@ -170,7 +171,8 @@ def time_bandwidth(rows_cols=(8192, 8192), repeats=30):
 
 
 def _bw_row(name, R, Cc, t, nbytes):
-    return {"kernel": name, "rows": R, "cols": Cc, "n": len(t.samples), "batch": t.batch, "median_ms": t.median_ms,
+    return {"kernel": name, "rows": R, "cols": Cc, "n": len(t.samples), "batch": t.batch,
+            "host_issue_ms": t.host_ms, "host_bound": t.host_bound, "median_ms": t.median_ms,
             "p10_ms": t.p10_ms, "p90_ms": t.p90_ms, "gbs": nbytes / t.median_ms / 1e6,
             "gbs_p10": nbytes / t.p90_ms / 1e6, "gbs_p90": nbytes / t.p10_ms / 1e6}
 
@@ -257,7 +259,8 @@ def print_table(record, file=sys.stdout):
     for r in record.get("transpose", []):
         print(f"{r['kernel']:<20}{str(r['rows']) + 'x' + str(r['cols']):>14}{r['gbs']:>8,.0f}"
               f"{r['gbs_p10']:>7,.0f}-{r['gbs_p90']:<5,.0f}{r['pct_sgeam']:>8.1f}%{r['pct_copy']:>7.1f}%"
-              f"  {'' if r.get('correct', True) else 'WRONG'}", file=file)
+              f"  {'' if r.get('correct', True) else 'WRONG'}{' HOST-BOUND' if r.get('host_bound') else ''}",
+              file=file)
 
 
 def main(argv=None):

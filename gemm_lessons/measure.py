@@ -20,6 +20,11 @@ def _today():
     return datetime.date.today().isoformat()
 
 
+def _name(row):
+    """The kernel's name, flagged when the host could not keep the GPU busy (see time_gpu)."""
+    return row["kernel"] + (" (host-bound: Python launch overhead, not the kernel)" if row.get("host_bound") else "")
+
+
 def pick(gpu, sim):
     """A size for this machine: ``gpu`` on a GPU, ``sim`` (small) on the simulator."""
     return sim if _backend.SIMULATOR else gpu
@@ -52,7 +57,7 @@ class Comparison:
         for r in self.rows:
             pct = f"{r['pct_cublas']:.1f}%" if r.get("pct_cublas") is not None else ""
             pk = f"{100 * r['gflops'] / peak:.1f}%" if peak else ""
-            lines.append(f"| {r['kernel']} | {r['gflops'] / 1e3:.2f} | {r['gflops_p10'] / 1e3:.2f}-"
+            lines.append(f"| {_name(r)} | {r['gflops'] / 1e3:.2f} | {r['gflops_p10'] / 1e3:.2f}-"
                          f"{r['gflops_p90'] / 1e3:.2f} | {pct} | {pk} |")
         if not self.rows:
             lines.append("| (no recorded results for these kernels at this size) | | | | |")
@@ -92,7 +97,7 @@ def compare(kernels, size=(4096, 4096, 4096), repeats=20, progress=True, record=
         if not err <= tolerance(K):
             raise AssertionError(f"{name} gives a wrong result at {M}x{N}x{K} (relative error {err:.1e} "
                                  "against cuBLAS): fix it before timing it.")
-        out.rows.append({"kernel": name, "gflops": flop / t.median_ms / 1e6,
+        out.rows.append({"kernel": name, "gflops": flop / t.median_ms / 1e6, "host_bound": t.host_bound,
                          "gflops_p10": flop / t.p90_ms / 1e6, "gflops_p90": flop / t.p10_ms / 1e6})
         bar.update()
     bar.close()
@@ -147,7 +152,7 @@ class Table:
         if "pct_sgeam" in rows[0]:
             head = ("| kernel | size | GB/s (median) | p10-p90 | % of cuBLAS sgeam | % of copy |\n"
                     "|---|---|---:|---:|---:|---:|")
-            body = [f"| {r['kernel']} | {r['rows']}x{r['cols']} | {r['gbs']:,.0f} | "
+            body = [f"| {_name(r)} | {r['rows']}x{r['cols']} | {r['gbs']:,.0f} | "
                     f"{r['gbs_p10']:,.0f}-{r['gbs_p90']:,.0f} | {r['pct_sgeam']:.1f}% | {r['pct_copy']:.1f}% |"
                     for r in rows]
         elif "gbs" in rows[0]:

@@ -3,6 +3,7 @@
 On the simulator nothing is timed: a Python-thread emulation says nothing about a GPU, so
 ``time_gpu`` returns NOT_MEASURED instead of a misleading number.
 """
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,6 +31,13 @@ class Timing:
     """Milliseconds per call: ``samples`` each average ``batch`` back-to-back calls."""
     samples: list = field(repr=False)
     batch: int = 1
+    host_ms: float = 0.0  # median time the host took to issue one call
+
+    @property
+    def host_bound(self):
+        """True when issuing a call took the host about as long as the GPU took to run it:
+        then the GPU waited for Python and the timing overstates the kernel's time."""
+        return self.host_ms >= 0.8 * self.median_ms
 
     @property
     def median_ms(self):
@@ -63,8 +71,11 @@ def time_gpu(fn, *, warmup=3, repeats=20, max_seconds=10.0, min_sample_ms=1.0):
     ``warmup`` calls first (compilation, clocks, caches), then ``repeats`` samples (fewer if
     they would take longer than ``max_seconds`` in all, at least 3).  A sample is one event
     pair around a batch of back-to-back calls, divided by the batch size: the batch is 1 for
-    calls of ``min_sample_ms`` or more, larger for short ones, so that the host's launch
-    overhead (tens of microseconds in Python) overlaps the GPU's work instead of being timed."""
+    calls of ``min_sample_ms`` or more, larger for short ones.  One untimed call is queued
+    before the start event, so the GPU is already busy when timing starts and the host's
+    launch overhead (tens of microseconds per call in Python) overlaps the GPU's work.  If the
+    host cannot issue calls as fast as the GPU finishes them, the GPU idles between kernels
+    and the timing measures Python, not the kernel: ``Timing.host_bound`` says so."""
     if _backend.SIMULATOR:
         return NOT_MEASURED
     from numba import cuda
@@ -74,16 +85,22 @@ def time_gpu(fn, *, warmup=3, repeats=20, max_seconds=10.0, min_sample_ms=1.0):
     cuda.synchronize()
     start, end = cuda.event(timing=True), cuda.event(timing=True)
 
+    issue_ms = []
+
     def sample(batch):
+        fn()  # queued before the start event: the GPU is busy when timing starts
         start.record()
+        t0 = time.perf_counter()
         for _ in range(batch):
             fn()
+        issue_ms.append((time.perf_counter() - t0) * 1e3 / batch)
         end.record()
         end.synchronize()
         return cuda.event_elapsed_time(start, end) / batch
 
     first = sample(1)
     batch = max(1, min(100, int(min_sample_ms / max(first, 1e-3))))
+    issue_ms.clear()
     samples = []
     spent = 0.0
     for i in range(repeats):
@@ -92,7 +109,7 @@ def time_gpu(fn, *, warmup=3, repeats=20, max_seconds=10.0, min_sample_ms=1.0):
         spent += ms * batch * 1e-3
         if spent > max_seconds and i >= 2:
             break
-    return Timing(samples, batch)
+    return Timing(samples, batch, float(np.median(issue_ms)))
 
 
 def gflops(flop, timing):

@@ -1,4 +1,6 @@
 import subprocess
+
+import numpy as np
 import sys
 
 import pytest
@@ -73,3 +75,15 @@ def test_blocks_per_sm():
     assert blocks_per_sm(157, 8192, 256)[0] == 1  # without it
     assert blocks_per_sm(16, 8192, 1024) == (2, "threads")
     assert blocks_per_sm(16, 100 * 1024, 128) == (2, "shared memory")
+
+
+def test_host_bound_flag():
+    assert timing.Timing([1.0, 1.0, 1.0], batch=4, host_ms=0.9).host_bound
+    assert not timing.Timing([1.0, 1.0, 1.0], batch=4, host_ms=0.1).host_bound
+
+
+def test_copy_kernel_copies():
+    from gemm_lessons import copy
+
+    out = copy.example(5, 12)
+    assert (out == np.arange(60, dtype=np.float32).reshape(5, 12)).all()

@@ -48,3 +48,35 @@ def test_recorded_comparison_table(record):
 def test_missing_results_give_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="gemm_lessons.bench"):
         results.load(directory=str(tmp_path))
+
+
+def test_readme_shows_the_recorded_results():
+    from gemm_lessons import report
+
+    assert report.current_block() == report.readme_block(results.load()), \
+        "README results differ from results/: run python -m gemm_lessons.report --write"
+
+
+def test_sanitizer_summary_is_clean():
+    import glob
+    import os
+
+    files = glob.glob(os.path.join(results.RESULTS_DIR, "sanitizer-*.txt"))
+    assert files
+    text = open(files[0]).read()
+    assert "ERROR SUMMARY: 0 errors" in text and "0 hazards displayed (0 errors, 0 warnings)" in text
+    assert "FAIL" not in text.replace("0 failed", "")
+
+
+def test_bank_ground_truth_agrees_with_the_tracer():
+    import glob
+    import json
+    import os
+
+    truth = json.load(open(glob.glob(os.path.join(results.RESULTS_DIR, "banks-*.json"))[0]))
+    for row in truth["rows"]:
+        n, t = row["ncu"], row["tracer"]
+        assert n["ld_instructions"] == t["ld_instructions"] and n["st_instructions"] == t["st_instructions"]
+        if "32x32" not in row["case"] and row["case"] not in ("transpose smem_tile", "transpose smem_padded"):
+            # the paired-load rule reproduces the profiler's load wavefronts exactly (lesson 06)
+            assert n["ld_wavefronts"] == t["ld_wavefronts_paired"], row["case"]

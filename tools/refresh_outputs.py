@@ -24,10 +24,16 @@ def main():
     p.add_argument("--timeout", type=int, default=1800)
     args = p.parse_args()
     paths = args.paths or sorted(glob.glob(os.path.join(os.path.dirname(HERE), "notebooks", "*.ipynb")))
+    failed = []
     for path in paths:
         nb = nbformat.read(path, as_version=4)
-        NotebookClient(nb, timeout=args.timeout, kernel_name="python3",
-                       resources={"metadata": {"path": os.path.dirname(os.path.abspath(path))}}).execute()
+        try:
+            NotebookClient(nb, timeout=args.timeout, kernel_name="python3",
+                           resources={"metadata": {"path": os.path.dirname(os.path.abspath(path))}}).execute()
+        except Exception as e:  # keep going: report every failing notebook, write none of them
+            print(f"FAILED {path}: {e}", file=sys.stderr)
+            failed.append(path)
+            continue
         if not args.keep_all:
             for c in nb.cells:
                 if c.cell_type == "code" and not c.source.startswith(CHECK):
@@ -35,7 +41,8 @@ def main():
                     c.execution_count = None
         nbformat.write(nb, path)
         print("executed", path)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

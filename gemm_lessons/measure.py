@@ -115,8 +115,9 @@ def recorded(kernels, size=(4096, 4096, 4096), record=None):
     for name in kernels:
         for r in results.sgemm_rows(record, name, size):
             rows.append(dict(r))
+    where = " (not measured here: CUDA simulator)" if _backend.SIMULATOR else " (from results/)"
     return Comparison(tuple(size), rows,
-                      source=f"recorded on {results.label(record)} (not measured here: CUDA simulator)",
+                      source=f"recorded on {results.label(record)}{where}",
                       peak_gflops=record["device"].get("peak_gflops"))
 
 

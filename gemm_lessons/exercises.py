@@ -7,10 +7,19 @@ A check never raises: a wrong answer, a missing one or a crashing kernel all com
 feedback that says what to look at.
 """
 import functools
+import threading
+import time
 import traceback
 from dataclasses import dataclass
 
-from . import counting
+from . import _backend, counting
+
+# A student's kernel on the simulator gets this long before the check stops it.
+KERNEL_TIME_LIMIT_S = 120.0
+
+
+class KernelTimeout(Exception):
+    """Raised inside a simulated kernel that ran past its time limit."""
 
 _CHECKS = {}
 
@@ -41,15 +50,21 @@ def exercise(exercise_id, hint):
     return register
 
 
-def check(exercise_id, answer):
-    """Check a student's answer; returns Feedback (shown as a green or red line)."""
+def check(exercise_id, answer, time_limit=KERNEL_TIME_LIMIT_S):
+    """Check a student's answer; returns Feedback (shown as a green or red line).  On the
+    simulator a kernel still running after ``time_limit`` seconds is stopped."""
     if exercise_id not in _CHECKS:
         return Feedback(exercise_id, False, f"unknown exercise; known: {', '.join(sorted(_CHECKS))}")
     fn, hint = _CHECKS[exercise_id]
     if answer is None or answer is Ellipsis:
         return Feedback(exercise_id, False, "no answer yet: replace the placeholder with your answer. Hint: " + hint)
     try:
-        ok, message = fn(answer)
+        ok, message = _with_time_limit(lambda: fn(answer), time_limit)
+    except KernelTimeout:
+        return Feedback(exercise_id, False,
+                        f"stopped after {time_limit:g} s on the simulator: does a loop never end (a loop "
+                        "variable that never changes, a while without an exit, a guard that skips "
+                        "the increment)? Hint: " + hint)
     except Exception as e:  # a broken kernel or answer must give feedback, not a traceback
         tb = traceback.extract_tb(e.__traceback__)
         where = f" (line {tb[-1].lineno} of {tb[-1].name})" if tb else ""
@@ -62,6 +77,31 @@ def check(exercise_id, answer):
 
 def ids():
     return sorted(_CHECKS)
+
+
+def _with_time_limit(fn, seconds):
+    """Run fn(); on the simulator, kernel threads started meanwhile raise KernelTimeout once
+    ``seconds`` have passed (checked on every line they execute outside the libraries)."""
+    if not _backend.SIMULATOR or not seconds:
+        return fn()
+    deadline = time.monotonic() + seconds
+
+    def local(frame, event, arg):
+        if time.monotonic() > deadline:
+            raise KernelTimeout(f"kernel ran longer than {seconds} s")
+        return local
+
+    def global_tracer(frame, event, arg):
+        name = frame.f_code.co_filename
+        if "site-packages" in name or name.startswith("<frozen") or name.endswith("threading.py"):
+            return None  # trace only the kernel's own code: the libraries run untraced
+        return local
+
+    threading.settrace(global_tracer)  # applies to the simulator's threads, started inside fn
+    try:
+        return fn()
+    finally:
+        threading.settrace(None)
 
 
 def _close(a, b, rel=1e-6):
@@ -87,6 +127,11 @@ def _kernel_passes(launch, answer):
     for M, N, K, alpha, beta in SIM_SHAPES:
         res = check_problem(run, M, N, K, alpha, beta, name="your kernel")
         if not res.passed:
+            again = check_problem(run, M, N, K, alpha, beta, name="your kernel")
+            if (again.rel_error, again.unwritten) != (res.rel_error, res.unwritten):
+                return False, (res.message() + ". The result changed between two runs on the same input: "
+                               "a race. Is a cuda.syncthreads() missing between writing shared memory "
+                               "and reading it (or before overwriting it)?")
             return False, res.message()
         shapes.append(f"{M}x{N}x{K}")
     return True, f"your kernel matches the float64 reference on {' and '.join(shapes)} (with alpha and beta)."

@@ -118,3 +118,68 @@ def test_student_notebooks_have_no_solutions(tmp_path):
         for cell in nb.cells:
             if "YOUR CODE HERE" in cell.source or "NotImplementedError" in cell.source:
                 assert cell.outputs == []
+
+
+# ---- the checker survives broken student kernels (simulator) ---------------------------
+from conftest import requires_simulator  # noqa: E402
+from numba import float32  # noqa: E402
+
+
+@requires_simulator
+def test_exception_inside_a_kernel_is_feedback():
+    @cuda.jit
+    def raises(A, B, C, alpha, beta):
+        raise ValueError("boom")
+
+    fb = exercises.check("01-kernel", raises)
+    assert not fb.ok and "ValueError" in str(fb) and "boom" in str(fb)
+
+
+@requires_simulator
+def test_out_of_bounds_index_is_reported_with_the_index():
+    @cuda.jit
+    def unguarded(A, B, C, alpha, beta):
+        col = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+        row = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
+        C[row, col] = A[row, 0] * B[0, col]  # no guard: the rounded-up grid overruns C
+
+    fb = exercises.check("01-kernel", unguarded)
+    assert not fb.ok and "IndexError" in str(fb) and "out of bounds" in str(fb)
+
+
+@requires_simulator
+def test_missing_syncthreads_is_reported_as_a_race():
+    @cuda.jit
+    def racy(A, B, C, alpha, beta):
+        sA = cuda.shared.array((32, 8), float32)
+        tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+        col = cuda.blockIdx.x * cuda.blockDim.x + tx
+        row = cuda.blockIdx.y * cuda.blockDim.y + ty
+        M, K = A.shape
+        N = B.shape[1]
+        acc = np.float32(0.0)
+        for k0 in range(0, K, 32):
+            if row < M:
+                sA[tx, ty] = A[row, k0 + tx] if k0 + tx < K else np.float32(0.0)
+            # cuda.syncthreads() missing here
+            for k in range(32):
+                if k0 + k < K and col < N and row < M:
+                    acc += sA[k, ty] * B[k0 + k, col]
+            cuda.syncthreads()
+        if row < M and col < N:
+            C[row, col] = alpha * acc + (beta * C[row, col] if beta != 0 else np.float32(0.0))
+
+    fb = exercises.check("01-kernel", racy)
+    assert not fb.ok and "race" in str(fb) and "syncthreads" in str(fb)
+
+
+@requires_simulator
+def test_a_kernel_that_never_finishes_is_stopped():
+    @cuda.jit
+    def forever(A, B, C, alpha, beta):
+        i = 0
+        while i >= 0:
+            i = (i + 1) % 7
+
+    fb = exercises.check("01-kernel", forever, time_limit=2)
+    assert not fb.ok and "stopped after 2 s" in str(fb)

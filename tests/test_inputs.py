@@ -65,3 +65,51 @@ def test_vec_names_its_constraint():
         ladder.SGEMM["vec"](dev((8, 6)), dev((6, 8)), dev((8, 8)))
     with pytest.raises(ValueError, match="multiple of 4"):
         ladder.SGEMM["vec"](dev((8, 8)), dev((8, 5)), dev((8, 5)))
+
+
+def test_strided_view_is_refused(rung):
+    with pytest.raises(ValueError, match="C-contiguous"):
+        rung(dev((4, 16))[:, ::2], dev((8, 4)), dev((4, 4)))
+
+
+# ---- transpose rungs ---------------------------------------------------------------------
+@pytest.fixture(params=list(ladder.TRANSPOSE) + ["cublas"])
+def trung(request):
+    return cublas.transpose if request.param == "cublas" else ladder.TRANSPOSE[request.param]
+
+
+def test_transpose_wrong_dtype(trung):
+    with pytest.raises(TypeError, match="float32"):
+        trung(dev((4, 8), np.float64), dev((8, 4)))
+
+
+def test_transpose_mismatched_shapes(trung):
+    with pytest.raises(ValueError, match="dst must be 8x4"):
+        trung(dev((4, 8)), dev((4, 8)))
+
+
+def test_transpose_non_contiguous(trung):
+    with pytest.raises(ValueError, match="C-contiguous"):
+        trung(dev((8, 4)).T, dev((8, 4)))
+
+
+def test_wide_transpose_names_its_constraint():
+    with pytest.raises(ValueError, match="multiple of 4"):
+        ladder.TRANSPOSE["wide"](dev((6, 8)), dev((8, 6)))
+
+
+# ---- too large for the GPU: refused before anything is allocated -------------------------
+def test_problem_too_large_for_the_gpu_is_refused_before_allocation(monkeypatch):
+    from gemm_lessons import _backend, arrays, problems
+
+    class FakeContext:
+        def get_memory_info(self):
+            return 2 * 2**30, 80 * 2**30  # 2 GiB free of 80
+
+    monkeypatch.setattr(_backend, "SIMULATOR", False)
+    monkeypatch.setattr(cuda, "current_context", lambda: FakeContext(), raising=False)
+    with pytest.raises(MemoryError, match="GiB free"):
+        problems.SgemmProblem(40000, 40000, 40000)  # 19 GiB of operands
+    with pytest.raises(MemoryError, match="choose smaller sizes"):
+        arrays.require_fits_on_device(3 * 2**30, "three matrices")
+    arrays.require_fits_on_device(2**30, "one matrix")  # fits: no error

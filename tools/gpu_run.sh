@@ -2,6 +2,7 @@
 # What a GPU session runs.  Usage on the GPU machine: OUT=<dir> bash tools/gpu_run.sh STEP...
 #   bench      python -m gemm_lessons.bench -> results/<device>.json + plots (copied to $OUT)
 #   banks      ncu shared-memory counters for the bank lesson -> $OUT/ncu-banks.csv
+#   repro      two bench runs back to back -> $OUT/run-a.json, run-b.json
 #   profile    ncu memory counters of the copy, sgeam and the transposes -> $OUT/ncu-transpose.csv
 #   sanitize   compute-sanitizer memcheck + racecheck over every kernel -> logs
 #   notebooks  execute every notebook on the GPU, outputs kept -> $OUT/notebooks.tar
@@ -20,6 +21,13 @@ for step in "$@"; do
       ncu --clock-control none --csv --metrics "$(python3 tools/bank_truth.py metrics)" \
           python3 tools/bank_truth.py run > "$OUT/ncu-banks.csv" 2> "$OUT/logs/ncu.err"
       echo "banks rc=$?" >> "$OUT/logs/steps.log" ;;
+    repro)
+      # two complete benchmark runs back to back, for tools/compare_runs.py
+      for run in a b; do
+        python3 -m gemm_lessons.bench --no-progress --no-plots --out "/tmp/run-$run" > "$OUT/logs/bench-$run.log" 2>&1
+        echo "repro $run rc=$?" >> "$OUT/logs/steps.log"
+        cp /tmp/run-$run/*.json "$OUT/run-$run.json"
+      done ;;
     profile)
       python3 tools/transpose_profile.py run > /dev/null 2>&1
       ncu --clock-control none --csv --metrics "$(python3 tools/transpose_profile.py metrics)" \

@@ -140,7 +140,6 @@ def time_sgemm(kernels, shapes, repeats, progress=True, max_seconds=10.0):
                 "correct": bool(np.isfinite(out).all() and err <= tolerance(K)),
             })
             bar.update()
-        del A, B, C
     bar.close()
     for r in rows:
         cub = [c for c in rows if c["kernel"] == "cublas" and (c["M"], c["N"], c["K"]) == (r["M"], r["N"], r["K"])]
@@ -177,8 +176,9 @@ def _bw_row(name, R, Cc, t, nbytes):
             "gbs_p10": nbytes / t.p90_ms / 1e6, "gbs_p90": nbytes / t.p10_ms / 1e6}
 
 
-def time_transpose(shapes=((8192, 8192), (8192, 4096)), repeats=30, progress=True):
-    """Every transpose rung, cuBLAS sgeam and the float4 copy, same inputs, one process."""
+def time_transpose(shapes=((8192, 8192), (8192, 4096)), repeats=30, progress=True, kernels=None):
+    """Transpose kernels (default: every rung), cuBLAS sgeam and the float4 copy, same inputs,
+    one process."""
     from numba import cuda
 
     from . import cublas, ladder
@@ -187,7 +187,7 @@ def time_transpose(shapes=((8192, 8192), (8192, 4096)), repeats=30, progress=Tru
     from .timing import time_gpu
 
     rows = []
-    kernels = {"cublas_sgeam": cublas.transpose, **ladder.TRANSPOSE}
+    kernels = {"cublas_sgeam": cublas.transpose, **(ladder.TRANSPOSE if kernels is None else kernels)}
     bar = _progress(len(shapes) * (len(kernels) + 1), "timing transposes", progress)
     for R, Cc in shapes:
         src = cuda.to_device(np.random.default_rng(3).random((R, Cc), dtype=np.float32))

@@ -50,8 +50,8 @@ def _ptr(a):
 
 
 def _host_scalar(x):
-    # cuBLAS's default pointer mode reads alpha and beta from host memory, by address; keep
-    # the array alive in _STATE until the call returns.
+    # cuBLAS's default pointer mode reads alpha and beta from host memory, by address: the
+    # caller keeps the returned array alive until the cuBLAS call has returned.
     arr = np.array([x], dtype=np.float32)
     return arr, arr.ctypes.data
 

@@ -7,10 +7,7 @@ device and date they were measured on.
 """
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from . import _backend, results
-from .counting import sgemm_flops
 from .device import device_info
 
 
@@ -68,44 +65,23 @@ class Comparison:
 
 
 def compare(kernels, size=(4096, 4096, 4096), repeats=20, progress=True, record=None):
-    """Time ``kernels`` (name -> rung) and cuBLAS at ``size``; recorded numbers on the simulator."""
+    """Time ``kernels`` (name -> rung) and cuBLAS at ``size``; recorded numbers on the simulator.
+    A kernel whose result differs from cuBLAS's is refused, not timed into the table."""
     if _backend.SIMULATOR:
         return recorded(list(kernels) + ["cublas"], size, record)
-    from numba import cuda
+    from .bench import time_sgemm
 
-    from . import cublas
-    from .bench import _progress
-    from .problems import random_matrix, tolerance
-    from .timing import time_gpu
-
-    M, N, K = size
-    rng = np.random.default_rng(0)
-    A = cuda.to_device(random_matrix(M, K, rng))
-    B = cuda.to_device(random_matrix(K, N, rng))
-    C = cuda.device_array((M, N), np.float32)
-    cublas.sgemm(A, B, C)
-    ref = C.copy_to_host().astype(np.float64)
-    flop = sgemm_flops(M, N, K)
-    out = Comparison(size, source=f"measured on {device_info().name}, {_today()}",
-                     peak_gflops=device_info().peak_gflops)
-    bar = _progress(len(kernels) + 1, "timing", progress)
-    for name, fn in [("cublas", cublas.sgemm)] + list(kernels.items()):
-        bar.set_postfix_str(name)
-        C.copy_to_device(np.full((M, N), np.nan, np.float32))
-        t = time_gpu(lambda: fn(A, B, C), repeats=repeats)
-        err = np.linalg.norm(C.copy_to_host() - ref) / np.linalg.norm(ref)
-        if not err <= tolerance(K):
-            raise AssertionError(f"{name} gives a wrong result at {M}x{N}x{K} (relative error {err:.1e} "
-                                 "against cuBLAS): fix it before timing it.")
-        out.rows.append({"kernel": name, "gflops": flop / t.median_ms / 1e6, "host_bound": t.host_bound,
-                         "gflops_p10": flop / t.p90_ms / 1e6, "gflops_p90": flop / t.p10_ms / 1e6})
-        bar.update()
-    bar.close()
-    cub = out.rows[0]["gflops"]
-    for r in out.rows:
-        r["pct_cublas"] = 100 * r["gflops"] / cub
-    out.rows = out.rows[1:] + out.rows[:1]  # cuBLAS last, as the yardstick
-    return out
+    rows = time_sgemm(kernels, [tuple(size)], repeats, progress)
+    for r in rows:
+        if "refused" in r:
+            raise ValueError(f"{r['kernel']} cannot run at {size}: {r['refused']}")
+    wrong = [r["kernel"] for r in rows if not r["correct"]]
+    if wrong:
+        raise AssertionError(f"{', '.join(wrong)} gave a wrong result at {size} (against cuBLAS): "
+                             "fix it before timing it.")
+    return Comparison(tuple(size), rows[1:] + rows[:1],  # cuBLAS last, as the yardstick
+                      source=f"measured on {device_info().name}, {_today()}",
+                      peak_gflops=device_info().peak_gflops)
 
 
 def recorded(kernels, size=(4096, 4096, 4096), record=None):
@@ -158,11 +134,11 @@ class Table:
                     for r in rows]
         elif "gbs" in rows[0]:
             head = "| copy | size | GB/s (median) | p10-p90 |\n|---|---|---:|---:|"
-            body = [f"| {r['kernel']} | {r['rows']}x{r['cols']} | {r['gbs']:,.0f} | "
+            body = [f"| {_name(r)} | {r['rows']}x{r['cols']} | {r['gbs']:,.0f} | "
                     f"{r['gbs_p10']:,.0f}-{r['gbs_p90']:,.0f} |" for r in rows]
         else:
             head = "| kernel | M x N x K | TFLOPS (median) | p10-p90 |\n|---|---|---:|---:|"
-            body = [f"| {r['kernel']} | {r['M']}x{r['N']}x{r['K']} | {r['gflops'] / 1e3:.2f} | "
+            body = [f"| {_name(r)} | {r['M']}x{r['N']}x{r['K']} | {r['gflops'] / 1e3:.2f} | "
                     f"{r['gflops_p10'] / 1e3:.2f}-{r['gflops_p90'] / 1e3:.2f} |" for r in rows]
         return f"**{self.title}**, {self.source}\n\n" + head + "\n" + "\n".join(body)
 
@@ -206,33 +182,10 @@ def compare_transpose(kernels, shape=(8192, 8192), repeats=30, progress=True):
         rows = [r for r in rec.get("transpose", []) if (r["rows"], r["cols"]) == tuple(shape)
                 and r["kernel"] in list(kernels) + ["cublas_sgeam", "copy_float4"]]
         return Table(f"Transpose {shape[0]}x{shape[1]}", rows, rec, False)
-    from numba import cuda
+    from .bench import time_transpose
 
-    from . import cublas
-    from .bench import _bw_row, _progress
-    from .copy import copy_kernel
-    from .counting import transpose_bytes
-    from .timing import time_gpu
-
-    R, Cc = shape
-    src = cuda.to_device(np.random.default_rng(3).random((R, Cc), dtype=np.float32))
-    ref = src.copy_to_host().T
-    dst = cuda.device_array((Cc, R), np.float32)
-    same = cuda.device_array((R, Cc), np.float32)
-    rows = [_bw_row("copy_float4", R, Cc, time_gpu(lambda: copy_kernel(src, same), repeats=repeats),
-                    transpose_bytes(R, Cc))]
-    todo = {"cublas_sgeam": cublas.transpose, **kernels}
-    bar = _progress(len(todo), "timing", progress)
-    for name, fn in todo.items():
-        bar.set_postfix_str(name)
-        dst.copy_to_device(np.zeros((Cc, R), np.float32))
-        t = time_gpu(lambda: fn(src, dst), repeats=repeats)
-        if not np.array_equal(dst.copy_to_host(), ref):
-            raise AssertionError(f"{name} does not transpose correctly at {R}x{Cc}: fix it before timing it.")
-        rows.append(_bw_row(name, R, Cc, t, transpose_bytes(R, Cc)))
-        bar.update()
-    bar.close()
-    for r in rows:
-        r["pct_sgeam"] = 100 * r["gbs"] / rows[1]["gbs"]
-        r["pct_copy"] = 100 * r["gbs"] / rows[0]["gbs"]
-    return Table(f"Transpose {R}x{Cc}", rows, session_record(bandwidth=rows), True)
+    rows = time_transpose([tuple(shape)], repeats, progress, kernels=kernels)
+    wrong = [r["kernel"] for r in rows if r.get("correct") is False]
+    if wrong:
+        raise AssertionError(f"{', '.join(wrong)} do(es) not transpose correctly at {shape}: fix before timing.")
+    return Table(f"Transpose {shape[0]}x{shape[1]}", rows, session_record(bandwidth=rows), True)

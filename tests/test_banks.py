@@ -1,5 +1,4 @@
 """The bank model on every example of seed 002 section 5 (and seed 000), and the tracer."""
-import functools
 
 import numpy as np
 import pytest

@@ -80,3 +80,11 @@ def test_bank_ground_truth_agrees_with_the_tracer():
         if "32x32" not in row["case"] and row["case"] not in ("transpose smem_tile", "transpose smem_padded"):
             # the paired-load rule reproduces the profiler's load wavefronts exactly (lesson 06)
             assert n["ld_wavefronts"] == t["ld_wavefronts_paired"], row["case"]
+
+
+def test_host_bound_rows_are_flagged_in_tables(record):
+    row = dict(results.sgemm_rows(record, "naive", (4096, 4096, 4096))[0], host_bound=True)
+    table = measure.Comparison((4096, 4096, 4096), [row], source="test")
+    assert "host-bound" in table._repr_markdown_()
+    bw = dict(record["bandwidth"][0], host_bound=True)
+    assert "host-bound" in measure.Table("copy", [bw], record, True)._repr_markdown_()

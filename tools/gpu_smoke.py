@@ -1,10 +1,14 @@
+"""Quick GPU check of the measurement helpers the notebooks use (small sizes)."""
 import gemm_lessons as gl
-from gemm_lessons import ladder, cublas, inspect_kernel
-from gemm_lessons.sgemm import vec, reg2d
-print(gl.banner()); print(gl.device_info().as_dict())
-for name, r in list(ladder.SGEMM.items()) + list(ladder.VARIANTS.items()):
-    shapes = [(68, 44, 32, 1.0, 0.0), (516, 1028, 260, -1.0, 0.5)] if name == "vec" else None
-    print(name, [str(x) for x in gl.check_all(r, shapes)])
-print("cublas", [str(x) for x in gl.check_all(cublas.sgemm)])
-print(inspect_kernel.resources(vec.sgemm_vec), inspect_kernel.sass_summary(vec.sgemm_vec))
-print(inspect_kernel.resources(reg2d.sgemm_reg2d), inspect_kernel.sass_summary(reg2d.sgemm_reg2d))
+from gemm_lessons import ladder, measure
+
+print(gl.banner())
+t = measure.compare({"naive": ladder.SGEMM["naive"], "vec_split": ladder.SGEMM["vec_split"]}, size=(1024, 1024, 1024))
+print(t._repr_markdown_())
+print(measure.compare_transpose({"wide": ladder.TRANSPOSE["wide"]}, shape=(2048, 1024))._repr_markdown_())
+try:
+    measure.compare({"vec": ladder.SGEMM["vec"]}, size=(64, 64, 63))
+except ValueError as e:
+    print("refused as expected:", str(e)[:80])
+print(measure.copy_bandwidth((2048, 2048))._repr_markdown_())
+print(measure.cublas_sweep((512, 1024))._repr_markdown_())

@@ -7,7 +7,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import gemm_lessons as gl  # noqa: E402
+import gemm_lessons  # noqa: E402,F401  (chooses GPU or simulator first)
 from gemm_lessons import ladder, problems  # noqa: E402
 
 SGEMM_SIZES = [(1, 1, 1), (127, 129, 131), (1000, 1, 17), (1025, 1023, 33)]

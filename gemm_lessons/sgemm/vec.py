@@ -96,9 +96,9 @@ def generate_sgemm_vec_source(unroll_k=False, split=False):
             mixed = ", ".join(f"alpha * c_{i}_{j + d} + beta * o{d}" for d in range(4))
             store += [
                 f"        if col0 + t_col + {c} < N:",
-                f"            if beta == 0:",
+                "            if beta == 0:",
                 f"                store4(C, row0 + t_row + {r}, col0 + t_col + {c}, {scaled})",
-                f"            else:",
+                "            else:",
                 f"                o0, o1, o2, o3 = load4(C, row0 + t_row + {r}, col0 + t_col + {c})",
                 f"                store4(C, row0 + t_row + {r}, col0 + t_col + {c}, {mixed})",
             ]

@@ -327,7 +327,7 @@ def _mark_variant(rung):
 
 def _compiled_kernels():
     from . import copy
-    from .sgemm import naive, naive_uncoalesced, reg1d, reg2d, smem_tile, vec
+    from .sgemm import dbuf, naive, naive_uncoalesced, reg1d, reg2d, smem_tile, vec
 
     from .transpose import naive as t_naive, smem_tile as t_tile, wide as t_wide
 
@@ -341,6 +341,7 @@ def _compiled_kernels():
             "reg2d_uncapped": reg2d.kernel_for(MAX_REGISTERS=None),
             "reg2d_contiguous": reg2d.kernel_for(SPREAD=False),
             "vec_unrolled_k": vec.sgemm_vec_unrolled_k, "vec_split": vec.sgemm_vec_split,
+            "dbuf": dbuf.sgemm_dbuf,
             "copy_float4": copy.copy_float4}
 
 

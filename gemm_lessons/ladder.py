@@ -11,7 +11,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable
 
-from .sgemm import naive, naive_uncoalesced, reg1d, reg2d, smem_tile, vec
+from .sgemm import dbuf, naive, naive_uncoalesced, reg1d, reg2d, smem_tile, vec
 from .transpose import naive as t_naive, smem_tile as t_tile, wide as t_wide
 
 
@@ -57,6 +57,8 @@ VARIANTS = _table(
          functools.partial(reg2d.sgemm, kernel=reg2d.kernel_for(SPREAD=False))),
     Rung("vec_unrolled_k", "05", "vec with the k-loop written out as well",
          functools.partial(vec.sgemm, kernel=vec.sgemm_vec_unrolled_k), "K and N multiples of 4"),
+    Rung("dbuf", "07", "vec_split with a second shared buffer, next slice prefetched into registers "
+         "(lesson 07 is not written yet)", dbuf.sgemm, "K and N multiples of 4"),
 )
 
 TRANSPOSE = _table(

@@ -53,8 +53,8 @@ def test_tiled_reads_follow_the_formula(tile):
 
 
 @requires_simulator
-@pytest.mark.parametrize("name", ["reg1d", "reg2d", "vec"])
+@pytest.mark.parametrize("name", ["reg1d", "reg2d", "vec", "vec_split", "dbuf"])
 def test_register_tiled_rungs_read_each_tile_once(name):
     M, N, K = 256, 128, 16
-    c = tracing.count_global_accesses(ladder.SGEMM[name], M, N, K)
+    c = tracing.count_global_accesses({**ladder.SGEMM, **ladder.VARIANTS}[name], M, N, K)
     assert c["global_reads"] == counting.tiled_global_loads(M, N, K, 128, 128)

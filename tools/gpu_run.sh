@@ -28,6 +28,12 @@ for step in "$@"; do
         echo "repro $run rc=$?" >> "$OUT/logs/steps.log"
         cp /tmp/run-$run/*.json "$OUT/run-$run.json"
       done ;;
+    dbuf)
+      python3 -m gemm_lessons.bench --no-progress --no-plots --kernels vec_split dbuf --out /tmp/dbuf \
+          > "$OUT/logs/bench-dbuf.log" 2>&1
+      echo "dbuf rc=$?" >> "$OUT/logs/steps.log"
+      cp /tmp/dbuf/*.json "$OUT/dbuf.json"
+      python3 -c "from gemm_lessons.sgemm import dbuf; from gemm_lessons import inspect_kernel as i; print(i.resources(dbuf.sgemm_dbuf), i.sass_summary(dbuf.sgemm_dbuf))" >> "$OUT/logs/bench-dbuf.log" 2>&1 ;;
     profile)
       python3 tools/transpose_profile.py run > /dev/null 2>&1
       ncu --clock-control none --csv --metrics "$(python3 tools/transpose_profile.py metrics)" \

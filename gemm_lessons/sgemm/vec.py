@@ -62,24 +62,25 @@ def sgemm_vec(A, B, C, alpha, beta):
 '''
 
 
-def generate_sgemm_vec_source(unroll_k=False, split=False):
-    """Write out the body that loops would express: 64 accumulators c_i_j, 8+8 register
-    values a_i and b_j per k-step, 64 fused multiply-adds.  With unroll_k, the BK k-steps of
-    a slice are written out too; measured on an H100 that was slower: with k a constant in
-    every index, NVVM no longer merged the shared loads into LDS.128 (lesson 05).
-
-    With split, a thread's 8x8 results are four 4x4 pieces, BM/2 rows and BN/2 columns apart
-    (lesson 06): then 8 neighbouring threads read 128 contiguous bytes of a tile row."""
+def source_parts(unroll_k=False, split=False, buffer_index=""):
+    """The generated pieces of the kernel: zeroing 64 accumulators c_i_j, the BK k-steps of
+    a slice (8+8 register values a_i and b_j, 64 fused multiply-adds each), and the store of
+    C.  ``buffer_index`` is put in front of every shared-memory index (lesson 07's second
+    buffer).  With unroll_k, the k-steps are written out too; measured on an H100 that was
+    slower: with k a constant in every index, NVVM no longer merged the shared loads into
+    LDS.128 (lesson 05).  With split, a thread's 8x8 results are four 4x4 pieces, BM/2 rows and
+    BN/2 columns apart (lesson 06): then 8 neighbouring threads read 128 contiguous bytes."""
     I = range(TM)
     J = range(TN)
     # offset of the thread's i-th row (j-th column) from t_row (t_col)
     row_off = [(i % 4) + (i // 4) * (BM // 2) for i in I] if split else list(I)
     col_off = [(j % 4) + (j // 4) * (BN // 2) for j in J] if split else list(J)
     zero = "\n".join(f"    c_{i}_{j} = np.float32(0.0)" for i in I for j in J)
+    b = buffer_index
 
     def k_step(k, indent):
-        return [indent + f"a_{i} = sAT[{k}, t_row + {row_off[i]}]" for i in I] + \
-               [indent + f"b_{j} = sB[{k}, t_col + {col_off[j]}]" for j in J] + \
+        return [indent + f"a_{i} = sAT[{b}{k}, t_row + {row_off[i]}]" for i in I] + \
+               [indent + f"b_{j} = sB[{b}{k}, t_col + {col_off[j]}]" for j in J] + \
                [indent + f"c_{i}_{j} += a_{i} * b_{j}" for i in I for j in J]
 
     if unroll_k:
@@ -103,7 +104,12 @@ def generate_sgemm_vec_source(unroll_k=False, split=False):
                 f"                store4(C, row0 + t_row + {r}, col0 + t_col + {c}, {mixed})",
             ]
     spans = dict(ROW_SPAN=4 if split else "TM", COL_SPAN=4 if split else "TN")
-    return KERNEL_TEMPLATE.format(zero=zero, inner=inner, store="\n".join(store), **spans)
+    return zero, inner, "\n".join(store), spans
+
+
+def generate_sgemm_vec_source(unroll_k=False, split=False):
+    zero, inner, store, spans = source_parts(unroll_k, split)
+    return KERNEL_TEMPLATE.format(zero=zero, inner=inner, store=store, **spans)
 
 
 def make_sgemm_vec(unroll_k=False, split=False):

@@ -1,0 +1,90 @@
+"""Lesson 07 (first step): double buffering on top of lesson 06's kernel.
+
+While the threads compute from one shared-memory buffer, the next slice of A and B is already
+on its way from global memory into registers; after the compute it goes into the *other*
+buffer.  One barrier per slice instead of two, and the global-load latency hides behind 512
+FMAs.  The price: 8 more registers per thread and twice the shared memory.
+"""
+import numpy as np
+from numba import cuda, float32
+
+from ..arrays import sgemm_shapes
+from .vec import BK, BM, BN, THREADS, TM, TN, source_parts
+from .wide import load4, require_wide_alignment, store4
+
+# lesson-cell: begin
+DBUF_TEMPLATE = '''
+@cuda.jit
+def sgemm_dbuf(A, B, C, alpha, beta):
+    sAT = cuda.shared.array((2, BK, BM), float32)  # two buffers of the transposed A tile
+    sB = cuda.shared.array((2, BK, BN), float32)
+    tid = cuda.threadIdx.x
+    row0 = cuda.blockIdx.y * BM
+    col0 = cuda.blockIdx.x * BN
+    M, K = A.shape
+    N = B.shape[1]
+    t_row = (tid // (BN // TN)) * {ROW_SPAN}
+    t_col = (tid % (BN // TN)) * {COL_SPAN}
+    a_r = tid // (BK // 4)
+    a_c = (tid % (BK // 4)) * 4
+    b_r = tid // (BN // 4)
+    b_c = (tid % (BN // 4)) * 4
+{zero}
+    # prologue: slice 0 into buffer 0
+    x0 = x1 = x2 = x3 = y0 = y1 = y2 = y3 = np.float32(0.0)
+    if row0 + a_r < M and a_c < K:
+        x0, x1, x2, x3 = load4(A, row0 + a_r, a_c)
+    if b_r < K and col0 + b_c < N:
+        y0, y1, y2, y3 = load4(B, b_r, col0 + b_c)
+    sAT[0, a_c + 0, a_r] = x0
+    sAT[0, a_c + 1, a_r] = x1
+    sAT[0, a_c + 2, a_r] = x2
+    sAT[0, a_c + 3, a_r] = x3
+    sB[0, b_r, b_c + 0] = y0
+    sB[0, b_r, b_c + 1] = y1
+    sB[0, b_r, b_c + 2] = y2
+    sB[0, b_r, b_c + 3] = y3
+    cuda.syncthreads()
+    buf = 0
+    for k0 in range(0, K, BK):
+        nxt = k0 + BK
+        # the next slice's global loads start now and land in registers during the compute
+        x0 = x1 = x2 = x3 = y0 = y1 = y2 = y3 = np.float32(0.0)
+        if row0 + a_r < M and nxt + a_c < K:
+            x0, x1, x2, x3 = load4(A, row0 + a_r, nxt + a_c)
+        if nxt + b_r < K and col0 + b_c < N:
+            y0, y1, y2, y3 = load4(B, nxt + b_r, col0 + b_c)
+{inner}
+        if nxt < K:  # into the buffer nobody reads during this slice
+            sAT[1 - buf, a_c + 0, a_r] = x0
+            sAT[1 - buf, a_c + 1, a_r] = x1
+            sAT[1 - buf, a_c + 2, a_r] = x2
+            sAT[1 - buf, a_c + 3, a_r] = x3
+            sB[1 - buf, b_r, b_c + 0] = y0
+            sB[1 - buf, b_r, b_c + 1] = y1
+            sB[1 - buf, b_r, b_c + 2] = y2
+            sB[1 - buf, b_r, b_c + 3] = y3
+        cuda.syncthreads()  # one barrier: the new buffer is complete, the old one free
+        buf = 1 - buf
+{store}
+'''
+
+
+def make_sgemm_dbuf(split=True):
+    zero, inner, store, spans = source_parts(split=split, buffer_index="buf, ")
+    source = DBUF_TEMPLATE.format(zero=zero, inner=inner, store=store, **spans)
+    namespace = dict(cuda=cuda, float32=float32, np=np, load4=load4, store4=store4,
+                     BM=BM, BN=BN, BK=BK, TM=TM, TN=TN)
+    exec(compile(source, "<sgemm_dbuf generated>", "exec"), namespace)
+    return namespace["sgemm_dbuf"]
+# lesson-cell: end
+
+
+sgemm_dbuf = make_sgemm_dbuf()
+
+
+def sgemm(A, B, C, alpha=1.0, beta=0.0, kernel=sgemm_dbuf):
+    M, N, K = sgemm_shapes(A, B, C)
+    require_wide_alignment(("A", A), ("B", B), ("C", C))
+    grid = ((N + BN - 1) // BN, (M + BM - 1) // BM)
+    kernel[grid, THREADS](A, B, C, np.float32(alpha), np.float32(beta))

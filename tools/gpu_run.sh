@@ -3,6 +3,7 @@
 #   bench      python -m gemm_lessons.bench -> results/<device>.json + plots (copied to $OUT)
 #   banks      ncu shared-memory counters for the bank lesson -> $OUT/ncu-banks.csv
 #   repro      two bench runs back to back -> $OUT/run-a.json, run-b.json
+#   dbuf       vec_split and the double-buffered variant only -> $OUT/dbuf.json
 #   profile    ncu memory counters of the copy, sgeam and the transposes -> $OUT/ncu-transpose.csv
 #   sanitize   compute-sanitizer memcheck + racecheck over every kernel -> logs
 #   notebooks  execute every notebook on the GPU, outputs kept -> $OUT/notebooks.tar
@@ -32,8 +33,7 @@ for step in "$@"; do
       python3 -m gemm_lessons.bench --no-progress --no-plots --kernels vec_split dbuf --out /tmp/dbuf \
           > "$OUT/logs/bench-dbuf.log" 2>&1
       echo "dbuf rc=$?" >> "$OUT/logs/steps.log"
-      cp /tmp/dbuf/*.json "$OUT/dbuf.json"
-      python3 -c "from gemm_lessons.sgemm import dbuf; from gemm_lessons import inspect_kernel as i; print(i.resources(dbuf.sgemm_dbuf), i.sass_summary(dbuf.sgemm_dbuf))" >> "$OUT/logs/bench-dbuf.log" 2>&1 ;;
+      cp /tmp/dbuf/*.json "$OUT/dbuf.json" ;;
     profile)
       python3 tools/transpose_profile.py run > /dev/null 2>&1
       ncu --clock-control none --csv --metrics "$(python3 tools/transpose_profile.py metrics)" \

@@ -47,6 +47,18 @@ def _versions():
     return v
 
 
+def _git_commit():
+    """The commit of the code being measured (None outside a git checkout)."""
+    import os
+
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
+                             cwd=os.path.dirname(os.path.abspath(__file__)))
+        return out.stdout.strip() or None
+    except Exception:
+        return None
+
+
 def nvidia_smi():
     """Clocks, power and temperature right now (None if nvidia-smi is missing)."""
     q = "driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu,persistence_mode"
@@ -293,6 +305,7 @@ def main(argv=None):
         "device": device_info().as_dict(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "versions": _versions(),
+        "git_commit": _git_commit(),
         "nvidia_smi_before": nvidia_smi(),
         "cublas_math_mode": "default (FP32, no TF32)",
         "ladder": list(ladder.SGEMM),

@@ -61,6 +61,24 @@ code("""
 gl.check_all(functools.partial(smem_tile.sgemm, tile=16, kernel=tiled16), name="smem_tile 16")
 """),
 md("""
+### Look inside with the bank tracer
+
+`banks.trace_rung` runs one block on the CUDA simulator and records every shared-memory access
+by lane (lesson 06 explains the model). Here one 32x32 block with K = 64: the `sA[ty, k]`
+reads are broadcasts (a warp is one row `ty`), merged four at a time into `LDS.128` as the
+SASS below shows; the `sB[k, tx]` reads are 32 neighbouring words. No bank conflicts.
+"""),
+code("""
+from gemm_lessons import banks
+tile_trace = banks.trace_rung("smem_tile", (32, 32, 64), merge=("ld",))
+tile_trace
+"""),
+code("""
+for op in ("ld", "st"):
+    t = tile_trace.totals(op)
+    print(f"{op}: {t['instructions']} warp instructions, {t['wavefronts']} wavefronts, {t['conflicts']} from conflicts")
+""", check=True),
+md("""
 ## Measure: 16 vs 32
 
 A 32x32 tile halves the global loads of a 16x16 tile, but it needs 1024 threads per block (the

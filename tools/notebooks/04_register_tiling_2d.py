@@ -61,6 +61,25 @@ code("""
 gl.check_all(functools.partial(reg2d.sgemm, kernel=reg2d_contiguous), name="reg2d contiguous")
 """),
 md("""
+### Look inside with the bank tracer: spread vs side by side
+
+The tracer runs one block of each layout on the simulator (K = 8). With the 8x8 results side by
+side, the 16 threads along a block row read `sB` 8 words apart, and a warp's two rows of
+threads read `sA` 64 words apart: both land in few banks. Spread, the same reads are
+conflict-free.
+"""),
+code("""
+from gemm_lessons import banks
+for name in ("reg2d", "reg2d_contiguous"):
+    t = banks.trace_rung(name, (128, 128, 8), merge=False).totals("ld")
+    print(f"{name:<17} loads: {t['instructions']} warp instructions, {t['wavefronts']} wavefronts, "
+          f"{t['conflicts']} from conflicts")
+""", check=True),
+code("""
+contiguous = banks.trace_rung("reg2d_contiguous", (128, 128, 8), merge=False)
+banks.bank_map(contiguous.first("ld", array="a1").addresses, 4, title="reg2d_contiguous: first sB read, warp 0");
+"""),
+md("""
 ## Measure
 """),
 code("""

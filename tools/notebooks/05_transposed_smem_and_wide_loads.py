@@ -71,6 +71,23 @@ except ValueError as e:
     print("ValueError:", e)
 """, check=True),
 md("""
+### Look inside with the bank tracer
+
+One block (K = 8) on the simulator, with the shared loads merged into 16-byte accesses as the
+compiler does (`merge=("ld",)`; the SASS below confirms `LDS.128`). The `sAT` reads are
+conflict-free, but the `sB` reads are not: 8 threads of a quarter warp read 16 bytes each, 32
+bytes apart, two to a bank. Lesson 06 removes that.
+"""),
+code("""
+from gemm_lessons import banks
+vec_trace = banks.trace_rung("vec", (128, 128, 8), merge=("ld",))
+vec_trace
+"""),
+code("""
+t = vec_trace.totals("ld")
+print(f"loads: {t['instructions']} warp instructions, {t['wavefronts']} wavefronts, {t['conflicts']} from conflicts")
+""", check=True),
+md("""
 ## Measure
 """),
 code("""

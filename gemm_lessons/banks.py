@@ -177,7 +177,7 @@ class _TracedShared:
 class _Recorder:
     def __init__(self, only_block):
         self.only_block = only_block
-        self.events = []  # (block, thread_id, seq, op, array, site, lasti, address)
+        self.events = []  # (block, thread_id, seq, op, array, site, address)
         self.lock = threading.Lock()
         self.seq = collections.defaultdict(int)
         self.arrays = {}
@@ -193,7 +193,7 @@ class _Recorder:
         with self.lock:
             key = (block, tid)
             self.seq[key] += 1
-            self.events.append((block, tid, self.seq[key], op, name, site, frame.f_lasti, address))
+            self.events.append((block, tid, self.seq[key], op, name, site, address))
 
 
 def trace(launch, block=(0, 0, 0), merge=("ld", "st")):
@@ -247,7 +247,7 @@ def _group(events, merge):
     # The k-th access a lane makes on a source line (same array, same op) pairs with the k-th
     # of every other lane of its warp.  (Bytecode offsets would separate two accesses on one
     # line, but Python's adaptive interpreter reports different offsets for the same access.)
-    for block, tid, seq, op, name, site, lasti, address in sorted(events, key=lambda e: (e[1], e[2])):
+    for block, tid, seq, op, name, site, address in sorted(events, key=lambda e: (e[1], e[2])):
         warp, lane = divmod(tid, 32)
         n_key = (tid, site, op, name)
         occurrence[n_key] += 1
@@ -431,18 +431,10 @@ def trace_rung(name, shape, merge=("ld",)):
     a child process on the simulator, so notebooks can call it anywhere."""
     if _backend.SIMULATOR:
         return trace(_rung_launch(name, shape), merge=merge)
-    import json
-    import os
-    import subprocess
-
     code = ("import json, gemm_lessons.banks as b; "
             f"t = b.trace_rung({name!r}, {tuple(shape)!r}, {tuple(merge or ())!r}); "
             "print(json.dumps([[i.warp, i.op, i.array, list(i.site), i.addresses, i.width] "
             "for i in t.instructions]))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900,
-                         env={**os.environ, "GEMM_LESSONS_SIMULATOR": "1"})
-    if out.returncode != 0:
-        raise RuntimeError(f"tracing on the simulator failed:\n{out.stderr[-2000:]}")
-    ins = [Instruction(w, op, arr, tuple(site), addrs, width)
-           for w, op, arr, site, addrs, width in json.loads(out.stdout.strip().splitlines()[-1])]
+    rows = _backend.run_on_simulator(code, "tracing")
+    ins = [Instruction(w, op, arr, tuple(site), addrs, width) for w, op, arr, site, addrs, width in rows]
     return Trace(ins, (0, 0, 0), {})

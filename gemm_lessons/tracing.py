@@ -66,15 +66,6 @@ def count_rung(name, M, N, K, alpha=1.0, beta=0.0):
         if name not in rungs:
             raise KeyError(f"unknown rung {name!r}; choose from {sorted(rungs)}")
         return count_global_accesses(rungs[name], M, N, K, alpha, beta)
-    import json
-    import os
-    import subprocess
-    import sys
-
     code = ("import json, gemm_lessons.tracing as t; "
             f"print(json.dumps(t.count_rung({name!r}, {M}, {N}, {K}, {alpha}, {beta})))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={**os.environ, "GEMM_LESSONS_SIMULATOR": "1"}, timeout=600)
-    if out.returncode != 0:
-        raise RuntimeError(f"counting on the simulator failed:\n{out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return _backend.run_on_simulator(code, "counting")

@@ -87,3 +87,12 @@ def test_copy_kernel_copies():
 
     out = copy.example(5, 12)
     assert (out == np.arange(60, dtype=np.float32).reshape(5, 12)).all()
+
+
+def test_run_on_simulator_returns_json_and_reports_failures():
+    from gemm_lessons import _backend
+
+    assert _backend.run_on_simulator("import gemm_lessons, json; print(json.dumps(gemm_lessons.SIMULATOR))",
+                                     "probe") is True
+    with pytest.raises(RuntimeError, match="probe on the simulator failed"):
+        _backend.run_on_simulator("raise SystemExit(3)", "probe")

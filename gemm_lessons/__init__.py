@@ -11,11 +11,12 @@ import warnings as _warnings
 # them is noise for a student.  Timings are taken at sizes that fill the GPU.
 _warnings.filterwarnings("ignore", message=r".*Grid size .* will likely result in GPU under-utilization")
 from ._backend import SIMULATOR
+from .convenience import sgemm
 from .device import DeviceInfo, banner, device_info
 from .problems import SgemmProblem, check, check_all
 from .timing import NOT_MEASURED, Timing, time_gpu
 
 __version__ = "0.1.0"
 
-__all__ = ["SIMULATOR", "DeviceInfo", "banner", "device_info", "SgemmProblem", "check",
+__all__ = ["sgemm", "SIMULATOR", "DeviceInfo", "banner", "device_info", "SgemmProblem", "check",
            "check_all", "NOT_MEASURED", "Timing", "time_gpu"]

@@ -32,6 +32,9 @@ def _driver_sees_a_gpu():
 def _choose():
     if os.environ.get("GEMM_LESSONS_SIMULATOR", "") == "1":
         return True, "GEMM_LESSONS_SIMULATOR=1 is set"
+    if os.environ.get("GEMM_LESSONS_SIMULATOR", "") == "0":
+        # for compiling kernels to PTX/SASS on a machine without a GPU (tools/offline_sass.py)
+        return False, "GEMM_LESSONS_SIMULATOR=0 is set"
     if os.environ.get("NUMBA_ENABLE_CUDASIM", "") == "1":
         return True, "NUMBA_ENABLE_CUDASIM=1 is set"
     if _driver_sees_a_gpu():

@@ -339,23 +339,16 @@ def _mark_variant(rung):
 
 
 def _compiled_kernels():
-    from . import copy
-    from .sgemm import dbuf, naive, naive_uncoalesced, reg1d, reg2d, smem_tile, vec
-
+    from . import copy, ladder
     from .transpose import naive as t_naive, smem_tile as t_tile, wide as t_wide
 
-    return {"transpose_naive": t_naive.transpose_naive,
-            "transpose_smem_tile": t_tile.kernel_for(), "transpose_smem_padded": t_tile.kernel_for(PAD=1),
-            "transpose_smem_padded_32x8": t_tile.kernel_for(ROWS=8, PAD=1), "transpose_wide": t_wide.kernel_for(),
-            "naive": naive.sgemm_naive, "naive_uncoalesced": naive_uncoalesced.sgemm_naive_uncoalesced,
-            "smem_tile": smem_tile.kernel_for(32), "smem_tile16": smem_tile.kernel_for(16),
-            "reg1d": reg1d.sgemm_reg1d, "reg2d": reg2d.sgemm_reg2d, "vec": vec.sgemm_vec,
-            "reg1d_64x64": reg1d.kernel_for(64, 64, 8, 8),
-            "reg2d_uncapped": reg2d.kernel_for(MAX_REGISTERS=None),
-            "reg2d_contiguous": reg2d.kernel_for(SPREAD=False),
-            "vec_unrolled_k": vec.sgemm_vec_unrolled_k, "vec_split": vec.sgemm_vec_split,
-            "dbuf": dbuf.sgemm_dbuf,
-            "copy_float4": copy.copy_float4}
+    kernels = {name: r.kernel for name, r in {**ladder.SGEMM, **ladder.VARIANTS}.items() if r.kernel is not None}
+    kernels.update({
+        "transpose_naive": t_naive.transpose_naive,
+        "transpose_smem_tile": t_tile.kernel_for(), "transpose_smem_padded": t_tile.kernel_for(PAD=1),
+        "transpose_smem_padded_32x8": t_tile.kernel_for(ROWS=8, PAD=1), "transpose_wide": t_wide.kernel_for(),
+        "copy_float4": copy.copy_float4})
+    return kernels
 
 
 def _save_plots(record, json_path):

@@ -5,7 +5,7 @@
     sgemm(A_d, B_d, C_d, alpha, beta)   # device arrays, C_d updated in place
 
 (Issue 5 asks for this as ``gemm_lessons.sgemm``; that name is taken by the kernel subpackage
-gemm_lessons/sgemm/, which has to be renamed first.)
+gemm_lessons/sgemm_kernels/, which has to be renamed first.)
 
 The kernel is the last rung of gemm_lessons.ladder.SGEMM (or ``rung=``).  Rungs that move 16
 bytes at a time need K and N to be multiples of 4; other shapes are zero-padded (on the

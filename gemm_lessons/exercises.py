@@ -167,7 +167,7 @@ def _(ans):
 @exercise("01-kernel", "threadIdx.x must walk the columns (the contiguous dimension) of C and B; "
                        "guard row < M and col < N; with beta == 0, do not read C.")
 def _(ans):
-    from .sgemm import naive
+    from .sgemm_kernels import naive
 
     return _kernel_passes(naive.sgemm, ans)
 
@@ -183,7 +183,7 @@ def _(ans):
 @exercise("03-kernel", "for each k: read one value of sB into a register, then update all TM "
                        "accumulators with it and the TM values of sA in that column.")
 def _(ans):
-    from .sgemm import reg1d
+    from .sgemm_kernels import reg1d
 
     return _kernel_passes(reg1d.sgemm, ans)
 
@@ -205,7 +205,7 @@ def _(ans):
 @exercise("05-stage-a", "256 threads, a 128 x 8 tile: 2 float4 per row. "
                         "Return (row, first column) of the float4 that thread tid stages.")
 def _(ans):
-    from .sgemm import vec
+    from .sgemm_kernels import vec
 
     for tid in range(vec.THREADS):
         want = (tid // (vec.BK // 4), (tid % (vec.BK // 4)) * 4)

@@ -3,7 +3,7 @@ import pytest
 from numba import cuda
 
 from gemm_lessons import ladder, problems
-from gemm_lessons.convenience import sgemm
+from gemm_lessons import sgemm
 
 rng = np.random.default_rng(7)
 
@@ -62,3 +62,10 @@ def test_clear_errors():
         sgemm(A, cuda.to_device(B))
     with pytest.raises(ValueError, match="at least 1"):
         sgemm(np.zeros((0, 4), np.float32), B)
+
+
+def test_is_the_package_level_sgemm():
+    import gemm_lessons
+    from gemm_lessons import convenience
+
+    assert gemm_lessons.sgemm is convenience.sgemm

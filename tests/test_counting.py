@@ -3,7 +3,7 @@ import functools
 import pytest
 
 from gemm_lessons import counting, ladder, tracing
-from gemm_lessons.sgemm import smem_tile
+from gemm_lessons.sgemm_kernels import smem_tile
 
 from conftest import requires_simulator
 

@@ -8,7 +8,7 @@ from numba import cuda
 import numpy as np
 
 from gemm_lessons import exercises, student
-from gemm_lessons.sgemm import naive, reg1d
+from gemm_lessons.sgemm_kernels import naive, reg1d
 
 from conftest import REPO
 
@@ -67,7 +67,7 @@ def test_wrong_answer_fails_with_a_hint(ex):
     answer = WRONG[ex] if WRONG[ex] is not None else _off_by_one
     if ex == "03-kernel":  # the lesson's own factory with the inner product using the wrong column
         from gemm_lessons import lesson_source
-        src = lesson_source.region("gemm_lessons/sgemm/reg1d.py").replace("b = sB[k, t_col]", "b = sB[k, 0]")
+        src = lesson_source.region("gemm_lessons/sgemm_kernels/reg1d.py").replace("b = sB[k, t_col]", "b = sB[k, 0]")
         ns = dict(cuda=cuda, np=np, float32=np.float32)
         from numba import float32
         ns["float32"] = float32

@@ -25,7 +25,7 @@ def test_every_ladder_kernel_is_shown_in_a_notebook():
     for nb in glob.glob(os.path.join(lesson_source.NOTEBOOK_DIR, "*.ipynb")):
         shown.update(path for _, path, _ in lesson_source.source_cells(nb))
     for module in ["naive", "naive_uncoalesced", "smem_tile", "reg1d", "reg2d", "vec"]:
-        assert f"gemm_lessons/sgemm/{module}.py" in shown
+        assert f"gemm_lessons/sgemm_kernels/{module}.py" in shown
     for module in ["naive", "smem_tile", "wide"]:
         assert f"gemm_lessons/transpose/{module}.py" in shown
 
@@ -34,7 +34,7 @@ def test_drift_is_detected(tmp_path):
     import nbformat
 
     nb = nbformat.v4.new_notebook()
-    text = lesson_source.cell_text("gemm_lessons/sgemm/naive.py")
+    text = lesson_source.cell_text("gemm_lessons/sgemm_kernels/naive.py")
     nb.cells = [nbformat.v4.new_code_cell(text.replace("acc += A[row, k] * B[k, col]", "acc += 1"))]
     nbformat.write(nb, str(tmp_path / "x.ipynb"))
-    assert lesson_source.drift(str(tmp_path)) == [("x.ipynb", "gemm_lessons/sgemm/naive.py")]
+    assert lesson_source.drift(str(tmp_path)) == [("x.ipynb", "gemm_lessons/sgemm_kernels/naive.py")]

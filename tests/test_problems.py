@@ -4,7 +4,7 @@ from numba import cuda
 
 import gemm_lessons as gl
 from gemm_lessons import problems
-from gemm_lessons.sgemm import naive
+from gemm_lessons.sgemm_kernels import naive
 
 
 def _launch_then(post):

@@ -17,8 +17,13 @@ def test_rung_is_correct(name):
 
 
 def test_ladder_order_and_metadata():
-    assert list(ladder.SGEMM) == ["naive", "smem_tile", "reg1d", "reg2d", "vec", "vec_split"]
+    assert list(ladder.SGEMM) == ["naive", "smem_tile", "reg1d", "reg2d", "vec", "vec_split", "dbuf", "warptile"]
     lessons = [r.lesson for r in ladder.SGEMM.values()]
     assert lessons == sorted(lessons)
     for r in ladder.SGEMM.values():
         assert r.title and r.constraint
+
+
+def test_every_rung_names_its_kernel():
+    for name, r in ALL.items():
+        assert r.kernel is not None, name

@@ -6,7 +6,7 @@ import numpy as np
 import gemm_lessons as gl
 from numba import cuda
 from gemm_lessons import cublas, inspect_kernel
-from gemm_lessons.sgemm import reg1d, reg2d, smem_tile
+from gemm_lessons.sgemm_kernels import reg1d, reg2d, smem_tile
 from gemm_lessons.problems import random_matrix
 
 S = 4096
@@ -26,7 +26,7 @@ def run(label, fn, kernel=None):
 
 
 run("cublas", cublas.sgemm)
-from gemm_lessons.sgemm import vec
+from gemm_lessons.sgemm_kernels import vec
 for unroll in (True, False):
     k = vec.make_sgemm_vec(unroll)
     run(f"vec unroll_k={unroll}", functools.partial(vec.sgemm, kernel=k), k)

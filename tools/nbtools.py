@@ -3,7 +3,7 @@
     python tools/build_notebooks.py            # write notebooks/ from tools/notebooks/
 A notebook is a list of cells: md("..."), code("...", check=True) where check=True marks the
 cell for nbval (its output must be the same on a GPU and on the simulator).  Kernel cells come
-from the package with src("gemm_lessons/sgemm/naive.py"), so they cannot drift.
+from the package with src("gemm_lessons/sgemm_kernels/naive.py"), so they cannot drift.
 """
 import sys
 import textwrap

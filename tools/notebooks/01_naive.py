@@ -53,14 +53,14 @@ print(f"global loads of a 4096^3 naive SGEMM: {counting.naive_global_loads(4096,
 md("""
 ## The kernel
 
-This cell is the package's own kernel (`gemm_lessons/sgemm/naive.py`); edit it and re-run the
+This cell is the package's own kernel (`gemm_lessons/sgemm_kernels/naive.py`); edit it and re-run the
 cells below to try ideas. Three details worth a look:
 
 * `np.float32(0.0)`: numba would otherwise accumulate in float64, which is slow on most GPUs.
 * `alpha` and `beta` arrive as `np.float32` (the launcher converts them) for the same reason.
 * with `beta == 0` the kernel does not read C at all, as BLAS specifies: C may hold garbage.
 """),
-src("gemm_lessons/sgemm/naive.py"),
+src("gemm_lessons/sgemm_kernels/naive.py"),
 md("""
 ## Check
 
@@ -70,11 +70,11 @@ each run C is filled with a special NaN ("poison"): any element the kernel forge
 is reported as *unwritten*, with its position.
 """),
 code("""
-from gemm_lessons.sgemm import naive, naive_uncoalesced
+from gemm_lessons.sgemm_kernels import naive, naive_uncoalesced
 
 gl.check_all(functools.partial(naive.sgemm, kernel=sgemm_naive), name="sgemm_naive")
 """),
-src("gemm_lessons/sgemm/naive_uncoalesced.py"),
+src("gemm_lessons/sgemm_kernels/naive_uncoalesced.py"),
 code("""
 gl.check_all(functools.partial(naive_uncoalesced.sgemm, kernel=sgemm_naive_uncoalesced),
              name="sgemm_naive_uncoalesced")

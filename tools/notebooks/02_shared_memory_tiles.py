@@ -49,9 +49,9 @@ for that tile size. Threads outside the matrices stage zeros, so the inner loop 
 The two `syncthreads()` are both necessary: the first so nobody reads a tile before it is
 complete, the second so nobody overwrites it while a slower thread is still reading.
 """),
-src("gemm_lessons/sgemm/smem_tile.py"),
+src("gemm_lessons/sgemm_kernels/smem_tile.py"),
 code("""
-from gemm_lessons.sgemm import smem_tile
+from gemm_lessons.sgemm_kernels import smem_tile
 
 tiled32 = make_sgemm_smem_tile(32)
 tiled16 = make_sgemm_smem_tile(16)

@@ -45,9 +45,9 @@ memory; "Look inside" below checks.)
 The tile shape is a parameter of the factory. Each thread stages exactly one value of each
 tile, so the factory insists on `BM*BN/TM == BM*BK == BK*BN` threads.
 """),
-src("gemm_lessons/sgemm/reg1d.py"),
+src("gemm_lessons/sgemm_kernels/reg1d.py"),
 code("""
-from gemm_lessons.sgemm import reg1d
+from gemm_lessons.sgemm_kernels import reg1d
 
 reg1d_128 = make_sgemm_reg1d()                      # 128x128x8, 16 results per thread
 reg1d_64 = make_sgemm_reg1d(BM=64, BN=64, BK=8, TM=8)  # 64x64x8, 8 results per thread

@@ -48,9 +48,9 @@ Two choices in this kernel matter more than they look:
   block. `MAX_REGISTERS=128` (numba's `max_registers`, the `__launch_bounds__` / `-maxrregcount`
   of CUDA C++) lets two blocks share an SM.
 """),
-src("gemm_lessons/sgemm/reg2d.py"),
+src("gemm_lessons/sgemm_kernels/reg2d.py"),
 code("""
-from gemm_lessons.sgemm import reg2d
+from gemm_lessons.sgemm_kernels import reg2d
 
 reg2d_default = make_sgemm_reg2d()                          # spread, 128 registers
 reg2d_uncapped = make_sgemm_reg2d(MAX_REGISTERS=None)        # spread, registers left to the compiler

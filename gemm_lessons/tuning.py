@@ -1,0 +1,250 @@
+"""Lesson 08's parameter sweep over warptile.TileConfig, with a progress bar and a heatmap.
+
+    python -m gemm_lessons.tuning [--size 4096] [--out results/tuning-<device>.json]
+
+For every configuration: rules are checked first (an invalid one is listed with the reason
+and never compiled or launched), then the kernel is compiled, checked against a float64
+reference at an awkward small shape, and timed at ``size`` next to cuBLAS measured in the same
+run.  Registers, local memory (spills) and blocks per SM come from the compiler.  On the
+simulator nothing is timed: the sweep only validates and checks (at small sizes), and the
+lesson shows the recorded sweep from a GPU.
+"""
+import argparse
+import functools
+import itertools
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, replace
+
+import numpy as np
+
+from . import _backend, results
+from .sgemm_kernels import warptile
+from .sgemm_kernels.warptile import TileConfig
+
+CHECK_SHAPE = (259, 132, 68)  # rows, columns and depth that are not multiples of any tile
+
+
+def grid(base=TileConfig(), **axes):
+    """Every combination of the values in ``axes`` applied to ``base``, e.g.
+    grid(BK=[8, 16], max_registers=[128, None])."""
+    names = list(axes)
+    return [replace(base, **dict(zip(names, values))) for values in itertools.product(*axes.values())]
+
+
+def _row(cfg):
+    return {"config": asdict(cfg), "label": cfg.short(), "threads": None}
+
+
+def sweep(configs, size=(4096, 4096, 4096), repeats=10, progress=True, check_shape=CHECK_SHAPE):
+    """One row per configuration (dicts, see module doc); cuBLAS's row comes first on a GPU."""
+    from .bench import _progress
+    from .problems import check
+
+    rows = []
+    cublas_gflops = None
+    if not _backend.SIMULATOR:
+        from .bench import time_sgemm
+
+        cublas_gflops = time_sgemm({}, [tuple(size)], repeats, progress=False)[0]["gflops"]
+        rows.append({"label": "cuBLAS", "gflops": cublas_gflops, "pct_cublas": 100.0})
+    bar = _progress(len(configs), "sweeping tile configurations", progress)
+    for cfg in configs:
+        row = _row(cfg)
+        bar.set_postfix_str(cfg.short())
+        try:
+            cfg.validate()
+        except ValueError as e:
+            row["invalid"] = str(e)
+            rows.append(row)
+            bar.update()
+            continue
+        row["threads"] = cfg.threads
+        t0 = time.perf_counter()
+        kernel = warptile.kernel_for(cfg)
+        fn = functools.partial(warptile.sgemm, config=cfg)
+        report = check(fn, *check_shape, alpha=0.5, beta=-1.0, name=cfg.short())
+        row["compile_and_check_s"] = round(time.perf_counter() - t0, 2)
+        row["correct"] = report.passed
+        row["rel_error"] = report.rel_error
+        if not report.passed:
+            row["error"] = report.message()
+        if not _backend.SIMULATOR and report.passed:
+            from .bench import time_sgemm
+            from .inspect_kernel import blocks_per_sm, resources
+
+            res = resources(kernel)
+            row.update(res)
+            row["blocks_per_sm"], row["limited_by"] = blocks_per_sm(res["registers"], res["shared_bytes"],
+                                                                   cfg.threads)
+            t = time_sgemm({cfg.short(): fn}, [tuple(size)], repeats, progress=False)
+            timed = [r for r in t if r["kernel"] == cfg.short()][0]
+            for key in ("gflops", "gflops_p10", "gflops_p90", "correct", "rel_error_vs_cublas"):
+                row[key if key != "correct" else "correct_at_size"] = timed.get(key)
+            row["pct_cublas"] = 100 * timed["gflops"] / cublas_gflops
+        rows.append(row)
+        bar.update()
+    bar.close()
+    return rows
+
+
+def best(rows):
+    timed = [r for r in rows if r.get("config") and r.get("gflops") and r.get("correct_at_size")]
+    return max(timed, key=lambda r: r["gflops"]) if timed else None
+
+
+def table_markdown(rows, top=None):
+    lines = ["| configuration | TFLOPS | % cuBLAS | registers | spill bytes | blocks/SM | note |",
+             "|---|---:|---:|---:|---:|---:|---|"]
+    timed = sorted([r for r in rows if r.get("gflops")], key=lambda r: -r["gflops"])
+    others = [r for r in rows if not r.get("gflops")]
+    for r in (timed[:top] if top else timed) + others:
+        note = r.get("invalid", "") or ("" if r.get("correct", True) else "WRONG RESULT")
+        regs = r.get("registers", "")
+        spill = r.get("local_bytes", "")
+        bps = f"{r['blocks_per_sm']} ({r['limited_by']})" if r.get("blocks_per_sm") else ""
+        tf = f"{r['gflops'] / 1e3:.2f}" if r.get("gflops") else ""
+        pct = f"{r['pct_cublas']:.1f}%" if r.get("pct_cublas") else ""
+        lines.append(f"| {r['label']} | {tf} | {pct} | {regs} | {spill} | {bps} | {note} |")
+    return "\n".join(lines)
+
+
+def heatmap(rows, x, y, ax=None, title=None, fixed=None):
+    """TFLOPS (and % of cuBLAS) of the configurations that differ only in the fields ``x`` and
+    ``y`` (each a TileConfig field name, or a function of the config dict returning a label).
+    ``fixed`` (field -> value) picks the slice when more fields vary; cells without a
+    measurement are left blank (invalid or not swept)."""
+    import matplotlib.pyplot as plt
+
+    def key(field, cfg):
+        return field(cfg) if callable(field) else cfg[field]
+
+    timed = [r for r in rows if r.get("config") and r.get("gflops")]
+    if fixed:
+        timed = [r for r in timed if all(r["config"][k] == v for k, v in fixed.items())]
+    xs = sorted({key(x, r["config"]) for r in timed}, key=str)
+    ys = sorted({key(y, r["config"]) for r in timed}, key=str)
+    grid_ = np.full((len(ys), len(xs)), np.nan)
+    for r in timed:
+        i, j = ys.index(key(y, r["config"])), xs.index(key(x, r["config"]))
+        grid_[i, j] = np.nanmax([grid_[i, j], r["gflops"] / 1e3])
+    cub = [r["gflops"] for r in rows if r.get("label") == "cuBLAS"]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(1.4 * len(xs) + 3, 0.6 * len(ys) + 2))
+    im = ax.imshow(grid_, cmap="viridis", aspect="auto")
+    ax.set_xticks(range(len(xs)), [str(v) for v in xs], rotation=30, ha="right")
+    ax.set_yticks(range(len(ys)), [str(v) for v in ys])
+    ax.set_xlabel(x if isinstance(x, str) else getattr(x, "__doc__", None) or "x")
+    ax.set_ylabel(y if isinstance(y, str) else getattr(y, "__doc__", None) or "y")
+    for i, j in itertools.product(range(len(ys)), range(len(xs))):
+        v = grid_[i, j]
+        if np.isfinite(v):
+            text = f"{v:.1f}" + (f"\n{100 * v * 1e3 / cub[0]:.0f}%" if cub else "")
+            ax.text(j, i, text, ha="center", va="center", fontsize=8,
+                    color="black" if v > np.nanmean(grid_) else "white")
+    ax.figure.colorbar(im, ax=ax, label="TFLOPS (median)")
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def warp_shape(cfg):
+    """warp tile (WM x WN)"""
+    return f"{cfg['WM']}x{cfg['WN']}"
+
+
+def block_shape(cfg):
+    """block tile (BM x BN x BK)"""
+    return f"{cfg['BM']}x{cfg['BN']}x{cfg['BK']}"
+
+
+def thread_shape(cfg):
+    """thread tile (TM x TN), threads"""
+    return f"{cfg['TM']}x{cfg['TN']}, {(cfg['BM'] // cfg['WM']) * (cfg['BN'] // cfg['WN']) * 32} thr"
+
+
+def registers_stages(cfg):
+    """register cap, buffers"""
+    return f"cap {cfg['max_registers']}, {cfg['stages']} buf"
+
+
+def tile_shape(cfg):
+    """block tile / warp tile / thread tile (threads)"""
+    threads = (cfg["BM"] // cfg["WM"]) * (cfg["BN"] // cfg["WN"]) * 32
+    return f"{cfg['BM']}x{cfg['BN']} / {cfg['WM']}x{cfg['WN']} / {cfg['TM']}x{cfg['TN']} ({threads} thr)"
+
+
+def depth_buffers(cfg):
+    """BK, shared buffers"""
+    return f"BK {cfg['BK']}, {cfg['stages']} buf"
+
+
+# The sweep recorded in results/ (lesson 08): four tile shapes x (BK 8 or 16) x (one or two
+# buffers), then single changes to the lesson's default configuration.
+TILE_SHAPES = [
+    dict(),                                                   # 128x128, warps 32x64 (4x8 lanes), 8x8
+    dict(WM=16, WN=128),                                      # lesson 06's 2x16 lanes
+    dict(WM=64, WN=64, TN=16, max_registers=None),            # 128 threads, 8x16 each
+    dict(BM=64, WM=32, WN=64, max_registers=None),            # 64x128 block, 128 threads
+]
+SINGLE_CHANGES = [dict(max_registers=None), dict(pad_a=0), dict(spread=True), dict(branchless=False),
+                  dict(BK=16, spread=True)]
+
+
+def lesson_configs():
+    base = TileConfig()
+    configs = [replace(base, **shape, BK=bk, stages=stages)
+               for shape in TILE_SHAPES for bk in (8, 16) for stages in (1, 2)]
+    configs += [replace(base, **change) for change in SINGLE_CHANGES]
+    return list(dict.fromkeys(configs))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--size", type=int, default=4096)
+    p.add_argument("--repeats", type=int, default=10)
+    p.add_argument("--out", default=None, help="JSON file (default results/tuning-<device>.json)")
+    p.add_argument("--shard", default="1/1",
+                   help="K/N: run every N-th configuration from the K-th (compiling takes ~10-60 s "
+                        "each); rows are merged into an existing file")
+    args = p.parse_args(argv)
+    if _backend.SIMULATOR:
+        sys.exit("the sweep times kernels: run it on a machine with a CUDA GPU")
+    from .bench import _git_commit, _versions
+    from .device import device_info
+
+    k, n = (int(x) for x in args.shard.split("/"))
+    configs = lesson_configs()[k - 1::n]
+    info = device_info()
+    out = args.out or os.path.join(results.RESULTS_DIR, "tuning-" + results.slug(info.name) + ".json")
+    t0 = time.time()
+    rows = sweep(configs, size=(args.size,) * 3, repeats=args.repeats)
+    run = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "git_commit": _git_commit(), "shard": args.shard,
+           "seconds": round(time.time() - t0), "versions": _versions()}
+    cublas = rows[0]["gflops"]
+    for r in rows[1:]:
+        r["cublas_gflops_same_run"] = cublas
+    record = {"device": info.as_dict(), "size": [args.size] * 3, "runs": [], "rows": []}
+    if n > 1 and os.path.exists(out):
+        with open(out) as f:
+            old = json.load(f)
+        if old.get("size") == record["size"] and old["device"]["name"] == info.name:
+            record = old
+    labels = {r["label"] for r in rows}
+    record["rows"] = [r for r in record["rows"] if r["label"] not in labels] + rows[1:]
+    record["runs"].append(run)
+    record["date"] = run["date"]
+    with open(out, "w") as f:
+        json.dump(record, f, indent=1)
+        f.write("\n")
+    print(table_markdown(rows))
+    b = best(record["rows"])
+    if b:
+        print(f"\nbest so far: {b['label']}: {b['gflops'] / 1e3:.2f} TFLOPS = {b['pct_cublas']:.1f}% of cuBLAS")
+    print("wrote", out)
+
+
+if __name__ == "__main__":
+    main()

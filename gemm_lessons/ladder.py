@@ -74,9 +74,12 @@ VARIANTS = _table(
     Rung("dbuf_one_buffer", "07", "dbuf with one shared buffer (two barriers per slice, no prefetch)",
          functools.partial(warptile.sgemm, config=replace(dbuf.DBUF_CONFIG, stages=1)), WIDE,
          kernel=warptile.kernel_for(replace(dbuf.DBUF_CONFIG, stages=1))),
-    Rung("dbuf_branches", "07", "dbuf with an if around each global load",
-         functools.partial(warptile.sgemm, config=replace(dbuf.DBUF_CONFIG, branchless=False)), WIDE,
-         kernel=warptile.kernel_for(replace(dbuf.DBUF_CONFIG, branchless=False))),
+    Rung("dbuf_short_circuit", "07", "dbuf with `if row_ok and k < K:` around each global load (two branches)",
+         functools.partial(warptile.sgemm, config=replace(dbuf.DBUF_CONFIG, guard="and")), WIDE,
+         kernel=warptile.kernel_for(replace(dbuf.DBUF_CONFIG, guard="and"))),
+    Rung("dbuf_select", "07", "dbuf with clamped loads and a select instead of an if",
+         functools.partial(warptile.sgemm, config=replace(dbuf.DBUF_CONFIG, guard="select")), WIDE,
+         kernel=warptile.kernel_for(replace(dbuf.DBUF_CONFIG, guard="select"))),
 )
 
 TRANSPOSE = _table(

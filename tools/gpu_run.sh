@@ -5,7 +5,7 @@
 #   repro      two bench runs back to back -> $OUT/run-a.json, run-b.json
 #   dbuf       vec_split and the double-buffered variant only -> $OUT/dbuf.json
 #   profile    ncu memory counters of the copy, sgeam and the transposes -> $OUT/ncu-transpose.csv
-#   sanitize   compute-sanitizer memcheck + racecheck over every kernel -> logs
+#   sanitize   compute-sanitizer memcheck + racecheck over every kernel (or $SANITIZE_ONLY) -> logs
 #   notebooks  execute every notebook on the GPU, outputs kept -> $OUT/notebooks.tar
 # Logs go to $OUT/logs/ and come back as $OUT/logs.tar.
 set -uo pipefail
@@ -43,7 +43,7 @@ for step in "$@"; do
       for tool in memcheck racecheck; do
         # --report-api-errors no: cuda-bindings probes driver entry points with cuGetProcAddress and
         # some probes fail by design; those host-side API errors are not kernel errors
-        compute-sanitizer --tool $tool --report-api-errors no python3 tools/sanitize.py > "$OUT/logs/sanitizer-$tool.log" 2>&1
+        compute-sanitizer --tool $tool --report-api-errors no python3 tools/sanitize.py ${SANITIZE_ONLY:-} > "$OUT/logs/sanitizer-$tool.log" 2>&1
         echo "sanitize $tool rc=$?" >> "$OUT/logs/steps.log"
       done ;;
     notebooks)

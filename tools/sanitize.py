@@ -2,6 +2,7 @@
 
     compute-sanitizer --tool memcheck python3 tools/sanitize.py
     compute-sanitizer --tool racecheck python3 tools/sanitize.py
+    ... python3 tools/sanitize.py dbuf warptile      # only these kernels
 """
 import os
 import sys
@@ -15,8 +16,11 @@ WIDE_SGEMM_SIZES = [(1, 4, 4), (127, 132, 136), (1000, 4, 16), (1025, 1024, 36)]
 T_SIZES = [(1, 1), (127, 129), (1000, 1), (1025, 1023)]
 WIDE_T_SIZES = [(4, 4), (128, 132), (1000, 4), (1024, 1020)]
 
+only = set(sys.argv[1:])
 failed = 0
 for name, rung in {**ladder.SGEMM, **ladder.VARIANTS}.items():
+    if only and name not in only:
+        continue
     sizes = WIDE_SGEMM_SIZES if "multiples of 4" in rung.constraint else SGEMM_SIZES
     for M, N, K in sizes:
         for alpha, beta in ((1.0, 0.0), (1.5, -0.5)):
@@ -24,6 +28,8 @@ for name, rung in {**ladder.SGEMM, **ladder.VARIANTS}.items():
             failed += not res.passed
             print(res.message(), flush=True)
 for name, rung in ladder.TRANSPOSE.items():
+    if only:
+        break
     sizes = WIDE_T_SIZES if "multiples of 4" in rung.constraint else T_SIZES
     for R, C in sizes:
         res = problems.check_transpose(rung, R, C, name=name)

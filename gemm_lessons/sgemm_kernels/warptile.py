@@ -47,7 +47,7 @@ class TileConfig:
     stages: int = 2          # shared buffers: 1 (two barriers per slice) or 2 (one barrier)
     pad_a: int = 4           # extra floats per row of the transposed A tile (multiple of 4)
     spread: bool = False     # stage the next slice float4 by float4 through the compute
-    branchless: bool = True  # global loads without a branch (clamped address, then select)
+    guard: str = "if"        # how loads outside A and B are avoided: "if", "select" or "and"
     max_registers: int = 128  # register cap per thread (None: the compiler decides)
 
     @property
@@ -66,7 +66,7 @@ class TileConfig:
         """ValueError naming the first rule the configuration breaks (checked before compiling)."""
         rules = [
             (all(isinstance(getattr(self, f.name), int) and getattr(self, f.name) > 0
-                 for f in fields(self) if f.name not in ("pad_a", "max_registers", "spread", "branchless")),
+                 for f in fields(self) if f.name not in ("pad_a", "max_registers", "spread", "guard")),
              "sizes must be positive integers"),
             (self.TM % 4 == 0 and self.TN % 4 == 0, "TM and TN must be multiples of 4 (4x4 pieces)"),
             (self.BK % 4 == 0, "BK must be a multiple of 4 (A is read 4 floats at a time along k)"),
@@ -77,6 +77,7 @@ class TileConfig:
              f"a warp has 32 lanes, but (WM/TM) x (WN/TN) = {self.lanes[0]} x {self.lanes[1]}"),
             (self.threads <= 1024, f"{self.threads} threads per block; the limit is 1024"),
             (self.stages in (1, 2), "stages must be 1 or 2"),
+            (self.guard in GUARDS, f"guard must be one of {GUARDS}"),
             ((self.BM * self.BK // 4) % self.threads == 0 and self.threads % (self.BK // 4) == 0,
              f"the {self.BM}x{self.BK} A tile must split evenly into float4s over {self.threads} threads"),
             ((self.BK * self.BN // 4) % self.threads == 0 and self.threads % (self.BN // 4) == 0,
@@ -96,7 +97,7 @@ class TileConfig:
         return (f"{self.BM}x{self.BN}x{self.BK} warp {self.WM}x{self.WN} thread {self.TM}x{self.TN} "
                 f"stages {self.stages} pad {self.pad_a} regs {self.max_registers}"
                 + (" spread" if self.spread and self.stages == 2 else "")
-                + ("" if self.branchless else " branches"))
+                + ("" if self.guard == "if" else f" guard {self.guard}"))
 
 
 TEMPLATE = '''
@@ -129,24 +130,31 @@ def _units(cfg):
     return [("A", i) for i in range(n_a)] + [("B", j) for j in range(n_b)]
 
 
-def _load(unit, k0, branchless=True):
+GUARDS = ("if", "select", "and")
+
+
+def _load(unit, k0, guard="if"):
     """Global -> registers for one float4 of the slice starting at k0, zeros outside A or B.
-    Branchless (the default): the address is clamped into the matrix and the value replaced
-    by 0 outside it, so the code around it stays one straight block for the scheduler.  With
-    branchless=False, an ``if`` around the load: the obvious way, measured slower (lesson 07)."""
+
+    guard="if": ``if row_ok & (k < K): load`` -- one condition, so ptxas can predicate the
+    load instead of branching (the fastest on an H100, lesson 08's sweep).
+    guard="select": the address is clamped into the matrix and the value replaced by 0
+    outside it: no condition around the load at all.
+    guard="and": ``if row_ok and k < K:`` -- Python's short-circuit ``and`` is two branches."""
     kind, i = unit
     if kind == "A":
-        v, row, col = f"x_{i}", f"row0 + a_r + {i} * A_STEP", f"{k0} + a_c"
-        ok, clamped = f"a_ok_{i} & ({col} < K)", f"load4(A, a_row_{i}, min({col}, K - 4))"
-        plain = f"load4(A, {row}, {col})"
+        v, row, col, row_ok = f"x_{i}", f"row0 + a_r + {i} * A_STEP", f"{k0} + a_c", f"a_ok_{i}"
+        clamped = f"load4(A, a_row_{i}, min({col}, K - 4))"
+        in_k = f"{col} < K"
     else:
-        v, row, col = f"y_{i}", f"{k0} + b_r + {i} * B_STEP", "col0 + b_c"
-        ok, clamped = f"b_ok & ({row} < K)", f"load4(B, min({row}, K - 1), b_col)"
-        plain = f"load4(B, {row}, {col})"
-    if branchless:
-        return [f"ok = {ok}", f"{v}_0, {v}_1, {v}_2, {v}_3 = {clamped}"] + \
+        v, row, col, row_ok = f"y_{i}", f"{k0} + b_r + {i} * B_STEP", "col0 + b_c", "b_ok"
+        clamped = f"load4(B, min({row}, K - 1), b_col)"
+        in_k = f"{row} < K"
+    if guard == "select":
+        return [f"ok = {row_ok} & ({in_k})", f"{v}_0, {v}_1, {v}_2, {v}_3 = {clamped}"] + \
                [f"{v}_{d} = {v}_{d} if ok else np.float32(0.0)" for d in range(4)]
-    return [f"if {ok}:", f"    {v}_0, {v}_1, {v}_2, {v}_3 = {plain}", "else:",
+    cond = f"{row_ok} & ({in_k})" if guard == "if" else f"{row_ok} and {in_k}"
+    return [f"if {cond}:", f"    {v}_0, {v}_1, {v}_2, {v}_3 = load4({kind}, {row}, {col})", "else:",
             f"    {v}_0 = {v}_1 = {v}_2 = {v}_3 = np.float32(0.0)"]
 
 
@@ -186,7 +194,7 @@ def _compute_and_stage(cfg, buf, k0, into):
     for u, unit in enumerate(units):
         at = (u * cfg.BK) // len(units) if cfg.spread else 0
         store_at = min(at + cfg.BK // 2, cfg.BK) if cfg.spread else cfg.BK
-        before.setdefault(at, []).extend(_load(unit, k0, cfg.branchless))
+        before.setdefault(at, []).extend(_load(unit, k0, cfg.guard))
         before.setdefault(store_at, []).extend(_store(unit, into))
     return _compute(cfg, buf, before)
 
@@ -209,7 +217,7 @@ def generate_source(cfg):
     row_ok += ["b_ok = col0 + b_c < N  # N is a multiple of 4: a float4 is wholly in or out",
                "b_col = min(col0 + b_c, N - 4)"]
     zero = [f"c_{i}_{j} = np.float32(0.0)" for i in range(cfg.TM) for j in range(cfg.TN)]
-    stage_all = [line for unit in _units(cfg) for line in _load(unit, "k0", cfg.branchless)] + \
+    stage_all = [line for unit in _units(cfg) for line in _load(unit, "k0", cfg.guard)] + \
         [line for unit in _units(cfg) for line in _store(unit, 0)]
     if cfg.stages == 1:
         loop = (["for k0 in range(0, K, BK):"]

@@ -236,6 +236,43 @@ def _(ans):
     return False, f"PAD = {pad} still costs {cost} wavefronts."
 
 
+# ----------------------------------------------------------------------------- lesson 07
+_SHARED_CASES = [(128, 128, 8, 4, 1), (128, 128, 8, 4, 2), (128, 128, 16, 4, 2), (64, 128, 16, 0, 2),
+                 (256, 128, 8, 4, 2)]
+
+
+@exercise("07-shared-bytes", "Per buffer: the transposed A tile is BK rows of BM + pad_a floats, the B "
+                             "tile BK rows of BN floats; 4 bytes per float; times the number of buffers.")
+def _(ans):
+    from .sgemm_kernels.warptile import TileConfig
+
+    for BM, BN, BK, pad, stages in _SHARED_CASES:
+        want = TileConfig(BM=BM, BN=BN, BK=BK, pad_a=pad, stages=stages).shared_bytes
+        got = ans(BM, BN, BK, pad, stages)
+        if got != want:
+            return False, f"shared_bytes{(BM, BN, BK, pad, stages)} returned {got!r}, expected {want}."
+    return True, ("right: two buffers of the 128x128x8 tiles take 16,640 bytes, far below the 228 KiB of "
+                  "an SM; registers, not shared memory, limit this kernel to 2 blocks per SM.")
+
+
+# ----------------------------------------------------------------------------- lesson 08
+_LANE_CASES = [(32, 64, 8, 8), (16, 128, 8, 8), (64, 32, 8, 8), (64, 64, 8, 16), (64, 64, 8, 8),
+               (32, 32, 8, 8), (32, 64, 8, 6), (48, 64, 8, 8)]
+
+
+@exercise("08-lanes", "LM = WM / TM lanes down, LN = WN / TN lanes across; a warp has exactly 32 lanes, "
+                      "and the thread tiles must divide the warp tile.")
+def _(ans):
+    for WM, WN, TM, TN in _LANE_CASES:
+        ok = WM % TM == 0 and WN % TN == 0 and (WM // TM) * (WN // TN) == 32
+        want = (WM // TM, WN // TN) if ok else None
+        got = ans(WM, WN, TM, TN)
+        got = tuple(got) if got is not None else None
+        if got != want:
+            return False, f"lanes{(WM, WN, TM, TN)} returned {got!r}, expected {want!r}."
+    return True, "right: (4, 8) for the lesson's 32x64 warp tile; 64x64 with 8x8 per thread would need 64 lanes."
+
+
 # ----------------------------------------------------------------------------- lesson 09
 @exercise("09-bytes", "Every element is read once and written once; a float32 is 4 bytes.")
 def _(ans):

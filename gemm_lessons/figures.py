@@ -115,3 +115,75 @@ def transposed_tile(BM=16, BK=8, TM=4, ax=None):
         axis.set_title(title, fontsize=9)
     plt.tight_layout()
     return ax
+
+
+def double_buffer_timeline(slices=4, ax=None):
+    """What one warp does per slice with one shared buffer (load, wait, barrier, compute,
+    barrier) and with two (the next slice's loads run under the compute; one barrier)."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(10, 2.6))
+    load, compute, bar = 3.0, 4.0, 0.4
+    colors = {"global load (waiting)": "tab:red", "store to shared": "tab:orange",
+              "compute from shared": "tab:blue", "barrier": "black"}
+
+    def box(y, x, w, what, h=0.6, alpha=0.8):
+        ax.add_patch(patches.Rectangle((x, y), w, h, fc=colors[what], alpha=alpha, ec="white"))
+
+    t = 0.0
+    for _ in range(slices):  # one buffer: nothing overlaps
+        box(1.2, t, load, "global load (waiting)")
+        box(1.2, t + load, 0.4, "store to shared")
+        box(1.2, t + load + 0.4, bar, "barrier")
+        box(1.2, t + load + 0.8, compute, "compute from shared")
+        box(1.2, t + load + 0.8 + compute, bar, "barrier")
+        t += load + 0.8 + compute + bar
+    end_single = t
+    t = 0.0
+    box(0.2, t, load, "global load (waiting)")  # prologue: slice 0
+    box(0.2, t + load, 0.4, "store to shared")
+    box(0.2, t + load + 0.4, bar, "barrier")
+    t += load + 0.8
+    for _ in range(slices):  # two buffers: loads of slice s+1 in flight under the compute of s
+        box(0.2, t, compute, "compute from shared")
+        box(-0.25, t, load, "global load (waiting)", h=0.35, alpha=0.35)
+        box(0.2, t + compute, 0.4, "store to shared")
+        box(0.2, t + compute + 0.4, bar, "barrier")
+        t += compute + 0.4 + bar
+    ax.set_xlim(0, max(end_single, t) + 0.5)
+    ax.set_ylim(-0.5, 2.1)
+    ax.set_yticks([0.5, 1.5], ["two buffers", "one buffer"])
+    ax.set_xticks([])
+    ax.set_xlabel("time (one warp; schematic)")
+    handles = [patches.Patch(color=c, label=k) for k, c in colors.items()]
+    ax.legend(handles=handles, fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, 1.25))
+    return ax
+
+
+def warp_tiles(BM=128, BN=128, WM=32, WN=64, TM=8, TN=8, ax=None):
+    """The block tile cut into warp tiles (colours), and in warp 0 the lanes' 4x4 pieces: lane l
+    sits at (l // LN, l % LN) of an LM x LN grid, repeated TM/4 x TN/4 times across the warp tile."""
+    LM, LN = WM // TM, WN // TN
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.5, 5.5))
+    cmap = plt.get_cmap("tab20")
+    w = 0
+    for r in range(0, BM, WM):
+        for c in range(0, BN, WN):
+            ax.add_patch(patches.Rectangle((c, r), WN, WM, fc=cmap(w % 20), alpha=0.25, ec="black", lw=1.2))
+            ax.text(c + WN - 1, r + WM - 1, f"warp {w}", ha="right", va="bottom", fontsize=7)
+            w += 1
+    for lane in range(32):
+        lr, lc = lane // LN, lane % LN
+        for p in range(TM // 4):
+            for q in range(TN // 4):
+                y, x = p * LM * 4 + lr * 4, q * LN * 4 + lc * 4
+                ax.add_patch(patches.Rectangle((x, y), 4, 4, fc=cmap(lane % 20), alpha=0.9, ec="white", lw=0.3))
+                if p == 0 and q == 0:
+                    ax.text(x + 2, y + 2, str(lane), ha="center", va="center", fontsize=5)
+    ax.set_xlim(0, BN)
+    ax.set_ylim(BM, 0)
+    ax.set_aspect("equal")
+    ax.set_title(f"{BM}x{BN} block, {WM}x{WN} warp tiles ({LM}x{LN} lanes), {TM}x{TN} per thread", fontsize=9)
+    ax.set_xlabel("column of the C tile")
+    ax.set_ylabel("row")
+    return ax

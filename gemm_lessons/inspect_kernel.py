@@ -64,3 +64,50 @@ def blocks_per_sm(registers, shared_bytes, threads, limits=SM_LIMITS_CC90):
     }
     fits = min(by.values())
     return fits, [k for k, v in by.items() if v == fits][0]
+
+
+class CompilerFacts:
+    """What the compiler made of several kernels, as a table: registers, local memory
+    (spills), blocks per SM, and the SASS counts the lessons talk about."""
+
+    COLUMNS = ("FFMA", "LDS.128", "LDS", "STS", "STS.128", "LDL", "STL", "BAR.SYNC.DEFER_BLOCKING")
+
+    def __init__(self, facts, source, threads=None):
+        self.facts, self.source, self.threads = facts, source, threads or {}
+
+    def __getitem__(self, name):
+        return self.facts[name]
+
+    def _repr_markdown_(self):
+        cols = [c for c in self.COLUMNS if any(c in (f.get("sass") or {}) for f in self.facts.values())]
+        lines = [f"Compiler facts ({self.source})", "",
+                 "| kernel | registers | local bytes (spills) | blocks/SM | "
+                 + " | ".join(c.replace(".SYNC.DEFER_BLOCKING", "") for c in cols) + " |",
+                 "|---|---:|---:|---:|" + "---:|" * len(cols)]
+        for name, f in self.facts.items():
+            bps = ""
+            if name in self.threads and f.get("registers"):
+                n, by = blocks_per_sm(f["registers"], f.get("shared_bytes", 0), self.threads[name])
+                bps = f"{n} ({by})"
+            sass = f.get("sass") or {}
+            lines.append(f"| {name} | {f.get('registers', '')} | {f.get('local_bytes', '')} | {bps} | "
+                         + " | ".join(str(sass.get(c, 0)) for c in cols) + " |")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return self._repr_markdown_()
+
+
+def compiler_facts(kernels, threads=None):
+    """``kernels``: name -> numba kernel (already run once).  On a GPU the facts come from the
+    compiler; on the simulator from the last ``python -m gemm_lessons.bench`` record (which
+    stores them under the same names), labelled with its device and date.  ``threads``
+    (name -> threads per block) adds the blocks-per-SM column."""
+    if _backend.SIMULATOR:
+        from . import results
+
+        record = results.load()
+        facts = {name: record["compiler"][name] for name in kernels if name in record["compiler"]}
+        return CompilerFacts(facts, "recorded on " + results.label(record), threads)
+    facts = {name: dict(resources(k), sass=sass_summary(k)) for name, k in kernels.items()}
+    return CompilerFacts(facts, "from the compiler on this GPU", threads)

@@ -65,10 +65,12 @@ class Timing:
                 f"p90={self.p90_ms:.4f}, n={len(self.samples)}, batch={self.batch})")
 
 
-def time_gpu(fn, *, warmup=3, repeats=20, max_seconds=10.0, min_sample_ms=1.0):
+def time_gpu(fn, *, warmup=3, warmup_seconds=0.3, repeats=20, max_seconds=10.0, min_sample_ms=1.0):
     """Time ``fn()`` (which launches GPU work) with CUDA events.
 
-    ``warmup`` calls first (compilation, clocks, caches), then ``repeats`` samples (fewer if
+    Warm-up first (compilation, clocks, caches): at least ``warmup`` calls and at least
+    ``warmup_seconds`` of GPU work (a few calls of a short kernel left the clocks low: a 1024^3
+    SGEMM showed a p10 five times below its median on an H100).  Then ``repeats`` samples (fewer if
     they would take longer than ``max_seconds`` in all, at least 3).  A sample is one event
     pair around a batch of back-to-back calls, divided by the batch size: the batch is 1 for
     calls of ``min_sample_ms`` or more, larger for short ones.  One untimed call is queued
@@ -83,6 +85,11 @@ def time_gpu(fn, *, warmup=3, repeats=20, max_seconds=10.0, min_sample_ms=1.0):
     for _ in range(warmup):
         fn()
     cuda.synchronize()
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < warmup_seconds:
+        for _ in range(10):
+            fn()
+        cuda.synchronize()
     start, end = cuda.event(timing=True), cuda.event(timing=True)
 
     issue_ms = []

@@ -14,6 +14,7 @@ import functools
 import itertools
 import json
 import os
+import re
 import sys
 import time
 from dataclasses import asdict, replace
@@ -115,7 +116,8 @@ def heatmap(rows, x, y, ax=None, title=None, fixed=None):
     """TFLOPS (and % of cuBLAS) of the configurations that differ only in the fields ``x`` and
     ``y`` (each a TileConfig field name, or a function of the config dict returning a label).
     ``fixed`` (field -> value) picks the slice when more fields vary; cells without a
-    measurement are left blank (invalid or not swept)."""
+    measurement are left blank (invalid or not swept).  The % is each row's own ratio to the
+    cuBLAS timed in the same run."""
     import matplotlib.pyplot as plt
 
     def key(field, cfg):
@@ -124,15 +126,19 @@ def heatmap(rows, x, y, ax=None, title=None, fixed=None):
     timed = [r for r in rows if r.get("config") and r.get("gflops")]
     if fixed:
         timed = [r for r in timed if all(r["config"][k] == v for k, v in fixed.items())]
-    xs = sorted({key(x, r["config"]) for r in timed}, key=str)
-    ys = sorted({key(y, r["config"]) for r in timed}, key=str)
+    def natural(v):  # "BK 8" before "BK 16"
+        return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(v))]
+
+    xs = sorted({key(x, r["config"]) for r in timed}, key=natural)
+    ys = sorted({key(y, r["config"]) for r in timed}, key=natural)
     grid_ = np.full((len(ys), len(xs)), np.nan)
+    pct = np.full((len(ys), len(xs)), np.nan)
     for r in timed:
         i, j = ys.index(key(y, r["config"])), xs.index(key(x, r["config"]))
-        grid_[i, j] = np.nanmax([grid_[i, j], r["gflops"] / 1e3])
-    cub = [r["gflops"] for r in rows if r.get("label") == "cuBLAS"]
+        if not np.isfinite(grid_[i, j]) or r["gflops"] / 1e3 > grid_[i, j]:
+            grid_[i, j], pct[i, j] = r["gflops"] / 1e3, r.get("pct_cublas", np.nan)
     if ax is None:
-        _, ax = plt.subplots(figsize=(1.4 * len(xs) + 3, 0.6 * len(ys) + 2))
+        _, ax = plt.subplots(figsize=(1.4 * len(xs) + 4, 0.6 * len(ys) + 2))
     im = ax.imshow(grid_, cmap="viridis", aspect="auto")
     ax.set_xticks(range(len(xs)), [str(v) for v in xs], rotation=30, ha="right")
     ax.set_yticks(range(len(ys)), [str(v) for v in ys])
@@ -141,7 +147,7 @@ def heatmap(rows, x, y, ax=None, title=None, fixed=None):
     for i, j in itertools.product(range(len(ys)), range(len(xs))):
         v = grid_[i, j]
         if np.isfinite(v):
-            text = f"{v:.1f}" + (f"\n{100 * v * 1e3 / cub[0]:.0f}%" if cub else "")
+            text = f"{v:.1f}" + (f"\n{pct[i, j]:.0f}%" if np.isfinite(pct[i, j]) else "")
             ax.text(j, i, text, ha="center", va="center", fontsize=8,
                     color="black" if v > np.nanmean(grid_) else "white")
     ax.figure.colorbar(im, ax=ax, label="TFLOPS (median)")

@@ -24,7 +24,7 @@ def test_every_ladder_kernel_is_shown_in_a_notebook():
     shown = set()
     for nb in glob.glob(os.path.join(lesson_source.NOTEBOOK_DIR, "*.ipynb")):
         shown.update(path for _, path, _ in lesson_source.source_cells(nb))
-    for module in ["naive", "naive_uncoalesced", "smem_tile", "reg1d", "reg2d", "vec"]:
+    for module in ["naive", "naive_uncoalesced", "smem_tile", "reg1d", "reg2d", "vec", "dbuf", "warptile"]:
         assert f"gemm_lessons/sgemm_kernels/{module}.py" in shown
     for module in ["naive", "smem_tile", "wide"]:
         assert f"gemm_lessons/transpose/{module}.py" in shown

@@ -17,8 +17,11 @@ from nbtools import CHECK, notebook  # noqa: E402
 OUT = os.path.join(os.path.dirname(HERE), "notebooks")
 
 
-def main():
+def main(names=()):
+    """``names``: build only the notebooks whose file name starts with one of them (e.g. 07)."""
     for path in sorted(glob.glob(os.path.join(HERE, "notebooks", "*.py"))):
+        if names and not os.path.basename(path).startswith(tuple(names)):
+            continue
         spec = importlib.util.spec_from_file_location("nbsrc", path)
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
@@ -35,4 +38,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -276,10 +276,13 @@ def kernel_for(cfg):
     return _kernels[cfg]
 
 
-def sgemm(A, B, C, alpha=1.0, beta=0.0, config=TileConfig()):
+def sgemm(A, B, C, alpha=1.0, beta=0.0, config=TileConfig(), kernel=None):
+    """Launch the kernel for ``config`` (or ``kernel``, one made by make_kernel, with its own config)."""
     M, N, K = sgemm_shapes(A, B, C)
     require_wide_alignment(("A", A), ("B", B), ("C", C))
-    kernel = kernel_for(config)
+    if kernel is None:
+        kernel = kernel_for(config)
+    config = kernel.config
     grid = ((N + config.BN - 1) // config.BN, (M + config.BM - 1) // config.BM)
     kernel[grid, config.threads](A, B, C, np.float32(alpha), np.float32(beta))
 

@@ -1,0 +1,115 @@
+"""Lesson 10: every rung against cuBLAS, and what each technique was worth when measured.
+
+All numbers come from one results record (``python -m gemm_lessons.bench``: every rung,
+variant and cuBLAS timed in one process) and, for the tile-configuration changes, from the
+recorded sweep (``python -m gemm_lessons.tuning``).
+"""
+import json
+import os
+
+from . import results
+from .results import label, sgemm_rows
+
+# (technique, lesson, the kernel without it, the kernel with it): pairs timed in the same run
+TECHNIQUES = [
+    ("coalesced global loads (threadIdx.x along a row of C)", "01", "naive_uncoalesced", "naive"),
+    ("shared-memory tiles", "02", "naive", "smem_tile"),
+    ("16x16 instead of 32x32 shared tiles", "02", "smem_tile", "smem_tile16"),
+    ("16 results per thread in registers (1-D)", "03", "smem_tile", "reg1d"),
+    ("a 64x64 block instead of 128x128 (1-D register tile)", "03", "reg1d", "reg1d_64x64"),
+    ("8x8 outer product per thread (2-D)", "04", "reg1d", "reg2d"),
+    ("no register cap (157 registers, 1 block per SM)", "04", "reg2d", "reg2d_uncapped"),
+    ("a thread's 8x8 results side by side instead of spread", "04", "reg2d", "reg2d_contiguous"),
+    ("transposed A tile + 128-bit loads + generated unrolling", "05", "reg2d", "vec"),
+    ("writing out the k-loop too (loses LDS.128)", "05", "vec", "vec_unrolled_k"),
+    ("8x8 split into four 4x4 (conflict-free LDS.128)", "06", "vec", "vec_split"),
+    ("double buffering, first attempt (runtime buffer index)", "07", "vec_split", "dbuf_indexed"),
+    ("the generator's kernel with one buffer", "07", "vec_split", "dbuf_one_buffer"),
+    ("two shared buffers, one barrier per slice", "07", "dbuf_one_buffer", "dbuf"),
+    ("`if a and b:` around the loads instead of `if a & b:`", "07", "dbuf", "dbuf_short_circuit"),
+    ("clamped loads + select instead of `if a & b:`", "07", "dbuf", "dbuf_select"),
+    ("warp tile 32x64 (4x8 lanes) instead of 16x128 (2x16)", "08", "dbuf", "warptile"),
+]
+
+
+def table(record, sizes=None):
+    """Markdown: TFLOPS, % of cuBLAS and % of FP32 peak of every rung at every recorded size."""
+    sizes = sizes or sorted({(r["M"], r["N"], r["K"]) for r in record["sgemm"]},
+                            key=lambda s: (s[0] != s[1] or s[1] != s[2], s))
+    peak = record["device"]["peak_gflops"]
+    head = "| rung | lesson | " + " | ".join(f"{m}x{n}x{k}" for m, n, k in sizes) + " |"
+    lines = [f"TFLOPS · % of cuBLAS · % of FP32 peak ({peak / 1e3:.1f}), {label(record)}", "", head,
+             "|---|---|" + "---:|" * len(sizes)]
+    from . import ladder
+
+    for name in list(record["ladder"]) + ["cublas"]:
+        cells = []
+        for s in sizes:
+            rows = [r for r in sgemm_rows(record, name, s) if "gflops" in r]
+            if not rows:
+                cells.append("")
+                continue
+            r = rows[0]
+            cells.append(f"{r['gflops'] / 1e3:.2f} · {r.get('pct_cublas', 100):.1f}% · {100 * r['gflops'] / peak:.0f}%"
+                         + (" (host-bound)" if r.get("host_bound") else ""))
+        lesson = ladder.SGEMM[name].lesson if name in ladder.SGEMM else ""
+        lines.append(f"| {'**' + name + '**' if name == 'cublas' else name} | {lesson} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def technique_effects(record, size=(4096, 4096, 4096)):
+    """Rows (technique, lesson, without, with, TFLOPS without, TFLOPS with, change in %)."""
+    out = []
+    for what, lesson, before, after in TECHNIQUES:
+        b, a = (sgemm_rows(record, k, size) for k in (before, after))
+        if b and a and "gflops" in b[0] and "gflops" in a[0]:
+            tb, ta = b[0]["gflops"] / 1e3, a[0]["gflops"] / 1e3
+            out.append((what, lesson, before, after, tb, ta, 100 * (ta / tb - 1)))
+    return out
+
+
+def sweep_effects(sweep):
+    """The same for single changes in the recorded tile sweep: each pair of configurations
+    that differ in one field (both timed in the same run), from the sweep's base value of that
+    field to the other value."""
+    from .sgemm_kernels.warptile import TileConfig
+    from .tuning import SWEEP_BASE
+
+    rows = {r["label"]: r for r in sweep["rows"] if r.get("gflops")}
+    configs = {lab: TileConfig(**r["config"]) for lab, r in rows.items()}
+    out = []
+    for lab, cfg in configs.items():
+        for other_lab, other in configs.items():
+            diff = [f for f in cfg.__dataclass_fields__ if getattr(cfg, f) != getattr(other, f)]
+            if len(diff) == 1 and getattr(other, diff[0]) == getattr(SWEEP_BASE, diff[0]):
+                f = diff[0]
+                out.append((f"{f}: {getattr(other, f)} -> {getattr(cfg, f)}", other_lab,
+                            rows[other_lab]["gflops"] / 1e3, rows[lab]["gflops"] / 1e3,
+                            100 * (rows[lab]["gflops"] / rows[other_lab]["gflops"] - 1)))
+    return sorted(out, key=lambda r: -abs(r[4]))
+
+
+def effects_markdown(effects):
+    lines = ["| technique | lesson | without | with | TFLOPS without → with | change |",
+             "|---|---|---|---|---:|---:|"]
+    for what, lesson, before, after, tb, ta, pct in effects:
+        mark = "✅" if pct > 2 else ("❌" if pct < -2 else "≈")
+        lines.append(f"| {what} | {lesson} | {before} | {after} | {tb:.2f} → {ta:.2f} | {mark} {pct:+.1f}% |")
+    return "\n".join(lines)
+
+
+def sweep_markdown(effects, top=12):
+    lines = ["| one change | in configuration | TFLOPS before → after | change |", "|---|---|---:|---:|"]
+    for change, base, tb, ta, pct in effects[:top]:
+        lines.append(f"| {change} | {base} | {tb:.2f} → {ta:.2f} | {pct:+.1f}% |")
+    return "\n".join(lines)
+
+
+def load_sweep(device=None):
+    """The recorded tile sweep (results/tuning-<device>.json) of ``device`` or of the newest bench record."""
+    name = device or results.load()["device"]["name"]
+    path = os.path.join(results.RESULTS_DIR, "tuning-" + results.slug(name) + ".json")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no recorded sweep for {name}: run `python -m gemm_lessons.tuning` on that GPU.")
+    with open(path) as f:
+        return json.load(f)

@@ -48,13 +48,19 @@ def _versions():
 
 
 def _git_commit():
-    """The commit of the code being measured (None outside a git checkout)."""
+    """The commit of the code being measured: $GEMM_LESSONS_GIT_COMMIT when set (a copy of the
+    tree on another machine may carry a stale .git), else HEAD, with "+modified" when the
+    package differs from HEAD; None outside a git checkout."""
     import os
 
+    if os.environ.get("GEMM_LESSONS_GIT_COMMIT"):
+        return os.environ["GEMM_LESSONS_GIT_COMMIT"]
+    here = os.path.dirname(os.path.abspath(__file__))
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
-                             cwd=os.path.dirname(os.path.abspath(__file__)))
-        return out.stdout.strip() or None
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, cwd=here)
+        head = out.stdout.strip() or None
+        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "."], cwd=here, timeout=10).returncode
+        return head and head + ("+modified" if dirty else "")
     except Exception:
         return None
 

@@ -98,9 +98,12 @@ class CompilerFacts:
         return self._repr_markdown_()
 
 
+SGEMM_SIGNATURE = "void(float32[:, ::1], float32[:, ::1], float32[:, ::1], float32, float32)"
+
+
 def compiler_facts(kernels, threads=None):
-    """``kernels``: name -> numba kernel (already run once).  On a GPU the facts come from the
-    compiler; on the simulator from the last ``python -m gemm_lessons.bench`` record (which
+    """``kernels``: name -> numba SGEMM kernel (one not launched yet is compiled for float32
+    matrices first).  On a GPU the facts come from the compiler; on the simulator from the last ``python -m gemm_lessons.bench`` record (which
     stores them under the same names), labelled with its device and date.  ``threads``
     (name -> threads per block) adds the blocks-per-SM column."""
     if _backend.SIMULATOR:
@@ -109,5 +112,8 @@ def compiler_facts(kernels, threads=None):
         record = results.load()
         facts = {name: record["compiler"][name] for name in kernels if name in record["compiler"]}
         return CompilerFacts(facts, "recorded on " + results.label(record), threads)
+    for k in kernels.values():
+        if not k.overloads:  # never launched in this process: compile it for float32 matrices
+            k.compile(SGEMM_SIGNATURE)
     facts = {name: dict(resources(k), sass=sass_summary(k)) for name, k in kernels.items()}
     return CompilerFacts(facts, "from the compiler on this GPU", threads)

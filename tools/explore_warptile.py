@@ -19,7 +19,6 @@ rows = tuning.sweep(configs, size=sizes[0], repeats=10)
 print(tuning.table_markdown(rows), flush=True)
 import functools
 from gemm_lessons.sgemm_kernels import warptile
-from dataclasses import replace
 top = sorted([r for r in rows if r.get("config") and r.get("gflops")], key=lambda r: -r["gflops"])[:2]
 kernels = {"vec_split": ladder.SGEMM["vec_split"]}
 for r in top:

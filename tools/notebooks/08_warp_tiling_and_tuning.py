@@ -57,7 +57,7 @@ exactly 32 lanes, tiles divide evenly, the staged float4s divide among the threa
 memory fits in 48 KiB. An invalid configuration gets an error that names the broken rule:
 """),
 code("""
-for bad in [dict(WM=64, WN=64), dict(TM=6), dict(BK=64), dict(BM=64, BN=64, WM=32, WN=32, TM=4, TN=8)]:
+for bad in [dict(WM=64, WN=64), dict(TM=6), dict(BK=64), dict(BM=64, BN=128, WM=32, WN=32, TM=4, TN=8)]:
     try:
         TileConfig(**bad).validate()
     except ValueError as e:

@@ -106,10 +106,7 @@ in the code), and every `FFMA` is fed by two 4-byte global loads (`LDG.E`): two 
 FMA is why this kernel is so far below the roofline.
 """),
 code("""
-if gl.SIMULATOR:
-    print("compiler facts need a GPU; recorded:", results.load()["compiler"]["naive"])
-else:
-    print(inspect_kernel.resources(sgemm_naive), inspect_kernel.sass_summary(sgemm_naive))
+inspect_kernel.compiler_facts({"naive": sgemm_naive})
 """),
 md("""
 ## Exercises

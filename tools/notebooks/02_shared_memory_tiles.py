@@ -130,10 +130,7 @@ and merged them into one 16-byte load. Still, each FMA needs its own value of `s
 shared-memory load per FMA. Lesson 03 attacks that ratio.
 """),
 code("""
-if gl.SIMULATOR:
-    print("compiler facts need a GPU; recorded:", results.load()["compiler"]["smem_tile"])
-else:
-    print(inspect_kernel.resources(tiled32), inspect_kernel.sass_summary(tiled32))
+inspect_kernel.compiler_facts({"smem_tile": tiled32})
 """),
 md("""
 ## Exercise 02-loads

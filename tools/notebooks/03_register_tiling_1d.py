@@ -98,10 +98,7 @@ Registers per thread, local memory (must be 0: the accumulators stayed in regist
 SASS instruction mix of the compiled kernel.
 """),
 code("""
-if gl.SIMULATOR:
-    print("compiler facts need a GPU; recorded:", results.load()["compiler"]["reg1d"])
-else:
-    print(inspect_kernel.resources(reg1d_128), inspect_kernel.sass_summary(reg1d_128))
+inspect_kernel.compiler_facts({"reg1d": reg1d_128})
 """),
 md("""
 ## Exercise 03-kernel

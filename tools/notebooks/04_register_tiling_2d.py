@@ -96,17 +96,12 @@ md("""
 
 `registers` is per thread; `local_bytes` is local memory per thread, which must be 0 (spilled
 registers would appear as `LDL`/`STL` instructions). From the register count follows how many
-256-thread blocks fit on one SM: `65536 // (registers x 256)`.
+256-thread blocks fit on one SM (65,536 registers per SM, allocated per warp in units of 256:
+`inspect_kernel.blocks_per_sm`).
 """),
 code("""
 kernels = {"reg2d": reg2d_default, "reg2d_uncapped": reg2d_uncapped, "reg2d_contiguous": reg2d_contiguous}
-facts = ({k: v for k, v in results.load()["compiler"].items() if k in kernels} if gl.SIMULATOR else
-         {name: dict(inspect_kernel.resources(k), sass=inspect_kernel.sass_summary(k)) for name, k in kernels.items()})
-if gl.SIMULATOR:
-    print("compiler facts need a GPU; recorded on", results.label(results.load()))
-for name, f in facts.items():
-    print(f"{name:<18} {f['registers']:>3} registers, {f['local_bytes']} bytes local, "
-          f"{65536 // (f['registers'] * 256)} block(s) of 256 threads per SM; SASS {f['sass']}")
+inspect_kernel.compiler_facts(kernels, threads={name: 256 for name in kernels})
 """),
 md("""
 What to read in the SASS: `FFMA` is the number of FMA instructions in the *code*, not executed:

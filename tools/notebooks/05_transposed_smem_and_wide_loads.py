@@ -112,14 +112,7 @@ More unrolling is not automatically better: read the SASS, then measure.
 """),
 code("""
 kernels = {"vec": my_vec, "vec_unrolled_k": my_vec_unrolled_k}
-if gl.SIMULATOR:
-    print("compiler facts need a GPU; recorded on", results.label(results.load()))
-    facts = {k: v for k, v in results.load()["compiler"].items() if k in kernels}
-else:
-    facts = {name: dict(inspect_kernel.resources(k), sass=inspect_kernel.sass_summary(k))
-             for name, k in kernels.items()}
-for name, f in facts.items():
-    print(f"{name:<15} {f['registers']} registers, {f['local_bytes']} bytes local; SASS {f['sass']}")
+inspect_kernel.compiler_facts(kernels, threads={name: 256 for name in kernels})
 """),
 md("""
 ## Exercise 05-stage-a

@@ -1,11 +1,9 @@
-"""sgemm(A, B, C=None, alpha, beta): the ladder's best rung for any shape, NumPy or numba arrays.
+"""gemm_lessons.sgemm(A, B, C=None, alpha, beta): the ladder's last rung for any shape,
+NumPy or numba arrays.
 
-    from gemm_lessons.convenience import sgemm
-    C = sgemm(A, B)                     # NumPy in, NumPy out
-    sgemm(A_d, B_d, C_d, alpha, beta)   # device arrays, C_d updated in place
-
-(Issue 5 asks for this as ``gemm_lessons.sgemm``; that name is taken by the kernel subpackage
-gemm_lessons/sgemm_kernels/, which has to be renamed first.)
+    import gemm_lessons as gl
+    C = gl.sgemm(A, B)                     # NumPy in, NumPy out
+    gl.sgemm(A_d, B_d, C_d, alpha, beta)   # device arrays, C_d updated in place
 
 The kernel is the last rung of gemm_lessons.ladder.SGEMM (or ``rung=``).  Rungs that move 16
 bytes at a time need K and N to be multiples of 4; other shapes are zero-padded (on the

@@ -232,12 +232,12 @@ def time_transpose(shapes=((8192, 8192), (8192, 4096)), repeats=30, progress=Tru
 
 
 def compiler_facts(kernels_by_module):
-    from .inspect_kernel import resources, sass_summary
+    from .inspect_kernel import kernel_facts
 
     facts = {}
     for name, kernel in kernels_by_module.items():
         try:
-            facts[name] = dict(resources(kernel), sass=sass_summary(kernel))
+            facts[name] = kernel_facts(kernel)
         except Exception as e:  # e.g. not yet compiled
             facts[name] = {"error": repr(e)}
     return facts

@@ -32,6 +32,13 @@ def sass_opcodes(kernel):
     return collections.Counter(m.group(1) for m in _OPCODE.finditer(sass))
 
 
+def kernel_facts(kernel):
+    """resources() and sass_summary() of one compiled kernel, as one dict (None on the simulator)."""
+    if _backend.SIMULATOR:
+        return None
+    return dict(resources(kernel), sass=sass_summary(kernel))
+
+
 def sass_summary(kernel):
     """The counts a lesson talks about: FFMA, shared and global loads/stores by width, local memory."""
     ops = sass_opcodes(kernel)
@@ -115,5 +122,5 @@ def compiler_facts(kernels, threads=None):
     for k in kernels.values():
         if not k.overloads:  # never launched in this process: compile it for float32 matrices
             k.compile(SGEMM_SIGNATURE)
-    facts = {name: dict(resources(k), sass=sass_summary(k)) for name, k in kernels.items()}
-    return CompilerFacts(facts, "from the compiler on this GPU", threads)
+    return CompilerFacts({name: kernel_facts(k) for name, k in kernels.items()},
+                         "from the compiler on this GPU", threads)

@@ -107,8 +107,10 @@ def sweep_markdown(effects, top=12):
 
 def load_sweep(device=None):
     """The recorded tile sweep (results/tuning-<device>.json) of ``device`` or of the newest bench record."""
+    from .tuning import record_path
+
     name = device or results.load()["device"]["name"]
-    path = os.path.join(results.RESULTS_DIR, "tuning-" + results.slug(name) + ".json")
+    path = record_path(name)
     if not os.path.exists(path):
         raise FileNotFoundError(f"no recorded sweep for {name}: run `python -m gemm_lessons.tuning` on that GPU.")
     with open(path) as f:

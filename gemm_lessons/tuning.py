@@ -28,6 +28,19 @@ from .sgemm_kernels.warptile import TileConfig
 CHECK_SHAPE = (259, 132, 68)  # rows, columns and depth that are not multiples of any tile
 
 
+def record_path(device_name):
+    """results/tuning-<device>.json: where the sweep of ``device_name`` is recorded."""
+    return os.path.join(results.RESULTS_DIR, "tuning-" + results.slug(device_name) + ".json")
+
+
+def parse_config(text):
+    """TileConfig from "BK=16,guard=select,max_registers=None" (the tools' command lines)."""
+    def value(v):
+        return None if v == "None" else int(v) if v.lstrip("-").isdigit() else v
+
+    return TileConfig(**{k: value(v) for k, v in (kv.split("=") for kv in text.split(",") if kv)})
+
+
 def grid(base=TileConfig(), **axes):
     """Every combination of the values in ``axes`` applied to ``base``, e.g.
     grid(BK=[8, 16], max_registers=[128, None])."""
@@ -156,26 +169,6 @@ def heatmap(rows, x, y, ax=None, title=None, fixed=None):
     return ax
 
 
-def warp_shape(cfg):
-    """warp tile (WM x WN)"""
-    return f"{cfg['WM']}x{cfg['WN']}"
-
-
-def block_shape(cfg):
-    """block tile (BM x BN x BK)"""
-    return f"{cfg['BM']}x{cfg['BN']}x{cfg['BK']}"
-
-
-def thread_shape(cfg):
-    """thread tile (TM x TN), threads"""
-    return f"{cfg['TM']}x{cfg['TN']}, {(cfg['BM'] // cfg['WM']) * (cfg['BN'] // cfg['WN']) * 32} thr"
-
-
-def registers_stages(cfg):
-    """register cap, buffers"""
-    return f"cap {cfg['max_registers']}, {cfg['stages']} buf"
-
-
 def tile_shape(cfg):
     """block tile / warp tile / thread tile (threads)"""
     threads = (cfg["BM"] // cfg["WM"]) * (cfg["BN"] // cfg["WN"]) * 32
@@ -227,7 +220,7 @@ def main(argv=None):
     k, n = (int(x) for x in args.shard.split("/"))
     configs = lesson_configs()[k - 1::n]
     info = device_info()
-    out = args.out or os.path.join(results.RESULTS_DIR, "tuning-" + results.slug(info.name) + ".json")
+    out = args.out or record_path(info.name)
     t0 = time.time()
     rows = sweep(configs, size=(args.size,) * 3, repeats=args.repeats)
     run = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "git_commit": _git_commit(), "shard": args.shard,

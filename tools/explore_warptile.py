@@ -13,8 +13,7 @@ configs = []
 for arg in sys.argv[1:]:
     if arg.startswith("--") or arg.endswith(".json"):
         continue
-    ch = {k: (None if v == "None" else int(v)) for k, v in (kv.split("=") for kv in arg.split(",") if kv)}
-    configs.append(TileConfig(**ch))
+    configs.append(tuning.parse_config(arg))
 rows = tuning.sweep(configs, size=sizes[0], repeats=10)
 print(tuning.table_markdown(rows), flush=True)
 import functools

@@ -19,6 +19,7 @@ from gemm_lessons import _backend
 assert not _backend.SIMULATOR, "run with GEMM_LESSONS_SIMULATOR=0"
 from numba import cuda, types  # noqa: E402
 
+from gemm_lessons import tuning  # noqa: E402
 from gemm_lessons.sgemm_kernels import warptile  # noqa: E402
 
 CUOBJDUMP = os.environ.get("CUOBJDUMP", "cuobjdump")
@@ -55,9 +56,7 @@ def sass_facts(kernel, max_registers):
 
 def main(args):
     for arg in args or [""]:
-        changes = {k: (None if v == "None" else int(v)) for k, v in
-                   (kv.split("=") for kv in arg.split(",") if kv)}
-        cfg = warptile.TileConfig(**changes)
+        cfg = tuning.parse_config(arg)
         try:
             cfg.validate()
         except ValueError as e:

@@ -3,7 +3,7 @@ import numpy as np
 from numba import cuda
 
 from .arrays import require_matrix
-from .sgemm_kernels.wide import load4, store4
+from .float4 import load4, store4
 
 # lesson-cell: begin
 @cuda.jit

@@ -4,7 +4,7 @@ from numba import cuda
 
 import gemm_lessons as gl
 from gemm_lessons import cublas
-from gemm_lessons.sgemm_kernels.wide import load4, store4
+from gemm_lessons.float4 import load4, store4
 
 R = C = 8192
 n = R * C

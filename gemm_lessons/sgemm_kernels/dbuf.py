@@ -20,7 +20,7 @@ from ..arrays import sgemm_shapes
 from .vec import BK, BM, BN, THREADS, TM, TN, source_parts
 from .warptile import TileConfig
 from .warptile import sgemm as warptile_sgemm
-from .wide import load4, require_wide_alignment, store4
+from ..float4 import load4, require_wide_alignment, store4
 
 # lesson-cell: begin
 DBUF_TEMPLATE = '''

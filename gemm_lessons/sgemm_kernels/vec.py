@@ -3,7 +3,7 @@
 Same 128x128x8 block and 8x8 results per thread as lesson 04, with three changes:
   * the A tile is stored transposed (sAT[k, m]) so a thread's 8 values of A for one k are
     contiguous, like its 8 values of B: two LDS.128 each instead of eight LDS.32;
-  * global memory is read and C written 16 bytes at a time (LDG.128 / STG.128, see wide.py);
+  * global memory is read and C written 16 bytes at a time (LDG.128 / STG.128, see gemm_lessons/float4.py);
   * the k-step body is written out in full by a generator (64 named accumulators), because
     NVVM does not fully unroll the loop nest of lesson 04 and numba has no ``#pragma unroll``;
     the loop over the BK k-steps stays a loop (writing it out too was slower, see
@@ -13,7 +13,7 @@ import numpy as np
 from numba import cuda, float32
 
 from ..arrays import sgemm_shapes
-from .wide import load4, require_wide_alignment, store4
+from ..float4 import load4, require_wide_alignment, store4
 
 # lesson-cell: begin
 BM, BN, BK, TM, TN = 128, 128, 8, 8, 8

@@ -32,7 +32,7 @@ from numba import cuda, float32
 
 from ..arrays import sgemm_shapes
 from ..jit import jit
-from .wide import load4, require_wide_alignment, store4
+from ..float4 import load4, require_wide_alignment, store4
 
 STATIC_SHARED_LIMIT = 48 * 1024  # bytes of statically sized shared memory per block
 

@@ -4,7 +4,7 @@ import functools
 from numba import cuda, float32
 
 from ..arrays import transpose_shapes
-from ..sgemm_kernels.wide import load4, require_wide_alignment, store4
+from ..float4 import load4, require_wide_alignment, store4
 
 # lesson-cell: begin
 def make_transpose_wide(TILE=64, ROWS=16, PAD=1, DIAGONAL=False):

@@ -35,7 +35,7 @@ md("""
   `sAT[k, m]`, `sAT[k, m+1]`, ... with `m` visibly a multiple of 4, the compiler (NVVM's
   load/store vectorizer) merges them into one `LDS.128`.
 * **Global memory**: numba tells LLVM nothing about the alignment of an array's data pointer,
-  so four neighbouring global loads stay four `LDG.E`. `gemm_lessons/sgemm_kernels/wide.py` adds two
+  so four neighbouring global loads stay four `LDG.E`. `gemm_lessons/float4.py` adds two
   small numba *intrinsics*, `load4` and `store4`, that emit one `<4 x float>` load or store
   with 16-byte alignment. The price: every row must start on a 16-byte boundary, so this rung
   requires K and N to be multiples of 4, and says so (ValueError) otherwise.
@@ -47,7 +47,7 @@ md("""
   loop: writing it out as well (`unroll_k=True`) is measured below, and it is slower.
 """),
 code("""
-from gemm_lessons.sgemm_kernels.wide import load4, store4  # the 16-byte load/store intrinsics
+from gemm_lessons.float4 import load4, store4  # the 16-byte load/store intrinsics
 """),
 src("gemm_lessons/sgemm_kernels/vec.py"),
 code("""

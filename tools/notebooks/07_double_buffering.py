@@ -76,7 +76,7 @@ md("""
 """),
 code("""
 from dataclasses import dataclass, fields
-from gemm_lessons.sgemm_kernels.wide import load4, store4
+from gemm_lessons.float4 import load4, store4
 from gemm_lessons.sgemm_kernels.warptile import STATIC_SHARED_LIMIT
 """),
 src("gemm_lessons/sgemm_kernels/warptile.py"),

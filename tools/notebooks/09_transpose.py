@@ -72,7 +72,7 @@ md("""
   lesson 06 confirms it, and the measurement decides whether it matters.
 """),
 code("""
-from gemm_lessons.sgemm_kernels.wide import load4, store4  # lesson 05's 16-byte load/store intrinsics
+from gemm_lessons.float4 import load4, store4  # lesson 05's 16-byte load/store intrinsics
 """),
 src("gemm_lessons/transpose/wide.py"),
 code("""

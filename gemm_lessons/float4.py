@@ -1,4 +1,4 @@
-"""128-bit global loads and stores (LDG.128 / STG.128) from numba.
+"""128-bit loads and stores (LDG.128 / STG.128, LDS.128 / STS.128) from numba.
 
 numba indexes arrays one float at a time and tells LLVM nothing about the alignment of an
 array's data pointer, so four neighbouring loads from global memory stay four LDG.32.  These
@@ -6,12 +6,15 @@ two small intrinsics emit one ``<4 x float>`` load or store with 16-byte alignme
 the caller promises that the address is a multiple of 16 bytes (C-contiguous float32 array,
 16-byte-aligned base, row length and column index multiples of 4).
 
-Shared memory needs no such help: shared arrays are aligned, so NVVM merges four neighbouring
-shared accesses into LDS.128 / STS.128 by itself when the index is visibly a multiple of 4.
+Shared arrays are aligned, so NVVM often merges four neighbouring shared accesses into
+LDS.128 / STS.128 by itself when the index is visibly a multiple of 4, but not
+always (not with the k-loop written out, lesson 05, nor with a runtime buffer index, lesson
+07): ``load4`` and ``store4`` work on
+shared arrays too and make the 16-byte access explicit.
 
 On the simulator the same names are plain Python functions doing four scalar accesses.
 """
-from .. import _backend
+from . import _backend
 
 if _backend.SIMULATOR:
 

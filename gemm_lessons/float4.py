@@ -7,10 +7,9 @@ the caller promises that the address is a multiple of 16 bytes (C-contiguous flo
 16-byte-aligned base, row length and column index multiples of 4).
 
 Shared arrays are aligned, so NVVM often merges four neighbouring shared accesses into
-LDS.128 / STS.128 by itself when the index is visibly a multiple of 4, but not
-always (not with the k-loop written out, lesson 05, nor with a runtime buffer index, lesson
-07): ``load4`` and ``store4`` work on
-shared arrays too and make the 16-byte access explicit.
+LDS.128 / STS.128 by itself when the index is visibly a multiple of 4, but not always (not
+with the k-loop written out, lesson 05, nor with a runtime buffer index, lesson 07):
+``load4`` and ``store4`` work on shared arrays too and make the 16-byte access explicit.
 
 On the simulator the same names are plain Python functions doing four scalar accesses.
 """

@@ -1,23 +1,43 @@
-"""One source for kernel code: the package module, shown verbatim in its notebook.
+"""The lessons' sources: one text file per notebook, and kernel code shown from the package.
 
-A kernel module marks the code a lesson shows with ``# lesson-cell: begin`` / ``# lesson-cell:
-end``.  The notebook holds the same text in a code cell whose first line is
-``# source: gemm_lessons/<path>.py`` (see HEADER).  tests/test_lesson_sources.py fails when they
-differ; ``python -m gemm_lessons.lesson_source --write`` copies the modules into the notebooks.
+Each lesson is a pair (see jupytext.toml):
+
+* ``lessons/NN_name.py``: the source, in jupytext's percent format (``# %%`` starts a code
+  cell, ``# %% [markdown]`` a text cell).  This is the file to edit and review.
+* ``notebooks/NN_name.ipynb``: what students open, with the outputs of its last run.
+
+``python -m gemm_lessons.lesson_source --build`` writes each notebook's cells from its source,
+keeping the stored outputs of every cell whose text did not change (JupyterLab with jupytext
+installed does the same on save).  tests/test_lesson_sources.py fails when a notebook and its
+source disagree.
+
+Kernel cells: a kernel module marks the code a lesson shows with ``# lesson-cell: begin`` /
+``# lesson-cell: end``; the lesson holds the same text in a code cell whose first line is
+``# source: gemm_lessons/<path>.py`` (see HEADER).  ``--write`` copies the package's regions
+into the lesson sources (then builds the notebooks); the test fails when they drift.
 """
 import argparse
 import glob
 import os
 import sys
 
+import jupytext
 import nbformat
+from jupytext.combine import combine_inputs_with_outputs
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(PACKAGE_DIR)
 NOTEBOOK_DIR = os.path.join(REPO_DIR, "notebooks")
+LESSON_DIR = os.path.join(REPO_DIR, "lessons")
 BEGIN, END = "# lesson-cell: begin", "# lesson-cell: end"
 HEADER = "# source: {path}  (the package runs this same code; a test keeps the two identical)"
+NBVAL_CHECK = "# NBVAL_CHECK_OUTPUT"  # first line of a cell whose output nbval compares
+FORMAT = "py:percent"
+PAIRING = "notebooks///ipynb,lessons///py:percent"  # as in jupytext.toml
+KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
+
+# --- kernel cells -------------------------------------------------------------------------
 
 def region(path):
     """The marked region of a package file (path relative to the repository)."""
@@ -32,9 +52,11 @@ def cell_text(path):
     return HEADER.format(path=path) + "\n" + region(path)
 
 
-def source_cells(notebook_path):
-    """(cell index, package path, cell text) for every kernel-source cell of a notebook."""
-    nb = nbformat.read(notebook_path, as_version=4)
+def source_cells(nb):
+    """(cell index, package path, cell text) for every kernel-source cell of a notebook
+    (a NotebookNode, or the path of an .ipynb or lesson .py file)."""
+    if isinstance(nb, str):
+        nb = read(nb)
     out = []
     for i, cell in enumerate(nb.cells):
         first = cell.source.split("\n", 1)[0]
@@ -43,37 +65,128 @@ def source_cells(notebook_path):
     return out
 
 
-def drift(notebook_dir=NOTEBOOK_DIR):
-    """List of (notebook, package path) whose cell differs from the package."""
+def drift(directory=None):
+    """List of (file, package path) whose kernel cell differs from the package, over the
+    lesson sources and the notebooks (or the .py/.ipynb files of ``directory``)."""
+    files = _files(directory, "*.ipynb") + _files(directory, "*.py") if directory else \
+        _files(NOTEBOOK_DIR, "*.ipynb") + _files(LESSON_DIR, "*.py")
     bad = []
-    for nbp in sorted(glob.glob(os.path.join(notebook_dir, "*.ipynb"))):
-        for _, path, text in source_cells(nbp):
-            if text.strip() != cell_text(path).strip():
-                bad.append((os.path.basename(nbp), path))
+    for path in files:
+        for _, pkg_path, text in source_cells(path):
+            if text.strip() != cell_text(pkg_path).strip():
+                bad.append((os.path.basename(path), pkg_path))
     return bad
 
 
-def write(notebook_dir=NOTEBOOK_DIR):
-    for nbp in sorted(glob.glob(os.path.join(notebook_dir, "*.ipynb"))):
-        cells = source_cells(nbp)
-        if not cells:
+def write_kernel_cells():
+    """Copy every package region into the lesson sources that show it."""
+    for path in lesson_sources():
+        nb = read(path)
+        cells = source_cells(nb)
+        if any(nb.cells[i].source != cell_text(p) for i, p, _ in cells):
+            for i, p, _ in cells:
+                nb.cells[i].source = cell_text(p)
+            _write_source(nb, path)
+
+
+# --- lesson sources and notebooks ---------------------------------------------------------
+
+def _files(directory, pattern):
+    return sorted(glob.glob(os.path.join(directory, pattern)))
+
+
+def lesson_sources():
+    return _files(LESSON_DIR, "[0-9]*.py")
+
+
+def notebook_for(source_path):
+    return os.path.join(NOTEBOOK_DIR, os.path.basename(source_path)[:-3] + ".ipynb")
+
+
+def read(path):
+    """A lesson source (.py, percent format) or a notebook (.ipynb) as a NotebookNode."""
+    if path.endswith(".py"):
+        return jupytext.read(path, fmt=FORMAT)
+    return nbformat.read(path, as_version=4)
+
+
+def _write_source(nb, path):
+    nb = nbformat.from_dict(nb)
+    nb.metadata = {"jupytext": {"notebook_metadata_filter": "-all", "cell_metadata_filter": "-all"}}
+    jupytext.write(nb, path, fmt=FORMAT)
+
+
+def _inputs(nb):
+    return [(c.cell_type, c.source) for c in nb.cells]
+
+
+def build_notebook(source_path):
+    """The notebook for a lesson source: its cells, with the stored outputs of unchanged cells."""
+    new = read(source_path)
+    dest = notebook_for(source_path)
+    if os.path.exists(dest):
+        nb = combine_inputs_with_outputs(new, read(dest), fmt=FORMAT)
+    else:
+        nb = new
+    nb.metadata.setdefault("kernelspec", KERNELSPEC)
+    nb.metadata.setdefault("language_info", {"name": "python"})
+    nb.metadata.setdefault("jupytext", {})["formats"] = PAIRING
+    for key in ("notebook_metadata_filter", "cell_metadata_filter", "text_representation"):
+        nb.metadata["jupytext"].pop(key, None)
+    return nb
+
+
+def build(names=()):
+    """Write notebooks/NN_*.ipynb from lessons/NN_*.py (only those starting with ``names``)."""
+    for path in lesson_sources():
+        if names and not os.path.basename(path).startswith(tuple(names)):
             continue
-        nb = nbformat.read(nbp, as_version=4)
-        for i, path, _ in cells:
-            nb.cells[i].source = cell_text(path)
-        nbformat.write(nb, nbp)
+        dest = notebook_for(path)
+        nb = build_notebook(path)
+        if not os.path.exists(dest) or nbformat.writes(nb) != nbformat.writes(read(dest)):
+            nbformat.write(nb, dest)
+            print("wrote", os.path.relpath(dest, REPO_DIR))
+
+
+def unpaired():
+    """Lesson sources without a notebook and notebooks without a source."""
+    sources = {os.path.basename(p)[:-3] for p in lesson_sources()}
+    notebooks = {os.path.basename(p)[:-6] for p in _files(NOTEBOOK_DIR, "*.ipynb")}
+    return sorted(sources ^ notebooks)
+
+
+def mismatches():
+    """(notebook, first differing cell index) for every notebook whose cells differ from its
+    lesson source (cell types and text; outputs are not compared)."""
+    bad = []
+    for path in lesson_sources():
+        dest = notebook_for(path)
+        if not os.path.exists(dest):
+            continue
+        a, b = _inputs(read(path)), _inputs(read(dest))
+        if a != b:
+            first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            bad.append((os.path.basename(dest), first))
+    return bad
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description="check or copy kernel sources into the notebooks")
-    p.add_argument("--write", action="store_true", help="copy the package code into the notebooks")
+    p = argparse.ArgumentParser(description="check the lesson sources against the package and notebooks")
+    p.add_argument("--write", action="store_true",
+                   help="copy the package's kernel regions into the lesson sources, then build")
+    p.add_argument("--build", nargs="*", metavar="NN",
+                   help="write the notebooks from the lesson sources (all, or those starting with NN)")
     args = p.parse_args(argv)
     if args.write:
-        write()
-    bad = drift()
-    for nb, path in bad:
-        print(f"{nb}: the cell for {path} differs from the package")
-    return 1 if bad else 0
+        write_kernel_cells()
+        build()
+    elif args.build is not None:
+        build(args.build)
+    problems = [f"{f}: the cell for {path} differs from the package" for f, path in drift()]
+    problems += [f"{nb}: cell {i} differs from its lesson source (run --build)" for nb, i in mismatches()]
+    problems += [f"{name}: has no partner (lessons/{name}.py <-> notebooks/{name}.ipynb)" for name in unpaired()]
+    print("\n".join(problems) or "lesson sources, notebooks and package agree")
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":

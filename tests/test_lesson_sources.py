@@ -30,6 +30,32 @@ def test_every_ladder_kernel_is_shown_in_a_notebook():
         assert f"gemm_lessons/transpose/{module}.py" in shown
 
 
+def test_every_notebook_has_a_lesson_source():
+    assert lesson_source.lesson_sources() and lesson_source.unpaired() == []
+
+
+def test_notebooks_match_their_lesson_sources():
+    assert lesson_source.mismatches() == []
+
+
+def test_a_changed_lesson_source_is_detected(tmp_path, monkeypatch):
+    src = lesson_source.lesson_sources()[0]
+    text = open(src).read()
+    copy = tmp_path / os.path.basename(src)
+    copy.write_text(text.replace("# %% [markdown]\n", "# %% [markdown]\n# An added sentence.\n", 1))
+    monkeypatch.setattr(lesson_source, "LESSON_DIR", str(tmp_path))
+    assert [nb for nb, _ in lesson_source.mismatches()] == [os.path.basename(src)[:-3] + ".ipynb"]
+
+
+def test_build_keeps_outputs_of_unchanged_cells(tmp_path, monkeypatch):
+    src = lesson_source.lesson_sources()[0]
+    stored = lesson_source.read(lesson_source.notebook_for(src))
+    outputs = [c.get("outputs") for c in stored.cells if c.cell_type == "code"]
+    assert any(outputs)  # the committed notebook has outputs to keep
+    nb = lesson_source.build_notebook(src)
+    assert [c.get("outputs") for c in nb.cells if c.cell_type == "code"] == outputs
+
+
 def test_drift_is_detected(tmp_path):
     import nbformat
 

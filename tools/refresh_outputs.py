@@ -12,9 +12,9 @@ import sys
 import nbformat
 from nbclient import NotebookClient
 
+from gemm_lessons.lesson_source import NBVAL_CHECK
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from nbtools import CHECK  # noqa: E402
 
 
 def main():
@@ -36,7 +36,7 @@ def main():
             continue
         if not args.keep_all:
             for c in nb.cells:
-                if c.cell_type == "code" and not c.source.startswith(CHECK):
+                if c.cell_type == "code" and not c.source.startswith(NBVAL_CHECK):
                     c.outputs = []
                     c.execution_count = None
         nbformat.write(nb, path)

@@ -1,0 +1,169 @@
+# %% [markdown]
+# # 00 · Setup and the roofline
+#
+# This series builds a single-precision matrix product (SGEMM) on the GPU, one idea at a time,
+# in Python with `numba.cuda`, and measures every step against NVIDIA's cuBLAS. Lesson 09 does
+# the same for a memory-bound kernel, the matrix transpose.
+#
+# This first notebook sets up the two numbers every later lesson is judged against:
+#
+# * **how fast the GPU can compute**: its peak FP32 rate, derived from SMs, lanes and clock;
+# * **how fast it can move data**: its measured copy bandwidth.
+#
+# Together they draw the *roofline*: for a kernel that does `I` floating-point operations per
+# byte of DRAM traffic, the best possible rate is `min(peak, bandwidth x I)`.
+#
+# **No GPU?** Everything runs unchanged on numba's CUDA simulator: kernels execute as Python
+# threads at small sizes, correctness checks work, nothing is timed, and every table and plot
+# shows the *recorded* GPU results, labelled with the device and date they were measured on.
+
+# %%
+import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
+from gemm_lessons import counting, exercises, figures, inspect_kernel, ladder, measure, plots, results
+from gemm_lessons.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
+import functools
+import numpy as np
+from numba import cuda, float32
+# %matplotlib inline
+print(gl.banner())
+
+# %% [markdown]
+# ## The machine
+#
+# `gl.device_info()` asks the driver for the number of streaming multiprocessors (SMs), the
+# compute capability and the clock. The number of FP32 lanes per SM comes from NVIDIA's
+# throughput table for that compute capability (128 on Hopper). Each lane finishes one fused
+# multiply-add (FMA, 2 FLOP) per clock:
+#
+# $$\text{peak} = \text{SMs} \times \text{lanes per SM} \times 2 \times \text{clock}$$
+
+# %%
+info = gl.device_info()
+info
+
+# %%
+record = results.load()  # the newest recorded GPU run in results/
+rec_dev = gl.DeviceInfo(**{k: v for k, v in record["device"].items()
+                           if k in gl.DeviceInfo.__dataclass_fields__})
+print(f"recorded on {results.label(record)}:")
+print(f"  {rec_dev.sm_count} SMs x {rec_dev.fp32_lanes_per_sm} lanes x 2 FLOP x {rec_dev.clock_mhz:.0f} MHz"
+      f" = {rec_dev.peak_gflops / 1e3:.1f} TFLOPS peak FP32")
+print(f"  DRAM: {rec_dev.memory_bus_bits}-bit bus x 2 x {rec_dev.memory_clock_mhz:.0f} MHz"
+      f" = {rec_dev.memory_bandwidth_gbs:,.0f} GB/s (theoretical)")
+
+# %% [markdown]
+# ## Counting the work
+#
+# Each element of `C = alpha*A@B + beta*C` (A is MxK, B is KxN) is a dot product of length K:
+# K multiplies and K-1 additions. Scaling by alpha, scaling C by beta and adding them costs three
+# more operations, so the exact count is $(2K-1+3)MN = (2K+2)MN$. For large K this is the familiar
+# $2MNK$, which is what every GFLOPS figure in this series uses (as cuBLAS benchmarks do).
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for M, N, K in [(1, 1, 3), (512, 256, 128), (4096, 4096, 4096)]:
+    print(f"{M}x{N}x{K}: 2MNK = {counting.sgemm_flops(M, N, K):,}   "
+          f"(2K+2)MN = {counting.sgemm_flops(M, N, K, alpha_beta=True):,}")
+
+# %% [markdown]
+# ### Exercise 00-flops
+# How many floating-point operations does `alpha*A@B + beta*C` take for M=512, N=256, K=128,
+# counting alpha and beta? Write the expression, not the number.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+### BEGIN SOLUTION: answer = None
+M, N, K = 512, 256, 128
+answer = (2 * K + 2) * M * N
+### END SOLUTION
+exercises.check("00-flops", answer)
+
+# %% [markdown]
+# ## Counting the bytes: arithmetic intensity
+#
+# A perfect kernel reads A and B once and writes C once (and reads C too when beta is not 0):
+# $4(MK + KN + MN)$ bytes. The ratio FLOP / byte is the problem's **arithmetic intensity**. It
+# grows with size: SGEMM at 4096^3 does hundreds of FLOP per byte, far to the right of the
+# roofline's ridge point. SGEMM is *compute-bound* if we manage to read each value only a few
+# times; the whole series is about getting close to that ideal.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print(f"{'size':>6} {'GFLOP':>9} {'MB moved':>9} {'FLOP/byte':>10}")
+for s in [256, 1024, 4096, 8192]:
+    print(f"{s:>6} {counting.sgemm_flops(s, s, s) / 1e9:>9.2f} {counting.sgemm_min_bytes(s, s, s) / 1e6:>9.1f}"
+          f" {counting.sgemm_intensity(s, s, s):>10.1f}")
+
+# %% [markdown]
+# ### Exercise 00-intensity
+# What is the arithmetic intensity (FLOP per byte) of a 4096^3 SGEMM with beta = 0?
+
+# %%
+# NBVAL_CHECK_OUTPUT
+### BEGIN SOLUTION: answer = None
+s = 4096
+answer = 2 * s**3 / (4 * (s * s + s * s + s * s))
+### END SOLUTION
+exercises.check("00-intensity", answer)
+
+# %% [markdown]
+# ## Measured copy bandwidth
+#
+# The theoretical DRAM figure above is never reached. What matters is what a kernel can get:
+# we time a copy of a 8192x8192 float32 matrix (256 MiB read, 256 MiB written) two ways:
+# our own numba kernel moving 16 bytes per thread (`gemm_lessons/copy.py`) and `cudaMemcpy`
+# device-to-device. Bandwidth counts bytes read + written.
+# Timing uses CUDA events around each call, after warm-up; the table gives the median and the
+# 10th-90th percentile range of the repeats.
+
+# %%
+bw = measure.copy_bandwidth()
+bw
+
+# %% [markdown]
+# ## cuBLAS: the yardstick
+#
+# cuBLAS is column-major; our matrices are row-major. A row-major MxN matrix is, byte for byte,
+# its column-major transpose, so `C = A@B` is the column-major product `C^T = B^T A^T`: one
+# `cublasSgemm` call with A and B swapped and no transposes (`gemm_lessons/cublas.py`, through
+# `nvmath-python`'s bindings on raw device pointers). Math mode is the default: true FP32, no
+# TF32.
+
+# %%
+sweep = measure.cublas_sweep(sizes=(1024, 2048, 4096, 8192))
+sweep
+
+# %%
+# The lesson plan's reference: cuBLAS SGEMM reached about 50 TFLOPS at 4096^3 on an H100.
+KNOWN_H100_4096 = 50.0e3  # GFLOPS
+got = [r for r in sweep.rows if r["M"] == 4096]
+if got and "H100" in sweep.record["device"]["name"]:
+    ratio = got[0]["gflops"] / KNOWN_H100_4096
+    print(f"cuBLAS 4096^3: {got[0]['gflops'] / 1e3:.1f} TFLOPS = {100 * ratio:.0f}% of the known 50 TFLOPS"
+          f" ({'within' if abs(ratio - 1) <= 0.05 else 'OUTSIDE'} 5%)")
+
+# %% [markdown]
+# ## The roofline
+#
+# Black: the roofline, `min(peak, measured copy bandwidth x intensity)`. The ridge point is
+# where the two meet: a kernel left of it is memory-bound, right of it compute-bound. SGEMM
+# sits far to the right, so cuBLAS is limited by the FP32 units, and reaches roughly three
+# quarters of the nominal peak (the clock under full load can sit below the boost clock the peak
+# assumes, and some issue slots go to
+# loads and address arithmetic). Every later lesson places its kernel on this chart.
+
+# %%
+plots.roofline(measure.merge(bw, sweep));
+
+# %%
+plots.versus_size(measure.merge(bw, sweep), kernels=["cublas"]);
+
+# %% [markdown]
+# ## Takeaway
+#
+# * Peak FP32 = SMs x lanes x 2 x clock; copy bandwidth is measured, not read off a data sheet.
+# * SGEMM's intensity grows with size: at 4096^3 the work is compute-bound *if* each value is
+#   read from DRAM only a few times. The naive kernel of lesson 01 reads each value thousands
+#   of times; lessons 02-05 remove those reads one idea at a time.
+# * cuBLAS sets the bar. Every speed claim in this series is a ratio against cuBLAS measured
+#   in the same run.

@@ -1,0 +1,204 @@
+# %% [markdown]
+# # 01 · The naive kernel, and coalescing
+#
+# **Where we are.** Lesson 00 measured the ceiling: cuBLAS, and the FP32 peak. Now the floor:
+# the most direct kernel there is.
+#
+# **Idea.** One thread per element of C. Thread (row, col) walks along row `row` of A and column
+# `col` of B, K multiply-adds, and writes one number. A 2-D grid of 2-D blocks covers C; the grid
+# is rounded up, so threads past the edge must do nothing (the `if row < M and col < N` guard).
+
+# %%
+import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
+from gemm_lessons import counting, exercises, figures, inspect_kernel, ladder, measure, plots, results
+from gemm_lessons.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
+import functools
+import numpy as np
+from numba import cuda, float32
+# %matplotlib inline
+print(gl.banner())
+
+# %%
+measure.recorded(["naive", "cublas"])  # where this lesson ends up, on the recorded GPU
+
+# %% [markdown]
+# ## Which thread gets which element? Coalescing
+#
+# A warp is 32 threads with consecutive `threadIdx.x`. They execute each load together, and the
+# memory system serves them in 32-byte **sectors**. What matters is which addresses the 32
+# threads touch *in the same instruction*.
+#
+# * **Coalesced**: `threadIdx.x` walks the *columns* of C. At step k the warp reads one float of
+#   A (the same one for all 32 threads: a broadcast, 1 sector) and 32 neighbouring floats of B
+#   (128 bytes: 4 sectors).
+# * **Uncoalesced**: `threadIdx.x` walks the *rows* of C. The warp reads 32 floats of A that are
+#   K floats apart (32 sectors, 28 of each sector's 32 bytes wasted) and one float of B.
+#
+# The figure shows one k-step of one warp, computed from the same index arithmetic as the kernel.
+
+# %%
+figures.warp_access(coalesced=True);
+
+# %%
+figures.warp_access(coalesced=False);
+
+# %% [markdown]
+# **Predict.** Per k-step a warp needs 1 + 4 = 5 sectors with the coalesced mapping and
+# 32 + 1 = 33 with the other: about 6.6x more traffic through L1/L2. Caches soften this (the
+# rows of A are reused by neighbouring warps), so expect the uncoalesced kernel to be several
+# times slower, not exactly 6.6x. Either way the kernel performs $2MNK$ global loads, two per
+# FMA: far too many, which is lesson 02's problem.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for coalesced in (True, False):
+    a, b = figures.naive_warp_addresses(coalesced, K=4096, N=4096)
+    print(f"{'coalesced  ' if coalesced else 'uncoalesced'}: A {figures.sectors(a):>2} sectors, "
+          f"B {figures.sectors(b):>2} sectors per warp per k-step")
+print(f"global loads of a 4096^3 naive SGEMM: {counting.naive_global_loads(4096, 4096, 4096):,}")
+
+
+# %% [markdown]
+# ## The kernel
+#
+# This cell is the package's own kernel (`gemm_lessons/sgemm_kernels/naive.py`); edit it and re-run the
+# cells below to try ideas. Three details worth a look:
+#
+# * `np.float32(0.0)`: numba would otherwise accumulate in float64, which is slow on most GPUs.
+# * `alpha` and `beta` arrive as `np.float32` (the launcher converts them) for the same reason.
+# * with `beta == 0` the kernel does not read C at all, as BLAS specifies: C may hold garbage.
+
+# %%
+# source: gemm_lessons/sgemm_kernels/naive.py  (the package runs this same code; a test keeps the two identical)
+@cuda.jit
+def sgemm_naive(A, B, C, alpha, beta):
+    # threadIdx.x walks the columns of C: the 32 threads of a warp read 32 neighbouring
+    # floats of B (one coalesced 128-byte request) and the same float of A (a broadcast).
+    col = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    row = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
+    M, K = A.shape
+    N = B.shape[1]
+    if row < M and col < N:  # the grid is rounded up: guard the edge threads
+        acc = np.float32(0.0)
+        for k in range(K):
+            acc += A[row, k] * B[k, col]
+        if beta == 0:  # as in BLAS, C is not read when beta == 0
+            C[row, col] = alpha * acc
+        else:
+            C[row, col] = alpha * acc + beta * C[row, col]
+
+
+# %% [markdown]
+# ## Check
+#
+# Every check runs the kernel on random, non-square matrices (sizes that divide nothing), with
+# alpha and beta, against a float64 reference, and reports the relative Frobenius error. Before
+# each run C is filled with a special NaN ("poison"): any element the kernel forgets to write
+# is reported as *unwritten*, with its position.
+
+# %%
+from gemm_lessons.sgemm_kernels import naive, naive_uncoalesced
+
+gl.check_all(functools.partial(naive.sgemm, kernel=sgemm_naive), name="sgemm_naive")
+
+
+# %%
+# source: gemm_lessons/sgemm_kernels/naive_uncoalesced.py  (the package runs this same code; a test keeps the two identical)
+@cuda.jit
+def sgemm_naive_uncoalesced(A, B, C, alpha, beta):
+    # threadIdx.x walks the ROWS of C: a warp's 32 threads read 32 floats of A that are K
+    # floats apart (32 separate sectors) and write C with a stride of N floats.
+    row = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    col = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
+    M, K = A.shape
+    N = B.shape[1]
+    if row < M and col < N:
+        acc = np.float32(0.0)
+        for k in range(K):
+            acc += A[row, k] * B[k, col]
+        if beta == 0:
+            C[row, col] = alpha * acc
+        else:
+            C[row, col] = alpha * acc + beta * C[row, col]
+
+
+# %%
+gl.check_all(functools.partial(naive_uncoalesced.sgemm, kernel=sgemm_naive_uncoalesced),
+             name="sgemm_naive_uncoalesced")
+
+# %% [markdown]
+# ## Measure
+#
+# Both mappings and cuBLAS, in the same process, on the same inputs (4096^3 on a GPU). On the
+# simulator the table shows the recorded GPU run instead.
+
+# %%
+size = (4096, 4096, 4096)
+table = measure.compare({
+    "naive": functools.partial(naive.sgemm, kernel=sgemm_naive),
+    "naive_uncoalesced": functools.partial(naive_uncoalesced.sgemm, kernel=sgemm_naive_uncoalesced),
+}, size=size)
+table
+
+# %%
+print(f"coalesced / uncoalesced: {table.speedup('naive', 'naive_uncoalesced'):.1f}x faster; "
+      f"cuBLAS / naive: {table.speedup('cublas', 'naive'):.0f}x ({table.source})")
+
+# %% [markdown]
+# ## Look inside
+#
+# On a GPU, numba shows what the compiler made: registers per thread, local memory (spills),
+# and the SASS instructions. The compiler unrolled the k-loop a few times (a handful of `FFMA`
+# in the code), and every `FFMA` is fed by two 4-byte global loads (`LDG.E`): two loads per
+# FMA is why this kernel is so far below the roofline.
+
+# %%
+inspect_kernel.compiler_facts({"naive": sgemm_naive})
+
+# %% [markdown]
+# ## Exercises
+#
+# ### 01-sectors
+# For the **uncoalesced** mapping, how many 32-byte sectors does one warp touch in A and in B
+# at one k-step? Answer with a pair `(sectors_of_A, sectors_of_B)`; the figure above helps.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+### BEGIN SOLUTION: answer = None
+answer = (32, 1)
+### END SOLUTION
+exercises.check("01-sectors", answer)
+
+
+# %% [markdown]
+# ### 01-kernel
+# Write the naive kernel yourself, from memory: one thread per element of C, `threadIdx.x` along
+# the columns, guarded, honouring alpha and beta (and not reading C when beta is 0).
+
+# %%
+# NBVAL_CHECK_OUTPUT
+@cuda.jit
+def my_naive(A, B, C, alpha, beta):
+    ### BEGIN SOLUTION
+    col = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    row = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
+    if row < C.shape[0] and col < C.shape[1]:
+        acc = np.float32(0.0)
+        for k in range(A.shape[1]):
+            acc += A[row, k] * B[k, col]
+        if beta == 0:
+            C[row, col] = alpha * acc
+        else:
+            C[row, col] = alpha * acc + beta * C[row, col]
+    ### END SOLUTION
+
+exercises.check("01-kernel", my_naive)
+
+# %% [markdown]
+# ## Takeaway
+#
+# * Map `threadIdx.x` to the contiguous dimension: the same arithmetic runs several times faster
+#   when a warp's loads fall into few sectors.
+# * Even coalesced, the naive kernel loads two floats from global memory per FMA, $2MNK$ loads
+#   in all, and reaches a few percent of cuBLAS. Each value of A is re-read by every block
+#   column, each value of B by every block row. Lesson 02 stages them in shared memory.

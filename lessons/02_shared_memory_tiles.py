@@ -1,0 +1,196 @@
+# %% [markdown]
+# # 02 · Shared-memory tiles
+#
+# **Where we are.** The coalesced naive kernel loads two floats from global memory for every
+# FMA, $2MNK$ loads in all, and every value of A and B is fetched again and again.
+
+# %%
+import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
+from gemm_lessons import counting, exercises, figures, inspect_kernel, ladder, measure, plots, results
+from gemm_lessons.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
+import functools
+import numpy as np
+from numba import cuda, float32
+# %matplotlib inline
+print(gl.banner())
+
+# %%
+measure.recorded(["naive", "smem_tile", "cublas"])
+
+# %% [markdown]
+# ## Idea: split K, stage tiles in shared memory
+#
+# A block that computes a BM x BN tile of C needs a BM-row strip of A and a BN-column strip of
+# B. Cut K into slices of BK. For each slice, the block's threads cooperatively copy a BM x BK
+# tile of A and a BK x BN tile of B into **shared memory** (on-chip, visible to the whole
+# block), wait for each other (`cuda.syncthreads()`), and compute from there. Every value
+# loaded from global memory is then used BN times (A) or BM times (B) instead of once.
+
+# %%
+figures.tiles(BM=32, BN=32, BK=32);
+
+# %% [markdown]
+# **Predict.** Each block reads $BM \cdot K$ values of A and $K \cdot BN$ of B, and there are
+# $(M/BM)(N/BN)$ blocks, so the global loads fall from $2MNK$ to
+# $$MNK\left(\frac{1}{BM} + \frac{1}{BN}\right)$$
+# a factor of 16 for 32x32 tiles. The next cell checks the formula against a *count*: it runs
+# the kernel on the CUDA simulator with arrays that count every element read.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from gemm_lessons import tracing
+
+M, N, K = 32, 48, 64
+counted = tracing.count_rung("smem_tile16", M, N, K)
+print(f"{M}x{N}x{K}, 16x16 tiles: counted {counted['global_reads']:,} global reads, "
+      f"formula MNK(1/16 + 1/16) = {counting.tiled_global_loads(M, N, K, 16, 16):,.0f}, "
+      f"naive 2MNK = {counting.naive_global_loads(M, N, K):,}")
+
+
+# %% [markdown]
+# ## The kernel
+#
+# A kernel *factory*: numba needs shared-array shapes to be compile-time constants, and a
+# closure variable (`TILE`) is one. Each call of `make_sgemm_smem_tile(TILE)` compiles a kernel
+# for that tile size. Threads outside the matrices stage zeros, so the inner loop needs no guard.
+#
+# The two `syncthreads()` are both necessary: the first so nobody reads a tile before it is
+# complete, the second so nobody overwrites it while a slower thread is still reading.
+
+# %%
+# source: gemm_lessons/sgemm_kernels/smem_tile.py  (the package runs this same code; a test keeps the two identical)
+def make_sgemm_smem_tile(TILE):
+    """A TILE x TILE block of threads computes a TILE x TILE tile of C.  TILE is baked in
+    as a compile-time constant (a closure variable), so shared-array shapes are constants."""
+
+    @cuda.jit
+    def sgemm_smem_tile(A, B, C, alpha, beta):
+        sA = cuda.shared.array((TILE, TILE), float32)
+        sB = cuda.shared.array((TILE, TILE), float32)
+        tx = cuda.threadIdx.x
+        ty = cuda.threadIdx.y
+        row = cuda.blockIdx.y * TILE + ty
+        col = cuda.blockIdx.x * TILE + tx
+        M, K = A.shape
+        N = B.shape[1]
+        acc = np.float32(0.0)
+        for k0 in range(0, K, TILE):
+            # every thread stages one element of each tile; zeros outside the matrices
+            # keep the inner loop free of guards
+            sA[ty, tx] = A[row, k0 + tx] if row < M and k0 + tx < K else np.float32(0.0)
+            sB[ty, tx] = B[k0 + ty, col] if k0 + ty < K and col < N else np.float32(0.0)
+            cuda.syncthreads()  # the tiles are complete before anyone reads them
+            for k in range(TILE):
+                acc += sA[ty, k] * sB[k, tx]
+            cuda.syncthreads()  # everyone is done reading before the next tile overwrites
+        if row < M and col < N:
+            if beta == 0:
+                C[row, col] = alpha * acc
+            else:
+                C[row, col] = alpha * acc + beta * C[row, col]
+
+    return sgemm_smem_tile
+
+
+# %%
+from gemm_lessons.sgemm_kernels import smem_tile
+
+tiled32 = make_sgemm_smem_tile(32)
+tiled16 = make_sgemm_smem_tile(16)
+gl.check_all(functools.partial(smem_tile.sgemm, tile=32, kernel=tiled32), name="smem_tile 32")
+
+# %%
+gl.check_all(functools.partial(smem_tile.sgemm, tile=16, kernel=tiled16), name="smem_tile 16")
+
+# %% [markdown]
+# ### Look inside with the bank tracer
+#
+# `banks.trace_rung` runs one block on the CUDA simulator and records every shared-memory access
+# by lane (lesson 06 explains the model). Here one 32x32 block with K = 64: the `sA[ty, k]`
+# reads are broadcasts (a warp is one row `ty`), merged four at a time into `LDS.128` as the
+# SASS below shows; the `sB[k, tx]` reads are 32 neighbouring words. No bank conflicts.
+
+# %%
+from gemm_lessons import banks
+tile_trace = banks.trace_rung("smem_tile", (32, 32, 64), merge=("ld",))
+tile_trace
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for op in ("ld", "st"):
+    t = tile_trace.totals(op)
+    print(f"{op}: {t['instructions']} warp instructions, {t['wavefronts']} wavefronts, {t['conflicts']} from conflicts")
+
+# %% [markdown]
+# ## Measure: 16 vs 32
+#
+# A 32x32 tile halves the global loads of a 16x16 tile, but it needs 1024 threads per block (the
+# hardware limit) and twice the shared memory per block. Which wins is an empirical question.
+
+# %%
+table = measure.compare({
+    "smem_tile16": functools.partial(smem_tile.sgemm, tile=16, kernel=tiled16),
+    "smem_tile": functools.partial(smem_tile.sgemm, tile=32, kernel=tiled32),
+    "naive": ladder.SGEMM["naive"],
+}, size=(4096, 4096, 4096))
+table
+
+# %%
+print(f"32x32 tiles vs naive: {table.speedup('smem_tile', 'naive'):.1f}x; "
+      f"32x32 vs 16x16: {table.speedup('smem_tile', 'smem_tile16'):.2f}x ({table.source})")
+
+# %% [markdown]
+# ### A claim from the sources: "64x64 tiles are 50% faster but less accurate"
+#
+# One of the source write-ups reports that 64x64 tiles ran about 50% faster than 32x32 but gave
+# less accurate results, cause unknown. A 64x64 block has 4096 threads, four times the limit of
+# 1024 threads per block: the launch fails. In CUDA C++ a failed launch is silent unless you
+# check for the error, so the "kernel" did nothing (hence fast) and C kept whatever it held
+# (hence "inaccurate"). numba checks launches and raises; our launcher refuses the size before
+# trying. (The CUDA simulator does not enforce the limit, so this cell shows the launcher's
+# error there.)
+
+# %%
+A = cuda.to_device(np.ones((64, 64), np.float32))
+C = cuda.device_array((64, 64), np.float32)
+try:
+    smem_tile.sgemm(A, A, C, tile=64)
+except ValueError as e:
+    print("launcher:", e)
+if not gl.SIMULATOR:
+    try:
+        make_sgemm_smem_tile(64)[(1, 1), (64, 64)](A, A, C, np.float32(1), np.float32(0))
+        cuda.synchronize()
+    except Exception as e:
+        print("raw launch of 64x64 threads:", type(e).__name__, str(e)[:120])
+
+# %% [markdown]
+# ## Look inside
+#
+# The inner loop now reads shared memory (`LDS`) instead of global memory. Note the `LDS.128`:
+# the compiler noticed that `sA[ty, k..k+3]` are four neighbouring words at an aligned address
+# and merged them into one 16-byte load. Still, each FMA needs its own value of `sB`: about one
+# shared-memory load per FMA. Lesson 03 attacks that ratio.
+
+# %%
+inspect_kernel.compiler_facts({"smem_tile": tiled32})
+
+# %% [markdown]
+# ## Exercise 02-loads
+# How many global loads does a 1024^3 SGEMM need with 32x32 tiles? Use the formula.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+### BEGIN SOLUTION: answer = None
+answer = counting.tiled_global_loads(1024, 1024, 1024, 32, 32)
+### END SOLUTION
+exercises.check("02-loads", answer)
+
+# %% [markdown]
+# ## Takeaway
+#
+# * Shared-memory tiles cut global loads by the tile size: $MNK(1/BM + 1/BN)$, checked against
+#   a count above.
+# * Two barriers per slice, both required. Launch errors must be checked, never assumed away.
+# * The kernel is now limited by shared-memory traffic: one `LDS` per FMA. Next: keep values in
+#   registers and reuse them.

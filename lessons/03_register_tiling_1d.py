@@ -1,0 +1,208 @@
+# %% [markdown]
+# # 03 · 1-D register tiling: several results per thread
+#
+# **Where we are.** With 32x32 shared-memory tiles, global traffic is no longer the problem;
+# shared memory is. Every FMA needs a fresh value from `sB` (and `sA`): about one shared-memory
+# load per FMA.
+
+# %%
+import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
+from gemm_lessons import counting, exercises, figures, inspect_kernel, ladder, measure, plots, results
+from gemm_lessons.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
+import functools
+import numpy as np
+from numba import cuda, float32
+# %matplotlib inline
+print(gl.banner())
+
+# %%
+measure.recorded(["smem_tile", "reg1d", "cublas"])
+
+# %% [markdown]
+# ## Idea: each thread computes a column of TM results
+#
+# Give each thread TM elements of C in one column instead of one element. At each k it reads
+# **one** value of `sB` into a register and uses it TM times, against TM values of `sA` (which
+# all threads of a warp read at the same address: a broadcast, one transaction).
+#
+# With fewer threads per output, the block can cover a bigger tile of C for the same thread
+# count: here 1024 threads x 16 results = a 128x128 tile, four times the area of lesson 02's.
+
+# %% [markdown]
+# **Predict.**
+#
+# * shared-memory loads per FMA: $(1 + TM)/TM$ instead of 2 (lesson 02 reads `sA` and `sB` for
+#   each FMA), and the `sA` reads are broadcasts;
+# * global loads: $MNK(1/128 + 1/128)$, 4x fewer than with 32x32 tiles.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for name, BM, BN, TM in [("smem_tile (32x32)", 32, 32, 1), ("reg1d (128x128, TM=16)", 128, 128, 16)]:
+    print(f"{name:<24} shared loads per FMA {(1 + TM) / TM if TM > 1 else 2:.2f}   "
+          f"global loads at 4096^3: {counting.tiled_global_loads(4096, 4096, 4096, BM, BN):.3g}")
+
+
+# %% [markdown]
+# ## The kernel
+#
+# `acc = cuda.local.array(TM, float32)` looks like an array in memory, but because every index
+# into it is a constant once the `for i in range(TM)` loops are unrolled, the compiler keeps it
+# in registers. (Index it with a value known only at run time and it moves to slow local
+# memory; "Look inside" below checks.)
+#
+# The tile shape is a parameter of the factory. Each thread stages exactly one value of each
+# tile, so the factory insists on `BM*BN/TM == BM*BK == BK*BN` threads.
+
+# %%
+# source: gemm_lessons/sgemm_kernels/reg1d.py  (the package runs this same code; a test keeps the two identical)
+def make_sgemm_reg1d(BM=128, BN=128, BK=8, TM=16):
+    """BM x BN tile of C per block, BK-wide slices of K, TM results per thread."""
+    THREADS = BM * BN // TM
+    assert THREADS == BM * BK == BK * BN, "each thread stages exactly one value of each tile"
+
+    @cuda.jit
+    def sgemm_reg1d(A, B, C, alpha, beta):
+        sA = cuda.shared.array((BM, BK), float32)
+        sB = cuda.shared.array((BK, BN), float32)
+        acc = cuda.local.array(TM, float32)  # stays in registers: every index is a constant
+        for i in range(TM):
+            acc[i] = 0.0
+        tid = cuda.threadIdx.x
+        row0 = cuda.blockIdx.y * BM
+        col0 = cuda.blockIdx.x * BN
+        M, K = A.shape
+        N = B.shape[1]
+        a_r, a_c = tid // BK, tid % BK  # which value of the A tile this thread stages
+        b_r, b_c = tid // BN, tid % BN  # ... and of the B tile
+        t_row, t_col = tid // BN, tid % BN  # this thread computes C[t_row*TM : +TM, t_col]
+        for k0 in range(0, K, BK):
+            r, c = row0 + a_r, k0 + a_c
+            sA[a_r, a_c] = A[r, c] if r < M and c < K else np.float32(0.0)
+            r, c = k0 + b_r, col0 + b_c
+            sB[b_r, b_c] = B[r, c] if r < K and c < N else np.float32(0.0)
+            cuda.syncthreads()
+            for k in range(BK):
+                b = sB[k, t_col]  # one shared-memory read, reused TM times from a register
+                for i in range(TM):
+                    acc[i] += sA[t_row * TM + i, k] * b
+            cuda.syncthreads()
+        col = col0 + t_col
+        for i in range(TM):
+            row = row0 + t_row * TM + i
+            if row < M and col < N:
+                if beta == 0:
+                    C[row, col] = alpha * acc[i]
+                else:
+                    C[row, col] = alpha * acc[i] + beta * C[row, col]
+
+    sgemm_reg1d.tile = (BM, BN, BK, TM)
+    return sgemm_reg1d
+
+
+# %%
+from gemm_lessons.sgemm_kernels import reg1d
+
+reg1d_128 = make_sgemm_reg1d()                      # 128x128x8, 16 results per thread
+reg1d_64 = make_sgemm_reg1d(BM=64, BN=64, BK=8, TM=8)  # 64x64x8, 8 results per thread
+gl.check_all(functools.partial(reg1d.sgemm, kernel=reg1d_128), name="reg1d 128x128")
+
+# %%
+gl.check_all(functools.partial(reg1d.sgemm, kernel=reg1d_64), name="reg1d 64x64")
+
+# %% [markdown]
+# ### Look inside with the bank tracer
+#
+# One 128x128 block, K = 8, traced on the simulator: per k-step each warp makes one `sB` read
+# (32 neighbouring words) and 16 `sA` reads that every lane shares (a broadcast). Shared traffic
+# per FMA fell, and none of it conflicts.
+
+# %%
+from gemm_lessons import banks
+reg1d_trace = banks.trace_rung("reg1d", (128, 128, 8), merge=False)
+reg1d_trace
+
+# %%
+# NBVAL_CHECK_OUTPUT
+t = reg1d_trace.totals("ld")
+print(f"loads: {t['instructions']} warp instructions, {t['wavefronts']} wavefronts, {t['conflicts']} from conflicts")
+
+# %% [markdown]
+# ## Measure
+#
+# The 64x64 version is the classic textbook choice (512 threads, 8 results each). On the GPU we
+# recorded it was *no faster* than 32x32 shared-memory tiles; the 128x128 tile with 16 results
+# per thread is. Run it to see it on your GPU.
+
+# %%
+table = measure.compare({
+    "reg1d": functools.partial(reg1d.sgemm, kernel=reg1d_128),
+    "reg1d_64x64": functools.partial(reg1d.sgemm, kernel=reg1d_64),
+    "smem_tile": ladder.SGEMM["smem_tile"],
+}, size=(4096, 4096, 4096))
+table
+
+# %%
+print(f"reg1d vs smem_tile: {table.speedup('reg1d', 'smem_tile'):.2f}x; "
+      f"reg1d_64x64 vs smem_tile: {table.speedup('reg1d_64x64', 'smem_tile'):.2f}x ({table.source})")
+
+# %% [markdown]
+# ## Look inside
+#
+# Registers per thread, local memory (must be 0: the accumulators stayed in registers) and the
+# SASS instruction mix of the compiled kernel.
+
+# %%
+inspect_kernel.compiler_facts({"reg1d": reg1d_128})
+
+
+# %% [markdown]
+# ## Exercise 03-kernel
+# Complete the inner product: for each `k` of the slice, read one value of `sB` into a register
+# and update all TM accumulators. The rest of the kernel is given.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+def make_my_reg1d(BM=128, BN=128, BK=8, TM=16):
+    @cuda.jit
+    def my_reg1d(A, B, C, alpha, beta):
+        sA = cuda.shared.array((BM, BK), float32)
+        sB = cuda.shared.array((BK, BN), float32)
+        acc = cuda.local.array(TM, float32)
+        for i in range(TM):
+            acc[i] = 0.0
+        tid = cuda.threadIdx.x
+        row0, col0 = cuda.blockIdx.y * BM, cuda.blockIdx.x * BN
+        M, K = A.shape
+        N = B.shape[1]
+        t_row, t_col = tid // BN, tid % BN
+        for k0 in range(0, K, BK):
+            r, c = row0 + tid // BK, k0 + tid % BK
+            sA[tid // BK, tid % BK] = A[r, c] if r < M and c < K else np.float32(0.0)
+            r, c = k0 + tid // BN, col0 + tid % BN
+            sB[tid // BN, tid % BN] = B[r, c] if r < K and c < N else np.float32(0.0)
+            cuda.syncthreads()
+            ### BEGIN SOLUTION
+            for k in range(BK):
+                b = sB[k, t_col]
+                for i in range(TM):
+                    acc[i] += sA[t_row * TM + i, k] * b
+            ### END SOLUTION
+            cuda.syncthreads()
+        for i in range(TM):
+            row, col = row0 + t_row * TM + i, col0 + t_col
+            if row < M and col < N:
+                C[row, col] = alpha * acc[i] + (beta * C[row, col] if beta != 0 else np.float32(0.0))
+
+    my_reg1d.tile = (BM, BN, BK, TM)  # the launcher reads the tile shape from here
+    return my_reg1d
+
+exercises.check("03-kernel", make_my_reg1d())
+
+# %% [markdown]
+# ## Takeaway
+#
+# * One value in a register, reused TM times, cuts shared-memory loads per FMA from 2 to about 1.
+# * Local arrays indexed by constants live in registers; check with the compiler, not by hope.
+# * The tile shape matters as much as the idea: 64x64 with 8 results per thread did not beat
+#   lesson 02 on the GPU we recorded, 128x128 with 16 did.
+# * Still, every FMA needs one `sA` read. Lesson 04 reuses values in *both* directions.

@@ -1,0 +1,207 @@
+# %% [markdown]
+# # 04 · 2-D register tiling: the outer product
+#
+# **Where we are.** Lesson 03's threads reuse each `sB` value TM times, but still read one `sA`
+# value per FMA.
+
+# %%
+import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
+from gemm_lessons import counting, exercises, figures, inspect_kernel, ladder, measure, plots, results
+from gemm_lessons.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
+import functools
+import numpy as np
+from numba import cuda, float32
+# %matplotlib inline
+print(gl.banner())
+
+# %%
+measure.recorded(["reg1d", "reg2d", "cublas"])
+
+# %% [markdown]
+# ## Idea: TM x TN results per thread
+#
+# Give each thread a TM x TN patch of C. At each k it loads TM values of A (a column of the A
+# tile) and TN values of B (a row of the B tile) into registers and forms all TM x TN products:
+# an **outer product**. Reads: TM + TN. FMAs: TM x TN.
+
+# %%
+figures.outer_product(8, 8);
+
+# %% [markdown]
+# **Predict.** For an x-by-y patch the compute-to-memory ratio is
+# $$\frac{2xy}{x + y} = \frac{2}{1/x + 1/y}\ \text{FLOP per value read,}$$
+# largest when the patch is square. The series uses the classic configuration: a 128x128 tile of C
+# per block, BK = 8, and 8x8 results per thread, so 256 threads per block.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for x, y in [(1, 1), (16, 1), (4, 4), (16, 4), (8, 8)]:
+    print(f"{x:>2} x {y:<2} patch: {x * y:>3} FMAs from {x + y:>2} reads, "
+          f"ratio 2/(1/x+1/y) = {counting.compute_to_memory_ratio(x, y):.2f} FLOP per value")
+
+
+# %% [markdown]
+# ## The kernel
+#
+# Two choices in this kernel matter more than they look:
+#
+# * **Where a thread's 64 results lie.** Side by side (an 8x8 square) is the obvious choice, but
+#   then the 16 threads along a row of the block read `sB` at addresses 8 floats apart, and
+#   several of them hit the same shared-memory bank (lesson 06 counts them). With `SPREAD`,
+#   a thread's 8 columns are 16 apart instead, and neighbouring threads read neighbouring words.
+#   Whether that pays depends on what else limits the kernel: compare `reg2d` with
+#   `reg2d_contiguous` in the table below.
+# * **Registers.** 64 accumulators + 16 operands + addresses: left alone, the compiler used more
+#   than 128 registers per thread, and an SM (65,536 registers) then holds only one 256-thread
+#   block. `MAX_REGISTERS=128` (numba's `max_registers`, the `__launch_bounds__` / `-maxrregcount`
+#   of CUDA C++) lets two blocks share an SM.
+
+# %%
+# source: gemm_lessons/sgemm_kernels/reg2d.py  (the package runs this same code; a test keeps the two identical)
+def make_sgemm_reg2d(BM=128, BN=128, BK=8, TM=8, TN=8, SPREAD=True, MAX_REGISTERS=128):
+    """BM x BN tile of C per block, TM x TN results per thread.  With SPREAD, a thread's
+    TM rows are BM//TM apart and its TN columns BN//TN apart (instead of side by side), so
+    that the threads of a warp read neighbouring shared-memory words (lesson 06 says why).
+    MAX_REGISTERS caps registers per thread so that two 256-thread blocks fit on an SM."""
+    THREADS = (BM // TM) * (BN // TN)
+    A_LOADS = BM * BK // THREADS  # values of the A tile each thread stages
+    B_LOADS = BK * BN // THREADS
+    ACC = TM * TN  # array shapes must be compile-time constants: computed here
+    ROW_STEP = BM // TM if SPREAD else 1
+    COL_STEP = BN // TN if SPREAD else 1
+    ROW_SPAN = 1 if SPREAD else TM
+    COL_SPAN = 1 if SPREAD else TN
+
+    @jit(max_registers=MAX_REGISTERS)  # cuda.jit; the cap is dropped on the simulator
+    def sgemm_reg2d(A, B, C, alpha, beta):
+        sA = cuda.shared.array((BM, BK), float32)
+        sB = cuda.shared.array((BK, BN), float32)
+        acc = cuda.local.array(ACC, float32)
+        a_reg = cuda.local.array(TM, float32)
+        b_reg = cuda.local.array(TN, float32)
+        for i in range(ACC):
+            acc[i] = 0.0
+        tid = cuda.threadIdx.x
+        row0 = cuda.blockIdx.y * BM
+        col0 = cuda.blockIdx.x * BN
+        M, K = A.shape
+        N = B.shape[1]
+        # this thread owns rows t_row + i*ROW_STEP and columns t_col + j*COL_STEP of the tile
+        t_row = (tid // (BN // TN)) * ROW_SPAN
+        t_col = (tid % (BN // TN)) * COL_SPAN
+        for k0 in range(0, K, BK):
+            for l in range(A_LOADS):  # consecutive threads stage consecutive values
+                idx = tid + l * THREADS
+                r, c = idx // BK, idx % BK
+                sA[r, c] = A[row0 + r, k0 + c] if row0 + r < M and k0 + c < K else np.float32(0.0)
+            for l in range(B_LOADS):
+                idx = tid + l * THREADS
+                r, c = idx // BN, idx % BN
+                sB[r, c] = B[k0 + r, col0 + c] if k0 + r < K and col0 + c < N else np.float32(0.0)
+            cuda.syncthreads()
+            for k in range(BK):
+                for i in range(TM):  # a column of the A tile and a row of the B tile ...
+                    a_reg[i] = sA[t_row + i * ROW_STEP, k]
+                for j in range(TN):
+                    b_reg[j] = sB[k, t_col + j * COL_STEP]
+                for i in range(TM):  # ... make TM*TN products from TM+TN shared reads
+                    for j in range(TN):
+                        acc[i * TN + j] += a_reg[i] * b_reg[j]
+            cuda.syncthreads()
+        for i in range(TM):
+            row = row0 + t_row + i * ROW_STEP
+            for j in range(TN):
+                col = col0 + t_col + j * COL_STEP
+                if row < M and col < N:
+                    if beta == 0:
+                        C[row, col] = alpha * acc[i * TN + j]
+                    else:
+                        C[row, col] = alpha * acc[i * TN + j] + beta * C[row, col]
+
+    sgemm_reg2d.tile = (BM, BN, BK, TM, TN)
+    return sgemm_reg2d
+
+
+# %%
+from gemm_lessons.sgemm_kernels import reg2d
+
+reg2d_default = make_sgemm_reg2d()                          # spread, 128 registers
+reg2d_uncapped = make_sgemm_reg2d(MAX_REGISTERS=None)        # spread, registers left to the compiler
+reg2d_contiguous = make_sgemm_reg2d(SPREAD=False)           # each thread's 8x8 side by side
+gl.check_all(functools.partial(reg2d.sgemm, kernel=reg2d_default), name="reg2d")
+
+# %%
+gl.check_all(functools.partial(reg2d.sgemm, kernel=reg2d_contiguous), name="reg2d contiguous")
+
+# %% [markdown]
+# ### Look inside with the bank tracer: spread vs side by side
+#
+# The tracer runs one block of each layout on the simulator (K = 8). With the 8x8 results side by
+# side, the 16 threads along a block row read `sB` 8 words apart, and a warp's two rows of
+# threads read `sA` 64 words apart: both land in few banks. Spread, the same reads are
+# conflict-free.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from gemm_lessons import banks
+for name in ("reg2d", "reg2d_contiguous"):
+    t = banks.trace_rung(name, (128, 128, 8), merge=False).totals("ld")
+    print(f"{name:<17} loads: {t['instructions']} warp instructions, {t['wavefronts']} wavefronts, "
+          f"{t['conflicts']} from conflicts")
+
+# %%
+contiguous = banks.trace_rung("reg2d_contiguous", (128, 128, 8), merge=False)
+banks.bank_map(contiguous.first("ld", array="a1").addresses, 4, title="reg2d_contiguous: first sB read, warp 0");
+
+# %% [markdown]
+# ## Measure
+
+# %%
+table = measure.compare({
+    "reg2d": functools.partial(reg2d.sgemm, kernel=reg2d_default),
+    "reg2d_uncapped": functools.partial(reg2d.sgemm, kernel=reg2d_uncapped),
+    "reg2d_contiguous": functools.partial(reg2d.sgemm, kernel=reg2d_contiguous),
+    "reg1d": ladder.SGEMM["reg1d"],
+}, size=(4096, 4096, 4096))
+table
+
+# %% [markdown]
+# ## Look inside: registers, spills, occupancy
+#
+# `registers` is per thread; `local_bytes` is local memory per thread, which must be 0 (spilled
+# registers would appear as `LDL`/`STL` instructions). From the register count follows how many
+# 256-thread blocks fit on one SM (65,536 registers per SM, allocated per warp in units of 256:
+# `inspect_kernel.blocks_per_sm`).
+
+# %%
+kernels = {"reg2d": reg2d_default, "reg2d_uncapped": reg2d_uncapped, "reg2d_contiguous": reg2d_contiguous}
+inspect_kernel.compiler_facts(kernels, threads={name: 256 for name in kernels})
+
+# %% [markdown]
+# What to read in the SASS: `FFMA` is the number of FMA instructions in the *code*, not executed:
+# 128 means the compiler unrolled two of the eight k-steps of the slice (2 x 64) and loops over
+# the rest. Every `sA` and `sB` value still arrives through a 4-byte `LDS`. Lesson 05 widens
+# those loads and writes the k-loop out in full.
+
+# %% [markdown]
+# ## Exercise 04-ratio
+# Compute the compute-to-memory ratio for an 8x8 patch and for a 16x4 patch (same 64 results).
+# Answer with a pair.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+### BEGIN SOLUTION: answer = None
+answer = (2 / (1 / 8 + 1 / 8), 2 / (1 / 16 + 1 / 4))
+### END SOLUTION
+exercises.check("04-ratio", answer)
+
+# %% [markdown]
+# ## Takeaway
+#
+# * The outer product reuses each loaded value in both directions: 8x8 results per thread read
+#   16 values per 64 FMAs.
+# * More results per thread means more registers; registers decide how many blocks fit on an SM.
+#   Capping them (without spilling) is a tuning knob, measured above.
+# * Which thread owns which results changes how a warp hits shared memory; at this rung the
+#   4-byte loads and the partly unrolled loop weigh more (see the table). Lesson 05 changes the
+#   layout of the A tile so the loads can be 16 bytes wide; lesson 06 explains banks.

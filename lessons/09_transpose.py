@@ -1,0 +1,212 @@
+# %% [markdown]
+# # 09 · Matrix transpose: the memory-bound twin
+#
+# SGEMM lives on the right of the roofline: it does hundreds of FLOP per byte, and the lessons
+# were about feeding the FP32 units. A transpose does **no arithmetic at all**: every element is
+# read once and written once. Its only measure is bandwidth (bytes read + written per second),
+# its ceiling a plain copy, and its yardstick cuBLAS `sgeam`. The same tools apply: coalescing
+# (lesson 01), shared-memory tiles (02), bank conflicts and padding (06), wide accesses (05).
+
+# %%
+import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
+from gemm_lessons import counting, exercises, figures, inspect_kernel, ladder, measure, plots, results
+from gemm_lessons.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
+import functools
+import numpy as np
+from numba import cuda, float32
+# %matplotlib inline
+print(gl.banner())
+
+# %%
+from gemm_lessons import banks
+from gemm_lessons.transpose import naive as t_naive, smem_tile as t_tile, wide as t_wide
+measure.compare_transpose({}, shape=(8192, 8192))  # the ceilings: copy and cuBLAS
+
+
+# %% [markdown]
+# ## Naive: one of the two sides is always strided
+#
+# `dst[c, r] = src[r, c]`. With `threadIdx.x` along the columns of `src`, a warp reads 128
+# contiguous bytes but writes 32 floats a whole row of `dst` apart: 32 sectors for 128 useful
+# bytes. Swapping the mapping only moves the problem to the reads.
+
+# %%
+# source: gemm_lessons/transpose/naive.py  (the package runs this same code; a test keeps the two identical)
+@cuda.jit
+def transpose_naive(src, dst):
+    # threadIdx.x walks the columns of src: a warp reads 128 contiguous bytes of a row,
+    # but writes 32 floats that are a whole dst row apart: 32 sectors for 128 bytes
+    c = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    r = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
+    rows, cols = src.shape
+    if r < rows and c < cols:
+        dst[c, r] = src[r, c]
+
+
+# %%
+from gemm_lessons.problems import check_transpose_all
+check_transpose_all(functools.partial(t_naive.transpose, kernel=transpose_naive), name="naive")
+
+
+# %% [markdown]
+# ## Through a shared-memory tile
+#
+# A block reads a 32x32 tile with coalesced row reads into shared memory, then writes it out
+# with coalesced row writes to `dst`, reading the tile **by columns**. Global memory is now
+# happy both ways; shared memory is not: a column of a `[32][32]` float tile lies in one bank.
+# With one float of padding per row (`[32][33]`), row l starts in bank l and the column read is
+# conflict-free. The tracer shows both, on the kernel itself.
+
+# %%
+# source: gemm_lessons/transpose/smem_tile.py  (the package runs this same code; a test keeps the two identical)
+def make_transpose_tile(TILE=32, ROWS=32, PAD=0):
+    """A TILE x TILE tile per block, TILE x ROWS threads (each moves TILE/ROWS elements).
+    PAD extra columns shift each tile row by PAD banks: with PAD=1 a column of the tile
+    falls into 32 different banks instead of one."""
+    WIDTH = TILE + PAD  # a shared-array shape must be a constant: computed here, not inside
+
+    @cuda.jit
+    def transpose_tile(src, dst):
+        tile = cuda.shared.array((TILE, WIDTH), float32)
+        tx = cuda.threadIdx.x
+        ty = cuda.threadIdx.y
+        r0 = cuda.blockIdx.y * TILE
+        c0 = cuda.blockIdx.x * TILE
+        rows, cols = src.shape
+        for j in range(0, TILE, ROWS):  # read rows of src: coalesced
+            r, c = r0 + ty + j, c0 + tx
+            if r < rows and c < cols:
+                tile[ty + j, tx] = src[r, c]
+        cuda.syncthreads()
+        for j in range(0, TILE, ROWS):  # write rows of dst: coalesced; read a tile COLUMN
+            r, c = c0 + ty + j, r0 + tx  # dst is cols x rows
+            if r < cols and c < rows:
+                dst[r, c] = tile[tx, ty + j]
+
+    transpose_tile.block = (TILE, ROWS)
+    transpose_tile.tile = TILE
+    return transpose_tile
+
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for pad in (0, 1):
+    check = check_transpose_all(functools.partial(t_tile.transpose, kernel=make_transpose_tile(32, 32, pad)),
+                                name=f"tile pad={pad}")
+    print(check)
+
+# %%
+# NBVAL_CHECK_OUTPUT
+unpadded = banks.trace_rung("transpose:smem_tile", (32, 32), merge=False)
+padded = banks.trace_rung("transpose:smem_padded", (32, 32), merge=False)
+for name, t in [("tile[32][32]", unpadded), ("tile[32][33]", padded)]:
+    ld = t.totals("ld")
+    print(f"{name}: {ld['instructions']} column reads, {ld['wavefronts']} wavefronts, "
+          f"worst {t.first('ld').cost.degree}-way")
+
+# %%
+import matplotlib.pyplot as plt
+fig, ax = plt.subplots(2, 1, figsize=(12, 7))
+banks.bank_map(unpadded.first("ld").addresses, 4, ax=ax[0], title="column read of tile[32][32]", rows=8)
+banks.bank_map(padded.first("ld").addresses, 4, ax=ax[1], title="column read of tile[32][33]", rows=8)
+plt.tight_layout()
+
+# %% [markdown]
+# ## More work per thread, wider accesses
+#
+# * **32x8 threads** for a 32x32 tile: each thread moves 4 elements. Fewer, fuller threads; more
+#   independent loads in flight per thread before the barrier.
+# * **Wide**: a 64x64 tile moved by 16x16 threads, each reading four float4 along `src` rows
+#   (`LDG.128`) and writing four float4 along `dst` rows (`STG.128`), gathering each float4 from
+#   a column of the padded tile. Rows must start on 16-byte boundaries, so rows and columns must
+#   be multiples of 4 (ValueError otherwise). The gathering reads hit 2-way conflicts (a thread
+#   reads 4 consecutive tile rows; 16 threads span 64 rows = 2 rows per bank): the ncu table in
+#   lesson 06 confirms it, and the measurement decides whether it matters.
+
+# %%
+from gemm_lessons.float4 import load4, store4  # lesson 05's 16-byte load/store intrinsics
+
+
+# %%
+# source: gemm_lessons/transpose/wide.py  (the package runs this same code; a test keeps the two identical)
+def make_transpose_wide(TILE=64, ROWS=16, PAD=1, DIAGONAL=False):
+    """TILE/4 x ROWS threads move a TILE x TILE tile: each thread reads float4s along src rows
+    and writes float4s along dst rows, gathering each from a column of the shared tile.
+    DIAGONAL visits the tiles in a skewed order, so that blocks running at the same time
+    do not all read (or write) the same rows of memory."""
+    WIDTH = TILE + PAD
+    T4 = TILE // 4  # threads spanning one tile row in float4s
+    STEPS = TILE // ROWS  # rows per thread
+
+    @cuda.jit
+    def transpose_wide(src, dst):
+        tile = cuda.shared.array((TILE, WIDTH), float32)
+        tx = cuda.threadIdx.x
+        ty = cuda.threadIdx.y
+        bx, by = cuda.blockIdx.x, cuda.blockIdx.y
+        if DIAGONAL:  # a bijection of block indices: row of tiles by, skewed column
+            gx, gy = cuda.gridDim.x, cuda.gridDim.y
+            bid = bx + gx * by
+            by = bid % gy
+            bx = (bid // gy + by) % gx
+        r0 = by * TILE
+        c0 = bx * TILE
+        rows, cols = src.shape
+        for p in range(STEPS):
+            r, c = r0 + ty + p * ROWS, c0 + 4 * tx
+            if r < rows and c < cols:  # cols % 4 == 0: a float4 is all in or all out
+                v0, v1, v2, v3 = load4(src, r, c)
+                tile[ty + p * ROWS, 4 * tx] = v0
+                tile[ty + p * ROWS, 4 * tx + 1] = v1
+                tile[ty + p * ROWS, 4 * tx + 2] = v2
+                tile[ty + p * ROWS, 4 * tx + 3] = v3
+        cuda.syncthreads()
+        for p in range(STEPS):
+            r, c = c0 + ty + p * ROWS, r0 + 4 * tx  # dst is cols x rows
+            if r < cols and c < rows:
+                j = ty + p * ROWS
+                store4(dst, r, c, tile[4 * tx, j], tile[4 * tx + 1, j], tile[4 * tx + 2, j], tile[4 * tx + 3, j])
+
+    transpose_wide.tile = TILE
+    transpose_wide.block = (T4, ROWS)
+    return transpose_wide
+
+
+# %%
+check_transpose_all(functools.partial(t_wide.transpose, kernel=make_transpose_wide()), name="wide",
+                    shapes=[(68, 44), (128, 132), (4, 8), (100, 4)])
+
+# %% [markdown]
+# ## Measure
+#
+# All rungs, cuBLAS `sgeam` and the float4 copy, on the same 8192x8192 matrix (256 MiB read and
+# 256 MiB written per call), in one run. Short kernels are timed in batches of
+# back-to-back calls so that Python's launch overhead is not counted.
+
+# %%
+table = measure.compare_transpose(dict(ladder.TRANSPOSE), shape=(8192, 8192))
+table
+
+# %%
+best = max(ladder.TRANSPOSE, key=table.gbs)
+print(f"best rung: {best}, {table.gbs(best):,.0f} GB/s = {100 * table.gbs(best) / table.gbs('cublas_sgeam'):.0f}% "
+      f"of cuBLAS sgeam and {100 * table.gbs(best) / table.gbs('copy_float4'):.0f}% of the copy ({table.source})")
+
+# %% [markdown]
+# ## Exercise 09-bytes
+# How many bytes does transposing a 8192 x 4096 float32 matrix move (read + written)?
+
+# %%
+# NBVAL_CHECK_OUTPUT
+### BEGIN SOLUTION: answer = None
+answer = counting.transpose_bytes(8192, 4096)
+### END SOLUTION
+exercises.check("09-bytes", answer)
+
+# %% [markdown]
+# ## Takeaway
+#
+# * Memory-bound kernels are judged in bytes per second against a copy: no FLOPS to hide behind.
+# * A shared-memory tile makes both sides coalesced; padding makes the column read conflict-free;
+#   more elements per thread and 16-byte accesses keep more bytes in flight.
+# * The tracer, the model and the profiler agree on the bank conflicts (lesson 06).

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from numba import cuda
 
-from gemm_lessons import cublas, ladder
+from gemm_lessons import arrays, cublas, ladder
 
 ALL = {**ladder.SGEMM, **ladder.VARIANTS}
 f32 = np.float32
@@ -55,9 +55,24 @@ def test_fortran_order_is_refused(rung):
         rung(dev((4, 8), order="F"), dev((8, 4)), dev((4, 4)))
 
 
-def test_transposed_view_is_refused(rung):
-    with pytest.raises(ValueError, match="C-contiguous"):
-        rung(dev((8, 4)).T, dev((8, 4)), dev((4, 4)))
+def _transposed(shape):
+    """``.T`` of a random device array: a strided view on the simulator, but a transposed
+    C-contiguous copy on a real GPU (numba-cuda's DeviceNDArray.T)."""
+    host = np.random.default_rng(0).standard_normal(shape).astype(f32)
+    t = cuda.to_device(host).T
+    return t, host.T, arrays._is_c_contiguous(t)
+
+
+def test_transposed_device_array_is_refused_or_right(rung):
+    A, A_host, contiguous = _transposed((8, 4))
+    B_host = np.random.default_rng(1).standard_normal((8, 4)).astype(f32)
+    C = dev((4, 4))
+    if not contiguous:  # a view: refused with the hint to copy
+        with pytest.raises(ValueError, match="C-contiguous"):
+            rung(A, cuda.to_device(B_host), C)
+    else:  # a copy: nothing to refuse, and the product is right
+        rung(A, cuda.to_device(B_host), C)
+        np.testing.assert_allclose(C.copy_to_host(), A_host @ B_host, rtol=1e-5, atol=1e-5)
 
 
 def test_vec_names_its_constraint():
@@ -90,7 +105,18 @@ def test_transpose_mismatched_shapes(trung):
 
 def test_transpose_non_contiguous(trung):
     with pytest.raises(ValueError, match="C-contiguous"):
-        trung(dev((8, 4)).T, dev((8, 4)))
+        trung(dev((4, 8), order="F"), dev((8, 4)))
+
+
+def test_transposed_source_is_refused_or_right(trung):
+    src, src_host, contiguous = _transposed((8, 4))
+    dst = dev((8, 4))
+    if not contiguous:
+        with pytest.raises(ValueError, match="C-contiguous"):
+            trung(src, dst)
+    else:
+        trung(src, dst)
+        np.testing.assert_array_equal(dst.copy_to_host(), src_host.T)
 
 
 def test_wide_transpose_names_its_constraint():

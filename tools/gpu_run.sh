@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # What a GPU session runs.  Usage on the GPU machine: OUT=<dir> bash tools/gpu_run.sh STEP...
+#   tests      the README's test command (pytest, notebooks included) -> logs/pytest.log, timed per test
 #   bench      python -m gemm_lessons.bench -> results/<device>.json + plots (copied to $OUT)
 #   banks      ncu shared-memory counters for the bank lesson -> $OUT/ncu-banks.csv
 #   repro      two bench runs back to back -> $OUT/run-a.json, run-b.json
@@ -13,6 +14,11 @@ mkdir -p "$OUT/logs"
 nvidia-smi > "$OUT/logs/nvidia-smi.log" 2>&1
 for step in "$@"; do
   case $step in
+    tests)
+      start=$(date +%s)
+      timeout "${TESTS_TIMEOUT:-570}" python3 -m pytest -v --durations=40 -p no:cacheprovider 2>&1 \
+        | while IFS= read -r line; do echo "$(( $(date +%s) - start ))s $line"; done > "$OUT/logs/pytest.log"
+      echo "tests rc=${PIPESTATUS[0]} $(tail -1 "$OUT/logs/pytest.log")" >> "$OUT/logs/steps.log" ;;
     bench)
       python3 -m gemm_lessons.bench --no-progress > "$OUT/logs/bench.log" 2>&1
       echo "bench rc=$?" >> "$OUT/logs/steps.log"

@@ -10,7 +10,7 @@ ALL = {**ladder.SGEMM, **ladder.VARIANTS}
 @pytest.mark.parametrize("name", list(ALL))
 def test_rung_is_correct(name):
     shapes = None
-    if "multiples of 4" in ALL[name].constraint:  # wide loads
+    if ALL[name].wide:  # 16-byte loads: K and N multiples of 4
         shapes = [(67, 44, 36, 1.0, 0.0), (33, 72, 20, 1.5, -0.5), (1, 4, 4, 2.0, 1.0)]
     for res in gl.check_all(ALL[name], shapes):
         assert res.passed, res.message()
@@ -25,5 +25,16 @@ def test_ladder_order_and_metadata():
 
 
 def test_every_rung_names_its_kernel():
-    for name, r in ALL.items():
+    for name, r in {**ALL, **ladder.TRANSPOSE}.items():
         assert r.kernel is not None, name
+    assert set(ladder.compiled_kernels()) >= set(ALL) | {"transpose_wide", "copy_float4"}
+
+
+def test_flags_agree_with_the_tables():
+    assert all(r.variant for r in ladder.VARIANTS.values()) and not any(r.variant for r in ladder.SGEMM.values())
+    assert {r.operation for r in ALL.values()} == {"sgemm"}
+    assert {r.operation for r in ladder.TRANSPOSE.values()} == {"transpose"}
+    wide = {name for name, r in {**ALL, **ladder.TRANSPOSE}.items() if r.wide}
+    assert wide == {"vec", "vec_split", "dbuf", "warptile", "vec_unrolled_k", "dbuf_indexed", "dbuf_one_buffer",
+                    "dbuf_short_circuit", "dbuf_select", "wide"}
+    assert all("multiples of 4" in r.constraint for name, r in {**ALL, **ladder.TRANSPOSE}.items() if name in wide)

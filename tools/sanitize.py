@@ -21,7 +21,7 @@ failed = 0
 for name, rung in {**ladder.SGEMM, **ladder.VARIANTS}.items():
     if only and name not in only:
         continue
-    sizes = WIDE_SGEMM_SIZES if "multiples of 4" in rung.constraint else SGEMM_SIZES
+    sizes = WIDE_SGEMM_SIZES if rung.wide else SGEMM_SIZES
     for M, N, K in sizes:
         for alpha, beta in ((1.0, 0.0), (1.5, -0.5)):
             res = problems.check(rung, M, N, K, alpha, beta, name=name)
@@ -30,7 +30,7 @@ for name, rung in {**ladder.SGEMM, **ladder.VARIANTS}.items():
 for name, rung in ladder.TRANSPOSE.items():
     if only:
         break
-    sizes = WIDE_T_SIZES if "multiples of 4" in rung.constraint else T_SIZES
+    sizes = WIDE_T_SIZES if rung.wide else T_SIZES
     for R, C in sizes:
         res = problems.check_transpose(rung, R, C, name=name)
         failed += not res.passed

@@ -54,7 +54,3 @@ def sgemm(A, B, C, alpha=1.0, beta=0.0, tile=32, kernel=None):
     kernel = kernel or kernel_for(tile)
     grid = ((N + tile - 1) // tile, (M + tile - 1) // tile)
     kernel[grid, (tile, tile)](A, B, C, np.float32(alpha), np.float32(beta))
-
-
-def sgemm_tile16(A, B, C, alpha=1.0, beta=0.0):
-    sgemm(A, B, C, alpha, beta, tile=16)

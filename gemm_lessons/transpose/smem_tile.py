@@ -46,8 +46,3 @@ def transpose(src, dst, kernel=None, TILE=32, ROWS=32, PAD=0):
     kernel = kernel or kernel_for(TILE, ROWS, PAD)
     T = kernel.tile
     kernel[((cols + T - 1) // T, (rows + T - 1) // T), kernel.block](src, dst)
-
-
-transpose_unpadded = functools.partial(transpose, PAD=0)
-transpose_padded = functools.partial(transpose, PAD=1)
-transpose_padded_32x8 = functools.partial(transpose, ROWS=8, PAD=1)

@@ -222,7 +222,7 @@ def _(ans):
 @exercise("06-padding", "Row l starts at word l*(32+PAD); its bank is l*(32+PAD) % 32 = l*PAD % 32. "
                         "When are those 32 values all different?")
 def _(ans):
-    from .banks import wavefronts
+    from .instruments.bank_model import wavefronts
 
     try:
         pad = int(ans)

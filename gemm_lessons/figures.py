@@ -1,8 +1,12 @@
 """Small explanatory figures (the "Idea" step of each lesson), drawn from the same index
-arithmetic the kernels use."""
+arithmetic the kernels use, and the pictures of what the instruments find (bank maps)."""
+import collections
+
 import matplotlib.pyplot as plt
 import matplotlib.patches as patches
 import numpy as np
+
+from .instruments.bank_model import BANKS, PHASE_LANES, wavefronts, warp_layout_addresses, words_of
 
 SECTOR_BYTES = 32
 
@@ -187,3 +191,96 @@ def warp_tiles(BM=128, BN=128, WM=32, WN=64, TM=8, TN=8, ax=None):
     ax.set_xlabel("column of the C tile")
     ax.set_ylabel("row")
     return ax
+
+
+# ------------------------------------------------------------------ shared-memory banks
+def bank_map(addresses, width=4, ax=None, title=None, rows=None):
+    """Draw one warp-wide access: 32 banks across, 128-byte rows down, each touched word
+    labelled with its lane(s) and coloured by phase; words that conflict are outlined red."""
+    cost = wavefronts(addresses, width)
+    per = PHASE_LANES[width]
+    cells = collections.defaultdict(list)  # (row, bank) -> lanes
+    for lane, a in enumerate(addresses):
+        if a is None:
+            continue
+        for w in words_of(a, width):
+            cells[(w // BANKS, w % BANKS)].append(lane)
+    row_ids = sorted({r for r, _ in cells})
+    all_rows = len(row_ids)
+    if rows is not None:
+        row_ids = row_ids[:rows]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(12, 0.45 * len(row_ids) + 1.2))
+    conflict = set()
+    for start in range(0, 32, per):
+        words = collections.defaultdict(set)
+        for lane in range(start, start + per):
+            a = addresses[lane]
+            if a is not None:
+                for w in words_of(a, width):
+                    words[w % BANKS].add(w)
+        for bank, ws in words.items():
+            if len(ws) > 1:
+                conflict.update((w // BANKS, bank, start) for w in ws)
+    cmap = plt.get_cmap("tab10")
+    for y, r in enumerate(row_ids):
+        for bank in range(BANKS):
+            lanes = cells.get((r, bank))
+            if not lanes:
+                ax.add_patch(plt.Rectangle((bank, y), 1, 1, fc="white", ec="0.85"))
+                continue
+            phase = lanes[0] // per
+            red = any((r, bank, s) in conflict for s in range(0, 32, per))
+            ax.add_patch(plt.Rectangle((bank, y), 1, 1, fc=cmap(phase % 10), alpha=0.45,
+                                       ec="red" if red else "0.5", lw=2 if red else 0.5))
+            label = ",".join(str(l) for l in lanes[:3]) + ("…" if len(lanes) > 3 else "")
+            ax.text(bank + 0.5, y + 0.5, label, ha="center", va="center", fontsize=7)
+    ax.set_xlim(0, BANKS)
+    ax.set_ylim(len(row_ids), 0)
+    ax.set_xticks(np.arange(BANKS) + 0.5)
+    ax.set_xticklabels(range(BANKS), fontsize=7)
+    ax.set_yticks(np.arange(len(row_ids)) + 0.5)
+    ax.set_yticklabels([f"bytes {128 * r}-{128 * r + 127}" for r in row_ids], fontsize=7)
+    ax.set_xlabel("bank (4-byte words; a row of this picture is 128 bytes)")
+    head = title or "warp access"
+    shown = "" if len(row_ids) == all_rows else f"; first {len(row_ids)} of {all_rows} rows shown"
+    ax.set_title(f"{head}: {width}-byte accesses, {len(cost.phases)} phase(s), {cost.wavefronts} wavefronts "
+                 f"(ideal {cost.ideal}), worst {cost.degree}-way{shown}", fontsize=10, loc="left")
+    handles = [patches.Patch(fc=cmap(p % 10), alpha=0.45, ec="0.5", label=f"phase {p}: lanes {p * per}-{p * per + per - 1}")
+               for p in range(32 // per)]
+    handles.append(patches.Patch(fc="white", ec="red", lw=2, label="conflict: another word of this bank, same phase"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False,
+              title="numbers = lanes", title_fontsize=8)
+    return ax
+
+
+
+
+def bank_explorer():
+    """A small widget: warp shape, access width and padding -> bank map of a B-tile read."""
+    import ipywidgets as w  # a notebook-only dependency: imported when the widget is asked for
+
+    shape = w.Dropdown(options=[("2 x 16", (2, 16)), ("4 x 8", (4, 8)), ("8 x 4", (8, 4))],
+                       value=(2, 16), description="warp")
+    width = w.Dropdown(options=[("LDS.32", 4), ("LDS.64", 8), ("LDS.128", 16)], value=16,
+                       description="load")
+    along = w.Dropdown(options=[("lanes along columns", "cols"), ("lanes along rows", "rows")],
+                       value="cols", description="lanes")
+    split = w.Checkbox(value=False, description="split 8 -> 4+4")
+    pad = w.IntSlider(value=0, min=0, max=8, description="pad (floats)")
+    out = w.Output()
+
+    def draw(*_):
+        with out:
+            out.clear_output(wait=True)
+            addrs = warp_layout_addresses(shape.value, split=split.value, row_floats=128 + pad.value,
+                                          lanes_along=along.value, k=1)
+            if width.value > 4:  # wide loads need aligned addresses: padding may break that
+                addrs = [a if a % width.value == 0 else None for a in addrs]
+            bank_map(addrs, width.value, title=f"warp {shape.value[0]}x{shape.value[1]}")
+            plt.show()
+
+    for c in (shape, width, along, split, pad):
+        c.observe(draw, "value")
+    draw()
+    return w.VBox([w.HBox([shape, width, along]), w.HBox([split, pad]), out])

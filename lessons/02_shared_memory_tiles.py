@@ -38,10 +38,10 @@ figures.tiles(BM=32, BN=32, BK=32);
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from gemm_lessons import tracing
+from gemm_lessons.instruments import global_loads
 
 M, N, K = 32, 48, 64
-counted = tracing.count_rung("smem_tile16", M, N, K)
+counted = global_loads.count_rung("smem_tile16", M, N, K)
 print(f"{M}x{N}x{K}, 16x16 tiles: counted {counted['global_reads']:,} global reads, "
       f"formula MNK(1/16 + 1/16) = {counting.tiled_global_loads(M, N, K, 16, 16):,.0f}, "
       f"naive 2MNK = {counting.naive_global_loads(M, N, K):,}")
@@ -105,14 +105,14 @@ gl.check_all(functools.partial(smem_tile.sgemm, tile=16, kernel=tiled16), name="
 # %% [markdown]
 # ### Look inside with the bank tracer
 #
-# `banks.trace_rung` runs one block on the CUDA simulator and records every shared-memory access
+# `shared_tracer.trace_rung` runs one block on the CUDA simulator and records every shared-memory access
 # by lane (lesson 06 explains the model). Here one 32x32 block with K = 64: the `sA[ty, k]`
 # reads are broadcasts (a warp is one row `ty`), merged four at a time into `LDS.128` as the
 # SASS below shows; the `sB[k, tx]` reads are 32 neighbouring words. No bank conflicts.
 
 # %%
-from gemm_lessons import banks
-tile_trace = banks.trace_rung("smem_tile", (32, 32, 64), merge=("ld",))
+from gemm_lessons.instruments import shared_tracer
+tile_trace = shared_tracer.trace_rung("smem_tile", (32, 32, 64), merge=("ld",))
 tile_trace
 
 # %%

@@ -117,8 +117,8 @@ gl.check_all(functools.partial(reg1d.sgemm, kernel=reg1d_64), name="reg1d 64x64"
 # per FMA fell, and none of it conflicts.
 
 # %%
-from gemm_lessons import banks
-reg1d_trace = banks.trace_rung("reg1d", (128, 128, 8), merge=False)
+from gemm_lessons.instruments import shared_tracer
+reg1d_trace = shared_tracer.trace_rung("reg1d", (128, 128, 8), merge=False)
 reg1d_trace
 
 # %%

@@ -143,15 +143,15 @@ gl.check_all(functools.partial(reg2d.sgemm, kernel=reg2d_contiguous), name="reg2
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from gemm_lessons import banks
+from gemm_lessons.instruments import shared_tracer
 for name in ("reg2d", "reg2d_contiguous"):
-    t = banks.trace_rung(name, (128, 128, 8), merge=False).totals("ld")
+    t = shared_tracer.trace_rung(name, (128, 128, 8), merge=False).totals("ld")
     print(f"{name:<17} loads: {t['instructions']} warp instructions, {t['wavefronts']} wavefronts, "
           f"{t['conflicts']} from conflicts")
 
 # %%
-contiguous = banks.trace_rung("reg2d_contiguous", (128, 128, 8), merge=False)
-banks.bank_map(contiguous.first("ld", array="a1").addresses, 4, title="reg2d_contiguous: first sB read, warp 0");
+contiguous = shared_tracer.trace_rung("reg2d_contiguous", (128, 128, 8), merge=False)
+figures.bank_map(contiguous.first("ld", array="sB").addresses, 4, title="reg2d_contiguous: first sB read, warp 0");
 
 # %% [markdown]
 # ## Measure

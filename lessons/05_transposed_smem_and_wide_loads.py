@@ -190,8 +190,8 @@ except ValueError as e:
 # bytes apart, two to a bank. Lesson 06 removes that.
 
 # %%
-from gemm_lessons import banks
-vec_trace = banks.trace_rung("vec", (128, 128, 8), merge=("ld",))
+from gemm_lessons.instruments import shared_tracer
+vec_trace = shared_tracer.trace_rung("vec", (128, 128, 8), merge=("ld",))
 vec_trace
 
 # %%

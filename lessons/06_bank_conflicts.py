@@ -17,7 +17,7 @@ from numba import cuda, float32
 print(gl.banner())
 
 # %%
-from gemm_lessons import banks
+from gemm_lessons.instruments import bank_model, shared_tracer
 measure.recorded(["vec", "vec_split", "cublas"])
 
 # %% [markdown]
@@ -33,7 +33,7 @@ measure.recorded(["vec", "vec_split", "cublas"])
 # * lanes reading the *same* word share it (**broadcast**); a phase costs as many wavefronts as
 #   the largest number of *distinct* words that fall into one bank (an **n-way conflict**).
 #
-# `banks.wavefronts(addresses, width)` implements exactly these rules. The examples below are
+# `bank_model.wavefronts(addresses, width)` implements exactly these rules. The examples below are
 # the ones the source articles draw, and each is also a unit test (`tests/test_banks.py`).
 
 # %%
@@ -49,7 +49,7 @@ examples = {
     "LDS.128, lane l reads words 4l..4l+3": ([16 * l for l in lanes], 16),
 }
 for name, (addrs, width) in examples.items():
-    a = banks.wavefronts(addrs, width)
+    a = bank_model.wavefronts(addrs, width)
     print(f"{name:<52} {a.wavefronts:>2} wavefronts (ideal {a.ideal}), {a.degree}-way")
 
 # %% [markdown]
@@ -59,8 +59,8 @@ for name, (addrs, width) in examples.items():
 # %%
 import matplotlib.pyplot as plt
 fig, ax = plt.subplots(2, 1, figsize=(12, 7))
-banks.bank_map([128 * l for l in range(32)], 4, ax=ax[0], title="column of tile[32][32]", rows=8)
-banks.bank_map([132 * l for l in range(32)], 4, ax=ax[1], title="column of tile[32][33]", rows=8)
+figures.bank_map([128 * l for l in range(32)], 4, ax=ax[0], title="column of tile[32][32]", rows=8)
+figures.bank_map([132 * l for l in range(32)], 4, ax=ax[1], title="column of tile[32][33]", rows=8)
 plt.tight_layout()
 
 # %% [markdown]
@@ -82,7 +82,7 @@ fig, ax = plt.subplots(3, 1, figsize=(12, 6))
 for a, (label, kw) in zip(ax, [("2x16, lanes along columns", dict(shape=(2, 16))),
                               ("4x8, lanes along rows", dict(shape=(4, 8), lanes_along="rows")),
                               ("2x16, 8x8 split into 4x4", dict(shape=(2, 16), split=True))]):
-    banks.bank_map(banks.warp_layout_addresses(**kw), 16, ax=a, title=label)
+    figures.bank_map(bank_model.warp_layout_addresses(**kw), 16, ax=a, title=label)
 plt.tight_layout()
 
 # %%
@@ -90,7 +90,7 @@ plt.tight_layout()
 for label, kw in [("2x16, lanes along columns", dict(shape=(2, 16))),
                   ("4x8, lanes along rows", dict(shape=(4, 8), lanes_along="rows")),
                   ("2x16, split into 4x4", dict(shape=(2, 16), split=True))]:
-    print(f"{label:<28} {banks.wavefronts(banks.warp_layout_addresses(**kw), 16).wavefronts} wavefronts")
+    print(f"{label:<28} {bank_model.wavefronts(bank_model.warp_layout_addresses(**kw), 16).wavefronts} wavefronts")
 print(f"compute/memory ratio of a warp's x-by-y tile, 2/(1/x+1/y): 32x64 -> "
       f"{counting.compute_to_memory_ratio(32, 64):.2f}, 16x128 -> {counting.compute_to_memory_ratio(16, 128):.2f}")
 
@@ -98,12 +98,12 @@ print(f"compute/memory ratio of a warp's x-by-y tile, 2/(1/x+1/y): 32x64 -> "
 # Try it yourself: the explorer redraws the map for other warp shapes, widths and paddings.
 
 # %%
-banks.explorer()
+figures.bank_explorer()
 
 # %% [markdown]
 # ## The tracer: bank conflicts of your own kernel
 #
-# `banks.trace(launch)` runs a launch on the CUDA simulator, records every shared-memory access
+# `shared_tracer.trace(launch)` runs a launch on the CUDA simulator, records every shared-memory access
 # of one block with its lane, groups them into warp-wide instructions (the k-th access a lane
 # makes on a source line pairs with the k-th of its warp-mates) and prices each with the model.
 # It needs no change to the kernel. Where the compiler merged four 4-byte accesses into one
@@ -112,19 +112,19 @@ banks.explorer()
 # Here: lesson 05's `vec` against the split version, one 128x128 block, K = 16.
 
 # %%
-vec_trace = banks.trace_rung("vec", (128, 128, 16), merge=("ld",))
+vec_trace = shared_tracer.trace_rung("vec", (128, 128, 16), merge=("ld",))
 vec_trace
 
 # %%
 # NBVAL_CHECK_OUTPUT
-split_trace = banks.trace_rung("vec_split", (128, 128, 16), merge=("ld",))
+split_trace = shared_tracer.trace_rung("vec_split", (128, 128, 16), merge=("ld",))
 for name, t in [("vec", vec_trace), ("vec_split", split_trace)]:
     ld = t.totals("ld")
     print(f"{name:<10} loads: {ld['instructions']} instructions, {ld['wavefronts']} wavefronts, "
           f"{ld['conflicts']} from conflicts")
 
 # %%
-banks.bank_map(vec_trace.first("ld", array="a1").addresses, 16, title="vec: first read of sB, warp 0");
+figures.bank_map(vec_trace.first("ld", array="a1").addresses, 16, title="vec: first read of sB, warp 0");
 
 # %% [markdown]
 # ## Ground truth: the GPU's counters
@@ -182,7 +182,7 @@ for r in truth["rows"]:
 row = 128 + 1
 addrs = [4 * (row * 1 + 4 * l) for l in range(32)]  # row k = 1 of a padded B tile
 try:
-    banks.wavefronts(addrs, 16)
+    bank_model.wavefronts(addrs, 16)
 except ValueError as e:
     print("16-byte access on a padded row:", e)
 from gemm_lessons.inspect_kernel import blocks_per_sm
@@ -213,12 +213,12 @@ print(f"vec_split vs vec: {table.speedup('vec_split', 'vec'):.2f}x ({table.sourc
 # %% [markdown]
 # ## Exercise 06-padding
 # A warp reads a column of a `tile[32][32 + PAD]` float tile (lane l reads row l). Which is the
-# smallest `PAD` > 0 that makes the read conflict-free? Use `banks.wavefronts` to find out.
+# smallest `PAD` > 0 that makes the read conflict-free? Use `bank_model.wavefronts` to find out.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 ### BEGIN SOLUTION: answer = None
-answer = min(p for p in range(1, 33) if banks.wavefronts([4 * (32 + p) * l for l in range(32)]).wavefronts == 1)
+answer = min(p for p in range(1, 33) if bank_model.wavefronts([4 * (32 + p) * l for l in range(32)]).wavefronts == 1)
 ### END SOLUTION
 exercises.check("06-padding", answer)
 

@@ -45,9 +45,9 @@ plt.tight_layout()
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from gemm_lessons import banks
+from gemm_lessons.instruments import shared_tracer
 for name in ["dbuf", "warptile"]:
-    t = banks.trace_rung(name, (128, 128, 8), merge=("ld", "st"))
+    t = shared_tracer.trace_rung(name, (128, 128, 8), merge=("ld", "st"))
     ld, st = t.totals("ld"), t.totals("st")
     print(f"{name:<9} loads: {ld['instructions']} instructions, {ld['wavefronts']} wavefronts, "
           f"{ld['conflicts']} from conflicts; stores: {st['wavefronts']} wavefronts, {st['conflicts']} from conflicts")

@@ -18,7 +18,7 @@ from numba import cuda, float32
 print(gl.banner())
 
 # %%
-from gemm_lessons import banks
+from gemm_lessons.instruments import shared_tracer
 from gemm_lessons.transpose import naive as t_naive, smem_tile as t_tile, wide as t_wide
 measure.compare_transpose({}, shape=(8192, 8192))  # the ceilings: copy and cuBLAS
 
@@ -97,8 +97,8 @@ for pad in (0, 1):
 
 # %%
 # NBVAL_CHECK_OUTPUT
-unpadded = banks.trace_rung("transpose:smem_tile", (32, 32), merge=False)
-padded = banks.trace_rung("transpose:smem_padded", (32, 32), merge=False)
+unpadded = shared_tracer.trace_rung("transpose:smem_tile", (32, 32), merge=False)
+padded = shared_tracer.trace_rung("transpose:smem_padded", (32, 32), merge=False)
 for name, t in [("tile[32][32]", unpadded), ("tile[32][33]", padded)]:
     ld = t.totals("ld")
     print(f"{name}: {ld['instructions']} column reads, {ld['wavefronts']} wavefronts, "
@@ -107,8 +107,8 @@ for name, t in [("tile[32][32]", unpadded), ("tile[32][33]", padded)]:
 # %%
 import matplotlib.pyplot as plt
 fig, ax = plt.subplots(2, 1, figsize=(12, 7))
-banks.bank_map(unpadded.first("ld").addresses, 4, ax=ax[0], title="column read of tile[32][32]", rows=8)
-banks.bank_map(padded.first("ld").addresses, 4, ax=ax[1], title="column read of tile[32][33]", rows=8)
+figures.bank_map(unpadded.first("ld").addresses, 4, ax=ax[0], title="column read of tile[32][32]", rows=8)
+figures.bank_map(padded.first("ld").addresses, 4, ax=ax[1], title="column read of tile[32][33]", rows=8)
 plt.tight_layout()
 
 # %% [markdown]

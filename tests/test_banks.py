@@ -4,11 +4,12 @@ import numpy as np
 import pytest
 from numba import cuda
 
-from gemm_lessons import banks
+from gemm_lessons import figures
+from gemm_lessons.instruments import bank_model, shared_tracer
 
 from conftest import requires_simulator
 
-W = banks.wavefronts
+W = bank_model.wavefronts
 
 
 def lanes(fn):
@@ -76,19 +77,19 @@ def test_lds64_conflicts_only_within_a_phase():
 
 # ---- LDS.128: four phases of 8 lanes -----------------------------------------------------
 def test_lds128_warp_2x16_conflicts():  # 5.2 (1): threads 0&4, 1&5, ... clash in each quarter
-    addrs = banks.warp_layout_addresses((2, 16), lanes_along="cols")
+    addrs = bank_model.warp_layout_addresses((2, 16), lanes_along="cols")
     a = W(addrs, width=16)
     assert a.phases == [2, 2, 2, 2] and a.wavefronts == 8 and a.ideal == 4
 
 
 def test_lds128_warp_4x8_is_conflict_free():  # 5.2 (2): lanes run along rows, 2 columns per quarter
-    addrs = banks.warp_layout_addresses((4, 8), lanes_along="rows")
+    addrs = bank_model.warp_layout_addresses((4, 8), lanes_along="rows")
     a = W(addrs, width=16)
     assert a.wavefronts == 4 and a.degree == 1
 
 
 def test_lds128_split_8x8_into_4x4_is_conflict_free():  # 5.2 (3): a quarter warp reads one row of banks
-    addrs = banks.warp_layout_addresses((2, 16), split=True, lanes_along="cols")
+    addrs = bank_model.warp_layout_addresses((2, 16), split=True, lanes_along="cols")
     assert W(addrs, width=16).wavefronts == 4
 
 
@@ -121,7 +122,7 @@ def test_tracer_transpose_tile(pad, wavefronts):
 
     src = cuda.to_device(np.random.rand(64, 64).astype(np.float32))
     dst = cuda.device_array((64, 64), np.float32)
-    tr = banks.trace(lambda: smem_tile.transpose(src, dst, PAD=pad))
+    tr = shared_tracer.trace(lambda: smem_tile.transpose(src, dst, PAD=pad))
     ld, st = tr.totals("ld"), tr.totals("st")
     assert ld["instructions"] == 32 and ld["wavefronts"] == wavefronts  # 32 warps, one column read each
     assert st["instructions"] == 32 and st["wavefronts"] == 32
@@ -142,20 +143,22 @@ def test_tracer_on_a_students_kernel_and_merging():
         out[t] = s[0, 2 * t]  # stride 2: 2-way conflict
 
     out = cuda.device_array(32, np.float32)
-    tr = banks.trace(lambda: student[1, 32](out))
+    tr = shared_tracer.trace(lambda: student[1, 32](out))
     st = tr.first("st")
     assert st.width == 16 and st.cost.wavefronts == 4  # two 8-lane phases share addresses: broadcast-free
     ld = tr.first("ld")
     assert ld.width == 4 and ld.cost.wavefronts == 2
-    unmerged = banks.trace(lambda: student[1, 32](out), merge=False)
-    assert banks.trace(lambda: student[1, 32](out), merge=("ld",)).first("st").width == 4
+    unmerged = shared_tracer.trace(lambda: student[1, 32](out), merge=False)
+    assert shared_tracer.trace(lambda: student[1, 32](out), merge=("ld",)).first("st").width == 4
     assert unmerged.totals("st")["instructions"] == 4
+    assert list(tr.arrays) == ["s"] and ld.array == "s"  # the kernel's own name for the array
+    assert len(repr(tr)) < 300 and "loads" in repr(tr)  # a short repr, not thousands of addresses
 
 
 def test_bank_map_draws():
     import matplotlib
     matplotlib.use("Agg")
-    ax = banks.bank_map(banks.warp_layout_addresses((2, 16)), 16)
+    ax = figures.bank_map(bank_model.warp_layout_addresses((2, 16)), 16)
     assert "8 wavefronts" in ax.get_title(loc="left")
     matplotlib.pyplot.close(ax.figure)
 
@@ -166,5 +169,5 @@ def test_paired_16_byte_loads_take_two_wavefronts():
     assert W(same, 16, paired_loads=True).wavefronts == 2
     halves = [0] * 16 + [512] * 16  # lesson 05's sAT read: lanes 0-15 one float4, 16-31 another
     assert W(halves, 16, paired_loads=True).wavefronts == 2
-    conflicted = banks.warp_layout_addresses((2, 16))  # no pairs share: the rule does not apply
+    conflicted = bank_model.warp_layout_addresses((2, 16))  # no pairs share: the rule does not apply
     assert W(conflicted, 16, paired_loads=True).wavefronts == 8

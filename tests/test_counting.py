@@ -2,7 +2,8 @@ import functools
 
 import pytest
 
-from gemm_lessons import counting, ladder, tracing
+from gemm_lessons import counting, ladder
+from gemm_lessons.instruments import global_loads
 from gemm_lessons.sgemm_kernels import smem_tile
 
 from conftest import requires_simulator
@@ -29,7 +30,7 @@ def test_compute_to_memory_ratio():
 
 @requires_simulator
 def test_naive_reads_2mnk():
-    c = tracing.count_global_accesses(ladder.SGEMM["naive"], 24, 40, 16)
+    c = global_loads.count_global_accesses(ladder.SGEMM["naive"], 24, 40, 16)
     assert c["A_reads"] == c["B_reads"] == 24 * 40 * 16
     assert c["global_reads"] == counting.naive_global_loads(24, 40, 16)
     assert c["C_writes"] == 24 * 40 and c["C_reads"] == 0  # beta == 0: C is not read
@@ -37,7 +38,7 @@ def test_naive_reads_2mnk():
 
 @requires_simulator
 def test_naive_reads_c_once_when_beta_nonzero():
-    c = tracing.count_global_accesses(ladder.SGEMM["naive"], 24, 40, 16, beta=0.5)
+    c = global_loads.count_global_accesses(ladder.SGEMM["naive"], 24, 40, 16, beta=0.5)
     assert c["C_reads"] == 24 * 40
 
 
@@ -46,7 +47,7 @@ def test_naive_reads_c_once_when_beta_nonzero():
 def test_tiled_reads_follow_the_formula(tile):
     M, N, K = 32, 48, 64  # multiples of the tile: no partial tiles
     rung = functools.partial(smem_tile.sgemm, tile=tile)
-    c = tracing.count_global_accesses(rung, M, N, K)
+    c = global_loads.count_global_accesses(rung, M, N, K)
     assert c["A_reads"] == M * N * K // tile  # each of the N/BN block columns re-reads A
     assert c["B_reads"] == M * N * K // tile
     assert c["global_reads"] == counting.tiled_global_loads(M, N, K, tile, tile)
@@ -56,5 +57,5 @@ def test_tiled_reads_follow_the_formula(tile):
 @pytest.mark.parametrize("name", ["reg1d", "reg2d", "vec", "vec_split", "dbuf"])
 def test_register_tiled_rungs_read_each_tile_once(name):
     M, N, K = 256, 128, 16
-    c = tracing.count_global_accesses({**ladder.SGEMM, **ladder.VARIANTS}[name], M, N, K)
+    c = global_loads.count_global_accesses({**ladder.SGEMM, **ladder.VARIANTS}[name], M, N, K)
     assert c["global_reads"] == counting.tiled_global_loads(M, N, K, 128, 128)

@@ -90,9 +90,9 @@ def test_copy_kernel_copies():
 
 
 def test_run_on_simulator_returns_json_and_reports_failures():
-    from gemm_lessons import _backend
+    from gemm_lessons.instruments.simulator_process import run_on_simulator
 
-    assert _backend.run_on_simulator("import gemm_lessons, json; print(json.dumps(gemm_lessons.SIMULATOR))",
-                                     "probe") is True
+    assert run_on_simulator("import gemm_lessons, json; print(json.dumps(gemm_lessons.SIMULATOR))",
+                            "probe") is True
     with pytest.raises(RuntimeError, match="probe on the simulator failed"):
-        _backend.run_on_simulator("raise SystemExit(3)", "probe")
+        run_on_simulator("raise SystemExit(3)", "probe")

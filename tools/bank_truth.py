@@ -72,12 +72,12 @@ def run():
 
 def traced():
     import gemm_lessons  # noqa: F401
-    from gemm_lessons import banks
+    from gemm_lessons.instruments import shared_tracer
 
     out = {}
     for name, kind, _, one, blocks, rung in cases():
         args = _operands(kind, one)
-        tr = banks.trace(functools.partial(rung, *args), merge=WIDE.get(name, ()))
+        tr = shared_tracer.trace(functools.partial(rung, *args), merge=WIDE.get(name, ()))
         row = {}
         for op in ("ld", "st"):
             t = tr.totals(op)

@@ -1,91 +1,22 @@
-"""Shared-memory banks: a model of how many wavefronts a warp-wide access costs, a tracer that
-records the shared-memory accesses of any numba kernel on the CUDA simulator, and pictures.
-
-The model (NVIDIA's rules, as the lessons use them): shared memory is 32 banks of 4 bytes; the
-word at byte address a lives in bank (a // 4) % 32.  A warp-wide access of 4-byte values is
-served in one phase (all 32 lanes), 8-byte values in two phases (lanes 0-15, 16-31), 16-byte
-values in four phases (8 lanes each).  Within a phase, lanes reading the same word share it
-(broadcast); a phase costs as many wavefronts as the largest number of *distinct* words that
-fall into one bank.  An access with no conflict costs one wavefront per phase.
+"""The shared-memory tracer: run any numba kernel on the CUDA simulator, record every
+shared-memory access of one block, regroup them into warp-wide instructions and cost each one
+with the bank model (gemm_lessons.instruments.bank_model).  tools/bank_truth.py checks the
+totals against Nsight Compute's counters on a GPU (lesson 06).
 """
 import collections
+import linecache
+import re
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
+from numba.np import numpy_support
 
-from . import _backend
+from .. import _backend
+from .bank_model import wavefronts
+from .simulator_process import run_on_simulator
 
-BANKS = 32
-WORD = 4
-PHASE_LANES = {4: 32, 8: 16, 16: 8}
-
-
-@dataclass
-class Access:
-    """Cost of one warp-wide shared-memory instruction."""
-    wavefronts: int
-    ideal: int
-    degree: int  # the n of an n-way conflict: most distinct words in one bank within a phase
-    phases: list = field(default_factory=list)  # wavefronts per phase
-
-    @property
-    def conflicts(self):
-        """Extra wavefronts caused by conflicts (what ncu reports as bank conflicts)."""
-        return self.wavefronts - self.ideal
-
-
-def words_of(address, width):
-    return [(address + i) // WORD for i in range(0, width, WORD)] if width >= WORD else [address // WORD]
-
-
-def _paired(addresses):
-    """True when lane pairs (n, n^1) or (n, n^2) all use the same address."""
-    for step in (1, 2):
-        if all(addresses[l] == addresses[l ^ step] for l in range(32)):
-            return True
-    return False
-
-
-def wavefronts(addresses, width=4, paired_loads=False):
-    """Cost of one warp-wide access: ``addresses`` are the 32 lanes' byte addresses in lane
-    order (None for an inactive lane), ``width`` the bytes each lane reads (4, 8 or 16).
-
-    ``paired_loads`` adds one rule measured with ncu on an H100 (and described by NVIDIA
-    staff for Volta/Turing): shared memory returns 128 bytes per wavefront, one register per
-    lane, so a 16-byte load normally needs four; but when lanes (n, n^1) or (n, n^2) all share
-    their addresses the return is packed two lanes per register and the load needs half as
-    many: the 16 distinct lanes are served in two phases of 8."""
-    if width not in PHASE_LANES:
-        raise ValueError(f"width must be 4, 8 or 16 bytes, got {width}")
-    if len(addresses) != 32:
-        raise ValueError(f"give 32 addresses (one per lane, None if inactive), got {len(addresses)}")
-    for a in addresses:
-        if a is not None and a % width:
-            raise ValueError(f"address {a} is not a multiple of the access width {width} bytes")
-    per = PHASE_LANES[width]
-    lanes_of = list(addresses)
-    if paired_loads and width == 16 and _paired(addresses):
-        step = 1 if all(addresses[l] == addresses[l ^ 1] for l in range(32)) else 2
-        lanes_of = [a for l, a in enumerate(addresses) if not l & step]  # one lane per pair
-        lanes_of += [None] * 16  # the pairs' partners: already served
-        per = 8
-    phases = []
-    ideal = 0
-    for start in range(0, 32, per):
-        lanes = [a for a in lanes_of[start:start + per] if a is not None]
-        if not lanes:
-            continue
-        words = {w for a in lanes for w in words_of(a, width)}
-        by_bank = collections.Counter(w % BANKS for w in words)
-        phases.append(max(by_bank.values()))
-        ideal += -(-len(words) // BANKS)  # at least one wavefront per 32 distinct words
-    total = sum(phases)
-    return Access(total, ideal, max(phases) if phases else 0, phases)
-
-
-# ------------------------------------------------------------------------------------ tracer
 @dataclass
 class Instruction:
     """One warp-wide shared-memory instruction as the tracer reconstructed it."""
@@ -112,6 +43,12 @@ class Trace:
     instructions: list
     block: tuple
     arrays: dict  # name -> (shape, itemsize, base byte offset)
+
+    def __repr__(self):  # short: a whole trace holds thousands of instructions
+        ld, st = self.totals("ld"), self.totals("st")
+        return (f"<Trace of block {self.block[:2]}: {ld['instructions']:,} loads ({ld['wavefronts']:,} wavefronts, "
+                f"ideal {ld['ideal']:,}), {st['instructions']:,} stores ({st['wavefronts']:,} wavefronts, "
+                f"ideal {st['ideal']:,}); shared arrays {', '.join(self.arrays) or 'unnamed'}>")
 
     def totals(self, op=None, rule="documented"):
         """Instructions, wavefronts, ideal wavefronts and conflicts, for loads ("ld"),
@@ -196,10 +133,18 @@ class _Recorder:
             self.events.append((block, tid, self.seq[key], op, name, site, address))
 
 
+def _variable_name(frame, default, taken):
+    """``sB`` for a kernel line ``sB = cuda.shared.array(...)``, else ``default``."""
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    m = re.match(r"\s*(\w+)\s*=\s*cuda\.shared\.array\b", line)
+    return m.group(1) if m and m.group(1) not in taken else default
+
+
 def trace(launch, block=(0, 0, 0), merge=("ld", "st")):
     """Run ``launch()`` (which launches a kernel) on the simulator and trace the shared-memory
-    accesses of one block.  Shared arrays are named a0, a1, ... in order of creation and laid
-    out one after another from byte 0, each starting on a 128-byte (bank 0) boundary.
+    accesses of one block.  Shared arrays carry the kernel's own names (the variable on the
+    line that allocates them; a0, a1, ... in order of creation where the line has none) and
+    are laid out one after another from byte 0, each starting on a 128-byte (bank 0) boundary.
 
     Accesses are grouped into warp-wide instructions: the n-th time each lane of a warp
     executes the same access (same line, array and op) is one instruction.  For the ops in
@@ -216,22 +161,23 @@ def trace(launch, block=(0, 0, 0), merge=("ld", "st")):
     original = kernelapi.FakeCUDAShared.array
     allocations = {}  # (shared-memory object, file, line of the kernel) -> traced array
 
+    lock = threading.Lock()  # the block's threads allocate at the same time: one array per line
+
     def traced_array(self, shape, dtype, alignment=None):
         # like the simulator, one allocation per source line of the kernel (per launch)
         frame = sys._getframe(1)
         key = (id(self), frame.f_code.co_filename, frame.f_lineno)
-        if key not in allocations:
-            from numba.np import numpy_support
-
-            if not isinstance(dtype, np.dtype) and not isinstance(dtype, type):
-                dtype = numpy_support.as_dtype(dtype)
-            arr = np.empty(shape, dtype)
-            name = f"a{len(rec.arrays)}"
-            base = rec.next_base
-            rec.next_base += -(-arr.nbytes // 128) * 128
-            rec.arrays[name] = (arr.shape, arr.itemsize, base)
-            allocations[key] = _TracedShared(rec, name, arr, base)
-        return allocations[key]
+        with lock:
+            if key not in allocations:
+                if not isinstance(dtype, np.dtype) and not isinstance(dtype, type):
+                    dtype = numpy_support.as_dtype(dtype)
+                arr = np.empty(shape, dtype)
+                name = _variable_name(frame, default=f"a{len(rec.arrays)}", taken=rec.arrays)
+                base = rec.next_base
+                rec.next_base += -(-arr.nbytes // 128) * 128
+                rec.arrays[name] = (arr.shape, arr.itemsize, base)
+                allocations[key] = _TracedShared(rec, name, arr, base)
+            return allocations[key]
 
     kernelapi.FakeCUDAShared.array = traced_array
     try:
@@ -300,117 +246,11 @@ def _merge_wide(ins, ops):
     return out
 
 
-# ------------------------------------------------------------------------------------ pictures
-def bank_map(addresses, width=4, ax=None, title=None, rows=None):
-    """Draw one warp-wide access: 32 banks across, 128-byte rows down, each touched word
-    labelled with its lane(s) and coloured by phase; words that conflict are outlined red."""
-    import matplotlib.pyplot as plt
-
-    cost = wavefronts(addresses, width)
-    per = PHASE_LANES[width]
-    cells = collections.defaultdict(list)  # (row, bank) -> lanes
-    for lane, a in enumerate(addresses):
-        if a is None:
-            continue
-        for w in words_of(a, width):
-            cells[(w // BANKS, w % BANKS)].append(lane)
-    row_ids = sorted({r for r, _ in cells})
-    if rows is not None:
-        row_ids = row_ids[:rows]
-    if ax is None:
-        _, ax = plt.subplots(figsize=(12, 0.45 * len(row_ids) + 1.2))
-    conflict = set()
-    for start in range(0, 32, per):
-        words = collections.defaultdict(set)
-        for lane in range(start, start + per):
-            a = addresses[lane]
-            if a is not None:
-                for w in words_of(a, width):
-                    words[w % BANKS].add(w)
-        for bank, ws in words.items():
-            if len(ws) > 1:
-                conflict.update((w // BANKS, bank, start) for w in ws)
-    cmap = plt.get_cmap("tab10")
-    for y, r in enumerate(row_ids):
-        for bank in range(BANKS):
-            lanes = cells.get((r, bank))
-            if not lanes:
-                ax.add_patch(plt.Rectangle((bank, y), 1, 1, fc="white", ec="0.85"))
-                continue
-            phase = lanes[0] // per
-            red = any((r, bank, s) in conflict for s in range(0, 32, per))
-            ax.add_patch(plt.Rectangle((bank, y), 1, 1, fc=cmap(phase % 10), alpha=0.45,
-                                       ec="red" if red else "0.5", lw=2 if red else 0.5))
-            label = ",".join(str(l) for l in lanes[:3]) + ("…" if len(lanes) > 3 else "")
-            ax.text(bank + 0.5, y + 0.5, label, ha="center", va="center", fontsize=6)
-    ax.set_xlim(0, BANKS)
-    ax.set_ylim(len(row_ids), 0)
-    ax.set_xticks(np.arange(BANKS) + 0.5)
-    ax.set_xticklabels(range(BANKS), fontsize=6)
-    ax.set_yticks(np.arange(len(row_ids)) + 0.5)
-    ax.set_yticklabels([f"bytes {128 * r}-" for r in row_ids], fontsize=6)
-    ax.set_xlabel("bank")
-    head = title or "warp access"
-    ax.set_title(f"{head}: {width}-byte loads, {len(cost.phases)} phase(s), {cost.wavefronts} wavefronts "
-                 f"(ideal {cost.ideal}), worst {cost.degree}-way", fontsize=9, loc="left")
-    return ax
-
-
-def warp_layout_addresses(shape, tile=8, split=False, row_floats=128, lanes_along="cols", k=0):
-    """Byte addresses of a warp's first read of a B-tile row in an outer-product kernel.
-
-    ``shape`` is the warp's layout of threads (rows, cols), e.g. (2, 16) or (4, 8); thread
-    column c owns ``tile`` consecutive floats starting at c*tile (or, with ``split``, two
-    halves of tile/2 floats, row_floats/2 apart: the 8x8 -> four 4x4 split; the first half is
-    returned).  ``lanes_along`` says which way consecutive lanes run: "cols" (lane = r*cols + c)
-    or "rows" (lane = c*rows + r).  Threads in the same column read the same address."""
-    wr, wc = shape
-    if wr * wc != 32:
-        raise ValueError("a warp has 32 threads: rows x cols must be 32")
-    out = []
-    for lane in range(32):
-        col = lane % wc if lanes_along == "cols" else lane // wr
-        first = col * (tile // 2 if split else tile)
-        out.append(4 * (k * row_floats + first))
-    return out
-
-
-def explorer():
-    """A small widget: warp shape, access width and padding -> bank map of a B-tile read."""
-    import ipywidgets as w
-    import matplotlib.pyplot as plt
-
-    shape = w.Dropdown(options=[("2 x 16", (2, 16)), ("4 x 8", (4, 8)), ("8 x 4", (8, 4))],
-                       value=(2, 16), description="warp")
-    width = w.Dropdown(options=[("LDS.32", 4), ("LDS.64", 8), ("LDS.128", 16)], value=16,
-                       description="load")
-    along = w.Dropdown(options=[("lanes along columns", "cols"), ("lanes along rows", "rows")],
-                       value="cols", description="lanes")
-    split = w.Checkbox(value=False, description="split 8 -> 4+4")
-    pad = w.IntSlider(value=0, min=0, max=8, description="pad (floats)")
-    out = w.Output()
-
-    def draw(*_):
-        with out:
-            out.clear_output(wait=True)
-            addrs = warp_layout_addresses(shape.value, split=split.value, row_floats=128 + pad.value,
-                                          lanes_along=along.value, k=1)
-            if width.value > 4:  # wide loads need aligned addresses: padding may break that
-                addrs = [a if a % width.value == 0 else None for a in addrs]
-            bank_map(addrs, width.value, title=f"warp {shape.value[0]}x{shape.value[1]}")
-            plt.show()
-
-    for c in (shape, width, along, split, pad):
-        c.observe(draw, "value")
-    draw()
-    return w.VBox([w.HBox([shape, width, along]), w.HBox([split, pad]), out])
-
-
 def _rung_launch(name, shape, seed=0):
     from numba import cuda
 
-    from . import ladder
-    from .problems import random_matrix
+    from .. import ladder
+    from ..problems import random_matrix
 
     rng = np.random.default_rng(seed)
     if name.startswith("transpose:"):
@@ -431,10 +271,10 @@ def trace_rung(name, shape, merge=("ld",)):
     a child process on the simulator, so notebooks can call it anywhere."""
     if _backend.SIMULATOR:
         return trace(_rung_launch(name, shape), merge=merge)
-    code = ("import json, gemm_lessons.banks as b; "
+    code = ("import json, gemm_lessons.instruments.shared_tracer as b; "
             f"t = b.trace_rung({name!r}, {tuple(shape)!r}, {tuple(merge or ())!r}); "
             "print(json.dumps([[i.warp, i.op, i.array, list(i.site), i.addresses, i.width] "
             "for i in t.instructions]))")
-    rows = _backend.run_on_simulator(code, "tracing")
+    rows = run_on_simulator(code, "tracing")
     ins = [Instruction(w, op, arr, tuple(site), addrs, width) for w, op, arr, site, addrs, width in rows]
     return Trace(ins, (0, 0, 0), {})

@@ -1,4 +1,4 @@
-"""Count what a kernel does, by running it on the CUDA simulator with instrumented arrays.
+"""The global-load counter: run a kernel on the CUDA simulator with counting arrays.
 
 ``count_global_accesses(rung, M, N, K)`` runs a rung on counting stand-ins for its device
 arrays and returns how many elements of A, B and C it read and wrote: the numbers the load
@@ -9,12 +9,13 @@ import threading
 
 import numpy as np
 
-from . import _backend
+from .. import _backend
+from .simulator_process import run_on_simulator
 
 
 def _require_simulator():
     if not _backend.SIMULATOR:
-        raise RuntimeError("tracing runs kernels on the CUDA simulator; start Python with "
+        raise RuntimeError("the counter runs kernels on the CUDA simulator; start Python with "
                            "GEMM_LESSONS_SIMULATOR=1 to use it on a machine with a GPU.")
 
 
@@ -45,7 +46,7 @@ def counting_array(host):
 
 def count_global_accesses(rung, M, N, K, alpha=1.0, beta=0.0, seed=0):
     """Run ``rung`` once on counting arrays; returns reads and writes per matrix."""
-    from .problems import random_matrix
+    from ..problems import random_matrix
 
     rng = np.random.default_rng(seed)
     A = counting_array(random_matrix(M, K, rng))
@@ -60,12 +61,12 @@ def count_rung(name, M, N, K, alpha=1.0, beta=0.0):
     """count_global_accesses for a ladder rung or variant, by name.  On a machine with a GPU
     this runs in a child Python process on the simulator, so notebooks can call it anywhere."""
     if _backend.SIMULATOR:
-        from . import ladder
+        from .. import ladder
 
         rungs = {**ladder.SGEMM, **ladder.VARIANTS}
         if name not in rungs:
             raise KeyError(f"unknown rung {name!r}; choose from {sorted(rungs)}")
         return count_global_accesses(rungs[name], M, N, K, alpha, beta)
-    code = ("import json, gemm_lessons.tracing as t; "
+    code = ("import json, gemm_lessons.instruments.global_loads as t; "
             f"print(json.dumps(t.count_rung({name!r}, {M}, {N}, {K}, {alpha}, {beta})))")
-    return _backend.run_on_simulator(code, "counting")
+    return run_on_simulator(code, "counting")

@@ -22,11 +22,6 @@ def _name(row):
     return row["kernel"] + (" (host-bound: Python launch overhead, not the kernel)" if row.get("host_bound") else "")
 
 
-def pick(gpu, sim):
-    """A size for this machine: ``gpu`` on a GPU, ``sim`` (small) on the simulator."""
-    return sim if _backend.SIMULATOR else gpu
-
-
 @dataclass
 class Comparison:
     size: tuple

@@ -1,5 +1,6 @@
 """Input checks shared by every rung: clear errors that say what to do."""
 import numpy as np
+from numba import cuda
 
 from . import _backend
 
@@ -8,7 +9,7 @@ def is_device_array(x):
     """True for a numba device array (or the simulator's stand-in for one)."""
     if isinstance(x, np.ndarray):
         return False
-    if _backend.SIMULATOR:
+    if _backend.SIMULATOR:  # the simulator's array class exists only in simulator mode
         from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
         return isinstance(x, FakeCUDAArray)
@@ -76,8 +77,6 @@ def require_fits_on_device(nbytes, what="these matrices"):
     """Refuse, before allocating, a problem that cannot fit in the GPU's free memory."""
     if _backend.SIMULATOR:
         return
-    from numba import cuda
-
     free, total = cuda.current_context().get_memory_info()
     if nbytes > free:
         raise MemoryError(

@@ -10,7 +10,9 @@ bytes at a time need K and N to be multiples of 4; other shapes are zero-padded 
 host for NumPy input, through a host round trip for device input: convenient, not fast).
 """
 import numpy as np
+from numba import cuda
 
+from . import ladder
 from .arrays import is_device_array, require_fits_on_device
 
 
@@ -28,10 +30,6 @@ def _needs_padding(rung, K, N):
 
 def sgemm(A, B, C=None, alpha=1.0, beta=0.0, rung=None):
     """C = alpha * A @ B + beta * C.  Returns C (a new NumPy array when A is one and C is None)."""
-    from numba import cuda
-
-    from . import ladder
-
     rung = rung or ladder.SGEMM[list(ladder.SGEMM)[-1]]
     on_device = is_device_array(A)
     if on_device != is_device_array(B) or (C is not None and on_device != is_device_array(C)):

@@ -2,6 +2,8 @@
 from dataclasses import dataclass, asdict
 from typing import Optional
 
+from numba import cuda
+
 from . import _backend
 
 # FP32 FMA lanes ("CUDA cores") per SM by compute capability (CUDA C Programming Guide,
@@ -84,8 +86,6 @@ def device_info() -> DeviceInfo:
     if _backend.SIMULATOR:
         info = DeviceInfo(name="CUDA simulator", simulator=True)
     else:
-        from numba import cuda
-
         dev = cuda.get_current_device()
         name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
         cc = tuple(dev.compute_capability)

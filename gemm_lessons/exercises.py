@@ -13,6 +13,10 @@ import traceback
 from dataclasses import dataclass
 
 from . import _backend, counting
+from .instruments.bank_model import wavefronts
+from .problems import SIM_SHAPES, check as check_problem
+from .sgemm_kernels import naive, reg1d, vec
+from .sgemm_kernels.warptile import TileConfig
 
 # A student's kernel on the simulator gets this long before the check stops it.
 KERNEL_TIME_LIMIT_S = 120.0
@@ -120,7 +124,6 @@ def _number(ans, expected, what):
 
 def _kernel_passes(launch, answer):
     """Run a student's kernel on two awkward shapes (simulator-sized) with alpha and beta."""
-    from .problems import SIM_SHAPES, check as check_problem
 
     run = functools.partial(launch, kernel=answer)
     shapes = []
@@ -167,7 +170,6 @@ def _(ans):
 @exercise("01-kernel", "threadIdx.x must walk the columns (the contiguous dimension) of C and B; "
                        "guard row < M and col < N; with beta == 0, do not read C.")
 def _(ans):
-    from .sgemm_kernels import naive
 
     return _kernel_passes(naive.sgemm, ans)
 
@@ -183,7 +185,6 @@ def _(ans):
 @exercise("03-kernel", "for each k: read one value of sB into a register, then update all TM "
                        "accumulators with it and the TM values of sA in that column.")
 def _(ans):
-    from .sgemm_kernels import reg1d
 
     return _kernel_passes(reg1d.sgemm, ans)
 
@@ -205,7 +206,6 @@ def _(ans):
 @exercise("05-stage-a", "256 threads, a 128 x 8 tile: 2 float4 per row. "
                         "Return (row, first column) of the float4 that thread tid stages.")
 def _(ans):
-    from .sgemm_kernels import vec
 
     for tid in range(vec.THREADS):
         want = (tid // (vec.BK // 4), (tid % (vec.BK // 4)) * 4)
@@ -222,7 +222,6 @@ def _(ans):
 @exercise("06-padding", "Row l starts at word l*(32+PAD); its bank is l*(32+PAD) % 32 = l*PAD % 32. "
                         "When are those 32 values all different?")
 def _(ans):
-    from .instruments.bank_model import wavefronts
 
     try:
         pad = int(ans)
@@ -244,7 +243,6 @@ _SHARED_CASES = [(128, 128, 8, 4, 1), (128, 128, 8, 4, 2), (128, 128, 16, 4, 2),
 @exercise("07-shared-bytes", "Per buffer: the transposed A tile is BK rows of BM + pad_a floats, the B "
                              "tile BK rows of BN floats; 4 bytes per float; times the number of buffers.")
 def _(ans):
-    from .sgemm_kernels.warptile import TileConfig
 
     for BM, BN, BK, pad, stages in _SHARED_CASES:
         want = TileConfig(BM=BM, BN=BN, BK=BK, pad_a=pad, stages=stages).shared_bytes

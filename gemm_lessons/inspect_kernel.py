@@ -2,7 +2,7 @@
 import collections
 import re
 
-from . import _backend
+from . import _backend, results
 
 
 def _only(d):
@@ -114,8 +114,6 @@ def compiler_facts(kernels, threads=None):
     stores them under the same names), labelled with its device and date.  ``threads``
     (name -> threads per block) adds the blocks-per-SM column."""
     if _backend.SIMULATOR:
-        from . import results
-
         record = results.load()
         facts = {name: record["compiler"][name] for name in kernels if name in record["compiler"]}
         return CompilerFacts(facts, "recorded on " + results.label(record), threads)

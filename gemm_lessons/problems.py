@@ -2,7 +2,9 @@
 from dataclasses import dataclass
 
 import numpy as np
+from numba import cuda
 
+from . import _backend
 from .arrays import require_fits_on_device
 
 # A quiet NaN with a payload that no arithmetic produces (arithmetic NaNs carry 0x7fc00000):
@@ -28,8 +30,6 @@ class SgemmProblem:
     """Host and device operands of C = alpha*A@B + beta*C, with the float64 answer."""
 
     def __init__(self, M, N, K, alpha=1.0, beta=0.0, seed=0):
-        from numba import cuda
-
         for name, v in (("M", M), ("N", N), ("K", K)):
             if int(v) != v or v < 1:
                 raise ValueError(f"{name} must be a positive integer, got {v!r}.")
@@ -175,8 +175,6 @@ class CheckReport(list):
 
 def check_all(rung, shapes=None, seed=0, name=None):
     """Check a rung on several awkward shapes (a few on the simulator, more on a GPU)."""
-    from . import _backend
-
     if shapes is None:
         shapes = SIM_SHAPES if _backend.SIMULATOR else GPU_SHAPES
     return CheckReport(check(rung, M, N, K, alpha, beta, seed, name) for M, N, K, alpha, beta in shapes)
@@ -217,8 +215,6 @@ class TransposeCheck:
 
 def check_transpose(rung, rows=67, cols=45, seed=0, name=None):
     """Run ``rung(src, dst)`` on a random rows x cols matrix; a transpose must be exact."""
-    from numba import cuda
-
     require_fits_on_device(8 * rows * cols, f"a {rows}x{cols} transpose")
     src = random_matrix(rows, cols, np.random.default_rng(seed))
     dst = cuda.to_device(np.full((cols, rows), POISON, dtype=np.float32))

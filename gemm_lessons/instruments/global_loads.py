@@ -9,7 +9,8 @@ import threading
 
 import numpy as np
 
-from .. import _backend
+from .. import _backend, ladder
+from ..problems import random_matrix
 from .simulator_process import run_on_simulator
 
 
@@ -22,7 +23,7 @@ def _require_simulator():
 def counting_array(host):
     """A simulator device array that counts element reads and writes."""
     _require_simulator()
-    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray  # simulator mode only
 
     class CountingArray(FakeCUDAArray):
         def __init__(self, ary):
@@ -46,8 +47,6 @@ def counting_array(host):
 
 def count_global_accesses(rung, M, N, K, alpha=1.0, beta=0.0, seed=0):
     """Run ``rung`` once on counting arrays; returns reads and writes per matrix."""
-    from ..problems import random_matrix
-
     rng = np.random.default_rng(seed)
     A = counting_array(random_matrix(M, K, rng))
     B = counting_array(random_matrix(K, N, rng))
@@ -61,8 +60,6 @@ def count_rung(name, M, N, K, alpha=1.0, beta=0.0):
     """count_global_accesses for a ladder rung or variant, by name.  On a machine with a GPU
     this runs in a child Python process on the simulator, so notebooks can call it anywhere."""
     if _backend.SIMULATOR:
-        from .. import ladder
-
         rungs = {**ladder.SGEMM, **ladder.VARIANTS}
         if name not in rungs:
             raise KeyError(f"unknown rung {name!r}; choose from {sorted(rungs)}")

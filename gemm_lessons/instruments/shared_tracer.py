@@ -11,9 +11,11 @@ import threading
 from dataclasses import dataclass
 
 import numpy as np
+from numba import cuda
 from numba.np import numpy_support
 
-from .. import _backend
+from .. import _backend, ladder
+from ..problems import random_matrix
 from .bank_model import wavefronts
 from .simulator_process import run_on_simulator
 
@@ -155,7 +157,7 @@ def trace(launch, block=(0, 0, 0), merge=("ld", "st")):
     if not _backend.SIMULATOR:
         raise RuntimeError("the tracer runs kernels on the CUDA simulator: start Python with "
                            "GEMM_LESSONS_SIMULATOR=1 (on a GPU machine, use a second process).")
-    from numba.cuda.simulator import kernelapi
+    from numba.cuda.simulator import kernelapi  # simulator mode only
 
     rec = _Recorder(tuple(block) + (0,) * (3 - len(block)))
     original = kernelapi.FakeCUDAShared.array
@@ -247,11 +249,6 @@ def _merge_wide(ins, ops):
 
 
 def _rung_launch(name, shape, seed=0):
-    from numba import cuda
-
-    from .. import ladder
-    from ..problems import random_matrix
-
     rng = np.random.default_rng(seed)
     if name.startswith("transpose:"):
         rung = ladder.TRANSPOSE[name.split(":", 1)[1]]

@@ -178,10 +178,13 @@ kernels = {"reg2d": reg2d_default, "reg2d_uncapped": reg2d_uncapped, "reg2d_cont
 inspect_kernel.compiler_facts(kernels, threads={name: 256 for name in kernels})
 
 # %% [markdown]
-# What to read in the SASS: `FFMA` is the number of FMA instructions in the *code*, not executed:
-# 128 means the compiler unrolled two of the eight k-steps of the slice (2 x 64) and loops over
-# the rest. Every `sA` and `sB` value still arrives through a 4-byte `LDS`. Lesson 05 widens
-# those loads and writes the k-loop out in full.
+# What to read in the SASS: the counts are instructions in the *code*, not instructions executed.
+# One k-step loads 8 values of `sA` and 8 of `sB` and does 8 x 8 = 64 FMAs. `LDS = 16` is
+# exactly one k-step's loads, so the loop body holds one k-step: the compiler unrolled the `i`
+# and `j` loops (64 `FFMA` side by side, the accumulators in registers) and kept the loop over
+# the BK = 8 k-steps as a loop. The other 64 `FFMA` of the 128 are after the loop: the
+# `alpha * acc + beta * C` of the 64 results when beta is not 0. Every `sA` and `sB` value still
+# arrives through its own 4-byte `LDS`; lesson 05 makes them 16 bytes wide.
 
 # %% [markdown]
 # ## Exercise 04-ratio
@@ -203,5 +206,5 @@ exercises.check("04-ratio", answer)
 # * More results per thread means more registers; registers decide how many blocks fit on an SM.
 #   Capping them (without spilling) is a tuning knob, measured above.
 # * Which thread owns which results changes how a warp hits shared memory; at this rung the
-#   4-byte loads and the partly unrolled loop weigh more (see the table). Lesson 05 changes the
+#   4-byte loads weigh more (see the table). Lesson 05 changes the
 #   layout of the A tile so the loads can be 16 bytes wide; lesson 06 explains banks.

@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from . import _backend
+from . import _backend, tables
 
 DEFAULT_SIZES = (1024, 2048, 4096, 8192)
 DEFAULT_SHAPES = ((4096, 8192, 1024), (8192, 2048, 4096))  # two non-square problems
@@ -257,28 +257,25 @@ def _progress(total, desc, enabled):
 
 
 def print_table(record, file=sys.stdout):
-    print(f"\n{record['device']['name']}  {record['date']}  peak FP32 "
-          f"{record['device']['peak_gflops'] / 1e3:.1f} TFLOPS", file=file)
-    print(f"{'kernel':<20}{'M x N x K':>20}{'TFLOPS':>9}{'p10-p90':>15}{'% cuBLAS':>10}{'% peak':>8}  ok",
-          file=file)
+    peak = record["device"]["peak_gflops"]
+    print(f"\n{record['device']['name']}  {record['date']}  peak FP32 {peak / 1e3:.1f} TFLOPS\n", file=file)
+    rows = []
     for r in record["sgemm"]:
-        if "gflops" not in r:
-            print(f"{r['kernel']:<20}{r['M']}x{r['N']}x{r['K']:>8}   refused: {r['refused'][:60]}", file=file)
-            continue
         shape = f"{r['M']}x{r['N']}x{r['K']}"
-        spread = f"{r['gflops_p10'] / 1e3:.2f}-{r['gflops_p90'] / 1e3:.2f}"
-        print(f"{r['kernel']:<20}{shape:>20}{r['gflops'] / 1e3:>9.2f}{spread:>15}"
-              f"{r.get('pct_cublas', 0):>9.1f}%{100 * r['gflops'] / record['device']['peak_gflops']:>7.1f}%"
-              f"  {'yes' if r['correct'] else 'NO'}", file=file)
-    for r in record.get("bandwidth", []):
-        print(f"{r['kernel']:<26}{r['rows']}x{r['cols']}: {r['gbs']:,.0f} GB/s "
-              f"(p10-p90 {r['gbs_p10']:,.0f}-{r['gbs_p90']:,.0f})", file=file)
-    print(f"\n{'transpose':<20}{'rows x cols':>14}{'GB/s':>8}{'p10-p90':>13}{'% sgeam':>9}{'% copy':>8}", file=file)
-    for r in record.get("transpose", []):
-        print(f"{r['kernel']:<20}{str(r['rows']) + 'x' + str(r['cols']):>14}{r['gbs']:>8,.0f}"
-              f"{r['gbs_p10']:>7,.0f}-{r['gbs_p90']:<5,.0f}{r['pct_sgeam']:>8.1f}%{r['pct_copy']:>7.1f}%"
-              f"  {'' if r.get('correct', True) else 'WRONG'}{' HOST-BOUND' if r.get('host_bound') else ''}",
-              file=file)
+        if "gflops" not in r:
+            rows.append([r["kernel"], shape, "", "", "", "", f"refused: {r['refused'][:60]}"])
+            continue
+        rows.append([r["kernel"], shape, f"{r['gflops'] / 1e3:.2f}",
+                     f"{r['gflops_p10'] / 1e3:.2f}-{r['gflops_p90'] / 1e3:.2f}", f"{r.get('pct_cublas', 0):.1f}%",
+                     f"{100 * r['gflops'] / peak:.1f}%", "yes" if r["correct"] else "NO"])
+    print(tables.text(["kernel", "M x N x K", "TFLOPS", "p10-p90", "% cuBLAS", "% peak", "ok"], rows, "lrrrrrl"),
+          file=file)
+    rows = [[r["kernel"], f"{r['rows']}x{r['cols']}", f"{r['gbs']:,.0f}", f"{r['gbs_p10']:,.0f}-{r['gbs_p90']:,.0f}",
+             f"{r['pct_sgeam']:.1f}%" if "pct_sgeam" in r else "", f"{r['pct_copy']:.1f}%" if "pct_copy" in r else "",
+             ("" if r.get("correct", True) else "WRONG") + (" HOST-BOUND" if r.get("host_bound") else "")]
+            for r in record.get("bandwidth", []) + record.get("transpose", [])]
+    print("\n" + tables.text(["copy / transpose", "rows x cols", "GB/s", "p10-p90", "% sgeam", "% copy", ""], rows,
+                              "lrrrrrl"), file=file)
 
 
 def main(argv=None):

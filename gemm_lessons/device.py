@@ -2,7 +2,7 @@
 from dataclasses import dataclass, asdict
 from typing import Optional
 
-from . import _backend
+from . import _backend, tables
 
 # FP32 FMA lanes ("CUDA cores") per SM by compute capability (CUDA C Programming Guide,
 # "Arithmetic Instructions" throughput table).  One FMA counts as 2 FLOP.
@@ -64,7 +64,7 @@ class DeviceInfo:
             ("DRAM bandwidth, theoretical (GB/s)",
              f"{self.memory_bandwidth_gbs:,.0f}" if self.memory_bandwidth_gbs else "?"),
         ]
-        return "| | |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
+        return tables.markdown(["", ""], rows)
 
 
 def _attr(dev, name):

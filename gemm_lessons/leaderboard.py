@@ -7,7 +7,7 @@ recorded sweep (``python -m gemm_lessons.tuning``).
 import json
 import os
 
-from . import results
+from . import ladder, results, tables
 from .results import label, sgemm_rows
 
 # (technique, lesson, the kernel without it, the kernel with it): pairs timed in the same run
@@ -37,24 +37,18 @@ def table(record, sizes=None):
     sizes = sizes or sorted({(r["M"], r["N"], r["K"]) for r in record["sgemm"]},
                             key=lambda s: (s[0] != s[1] or s[1] != s[2], s))
     peak = record["device"]["peak_gflops"]
-    head = "| rung | lesson | " + " | ".join(f"{m}x{n}x{k}" for m, n, k in sizes) + " |"
-    lines = [f"TFLOPS · % of cuBLAS · % of FP32 peak ({peak / 1e3:.1f}), {label(record)}", "", head,
-             "|---|---|" + "---:|" * len(sizes)]
-    from . import ladder
-
+    rows = []
     for name in list(record["ladder"]) + ["cublas"]:
         cells = []
         for s in sizes:
-            rows = [r for r in sgemm_rows(record, name, s) if "gflops" in r]
-            if not rows:
-                cells.append("")
-                continue
-            r = rows[0]
+            found = [r for r in sgemm_rows(record, name, s) if "gflops" in r]
+            r = found[0] if found else None
             cells.append(f"{r['gflops'] / 1e3:.2f} · {r.get('pct_cublas', 100):.1f}% · {100 * r['gflops'] / peak:.0f}%"
-                         + (" (host-bound)" if r.get("host_bound") else ""))
+                         + (" (host-bound)" if r.get("host_bound") else "") if r else "")
         lesson = ladder.SGEMM[name].lesson if name in ladder.SGEMM else ""
-        lines.append(f"| {'**' + name + '**' if name == 'cublas' else name} | {lesson} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        rows.append(["**cublas**" if name == "cublas" else name, lesson, *cells])
+    return (f"TFLOPS · % of cuBLAS · % of FP32 peak ({peak / 1e3:.1f}), {label(record)}\n\n"
+            + tables.markdown(["rung", "lesson", *(f"{m}x{n}x{k}" for m, n, k in sizes)], rows, "ll" + "r" * len(sizes)))
 
 
 def technique_effects(record, size=(4096, 4096, 4096)):
@@ -90,19 +84,15 @@ def sweep_effects(sweep):
 
 
 def effects_markdown(effects):
-    lines = ["| technique | lesson | without | with | TFLOPS without → with | change |",
-             "|---|---|---|---|---:|---:|"]
-    for what, lesson, before, after, tb, ta, pct in effects:
-        mark = "✅" if pct > 2 else ("❌" if pct < -2 else "≈")
-        lines.append(f"| {what} | {lesson} | {before} | {after} | {tb:.2f} → {ta:.2f} | {mark} {pct:+.1f}% |")
-    return "\n".join(lines)
+    rows = [[what, lesson, before, after, f"{tb:.2f} → {ta:.2f}",
+             f"{'✅' if pct > 2 else ('❌' if pct < -2 else '≈')} {pct:+.1f}%"]
+            for what, lesson, before, after, tb, ta, pct in effects]
+    return tables.markdown(["technique", "lesson", "without", "with", "TFLOPS without → with", "change"], rows, "llllrr")
 
 
 def sweep_markdown(effects, top=12):
-    lines = ["| one change | in configuration | TFLOPS before → after | change |", "|---|---|---:|---:|"]
-    for change, base, tb, ta, pct in effects[:top]:
-        lines.append(f"| {change} | {base} | {tb:.2f} → {ta:.2f} | {pct:+.1f}% |")
-    return "\n".join(lines)
+    rows = [[change, base, f"{tb:.2f} → {ta:.2f}", f"{pct:+.1f}%"] for change, base, tb, ta, pct in effects[:top]]
+    return tables.markdown(["one change", "in configuration", "TFLOPS before → after", "change"], rows, "llrr")
 
 
 def load_sweep(device=None):

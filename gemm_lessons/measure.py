@@ -7,7 +7,7 @@ device and date they were measured on.
 """
 from dataclasses import dataclass, field
 
-from . import _backend, results
+from . import _backend, results, tables
 from .device import device_info
 
 
@@ -48,17 +48,13 @@ class Comparison:
     def _repr_markdown_(self):
         M, N, K = self.size
         peak = self.peak_gflops
-        lines = [f"**SGEMM {M}x{N}x{K}**, {self.source}", "",
-                 "| kernel | TFLOPS (median) | p10-p90 | % of cuBLAS | % of FP32 peak |",
-                 "|---|---:|---:|---:|---:|"]
-        for r in self.rows:
-            pct = f"{r['pct_cublas']:.1f}%" if r.get("pct_cublas") is not None else ""
-            pk = f"{100 * r['gflops'] / peak:.1f}%" if peak else ""
-            lines.append(f"| {_name(r)} | {r['gflops'] / 1e3:.2f} | {r['gflops_p10'] / 1e3:.2f}-"
-                         f"{r['gflops_p90'] / 1e3:.2f} | {pct} | {pk} |")
-        if not self.rows:
-            lines.append("| (no recorded results for these kernels at this size) | | | | |")
-        return "\n".join(lines)
+        rows = [[_name(r), f"{r['gflops'] / 1e3:.2f}", f"{r['gflops_p10'] / 1e3:.2f}-{r['gflops_p90'] / 1e3:.2f}",
+                 f"{r['pct_cublas']:.1f}%" if r.get("pct_cublas") is not None else "",
+                 f"{100 * r['gflops'] / peak:.1f}%" if peak else ""] for r in self.rows]
+        if not rows:
+            rows = [["(no recorded results for these kernels at this size)", "", "", "", ""]]
+        return f"**SGEMM {M}x{N}x{K}**, {self.source}\n\n" + tables.markdown(
+            ["kernel", "TFLOPS (median)", "p10-p90", "% of cuBLAS", "% of FP32 peak"], rows, "lrrrr")
 
     def __repr__(self):
         return self._repr_markdown_()
@@ -127,20 +123,18 @@ class Table:
         if not rows:
             return f"**{self.title}**: no rows"
         if "pct_sgeam" in rows[0]:
-            head = ("| kernel | size | GB/s (median) | p10-p90 | % of cuBLAS sgeam | % of copy |\n"
-                    "|---|---|---:|---:|---:|---:|")
-            body = [f"| {_name(r)} | {r['rows']}x{r['cols']} | {r['gbs']:,.0f} | "
-                    f"{r['gbs_p10']:,.0f}-{r['gbs_p90']:,.0f} | {r['pct_sgeam']:.1f}% | {r['pct_copy']:.1f}% |"
-                    for r in rows]
+            head = ["kernel", "size", "GB/s (median)", "p10-p90", "% of cuBLAS sgeam", "% of copy"]
+            body = [[_name(r), f"{r['rows']}x{r['cols']}", f"{r['gbs']:,.0f}", f"{r['gbs_p10']:,.0f}-{r['gbs_p90']:,.0f}",
+                     f"{r['pct_sgeam']:.1f}%", f"{r['pct_copy']:.1f}%"] for r in rows]
         elif "gbs" in rows[0]:
-            head = "| copy | size | GB/s (median) | p10-p90 |\n|---|---|---:|---:|"
-            body = [f"| {_name(r)} | {r['rows']}x{r['cols']} | {r['gbs']:,.0f} | "
-                    f"{r['gbs_p10']:,.0f}-{r['gbs_p90']:,.0f} |" for r in rows]
+            head = ["copy", "size", "GB/s (median)", "p10-p90"]
+            body = [[_name(r), f"{r['rows']}x{r['cols']}", f"{r['gbs']:,.0f}", f"{r['gbs_p10']:,.0f}-{r['gbs_p90']:,.0f}"]
+                    for r in rows]
         else:
-            head = "| kernel | M x N x K | TFLOPS (median) | p10-p90 |\n|---|---|---:|---:|"
-            body = [f"| {_name(r)} | {r['M']}x{r['N']}x{r['K']} | {r['gflops'] / 1e3:.2f} | "
-                    f"{r['gflops_p10'] / 1e3:.2f}-{r['gflops_p90'] / 1e3:.2f} |" for r in rows]
-        return f"**{self.title}**, {self.source}\n\n" + head + "\n" + "\n".join(body)
+            head = ["kernel", "M x N x K", "TFLOPS (median)", "p10-p90"]
+            body = [[_name(r), f"{r['M']}x{r['N']}x{r['K']}", f"{r['gflops'] / 1e3:.2f}",
+                     f"{r['gflops_p10'] / 1e3:.2f}-{r['gflops_p90'] / 1e3:.2f}"] for r in rows]
+        return f"**{self.title}**, {self.source}\n\n" + tables.markdown(head, body, "ll" + "r" * (len(head) - 2))
 
 
 def copy_bandwidth(shape=(8192, 8192), repeats=30):

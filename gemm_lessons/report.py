@@ -5,7 +5,8 @@ import os
 import re
 import sys
 
-from . import results
+from . import results, tables
+from .ladder import SGEMM
 
 BEGIN, END = "<!-- results: begin -->", "<!-- results: end -->"
 README = os.path.join(os.path.dirname(results.RESULTS_DIR), "README.md")
@@ -23,11 +24,7 @@ def summary(record):
         f"Medians of CUDA-event timings, p10-p90 in brackets; % of cuBLAS from the same run "
         f"(`{record.get('command', 'python -m gemm_lessons.bench')}`, raw data in `results/`).",
         "",
-        "| rung | lesson | 4096^3 TFLOPS | % cuBLAS | 8192^3 TFLOPS | % cuBLAS |",
-        "|---|---|---:|---:|---:|---:|",
     ]
-    from .ladder import SGEMM
-
     def cell(name, size):
         rows = results.sgemm_rows(record, name, size)
         if not rows:
@@ -36,16 +33,14 @@ def summary(record):
         return (f"{r['gflops'] / 1e3:.2f} ({r['gflops_p10'] / 1e3:.2f}-{r['gflops_p90'] / 1e3:.2f})",
                 f"{r.get('pct_cublas', 100.0):.1f}%")
 
-    for name in list(record["ladder"]) + ["cublas"]:
-        lesson = SGEMM[name].lesson if name in SGEMM else ""
-        a, pa = cell(name, (4096, 4096, 4096))
-        b, pb = cell(name, (8192, 8192, 8192))
-        lines.append(f"| {name} | {lesson} | {a} | {pa} | {b} | {pb} |")
-    lines += ["", "| transpose 8192x8192 | GB/s | % of cuBLAS sgeam | % of copy |", "|---|---:|---:|---:|"]
-    for r in record.get("transpose", []):
-        if (r["rows"], r["cols"]) == (8192, 8192):
-            lines.append(f"| {r['kernel']} | {r['gbs']:,.0f} ({r['gbs_p10']:,.0f}-{r['gbs_p90']:,.0f}) | "
-                         f"{r['pct_sgeam']:.1f}% | {r['pct_copy']:.1f}% |")
+    rungs = [[name, SGEMM[name].lesson if name in SGEMM else "", *cell(name, (4096, 4096, 4096)),
+              *cell(name, (8192, 8192, 8192))] for name in list(record["ladder"]) + ["cublas"]]
+    lines.append(tables.markdown(["rung", "lesson", "4096^3 TFLOPS", "% cuBLAS", "8192^3 TFLOPS", "% cuBLAS"],
+                                 rungs, "llrrrr"))
+    transposes = [[r["kernel"], f"{r['gbs']:,.0f} ({r['gbs_p10']:,.0f}-{r['gbs_p90']:,.0f})",
+                   f"{r['pct_sgeam']:.1f}%", f"{r['pct_copy']:.1f}%"]
+                  for r in record.get("transpose", []) if (r["rows"], r["cols"]) == (8192, 8192)]
+    lines += ["", tables.markdown(["transpose 8192x8192", "GB/s", "% of cuBLAS sgeam", "% of copy"], transposes, "lrrr")]
     return "\n".join(lines)
 
 

@@ -21,7 +21,7 @@ from dataclasses import asdict, replace
 
 import numpy as np
 
-from . import _backend, results
+from . import _backend, results, tables
 from .sgemm_kernels import warptile
 from .sgemm_kernels.warptile import TileConfig
 
@@ -110,19 +110,16 @@ def best(rows):
 
 
 def table_markdown(rows, top=None):
-    lines = ["| configuration | TFLOPS | % cuBLAS | registers | spill bytes | blocks/SM | note |",
-             "|---|---:|---:|---:|---:|---:|---|"]
     timed = sorted([r for r in rows if r.get("gflops")], key=lambda r: -r["gflops"])
     others = [r for r in rows if not r.get("gflops")]
+    body = []
     for r in (timed[:top] if top else timed) + others:
-        note = r.get("invalid", "") or ("" if r.get("correct", True) else "WRONG RESULT")
-        regs = r.get("registers", "")
-        spill = r.get("local_bytes", "")
-        bps = f"{r['blocks_per_sm']} ({r['limited_by']})" if r.get("blocks_per_sm") else ""
-        tf = f"{r['gflops'] / 1e3:.2f}" if r.get("gflops") else ""
-        pct = f"{r['pct_cublas']:.1f}%" if r.get("pct_cublas") else ""
-        lines.append(f"| {r['label']} | {tf} | {pct} | {regs} | {spill} | {bps} | {note} |")
-    return "\n".join(lines)
+        body.append([r["label"], f"{r['gflops'] / 1e3:.2f}" if r.get("gflops") else "",
+                     f"{r['pct_cublas']:.1f}%" if r.get("pct_cublas") else "", r.get("registers", ""),
+                     r.get("local_bytes", ""), f"{r['blocks_per_sm']} ({r['limited_by']})" if r.get("blocks_per_sm") else "",
+                     r.get("invalid", "") or ("" if r.get("correct", True) else "WRONG RESULT")])
+    return tables.markdown(["configuration", "TFLOPS", "% cuBLAS", "registers", "spill bytes", "blocks/SM", "note"],
+                           body, "lrrrrrl")
 
 
 def heatmap(rows, x, y, ax=None, title=None, fixed=None):

@@ -84,7 +84,7 @@ def device_info() -> DeviceInfo:
     if _backend.SIMULATOR:
         info = DeviceInfo(name="CUDA simulator", simulator=True)
     else:
-        from numba import cuda
+        from numba import cuda  # lazy: only a GPU is asked about its device
 
         dev = cuda.get_current_device()
         name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)

@@ -2,7 +2,7 @@
 import collections
 import re
 
-from . import _backend, tables
+from . import _backend, results, tables
 
 
 def _only(d):
@@ -112,10 +112,8 @@ def compiler_facts(kernels, threads=None):
     stores them under the same names), labelled with its device and date.  ``threads``
     (name -> threads per block) adds the blocks-per-SM column."""
     if _backend.SIMULATOR:
-        from . import results
-
         record = results.load()
-        facts = {name: record["compiler"][name] for name in kernels if name in record["compiler"]}
+        facts = {name: record.compiler[name] for name in kernels if name in record.compiler}
         return CompilerFacts(facts, "recorded on " + results.label(record), threads)
     for k in kernels.values():
         if not k.overloads:  # never launched in this process: compile it for float32 matrices

@@ -4,11 +4,13 @@ All numbers come from one results record (``python -m gemm_lessons.bench``: ever
 variant and cuBLAS timed in one process) and, for the tile-configuration changes, from the
 recorded sweep (``python -m gemm_lessons.tuning``).
 """
-import json
 import os
 
 from . import ladder, results, tables
+from .records import TuningRecord
 from .results import label, sgemm_rows
+from .sgemm_kernels.warptile import TileConfig
+from .tuning import SWEEP_BASE
 
 # (technique, lesson, the kernel without it, the kernel with it): pairs timed in the same run
 TECHNIQUES = [
@@ -34,19 +36,20 @@ TECHNIQUES = [
 
 def table(record, sizes=None):
     """Markdown: TFLOPS, % of cuBLAS and % of FP32 peak of every rung at every recorded size."""
-    sizes = sizes or sorted({(r["M"], r["N"], r["K"]) for r in record["sgemm"]},
-                            key=lambda s: (s[0] != s[1] or s[1] != s[2], s))
-    peak = record["device"]["peak_gflops"]
-    rows = []
-    for name in list(record["ladder"]) + ["cublas"]:
-        cells = []
-        for s in sizes:
-            found = [r for r in sgemm_rows(record, name, s) if "gflops" in r]
-            r = found[0] if found else None
-            cells.append(f"{r['gflops'] / 1e3:.2f} · {r.get('pct_cublas', 100):.1f}% · {100 * r['gflops'] / peak:.0f}%"
-                         + (" (host-bound)" if r.get("host_bound") else "") if r else "")
-        lesson = ladder.SGEMM[name].lesson if name in ladder.SGEMM else ""
-        rows.append(["**cublas**" if name == "cublas" else name, lesson, *cells])
+    sizes = sizes or sorted({r.size for r in record.sgemm}, key=lambda s: (s[0] != s[1] or s[1] != s[2], s))
+    peak = record.device.peak_gflops
+
+    def cell(name, size):
+        timed = [r for r in sgemm_rows(record, name, size) if r.gflops is not None]
+        if not timed:
+            return ""
+        r = timed[0]
+        pct = 100 if r.pct_cublas is None else r.pct_cublas
+        return (f"{r.gflops / 1e3:.2f} · {pct:.1f}% · {100 * r.gflops / peak:.0f}%"
+                + (" (host-bound)" if r.host_bound else ""))
+
+    rows = [["**cublas**" if name == "cublas" else name, ladder.SGEMM[name].lesson if name in ladder.SGEMM else "",
+             *(cell(name, s) for s in sizes)] for name in record.ladder + ["cublas"]]
     return (f"TFLOPS · % of cuBLAS · % of FP32 peak ({peak / 1e3:.1f}), {label(record)}\n\n"
             + tables.markdown(["rung", "lesson", *(f"{m}x{n}x{k}" for m, n, k in sizes)], rows, "ll" + "r" * len(sizes)))
 
@@ -56,8 +59,8 @@ def technique_effects(record, size=(4096, 4096, 4096)):
     out = []
     for what, lesson, before, after in TECHNIQUES:
         b, a = (sgemm_rows(record, k, size) for k in (before, after))
-        if b and a and "gflops" in b[0] and "gflops" in a[0]:
-            tb, ta = b[0]["gflops"] / 1e3, a[0]["gflops"] / 1e3
+        if b and a and b[0].gflops is not None and a[0].gflops is not None:
+            tb, ta = b[0].gflops / 1e3, a[0].gflops / 1e3
             out.append((what, lesson, before, after, tb, ta, 100 * (ta / tb - 1)))
     return out
 
@@ -66,11 +69,8 @@ def sweep_effects(sweep):
     """The same for single changes in the recorded tile sweep: each pair of configurations
     that differ in one field (both timed in the same run), from the sweep's base value of that
     field to the other value."""
-    from .sgemm_kernels.warptile import TileConfig
-    from .tuning import SWEEP_BASE
-
-    rows = {r["label"]: r for r in sweep["rows"] if r.get("gflops")}
-    configs = {lab: TileConfig(**r["config"]) for lab, r in rows.items()}
+    rows = {r.label: r for r in sweep.rows if r.gflops}
+    configs = {lab: TileConfig(**r.config) for lab, r in rows.items()}
     out = []
     for lab, cfg in configs.items():
         for other_lab, other in configs.items():
@@ -78,8 +78,8 @@ def sweep_effects(sweep):
             if len(diff) == 1 and getattr(other, diff[0]) == getattr(SWEEP_BASE, diff[0]):
                 f = diff[0]
                 out.append((f"{f}: {getattr(other, f)} -> {getattr(cfg, f)}", other_lab,
-                            rows[other_lab]["gflops"] / 1e3, rows[lab]["gflops"] / 1e3,
-                            100 * (rows[lab]["gflops"] / rows[other_lab]["gflops"] - 1)))
+                            rows[other_lab].gflops / 1e3, rows[lab].gflops / 1e3,
+                            100 * (rows[lab].gflops / rows[other_lab].gflops - 1)))
     return sorted(out, key=lambda r: -abs(r[4]))
 
 
@@ -97,11 +97,8 @@ def sweep_markdown(effects, top=12):
 
 def load_sweep(device=None):
     """The recorded tile sweep (results/tuning-<device>.json) of ``device`` or of the newest bench record."""
-    from .tuning import record_path
-
-    name = device or results.load()["device"]["name"]
-    path = record_path(name)
+    name = device or results.load().device.name
+    path = results.path_for("tuning", name)
     if not os.path.exists(path):
         raise FileNotFoundError(f"no recorded sweep for {name}: run `python -m gemm_lessons.tuning` on that GPU.")
-    with open(path) as f:
-        return json.load(f)
+    return TuningRecord.read(path)

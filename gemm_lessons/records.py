@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 
 def _nested(tp):
-    """The record class a field holds (alone or in a list), or None for plain JSON values."""
+    """(record class, whether the field holds a list of them), or (None, False) for plain JSON."""
     if isinstance(tp, types.UnionType):  # "X | None": the X
         tp = next(a for a in typing.get_args(tp) if a is not type(None))
     many = typing.get_origin(tp) is list

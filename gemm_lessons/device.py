@@ -4,7 +4,7 @@ from typing import Optional
 
 from numba import cuda
 
-from . import _backend
+from . import _backend, tables
 
 # FP32 FMA lanes ("CUDA cores") per SM by compute capability (CUDA C Programming Guide,
 # "Arithmetic Instructions" throughput table).  One FMA counts as 2 FLOP.
@@ -66,7 +66,7 @@ class DeviceInfo:
             ("DRAM bandwidth, theoretical (GB/s)",
              f"{self.memory_bandwidth_gbs:,.0f}" if self.memory_bandwidth_gbs else "?"),
         ]
-        return "| | |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
+        return tables.markdown(["", ""], rows)
 
 
 def _attr(dev, name):

@@ -2,7 +2,7 @@
 import collections
 import re
 
-from . import _backend, results
+from . import _backend, results, tables
 
 
 def _only(d):
@@ -87,19 +87,17 @@ class CompilerFacts:
 
     def _repr_markdown_(self):
         cols = [c for c in self.COLUMNS if any(c in (f.get("sass") or {}) for f in self.facts.values())]
-        lines = [f"Compiler facts ({self.source})", "",
-                 "| kernel | registers | local bytes (spills) | blocks/SM | "
-                 + " | ".join(c.replace(".SYNC.DEFER_BLOCKING", "") for c in cols) + " |",
-                 "|---|---:|---:|---:|" + "---:|" * len(cols)]
+        rows = []
         for name, f in self.facts.items():
             bps = ""
             if name in self.threads and f.get("registers"):
                 n, by = blocks_per_sm(f["registers"], f.get("shared_bytes", 0), self.threads[name])
                 bps = f"{n} ({by})"
             sass = f.get("sass") or {}
-            lines.append(f"| {name} | {f.get('registers', '')} | {f.get('local_bytes', '')} | {bps} | "
-                         + " | ".join(str(sass.get(c, 0)) for c in cols) + " |")
-        return "\n".join(lines)
+            rows.append([name, f.get("registers", ""), f.get("local_bytes", ""), bps, *(sass.get(c, 0) for c in cols)])
+        head = ["kernel", "registers", "local bytes (spills)", "blocks/SM",
+                *(c.replace(".SYNC.DEFER_BLOCKING", "") for c in cols)]
+        return f"Compiler facts ({self.source})\n\n" + tables.markdown(head, rows, "l" + "r" * (len(head) - 1))
 
     def __repr__(self):
         return self._repr_markdown_()
@@ -115,7 +113,7 @@ def compiler_facts(kernels, threads=None):
     (name -> threads per block) adds the blocks-per-SM column."""
     if _backend.SIMULATOR:
         record = results.load()
-        facts = {name: record["compiler"][name] for name in kernels if name in record["compiler"]}
+        facts = {name: record.compiler[name] for name in kernels if name in record.compiler}
         return CompilerFacts(facts, "recorded on " + results.label(record), threads)
     for k in kernels.values():
         if not k.overloads:  # never launched in this process: compile it for float32 matrices

@@ -4,11 +4,13 @@ All numbers come from one results record (``python -m gemm_lessons.bench``: ever
 variant and cuBLAS timed in one process) and, for the tile-configuration changes, from the
 recorded sweep (``python -m gemm_lessons.tuning``).
 """
-import json
 import os
 
-from . import results
+from . import ladder, results, tables
+from .records import TuningRecord
 from .results import label, sgemm_rows
+from .sgemm_kernels.warptile import TileConfig
+from .tuning import SWEEP_BASE
 
 # (technique, lesson, the kernel without it, the kernel with it): pairs timed in the same run
 TECHNIQUES = [
@@ -34,27 +36,22 @@ TECHNIQUES = [
 
 def table(record, sizes=None):
     """Markdown: TFLOPS, % of cuBLAS and % of FP32 peak of every rung at every recorded size."""
-    sizes = sizes or sorted({(r["M"], r["N"], r["K"]) for r in record["sgemm"]},
-                            key=lambda s: (s[0] != s[1] or s[1] != s[2], s))
-    peak = record["device"]["peak_gflops"]
-    head = "| rung | lesson | " + " | ".join(f"{m}x{n}x{k}" for m, n, k in sizes) + " |"
-    lines = [f"TFLOPS · % of cuBLAS · % of FP32 peak ({peak / 1e3:.1f}), {label(record)}", "", head,
-             "|---|---|" + "---:|" * len(sizes)]
-    from . import ladder
+    sizes = sizes or sorted({r.size for r in record.sgemm}, key=lambda s: (s[0] != s[1] or s[1] != s[2], s))
+    peak = record.device.peak_gflops
 
-    for name in list(record["ladder"]) + ["cublas"]:
-        cells = []
-        for s in sizes:
-            rows = [r for r in sgemm_rows(record, name, s) if "gflops" in r]
-            if not rows:
-                cells.append("")
-                continue
-            r = rows[0]
-            cells.append(f"{r['gflops'] / 1e3:.2f} · {r.get('pct_cublas', 100):.1f}% · {100 * r['gflops'] / peak:.0f}%"
-                         + (" (host-bound)" if r.get("host_bound") else ""))
-        lesson = ladder.SGEMM[name].lesson if name in ladder.SGEMM else ""
-        lines.append(f"| {'**' + name + '**' if name == 'cublas' else name} | {lesson} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    def cell(name, size):
+        timed = [r for r in sgemm_rows(record, name, size) if r.gflops is not None]
+        if not timed:
+            return ""
+        r = timed[0]
+        pct = 100 if r.pct_cublas is None else r.pct_cublas
+        return (f"{r.gflops / 1e3:.2f} · {pct:.1f}% · {100 * r.gflops / peak:.0f}%"
+                + (" (host-bound)" if r.host_bound else ""))
+
+    rows = [["**cublas**" if name == "cublas" else name, ladder.SGEMM[name].lesson if name in ladder.SGEMM else "",
+             *(cell(name, s) for s in sizes)] for name in record.ladder + ["cublas"]]
+    return (f"TFLOPS · % of cuBLAS · % of FP32 peak ({peak / 1e3:.1f}), {label(record)}\n\n"
+            + tables.markdown(["rung", "lesson", *(f"{m}x{n}x{k}" for m, n, k in sizes)], rows, "ll" + "r" * len(sizes)))
 
 
 def technique_effects(record, size=(4096, 4096, 4096)):
@@ -62,8 +59,8 @@ def technique_effects(record, size=(4096, 4096, 4096)):
     out = []
     for what, lesson, before, after in TECHNIQUES:
         b, a = (sgemm_rows(record, k, size) for k in (before, after))
-        if b and a and "gflops" in b[0] and "gflops" in a[0]:
-            tb, ta = b[0]["gflops"] / 1e3, a[0]["gflops"] / 1e3
+        if b and a and b[0].gflops is not None and a[0].gflops is not None:
+            tb, ta = b[0].gflops / 1e3, a[0].gflops / 1e3
             out.append((what, lesson, before, after, tb, ta, 100 * (ta / tb - 1)))
     return out
 
@@ -72,11 +69,8 @@ def sweep_effects(sweep):
     """The same for single changes in the recorded tile sweep: each pair of configurations
     that differ in one field (both timed in the same run), from the sweep's base value of that
     field to the other value."""
-    from .sgemm_kernels.warptile import TileConfig
-    from .tuning import SWEEP_BASE
-
-    rows = {r["label"]: r for r in sweep["rows"] if r.get("gflops")}
-    configs = {lab: TileConfig(**r["config"]) for lab, r in rows.items()}
+    rows = {r.label: r for r in sweep.rows if r.gflops}
+    configs = {lab: TileConfig(**r.config) for lab, r in rows.items()}
     out = []
     for lab, cfg in configs.items():
         for other_lab, other in configs.items():
@@ -84,34 +78,27 @@ def sweep_effects(sweep):
             if len(diff) == 1 and getattr(other, diff[0]) == getattr(SWEEP_BASE, diff[0]):
                 f = diff[0]
                 out.append((f"{f}: {getattr(other, f)} -> {getattr(cfg, f)}", other_lab,
-                            rows[other_lab]["gflops"] / 1e3, rows[lab]["gflops"] / 1e3,
-                            100 * (rows[lab]["gflops"] / rows[other_lab]["gflops"] - 1)))
+                            rows[other_lab].gflops / 1e3, rows[lab].gflops / 1e3,
+                            100 * (rows[lab].gflops / rows[other_lab].gflops - 1)))
     return sorted(out, key=lambda r: -abs(r[4]))
 
 
 def effects_markdown(effects):
-    lines = ["| technique | lesson | without | with | TFLOPS without → with | change |",
-             "|---|---|---|---|---:|---:|"]
-    for what, lesson, before, after, tb, ta, pct in effects:
-        mark = "✅" if pct > 2 else ("❌" if pct < -2 else "≈")
-        lines.append(f"| {what} | {lesson} | {before} | {after} | {tb:.2f} → {ta:.2f} | {mark} {pct:+.1f}% |")
-    return "\n".join(lines)
+    rows = [[what, lesson, before, after, f"{tb:.2f} → {ta:.2f}",
+             f"{'✅' if pct > 2 else ('❌' if pct < -2 else '≈')} {pct:+.1f}%"]
+            for what, lesson, before, after, tb, ta, pct in effects]
+    return tables.markdown(["technique", "lesson", "without", "with", "TFLOPS without → with", "change"], rows, "llllrr")
 
 
 def sweep_markdown(effects, top=12):
-    lines = ["| one change | in configuration | TFLOPS before → after | change |", "|---|---|---:|---:|"]
-    for change, base, tb, ta, pct in effects[:top]:
-        lines.append(f"| {change} | {base} | {tb:.2f} → {ta:.2f} | {pct:+.1f}% |")
-    return "\n".join(lines)
+    rows = [[change, base, f"{tb:.2f} → {ta:.2f}", f"{pct:+.1f}%"] for change, base, tb, ta, pct in effects[:top]]
+    return tables.markdown(["one change", "in configuration", "TFLOPS before → after", "change"], rows, "llrr")
 
 
 def load_sweep(device=None):
     """The recorded tile sweep (results/tuning-<device>.json) of ``device`` or of the newest bench record."""
-    from .tuning import record_path
-
-    name = device or results.load()["device"]["name"]
-    path = record_path(name)
+    name = device or results.load().device.name
+    path = results.path_for("tuning", name)
     if not os.path.exists(path):
         raise FileNotFoundError(f"no recorded sweep for {name}: run `python -m gemm_lessons.tuning` on that GPU.")
-    with open(path) as f:
-        return json.load(f)
+    return TuningRecord.read(path)

@@ -5,35 +5,32 @@ checks every result against cuBLAS, and returns a table.  On the simulator nothi
 the table shows the recorded GPU results for the same kernels and size, labelled with the
 device and date they were measured on.
 """
-from dataclasses import dataclass, field
+import datetime
+from dataclasses import dataclass, field, replace
 
-from . import _backend, results
+from . import _backend, benchmark, provenance, results, tables
 from .device import device_info
+from .records import BandwidthRow, BenchRecord, Device, SgemmRow
 
 
 def _today():
-    import datetime
-
     return datetime.date.today().isoformat()
 
 
 def _name(row):
     """The kernel's name, flagged when the host could not keep the GPU busy (see time_gpu)."""
-    return row["kernel"] + (" (host-bound: Python launch overhead, not the kernel)" if row.get("host_bound") else "")
+    return row.kernel + (" (host-bound: Python launch overhead, not the kernel)" if row.host_bound else "")
 
 
 @dataclass
 class Comparison:
     size: tuple
-    rows: list = field(default_factory=list)  # dicts: kernel, gflops, gflops_p10, gflops_p90, pct_cublas
+    rows: list = field(default_factory=list)  # records.SgemmRow
     source: str = ""  # "measured on ..." or "recorded on ..."
     peak_gflops: float = None  # FP32 peak of the device the numbers come from
 
     def gflops(self, kernel):
-        for r in self.rows:
-            if r["kernel"] == kernel:
-                return r["gflops"]
-        return None
+        return next((r.gflops for r in self.rows if r.kernel == kernel), None)
 
     def speedup(self, kernel, baseline):
         """How many times faster ``kernel`` ran than ``baseline`` (nan if either is missing)."""
@@ -43,17 +40,13 @@ class Comparison:
     def _repr_markdown_(self):
         M, N, K = self.size
         peak = self.peak_gflops
-        lines = [f"**SGEMM {M}x{N}x{K}**, {self.source}", "",
-                 "| kernel | TFLOPS (median) | p10-p90 | % of cuBLAS | % of FP32 peak |",
-                 "|---|---:|---:|---:|---:|"]
-        for r in self.rows:
-            pct = f"{r['pct_cublas']:.1f}%" if r.get("pct_cublas") is not None else ""
-            pk = f"{100 * r['gflops'] / peak:.1f}%" if peak else ""
-            lines.append(f"| {_name(r)} | {r['gflops'] / 1e3:.2f} | {r['gflops_p10'] / 1e3:.2f}-"
-                         f"{r['gflops_p90'] / 1e3:.2f} | {pct} | {pk} |")
-        if not self.rows:
-            lines.append("| (no recorded results for these kernels at this size) | | | | |")
-        return "\n".join(lines)
+        rows = [[_name(r), f"{r.gflops / 1e3:.2f}", f"{r.gflops_p10 / 1e3:.2f}-{r.gflops_p90 / 1e3:.2f}",
+                 f"{r.pct_cublas:.1f}%" if r.pct_cublas is not None else "",
+                 f"{100 * r.gflops / peak:.1f}%" if peak else ""] for r in self.rows]
+        if not rows:
+            rows = [["(no recorded results for these kernels at this size)", "", "", "", ""]]
+        return f"**SGEMM {M}x{N}x{K}**, {self.source}\n\n" + tables.markdown(
+            ["kernel", "TFLOPS (median)", "p10-p90", "% of cuBLAS", "% of FP32 peak"], rows, "lrrrr")
 
     def __repr__(self):
         return self._repr_markdown_()
@@ -64,13 +57,11 @@ def compare(kernels, size=(4096, 4096, 4096), repeats=20, progress=True, record=
     A kernel whose result differs from cuBLAS's is refused, not timed into the table."""
     if _backend.SIMULATOR:
         return recorded(list(kernels) + ["cublas"], size, record)
-    from .bench import time_sgemm
-
-    rows = time_sgemm(kernels, [tuple(size)], repeats, progress)
+    rows = benchmark.time_sgemm(kernels, [tuple(size)], repeats, progress)
     for r in rows:
-        if "refused" in r:
-            raise ValueError(f"{r['kernel']} cannot run at {size}: {r['refused']}")
-    wrong = [r["kernel"] for r in rows if not r["correct"]]
+        if r.refused is not None:
+            raise ValueError(f"{r.kernel} cannot run at {size}: {r.refused}")
+    wrong = [r.kernel for r in rows if not r.correct]
     if wrong:
         raise AssertionError(f"{', '.join(wrong)} gave a wrong result at {size} (against cuBLAS): "
                              "fix it before timing it.")
@@ -82,31 +73,25 @@ def compare(kernels, size=(4096, 4096, 4096), repeats=20, progress=True, record=
 def recorded(kernels, size=(4096, 4096, 4096), record=None):
     """The recorded results for ``kernels`` at ``size`` (newest results file by default)."""
     record = record or results.load()
-    rows = []
-    for name in kernels:
-        for r in results.sgemm_rows(record, name, size):
-            rows.append(dict(r))
+    rows = [r for name in kernels for r in results.sgemm_rows(record, name, size)]
     where = " (not measured here: CUDA simulator)" if _backend.SIMULATOR else " (from results/)"
     return Comparison(tuple(size), rows,
                       source=f"recorded on {results.label(record)}{where}",
-                      peak_gflops=record["device"].get("peak_gflops"))
+                      peak_gflops=record.device.peak_gflops)
 
 
 def session_record(sgemm=(), bandwidth=()):
-    """Numbers measured in this session, shaped like a results file, for the same plots."""
-    import datetime
-
-    return {"device": device_info().as_dict(),
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "sgemm": list(sgemm), "bandwidth": list(bandwidth), "ladder": []}
+    """Numbers measured in this session, as a bench record, for the same plots."""
+    return BenchRecord(device=Device.from_info(device_info()), date=provenance.now(),
+                       sgemm=list(sgemm), bandwidth=list(bandwidth), ladder=[])
 
 
 @dataclass
 class Table:
     """Rows of measurements with the record they belong to (measured now, or recorded)."""
     title: str
-    rows: list
-    record: dict
+    rows: list  # records.SgemmRow or records.BandwidthRow
+    record: BenchRecord
     measured_now: bool
 
     @property
@@ -115,37 +100,33 @@ class Table:
         return f"{how} on {results.label(self.record)}"
 
     def gbs(self, kernel):
-        return next((r["gbs"] for r in self.rows if r["kernel"] == kernel), float("nan"))
+        return next((r.gbs for r in self.rows if r.kernel == kernel), float("nan"))
 
     def _repr_markdown_(self):
         rows = self.rows
         if not rows:
             return f"**{self.title}**: no rows"
-        if "pct_sgeam" in rows[0]:
-            head = ("| kernel | size | GB/s (median) | p10-p90 | % of cuBLAS sgeam | % of copy |\n"
-                    "|---|---|---:|---:|---:|---:|")
-            body = [f"| {_name(r)} | {r['rows']}x{r['cols']} | {r['gbs']:,.0f} | "
-                    f"{r['gbs_p10']:,.0f}-{r['gbs_p90']:,.0f} | {r['pct_sgeam']:.1f}% | {r['pct_copy']:.1f}% |"
-                    for r in rows]
-        elif "gbs" in rows[0]:
-            head = "| copy | size | GB/s (median) | p10-p90 |\n|---|---|---:|---:|"
-            body = [f"| {_name(r)} | {r['rows']}x{r['cols']} | {r['gbs']:,.0f} | "
-                    f"{r['gbs_p10']:,.0f}-{r['gbs_p90']:,.0f} |" for r in rows]
+        if isinstance(rows[0], SgemmRow):
+            head = ["kernel", "M x N x K", "TFLOPS (median)", "p10-p90"]
+            body = [[_name(r), f"{r.M}x{r.N}x{r.K}", f"{r.gflops / 1e3:.2f}",
+                     f"{r.gflops_p10 / 1e3:.2f}-{r.gflops_p90 / 1e3:.2f}"] for r in rows]
+        elif rows[0].pct_sgeam is not None:
+            head = ["kernel", "size", "GB/s (median)", "p10-p90", "% of cuBLAS sgeam", "% of copy"]
+            body = [[_name(r), f"{r.rows}x{r.cols}", f"{r.gbs:,.0f}", f"{r.gbs_p10:,.0f}-{r.gbs_p90:,.0f}",
+                     f"{r.pct_sgeam:.1f}%", f"{r.pct_copy:.1f}%"] for r in rows]
         else:
-            head = "| kernel | M x N x K | TFLOPS (median) | p10-p90 |\n|---|---|---:|---:|"
-            body = [f"| {_name(r)} | {r['M']}x{r['N']}x{r['K']} | {r['gflops'] / 1e3:.2f} | "
-                    f"{r['gflops_p10'] / 1e3:.2f}-{r['gflops_p90'] / 1e3:.2f} |" for r in rows]
-        return f"**{self.title}**, {self.source}\n\n" + head + "\n" + "\n".join(body)
+            head = ["copy", "size", "GB/s (median)", "p10-p90"]
+            body = [[_name(r), f"{r.rows}x{r.cols}", f"{r.gbs:,.0f}", f"{r.gbs_p10:,.0f}-{r.gbs_p90:,.0f}"]
+                    for r in rows]
+        return f"**{self.title}**, {self.source}\n\n" + tables.markdown(head, body, "ll" + "r" * (len(head) - 2))
 
 
 def copy_bandwidth(shape=(8192, 8192), repeats=30):
     """Device-to-device copy bandwidth (bytes read + written): the roofline's slanted ceiling."""
     if _backend.SIMULATOR:
         rec = results.load()
-        return Table("Copy bandwidth", rec["bandwidth"], rec, False)
-    from .bench import time_bandwidth
-
-    rows = time_bandwidth(shape, repeats)
+        return Table("Copy bandwidth", rec.bandwidth, rec, False)
+    rows = benchmark.time_bandwidth(shape, repeats)
     return Table("Copy bandwidth", rows, session_record(bandwidth=rows), True)
 
 
@@ -153,20 +134,17 @@ def cublas_sweep(sizes=(1024, 2048, 4096, 8192), repeats=20, progress=True):
     """cuBLAS SGEMM at square sizes (recorded numbers on the simulator)."""
     if _backend.SIMULATOR:
         rec = results.load()
-        rows = [r for r in results.sgemm_rows(rec, "cublas") if r["M"] == r["N"] == r["K"] and r["M"] in sizes]
-        return Table("cuBLAS SGEMM", sorted(rows, key=lambda r: r["M"]), rec, False)
-    from .bench import time_sgemm
-
-    rows = time_sgemm({}, [(s, s, s) for s in sizes], repeats, progress)
+        rows = [r for r in results.sgemm_rows(rec, "cublas") if r.M == r.N == r.K and r.M in sizes]
+        return Table("cuBLAS SGEMM", sorted(rows, key=lambda r: r.M), rec, False)
+    rows = benchmark.time_sgemm({}, [(s, s, s) for s in sizes], repeats, progress)
     return Table("cuBLAS SGEMM", rows, session_record(sgemm=rows), True)
 
 
 def merge(*tables):
     """One record holding the rows of several tables (for the roofline)."""
-    rec = dict(tables[0].record)
-    rec["sgemm"] = [r for t in tables for r in t.rows if "gflops" in r]
-    rec["bandwidth"] = [r for t in tables for r in t.rows if "gbs" in r]
-    return rec
+    rows = [r for t in tables for r in t.rows]
+    return replace(tables[0].record, sgemm=[r for r in rows if isinstance(r, SgemmRow) and r.gflops is not None],
+                   bandwidth=[r for r in rows if isinstance(r, BandwidthRow)])
 
 
 def compare_transpose(kernels, shape=(8192, 8192), repeats=30, progress=True):
@@ -174,13 +152,11 @@ def compare_transpose(kernels, shape=(8192, 8192), repeats=30, progress=True):
     recorded numbers on the simulator.  Bandwidth counts bytes read + written."""
     if _backend.SIMULATOR:
         rec = results.load()
-        rows = [r for r in rec.get("transpose", []) if (r["rows"], r["cols"]) == tuple(shape)
-                and r["kernel"] in list(kernels) + ["cublas_sgeam", "copy_float4"]]
+        rows = [r for r in rec.transpose or [] if r.shape == tuple(shape)
+                and r.kernel in list(kernels) + ["cublas_sgeam", "copy_float4"]]
         return Table(f"Transpose {shape[0]}x{shape[1]}", rows, rec, False)
-    from .bench import time_transpose
-
-    rows = time_transpose([tuple(shape)], repeats, progress, kernels=kernels)
-    wrong = [r["kernel"] for r in rows if r.get("correct") is False]
+    rows = benchmark.time_transpose([tuple(shape)], repeats, progress, kernels=kernels)
+    wrong = [r.kernel for r in rows if r.correct is False]
     if wrong:
         raise AssertionError(f"{', '.join(wrong)} do(es) not transpose correctly at {shape}: fix before timing.")
     return Table(f"Transpose {shape[0]}x{shape[1]}", rows, session_record(bandwidth=rows), True)

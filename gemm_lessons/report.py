@@ -5,47 +5,40 @@ import os
 import re
 import sys
 
-from . import results
+from . import results, tables
+from .ladder import SGEMM
 
 BEGIN, END = "<!-- results: begin -->", "<!-- results: end -->"
 README = os.path.join(os.path.dirname(results.RESULTS_DIR), "README.md")
 
 
 def summary(record):
-    dev = record["device"]
-    v = record["versions"]
+    dev, v = record.device, record.versions
     lines = [
-        f"Measured on **{dev['name']}** ({dev['sm_count']} SMs, {dev['clock_mhz']:.0f} MHz, "
-        f"FP32 peak {dev['peak_gflops'] / 1e3:.1f} TFLOPS) on {record['date'][:10]}; driver "
-        f"{(record.get('nvidia_smi_before') or {}).get('driver_version', '?')}, CUDA {v.get('cuda_runtime', '?')}, "
+        f"Measured on **{dev.name}** ({dev.sm_count} SMs, {dev.clock_mhz:.0f} MHz, "
+        f"FP32 peak {dev.peak_gflops / 1e3:.1f} TFLOPS) on {record.date[:10]}; driver "
+        f"{(record.nvidia_smi_before or {}).get('driver_version', '?')}, CUDA {v.get('cuda_runtime', '?')}, "
         f"numba-cuda {v.get('numba_cuda', '?')}, numba {v.get('numba', '?')}, numpy {v.get('numpy', '?')}, "
         f"nvmath-python {v.get('nvmath_python', '?')}, cuBLAS {v.get('cublas', '?')} (FP32, no TF32). "
         f"Medians of CUDA-event timings, p10-p90 in brackets; % of cuBLAS from the same run "
-        f"(`{record.get('command', 'python -m gemm_lessons.bench')}`, raw data in `results/`).",
-        "",
-        "| rung | lesson | 4096^3 TFLOPS | % cuBLAS | 8192^3 TFLOPS | % cuBLAS |",
-        "|---|---|---:|---:|---:|---:|",
+        f"(`{record.command or 'python -m gemm_lessons.bench'}`, raw data in `results/`).",
     ]
-    from .ladder import SGEMM
 
-    def cell(name, size):
+    def cells(name, size):
         rows = results.sgemm_rows(record, name, size)
         if not rows:
-            return "", ""
+            return ["", ""]
         r = rows[0]
-        return (f"{r['gflops'] / 1e3:.2f} ({r['gflops_p10'] / 1e3:.2f}-{r['gflops_p90'] / 1e3:.2f})",
-                f"{r.get('pct_cublas', 100.0):.1f}%")
+        return [f"{r.gflops / 1e3:.2f} ({r.gflops_p10 / 1e3:.2f}-{r.gflops_p90 / 1e3:.2f})",
+                f"{100.0 if r.pct_cublas is None else r.pct_cublas:.1f}%"]
 
-    for name in list(record["ladder"]) + ["cublas"]:
-        lesson = SGEMM[name].lesson if name in SGEMM else ""
-        a, pa = cell(name, (4096, 4096, 4096))
-        b, pb = cell(name, (8192, 8192, 8192))
-        lines.append(f"| {name} | {lesson} | {a} | {pa} | {b} | {pb} |")
-    lines += ["", "| transpose 8192x8192 | GB/s | % of cuBLAS sgeam | % of copy |", "|---|---:|---:|---:|"]
-    for r in record.get("transpose", []):
-        if (r["rows"], r["cols"]) == (8192, 8192):
-            lines.append(f"| {r['kernel']} | {r['gbs']:,.0f} ({r['gbs_p10']:,.0f}-{r['gbs_p90']:,.0f}) | "
-                         f"{r['pct_sgeam']:.1f}% | {r['pct_copy']:.1f}% |")
+    rungs = [[name, SGEMM[name].lesson if name in SGEMM else "", *cells(name, (4096,) * 3), *cells(name, (8192,) * 3)]
+             for name in record.ladder + ["cublas"]]
+    lines += ["", tables.markdown(["rung", "lesson", "4096^3 TFLOPS", "% cuBLAS", "8192^3 TFLOPS", "% cuBLAS"],
+                                  rungs, "llrrrr")]
+    transposes = [[r.kernel, f"{r.gbs:,.0f} ({r.gbs_p10:,.0f}-{r.gbs_p90:,.0f})", f"{r.pct_sgeam:.1f}%",
+                   f"{r.pct_copy:.1f}%"] for r in record.transpose or [] if r.shape == (8192, 8192)]
+    lines += ["", tables.markdown(["transpose 8192x8192", "GB/s", "% of cuBLAS sgeam", "% of copy"], transposes, "lrrr")]
     return "\n".join(lines)
 
 

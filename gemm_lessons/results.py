@@ -1,69 +1,112 @@
-"""Recorded benchmark results: results/<device>.json, written by ``python -m gemm_lessons.bench``.
+"""Recorded results in results/: where every file goes (``path_for``) and reading the records.
 
 Without a GPU the notebooks plot these recorded numbers, always labelled with device and date.
 """
+import fnmatch
 import glob
-import json
 import os
 import re
 
+from .records import BankTruth, BenchRecord, TuningRecord
+
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
+
+# Every kind of file in results/: {device} is the GPU's slug, {name} a part the kind needs (a
+# plot, a run), {suffix} "-" + name when one is given.  The first pattern a file matches is its
+# kind, so "bench" comes last.
+PATHS = {
+    "tuning": "tuning-{device}.json",  # python -m gemm_lessons.tuning
+    "banks": "banks-{device}.json",  # tools/bank_truth.py table
+    "ncu-banks": "ncu-banks-{device}.csv",  # ncu ... tools/bank_truth.py run
+    "ncu-transpose": "ncu-transpose-{device}.csv",  # ncu ... tools/transpose_profile.py run
+    "sanitizer": "sanitizer-{device}.txt",  # compute-sanitizer ... tools/sanitize.py
+    "reproducibility": "reproducibility/{device}{suffix}.json",  # bench runs to compare: "run-a", "run-b"
+    "reproducibility-report": "reproducibility/{device}{suffix}.txt",  # tools/compare_runs.py
+    "experiment": "experiments/{name}-{device}.json",  # a bench run of a few kernels
+    "plot": "{device}-{name}.png",  # python -m gemm_lessons.bench: "ladder", "sizes", "roofline"
+    "bench": "{device}.json",  # python -m gemm_lessons.bench
+}
+RECORDS = {"bench": BenchRecord, "reproducibility": BenchRecord, "experiment": BenchRecord,
+           "tuning": TuningRecord, "banks": BankTruth}
 
 
 def slug(device_name):
     return re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip("-")
 
 
-def path_for(device_name, directory=RESULTS_DIR):
-    return os.path.join(directory, slug(device_name) + ".json")
+def path_for(kind, device_name, name=None, directory=RESULTS_DIR):
+    """The file of ``kind`` (a key of PATHS) for ``device_name``, e.g. path_for("tuning",
+    "NVIDIA H100 80GB HBM3") is results/tuning-nvidia-h100-80gb-hbm3.json."""
+    if "{name}" in PATHS[kind] and not name:
+        raise ValueError(f"a {kind} file needs a name: {PATHS[kind]}")
+    return os.path.join(directory, PATHS[kind].format(device=slug(device_name), name=name,
+                                                      suffix=f"-{name}" if name else ""))
+
+
+def _pattern(kind):
+    return PATHS[kind].format(device="*", name="*", suffix="*")
+
+
+def kind_of(path):
+    """Which kind of results file ``path`` is, judged by its name (None for none)."""
+    path = os.path.abspath(path).replace(os.sep, "/")
+    return next((kind for kind in PATHS if fnmatch.fnmatchcase(path, "*/" + _pattern(kind))), None)
+
+
+def files(kind, directory=RESULTS_DIR):
+    """The files of ``kind`` in ``directory``, for every device, sorted."""
+    return sorted(p for p in glob.glob(os.path.join(directory, _pattern(kind))) if kind_of(p) == kind)
+
+
+def read(path):
+    """The record in a results file, as the type its kind has (records.BenchRecord, ...)."""
+    return RECORDS[kind_of(path)].read(path)
 
 
 def save(record, directory=RESULTS_DIR):
+    """Write a bench record to results/<device>.json (in ``directory``); returns the path."""
     os.makedirs(directory, exist_ok=True)
-    path = path_for(record["device"]["name"], directory)
-    with open(path, "w") as f:
-        json.dump(record, f, indent=1, sort_keys=True)
-        f.write("\n")
-    return path
+    return record.write(path_for("bench", record.device.name, directory=directory))
 
 
 def available(directory=RESULTS_DIR):
-    return sorted(glob.glob(os.path.join(directory, "*.json")))
+    return files("bench", directory)
 
 
 def load(device=None, directory=RESULTS_DIR):
-    """The recorded results for ``device`` (a name or slug), or the newest file if None."""
-    files = available(directory)
+    """The recorded bench results for ``device`` (a name or slug), or the newest file if None."""
+    paths = available(directory)
     if device is not None:
-        files = [f for f in files if os.path.basename(f) == slug(device) + ".json"]
-    records = []
-    for f in files:
-        with open(f) as fh:
-            rec = json.load(fh)
-        if "sgemm" in rec:
-            records.append(rec)
-    if not records:
+        paths = [p for p in paths if p == path_for("bench", device, directory=directory)]
+    if not paths:
         raise FileNotFoundError(
             f"no recorded results in {directory}" + (f" for {device}" if device else "")
             + ": run `python -m gemm_lessons.bench` on a GPU to make them.")
-    return max(records, key=lambda r: r["date"])
+    return max((BenchRecord.read(p) for p in paths), key=lambda r: r.date)
+
+
+def load_banks(device=None, directory=RESULTS_DIR):
+    """The bank-conflict ground truth (ncu against the tracer) of ``device``, or the last file."""
+    paths = [path_for("banks", device, directory=directory)] if device else files("banks", directory)
+    if not paths or not os.path.exists(paths[-1]):
+        raise FileNotFoundError(f"no bank-conflict ground truth in {directory}: see tools/bank_truth.py")
+    return BankTruth.read(paths[-1])
 
 
 def label(record):
     """'NVIDIA H100 80GB HBM3, 2026-11-22' for titles and legends."""
-    return f"{record['device']['name']}, {record['date'][:10]}"
+    return f"{record.device.name}, {record.date[:10]}"
 
 
 def sgemm_rows(record, kernel=None, size=None):
-    rows = record["sgemm"]
+    rows = record.sgemm
     if kernel is not None:
-        rows = [r for r in rows if r["kernel"] == kernel]
+        rows = [r for r in rows if r.kernel == kernel]
     if size is not None:
-        M, N, K = size
-        rows = [r for r in rows if (r["M"], r["N"], r["K"]) == (M, N, K)]
+        rows = [r for r in rows if r.size == tuple(size)]
     return rows
 
 
 def sgemm_gflops(record, kernel, size):
     rows = sgemm_rows(record, kernel, size)
-    return rows[0]["gflops"] if rows else None
+    return rows[0].gflops if rows else None

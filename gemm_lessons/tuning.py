@@ -12,25 +12,26 @@ lesson shows the recorded sweep from a GPU.
 import argparse
 import functools
 import itertools
-import json
 import os
 import re
 import sys
 import time
 from dataclasses import asdict, replace
 
+import matplotlib.pyplot as plt
 import numpy as np
 
-from . import _backend, results
+from . import _backend, provenance, results, tables
+from .benchmark import time_sgemm
+from .device import device_info
+from .inspect_kernel import blocks_per_sm, resources
+from .problems import check
+from .progress import bar
+from .records import Device, TuningRecord, TuningRow, TuningRun
 from .sgemm_kernels import warptile
 from .sgemm_kernels.warptile import TileConfig
 
 CHECK_SHAPE = (259, 132, 68)  # rows, columns and depth that are not multiples of any tile
-
-
-def record_path(device_name):
-    """results/tuning-<device>.json: where the sweep of ``device_name`` is recorded."""
-    return os.path.join(results.RESULTS_DIR, "tuning-" + results.slug(device_name) + ".json")
 
 
 def parse_config(text):
@@ -48,81 +49,67 @@ def grid(base=TileConfig(), **axes):
     return [replace(base, **dict(zip(names, values))) for values in itertools.product(*axes.values())]
 
 
-def _row(cfg):
-    return {"config": asdict(cfg), "label": cfg.short(), "threads": None}
-
-
 def sweep(configs, size=(4096, 4096, 4096), repeats=10, progress=True, check_shape=CHECK_SHAPE):
-    """One row per configuration (dicts, see module doc); cuBLAS's row comes first on a GPU."""
-    from .bench import _progress
-    from .problems import check
-
+    """One records.TuningRow per configuration (see module doc); cuBLAS's row comes first on a GPU."""
     rows = []
     cublas_gflops = None
     if not _backend.SIMULATOR:
-        from .bench import time_sgemm
-
-        cublas_gflops = time_sgemm({}, [tuple(size)], repeats, progress=False)[0]["gflops"]
-        rows.append({"label": "cuBLAS", "gflops": cublas_gflops, "pct_cublas": 100.0})
-    bar = _progress(len(configs), "sweeping tile configurations", progress)
+        cublas_gflops = time_sgemm({}, [tuple(size)], repeats, progress=False)[0].gflops
+        rows.append(TuningRow(label="cuBLAS", gflops=cublas_gflops, pct_cublas=100.0))
+    pbar = bar(len(configs), "sweeping tile configurations", progress)
     for cfg in configs:
-        row = _row(cfg)
-        bar.set_postfix_str(cfg.short())
+        row = TuningRow(config=asdict(cfg), label=cfg.short())
+        rows.append(row)
+        pbar.set_postfix_str(cfg.short())
         try:
             cfg.validate()
         except ValueError as e:
-            row["invalid"] = str(e)
-            rows.append(row)
-            bar.update()
+            row.invalid = str(e)
+            pbar.update()
             continue
-        row["threads"] = cfg.threads
+        row.threads = cfg.threads
         t0 = time.perf_counter()
         kernel = warptile.kernel_for(cfg)
         fn = functools.partial(warptile.sgemm, config=cfg)
         report = check(fn, *check_shape, alpha=0.5, beta=-1.0, name=cfg.short())
-        row["compile_and_check_s"] = round(time.perf_counter() - t0, 2)
-        row["correct"] = report.passed
-        row["rel_error"] = report.rel_error
+        row.compile_and_check_s = round(time.perf_counter() - t0, 2)
+        row.correct = report.passed
+        row.rel_error = report.rel_error
         if not report.passed:
-            row["error"] = report.message()
+            row.error = report.message()
         if not _backend.SIMULATOR and report.passed:
-            from .bench import time_sgemm
-            from .inspect_kernel import blocks_per_sm, resources
-
             res = resources(kernel)
-            row.update(res)
-            row["blocks_per_sm"], row["limited_by"] = blocks_per_sm(res["registers"], res["shared_bytes"],
-                                                                   cfg.threads)
-            t = time_sgemm({cfg.short(): fn}, [tuple(size)], repeats, progress=False)
-            timed = [r for r in t if r["kernel"] == cfg.short()][0]
-            for key in ("gflops", "gflops_p10", "gflops_p90", "correct", "rel_error_vs_cublas"):
-                row[key if key != "correct" else "correct_at_size"] = timed.get(key)
-            row["pct_cublas"] = 100 * timed["gflops"] / cublas_gflops
-        rows.append(row)
-        bar.update()
-    bar.close()
+            row.registers, row.local_bytes, row.shared_bytes = res["registers"], res["local_bytes"], res["shared_bytes"]
+            row.blocks_per_sm, row.limited_by = blocks_per_sm(res["registers"], res["shared_bytes"], cfg.threads)
+            timed = [r for r in time_sgemm({cfg.short(): fn}, [tuple(size)], repeats, progress=False)
+                     if r.kernel == cfg.short()][0]
+            row.gflops, row.gflops_p10, row.gflops_p90 = timed.gflops, timed.gflops_p10, timed.gflops_p90
+            row.correct_at_size, row.rel_error_vs_cublas = timed.correct, timed.rel_error_vs_cublas
+            row.pct_cublas = 100 * timed.gflops / cublas_gflops
+        pbar.update()
+    pbar.close()
     return rows
 
 
 def best(rows):
-    timed = [r for r in rows if r.get("config") and r.get("gflops") and r.get("correct_at_size")]
-    return max(timed, key=lambda r: r["gflops"]) if timed else None
+    timed = [r for r in rows if r.config and r.gflops and r.correct_at_size]
+    return max(timed, key=lambda r: r.gflops) if timed else None
+
+
+def _blank(value):
+    return "" if value is None else value
 
 
 def table_markdown(rows, top=None):
-    lines = ["| configuration | TFLOPS | % cuBLAS | registers | spill bytes | blocks/SM | note |",
-             "|---|---:|---:|---:|---:|---:|---|"]
-    timed = sorted([r for r in rows if r.get("gflops")], key=lambda r: -r["gflops"])
-    others = [r for r in rows if not r.get("gflops")]
-    for r in (timed[:top] if top else timed) + others:
-        note = r.get("invalid", "") or ("" if r.get("correct", True) else "WRONG RESULT")
-        regs = r.get("registers", "")
-        spill = r.get("local_bytes", "")
-        bps = f"{r['blocks_per_sm']} ({r['limited_by']})" if r.get("blocks_per_sm") else ""
-        tf = f"{r['gflops'] / 1e3:.2f}" if r.get("gflops") else ""
-        pct = f"{r['pct_cublas']:.1f}%" if r.get("pct_cublas") else ""
-        lines.append(f"| {r['label']} | {tf} | {pct} | {regs} | {spill} | {bps} | {note} |")
-    return "\n".join(lines)
+    timed = sorted([r for r in rows if r.gflops], key=lambda r: -r.gflops)
+    others = [r for r in rows if not r.gflops]
+    body = [[r.label, f"{r.gflops / 1e3:.2f}" if r.gflops else "", f"{r.pct_cublas:.1f}%" if r.pct_cublas else "",
+             _blank(r.registers), _blank(r.local_bytes),
+             f"{r.blocks_per_sm} ({r.limited_by})" if r.blocks_per_sm else "",
+             r.invalid or ("WRONG RESULT" if r.correct is False else "")]
+            for r in (timed[:top] if top else timed) + others]
+    return tables.markdown(["configuration", "TFLOPS", "% cuBLAS", "registers", "spill bytes", "blocks/SM", "note"],
+                           body, "lrrrrrl")
 
 
 def heatmap(rows, x, y, ax=None, title=None, fixed=None):
@@ -131,25 +118,23 @@ def heatmap(rows, x, y, ax=None, title=None, fixed=None):
     ``fixed`` (field -> value) picks the slice when more fields vary; cells without a
     measurement are left blank (invalid or not swept).  The % is each row's own ratio to the
     cuBLAS timed in the same run."""
-    import matplotlib.pyplot as plt
-
     def key(field, cfg):
         return field(cfg) if callable(field) else cfg[field]
 
-    timed = [r for r in rows if r.get("config") and r.get("gflops")]
+    timed = [r for r in rows if r.config and r.gflops]
     if fixed:
-        timed = [r for r in timed if all(r["config"][k] == v for k, v in fixed.items())]
+        timed = [r for r in timed if all(r.config[k] == v for k, v in fixed.items())]
     def natural(v):  # "BK 8" before "BK 16"
         return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(v))]
 
-    xs = sorted({key(x, r["config"]) for r in timed}, key=natural)
-    ys = sorted({key(y, r["config"]) for r in timed}, key=natural)
+    xs = sorted({key(x, r.config) for r in timed}, key=natural)
+    ys = sorted({key(y, r.config) for r in timed}, key=natural)
     grid_ = np.full((len(ys), len(xs)), np.nan)
     pct = np.full((len(ys), len(xs)), np.nan)
     for r in timed:
-        i, j = ys.index(key(y, r["config"])), xs.index(key(x, r["config"]))
-        if not np.isfinite(grid_[i, j]) or r["gflops"] / 1e3 > grid_[i, j]:
-            grid_[i, j], pct[i, j] = r["gflops"] / 1e3, r.get("pct_cublas", np.nan)
+        i, j = ys.index(key(y, r.config)), xs.index(key(x, r.config))
+        if not np.isfinite(grid_[i, j]) or r.gflops / 1e3 > grid_[i, j]:
+            grid_[i, j], pct[i, j] = r.gflops / 1e3, np.nan if r.pct_cublas is None else r.pct_cublas
     if ax is None:
         _, ax = plt.subplots(figsize=(1.4 * len(xs) + 4, 0.6 * len(ys) + 2))
     im = ax.imshow(grid_, cmap="viridis", aspect="auto")
@@ -214,37 +199,30 @@ def main(argv=None):
     args = p.parse_args(argv)
     if _backend.SIMULATOR:
         sys.exit("the sweep times kernels: run it on a machine with a CUDA GPU")
-    from .bench import _git_commit, _versions
-    from .device import device_info
-
     k, n = (int(x) for x in args.shard.split("/"))
     configs = lesson_configs()[k - 1::n]
     info = device_info()
-    out = args.out or record_path(info.name)
+    out = args.out or results.path_for("tuning", info.name)
     t0 = time.time()
     rows = sweep(configs, size=(args.size,) * 3, repeats=args.repeats)
-    run = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "git_commit": _git_commit(), "shard": args.shard,
-           "seconds": round(time.time() - t0), "versions": _versions()}
-    cublas = rows[0]["gflops"]
+    run = TuningRun(date=time.strftime("%Y-%m-%dT%H:%M:%S%z"), git_commit=provenance.git_commit(), shard=args.shard,
+                    seconds=round(time.time() - t0), versions=provenance.versions())
     for r in rows[1:]:
-        r["cublas_gflops_same_run"] = cublas
-    record = {"device": info.as_dict(), "size": [args.size] * 3, "runs": [], "rows": []}
+        r.cublas_gflops_same_run = rows[0].gflops
+    record = TuningRecord(device=Device.from_info(info), size=[args.size] * 3, runs=[], rows=[])
     if n > 1 and os.path.exists(out):
-        with open(out) as f:
-            old = json.load(f)
-        if old.get("size") == record["size"] and old["device"]["name"] == info.name:
+        old = TuningRecord.read(out)
+        if old.size == record.size and old.device.name == info.name:
             record = old
-    labels = {r["label"] for r in rows}
-    record["rows"] = [r for r in record["rows"] if r["label"] not in labels] + rows[1:]
-    record["runs"].append(run)
-    record["date"] = run["date"]
-    with open(out, "w") as f:
-        json.dump(record, f, indent=1)
-        f.write("\n")
+    labels = {r.label for r in rows}
+    record.rows = [r for r in record.rows if r.label not in labels] + rows[1:]
+    record.runs.append(run)
+    record.date = run.date
+    record.write(out)
     print(table_markdown(rows))
-    b = best(record["rows"])
+    b = best(record.rows)
     if b:
-        print(f"\nbest so far: {b['label']}: {b['gflops'] / 1e3:.2f} TFLOPS = {b['pct_cublas']:.1f}% of cuBLAS")
+        print(f"\nbest so far: {b.label}: {b.gflops / 1e3:.2f} TFLOPS = {b.pct_cublas:.1f}% of cuBLAS")
     print("wrote", out)
 
 

@@ -43,8 +43,7 @@ info
 
 # %%
 record = results.load()  # the newest recorded GPU run in results/
-rec_dev = gl.DeviceInfo(**{k: v for k, v in record["device"].items()
-                           if k in gl.DeviceInfo.__dataclass_fields__})
+rec_dev = record.device
 print(f"recorded on {results.label(record)}:")
 print(f"  {rec_dev.sm_count} SMs x {rec_dev.fp32_lanes_per_sm} lanes x 2 FLOP x {rec_dev.clock_mhz:.0f} MHz"
       f" = {rec_dev.peak_gflops / 1e3:.1f} TFLOPS peak FP32")
@@ -136,10 +135,10 @@ sweep
 # %%
 # The lesson plan's reference: cuBLAS SGEMM reached about 50 TFLOPS at 4096^3 on an H100.
 KNOWN_H100_4096 = 50.0e3  # GFLOPS
-got = [r for r in sweep.rows if r["M"] == 4096]
-if got and "H100" in sweep.record["device"]["name"]:
-    ratio = got[0]["gflops"] / KNOWN_H100_4096
-    print(f"cuBLAS 4096^3: {got[0]['gflops'] / 1e3:.1f} TFLOPS = {100 * ratio:.0f}% of the known 50 TFLOPS"
+got = [r for r in sweep.rows if r.M == 4096]
+if got and "H100" in sweep.record.device.name:
+    ratio = got[0].gflops / KNOWN_H100_4096
+    print(f"cuBLAS 4096^3: {got[0].gflops / 1e3:.1f} TFLOPS = {100 * ratio:.0f}% of the known 50 TFLOPS"
           f" ({'within' if abs(ratio - 1) <= 0.05 else 'OUTSIDE'} 5%)")
 
 # %% [markdown]

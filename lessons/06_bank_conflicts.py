@@ -135,13 +135,12 @@ figures.bank_map(vec_trace.first("ld", array="a1").addresses, 16, title="vec: fi
 # simulator, multiplied by the number of blocks).
 
 # %%
-import glob, json, os
-truth = json.load(open(sorted(glob.glob(os.path.join(results.RESULTS_DIR, "banks-*.json")))[-1]))
-print(f"{truth['device']}, {truth['date'][:10]}: ncu / tracer (documented rules) / tracer (paired-load rule)")
+truth = results.load_banks()  # results/banks-<device>.json, written by tools/bank_truth.py
+print(f"{truth.device}, {truth.date[:10]}: ncu / tracer (documented rules) / tracer (paired-load rule)")
 print(f"{'case':<28}{'ld instr':>16}{'ld wavefronts':>34}{'st wavefronts':>20}")
-for r in truth["rows"]:
-    n, t = r["ncu"], r["tracer"]
-    print(f"{r['case']:<28}{n['ld_instructions']:>8}/{t['ld_instructions']:<8}"
+for r in truth.rows:
+    n, t = r.ncu, r.tracer
+    print(f"{r.case:<28}{n['ld_instructions']:>8}/{t['ld_instructions']:<8}"
           f"{n['ld_wavefronts']:>10}/{t['ld_wavefronts']:<9}/{t['ld_wavefronts_paired']:<10}"
           f"{n['st_wavefronts']:>10}/{t['st_wavefronts']:<9}")
 

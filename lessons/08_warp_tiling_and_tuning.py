@@ -90,7 +90,7 @@ Markdown(tuning.table_markdown(rows))
 
 # %%
 # NBVAL_CHECK_OUTPUT
-print([(r["label"], r.get("correct", r.get("invalid", "")[:40])) for r in rows if r.get("config")])
+print([(r.label, r.invalid[:40] if r.invalid else r.correct) for r in rows if r.config])
 
 # %% [markdown]
 # ## The recorded sweep
@@ -102,21 +102,21 @@ print([(r["label"], r.get("correct", r.get("invalid", "")[:40])) for r in rows i
 
 # %%
 sweep = leaderboard.load_sweep()
-print(f"recorded on {sweep['device']['name']}, {sweep['date'][:10]}, size {sweep['size']}, "
-      f"{len(sweep['rows'])} configurations, {len(sweep['runs'])} runs (commits "
-      f"{', '.join(sorted({r['git_commit'] for r in sweep['runs']}))})")
-grid_rows = [r for r in sweep["rows"] if r["config"]["guard"] == "select" and not r["config"]["spread"]
-             and r["config"]["pad_a"] == 4 and (r["config"]["max_registers"] == 128 or r["config"]["TN"] == 16
-                                                or r["config"]["BM"] == 64)]
+print(f"recorded on {sweep.device.name}, {sweep.date[:10]}, size {sweep.size}, "
+      f"{len(sweep.rows)} configurations, {len(sweep.runs)} runs (commits "
+      f"{', '.join(sorted({r.git_commit for r in sweep.runs}))})")
+grid_rows = [r for r in sweep.rows if r.config["guard"] == "select" and not r.config["spread"]
+             and r.config["pad_a"] == 4 and (r.config["max_registers"] == 128 or r.config["TN"] == 16
+                                             or r.config["BM"] == 64)]
 tuning.heatmap(grid_rows,
                x=tuning.depth_buffers, y=tuning.tile_shape,
-               title=f"SGEMM 4096^3, TFLOPS and % of cuBLAS ({sweep['device']['name']})");
+               title=f"SGEMM 4096^3, TFLOPS and % of cuBLAS ({sweep.device.name})");
 
 # %%
 Markdown(leaderboard.sweep_markdown(leaderboard.sweep_effects(sweep), top=12))
 
 # %%
-Markdown(tuning.table_markdown(sweep["rows"], top=8))
+Markdown(tuning.table_markdown(sweep.rows, top=8))
 
 # %% [markdown]
 # How to read it:
@@ -136,8 +136,8 @@ Markdown(tuning.table_markdown(sweep["rows"], top=8))
 
 # %%
 # NBVAL_CHECK_OUTPUT
-best = tuning.best(sweep["rows"])
-print("best in the recorded sweep:", best["label"])
+best = tuning.best(sweep.rows)
+print("best in the recorded sweep:", best.label)
 print("TileConfig():              ", TileConfig().short())
 
 # %% [markdown]

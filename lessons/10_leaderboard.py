@@ -21,9 +21,9 @@ print(gl.banner())
 from IPython.display import Markdown
 from gemm_lessons import leaderboard
 record = results.load()
-print(f"{record['device']['name']}, {record['date']}, commit {record.get('git_commit', '?')[:12]}")
-print(", ".join(f"{k} {v}" for k, v in record["versions"].items()))
-print("cuBLAS:", record["cublas_math_mode"])
+print(f"{record.device.name}, {record.date}, commit {(record.git_commit or '?')[:12]}")
+print(", ".join(f"{k} {v}" for k, v in record.versions.items()))
+print("cuBLAS:", record.cublas_math_mode)
 
 # %% [markdown]
 # ## Every rung at every size
@@ -71,7 +71,7 @@ Markdown(leaderboard.effects_markdown(leaderboard.technique_effects(record)))
 
 # %%
 sweep = leaderboard.load_sweep()
-print(f"tile sweep recorded on {sweep['device']['name']}, {sweep['date'][:10]}")
+print(f"tile sweep recorded on {sweep.device.name}, {sweep.date[:10]}")
 Markdown(leaderboard.sweep_markdown(leaderboard.sweep_effects(sweep), top=10))
 
 # %% [markdown]
@@ -93,8 +93,8 @@ last = list(ladder.SGEMM)[-1]
 for size in [(4096, 4096, 4096), (8192, 8192, 8192)]:
     row = results.sgemm_rows(record, last, size)[0]
     cub = results.sgemm_rows(record, "cublas", size)[0]
-    print(f"{last} at {size[0]}^3: {row['gflops'] / 1e3:.2f} TFLOPS (p10-p90 {row['gflops_p10'] / 1e3:.2f}-"
-          f"{row['gflops_p90'] / 1e3:.2f}) = {row['pct_cublas']:.1f}% of cuBLAS ({cub['gflops'] / 1e3:.2f})")
+    print(f"{last} at {size[0]}^3: {row.gflops / 1e3:.2f} TFLOPS (p10-p90 {row.gflops_p10 / 1e3:.2f}-"
+          f"{row.gflops_p90 / 1e3:.2f}) = {row.pct_cublas:.1f}% of cuBLAS ({cub.gflops / 1e3:.2f})")
 
 # %% [markdown]
 # ## Measure it on your GPU

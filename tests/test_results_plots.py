@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -13,24 +15,24 @@ def record():
 
 
 def test_a_gpu_record_is_committed(record):
-    assert not record["device"]["simulator"]
-    assert record["device"]["peak_gflops"] > 0
+    assert not record.device.simulator
+    assert record.device.peak_gflops > 0
     for key in ("date", "versions", "sgemm", "bandwidth", "checks", "ladder"):
-        assert key in record
-    assert all(c["passed"] is not False for c in record["checks"])
-    assert all(r.get("correct", True) for r in record["sgemm"])
-    names = {r["kernel"] for r in record["sgemm"]}
-    assert "cublas" in names and set(record["ladder"]) <= names
+        assert getattr(record, key) is not None
+    assert all(c.passed is not False for c in record.checks)
+    assert all(r.correct is not False for r in record.sgemm)
+    names = {r.kernel for r in record.sgemm}
+    assert "cublas" in names and set(record.ladder) <= names
 
 
 def test_recorded_cublas_is_plausible(record):
     cub = results.sgemm_gflops(record, "cublas", (4096, 4096, 4096))
-    assert 0 < cub <= record["device"]["peak_gflops"]
+    assert 0 < cub <= record.device.peak_gflops
 
 
 def test_plots_are_labelled_with_device_and_date(record):
     lbl = results.label(record)
-    assert record["device"]["name"] in lbl and record["date"][:10] in lbl
+    assert record.device.name in lbl and record.date[:10] in lbl
     for fn in (plots.ladder, plots.versus_size, plots.roofline):
         ax = fn(record)
         assert lbl in ax.get_title()
@@ -40,7 +42,7 @@ def test_plots_are_labelled_with_device_and_date(record):
 def test_recorded_comparison_table(record):
     table = measure.recorded(["naive", "cublas"], (4096, 4096, 4096), record)
     md = table._repr_markdown_()
-    assert "recorded on" in md and record["device"]["name"] in md
+    assert "recorded on" in md and record.device.name in md
     assert table.speedup("cublas", "naive") > 1
     assert table.speedup("cublas", "no-such-kernel") != table.speedup("cublas", "no-such-kernel")  # nan
 
@@ -58,10 +60,7 @@ def test_readme_shows_the_recorded_results():
 
 
 def test_sanitizer_summary_is_clean():
-    import glob
-    import os
-
-    files = glob.glob(os.path.join(results.RESULTS_DIR, "sanitizer-*.txt"))
+    files = results.files("sanitizer")
     assert files
     text = open(files[0]).read()
     assert "ERROR SUMMARY: 0 errors" in text and "0 hazards displayed (0 errors, 0 warnings)" in text
@@ -69,22 +68,18 @@ def test_sanitizer_summary_is_clean():
 
 
 def test_bank_ground_truth_agrees_with_the_tracer():
-    import glob
-    import json
-    import os
-
-    truth = json.load(open(glob.glob(os.path.join(results.RESULTS_DIR, "banks-*.json"))[0]))
-    for row in truth["rows"]:
-        n, t = row["ncu"], row["tracer"]
+    truth = results.load_banks()
+    for row in truth.rows:
+        n, t = row.ncu, row.tracer
         assert n["ld_instructions"] == t["ld_instructions"] and n["st_instructions"] == t["st_instructions"]
-        if "32x32" not in row["case"] and row["case"] not in ("transpose smem_tile", "transpose smem_padded"):
+        if "32x32" not in row.case and row.case not in ("transpose smem_tile", "transpose smem_padded"):
             # the paired-load rule reproduces the profiler's load wavefronts exactly (lesson 06)
-            assert n["ld_wavefronts"] == t["ld_wavefronts_paired"], row["case"]
+            assert n["ld_wavefronts"] == t["ld_wavefronts_paired"], row.case
 
 
 def test_host_bound_rows_are_flagged_in_tables(record):
-    row = dict(results.sgemm_rows(record, "naive", (4096, 4096, 4096))[0], host_bound=True)
+    row = replace(results.sgemm_rows(record, "naive", (4096, 4096, 4096))[0], host_bound=True)
     table = measure.Comparison((4096, 4096, 4096), [row], source="test")
     assert "host-bound" in table._repr_markdown_()
-    bw = dict(record["bandwidth"][0], host_bound=True)
+    bw = replace(record.bandwidth[0], host_bound=True)
     assert "host-bound" in measure.Table("copy", [bw], record, True)._repr_markdown_()

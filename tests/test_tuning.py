@@ -4,6 +4,7 @@ from dataclasses import asdict
 import pytest
 
 from gemm_lessons import leaderboard, ladder, results, tuning
+from gemm_lessons.records import TuningRow
 from gemm_lessons.sgemm_kernels import warptile
 from gemm_lessons.sgemm_kernels.warptile import TileConfig
 
@@ -35,32 +36,32 @@ def test_sweep_rejects_before_compiling(monkeypatch):
 
     monkeypatch.setattr(warptile, "kernel_for", no_compile)
     rows = tuning.sweep([TileConfig(WM=64, WN=64)], progress=False)
-    assert "32 lanes" in rows[-1]["invalid"]
+    assert "32 lanes" in rows[-1].invalid
 
 
 @pytest.mark.parametrize("cfg", [TileConfig(spread=True), TileConfig(BK=16, stages=1, guard="select"),
                                  TileConfig(BM=64, WM=32, WN=64, max_registers=None)])
 def test_sweep_checks_each_configuration(cfg):
     rows = tuning.sweep([cfg], progress=False, check_shape=(67, 44, 36))
-    assert rows[-1]["correct"] is True, rows[-1].get("error")
+    assert rows[-1].correct is True, rows[-1].error
 
 
 def test_recorded_sweep_matches_the_code():
     sweep = leaderboard.load_sweep()
-    labels = {r["label"] for r in sweep["rows"]}
+    labels = {r.label for r in sweep.rows}
     assert labels == {c.short() for c in tuning.lesson_configs()}
-    for r in sweep["rows"]:
-        assert TileConfig(**r["config"]).short() == r["label"]
-        assert r["correct"] and r["correct_at_size"]
+    for r in sweep.rows:
+        assert TileConfig(**r.config).short() == r.label
+        assert r.correct and r.correct_at_size
     # the default configuration (the last rung, gl.sgemm) is the sweep's winner
-    assert tuning.best(sweep["rows"])["config"] == asdict(TileConfig())
+    assert tuning.best(sweep.rows).config == asdict(TileConfig())
 
 
 def test_heatmap_draws_one_cell_per_measurement():
     import matplotlib
     matplotlib.use("Agg")
-    rows = [{"config": asdict(TileConfig(BK=bk, stages=s)), "label": "x", "gflops": 1000.0 * (bk + s),
-             "pct_cublas": 50.0} for bk in (8, 16) for s in (1, 2)]
+    rows = [TuningRow(config=asdict(TileConfig(BK=bk, stages=s)), label="x", gflops=1000.0 * (bk + s),
+                      pct_cublas=50.0) for bk in (8, 16) for s in (1, 2)]
     ax = tuning.heatmap(rows, x=tuning.depth_buffers, y=tuning.tile_shape)
     assert [t.get_text() for t in ax.get_xticklabels()] == ["BK 8, 1 buf", "BK 8, 2 buf", "BK 16, 1 buf", "BK 16, 2 buf"]
     assert sum(1 for t in ax.texts if "%" in t.get_text()) == 4

@@ -4,17 +4,26 @@
     ncu --clock-control none --csv --metrics $(python3 tools/bank_truth.py metrics) \\
         python3 tools/bank_truth.py run > ncu.csv
     # here, on the simulator: trace one block of each case, scale by the grid, compare
-    GEMM_LESSONS_SIMULATOR=1 python tools/bank_truth.py table ncu.csv
-writes results/banks-<device>.json, which notebook 06 shows.
+    GEMM_LESSONS_SIMULATOR=1 python tools/bank_truth.py table ncu.csv ["NVIDIA H100 80GB HBM3"]
+writes results/banks-<device>.json, which notebook 06 shows (the CSV defaults to the one kept in
+results/, results.path_for("ncu-banks", device)).
 """
 import csv
-import datetime
 import functools
-import json
 import os
 import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if sys.argv[1:2] == ["table"]:  # the tracer runs on the simulator; decided when gemm_lessons is imported
+    os.environ.setdefault("GEMM_LESSONS_SIMULATOR", "1")
+import gemm_lessons  # noqa: E402,F401  (chooses GPU or simulator before numba.cuda is imported)
+from numba import cuda  # noqa: E402
+
+from gemm_lessons import ladder, provenance, results  # noqa: E402
+from gemm_lessons.instruments import shared_tracer  # noqa: E402
+from gemm_lessons.records import BankRow, BankTruth  # noqa: E402
 
 METRICS = {
     "ld_instructions": "smsp__inst_executed_op_shared_ld.sum",
@@ -33,8 +42,6 @@ WIDE = {"sgemm smem_tile": ("ld",), "sgemm vec": ("ld",), "sgemm vec_split": ("l
 
 def cases():
     """(name, kind, full problem, one-block problem, blocks in the full problem, launcher)."""
-    from gemm_lessons import ladder
-
     T, S = ladder.TRANSPOSE, {**ladder.SGEMM, **ladder.VARIANTS}
     out = []
     for name in ["smem_tile", "smem_padded", "smem_padded_32x8"]:
@@ -47,8 +54,6 @@ def cases():
 
 
 def _operands(kind, shape):
-    from numba import cuda
-
     rng = np.random.default_rng(0)
     if kind == "t":
         R, C = shape
@@ -60,9 +65,6 @@ def _operands(kind, shape):
 
 def run():
     """On the GPU: one launch of each case at its full size (compiled beforehand elsewhere)."""
-    import gemm_lessons  # noqa: F401
-    from numba import cuda
-
     for name, kind, full, _, _, rung in cases():
         args = _operands(kind, full)
         rung(*args)
@@ -71,9 +73,6 @@ def run():
 
 
 def traced():
-    import gemm_lessons  # noqa: F401
-    from gemm_lessons.instruments import shared_tracer
-
     out = {}
     for name, kind, _, one, blocks, rung in cases():
         args = _operands(kind, one)
@@ -106,37 +105,29 @@ def read_ncu(path):
     return [by_id[k] for k in sorted(by_id)]
 
 
-def table(ncu_csv, device, out_dir):
+def table(ncu_csv, device, out_dir=results.RESULTS_DIR):
     measured = read_ncu(ncu_csv)
     names = [c[0] for c in cases()]
     if len(measured) != len(names):
         raise SystemExit(f"expected {len(names)} profiled kernels, found {len(measured)}")
     model = traced()
-    rows = []
-    for name, gpu, (_, kind, full, one, blocks, _) in zip(names, measured, cases()):
-        rows.append({"case": name, "problem": list(full), "blocks": blocks, "gpu_kernel": gpu["kernel"][:80],
-                     "tracer_merged": list(WIDE.get(name, ())),
-                     "ncu": {k: gpu.get(k) for k in METRICS}, "tracer": model[name]})
-    record = {"device": device, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "metrics": METRICS, "rows": rows,
-              "how": "ncu --clock-control none on the GPU; tracer: one block on the CUDA simulator x blocks"}
-    path = os.path.join(out_dir, "banks-" + device.lower().replace(" ", "-") + ".json")
-    with open(path, "w") as f:
-        json.dump(record, f, indent=1)
-        f.write("\n")
+    rows = [BankRow(case=name, problem=list(full), blocks=blocks, gpu_kernel=gpu["kernel"][:80],
+                    tracer_merged=list(WIDE.get(name, ())), ncu={k: gpu.get(k) for k in METRICS}, tracer=model[name])
+            for name, gpu, (_, kind, full, one, blocks, _) in zip(names, measured, cases())]
+    record = BankTruth(device=device, date=provenance.now(), metrics=METRICS, rows=rows,
+                       how="ncu --clock-control none on the GPU; tracer: one block on the CUDA simulator x blocks")
+    path = record.write(results.path_for("banks", device, directory=out_dir))
     for r in rows:
-        print(f"{r['case']:<26}", " ".join(f"{k}={r['ncu'][k]}/{r['tracer'][k]}" for k in METRICS))
+        print(f"{r.case:<26}", " ".join(f"{k}={r.ncu[k]}/{r.tracer[k]}" for k in METRICS))
     return path
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     what = sys.argv[1]
     if what == "metrics":
         print(",".join(METRICS.values()))
     elif what == "run":
         run()
     elif what == "table":
-        os.environ.setdefault("GEMM_LESSONS_SIMULATOR", "1")
         dev = sys.argv[3] if len(sys.argv) > 3 else "NVIDIA H100 80GB HBM3"
-        print(table(sys.argv[2], dev, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")))
+        print(table(sys.argv[2] if len(sys.argv) > 2 else results.path_for("ncu-banks", dev), dev))

@@ -13,6 +13,7 @@ import nbformat
 from nbclient import NotebookClient
 
 from gemm_lessons.lesson_source import NBVAL_CHECK
+from gemm_lessons.progress import TEXT_ENV
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -23,6 +24,7 @@ def main():
     p.add_argument("--keep-all", action="store_true")
     p.add_argument("--timeout", type=int, default=1800)
     args = p.parse_args()
+    os.environ[TEXT_ENV] = "1"  # progress bars saved as they ended, not as a widget's first frame
     paths = args.paths or sorted(glob.glob(os.path.join(os.path.dirname(HERE), "notebooks", "*.ipynb")))
     failed = []
     for path in paths:

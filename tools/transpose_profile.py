@@ -2,6 +2,7 @@
 
     ncu --clock-control none --csv --metrics $(python3 tools/transpose_profile.py metrics) \\
         python3 tools/transpose_profile.py run > ncu-transpose.csv
+kept as results/ncu-transpose-<device>.csv (results.path_for("ncu-transpose", device)).
 """
 import os
 import sys

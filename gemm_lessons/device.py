@@ -114,3 +114,37 @@ def banner():
         return (f"Running on the CUDA SIMULATOR ({_backend.REASON}): small sizes, no timings; "
                 "plots show recorded GPU results.")
     return f"Running on {info.name} ({info.sm_count} SMs, peak FP32 {info.peak_gflops / 1e3:.1f} TFLOPS)."
+
+
+# Sizes and per-SM limits the driver reports (cuDeviceGetAttribute, read through numba's
+# Device object): name in this package -> CU_DEVICE_ATTRIBUTE_<name>.
+_LIMITS = {
+    "sm_count": "MULTIPROCESSOR_COUNT",
+    "warp_size": "WARP_SIZE",
+    "max_threads_per_block": "MAX_THREADS_PER_BLOCK",
+    "max_threads_per_sm": "MAX_THREADS_PER_MULTIPROCESSOR",
+    "max_blocks_per_sm": "MAX_BLOCKS_PER_MULTIPROCESSOR",
+    "registers_per_sm": "MAX_REGISTERS_PER_MULTIPROCESSOR",
+    "registers_per_block": "MAX_REGISTERS_PER_BLOCK",
+    "shared_bytes_per_sm": "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR",
+    "shared_bytes_per_block": "MAX_SHARED_MEMORY_PER_BLOCK",
+    "shared_bytes_per_block_optin": "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
+    "shared_reserved_per_block": "RESERVED_SHARED_MEMORY_PER_BLOCK",
+    "l2_bytes": "L2_CACHE_SIZE",
+    "memory_bus_bits": "GLOBAL_MEMORY_BUS_WIDTH",
+}
+
+
+def device_limits():
+    """The memory hierarchy's sizes and the per-SM limits of the current GPU, as the driver
+    reports them (a dict; None on the simulator).  The L1 size is not among the driver's
+    attributes: on recent GPUs L1 and shared memory are one array per SM, split per kernel."""
+    if _backend.SIMULATOR:
+        return None
+    from numba import cuda
+
+    dev = cuda.get_current_device()
+    limits = {key: _attr(dev, attr) for key, attr in _LIMITS.items()}
+    limits["global_bytes"] = cuda.current_context().get_memory_info()[1]
+    limits["compute_capability"] = list(dev.compute_capability)
+    return limits

@@ -148,3 +148,20 @@ def device_limits():
     limits["global_bytes"] = cuda.current_context().get_memory_info()[1]
     limits["compute_capability"] = list(dev.compute_capability)
     return limits
+
+
+# What NVIDIA documents for the H100 (compute capability 9.0), for when neither a GPU nor a
+# record is at hand, and for what the driver does not report (the L1 size).  Each value names
+# its source; the primer prints them as "documented", never as measured.
+HOPPER_TUNING_GUIDE = "https://docs.nvidia.com/cuda/hopper-tuning-guide/index.html"
+DOCUMENTED_H100 = {
+    "registers_per_sm": (65536, "64K 32-bit registers per SM", HOPPER_TUNING_GUIDE),
+    "max_registers_per_thread": (255, "at most 255 registers per thread", HOPPER_TUNING_GUIDE),
+    "max_warps_per_sm": (64, "at most 64 resident warps per SM", HOPPER_TUNING_GUIDE),
+    "max_blocks_per_sm": (32, "at most 32 resident blocks per SM", HOPPER_TUNING_GUIDE),
+    "shared_bytes_per_sm": (228 * 1024, "up to 228 KB of shared memory per SM", HOPPER_TUNING_GUIDE),
+    "shared_bytes_per_block_optin": (227 * 1024, "up to 227 KB per block", HOPPER_TUNING_GUIDE),
+    "l1_shared_bytes_per_sm": (256 * 1024, "256 KB of combined L1 cache, texture cache and shared memory per SM",
+                               HOPPER_TUNING_GUIDE),
+    "l2_bytes": (50 * 2**20, "50 MB of L2 cache on the H100", HOPPER_TUNING_GUIDE),
+}

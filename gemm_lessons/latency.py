@@ -68,17 +68,20 @@ else:
 
 
 # ----------------------------------------------------------------------------- kernels
+# lesson-cell: begin
 @cuda.jit
 def chase_global(chain, start, steps, out):
-    """One thread: ``steps`` dependent loads through ``chain`` (uint32 indices; unsigned, so
-    numba adds no negative-index check to the chain).  out = [last index, cycles]."""
+    # One thread follows the chain: each load's address is the value the previous load
+    # returned, so the loads cannot overlap.  Indices are uint32 (unsigned: numba adds no
+    # negative-index check to the chain).  out = [where it ended, cycles it took].
     j = start
-    t0 = clock64()
+    t0 = clock64()  # the SM's cycle counter
     for _ in range(steps):
         j = chain[j]
     t1 = clock64()
     out[0] = j
     out[1] = t1 - t0
+# lesson-cell: end
 
 
 @cuda.jit
@@ -286,7 +289,7 @@ def measure_shared(words=SHARED_WORDS, steps=16384, repeats=5, node_bytes=4):
             "cycles_runs": [round(c, 2) for c in cycles]}
 
 
-def measure_ffma(chains_list=FFMA_CHAINS, warps_list=FFMA_WARPS, steps=4096, repeats=3):
+def measure_ffma(chains_list=FFMA_CHAINS, warps_list=FFMA_WARPS, steps=8192, repeats=3):
     """Cycles per FFMA of one warp with 1-8 independent chains, and warp-FFMAs per cycle of
     one SM with 1-32 warps running one chain each."""
     ilp = []
@@ -337,7 +340,7 @@ def levels(record):
 def _size(b):
     for unit, n in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if b >= n:
-            return f"{b / n:g} {unit}"
+            return f"{b / n:.4g} {unit}"
     return f"{b} B"
 
 
@@ -378,8 +381,8 @@ def summary_rows(record):
 
 def summary_markdown(record):
     clock = record["device"].get("clock_mhz")
-    lines = [f"Latency of one dependent load, measured on {label(record)} "
-             f"(`python -m gemm_lessons.latency`):", "",
+    how = "a quick run in this notebook" if record.get("quick") else "`python -m gemm_lessons.latency`"
+    lines = [f"Latency of one dependent load, measured on {label(record)} ({how}):", "",
              "| level | working set | cycles per load | ns per load |", "|---|---:|---:|---:|"]
     for r in summary_rows(record):
         ns = f"{r['ns']:.0f}" if r["ns"] is not None else (
@@ -415,6 +418,42 @@ def _versions_or_less(versions):
         return v
 
 
+def collect(steps=16384, repeats=5, quick=False, progress=print):
+    """Every measurement of this module on the current GPU, as a record (a dict).  ``quick``
+    (the primer, on a GPU) times fewer, shorter launches and skips the warp sweep's largest
+    sizes: a few seconds instead of the full run."""
+    from .bench import _git_commit, _versions, nvidia_smi
+    from .device import device_info
+
+    if quick:
+        steps, repeats = 4096, 3
+    t0 = time.time()
+    info = device_info()
+    limits = device_limits()
+    record = {
+        "device": info.as_dict(), "limits": limits,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "versions": _versions_or_less(_versions), "git_commit": _git_commit(),
+        "node_bytes": NODE_BYTES, "quick": quick,
+    }
+    if not quick:
+        record["nvidia_smi_before"] = nvidia_smi()
+    record["global"] = measure_global(default_sizes(limits["l2_bytes"]), steps, repeats, progress=progress)
+    record["shared"] = measure_shared(steps=steps, repeats=repeats)
+    record["ffma"] = measure_ffma(steps=2048 if quick else 8192, repeats=repeats)
+    if progress:
+        progress(f"  shared chase: {record['shared']['cycles_per_load']:.1f} cycles per load")
+        for r in record["ffma"]["ilp"]:
+            progress(f"  FFMA, {r['chains']} chain(s) in one warp: {r['cycles_per_ffma']:.2f} cycles per FFMA")
+        for r in record["ffma"]["warps"]:
+            progress(f"  FFMA, {r['warps']:>2} warp(s), one chain each: "
+                     f"{r['warp_ffma_per_cycle']:.2f} warp-FFMAs per cycle")
+    if not quick:
+        record["nvidia_smi_after"] = nvidia_smi()
+    record["seconds"] = round(time.time() - t0, 1)
+    return record
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=16384, help="dependent loads per timed launch")
@@ -425,32 +464,12 @@ def main(argv=None):
         sys.exit("python -m gemm_lessons.latency times loads on the GPU, and this machine runs numba's "
                  "CUDA simulator (no GPU found, or GEMM_LESSONS_SIMULATOR=1): nothing would be measured. "
                  "Run it on a machine with a CUDA GPU; the primer shows the recorded results/latency-*.json.")
-    from .bench import _git_commit, _versions, nvidia_smi
-    from .device import device_info
-
-    t0 = time.time()
-    info = device_info()
     limits = device_limits()
-    print(f"{info.name}: {limits['sm_count']} SMs, L2 {_size(limits['l2_bytes'])}, "
-          f"shared {_size(limits['shared_bytes_per_sm'])} per SM")
-    record = {
-        "device": info.as_dict(), "limits": limits,
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "versions": _versions_or_less(_versions), "git_commit": _git_commit(), "nvidia_smi_before": nvidia_smi(),
-        "command": "python -m gemm_lessons.latency " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "node_bytes": NODE_BYTES,
-    }
-    record["global"] = measure_global(default_sizes(limits["l2_bytes"]), args.steps, args.repeats)
-    record["shared"] = measure_shared(steps=args.steps, repeats=args.repeats)
-    print(f"  shared chase: {record['shared']['cycles_per_load']:.1f} cycles per load")
-    record["ffma"] = measure_ffma()
-    for r in record["ffma"]["ilp"]:
-        print(f"  FFMA, {r['chains']} chain(s) in one warp: {r['cycles_per_ffma']:.2f} cycles per FFMA")
-    for r in record["ffma"]["warps"]:
-        print(f"  FFMA, {r['warps']:>2} warp(s), one chain each: {r['warp_ffma_per_cycle']:.2f} warp-FFMAs per cycle")
-    record["nvidia_smi_after"] = nvidia_smi()
-    record["seconds"] = round(time.time() - t0, 1)
-    out = args.out or record_path(info.name)
+    print(f"{limits['sm_count']} SMs, L2 {_size(limits['l2_bytes'])}, "
+          f"shared memory {_size(limits['shared_bytes_per_sm'])} per SM")
+    record = collect(args.steps, args.repeats)
+    record["command"] = "python -m gemm_lessons.latency " + " ".join(argv if argv is not None else sys.argv[1:])
+    out = args.out or record_path(record["device"]["name"])
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out, "w") as f:
         json.dump(record, f, indent=1, sort_keys=True)

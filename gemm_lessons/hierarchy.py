@@ -1,0 +1,107 @@
+"""The memory hierarchy of the GPU in use, for the primer: sizes from the driver, latencies
+measured by gemm_lessons.latency, each value labelled with where it comes from.
+
+Sources, best first: the GPU in use (on a GPU: sizes from the driver now, latencies measured
+by a quick run of the latency benchmarks); the latency record (results/latency-<device>.json,
+written by ``python -m gemm_lessons.latency`` on a GPU), which holds both; NVIDIA's documented
+H100 values (device.DOCUMENTED_H100), for sizes only, when neither is at hand.
+"""
+from dataclasses import dataclass
+
+from . import _backend, latency, results
+from .device import DOCUMENTED_H100, HOPPER_TUNING_GUIDE, device_info, device_limits
+
+
+def _size(b):
+    return latency._size(b) if b else "?"
+
+
+@dataclass
+class Hierarchy:
+    rows: list  # dicts: level, scope, size, latency
+    size_source: str
+    latency_source: str
+    latency_record: dict = None
+
+    def _repr_markdown_(self):
+        lines = [f"Sizes: {self.size_source}. Latencies: {self.latency_source}.", "",
+                 "| level | who sees it | size | latency of one dependent load |", "|---|---|---|---|"]
+        lines += [f"| {r['level']} | {r['scope']} | {r['size']} | {r['latency']} |" for r in self.rows]
+        return "\n".join(lines)
+
+    def figure(self, ax=None):
+        from . import figures
+
+        return figures.memory_hierarchy(
+            [{"name": r["level"], "scope": r["scope"], "size": r["size"], "latency": r["latency"]} for r in self.rows],
+            ax=ax, title="memory hierarchy (top: closest to the threads). " + self.latency_source)
+
+
+def _documented_limits():
+    return {k: v[0] for k, v in DOCUMENTED_H100.items()}
+
+
+def hierarchy(measure_now=None):
+    """The hierarchy table.  On a GPU, ``measure_now`` (default True) runs the quick latency
+    benchmarks; otherwise the newest latency record is used, if any."""
+    rec, latency_source = None, None
+    if not _backend.SIMULATOR:
+        limits = device_limits()
+        size_source = f"reported by the driver of {device_info().name} (this GPU)"
+        dram_bytes = limits["global_bytes"]
+        if measure_now is None or measure_now:
+            rec = latency.collect(quick=True, progress=None)
+            latency_source = f"measured just now on {device_info().name} (quick run of gemm_lessons.latency)"
+        else:
+            rec = latency.load(device_info().name)
+    else:
+        rec = latency.load()
+        if rec is not None:
+            limits = rec["limits"]
+            size_source = f"reported by the driver, recorded on {latency.label(rec)}"
+            dram_bytes = limits.get("global_bytes")
+        else:
+            limits = _documented_limits()
+            size_source = (f"documented for the H100 in NVIDIA's [Hopper tuning guide]({HOPPER_TUNING_GUIDE}) "
+                           "(no GPU here and no latency record yet)")
+            try:
+                bench = results.load()
+                dram_bytes = bench["device"]["memory_gib"] * 2**30
+                size_source += f"; DRAM size recorded on {results.label(bench)}"
+            except FileNotFoundError:
+                dram_bytes = None
+    if latency_source is None:
+        latency_source = (f"measured with `python -m gemm_lessons.latency`, recorded on {latency.label(rec)}"
+                          if rec is not None else
+                          "not measured yet: run `python -m gemm_lessons.latency` on a GPU to record them "
+                          "(results/latency-<device>.json)")
+    lv = latency.levels(rec) if rec else {}
+
+    def lat(name):
+        r = lv.get(name)
+        if r is None:
+            return "not measured yet" if rec is None else "?"
+        ns = f", {r['ns_per_load']:.0f} ns" if r.get("ns_per_load") else ""
+        return f"{r['cycles_per_load']:.0f} cycles{ns} ({_size(r['bytes'])} working set)"
+
+    shared_lat = (f"{rec['shared']['cycles_per_load']:.0f} cycles" if rec and rec.get("shared")
+                  else "not measured yet")
+    regs = limits.get("registers_per_sm")
+    l1 = DOCUMENTED_H100["l1_shared_bytes_per_sm"]
+    cc = tuple(limits.get("compute_capability") or (9, 0))
+    l1_text = (f"{_size(l1[0])} per SM together with shared memory (documented for compute capability 9.0)"
+               if cc == (9, 0) else "not reported by the driver")
+    rows = [
+        {"level": "registers", "scope": "one thread",
+         "size": f"{regs:,} x 4 bytes = {_size(4 * regs)} per SM" if regs else "?",
+         "latency": "none: an instruction reads its operands from registers"},
+        {"level": "shared memory", "scope": "the threads of one block",
+         "size": f"{_size(limits.get('shared_bytes_per_sm'))} per SM, "
+                 f"{_size(limits.get('shared_bytes_per_block_optin'))} per block at most",
+         "latency": shared_lat},
+        {"level": "L1 cache", "scope": "one SM", "size": l1_text, "latency": lat("L1")},
+        {"level": "L2 cache", "scope": "all SMs", "size": _size(limits.get("l2_bytes")), "latency": lat("L2")},
+        {"level": "DRAM (HBM on an H100): global memory", "scope": "all SMs, and the host through copies",
+         "size": _size(dram_bytes), "latency": lat("DRAM")},
+    ]
+    return Hierarchy(rows, size_source, latency_source, rec)

@@ -322,22 +322,21 @@ def execution_model(n=1000, threads_per_block=256, ax=None):
 
 def memory_hierarchy(levels, ax=None, title=None):
     """The memory hierarchy as stacked boxes, fastest and smallest on top.  ``levels``: list of
-    dicts with "name", "scope" (who sees it), "size" and "latency" (text, already labelled with
-    where it comes from)."""
+    dicts with "name", "scope" (who sees it), "size" and "latency" (short texts)."""
     if ax is None:
-        _, ax = plt.subplots(figsize=(10, 0.9 * len(levels) + 0.8))
+        _, ax = plt.subplots(figsize=(11, 0.8 * len(levels) + 0.7))
     colors = ["tab:green", "tab:olive", "tab:orange", "tab:red", "tab:purple"]
     n = len(levels)
     for i, lv in enumerate(levels):
         y = n - 1 - i
-        width = 0.35 + 0.65 * (i + 1) / n  # wider = larger and farther away
+        width = 0.55 + 0.43 * i / max(1, n - 1)  # wider = larger and farther from the threads
         x0 = (1 - width) / 2
-        ax.add_patch(patches.FancyBboxPatch((x0, y + 0.08), width, 0.84, boxstyle="round,pad=0.01",
+        ax.add_patch(patches.FancyBboxPatch((x0, y + 0.08), width, 0.84, boxstyle="round,pad=0.005",
                                             fc=colors[i % len(colors)], alpha=0.3, ec="black"))
-        ax.text(0.5, y + 0.62, f"{lv['name']}  ({lv['scope']})", ha="center", va="center", fontsize=9,
+        ax.text(0.5, y + 0.64, f"{lv['name']}  ({lv['scope']})", ha="center", va="center", fontsize=9,
                 weight="bold")
-        ax.text(0.5, y + 0.3, f"size: {lv['size']}    latency: {lv['latency']}", ha="center", va="center",
-                fontsize=8)
+        ax.text(0.5, y + 0.32, f"size: {lv['size']}   |   latency: {lv['latency']}", ha="center",
+                va="center", fontsize=8)
     ax.set_xlim(0, 1)
     ax.set_ylim(0, n)
     ax.axis("off")
@@ -361,11 +360,12 @@ def latency_curve(record, ax=None):
     l2 = (record.get("limits") or {}).get("l2_bytes")
     if l2:
         ax.axvline(l2, color="tab:red", ls="--", lw=1)
-        ax.text(l2, max(y), f" L2 = {_bytes_label(l2)}", color="tab:red", fontsize=8, va="top")
+        ax.text(l2, 0.5 * max(y), f" L2 = {_bytes_label(l2)} ", color="tab:red", fontsize=8, va="center",
+                ha="right")
     if record.get("shared"):
         ax.axhline(record["shared"]["cycles_per_load"], color="tab:green", ls=":", lw=1)
-        ax.text(x[0], record["shared"]["cycles_per_load"], " shared memory", color="tab:green", fontsize=8,
-                va="bottom")
+        ax.text(x[-1], record["shared"]["cycles_per_load"], "shared memory ", color="tab:green", fontsize=8,
+                va="bottom", ha="right")
     ax.set_ylim(0, max(y) * 1.15)
     ax.set_xlabel("working set of the chase (one load per 128-byte line)")
     ax.set_ylabel("cycles per dependent load")

@@ -32,9 +32,11 @@ class Hierarchy:
     def figure(self, ax=None):
         from . import figures
 
+        measured = "latencies measured" if self.latency_record else "latencies not measured yet"
         return figures.memory_hierarchy(
-            [{"name": r["level"], "scope": r["scope"], "size": r["size"], "latency": r["latency"]} for r in self.rows],
-            ax=ax, title="memory hierarchy (top: closest to the threads). " + self.latency_source)
+            [{"name": r["short"], "scope": r["scope"], "size": r["short_size"], "latency": r["short_latency"]}
+             for r in self.rows], ax=ax,
+            title=f"memory hierarchy, closest to the threads on top ({measured}; sources in the table)")
 
 
 def _documented_limits():
@@ -77,10 +79,12 @@ def hierarchy(measure_now=None):
                           "(results/latency-<device>.json)")
     lv = latency.levels(rec) if rec else {}
 
-    def lat(name):
+    def lat(name, short=False):
         r = lv.get(name)
         if r is None:
             return "not measured yet" if rec is None else "?"
+        if short:
+            return f"{r['cycles_per_load']:.0f} cycles"
         ns = f", {r['ns_per_load']:.0f} ns" if r.get("ns_per_load") else ""
         return f"{r['cycles_per_load']:.0f} cycles{ns} ({_size(r['bytes'])} working set)"
 
@@ -89,19 +93,26 @@ def hierarchy(measure_now=None):
     regs = limits.get("registers_per_sm")
     l1 = DOCUMENTED_H100["l1_shared_bytes_per_sm"]
     cc = tuple(limits.get("compute_capability") or (9, 0))
+    documented_l1 = cc == (9, 0)
     l1_text = (f"{_size(l1[0])} per SM together with shared memory (documented for compute capability 9.0)"
-               if cc == (9, 0) else "not reported by the driver")
+               if documented_l1 else "not reported by the driver")
     rows = [
-        {"level": "registers", "scope": "one thread",
+        {"level": "registers", "short": "registers", "scope": "one thread",
          "size": f"{regs:,} x 4 bytes = {_size(4 * regs)} per SM" if regs else "?",
-         "latency": "none: an instruction reads its operands from registers"},
-        {"level": "shared memory", "scope": "the threads of one block",
+         "short_size": f"{_size(4 * regs)} per SM" if regs else "?",
+         "latency": "none: an instruction reads its operands from registers", "short_latency": "none (operands)"},
+        {"level": "shared memory", "short": "shared memory", "scope": "the threads of one block",
          "size": f"{_size(limits.get('shared_bytes_per_sm'))} per SM, "
                  f"{_size(limits.get('shared_bytes_per_block_optin'))} per block at most",
-         "latency": shared_lat},
-        {"level": "L1 cache", "scope": "one SM", "size": l1_text, "latency": lat("L1")},
-        {"level": "L2 cache", "scope": "all SMs", "size": _size(limits.get("l2_bytes")), "latency": lat("L2")},
-        {"level": "DRAM (HBM on an H100): global memory", "scope": "all SMs, and the host through copies",
-         "size": _size(dram_bytes), "latency": lat("DRAM")},
+         "short_size": f"{_size(limits.get('shared_bytes_per_sm'))} per SM",
+         "latency": shared_lat, "short_latency": shared_lat},
+        {"level": "L1 cache", "short": "L1 cache", "scope": "one SM", "size": l1_text,
+         "short_size": f"{_size(l1[0])} per SM with shared memory (documented)" if documented_l1 else "?",
+         "latency": lat("L1"), "short_latency": lat("L1", True)},
+        {"level": "L2 cache", "short": "L2 cache", "scope": "all SMs", "size": _size(limits.get("l2_bytes")),
+         "short_size": _size(limits.get("l2_bytes")), "latency": lat("L2"), "short_latency": lat("L2", True)},
+        {"level": "DRAM (HBM on an H100): global memory", "short": "DRAM: global memory",
+         "scope": "all SMs, and the host through copies", "size": _size(dram_bytes), "short_size": _size(dram_bytes),
+         "latency": lat("DRAM"), "short_latency": lat("DRAM", True)},
     ]
     return Hierarchy(rows, size_source, latency_source, rec)

@@ -386,7 +386,7 @@ def summary_markdown(record):
              "| level | working set | cycles per load | ns per load |", "|---|---:|---:|---:|"]
     for r in summary_rows(record):
         ns = f"{r['ns']:.0f}" if r["ns"] is not None else (
-            f"({r['cycles'] / clock * 1e3:.0f} at {clock:.0f} MHz)" if clock else "")
+            f"about {r['cycles'] / clock * 1e3:.0f} (cycles at {clock:.0f} MHz)" if clock else "")
         lines.append(f"| {r['level']} | {r['working set']} | {r['cycles']:.0f} | {ns} |")
     return "\n".join(lines)
 

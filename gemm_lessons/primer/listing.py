@@ -92,6 +92,78 @@ def _from_tools(cc=(9, 0)):
                    "the GPU's own driver may schedule a few instructions differently"), {"target": arch}
 
 
+SASS_REFERENCE = "https://docs.nvidia.com/cuda/cuda-binary-utilities/index.html#instruction-set-reference"
+# What the opcodes of the primer's listings do (NVIDIA's instruction set reference, SASS_REFERENCE,
+# gives one line for each; the suffixes after the first dot are variants: widths, types, modes).
+MEANINGS = {
+    "LDC": "load a constant: the kernel's parameters (array pointers, sizes, `a`) sit in a constant bank",
+    "ULDC": "load a constant into a *uniform* register, one value shared by the whole warp",
+    "S2R": "read a special register: `SR_TID.X` is `threadIdx.x`, `SR_CTAID.X` is `blockIdx.x`",
+    "S2UR": "read a special register into a uniform register",
+    "CS2R": "read a special register pair, e.g. the cycle counter `SR_CLOCKLO` (`clock64`)",
+    "IMAD": "integer multiply-add; also serves as move and add (`.WIDE`: 64-bit result)",
+    "IADD3": "add three integers",
+    "VIADD": "integer add",
+    "LEA": "shift and add: base address + index x 4 bytes (`.HI`: the upper 32 bits)",
+    "SHF": "funnel shift (in these kernels: the sign of an index, for numba's negative-index support)",
+    "LOP3": "any logic function of three inputs (`.LUT` gives its truth table)",
+    "SEL": "pick one of two values by a predicate",
+    "MOV": "copy a value",
+    "IMNMX": "integer minimum or maximum",
+    "VIMNMX": "integer minimum or maximum",
+    "ISETP": "compare integers and set a predicate register (`P0`)",
+    "EXIT": "end the thread (with `@P0` in front: only where `P0` is true)",
+    "BRA": "branch (the `BRA` to itself after `EXIT` is padding that never runs)",
+    "NOP": "no operation: padding to the end of the code",
+    "LDG": "load from global memory (`.E`: 64-bit address; `.128`: 16 bytes per thread)",
+    "STG": "store to global memory",
+    "LDS": "load from shared memory (`.128`: 16 bytes per thread)",
+    "STS": "store to shared memory",
+    "LDL": "load from local memory: a spilled register coming back",
+    "STL": "store to local memory: a register spilled",
+    "BAR": "barrier: `cuda.syncthreads()`",
+    "FFMA": "FP32 fused multiply-add `d = a*b + c`, one rounding: 2 floating-point operations",
+    "FADD": "FP32 add",
+    "FMUL": "FP32 multiply",
+}
+
+
+def ptx_body(ptx):
+    """The instructions of a PTX kernel, without the declarations and the parameter loads
+    (whose operands are numba's long mangled names)."""
+    body = ptx[ptx.index("{", ptx.index(".entry")) + 1:]
+    keep = []
+    for line in body.splitlines():
+        t = line.strip()
+        if not t or t.startswith((".reg", "ld.param", "}", "//")):
+            continue
+        keep.append(line.rstrip())
+    return "\n".join(keep)
+
+
+def sass_until_exit(sass):
+    """The SASS lines up to the last EXIT (the rest is padding)."""
+    lines = sass.splitlines()
+    last = max((i for i, l in enumerate(lines) if re.search(r"\bEXIT\b", l)), default=len(lines) - 1)
+    return "\n".join(lines[:last + 1])
+
+
+def explain_opcodes(sass):
+    """A markdown table: each opcode of a listing (in order of first appearance), how often it
+    occurs, what it does."""
+    counts, order = {}, []
+    for m in inspect_kernel._OPCODE.finditer(sass):
+        base = m.group(1).split(".")[0]
+        if base not in counts:
+            order.append(base)
+        counts[base] = counts.get(base, 0) + 1
+    lines = ["| opcode | count | what it does |", "|---|---:|---|"]
+    for op in order:
+        meaning = MEANINGS.get(op, f"see NVIDIA's [instruction set reference]({SASS_REFERENCE})")
+        lines.append(f"| `{op}` | {counts[op]} | {meaning} |")
+    return "\n".join(lines)
+
+
 def load(path=RECORD):
     """The recorded listing, or None."""
     if not os.path.exists(path):

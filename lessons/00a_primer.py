@@ -60,6 +60,10 @@ print(gl.banner())
 # | who am I | `cuda.threadIdx.x`, `cuda.blockIdx.x`, `cuda.blockDim.x`, `cuda.gridDim.x` | `threadIdx.x`, `blockIdx.x`, ... |
 # | my global index | `cuda.grid(1)`; `x, y = cuda.grid(2)` | `blockIdx.x * blockDim.x + threadIdx.x` |
 #
+# Terms: [kernel](GLOSSARY.md#kernel), [thread](GLOSSARY.md#thread), [block](GLOSSARY.md#block),
+# [grid](GLOSSARY.md#grid), [warp](GLOSSARY.md#warp), [lane](GLOSSARY.md#lane), [SM](GLOSSARY.md#sm),
+# [launch](GLOSSARY.md#launch).
+#
 # A launch returns at once: the GPU works in the background until something waits for it
 # (copying a result back, or `cuda.synchronize()`). The lessons hide the launch inside small
 # *launchers*; here is lesson 01's, the whole of it:
@@ -187,7 +191,8 @@ except IndexError as e:
 #   holds four of them ([CUDA C++ Best Practices Guide](https://docs.nvidia.com/cuda/cuda-c-best-practices-guide/index.html#coalesced-access-to-global-memory)).
 #
 # **Latency** is how long one access takes from issue to result; **bandwidth** is how many bytes
-# per second a level can deliver when many accesses are in flight at once. The table takes the
+# per second a level can deliver when many accesses are in flight at once
+# ([glossary](GLOSSARY.md#latency)). The table takes the
 # sizes from the driver and the latencies from measurements (below); each says where it comes from.
 
 # %%
@@ -278,6 +283,10 @@ if lat is not None:
 #
 # * `kernel.inspect_asm()`: the PTX; `kernel.inspect_sass()`: the SASS (needs `nvdisasm`);
 # * `kernel.get_regs_per_thread()`, `get_local_mem_per_thread()`, `get_shared_mem_per_block()`.
+#
+# Terms: [PTX](GLOSSARY.md#ptx), [SASS](GLOSSARY.md#sass), [FFMA](GLOSSARY.md#ffma),
+# [LDG/STG](GLOSSARY.md#ldg), [LDS/STS](GLOSSARY.md#lds), [LDL/STL](GLOSSARY.md#ldl),
+# [.128](GLOSSARY.md#width-128), [BAR.SYNC](GLOSSARY.md#bar-sync).
 #
 # They need a GPU (or at least the CUDA compiler). On the simulator the listing below was
 # compiled from the same kernels ahead of time, and says how and when.
@@ -403,7 +412,8 @@ display(Markdown(
 # these are its **resident** blocks. **Occupancy** is the number of resident warps divided by the
 # most an SM can hold (64 on compute capability 9.0, per the
 # [Hopper tuning guide](https://docs.nvidia.com/cuda/hopper-tuning-guide/index.html)). Whichever
-# resource runs out first limits it. `inspect_kernel.blocks_per_sm` does the arithmetic with the
+# resource runs out first limits it ([blocks/SM](GLOSSARY.md#blocks-per-sm),
+# [occupancy](GLOSSARY.md#occupancy)). `inspect_kernel.blocks_per_sm` does the arithmetic with the
 # documented compute capability 9.0 limits (registers are handed out per warp, in units of 256):
 
 # %%
@@ -430,7 +440,7 @@ for regs, smem, threads in [(24, 0, 256), (64, 8192, 256), (128, 8192, 256), (16
 #   kernels of lessons 03-08 get most of their speed this way: each thread keeps a whole patch of
 #   results in registers (`TM x TN` accumulators, lesson 04).
 #
-# The arithmetic behind both (Little's law): to keep a unit that accepts one instruction per
+# The arithmetic behind both ([Little's law](GLOSSARY.md#littles-law)): to keep a unit that accepts one instruction per
 # cycle busy while each result takes `L` cycles, `L` independent instructions must be in flight.
 # With one chain of dependent `FFMA`s a warp can start one every `L` cycles; with `L` chains,
 # one every cycle:

@@ -181,8 +181,8 @@ def _(ans):
 
 
 @exercise("00a-occupancy", "Registers: a warp needs registers x 32, rounded up to a multiple of 256; "
-                           "shared memory: each block also reserves 1 KB; threads: 2048 per SM; blocks: 32 per SM. "
-                           "The smallest of the four counts wins.")
+                           "shared memory: each block also reserves 1 KB (1,024 bytes) besides its own; "
+                           "threads: 2,048 per SM; blocks: 32 per SM. The smallest of the four counts wins.")
 def _(ans):
     from .inspect_kernel import blocks_per_sm
 
@@ -190,10 +190,10 @@ def _(ans):
         blocks, limiter = ans
     except (TypeError, ValueError):
         return False, "answer with a pair: (blocks per SM, the resource that limits it)."
-    want = blocks_per_sm(168, 16 * 1024, 256)
+    want = blocks_per_sm(40, 57 * 1024, 128)
     if (blocks, str(limiter).strip().lower()) == (want[0], want[1]):
-        return True, (f"{want[0]} block per SM, limited by {want[1]}: 168 registers x 256 threads is more than "
-                      "half of the SM's 65,536. Capping registers (lesson 04) would let a second block in.")
+        return True, (f"{want[0]} blocks per SM, limited by {want[1]}: each block takes 57 KiB + 1 KiB reserved, "
+                      "and 228 KiB hold three of those (without the reserved KiB it would be four).")
     if blocks == want[0]:
         return False, f"{blocks} is right, but the limiting resource is not {limiter!r}."
     return False, f"{(blocks, limiter)} is not it."

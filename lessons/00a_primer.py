@@ -1,7 +1,8 @@
 # %% [markdown]
 # # 00a · Primer: how a GPU runs your kernel
 #
-# **Where we are.** Nothing yet: this primer comes before lesson 00. The lessons speak of warps,
+# **Where we are.** At the start: this primer goes with lesson 00, before the first matrix product
+# in lesson 01. The lessons speak of warps,
 # blocks, SASS, `LDS.128`, occupancy and latency; here each of these words is defined on a kernel
 # you launch yourself, and measured on the GPU where there is one. Every term is also in the
 # [glossary](GLOSSARY.md); the source articles and the documentation to read next are in
@@ -47,7 +48,8 @@ print(gl.banner())
 #   [CUDA C++ Programming Guide](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#thread-hierarchy)
 #   and in `cuda.warpsize`). A warp executes one instruction at a time for
 #   all of its threads together; each thread is a **lane** of its warp. Everything the lessons
-#   say about coalescing, bank conflicts and divergence is about what the 32 lanes of one warp do
+#   say about [coalescing](GLOSSARY.md#coalescing) (lesson 01), [bank conflicts](GLOSSARY.md#bank-conflict)
+#   (lesson 06) and [divergence](GLOSSARY.md#divergence) is about what the 32 lanes of one warp do
 #   in the same instruction.
 #
 # In numba a kernel is a Python function under `@cuda.jit`, and a launch names the grid first:
@@ -207,7 +209,7 @@ hier.figure();
 #
 # A single thread follows a chain through an array: `j = chain[j]`. Each load's address is the
 # value the previous load returned, so the loads cannot overlap and the time per step is the
-# latency of one load. The chain visits its places in random order, one per 128-byte line, so
+# latency of one load (plus the loop's address arithmetic, a few cycles). The chain visits its places in random order, one per 128-byte line, so
 # every step touches a new line. The size of the array decides where the loads are served: a few
 # KiB stay in L1, a few MiB in L2, a working set several times the L2 size comes from DRAM. The
 # time is read from the SM's cycle counter (`clock64`, a small numba intrinsic in
@@ -312,7 +314,8 @@ if compiled is not None:
     display(Markdown(listing.explain_opcodes(compiled["saxpy"]["sass"])))
 
 # %% [markdown]
-# Read the SASS from the top: `S2R` reads the thread's and the block's index (`SR_TID.X`,
+# Read the SASS from the top (this is the listing shown; another compiler version may order or
+# name a few instructions differently): `S2R` reads the thread's and the block's index (`SR_TID.X`,
 # `SR_CTAID.X`), `IMAD.WIDE` combines them into `i`, `ISETP` + `@P0 EXIT` is the guard, then
 # `LDG` loads `x[i]` and `y[i]`, `FFMA` computes `a*x + y` and `STG` stores it: the PTX's
 # `ld.global`, `fma.rn` and `st.global`. The `SHF`, `LOP3` and `IADD3` in between are numba's
@@ -321,7 +324,7 @@ if compiled is not None:
 #
 # ### Shared memory and a barrier
 #
-# A second kernel: each block reverses its own slice of 128 values. A thread reads a value that
+# A second kernel: each block reverses its own slice of `THREADS` values. A thread reads a value that
 # *another* thread stored, so every store must be done before any read: `cuda.syncthreads()` is
 # a **barrier**, every thread of the block waits there until all have arrived.
 
@@ -425,7 +428,8 @@ for regs, smem, threads in [(24, 0, 256), (64, 8192, 256), (128, 8192, 256), (16
                             (32, 49152, 256), (40, 0, 1024)]:
     blocks, by = inspect_kernel.blocks_per_sm(regs, smem, threads)
     warps = blocks * threads // 32
-    print(f"{regs:>9} {smem:>12,} {threads:>7} | {blocks:>9}  {by:<13} {warps:>5} {warps / 64:>9.0%}")
+    print(f"{regs:>9} {smem:>12,} {threads:>7} | {blocks:>9}  {by:<13} {warps:>5} "
+          f"{warps / (limits['threads'] // 32):>9.0%}")
 
 # %% [markdown]
 # Why care? Because of latency. When a warp's next instruction needs a result that is not there
@@ -436,9 +440,10 @@ for regs, smem, threads in [(24, 0, 256), (64, 8192, 256), (128, 8192, 256), (16
 # * **more warps** (thread-level parallelism): while one waits, another runs. That is what
 #   occupancy buys.
 # * **independent instructions in the same warp** (**instruction-level parallelism, ILP**): if a
-#   thread has several accumulators, the second `FFMA` does not wait for the first. The GEMM
-#   kernels of lessons 03-08 get most of their speed this way: each thread keeps a whole patch of
-#   results in registers (`TM x TN` accumulators, lesson 04).
+#   thread has several accumulators, the second `FFMA` does not wait for the first. The
+#   register-tiled GEMM kernels of lessons 03-08 are built this way: each thread keeps a whole
+#   patch of results in registers (`TM x TN` accumulators, lesson 04), whose `FFMA`s do not depend
+#   on each other.
 #
 # The arithmetic behind both ([Little's law](GLOSSARY.md#littles-law)): to keep a unit that accepts one instruction per
 # cycle busy while each result takes `L` cycles, `L` independent instructions must be in flight.
@@ -539,15 +544,16 @@ exercises.check("00a-launch", launch)
 
 # %% [markdown]
 # ### 00a-occupancy
-# A kernel uses 168 registers per thread, 256 threads per block and 16 KiB of shared memory per
+# A kernel uses 40 registers per thread, 128 threads per block and 57 KiB of shared memory per
 # block. How many blocks fit on one SM of compute capability 9.0, and which resource limits it?
-# Answer with a pair such as `(3, "shared memory")`; the resources are named `"registers"`,
-# `"shared memory"`, `"threads"` and `"blocks"`. Work it out by hand first.
+# Answer with a pair such as `(2, "threads")`; the resources are named `"registers"`,
+# `"shared memory"`, `"threads"` and `"blocks"`. Work it out by hand first, with the limits
+# printed in the occupancy cell above.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 ### BEGIN SOLUTION: answer = None
-answer = (1, "registers")
+answer = (3, "shared memory")
 ### END SOLUTION
 exercises.check("00a-occupancy", answer)
 
@@ -559,11 +565,11 @@ exercises.check("00a-occupancy", answer)
 # * The 32 threads of a warp execute together: most of what follows in the course (coalescing,
 #   bank conflicts, `LDS.128`) is about the addresses one warp presents in one instruction.
 # * Memory is a hierarchy: registers, shared memory and L1 on the SM, L2 for the whole GPU,
-#   DRAM behind it; each level farther away is larger and slower (part 2 has the numbers).
+#   DRAM behind it; a load takes longer at each step away from the SM (part 2 measures how much).
 # * SASS is what runs: `FFMA` for the arithmetic, `LDG`/`STG` for global memory, `LDS`/`STS` for
 #   shared memory, `.128` for 16 bytes at once, `LDL`/`STL` for spills, `BAR.SYNC` for barriers.
 # * A GPU hides latency with independent work: other warps (occupancy) and independent
-#   instructions within a thread (ILP). Fast kernels need both.
+#   instructions within a thread (ILP). The lessons' kernels use both.
 #
 # Next: [lesson 00](00_setup_and_roofline.ipynb) measures the two ceilings, peak FP32 and copy
 # bandwidth; [lesson 01](01_naive.ipynb) writes the first matrix product. Terms:

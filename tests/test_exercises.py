@@ -31,7 +31,7 @@ def _launch_axpy(right=True, guard=True):
 
 RIGHT = {
     "00a-launch": _launch_axpy(),
-    "00a-occupancy": (1, "registers"),
+    "00a-occupancy": (3, "shared memory"),
     "00-flops": (2 * 128 + 2) * 512 * 256,
     "00-intensity": 2 * 4096 / 12,
     "01-sectors": (32, 1),
@@ -48,7 +48,7 @@ RIGHT = {
 }
 WRONG = {
     "00a-launch": _launch_axpy(right=False),  # the grid is rounded down: the last elements are never written
-    "00a-occupancy": (2, "registers"),
+    "00a-occupancy": (4, "shared memory"),  # the 1 KB each block reserves forgotten
     "00-flops": 2 * 128 * 512 * 256,
     "00-intensity": 2 * 4096 / 8,
     "01-sectors": (1, 4),

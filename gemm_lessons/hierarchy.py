@@ -22,11 +22,30 @@ class Hierarchy:
     size_source: str
     latency_source: str
     latency_record: dict = None
+    limits: dict = None
+
+    def limits_line(self):
+        """The SM count and per-SM limits, as far as they are known."""
+        lm = self.limits or {}
+        parts = []
+        if lm.get("sm_count"):
+            parts.append(f"{lm['sm_count']} SMs")
+        per = [f"{lm[key]:,} {text}" for key, text in (("max_threads_per_sm", "threads"),
+                                                       ("max_blocks_per_sm", "blocks"),
+                                                       ("registers_per_sm", "32-bit registers")) if lm.get(key)]
+        if per:
+            parts.append("per SM at most " + ", ".join(per))
+        if lm.get("shared_bytes_per_block"):
+            parts.append(f"{_size(lm['shared_bytes_per_block'])} of shared memory per block by default "
+                         f"({_size(lm.get('shared_bytes_per_block_optin'))} if the kernel asks for more)")
+        return "; ".join(parts)
 
     def _repr_markdown_(self):
         lines = [f"Sizes: {self.size_source}. Latencies: {self.latency_source}.", "",
                  "| level | who sees it | size | latency of one dependent load |", "|---|---|---|---|"]
         lines += [f"| {r['level']} | {r['scope']} | {r['size']} | {r['latency']} |" for r in self.rows]
+        if self.limits_line():
+            lines += ["", "The GPU: " + self.limits_line() + "."]
         return "\n".join(lines)
 
     def figure(self, ax=None):
@@ -64,12 +83,14 @@ def hierarchy(measure_now=None):
             dram_bytes = limits.get("global_bytes")
         else:
             limits = _documented_limits()
+            limits["max_threads_per_sm"] = 32 * limits["max_warps_per_sm"]
             size_source = (f"documented for the H100 in NVIDIA's [Hopper tuning guide]({HOPPER_TUNING_GUIDE}) "
                            "(no GPU here and no latency record yet)")
             try:
                 bench = results.load()
                 dram_bytes = bench["device"]["memory_gib"] * 2**30
-                size_source += f"; DRAM size recorded on {results.label(bench)}"
+                limits["sm_count"] = bench["device"]["sm_count"]
+                size_source += f"; SM count and DRAM size recorded on {results.label(bench)}"
             except FileNotFoundError:
                 dram_bytes = None
     if latency_source is None:
@@ -115,4 +136,4 @@ def hierarchy(measure_now=None):
          "scope": "all SMs, and the host through copies", "size": _size(dram_bytes), "short_size": _size(dram_bytes),
          "latency": lat("DRAM"), "short_latency": lat("DRAM", True)},
     ]
-    return Hierarchy(rows, size_source, latency_source, rec)
+    return Hierarchy(rows, size_source, latency_source, rec, limits)

@@ -526,19 +526,22 @@ else:
 
 # %%
 # NBVAL_CHECK_OUTPUT
-### BEGIN SOLUTION
 @cuda.jit
 def two_x_minus_y(x, y, out):
+    ### BEGIN SOLUTION
     i = cuda.grid(1)
     if i < out.size:
         out[i] = 2 * x[i] - y[i]
+    ### END SOLUTION
 
 
 def launch(x, y, out):
+    ### BEGIN SOLUTION
     threads = 128
     blocks = (out.size + threads - 1) // threads
     two_x_minus_y[blocks, threads](x, y, out)
-### END SOLUTION
+    ### END SOLUTION
+
 
 exercises.check("00a-launch", launch)
 

@@ -44,7 +44,9 @@ def test_recorded_listing_reads():
     table = listing.explain_opcodes(k["sass"])
     for op in ("FFMA", "LDG", "STG", "S2R", "ISETP"):
         assert f"| `{op}` |" in table
-    assert k["sass_summary"] == {"FFMA": 1, "LDG.E": 2, "STG.E": 1}
+    summary = k["sass_summary"]
+    count = lambda prefix: sum(n for op, n in summary.items() if op.startswith(prefix))  # noqa: E731
+    assert (count("FFMA"), count("LDG"), count("STG")) == (1, 2, 1)
     r = rec["kernels"]["reverse_slices"]["sass_summary"]
     assert r.get("STS") == r.get("LDS") == 1 and any(op.startswith("BAR.SYNC") for op in r)
 

@@ -114,3 +114,54 @@ def banner():
         return (f"Running on the CUDA SIMULATOR ({_backend.REASON}): small sizes, no timings; "
                 "plots show recorded GPU results.")
     return f"Running on {info.name} ({info.sm_count} SMs, peak FP32 {info.peak_gflops / 1e3:.1f} TFLOPS)."
+
+
+# Sizes and per-SM limits the driver reports (cuDeviceGetAttribute, read through numba's
+# Device object): name in this package -> CU_DEVICE_ATTRIBUTE_<name>.
+_LIMITS = {
+    "sm_count": "MULTIPROCESSOR_COUNT",
+    "warp_size": "WARP_SIZE",
+    "max_threads_per_block": "MAX_THREADS_PER_BLOCK",
+    "max_threads_per_sm": "MAX_THREADS_PER_MULTIPROCESSOR",
+    "max_blocks_per_sm": "MAX_BLOCKS_PER_MULTIPROCESSOR",
+    "registers_per_sm": "MAX_REGISTERS_PER_MULTIPROCESSOR",
+    "registers_per_block": "MAX_REGISTERS_PER_BLOCK",
+    "shared_bytes_per_sm": "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR",
+    "shared_bytes_per_block": "MAX_SHARED_MEMORY_PER_BLOCK",
+    "shared_bytes_per_block_optin": "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
+    "shared_reserved_per_block": "RESERVED_SHARED_MEMORY_PER_BLOCK",
+    "l2_bytes": "L2_CACHE_SIZE",
+    "memory_bus_bits": "GLOBAL_MEMORY_BUS_WIDTH",
+}
+
+
+def device_limits():
+    """The memory hierarchy's sizes and the per-SM limits of the current GPU, as the driver
+    reports them (a dict; None on the simulator).  The L1 size is not among the driver's
+    attributes: on recent GPUs L1 and shared memory are one array per SM, split per kernel."""
+    if _backend.SIMULATOR:
+        return None
+    from numba import cuda
+
+    dev = cuda.get_current_device()
+    limits = {key: _attr(dev, attr) for key, attr in _LIMITS.items()}
+    limits["global_bytes"] = cuda.current_context().get_memory_info()[1]
+    limits["compute_capability"] = list(dev.compute_capability)
+    return limits
+
+
+# What NVIDIA documents for the H100 (compute capability 9.0), for when neither a GPU nor a
+# record is at hand, and for what the driver does not report (the L1 size).  Each value names
+# its source; the primer prints them as "documented", never as measured.
+HOPPER_TUNING_GUIDE = "https://docs.nvidia.com/cuda/hopper-tuning-guide/index.html"
+DOCUMENTED_H100 = {
+    "registers_per_sm": (65536, "64K 32-bit registers per SM", HOPPER_TUNING_GUIDE),
+    "max_registers_per_thread": (255, "at most 255 registers per thread", HOPPER_TUNING_GUIDE),
+    "max_warps_per_sm": (64, "at most 64 resident warps per SM", HOPPER_TUNING_GUIDE),
+    "max_blocks_per_sm": (32, "at most 32 resident blocks per SM", HOPPER_TUNING_GUIDE),
+    "shared_bytes_per_sm": (228 * 1024, "up to 228 KB of shared memory per SM", HOPPER_TUNING_GUIDE),
+    "shared_bytes_per_block_optin": (227 * 1024, "up to 227 KB per block", HOPPER_TUNING_GUIDE),
+    "l1_shared_bytes_per_sm": (256 * 1024, "256 KB of combined L1 cache, texture cache and shared memory per SM",
+                               HOPPER_TUNING_GUIDE),
+    "l2_bytes": (50 * 2**20, "50 MB of L2 cache on the H100", HOPPER_TUNING_GUIDE),
+}

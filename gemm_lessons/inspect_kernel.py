@@ -24,12 +24,16 @@ def resources(kernel):
 _OPCODE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]+)")
 
 
+def count_opcodes(sass_text):
+    """Counter of the opcodes in a SASS listing (nvdisasm's or cuobjdump's text)."""
+    return collections.Counter(m.group(1) for m in _OPCODE.finditer(sass_text))
+
+
 def sass_opcodes(kernel):
     """Counter of SASS opcodes (with width suffixes, e.g. LDS.128, LDG.E.128) or None on the simulator."""
     if _backend.SIMULATOR:
         return None
-    sass = _only(kernel.inspect_sass())
-    return collections.Counter(m.group(1) for m in _OPCODE.finditer(sass))
+    return count_opcodes(_only(kernel.inspect_sass()))
 
 
 def kernel_facts(kernel):
@@ -44,6 +48,11 @@ def sass_summary(kernel):
     ops = sass_opcodes(kernel)
     if ops is None:
         return None
+    return summarise_opcodes(ops)
+
+
+def summarise_opcodes(ops):
+    """Keep the opcodes the lessons talk about from a Counter of SASS opcodes."""
     keep = {}
     for op, n in sorted(ops.items()):
         base = op.split(".")[0]

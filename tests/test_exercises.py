@@ -14,7 +14,24 @@ from conftest import REPO
 
 NOTEBOOKS = sorted(glob.glob(os.path.join(REPO, "notebooks", "*.ipynb")))
 
+def _launch_axpy(right=True, guard=True):
+    """A launch function for 00a-launch (out = 2x - y), right or with a planted mistake."""
+    @cuda.jit
+    def k(x, y, out):
+        i = cuda.grid(1)
+        if not guard or i < out.size:
+            out[i] = 2 * x[i] - y[i]
+
+    def launch(x, y, out):
+        threads = 128
+        blocks = (out.size + threads - 1) // threads if right else out.size // threads
+        k[max(blocks, 1), threads](x, y, out)
+    return launch
+
+
 RIGHT = {
+    "00a-launch": _launch_axpy(),
+    "00a-occupancy": (3, "shared memory"),
     "00-flops": (2 * 128 + 2) * 512 * 256,
     "00-intensity": 2 * 4096 / 12,
     "01-sectors": (32, 1),
@@ -30,6 +47,8 @@ RIGHT = {
     "09-bytes": 2 * 4 * 8192 * 4096,
 }
 WRONG = {
+    "00a-launch": _launch_axpy(right=False),  # the grid is rounded down: the last elements are never written
+    "00a-occupancy": (4, "shared memory"),  # the 1 KB each block reserves forgotten
     "00-flops": 2 * 128 * 512 * 256,
     "00-intensity": 2 * 4096 / 8,
     "01-sectors": (1, 4),
@@ -187,3 +206,9 @@ def test_a_kernel_that_never_finishes_is_stopped():
 
     fb = exercises.check("01-kernel", forever, time_limit=2)
     assert not fb.ok and "stopped after 2 s" in str(fb)
+
+
+def test_an_unguarded_launch_is_caught():
+    fb = exercises.check("00a-launch", _launch_axpy(guard=False))
+    assert not fb.ok and "Hint:" in str(fb)
+    assert ("IndexError" in str(fb)) or ("past the end" in str(fb))  # simulator / GPU

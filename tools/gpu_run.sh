@@ -7,6 +7,8 @@
 #   dbuf       vec_split and the double-buffered variant only -> $OUT/dbuf.json
 #   profile    ncu memory counters of the copy, sgeam and the transposes -> $OUT/ncu-transpose.csv
 #   sanitize   compute-sanitizer memcheck + racecheck over every kernel (or $SANITIZE_ONLY) -> logs
+#   latency    python -m gemm_lessons.latency and the primer's compiler listing -> results/latency-<device>.json,
+#              results/primer-listing.json (copied to $OUT)
 #   notebooks  execute every notebook on the GPU, outputs kept -> $OUT/notebooks.tar
 # Logs go to $OUT/logs/ and come back as $OUT/logs.tar.
 set -uo pipefail
@@ -52,6 +54,12 @@ for step in "$@"; do
         compute-sanitizer --tool $tool --report-api-errors no python3 tools/sanitize.py ${SANITIZE_ONLY:-} > "$OUT/logs/sanitizer-$tool.log" 2>&1
         echo "sanitize $tool rc=$?" >> "$OUT/logs/steps.log"
       done ;;
+    latency)
+      python3 -m gemm_lessons.latency > "$OUT/logs/latency.log" 2>&1
+      echo "latency rc=$?" >> "$OUT/logs/steps.log"
+      python3 -m gemm_lessons.primer.listing > "$OUT/logs/listing.log" 2>&1
+      echo "listing rc=$?" >> "$OUT/logs/steps.log"
+      cp results/latency-*.json results/primer-listing.json "$OUT/" 2>/dev/null ;;
     notebooks)
       python3 tools/refresh_outputs.py --keep-all > "$OUT/logs/notebooks.log" 2>&1
       echo "notebooks rc=$?" >> "$OUT/logs/steps.log"

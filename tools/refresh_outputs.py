@@ -16,6 +16,9 @@ from gemm_lessons.lesson_source import NBVAL_CHECK
 from gemm_lessons.progress import TEXT_ENV
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# the notebook kernels import this checkout's gemm_lessons, whatever copy is installed
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [os.path.dirname(HERE)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 
 
 def main():

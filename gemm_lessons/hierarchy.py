@@ -1,0 +1,139 @@
+"""The memory hierarchy of the GPU in use, for the primer: sizes from the driver, latencies
+measured by gemm_lessons.latency, each value labelled with where it comes from.
+
+Sources, best first: the GPU in use (on a GPU: sizes from the driver now, latencies measured
+by a quick run of the latency benchmarks); the latency record (results/latency-<device>.json,
+written by ``python -m gemm_lessons.latency`` on a GPU), which holds both; NVIDIA's documented
+H100 values (device.DOCUMENTED_H100), for sizes only, when neither is at hand.
+"""
+from dataclasses import dataclass
+
+from . import _backend, latency, results
+from .device import DOCUMENTED_H100, HOPPER_TUNING_GUIDE, device_info, device_limits
+
+
+def _size(b):
+    return latency._size(b) if b else "?"
+
+
+@dataclass
+class Hierarchy:
+    rows: list  # dicts: level, scope, size, latency
+    size_source: str
+    latency_source: str
+    latency_record: dict = None
+    limits: dict = None
+
+    def limits_line(self):
+        """The SM count and per-SM limits, as far as they are known."""
+        lm = self.limits or {}
+        parts = []
+        if lm.get("sm_count"):
+            parts.append(f"{lm['sm_count']} SMs")
+        per = [f"{lm[key]:,} {text}" for key, text in (("max_threads_per_sm", "threads"),
+                                                       ("max_blocks_per_sm", "blocks"),
+                                                       ("registers_per_sm", "32-bit registers")) if lm.get(key)]
+        if per:
+            parts.append("per SM at most " + ", ".join(per))
+        if lm.get("shared_bytes_per_block"):
+            parts.append(f"{_size(lm['shared_bytes_per_block'])} of shared memory per block by default "
+                         f"({_size(lm.get('shared_bytes_per_block_optin'))} if the kernel asks for more)")
+        return "; ".join(parts)
+
+    def _repr_markdown_(self):
+        lines = [f"Sizes: {self.size_source}. Latencies: {self.latency_source}.", "",
+                 "| level | who sees it | size | latency of one dependent load |", "|---|---|---|---|"]
+        lines += [f"| {r['level']} | {r['scope']} | {r['size']} | {r['latency']} |" for r in self.rows]
+        if self.limits_line():
+            lines += ["", "The GPU: " + self.limits_line() + "."]
+        return "\n".join(lines)
+
+    def figure(self, ax=None):
+        from . import figures
+
+        measured = "latencies measured" if self.latency_record else "latencies not measured yet"
+        return figures.memory_hierarchy(
+            [{"name": r["short"], "scope": r["scope"], "size": r["short_size"], "latency": r["short_latency"]}
+             for r in self.rows], ax=ax,
+            title=f"memory hierarchy, closest to the threads on top ({measured}; sources in the table)")
+
+
+def _documented_limits():
+    return {k: v[0] for k, v in DOCUMENTED_H100.items()}
+
+
+def hierarchy(measure_now=None):
+    """The hierarchy table.  On a GPU, ``measure_now`` (default True) runs the quick latency
+    benchmarks; otherwise the newest latency record is used, if any."""
+    rec, latency_source = None, None
+    if not _backend.SIMULATOR:
+        limits = device_limits()
+        size_source = f"reported by the driver of {device_info().name} (this GPU)"
+        dram_bytes = limits["global_bytes"]
+        if measure_now is None or measure_now:
+            rec = latency.collect(quick=True, progress=None)
+            latency_source = f"measured just now on {device_info().name} (quick run of gemm_lessons.latency)"
+        else:
+            rec = latency.load(device_info().name)
+    else:
+        rec = latency.load()
+        if rec is not None:
+            limits = rec["limits"]
+            size_source = f"reported by the driver, recorded on {latency.label(rec)}"
+            dram_bytes = limits.get("global_bytes")
+        else:
+            limits = _documented_limits()
+            limits["max_threads_per_sm"] = 32 * limits["max_warps_per_sm"]
+            size_source = (f"documented for the H100 in NVIDIA's [Hopper tuning guide]({HOPPER_TUNING_GUIDE}) "
+                           "(no GPU here and no latency record yet)")
+            try:
+                bench = results.load()
+                dram_bytes = bench["device"]["memory_gib"] * 2**30
+                limits["sm_count"] = bench["device"]["sm_count"]
+                size_source += f"; SM count and DRAM size recorded on {results.label(bench)}"
+            except FileNotFoundError:
+                dram_bytes = None
+    if latency_source is None:
+        latency_source = (f"measured with `python -m gemm_lessons.latency`, recorded on {latency.label(rec)}"
+                          if rec is not None else
+                          "not measured yet: run `python -m gemm_lessons.latency` on a GPU to record them "
+                          "(results/latency-<device>.json)")
+    lv = latency.levels(rec) if rec else {}
+
+    def lat(name, short=False):
+        r = lv.get(name)
+        if r is None:
+            return "not measured yet" if rec is None else "?"
+        if short:
+            return f"{r['cycles_per_load']:.0f} cycles"
+        ns = f", {r['ns_per_load']:.0f} ns" if r.get("ns_per_load") else ""
+        return f"{r['cycles_per_load']:.0f} cycles{ns} ({_size(r['bytes'])} working set)"
+
+    shared_lat = (f"{rec['shared']['cycles_per_load']:.0f} cycles" if rec and rec.get("shared")
+                  else "not measured yet")
+    regs = limits.get("registers_per_sm")
+    l1 = DOCUMENTED_H100["l1_shared_bytes_per_sm"]
+    cc = tuple(limits.get("compute_capability") or (9, 0))
+    documented_l1 = cc == (9, 0)
+    l1_text = (f"{_size(l1[0])} per SM together with shared memory (documented for compute capability 9.0)"
+               if documented_l1 else "not reported by the driver")
+    rows = [
+        {"level": "registers", "short": "registers", "scope": "one thread",
+         "size": f"{regs:,} x 4 bytes = {_size(4 * regs)} per SM" if regs else "?",
+         "short_size": f"{_size(4 * regs)} per SM" if regs else "?",
+         "latency": "none: an instruction reads its operands from registers", "short_latency": "none (operands)"},
+        {"level": "shared memory", "short": "shared memory", "scope": "the threads of one block",
+         "size": f"{_size(limits.get('shared_bytes_per_sm'))} per SM, "
+                 f"{_size(limits.get('shared_bytes_per_block_optin'))} per block at most",
+         "short_size": f"{_size(limits.get('shared_bytes_per_sm'))} per SM",
+         "latency": shared_lat, "short_latency": shared_lat},
+        {"level": "L1 cache", "short": "L1 cache", "scope": "one SM", "size": l1_text,
+         "short_size": f"{_size(l1[0])} per SM with shared memory (documented)" if documented_l1 else "?",
+         "latency": lat("L1"), "short_latency": lat("L1", True)},
+        {"level": "L2 cache", "short": "L2 cache", "scope": "all SMs", "size": _size(limits.get("l2_bytes")),
+         "short_size": _size(limits.get("l2_bytes")), "latency": lat("L2"), "short_latency": lat("L2", True)},
+        {"level": "DRAM (HBM on an H100): global memory", "short": "DRAM: global memory",
+         "scope": "all SMs, and the host through copies", "size": _size(dram_bytes), "short_size": _size(dram_bytes),
+         "latency": lat("DRAM"), "short_latency": lat("DRAM", True)},
+    ]
+    return Hierarchy(rows, size_source, latency_source, rec, limits)

@@ -1,0 +1,579 @@
+# %% [markdown]
+# # 00a · Primer: how a GPU runs your kernel
+#
+# **Where we are.** At the start: this primer goes with lesson 00, before the first matrix product
+# in lesson 01. The lessons speak of warps,
+# blocks, SASS, `LDS.128`, occupancy and latency; here each of these words is defined on a kernel
+# you launch yourself, and measured on the GPU where there is one. Every term is also in the
+# [glossary](GLOSSARY.md); the source articles and the documentation to read next are in
+# [REFERENCES.md](REFERENCES.md).
+#
+# Four parts, about twenty minutes:
+#
+# 1. **Threads, warps, blocks, grid**: the execution model in numba terms, and a first kernel
+#    launched by hand and checked against NumPy.
+# 2. **The memory hierarchy**: registers, shared memory, L1, L2, DRAM, with their sizes on this
+#    GPU and the latency of one load at each level, measured.
+# 3. **PTX and SASS**: what the compiler made of the kernel, and how to read the
+#    compiler-facts tables of the lessons.
+# 4. **Occupancy, latency hiding, instruction-level parallelism**: why a GPU needs many
+#    independent operations in flight, and where they come from.
+
+# %%
+import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
+from gemm_lessons import exercises, figures, hierarchy, inspect_kernel, ladder, latency, results
+from gemm_lessons.latency import clock64  # the SM's cycle counter, for the latency kernel of part 2
+from gemm_lessons.primer import listing
+import inspect
+import numpy as np
+from numba import cuda, float32
+from IPython.display import Markdown, display
+# %matplotlib inline
+print(gl.banner())
+
+# %% [markdown]
+# ## 1 · Threads, warps, blocks, grid
+#
+# A **kernel** is a function that the GPU (the **device**; the CPU is the **host**) runs many
+# times at once, once per **thread**. Each thread runs the same code on its own data: it finds
+# its data from its own index.
+#
+# * Threads are grouped into **blocks**. A block runs on one **streaming multiprocessor (SM)**,
+#   the GPU's unit of execution (lesson 00 counts them on this GPU). The threads of a block
+#   can share fast **shared memory** and wait for each other (`cuda.syncthreads()`).
+# * The blocks of one launch form the **grid**. Blocks are independent: they may run in any order
+#   and on any SM, several at once on one SM if its resources allow (part 4).
+# * Inside a block the hardware cuts the threads into **warps** of 32 consecutive threads
+#   (`threadIdx.x` 0-31 form warp 0, and so on; the warp size is in the
+#   [CUDA C++ Programming Guide](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#thread-hierarchy)
+#   and in `cuda.warpsize`). A warp executes one instruction at a time for
+#   all of its threads together; each thread is a **lane** of its warp. Everything the lessons
+#   say about [coalescing](GLOSSARY.md#coalescing) (lesson 01), [bank conflicts](GLOSSARY.md#bank-conflict)
+#   (lesson 06) and [divergence](GLOSSARY.md#divergence) is about what the 32 lanes of one warp do
+#   in the same instruction.
+#
+# In numba a kernel is a Python function under `@cuda.jit`, and a launch names the grid first:
+#
+# | | numba | CUDA C++ |
+# |---|---|---|
+# | declare | `@cuda.jit` over `def k(...)` | `__global__ void k(...)` |
+# | launch | `k[blocks, threads_per_block](args)` | `k<<<blocks, threads_per_block>>>(args)` |
+# | 2-D launch | `k[(bx, by), (tx, ty)](args)` | `k<<<dim3(bx, by), dim3(tx, ty)>>>(args)` |
+# | who am I | `cuda.threadIdx.x`, `cuda.blockIdx.x`, `cuda.blockDim.x`, `cuda.gridDim.x` | `threadIdx.x`, `blockIdx.x`, ... |
+# | my global index | `cuda.grid(1)`; `x, y = cuda.grid(2)` | `blockIdx.x * blockDim.x + threadIdx.x` |
+#
+# Terms: [kernel](GLOSSARY.md#kernel), [thread](GLOSSARY.md#thread), [block](GLOSSARY.md#block),
+# [grid](GLOSSARY.md#grid), [warp](GLOSSARY.md#warp), [lane](GLOSSARY.md#lane), [SM](GLOSSARY.md#sm),
+# [launch](GLOSSARY.md#launch).
+#
+# A launch returns at once: the GPU works in the background until something waits for it
+# (copying a result back, or `cuda.synchronize()`). The lessons hide the launch inside small
+# *launchers*; here is lesson 01's, the whole of it:
+
+# %%
+from gemm_lessons.sgemm_kernels import naive
+print(inspect.getsource(naive.sgemm))
+print("BLOCK =", naive.BLOCK, " # threads per block along x (columns of C) and y (rows)")
+
+# %% [markdown]
+# The grid is rounded **up** to whole blocks, so unless the size divides evenly, some threads
+# get an index past the end of the data. The figure shows a 1-D launch over 1000 elements with
+# 256 threads per block.
+
+# %%
+figures.execution_model(n=1000, threads_per_block=256);
+
+# %% [markdown]
+# **Predict.** For `n` elements and 256 threads per block: how many blocks, how many warps, and
+# how many threads past the end? Work it out for `n = 1000` and `n = 4096` before running the cell.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from gemm_lessons.primer import saxpy as saxpy_module
+for n in (1000, 4096):
+    blocks = saxpy_module.blocks_for(n, 256)
+    print(f"n = {n}: {blocks} blocks, {blocks * 256 // 32} warps, {blocks * 256 - n} threads past the end")
+
+# %% [markdown]
+# ## The kernel: `out = a*x + y`
+#
+# One thread per element. `cuda.grid(1)` is the thread's global index; the `if` is the
+# **bounds guard**: without it, the threads past the end would read and write memory that is not
+# part of the arrays. numba checks no bounds on a GPU (on the simulator it does, and raises
+# `IndexError`).
+
+# %%
+# source: gemm_lessons/primer/saxpy.py  (the package runs this same code; a test keeps the two identical)
+@cuda.jit
+def saxpy(a, x, y, out):
+    i = cuda.grid(1)  # this thread's index in the whole grid: blockIdx.x * blockDim.x + threadIdx.x
+    if i < out.size:  # the grid holds whole blocks, so it can reach past the end: those threads do nothing
+        out[i] = a * x[i] + y[i]
+
+
+# %% [markdown]
+# ### Launch it by hand
+#
+# `cuda.to_device` copies a NumPy array into the GPU's memory (**global memory**) and returns a
+# device array; `copy_to_host` copies back, after waiting for the kernel. The output starts as
+# NaN, so an element that no thread writes is visible afterwards.
+
+# %%
+n = 1000
+rng = np.random.default_rng(0)
+x = rng.standard_normal(n).astype(np.float32)
+y = rng.standard_normal(n).astype(np.float32)
+a = np.float32(2.5)
+
+x_d = cuda.to_device(x)
+y_d = cuda.to_device(y)
+out_d = cuda.to_device(np.full(n, np.nan, np.float32))
+
+threads = 256
+blocks = (n + threads - 1) // threads  # rounded up: every element gets a thread
+saxpy[blocks, threads](a, x_d, y_d, out_d)  # the launch
+out = out_d.copy_to_host()
+
+# %% [markdown]
+# ### Check against NumPy
+#
+# The GPU computes `a*x + y` as one **fused multiply-add** (FMA: one rounding), NumPy as a
+# multiply and an add (two roundings), so the last bit may differ. The check compares with a
+# float64 result and allows float32 rounding.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+exact = np.float64(a) * x.astype(np.float64) + y.astype(np.float64)
+allowed = 2 * np.finfo(np.float32).eps * (np.abs(np.float64(a) * x) + np.abs(y))
+print("elements never written:", int(np.isnan(out).sum()))
+print("every element within float32 rounding of the exact result:", bool((np.abs(out - exact) <= allowed).all()))
+
+# %% [markdown]
+# ### Without the guard
+#
+# The same kernel without `if i < out.size`, launched on arrays that are views of longer
+# buffers (so that nothing outside our own allocations can be hit). On a GPU, the extra threads
+# silently read and write past the end; in a real program, past the end is someone else's data.
+
+# %%
+@cuda.jit
+def saxpy_unguarded(a, x, y, out):
+    i = cuda.grid(1)
+    out[i] = a * x[i] + y[i]
+
+
+room = blocks * threads  # every thread of the grid has a place to land
+x_big = cuda.to_device(np.concatenate([x, np.zeros(room - n, np.float32)]))
+y_big = cuda.to_device(np.concatenate([y, np.zeros(room - n, np.float32)]))
+out_big = cuda.to_device(np.full(room, np.nan, np.float32))
+try:
+    saxpy_unguarded[blocks, threads](a, x_big[:n], y_big[:n], out_big[:n])
+    written = int((~np.isnan(out_big.copy_to_host()[n:])).sum())
+    print(f"GPU: no error, and {written} values were written past the end of out.")
+except IndexError as e:
+    print(f"simulator: IndexError ({str(e)[:80]}...). A GPU would raise nothing.")
+
+# %% [markdown]
+# ## 2 · The memory hierarchy
+#
+# Each thread sees several kinds of memory. From closest to farthest:
+#
+# * **Registers**: a thread's own variables (`i`, `acc`, small fixed-size `cuda.local.array`s
+#   indexed with constants). An instruction reads its operands from registers directly. The SM
+#   has a fixed number, shared by all threads on it (part 4). If a kernel needs more than it gets,
+#   the compiler moves some values to **local memory**: a **register spill**, which lives in
+#   DRAM behind the caches and shows up as `LDL`/`STL` instructions (part 3).
+# * **Shared memory** (`cuda.shared.array`): on the SM, visible to the threads of one block,
+#   managed by the program. Lessons 02-08 stage tiles of A and B in it.
+# * **L1 cache**: on the SM, in the same storage as shared memory; it keeps recently loaded
+#   global data automatically.
+# * **L2 cache**: one for the whole GPU, shared by all SMs.
+# * **DRAM** (HBM on an H100): the GPU's main memory, where global memory (the arrays you pass
+#   in) lives. Data moves between DRAM, L2 and L1 in 32-byte **sectors**; a 128-byte **cache line**
+#   holds four of them ([CUDA C++ Best Practices Guide](https://docs.nvidia.com/cuda/cuda-c-best-practices-guide/index.html#coalesced-access-to-global-memory)).
+#
+# **Latency** is how long one access takes from issue to result; **bandwidth** is how many bytes
+# per second a level can deliver when many accesses are in flight at once
+# ([glossary](GLOSSARY.md#latency)). The table takes the
+# sizes from the driver and the latencies from measurements (below); each says where it comes from.
+
+# %%
+hier = hierarchy.hierarchy()
+hier
+
+# %%
+hier.figure();
+
+# %% [markdown]
+# ### How the latencies are measured: pointer chasing
+#
+# A single thread follows a chain through an array: `j = chain[j]`. Each load's address is the
+# value the previous load returned, so the loads cannot overlap and the time per step is the
+# latency of one load (plus the loop's address arithmetic, a few cycles). The chain visits its places in random order, one per 128-byte line, so
+# every step touches a new line. The size of the array decides where the loads are served: a few
+# KiB stay in L1, a few MiB in L2, a working set several times the L2 size comes from DRAM. The
+# time is read from the SM's cycle counter (`clock64`, a small numba intrinsic in
+# `gemm_lessons/latency.py`) around the loop.
+
+# %%
+# source: gemm_lessons/latency.py  (the package runs this same code; a test keeps the two identical)
+@cuda.jit
+def chase_global(chain, start, steps, out):
+    # One thread follows the chain: each load's address is the value the previous load
+    # returned, so the loads cannot overlap.  Indices are uint32 (unsigned: numba adds no
+    # negative-index check to the chain).  out = [where it ended, cycles it took].
+    j = start
+    t0 = clock64()  # the SM's cycle counter
+    for _ in range(steps):
+        j = chain[j]
+    t1 = clock64()
+    out[0] = j
+    out[1] = t1 - t0
+
+
+# %% [markdown]
+# A chain of 8 places, 128 bytes apart (32 floats), and the kernel following it:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+chain = latency.make_chain(8 * 128, seed=0)
+path = [0]
+for _ in range(8):
+    path.append(int(chain[path[-1]]))
+print("word indices visited:", path, "(back at 0: one cycle through all 8)")
+res = np.zeros(2, np.int64) if gl.SIMULATOR else cuda.to_device(np.zeros(2, np.int64))
+chase_global[1, 1](chain if gl.SIMULATOR else cuda.to_device(chain), np.uint32(0), np.int64(5), res)
+ended = int((res if gl.SIMULATOR else res.copy_to_host())[0])
+print("after 5 loads the kernel is at word", ended, "- the host says", latency.chase_host(chain, 0, 5))
+
+# %% [markdown]
+# The full measurement (`python -m gemm_lessons.latency`) runs the chase
+# at working sets from 4 KiB to several times the L2 size, through shared memory too, and records
+# `results/latency-<device>.json`. On a GPU this notebook has just run a shorter version of it
+# (the table above); on the simulator it shows the record, if there is one.
+
+# %%
+lat = hier.latency_record
+if lat is None:
+    display(Markdown("**No latency record yet**: nothing has been measured on a GPU. Run "
+                     "`python -m gemm_lessons.latency` on one (it writes `results/latency-<device>.json`), "
+                     "and this part shows the curve and the numbers."))
+else:
+    display(Markdown(latency.summary_markdown(lat)))
+    figures.latency_curve(lat)
+
+# %%
+if lat is not None:
+    lv = latency.levels(lat)
+    c = {k: v["cycles_per_load"] for k, v in lv.items()}
+    text = [f"On {latency.label(lat)}: a load that hits L1 costs about {c['L1']:.0f} cycles"]
+    if "L2" in c:
+        text.append(f"one served by L2 about {c['L2']:.0f} ({c['L2'] / c['L1']:.1f}x)")
+    if "DRAM" in c:
+        text.append(f"one from DRAM about {c['DRAM']:.0f} ({c['DRAM'] / c['L1']:.1f}x)")
+    text = ", ".join(text) + f"; shared memory {lat['shared']['cycles_per_load']:.0f} cycles."
+    text += (" A kernel that waits for each load before the next one runs at these speeds; part 4 shows "
+             "how a GPU keeps busy anyway.")
+    display(Markdown(text))
+
+# %% [markdown]
+# ## 3 · PTX and SASS: what the compiler made
+#
+# numba turns the Python kernel into **PTX**, NVIDIA's portable assembly language for a virtual
+# machine; the driver's assembler (`ptxas`) turns PTX into **SASS**, the machine code of one GPU
+# generation. The lessons count SASS instructions because SASS is what runs. In numba:
+#
+# * `kernel.inspect_asm()`: the PTX; `kernel.inspect_sass()`: the SASS (needs `nvdisasm`);
+# * `kernel.get_regs_per_thread()`, `get_local_mem_per_thread()`, `get_shared_mem_per_block()`.
+#
+# Terms: [PTX](GLOSSARY.md#ptx), [SASS](GLOSSARY.md#sass), [FFMA](GLOSSARY.md#ffma),
+# [LDG/STG](GLOSSARY.md#ldg), [LDS/STS](GLOSSARY.md#lds), [LDL/STL](GLOSSARY.md#ldl),
+# [.128](GLOSSARY.md#width-128), [BAR.SYNC](GLOSSARY.md#bar-sync).
+#
+# They need a GPU (or at least the CUDA compiler). On the simulator the listing below was
+# compiled from the same kernels ahead of time, and says how and when.
+
+# %%
+how, compiled = listing.listing()
+if compiled is None:
+    display(Markdown("No compiler listing here: run `python -m gemm_lessons.primer.listing` on a GPU, or "
+                     "`GEMM_LESSONS_SIMULATOR=0 python -m gemm_lessons.primer.listing --offline` where the "
+                     "CUDA compiler is installed."))
+else:
+    display(Markdown(f"**Listing of `saxpy`**, {how}."))
+    print("PTX (the body, without the parameter loads):")
+    print(listing.ptx_body(compiled["saxpy"]["ptx"]))
+
+# %%
+if compiled is not None:
+    print("SASS:")
+    print(listing.sass_until_exit(compiled["saxpy"]["sass"]))
+
+# %%
+if compiled is not None:
+    display(Markdown(listing.explain_opcodes(compiled["saxpy"]["sass"])))
+
+# %% [markdown]
+# Read the SASS from the top (this is the listing shown; another compiler version may order or
+# name a few instructions differently): `S2R` reads the thread's and the block's index (`SR_TID.X`,
+# `SR_CTAID.X`), `IMAD.WIDE` combines them into `i`, `ISETP` + `@P0 EXIT` is the guard, then
+# `LDG` loads `x[i]` and `y[i]`, `FFMA` computes `a*x + y` and `STG` stores it: the PTX's
+# `ld.global`, `fma.rn` and `st.global`. The `SHF`, `LOP3` and `IADD3` in between are numba's
+# support for negative indices (`x[-1]`): it adds the array's length when an index is negative,
+# even where, as here, it never is.
+#
+# ### Shared memory and a barrier
+#
+# A second kernel: each block reverses its own slice of `THREADS` values. A thread reads a value that
+# *another* thread stored, so every store must be done before any read: `cuda.syncthreads()` is
+# a **barrier**, every thread of the block waits there until all have arrived.
+
+# %%
+from gemm_lessons.primer import reverse
+THREADS = reverse.THREADS  # threads per block = values per slice; a constant when the kernel compiles
+
+# %%
+# source: gemm_lessons/primer/reverse.py  (the package runs this same code; a test keeps the two identical)
+@cuda.jit
+def reverse_slices(x, out):
+    tile = cuda.shared.array(THREADS, float32)  # one array per block, seen by all its threads
+    t = cuda.threadIdx.x
+    start = cuda.blockIdx.x * THREADS
+    n = min(THREADS, x.size - start)  # values in this block's slice (the last one may be short)
+    if t < n:
+        tile[t] = x[start + t]  # each thread stores one value ...
+    cuda.syncthreads()  # ... and waits until every thread of the block has stored its value
+    if t < n:
+        out[start + t] = tile[n - 1 - t]  # then reads a value another thread stored
+
+
+# %%
+# NBVAL_CHECK_OUTPUT
+v = np.arange(300, dtype=np.float32)
+v_d = cuda.to_device(v)
+r_d = cuda.to_device(np.full(300, np.nan, np.float32))
+reverse_slices[(v.size + THREADS - 1) // THREADS, THREADS](v_d, r_d)
+print("matches the host:", np.array_equal(r_d.copy_to_host(), reverse.reference(v)))
+
+# %%
+if compiled is not None:
+    k = compiled["reverse_slices"]
+    display(Markdown(
+        f"`reverse_slices` ({how}): {k['registers']} registers, {k['local_bytes']} bytes of local memory, "
+        f"{k['shared_bytes']} bytes of shared memory per block. Its memory instructions: "
+        + ", ".join(f"`{op}` x {n}" for op, n in k["sass_summary"].items())
+        + ". `STS` stores to shared memory, `BAR.SYNC` is `cuda.syncthreads()`, `LDS` loads from shared memory."))
+
+# %% [markdown]
+# ### Reading the compiler-facts table of the lessons
+#
+# From lesson 01 on, each lesson ends its "look inside" with a table like this one, for its own
+# kernels (on the simulator: as recorded by `python -m gemm_lessons.bench` on a GPU).
+
+# %%
+shown = {"naive": ladder.SGEMM["naive"].kernel, "reg2d": ladder.SGEMM["reg2d"].kernel,
+         "reg2d_contiguous": ladder.VARIANTS["reg2d_contiguous"].kernel, "vec": ladder.SGEMM["vec"].kernel}
+facts = inspect_kernel.compiler_facts(shown, threads={"naive": 256, "reg2d": 256, "reg2d_contiguous": 256, "vec": 256})
+facts
+
+# %% [markdown]
+# The columns:
+#
+# * **registers**: per thread. **local bytes (spills)**: local memory per thread; anything but 0
+#   means the compiler ran out of registers and keeps values in memory (`LDL`/`STL`).
+# * **blocks/SM**: how many blocks of this kernel fit on one SM at once, and the resource that
+#   stops the next one (part 4).
+# * **FFMA**: fused multiply-adds *in the code*, not executed: a loop written once but unrolled
+#   eight times shows eight.
+# * **LDS / STS**: loads from and stores to shared memory, 4 bytes per thread; **LDS.128**: 16
+#   bytes per thread in one instruction (`.64`: 8 bytes). Global loads and stores are **LDG** and
+#   **STG**, with `.E` for a 64-bit address and the same width suffixes (`LDG.E.128`).
+# * **BAR**: barriers (`BAR.SYNC`, from `cuda.syncthreads()`).
+
+# %%
+def row(name):
+    f = facts[name]
+    s = f.get("sass") or {}
+    wide = {op: n for op, n in s.items() if op.endswith(".128")}
+    return f, s, wide
+
+
+f_naive, s_naive, _ = row("naive")
+f_vec, s_vec, wide_vec = row("vec")
+f_cont, s_cont, _ = row("reg2d_contiguous")
+display(Markdown(
+    f"In this table ({facts.source}): `naive` uses {f_naive['registers']} registers and loads "
+    f"4 bytes at a time (`LDG.E` x {s_naive.get('LDG.E', 0)} in its code); `vec` moves 16 bytes per "
+    f"instruction ({', '.join(f'`{op}` x {n}' for op, n in wide_vec.items())}) with {f_vec['registers']} registers; "
+    f"`reg2d_contiguous` spills: {f_cont['local_bytes']} bytes of local memory per thread, "
+    f"`LDL` x {s_cont.get('LDL', 0)} and `STL` x {s_cont.get('STL', 0)} in its code."))
+
+# %% [markdown]
+# ## 4 · Occupancy, latency hiding, instruction-level parallelism
+#
+# An SM holds several blocks at once, as long as their registers, shared memory and threads fit:
+# these are its **resident** blocks. **Occupancy** is the number of resident warps divided by the
+# most an SM can hold (64 on compute capability 9.0, per the
+# [Hopper tuning guide](https://docs.nvidia.com/cuda/hopper-tuning-guide/index.html)). Whichever
+# resource runs out first limits it ([blocks/SM](GLOSSARY.md#blocks-per-sm),
+# [occupancy](GLOSSARY.md#occupancy)). `inspect_kernel.blocks_per_sm` does the arithmetic with the
+# documented compute capability 9.0 limits (registers are handed out per warp, in units of 256):
+
+# %%
+# NBVAL_CHECK_OUTPUT
+limits = inspect_kernel.SM_LIMITS_CC90
+print("per SM:", ", ".join(f"{k} {v:,}" for k, v in limits.items()))
+print(f"{'registers':>9} {'shared bytes':>12} {'threads':>7} | {'blocks/SM':>9}  {'limited by':<13} {'warps':>5} {'occupancy':>9}")
+for regs, smem, threads in [(24, 0, 256), (64, 8192, 256), (128, 8192, 256), (168, 16384, 256),
+                            (32, 49152, 256), (40, 0, 1024)]:
+    blocks, by = inspect_kernel.blocks_per_sm(regs, smem, threads)
+    warps = blocks * threads // 32
+    print(f"{regs:>9} {smem:>12,} {threads:>7} | {blocks:>9}  {by:<13} {warps:>5} "
+          f"{warps / (limits['threads'] // 32):>9.0%}")
+
+# %% [markdown]
+# Why care? Because of latency. When a warp's next instruction needs a result that is not there
+# yet (a load from part 2, or even an `FFMA`, whose result takes a few cycles), the warp waits.
+# The SM's warp schedulers then issue an instruction from another warp that is ready. Two sources
+# of ready instructions **hide latency**:
+#
+# * **more warps** (thread-level parallelism): while one waits, another runs. That is what
+#   occupancy buys.
+# * **independent instructions in the same warp** (**instruction-level parallelism, ILP**): if a
+#   thread has several accumulators, the second `FFMA` does not wait for the first. The
+#   register-tiled GEMM kernels of lessons 03-08 are built this way: each thread keeps a whole
+#   patch of results in registers (`TM x TN` accumulators, lesson 04), whose `FFMA`s do not depend
+#   on each other.
+#
+# The arithmetic behind both ([Little's law](GLOSSARY.md#littles-law)): to keep a unit that accepts one instruction per
+# cycle busy while each result takes `L` cycles, `L` independent instructions must be in flight.
+# With one chain of dependent `FFMA`s a warp can start one every `L` cycles; with `L` chains,
+# one every cycle:
+
+# %%
+ffma_latency = None
+if lat is not None:
+    ffma_latency = next(r["cycles_per_ffma"] for r in lat["ffma"]["ilp"] if r["chains"] == 1)
+L = round(ffma_latency) if ffma_latency else 4
+figures.issue_timeline(latency=L, chains=(1, 2, L), label=(
+    f"one warp, FFMA latency {L} cycles, as measured on {latency.label(lat)} (schematic otherwise)"
+    if ffma_latency else f"one warp, FFMA latency {L} cycles: an illustrative value, nothing measured here yet"));
+
+# %% [markdown]
+# The latency record measures both effects (kernels in `gemm_lessons/latency.py`): one warp
+# running 1, 2, 4 or 8 independent `FFMA` chains, and 1 to 32 warps of one block each running
+# a single chain.
+
+# %%
+if lat is None:
+    display(Markdown("No latency record yet: the measured tables appear here once "
+                     "`python -m gemm_lessons.latency` has run on a GPU."))
+else:
+    ilp, tlp = lat["ffma"]["ilp"], lat["ffma"]["warps"]
+    lines = [f"Measured on {latency.label(lat)}:", "", "| chains in one warp | cycles per FFMA | FFMA per cycle |",
+             "|---:|---:|---:|"]
+    lines += [f"| {r['chains']} | {r['cycles_per_ffma']:.2f} | {r['ffma_per_cycle']:.2f} |" for r in ilp]
+    lines += ["", "| warps, one chain each | warp-FFMAs per cycle on the SM |", "|---:|---:|"]
+    lines += [f"| {r['warps']} | {r['warp_ffma_per_cycle']:.2f} |" for r in tlp]
+    best_w = max(tlp, key=lambda r: r["warp_ffma_per_cycle"])
+    one, eight = ilp[0], ilp[-1]
+    lines += ["", f"One dependent chain: an `FFMA` every {one['cycles_per_ffma']:.1f} cycles, the latency. "
+              f"With {eight['chains']} chains the same warp issues one every {eight['cycles_per_ffma']:.2f} cycles: "
+              f"{one['cycles_per_ffma'] / eight['cycles_per_ffma']:.1f}x the work from one warp, by ILP alone. "
+              f"More warps with one chain each reach at most {best_w['warp_ffma_per_cycle']:.2f} warp-FFMAs per cycle "
+              f"on the SM (with {best_w['warps']} warps)"]
+    lanes = lat["device"].get("fp32_lanes_per_sm")
+    if lanes:
+        lines[-1] += (f", where the SM's {lanes} FP32 lanes could take {lanes // 32} per cycle: this benchmark "
+                      "shows that limit, not its cause.")
+    else:
+        lines[-1] += "."
+    display(Markdown("\n".join(lines)))
+
+# %% [markdown]
+# The same law for memory: to stream data at bandwidth `B` from a memory whose latency is `t`,
+# `B x t` bytes must be in flight. With the copy bandwidth measured in lesson 00 and the DRAM
+# latency measured above:
+
+# %%
+if lat is None or "DRAM" not in latency.levels(lat) or not latency.levels(lat)["DRAM"].get("ns_per_load"):
+    display(Markdown("Needs the DRAM latency in nanoseconds from a latency record: not recorded yet."))
+else:
+    bench = results.load()
+    copy = next(r for r in bench["bandwidth"] if r["kernel"] == "copy_float4")
+    t_ns = latency.levels(lat)["DRAM"]["ns_per_load"]
+    sms = lat["limits"]["sm_count"]
+    read_gbs = copy["gbs"] / 2  # a copy's GB/s count bytes read + written; only the reads wait for data
+    in_flight = read_gbs * 1e9 * t_ns * 1e-9  # bytes that must be on their way at any moment
+    per_sm = in_flight / sms
+    threads_sm = lat["limits"]["max_threads_per_sm"]
+    display(Markdown(
+        f"Reading at {read_gbs:,.0f} GB/s (half of the copy's {copy['gbs']:,.0f} GB/s, recorded on "
+        f"{results.label(bench)}) with a DRAM latency of {t_ns:.0f} ns ({latency.label(lat)}) needs "
+        f"{in_flight / 2**20:.2f} MiB of loads in flight on the whole GPU: {per_sm / 1024:.1f} KiB per SM "
+        f"({sms} SMs). Even with all {threads_sm:,} thread slots of every SM filled, that is "
+        f"{per_sm / threads_sm:.1f} bytes, {per_sm / threads_sm / 4:.1f} 4-byte loads, waiting per thread at every "
+        "moment. A kernel with fewer resident threads needs more per thread: several independent loads, or "
+        "16-byte loads (`LDG.E.128`, lesson 05)."))
+
+# %% [markdown]
+# ## Exercises
+#
+# ### 00a-launch
+# Write a kernel computing `out[i] = 2*x[i] - y[i]` and a function `launch(x, y, out)` that
+# launches it by hand with 128 threads per block. The check runs it for several sizes, looks for
+# elements never written and for writes past the end of `out`.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+@cuda.jit
+def two_x_minus_y(x, y, out):
+    ### BEGIN SOLUTION
+    i = cuda.grid(1)
+    if i < out.size:
+        out[i] = 2 * x[i] - y[i]
+    ### END SOLUTION
+
+
+def launch(x, y, out):
+    ### BEGIN SOLUTION
+    threads = 128
+    blocks = (out.size + threads - 1) // threads
+    two_x_minus_y[blocks, threads](x, y, out)
+    ### END SOLUTION
+
+
+exercises.check("00a-launch", launch)
+
+# %% [markdown]
+# ### 00a-occupancy
+# A kernel uses 40 registers per thread, 128 threads per block and 57 KiB of shared memory per
+# block. How many blocks fit on one SM of compute capability 9.0, and which resource limits it?
+# Answer with a pair such as `(2, "threads")`; the resources are named `"registers"`,
+# `"shared memory"`, `"threads"` and `"blocks"`. Work it out by hand first, with the limits
+# printed in the occupancy cell above.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+### BEGIN SOLUTION: answer = None
+answer = (3, "shared memory")
+### END SOLUTION
+exercises.check("00a-occupancy", answer)
+
+# %% [markdown]
+# ## Takeaway
+#
+# * A launch is `kernel[blocks, threads_per_block](args)`; each thread finds its element with
+#   `cuda.grid`, and the grid is rounded up, so every kernel needs a bounds guard.
+# * The 32 threads of a warp execute together: most of what follows in the course (coalescing,
+#   bank conflicts, `LDS.128`) is about the addresses one warp presents in one instruction.
+# * Memory is a hierarchy: registers, shared memory and L1 on the SM, L2 for the whole GPU,
+#   DRAM behind it; a load takes longer at each step away from the SM (part 2 measures how much).
+# * SASS is what runs: `FFMA` for the arithmetic, `LDG`/`STG` for global memory, `LDS`/`STS` for
+#   shared memory, `.128` for 16 bytes at once, `LDL`/`STL` for spills, `BAR.SYNC` for barriers.
+# * A GPU hides latency with independent work: other warps (occupancy) and independent
+#   instructions within a thread (ILP). The lessons' kernels use both.
+#
+# Next: [lesson 00](00_setup_and_roofline.ipynb) measures the two ceilings, peak FP32 and copy
+# bandwidth; [lesson 01](01_naive.ipynb) writes the first matrix product. Terms:
+# [GLOSSARY.md](GLOSSARY.md); further reading by lesson: [REFERENCES.md](REFERENCES.md).

@@ -1,0 +1,138 @@
+"""Every relative link and anchor in the course's Markdown (README, lessons/ and notebooks/ .md
+files, the notebooks' markdown cells) resolves, and the glossary defines the terms it must."""
+import glob
+import os
+import re
+
+import nbformat
+import pytest
+
+from conftest import REPO
+
+INLINE = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+REF_DEF = re.compile(r"^\s{0,3}\[([^\]]+)\]:\s*<?(\S+?)>?\s*$", re.M)
+REF_USE = re.compile(r"\[[^\[\]]+\]\[([^\]]+)\]")
+ANCHOR = re.compile(r"""<a\s+(?:[^>]*\s)?(?:id|name)=["']([^"']+)["']""")
+HEADING = re.compile(r"^#{1,6}\s+(.*)$", re.M)
+
+
+def _slug(heading):
+    """GitHub's anchor for a heading: lower case, markup and punctuation dropped, spaces -> '-'."""
+    text = re.sub(r"<[^>]+>", "", heading).strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors_of(path):
+    text = open(path, encoding="utf-8").read()
+    return set(ANCHOR.findall(text)) | {_slug(h) for h in HEADING.findall(text)}
+
+
+def documents():
+    """(name, markdown text, directory its relative links start from)."""
+    docs = []
+    for path in [os.path.join(REPO, "README.md")] + sorted(
+            glob.glob(os.path.join(REPO, "lessons", "*.md")) + glob.glob(os.path.join(REPO, "notebooks", "*.md"))):
+        docs.append((os.path.relpath(path, REPO), open(path, encoding="utf-8").read(), os.path.dirname(path)))
+    for path in sorted(glob.glob(os.path.join(REPO, "notebooks", "*.ipynb"))):
+        nb = nbformat.read(path, as_version=4)
+        text = "\n\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        docs.append((os.path.relpath(path, REPO), text, os.path.dirname(path)))
+    return docs
+
+
+CODE = re.compile(r"```.*?```|`[^`\n]*`", re.S)
+
+
+def links(text):
+    text = CODE.sub("", text)  # `tile[32][33]` is code, not a reference link
+    defs = dict(REF_DEF.findall(text))
+    found = INLINE.findall(text) + list(defs.values())
+    return found, defs
+
+
+def _is_external(target):
+    return re.match(r"^[a-z][a-z0-9+.-]*:", target) is not None
+
+
+DOCS = documents()
+
+
+def problems_of(text, base):
+    """What does not resolve in one document (a list of messages)."""
+    found, defs = links(text)
+    problems = []
+    for target in found:
+        if _is_external(target):
+            continue
+        path, _, anchor = target.partition("#")
+        full = os.path.normpath(os.path.join(base, path)) if path else None
+        if full and not os.path.exists(full):
+            problems.append(f"{target}: no such file")
+            continue
+        if not anchor:
+            continue
+        if full is None:
+            available = set(ANCHOR.findall(text)) | {_slug(h) for h in HEADING.findall(text)}
+        elif full.endswith(".md"):
+            available = anchors_of(full)
+        else:
+            continue  # anchors inside notebooks are not checked
+        if anchor not in available:
+            problems.append(f"{target}: no anchor #{anchor}")
+    for ref in REF_USE.findall(CODE.sub("", text)):
+        if ref not in defs:
+            problems.append(f"[...][{ref}]: reference never defined")
+    return problems
+
+
+@pytest.mark.parametrize("name,text,base", DOCS, ids=[d[0] for d in DOCS])
+def test_relative_links_and_anchors_resolve(name, text, base):
+    assert problems_of(text, base) == [], name
+
+
+def test_glossary_anchors_used_anywhere_exist():
+    anchors = anchors_of(os.path.join(REPO, "notebooks", "GLOSSARY.md"))
+    used = set()
+    for path in glob.glob(os.path.join(REPO, "lessons", "*")) + glob.glob(os.path.join(REPO, "notebooks", "*")):
+        used.update(re.findall(r"GLOSSARY\.md#([\w-]+)", open(path, encoding="utf-8").read()))
+    assert used - anchors == set()
+
+
+GLOSSARY_MUST_DEFINE = [
+    # the terms the issue lists: met in the lessons before they were defined
+    "sass", "ptx", "ffma", "ldg", "lds", "width-128", "wavefront", "bank-conflict", "occupancy", "latency",
+    "blocks-per-sm", "warp", "coalescing", "register-spill",
+    # the course's own
+    "rung", "tile", "bm-bn-bk", "tm-tn", "warp-tile", "arithmetic-intensity", "roofline", "percent-of-cublas",
+    "host-bound", "sector", "transaction", "phase", "broadcast", "padding", "double-buffering", "split-k",
+    "tf32", "sgeam",
+    # the execution model and memory hierarchy of the primer
+    "thread", "block", "grid", "launch", "bounds-guard", "sm", "shared-memory", "l1", "l2", "dram",
+    "register", "local-memory", "ilp", "latency-hiding",
+]
+
+
+def test_glossary_defines_every_required_term():
+    anchors = anchors_of(os.path.join(REPO, "notebooks", "GLOSSARY.md"))
+    assert [t for t in GLOSSARY_MUST_DEFINE if t not in anchors] == []
+
+
+def test_glossary_index_lists_every_entry():
+    text = open(os.path.join(REPO, "notebooks", "GLOSSARY.md"), encoding="utf-8").read()
+    entries = set(ANCHOR.findall(text.split("## Execution model", 1)[1]))
+    indexed = set(re.findall(r"\]\(#([\w-]+)\)", text.split("## Execution model", 1)[0]))
+    assert entries == indexed
+
+
+def test_the_primer_links_the_glossary_and_references():
+    text = next(t for n, t, _ in DOCS if n.endswith("00a_primer.ipynb"))
+    assert "(GLOSSARY.md)" in text and "(REFERENCES.md)" in text
+
+
+def test_the_link_checker_catches_broken_links(tmp_path):
+    (tmp_path / "b.md").write_text('## Some Heading\n<a id="y"></a>\n')
+    text = ('# Title\n\n<a id="x"></a>\n[ok](#x) [ok](#title) [ok](b.md#y) [ok](b.md#some-heading) '
+            '[ok][d] [web](https://example.com/#z)\n[bad](#nope) [gone](c.md) [bad](b.md#nope) [r][undefined]\n\n[d]: b.md\n')
+    assert problems_of(text, str(tmp_path)) == ["#nope: no anchor #nope", "c.md: no such file",
+                                                "b.md#nope: no anchor #nope", "[...][undefined]: reference never defined"]

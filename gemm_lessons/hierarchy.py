@@ -88,8 +88,8 @@ def hierarchy(measure_now=None):
                            "(no GPU here and no latency record yet)")
             try:
                 bench = results.load()
-                dram_bytes = bench["device"]["memory_gib"] * 2**30
-                limits["sm_count"] = bench["device"]["sm_count"]
+                dram_bytes = bench.device.memory_gib * 2**30
+                limits["sm_count"] = bench.device.sm_count
                 size_source += f"; SM count and DRAM size recorded on {results.label(bench)}"
             except FileNotFoundError:
                 dram_bytes = None

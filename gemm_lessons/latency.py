@@ -347,24 +347,24 @@ def _size(b):
 # ----------------------------------------------------------------------------- records
 def record_path(device_name, directory=None):
     """results/latency-<device>.json"""
-    return os.path.join(directory or results.RESULTS_DIR, "latency-" + results.slug(device_name) + ".json")
+    return results.path_for("latency", device_name, directory=directory or results.RESULTS_DIR)
 
 
 def load(device=None, directory=None):
     """The newest latency record (of ``device`` if given), or None when there is none."""
-    import glob
-
-    directory = directory or results.RESULTS_DIR
-    pattern = "latency-" + (results.slug(device) if device else "*") + ".json"
+    paths = results.files("latency", directory or results.RESULTS_DIR)
+    if device is not None:
+        paths = [p for p in paths if p == record_path(device, directory)]
     records = []
-    for path in glob.glob(os.path.join(directory, pattern)):
+    for path in paths:
         with open(path) as f:
             records.append(json.load(f))
     return max(records, key=lambda r: r["date"]) if records else None
 
 
 def label(record):
-    return results.label(record)
+    """'NVIDIA H100 80GB HBM3, 2026-11-23' for a latency record."""
+    return f"{record['device']['name']}, {record['date'][:10]}"
 
 
 def summary_rows(record):
@@ -422,7 +422,6 @@ def collect(steps=16384, repeats=5, quick=False, progress=print):
     """Every measurement of this module on the current GPU, as a record (a dict).  ``quick``
     (the primer, on a GPU) times fewer, shorter launches and skips the warp sweep's largest
     sizes: a few seconds instead of the full run."""
-    from .bench import _git_commit, _versions, nvidia_smi
     from .device import device_info
 
     if quick:
@@ -433,11 +432,11 @@ def collect(steps=16384, repeats=5, quick=False, progress=print):
     record = {
         "device": info.as_dict(), "limits": limits,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "versions": _versions_or_less(_versions), "git_commit": _git_commit(),
+        "versions": _versions_or_less(provenance.versions), "git_commit": provenance.git_commit(),
         "node_bytes": NODE_BYTES, "quick": quick,
     }
     if not quick:
-        record["nvidia_smi_before"] = nvidia_smi()
+        record["nvidia_smi_before"] = provenance.nvidia_smi()
     record["global"] = measure_global(default_sizes(limits["l2_bytes"]), steps, repeats, progress=progress)
     record["shared"] = measure_shared(steps=steps, repeats=repeats)
     record["ffma"] = measure_ffma(steps=2048 if quick else 8192, repeats=repeats)

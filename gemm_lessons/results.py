@@ -23,6 +23,9 @@ PATHS = {
     "reproducibility": "reproducibility/{device}{suffix}.json",  # bench runs to compare: "run-a", "run-b"
     "reproducibility-report": "reproducibility/{device}{suffix}.txt",  # tools/compare_runs.py
     "experiment": "experiments/{name}-{device}.json",  # a bench run of a few kernels
+    "latency": "latency-{device}.json",  # python -m gemm_lessons.latency (the primer)
+    "primer-listing": "primer-listing.json",  # python -m gemm_lessons.primer.listing (one device)
+    "rewrite": "rewrite-{device}.json",  # tools/compare_rewrite.py: rewritten vs generated kernels
     "plot": "{device}-{name}.png",  # python -m gemm_lessons.bench: "ladder", "sizes", "roofline"
     "bench": "{device}.json",  # python -m gemm_lessons.bench
 }

@@ -500,15 +500,15 @@ if lat is None or "DRAM" not in latency.levels(lat) or not latency.levels(lat)["
     display(Markdown("Needs the DRAM latency in nanoseconds from a latency record: not recorded yet."))
 else:
     bench = results.load()
-    copy = next(r for r in bench["bandwidth"] if r["kernel"] == "copy_float4")
+    copy = next(r for r in bench.bandwidth if r.kernel == "copy_float4")
     t_ns = latency.levels(lat)["DRAM"]["ns_per_load"]
     sms = lat["limits"]["sm_count"]
-    read_gbs = copy["gbs"] / 2  # a copy's GB/s count bytes read + written; only the reads wait for data
+    read_gbs = copy.gbs / 2  # a copy's GB/s count bytes read + written; only the reads wait for data
     in_flight = read_gbs * 1e9 * t_ns * 1e-9  # bytes that must be on their way at any moment
     per_sm = in_flight / sms
     threads_sm = lat["limits"]["max_threads_per_sm"]
     display(Markdown(
-        f"Reading at {read_gbs:,.0f} GB/s (half of the copy's {copy['gbs']:,.0f} GB/s, recorded on "
+        f"Reading at {read_gbs:,.0f} GB/s (half of the copy's {copy.gbs:,.0f} GB/s, recorded on "
         f"{results.label(bench)}) with a DRAM latency of {t_ns:.0f} ns ({latency.label(lat)}) needs "
         f"{in_flight / 2**20:.2f} MiB of loads in flight on the whole GPU: {per_sm / 1024:.1f} KiB per SM "
         f"({sms} SMs). Even with all {threads_sm:,} thread slots of every SM filled, that is "

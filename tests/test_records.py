@@ -12,13 +12,15 @@ from gemm_lessons.records import (BankTruth, BenchRecord, CheckRow, Device, Sgem
 
 COMMITTED = sorted(p for p in glob.glob(os.path.join(results.RESULTS_DIR, "**", "*"), recursive=True)
                    if os.path.isfile(p))
-RECORD_FILES = [p for p in COMMITTED if p.endswith(".json")]
+# the typed kinds (the latency, primer-listing and rewrite files are plain JSON, read by their modules)
+RECORD_FILES = [p for p in COMMITTED if p.endswith(".json") and results.kind_of(p) in results.RECORDS]
 H100 = "NVIDIA H100 80GB HBM3"
 
 
 def test_every_committed_results_file_has_a_kind():
     assert RECORD_FILES and {results.kind_of(p) for p in RECORD_FILES} == {
         "bench", "tuning", "banks", "reproducibility", "experiment"}
+    assert {results.kind_of(p) for p in COMMITTED if p.endswith(".json")} <= set(results.PATHS)
     for p in COMMITTED:
         assert results.kind_of(p) is not None, p
 

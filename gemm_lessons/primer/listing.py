@@ -20,7 +20,7 @@ import tempfile
 
 from .. import _backend, inspect_kernel, results
 
-RECORD = os.path.join(results.RESULTS_DIR, "primer-listing.json")
+RECORD = results.path_for("primer-listing", "")
 SIGNATURES = {
     "saxpy": "void(float32, float32[::1], float32[::1], float32[::1])",
     "reverse_slices": "void(float32[::1], float32[::1])",

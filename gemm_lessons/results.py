@@ -23,6 +23,7 @@ PATHS = {
     "reproducibility": "reproducibility/{device}{suffix}.json",  # bench runs to compare: "run-a", "run-b"
     "reproducibility-report": "reproducibility/{device}{suffix}.txt",  # tools/compare_runs.py
     "experiment": "experiments/{name}-{device}.json",  # a bench run of a few kernels
+    "experiment-log": "experiments/{name}-{device}.txt",  # what a one-off probe printed
     "latency": "latency-{device}.json",  # python -m gemm_lessons.latency (the primer)
     "primer-listing": "primer-listing.json",  # python -m gemm_lessons.primer.listing (one device)
     "rewrite": "rewrite-{device}.json",  # tools/compare_rewrite.py: rewritten vs generated kernels

@@ -166,3 +166,12 @@ plots.versus_size(measure.merge(bw, sweep), kernels=["cublas"]);
 #   of times; lessons 02-05 remove those reads one idea at a time.
 # * cuBLAS sets the bar. Every speed claim in this series is a ratio against cuBLAS measured
 #   in the same run.
+
+# %% [markdown]
+# ## Sources and further reading
+#
+# * The source articles this lesson re-tells and tests: [[1]](REFERENCES.md#seed-000), [[2]](REFERENCES.md#seed-001), [[5]](REFERENCES.md#seed-004) (their origins and what each
+#   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
+# * What to read next: [REFERENCES.md, lesson 00](REFERENCES.md#lesson-00).
+# * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
+#   introduced in the [primer](00a_primer.ipynb).

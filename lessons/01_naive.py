@@ -202,3 +202,12 @@ exercises.check("01-kernel", my_naive)
 # * Even coalesced, the naive kernel loads two floats from global memory per FMA, $2MNK$ loads
 #   in all, and reaches a few percent of cuBLAS. Each value of A is re-read by every block
 #   column, each value of B by every block row. Lesson 02 stages them in shared memory.
+
+# %% [markdown]
+# ## Sources and further reading
+#
+# * The source articles this lesson re-tells and tests: [[1]](REFERENCES.md#seed-000), [[2]](REFERENCES.md#seed-001), [[3]](REFERENCES.md#seed-002), [[5]](REFERENCES.md#seed-004) (their origins and what each
+#   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
+# * What to read next: [REFERENCES.md, lesson 01](REFERENCES.md#lesson-01).
+# * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
+#   introduced in the [primer](00a_primer.ipynb).

@@ -194,3 +194,12 @@ exercises.check("02-loads", answer)
 # * Two barriers per slice, both required. Launch errors must be checked, never assumed away.
 # * The kernel is now limited by shared-memory traffic: one `LDS` per FMA. Next: keep values in
 #   registers and reuse them.
+
+# %% [markdown]
+# ## Sources and further reading
+#
+# * The source articles this lesson re-tells and tests: [[1]](REFERENCES.md#seed-000), [[2]](REFERENCES.md#seed-001), [[3]](REFERENCES.md#seed-002), [[5]](REFERENCES.md#seed-004) (their origins and what each
+#   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
+# * What to read next: [REFERENCES.md, lesson 02](REFERENCES.md#lessons-02-04).
+# * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
+#   introduced in the [primer](00a_primer.ipynb).

@@ -206,3 +206,12 @@ exercises.check("03-kernel", make_my_reg1d())
 # * The tile shape matters as much as the idea: 64x64 with 8 results per thread did not beat
 #   lesson 02 on the GPU we recorded, 128x128 with 16 did.
 # * Still, every FMA needs one `sA` read. Lesson 04 reuses values in *both* directions.
+
+# %% [markdown]
+# ## Sources and further reading
+#
+# * The source articles this lesson re-tells and tests: [[3]](REFERENCES.md#seed-002), [[5]](REFERENCES.md#seed-004) (their origins and what each
+#   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
+# * What to read next: [REFERENCES.md, lesson 03](REFERENCES.md#lessons-02-04).
+# * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
+#   introduced in the [primer](00a_primer.ipynb).

@@ -208,3 +208,12 @@ exercises.check("04-ratio", answer)
 # * Which thread owns which results changes how a warp hits shared memory; at this rung the
 #   4-byte loads weigh more (see the table). Lesson 05 changes the
 #   layout of the A tile so the loads can be 16 bytes wide; lesson 06 explains banks.
+
+# %% [markdown]
+# ## Sources and further reading
+#
+# * The source articles this lesson re-tells and tests: [[1]](REFERENCES.md#seed-000), [[3]](REFERENCES.md#seed-002) (their origins and what each
+#   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
+# * What to read next: [REFERENCES.md, lesson 04](REFERENCES.md#lessons-02-04).
+# * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
+#   introduced in the [primer](00a_primer.ipynb).

@@ -252,3 +252,12 @@ exercises.check("05-stage-a", stage_a)
 #   Always confirm in the SASS.
 # * Next (lesson 06): the banks of shared memory, and why *which* threads read *which*
 #   addresses in the same instruction still matters.
+
+# %% [markdown]
+# ## Sources and further reading
+#
+# * The source articles this lesson re-tells and tests: [[1]](REFERENCES.md#seed-000), [[4]](REFERENCES.md#seed-003), [[5]](REFERENCES.md#seed-004) (their origins and what each
+#   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
+# * What to read next: [REFERENCES.md, lesson 05](REFERENCES.md#lesson-05).
+# * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
+#   introduced in the [primer](00a_primer.ipynb).

@@ -34,7 +34,7 @@ measure.recorded(["vec", "vec_split", "cublas"])
 #   the largest number of *distinct* words that fall into one bank (an **n-way conflict**).
 #
 # `bank_model.wavefronts(addresses, width)` implements exactly these rules. The examples below are
-# the ones the source articles draw, and each is also a unit test (`tests/test_banks.py`).
+# the ones source article [[3]](REFERENCES.md#seed-002) draws in its section on banks, and each is also a unit test (`tests/test_banks.py`).
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -71,7 +71,7 @@ plt.tight_layout()
 #
 # * **2 x 16, lanes along columns** (lesson 05's `vec`): the 8 threads of a phase read 16 bytes
 #   each, 32 bytes apart: 256 bytes over 32 banks, 2-way conflicts.
-# * **4 x 8, lanes along rows** (the layout of the source articles' warp-tiled kernel): a phase
+# * **4 x 8, lanes along rows** (the layout of the warp-tiled kernel in source article [[3]](REFERENCES.md#seed-002)): a phase
 #   covers 2 columns x 4 rows; threads in the same column read the same address (broadcast), so
 #   no conflict.
 # * **8x8 split into four 4x4**: each thread owns columns `c..c+3` and `c+64..c+67`; the 8
@@ -153,8 +153,10 @@ for r in truth.rows:
 #   lane reads the same `sA` float4) and in `vec` (lanes 0-15 share one `sAT` float4, 16-31
 #   another), the GPU needed 2 wavefronts per `LDS.128`, not 4. Shared memory returns 128 bytes,
 #   one register per lane, per wavefront; when lanes n and n^1 (or n^2) share an address the
-#   return is packed two lanes per register (NVIDIA's engineers describe this rule on the
-#   developer forum for Volta and Turing; the H100 counts agree). With that rule added
+#   return is packed two lanes per register (an answer in NVIDIA's developer forum states this rule
+#   for compute capability 7.0-7.5, in the thread
+#   ["Unexpected shared memory bank conflict"](https://forums.developer.nvidia.com/t/unexpected-shared-memory-bank-conflict/77228);
+#   the H100 counts agree). With that rule added
 #   (`paired_loads=True`), the tracer matches every 16-byte case exactly.
 # * **A few extra wavefronts in the 32x32-thread transposes** (about 0.1% unpadded, about 5%
 #   padded; also 5 of 3,072 store wavefronts in `vec_split`), absent with 32x8 threads. The
@@ -195,7 +197,7 @@ for label, regs, smem in [("vec (102 registers, 8 KiB)", 102, 8192),
 # For lesson 05's kernel the register file decides occupancy, so a little padding would cost
 # nothing there; the misalignment is what rules it out. For a kernel near a shared-memory
 # boundary (the third and fourth lines), one kilobyte of padding costs a whole block per SM:
-# the occupancy cliff one of the source articles fell off.
+# the occupancy cliff source article [[4]](REFERENCES.md#seed-003) fell off.
 #
 # ## Measure
 #
@@ -230,3 +232,12 @@ exercises.check("06-padding", answer)
 #   measured rule (paired 16-byte loads) is added: every remaining difference is explained above.
 # * Fixes: padding (transpose), a different lane layout (4x8), or splitting a thread's tile
 #   (8x8 -> four 4x4). Padding breaks 16-byte alignment, so wide-load GEMMs avoid it.
+
+# %% [markdown]
+# ## Sources and further reading
+#
+# * The source articles this lesson re-tells and tests: [[3]](REFERENCES.md#seed-002), [[1]](REFERENCES.md#seed-000), [[4]](REFERENCES.md#seed-003) (their origins and what each
+#   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
+# * What to read next: [REFERENCES.md, lesson 06](REFERENCES.md#lesson-06).
+# * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
+#   introduced in the [primer](00a_primer.ipynb).

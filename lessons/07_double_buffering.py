@@ -474,3 +474,12 @@ exercises.check("07-shared-bytes", shared_bytes)
 #   (separate buffers, explicit `load4`, one condition), then confirm in the SASS.
 # * Next (lesson 08): the other fields of `TileConfig`: how the threads of a warp are laid out
 #   (warp tiles), the depth of a slice, the register cap, and a sweep that picks the best.
+
+# %% [markdown]
+# ## Sources and further reading
+#
+# * The source articles this lesson re-tells and tests: [[4]](REFERENCES.md#seed-003), [[5]](REFERENCES.md#seed-004) (their origins and what each
+#   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
+# * What to read next: [REFERENCES.md, lesson 07](REFERENCES.md#lessons-07-08).
+# * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
+#   introduced in the [primer](00a_primer.ipynb).

@@ -202,3 +202,12 @@ exercises.check("08-lanes", lanes)
 #   registers without spilling (BK = 8 with two buffers, the cap itself) and the form of the
 #   load guard; warp layout and padding did not matter, as the bank model predicted.
 # * What is left to cuBLAS: the leaderboard (lesson 10) puts every rung next to it.
+
+# %% [markdown]
+# ## Sources and further reading
+#
+# * The source articles this lesson re-tells and tests: [[3]](REFERENCES.md#seed-002) (their origins and what each
+#   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
+# * What to read next: [REFERENCES.md, lesson 08](REFERENCES.md#lessons-07-08).
+# * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
+#   introduced in the [primer](00a_primer.ipynb).

@@ -210,3 +210,12 @@ exercises.check("09-bytes", answer)
 # * A shared-memory tile makes both sides coalesced; padding makes the column read conflict-free;
 #   more elements per thread and 16-byte accesses keep more bytes in flight.
 # * The tracer, the model and the profiler agree on the bank conflicts (lesson 06).
+
+# %% [markdown]
+# ## Sources and further reading
+#
+# * The source articles this lesson re-tells and tests: [[4]](REFERENCES.md#seed-003) (their origins and what each
+#   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
+# * What to read next: [REFERENCES.md, lesson 09](REFERENCES.md#lesson-09).
+# * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
+#   introduced in the [primer](00a_primer.ipynb).

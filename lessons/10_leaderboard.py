@@ -123,3 +123,12 @@ print("every rung has a lesson:", all(r.lesson for r in ladder.SGEMM.values()))
 #   deeper slices that push the kernel into spills (08).
 # * **Neutral here:** 16x16 vs 32x32 shared tiles (02), warp layout and padding of the A tile
 #   (08): the model predicted no change, and the measurement agrees.
+
+# %% [markdown]
+# ## Sources and further reading
+#
+# * The source articles this lesson re-tells and tests: [[1]](REFERENCES.md#seed-000), [[2]](REFERENCES.md#seed-001), [[3]](REFERENCES.md#seed-002), [[4]](REFERENCES.md#seed-003), [[5]](REFERENCES.md#seed-004) (their origins and what each
+#   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
+# * What to read next: [REFERENCES.md, lesson 10](REFERENCES.md#lesson-10).
+# * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
+#   introduced in the [primer](00a_primer.ipynb).

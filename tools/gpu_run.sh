@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # What a GPU session runs.  Usage on the GPU machine: OUT=<dir> bash tools/gpu_run.sh STEP...
+#   rewrite    tools/compare_rewrite.py .legacy: rewritten vs generated kernels, same run -> rewrite-*.json
+#   latency    python -m gemm_lessons.latency + primer listing -> latency-*.json, primer-listing.json
 #   tests      the README's test command (pytest, notebooks included) -> logs/pytest.log, timed per test
 #   bench      python -m gemm_lessons.bench -> results/<device>.json + plots (copied to $OUT)
 #   banks      ncu shared-memory counters for the bank lesson -> $OUT/ncu-banks.csv
@@ -54,6 +56,11 @@ for step in "$@"; do
         compute-sanitizer --tool $tool --report-api-errors no python3 tools/sanitize.py ${SANITIZE_ONLY:-} > "$OUT/logs/sanitizer-$tool.log" 2>&1
         echo "sanitize $tool rc=$?" >> "$OUT/logs/steps.log"
       done ;;
+    rewrite)
+      # needs .legacy/ (the template-generated kernels, carried): same-run speed old vs new
+      python3 tools/compare_rewrite.py .legacy > "$OUT/logs/rewrite.log" 2>&1
+      echo "rewrite rc=$?" >> "$OUT/logs/steps.log"
+      cp results/rewrite-*.json "$OUT/" 2>/dev/null ;;
     latency)
       python3 -m gemm_lessons.latency > "$OUT/logs/latency.log" 2>&1
       echo "latency rc=$?" >> "$OUT/logs/steps.log"

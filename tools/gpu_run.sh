@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # What a GPU session runs.  Usage on the GPU machine: OUT=<dir> bash tools/gpu_run.sh STEP...
 #   rewrite    tools/compare_rewrite.py .legacy: rewritten vs generated kernels, same run -> rewrite-*.json
-#   latency    python -m gemm_lessons.latency + primer listing -> latency-*.json, primer-listing.json
 #   tests      the README's test command (pytest, notebooks included) -> logs/pytest.log, timed per test
 #   bench      python -m gemm_lessons.bench -> results/<device>.json + plots (copied to $OUT)
 #   banks      ncu shared-memory counters for the bank lesson -> $OUT/ncu-banks.csv

@@ -46,7 +46,8 @@ def cc90_limits_markdown():
     """The compute capability 9.0 limits of CC90_LIMITS as a markdown table with their sources."""
     lines = ["Limits documented for **compute capability 9.0** (Hopper, such as the H100), as the occupancy arithmetic "
              "below uses them:", "", "| limit | value | source |", "|---|---:|---|"]
-    lines += [f"| {what} | {value:,} | {source} |" for _, what, value, source in CC90_LIMITS]
+    lines += [f"| {what} | {value:,}" + (f" ({value // 1024} KiB)" if "bytes" in what else "") + f" | {source} |"
+              for _, what, value, source in CC90_LIMITS]
     return "\n".join(lines)
 
 
@@ -71,7 +72,7 @@ def this_gpu():
                 "simulator": True, "source": f"the latency record of {latency.label(rec)} in results/, written by "
                                              "`python -m gemm_lessons.latency`"}
     try:
-        bench = results.load()
+        bench = results.load(directory=results.RESULTS_DIR)
     except FileNotFoundError:
         return None
     cc = bench.device.compute_capability

@@ -315,6 +315,42 @@ def saxpy_walkthrough(facts):
     return "\n\n".join(out)
 
 
+def _ops(sass, pred):
+    return ", ".join(f"`{op}` x {n}" for op, n in sass.items() if pred(op))
+
+
+def describe_facts(facts, source):
+    """Sentences on the compiler facts of the primer's table (name -> dict with registers,
+    local_bytes and a "sass" Counter), each saying what the record at hand shows: which widths
+    `naive` loads with, whether `vec` has 16-byte instructions, whether `reg2d_contiguous` spills."""
+    out = []
+    f = facts.get("naive")
+    if f:
+        s = f.get("sass") or {}
+        loads = _ops(s, lambda op: op.startswith("LDG"))
+        wide = any(op.startswith("LDG") and op.endswith((".64", ".128")) for op in s)
+        out.append(f"`naive` uses {f['registers']} registers and loads "
+                   + ("with wide instructions" if wide else "4 bytes at a time")
+                   + (f" ({loads} in its code)" if loads else " (no `LDG` in the recorded counts)"))
+    f = facts.get("vec")
+    if f:
+        wide = _ops(f.get("sass") or {}, lambda op: op.endswith(".128"))
+        out.append(f"`vec` uses {f['registers']} registers and "
+                   + (f"moves 16 bytes per instruction where it can ({wide})" if wide
+                      else "has no 16-byte (`.128`) instruction in this listing"))
+    f = facts.get("reg2d_contiguous")
+    if f:
+        s = f.get("sass") or {}
+        if f.get("local_bytes"):
+            out.append(f"`reg2d_contiguous` spills: {f['local_bytes']} bytes of local memory per thread, "
+                       f"`LDL` x {s.get('LDL', 0)} and `STL` x {s.get('STL', 0)} in its code")
+        else:
+            out.append("`reg2d_contiguous` does not spill in this listing (0 bytes of local memory)")
+    if not out:
+        return f"The table ({source}) holds none of these kernels."
+    return f"In this table ({source}): " + "; ".join(out) + "."
+
+
 def load(path=RECORD):
     """The recorded listing, or None."""
     if not os.path.exists(path):
@@ -324,15 +360,19 @@ def load(path=RECORD):
 
 
 def listing():
-    """(source sentence, {kernel: facts with ptx and sass}): compiled now on a GPU, else the
-    record; (None, None) on the simulator without a record."""
+    """(source sentence, {kernel: facts with ptx and sass}): compiled now on a GPU, else (on the
+    simulator, or where compiling fails) the record; (None, None) without either."""
+    failed = ""
     if not _backend.SIMULATOR:
-        found, how, _ = _from_gpu()
-        return how + " just now", found
+        try:
+            found, how, _ = _from_gpu()
+            return how + " just now", found
+        except Exception as e:  # e.g. no nvdisasm for inspect_sass: fall back to the record
+            failed = f" (compiling here failed: {type(e).__name__}: {str(e)[:120]})"
     rec = load()
     if rec is None:
         return None, None
-    return f"recorded: {rec['how']}, {rec['date'][:10]}", rec["kernels"]
+    return f"recorded: {rec['how']}, {rec['date'][:10]}{failed}", rec["kernels"]
 
 
 def main(argv=None):

@@ -315,7 +315,8 @@ if lat is not None:
         text.append(f"one served by L2 about {c['L2']:.0f} ({c['L2'] / c['L1']:.1f}x)")
     if "DRAM" in c:
         text.append(f"one from DRAM about {c['DRAM']:.0f} ({c['DRAM'] / c['L1']:.1f}x)")
-    text = ", ".join(text) + f"; shared memory {lat['shared']['cycles_per_load']:.0f} cycles."
+    text = ", ".join(text) + (f"; shared memory {lat['shared']['cycles_per_load']:.0f} cycles." if lat.get("shared")
+                              else "; shared memory: not in this record.")
     text += (" A kernel that waits for each load before the next one runs at these speeds; part 4 shows "
              "how a GPU keeps busy anyway.")
     display(Markdown(text))
@@ -443,9 +444,9 @@ display(Markdown("\n".join(f"* `{name}` (lesson {r.lesson}{', a variant' if r.va
 try:
     facts = inspect_kernel.compiler_facts({name: r.kernel for name, r in rungs.items()},
                                           threads={name: 256 for name in rungs})
-except FileNotFoundError as e:  # the simulator, with no benchmark record in results/
+except Exception as e:  # the simulator with no benchmark record in results/, or no nvdisasm on a GPU
     facts = None
-    display(Markdown(f"No compiler facts here: {e}"))
+    display(Markdown(f"No compiler facts here ({type(e).__name__}): {e}"))
 facts
 
 # %% [markdown]

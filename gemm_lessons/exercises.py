@@ -193,10 +193,17 @@ def _(ans):
         blocks, limiter = ans
     except (TypeError, ValueError):
         return False, "answer with a pair: (blocks per SM, the resource that limits it)."
+    from .hierarchy import STATIC_SHARED_BYTES_PER_BLOCK as static
+    from .inspect_kernel import SM_LIMITS_CC90 as lm
+
     want = blocks_per_sm(40, 57 * 1024, 128)
+    unreserved = blocks_per_sm(40, 57 * 1024, 128, limits=dict(lm, shared_reserved_per_block=0))[0]
     if (blocks, str(limiter).strip().lower()) == (want[0], want[1]):
-        return True, (f"{want[0]} blocks per SM, limited by {want[1]}: each block takes 57 KiB + 1 KiB reserved, "
-                      "and 228 KiB hold three of those (without the reserved KiB it would be four).")
+        reserved = lm["shared_reserved_per_block"] // 1024
+        return True, (f"{want[0]} blocks per SM, limited by {want[1]}: each block takes 57 KiB + {reserved} KiB "
+                      f"reserved, and {lm['shared_bytes'] // 1024} KiB hold {want[0]} of those (without the reserved "
+                      f"KiB it would be {unreserved}). 57 KiB is more than a block may declare with "
+                      f"`cuda.shared.array` ({static // 1024} KiB); it needs dynamic shared memory, with the opt-in.")
     if blocks == want[0]:
         return False, f"{blocks} is right, but the limiting resource is not {limiter!r}."
     return False, f"{(blocks, limiter)} is not it."

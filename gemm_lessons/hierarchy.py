@@ -11,6 +11,97 @@ from dataclasses import dataclass
 from . import _backend, latency, results
 from .device import DOCUMENTED_H100, HOPPER_TUNING_GUIDE, device_info, device_limits
 
+PROGRAMMING_GUIDE = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html"
+CC_TABLE = PROGRAMMING_GUIDE + "#features-and-technical-specifications-technical-specifications-per-compute-capability"
+HOPPER_SHARED = HOPPER_TUNING_GUIDE + "#unified-shared-memory-l1-texture-cache"
+_TABLE = f"[Programming Guide, technical specifications per compute capability]({CC_TABLE})"
+_HOPPER = f"[Hopper tuning guide, unified shared memory/L1]({HOPPER_SHARED})"
+
+REGISTER_ALLOCATION_UNIT = 256  # registers, handed out per warp (cuda_occupancy.h)
+STATIC_SHARED_BYTES_PER_BLOCK = 48 * 1024  # cuda.shared.array / __shared__ (Hopper tuning guide)
+OPTIN_SHARED_BYTES_PER_BLOCK = 227 * 1024  # dynamic, with the opt-in (Hopper tuning guide)
+
+# The per-SM limits of compute capability 9.0 that the primer's occupancy arithmetic uses, each
+# with where it is documented: (key of inspect_kernel.SM_LIMITS_CC90, or None for a rule that
+# blocks_per_sm applies in its code; what; value; source).  tests/test_primer.py checks that the
+# values are those inspect_kernel computes with.
+CC90_LIMITS = [
+    ("registers", "32-bit registers per SM", 65536, _TABLE),
+    (None, "registers are handed out per warp, in units of", REGISTER_ALLOCATION_UNIT,
+     "the CUDA toolkit's occupancy calculator header `cuda_occupancy.h` (in its `include/` folder): "
+     "`cudaOccRegAllocationGranularity()` gives 256 for compute capability 9"),
+    ("shared_bytes", "bytes of shared memory per SM", 228 * 1024, _HOPPER),
+    ("shared_reserved_per_block", "bytes of shared memory CUDA reserves per block", 1024,
+     _HOPPER + ": \"CUDA reserves 1 KB of shared memory per thread block\""),
+    ("threads", "resident threads per SM (64 warps)", 2048, _TABLE),
+    ("blocks", "resident blocks per SM", 32, _TABLE),
+    (None, "bytes of static shared memory (`cuda.shared.array`) per block at most", STATIC_SHARED_BYTES_PER_BLOCK,
+     _HOPPER + " (more needs dynamic shared memory and an explicit opt-in)"),
+    (None, "bytes of shared memory per block at most, dynamic, with the opt-in", OPTIN_SHARED_BYTES_PER_BLOCK,
+     _HOPPER),
+]
+
+
+def cc90_limits_markdown():
+    """The compute capability 9.0 limits of CC90_LIMITS as a markdown table with their sources."""
+    lines = ["Limits documented for **compute capability 9.0** (Hopper, such as the H100), as the occupancy arithmetic "
+             "below uses them:", "", "| limit | value | source |", "|---|---:|---|"]
+    lines += [f"| {what} | {value:,}" + (f" ({value // 1024} KiB)" if "bytes" in what else "") + f" | {source} |"
+              for _, what, value, source in CC90_LIMITS]
+    return "\n".join(lines)
+
+
+def this_gpu():
+    """The GPU the primer speaks of, as a dict: name, compute_capability ("9.0"), sm_count,
+    warp_size (None where not known), simulator (True when this machine has no GPU) and source
+    (where the values come from).  On a GPU the driver reports them; on the simulator they come
+    from the newest latency record in results/, else the newest bench record; None when there
+    is neither."""
+    if not _backend.SIMULATOR:
+        info, lm = device_info(), device_limits()
+        cc = info.compute_capability
+        return {"name": info.name, "compute_capability": f"{cc[0]}.{cc[1]}" if cc else None,
+                "sm_count": info.sm_count, "warp_size": lm.get("warp_size"), "simulator": False,
+                "source": "reported by the driver just now"}
+    rec = latency.load()
+    if rec is not None:
+        d, lm = rec["device"], rec.get("limits") or {}
+        cc = d.get("compute_capability") or lm.get("compute_capability")
+        return {"name": d["name"], "compute_capability": f"{cc[0]}.{cc[1]}" if cc else None,
+                "sm_count": d.get("sm_count") or lm.get("sm_count"), "warp_size": lm.get("warp_size"),
+                "simulator": True, "source": f"the latency record of {latency.label(rec)} in results/, written by "
+                                             "`python -m gemm_lessons.latency`"}
+    try:
+        bench = results.load(directory=results.RESULTS_DIR)
+    except FileNotFoundError:
+        return None
+    cc = bench.device.compute_capability
+    return {"name": bench.device.name, "compute_capability": f"{cc[0]}.{cc[1]}" if cc else None,
+            "sm_count": bench.device.sm_count, "warp_size": None, "simulator": True,
+            "source": f"the benchmark record of {results.label(bench)} in results/, written by "
+                      "`python -m gemm_lessons.bench`"}
+
+
+def this_gpu_markdown(gpu=None):
+    """A few sentences on the GPU of this_gpu(): its compute capability, SMs and warp size, and
+    where they come from."""
+    gpu = this_gpu() if gpu is None else gpu
+    if gpu is None:
+        return ("**No GPU here, and no record in results/** to read a GPU's facts from: run "
+                "`python -m gemm_lessons.bench` or `python -m gemm_lessons.latency` on a GPU.")
+    facts = [f"compute capability **{gpu['compute_capability'] or 'not recorded'}**",
+             f"{gpu['sm_count']} SMs" if gpu.get("sm_count") else "SM count not recorded",
+             f"warp size {gpu['warp_size']}" if gpu.get("warp_size") else "warp size not in this record"]
+    if gpu["simulator"]:
+        text = (f"**No GPU here**: the CUDA simulator has no compute capability. The newest record in results/ "
+                f"was made on **{gpu['name']}**: {', '.join(facts)} (from {gpu['source']}).")
+    else:
+        text = f"**This GPU: {gpu['name']}**, {', '.join(facts)} ({gpu['source']})."
+    if gpu["compute_capability"] and gpu["compute_capability"] != "9.0":
+        text += (" The limits this primer quotes are those documented for compute capability 9.0; where they "
+                 f"differ on this GPU, the [Programming Guide's table]({CC_TABLE}) has its own.")
+    return text
+
 
 def _size(b):
     return latency._size(b) if b else "?"

@@ -5,11 +5,16 @@ and the latency and issue rate of FFMA, measured on the GPU in use.
 
 **Loads.** One thread follows a chain: ``j = chain[j]``.  Each load's address is the value the
 previous load returned, so no two loads can overlap, and the time per step is the latency of
-one load (plus the one address computation of the loop, a few cycles).  The chain is a random
+one load plus the loop's own instructions (the address computation and the loop counter), which
+this method does not separate from the load: they are the same instructions at every working
+set, so they shift every level by the same amount.  The chain is a random
 cycle through ``nodes`` places 128 bytes apart (one per cache line), spread over a working set of
 ``nodes x 128`` bytes.  A small working set stays in L1 after one pass; one larger than L1 but
 smaller than L2 is served by L2; one several times larger than L2 comes from DRAM (HBM on an
-H100).  The same chase through shared memory gives the latency of a shared load.
+H100).  A random chase over hundreds of MiB may also miss the TLBs (the caches of address
+translations), and the translation's time is then part of what is recorded as DRAM latency:
+it is the latency of a random load, which a streaming access (pages in order) mostly does not
+pay.  The same chase through shared memory gives the latency of a shared load.
 
 **Arithmetic.** One warp runs ``acc = acc * a + b`` (one FFMA) in 1, 2, 4 or 8 independent
 chains: with one chain every FFMA waits for the previous one (its latency); with enough
@@ -72,8 +77,8 @@ else:
 @cuda.jit
 def chase_global(chain, start, steps, out):
     # One thread follows the chain: each load's address is the value the previous load
-    # returned, so the loads cannot overlap.  Indices are uint32 (unsigned: numba adds no
-    # negative-index check to the chain).  out = [where it ended, cycles it took].
+    # returned, so the loads cannot overlap.  Indices are uint32: unsigned, so numba leaves out
+    # the negative-index wraparound it adds for signed ones.  out = [where it ended, cycles it took].
     j = start
     t0 = clock64()  # the SM's cycle counter
     for _ in range(steps):
@@ -379,10 +384,55 @@ def summary_rows(record):
     return rows
 
 
+def source(record):
+    """Where a latency record's numbers come from, in words: measured just now by the notebook's
+    quick run, or read from the file ``python -m gemm_lessons.latency`` wrote."""
+    if record.get("quick"):
+        return f"measured just now on {record['device']['name']} by a quick run in this notebook"
+    path = os.path.join("results", os.path.basename(record_path(record["device"]["name"])))
+    return f"measured on {label(record)} by `python -m gemm_lessons.latency`, read from the saved record `{path}`"
+
+
+def ffma_latency(record):
+    """Cycles per FFMA of one warp running one dependent chain (the FFMA's latency), or None."""
+    if not record or not (record.get("ffma") or {}).get("ilp"):
+        return None
+    return next((r["cycles_per_ffma"] for r in record["ffma"]["ilp"] if r["chains"] == 1), None)
+
+
+def bytes_in_flight(record, bench):
+    """Little's law for reading from DRAM: bytes in flight = read bandwidth x latency.
+
+    ``record``: a latency record with a DRAM working set timed in nanoseconds; ``bench``: a
+    BenchRecord (results.load) of the same GPU with a ``copy_float4`` row.  A copy's GB/s count
+    the bytes read and the bytes written, equal halves, so it reads at half its rate.  Returns a
+    dict of the numbers, or raises ValueError saying what is missing."""
+    dram = levels(record).get("DRAM")
+    if not dram or not dram.get("ns_per_load"):
+        raise ValueError("the latency record has no DRAM working set timed in nanoseconds")
+    if bench.device.name != record["device"]["name"]:
+        raise ValueError(f"the bandwidth record is of {bench.device.name}, the latency record of "
+                         f"{record['device']['name']}: not the same GPU")
+    copies = [r for r in (bench.bandwidth or []) if r.kernel == "copy_float4" and r.gbs]
+    if not copies:
+        raise ValueError(f"the bandwidth record of {bench.device.name} has no copy_float4 row")
+    lm = record.get("limits") or {}
+    if not lm.get("sm_count") or not lm.get("max_threads_per_sm"):
+        raise ValueError("the latency record has no SM count or threads per SM")
+    copy = max(copies, key=lambda r: r.rows * r.cols)  # the largest copy measured
+    read_gbs = copy.gbs / 2
+    t_ns = dram["ns_per_load"]
+    in_flight = read_gbs * t_ns  # GB/s x ns = bytes
+    per_sm = in_flight / lm["sm_count"]
+    return {"copy_gbs": copy.gbs, "copy_shape": (copy.rows, copy.cols), "read_gbs": read_gbs, "t_ns": t_ns,
+            "working_set": dram["bytes"], "bytes": in_flight, "sm_count": lm["sm_count"], "per_sm": per_sm,
+            "threads_per_sm": lm["max_threads_per_sm"], "per_thread": per_sm / lm["max_threads_per_sm"],
+            "loads_per_thread": per_sm / lm["max_threads_per_sm"] / 4}
+
+
 def summary_markdown(record):
     clock = record["device"].get("clock_mhz")
-    how = "a quick run in this notebook" if record.get("quick") else "`python -m gemm_lessons.latency`"
-    lines = [f"Latency of one dependent load, measured on {label(record)} ({how}):", "",
+    lines = [f"Latency of one dependent load, {source(record)}:", "",
              "| level | working set | cycles per load | ns per load |", "|---|---:|---:|---:|"]
     for r in summary_rows(record):
         ns = f"{r['ns']:.0f}" if r["ns"] is not None else (
@@ -422,6 +472,7 @@ def collect(steps=16384, repeats=5, quick=False, progress=print):
     """Every measurement of this module on the current GPU, as a record (a dict).  ``quick``
     (the primer, on a GPU) times fewer, shorter launches and skips the warp sweep's largest
     sizes: a few seconds instead of the full run."""
+    from . import provenance
     from .device import device_info
 
     if quick:
@@ -448,7 +499,7 @@ def collect(steps=16384, repeats=5, quick=False, progress=print):
             progress(f"  FFMA, {r['warps']:>2} warp(s), one chain each: "
                      f"{r['warp_ffma_per_cycle']:.2f} warp-FFMAs per cycle")
     if not quick:
-        record["nvidia_smi_after"] = nvidia_smi()
+        record["nvidia_smi_after"] = provenance.nvidia_smi()
     record["seconds"] = round(time.time() - t0, 1)
     return record
 

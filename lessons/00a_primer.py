@@ -1,19 +1,25 @@
 # %% [markdown]
 # # 00a · Primer: how a GPU runs your kernel
 #
-# **Where we are.** At the start: this primer goes with lesson 00, before the first matrix product
-# in lesson 01. The lessons speak of warps,
-# blocks, SASS, `LDS.128`, occupancy and latency; here each of these words is defined on a kernel
-# you launch yourself, and measured on the GPU where there is one. Every term is also in the
+# **Where we are.** At the very start: this primer comes first, before
+# [lesson 00](00_setup_and_roofline.ipynb) (the GPU's two ceilings) and [lesson 01](01_naive.ipynb)
+# (the first matrix product). It needs neither to have run: where it shows a number that only a
+# GPU can give (SM count, latencies, copy bandwidth, compiler facts), it measures it here on a GPU,
+# or reads the saved record in `results/`, and each output says which.
+#
+# The lessons speak of warps, blocks, SASS, `LDS.128`, occupancy and latency. Here each of these
+# words is defined: most of them on kernels you launch yourself, the others (`LDS.128`, spills) on
+# the lessons' own kernels, through the compiler-facts table of part 3. Every term is also in the
 # [glossary](GLOSSARY.md); the source articles and the documentation to read next are in
 # [REFERENCES.md](REFERENCES.md).
 #
-# Four parts, about twenty minutes:
+# Four parts:
 #
 # 1. **Threads, warps, blocks, grid**: the execution model in numba terms, and a first kernel
 #    launched by hand and checked against NumPy.
 # 2. **The memory hierarchy**: registers, shared memory, L1, L2, DRAM, with their sizes on this
-#    GPU and the latency of one load at each level, measured.
+#    GPU; and for the levels a load goes to (shared memory, L1, L2, DRAM) the latency of one load,
+#    measured. Registers need no load: an instruction reads its operands from them directly.
 # 3. **PTX and SASS**: what the compiler made of the kernel, and how to read the
 #    compiler-facts tables of the lessons.
 # 4. **Occupancy, latency hiding, instruction-level parallelism**: why a GPU needs many
@@ -39,18 +45,29 @@ print(gl.banner())
 # its data from its own index.
 #
 # * Threads are grouped into **blocks**. A block runs on one **streaming multiprocessor (SM)**,
-#   the GPU's unit of execution (lesson 00 counts them on this GPU). The threads of a block
+#   the GPU's unit of execution (the cell below gives their number). The threads of a block
 #   can share fast **shared memory** and wait for each other (`cuda.syncthreads()`).
 # * The blocks of one launch form the **grid**. Blocks are independent: they may run in any order
 #   and on any SM, several at once on one SM if its resources allow (part 4).
 # * Inside a block the hardware cuts the threads into **warps** of 32 consecutive threads
-#   (`threadIdx.x` 0-31 form warp 0, and so on; the warp size is in the
-#   [CUDA C++ Programming Guide](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#thread-hierarchy)
-#   and in `cuda.warpsize`). A warp executes one instruction at a time for
-#   all of its threads together; each thread is a **lane** of its warp. Everything the lessons
-#   say about [coalescing](GLOSSARY.md#coalescing) (lesson 01), [bank conflicts](GLOSSARY.md#bank-conflict)
-#   (lesson 06) and [divergence](GLOSSARY.md#divergence) is about what the 32 lanes of one warp do
-#   in the same instruction.
+#   ([CUDA C++ Programming Guide, SIMT architecture](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#simt-architecture)).
+#   Consecutive by the thread's number in its block, in which `threadIdx.x` counts fastest, then
+#   `threadIdx.y`, then `threadIdx.z`: thread (x, y, z) is number `x + y*blockDim.x +
+#   z*blockDim.x*blockDim.y` ([thread hierarchy](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#thread-hierarchy)).
+#   Numbers 0-31 form warp 0, 32-63 warp 1, and so on: in a 1-D block, warp 0 is `threadIdx.x`
+#   0-31; in a 2-D block 32 threads wide, each value of `threadIdx.y` is one warp.
+# * A warp executes one instruction at a time for all of its threads together, each on its own
+#   data ([SIMT](GLOSSARY.md#simt): single instruction, multiple threads); each thread is a
+#   **lane** of its warp. Everything the lessons say about [coalescing](GLOSSARY.md#coalescing)
+#   (lesson 01), [bank conflicts](GLOSSARY.md#bank-conflict) (lesson 06) and
+#   [divergence](GLOSSARY.md#divergence) is about what the 32 lanes of one warp do in the same
+#   instruction. Inside a kernel, `cuda.warpsize` gives the warp size (on the host that name is
+#   only a placeholder for the compiler, not a number); the driver reports it too (below).
+# * **Compute capability** is NVIDIA's version number of a GPU's SM design, X.Y: the major
+#   number names the architecture (9 for Hopper), the minor one a step within it
+#   ([Programming Guide, compute capability](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#compute-capability)).
+#   A GPU's limits (registers, shared memory, threads per SM) are documented per compute
+#   capability; this primer quotes those of 9.0, the H100's.
 #
 # In numba a kernel is a Python function under `@cuda.jit`, and a launch names the grid first:
 #
@@ -64,8 +81,14 @@ print(gl.banner())
 #
 # Terms: [kernel](GLOSSARY.md#kernel), [thread](GLOSSARY.md#thread), [block](GLOSSARY.md#block),
 # [grid](GLOSSARY.md#grid), [warp](GLOSSARY.md#warp), [lane](GLOSSARY.md#lane), [SM](GLOSSARY.md#sm),
-# [launch](GLOSSARY.md#launch).
+# [launch](GLOSSARY.md#launch), [compute capability](GLOSSARY.md#compute-capability).
 #
+# The GPU this notebook runs on (on the simulator: the GPU of the newest record in `results/`):
+
+# %%
+display(Markdown(hierarchy.this_gpu_markdown()))
+
+# %% [markdown]
 # A launch returns at once: the GPU works in the background until something waits for it
 # (copying a result back, or `cuda.synchronize()`). The lessons hide the launch inside small
 # *launchers*; here is lesson 01's, the whole of it:
@@ -73,7 +96,10 @@ print(gl.banner())
 # %%
 from gemm_lessons.sgemm_kernels import naive
 print(inspect.getsource(naive.sgemm))
+bx, by = naive.BLOCK
 print("BLOCK =", naive.BLOCK, " # threads per block along x (columns of C) and y (rows)")
+print(f"{bx * by // 32} warps per block; threads are numbered x fastest, so warp w holds "
+      + (f"the {bx} threads with threadIdx.y == w" if bx == 32 else "32 consecutive thread numbers"))
 
 # %% [markdown]
 # The grid is rounded **up** to whole blocks, so unless the size divides evenly, some threads
@@ -95,7 +121,7 @@ for n in (1000, 4096):
     print(f"n = {n}: {blocks} blocks, {blocks * 256 // 32} warps, {blocks * 256 - n} threads past the end")
 
 # %% [markdown]
-# ## The kernel: `out = a*x + y`
+# ### The kernel: `out = a*x + y`
 #
 # One thread per element. `cuda.grid(1)` is the thread's global index; the `if` is the
 # **bounds guard**: without it, the threads past the end would read and write memory that is not
@@ -137,9 +163,10 @@ out = out_d.copy_to_host()
 # %% [markdown]
 # ### Check against NumPy
 #
-# The GPU computes `a*x + y` as one **fused multiply-add** (FMA: one rounding), NumPy as a
-# multiply and an add (two roundings), so the last bit may differ. The check compares with a
-# float64 result and allows float32 rounding.
+# On a GPU the compiled kernel computes `a*x + y` as one **fused multiply-add** (FMA: one
+# rounding): part 3's SASS listing of this kernel shows it, a single `FFMA` instruction, and
+# counts it. NumPy computes a multiply and an add (two roundings), so the last bit may differ.
+# The check compares with a float64 result and allows float32 rounding.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -178,24 +205,29 @@ except IndexError as e:
 #
 # Each thread sees several kinds of memory. From closest to farthest:
 #
-# * **Registers**: a thread's own variables (`i`, `acc`, small fixed-size `cuda.local.array`s
-#   indexed with constants). An instruction reads its operands from registers directly. The SM
-#   has a fixed number, shared by all threads on it (part 4). If a kernel needs more than it gets,
-#   the compiler moves some values to **local memory**: a **register spill**, which lives in
-#   DRAM behind the caches and shows up as `LDL`/`STL` instructions (part 3).
+# * **[Registers](GLOSSARY.md#register)**: a thread's own variables (in `saxpy`: `i`, and the
+#   values it loads from `x[i]` and `y[i]`; also small fixed-size `cuda.local.array`s indexed with
+#   constants). An instruction reads its operands from registers directly. The SM has a fixed
+#   number, shared by all threads on it (part 4). If a kernel needs more than it gets, the
+#   compiler moves some values to **[local memory](GLOSSARY.md#local-memory)**: a
+#   **[register spill](GLOSSARY.md#register-spill)**. Local memory lives in DRAM behind the
+#   caches and shows up as `LDL`/`STL` instructions (part 3).
 # * **Shared memory** (`cuda.shared.array`): on the SM, visible to the threads of one block,
 #   managed by the program. Lessons 02-08 stage tiles of A and B in it.
 # * **L1 cache**: on the SM, in the same storage as shared memory; it keeps recently loaded
 #   global data automatically.
 # * **L2 cache**: one for the whole GPU, shared by all SMs.
-# * **DRAM** (HBM on an H100): the GPU's main memory, where global memory (the arrays you pass
-#   in) lives. Data moves between DRAM, L2 and L1 in 32-byte **sectors**; a 128-byte **cache line**
-#   holds four of them ([CUDA C++ Best Practices Guide](https://docs.nvidia.com/cuda/cuda-c-best-practices-guide/index.html#coalesced-access-to-global-memory)).
+# * **DRAM** (**[HBM](GLOSSARY.md#dram)** on an H100): the GPU's main memory, where global memory
+#   (the arrays you pass in) lives. Data moves between DRAM, L2 and L1 in 32-byte
+#   **[sectors](GLOSSARY.md#sector)**; a 128-byte **[cache line](GLOSSARY.md#cache-line)** holds
+#   four of them ([CUDA C++ Best Practices Guide](https://docs.nvidia.com/cuda/cuda-c-best-practices-guide/index.html#coalesced-access-to-global-memory)).
 #
-# **Latency** is how long one access takes from issue to result; **bandwidth** is how many bytes
-# per second a level can deliver when many accesses are in flight at once
-# ([glossary](GLOSSARY.md#latency)). The table takes the
-# sizes from the driver and the latencies from measurements (below); each says where it comes from.
+# **[Latency](GLOSSARY.md#latency)** is how long one access takes from issue to result;
+# **[bandwidth](GLOSSARY.md#bandwidth)** is how many bytes per second a level can deliver when
+# many accesses are in flight at once. The table's first line says where its numbers come from:
+# on a GPU, the sizes from the driver and the latencies measured just now by a quick run of the
+# benchmarks below; on the simulator, a saved record in `results/` (NVIDIA's documented H100
+# sizes when there is none).
 
 # %%
 hier = hierarchy.hierarchy()
@@ -208,20 +240,30 @@ hier.figure();
 # ### How the latencies are measured: pointer chasing
 #
 # A single thread follows a chain through an array: `j = chain[j]`. Each load's address is the
-# value the previous load returned, so the loads cannot overlap and the time per step is the
-# latency of one load (plus the loop's address arithmetic, a few cycles). The chain visits its places in random order, one per 128-byte line, so
-# every step touches a new line. The size of the array decides where the loads are served: a few
-# KiB stay in L1, a few MiB in L2, a working set several times the L2 size comes from DRAM. The
-# time is read from the SM's cycle counter (`clock64`, a small numba intrinsic in
-# `gemm_lessons/latency.py`) around the loop.
+# value the previous load returned, so the loads cannot overlap, and the time per step is the
+# latency of one load plus the loop's own instructions (the address computation and the loop
+# counter). The method does not separate those: they are the same instructions at every
+# working set, so they add the same amount to every level. The chain visits its places in
+# random order, one per 128-byte line, so every step touches a new line. The size of the array
+# decides where the loads are served: a few KiB stay in L1, a few MiB in L2, a working set several
+# times the L2 size comes from DRAM. The time is read from the SM's cycle counter (`clock64`, a
+# small numba intrinsic in `gemm_lessons/latency.py`) around the loop.
+#
+# One more cost hides in the largest working sets. The GPU translates each virtual address into
+# a physical one and caches recent translations in **[TLBs](GLOSSARY.md#tlb)**; a random chase
+# over hundreds of MiB can miss them, and the translation's time is then part of what the chase
+# records as DRAM latency. It is the latency of a *random* load; a streaming access, which walks
+# its pages in order, mostly does not pay it (GPU TLBs are measured with this same pointer-chasing
+# method by [Mei and Chu](https://arxiv.org/abs/1509.02308)). The kernel's indices are unsigned;
+# part 3 shows what numba adds to an access with a signed index.
 
 # %%
 # source: gemm_lessons/latency.py  (the package runs this same code; a test keeps the two identical)
 @cuda.jit
 def chase_global(chain, start, steps, out):
     # One thread follows the chain: each load's address is the value the previous load
-    # returned, so the loads cannot overlap.  Indices are uint32 (unsigned: numba adds no
-    # negative-index check to the chain).  out = [where it ended, cycles it took].
+    # returned, so the loads cannot overlap.  Indices are uint32: unsigned, so numba leaves out
+    # the negative-index wraparound it adds for signed ones.  out = [where it ended, cycles it took].
     j = start
     t0 = clock64()  # the SM's cycle counter
     for _ in range(steps):
@@ -232,7 +274,7 @@ def chase_global(chain, start, steps, out):
 
 
 # %% [markdown]
-# A chain of 8 places, 128 bytes apart (32 floats), and the kernel following it:
+# A chain of 8 places, 128 bytes apart (32 `uint32` words), and the kernel following it:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -247,10 +289,12 @@ ended = int((res if gl.SIMULATOR else res.copy_to_host())[0])
 print("after 5 loads the kernel is at word", ended, "- the host says", latency.chase_host(chain, 0, 5))
 
 # %% [markdown]
-# The full measurement (`python -m gemm_lessons.latency`) runs the chase
-# at working sets from 4 KiB to several times the L2 size, through shared memory too, and records
-# `results/latency-<device>.json`. On a GPU this notebook has just run a shorter version of it
-# (the table above); on the simulator it shows the record, if there is one.
+# **Measured here, or read from a record.** The full measurement (`python -m gemm_lessons.latency`,
+# on a GPU) runs the chase at working sets from 4 KiB to several times the L2 size, through shared
+# memory too, and saves `results/latency-<device>.json`. On a GPU, the table above and everything
+# below were measured just now by a shorter run of the same code (`latency.collect(quick=True)`:
+# fewer, shorter launches). On the simulator nothing can be timed: the numbers are read from the
+# saved record, if there is one. Each output names its source.
 
 # %%
 lat = hier.latency_record
@@ -271,7 +315,8 @@ if lat is not None:
         text.append(f"one served by L2 about {c['L2']:.0f} ({c['L2'] / c['L1']:.1f}x)")
     if "DRAM" in c:
         text.append(f"one from DRAM about {c['DRAM']:.0f} ({c['DRAM'] / c['L1']:.1f}x)")
-    text = ", ".join(text) + f"; shared memory {lat['shared']['cycles_per_load']:.0f} cycles."
+    text = ", ".join(text) + (f"; shared memory {lat['shared']['cycles_per_load']:.0f} cycles." if lat.get("shared")
+                              else "; shared memory: not in this record.")
     text += (" A kernel that waits for each load before the next one runs at these speeds; part 4 shows "
              "how a GPU keeps busy anyway.")
     display(Markdown(text))
@@ -280,8 +325,12 @@ if lat is not None:
 # ## 3 · PTX and SASS: what the compiler made
 #
 # numba turns the Python kernel into **PTX**, NVIDIA's portable assembly language for a virtual
-# machine; the driver's assembler (`ptxas`) turns PTX into **SASS**, the machine code of one GPU
-# generation. The lessons count SASS instructions because SASS is what runs. In numba:
+# machine. PTX is then compiled into **SASS**, the machine code of one GPU generation: on a GPU,
+# numba hands the PTX to the CUDA driver, whose built-in compiler makes the SASS when the kernel
+# is loaded ([Programming Guide, just-in-time compilation](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#just-in-time-compilation));
+# ahead of time, the CUDA toolkit's assembler [`ptxas`](GLOSSARY.md#ptxas) does the same job (that
+# is how the recorded listing below was made without a GPU). The lessons count SASS instructions
+# because SASS is what runs. In numba:
 #
 # * `kernel.inspect_asm()`: the PTX; `kernel.inspect_sass()`: the SASS (needs `nvdisasm`);
 # * `kernel.get_regs_per_thread()`, `get_local_mem_per_thread()`, `get_shared_mem_per_block()`.
@@ -308,25 +357,40 @@ else:
 if compiled is not None:
     print("SASS:")
     print(listing.sass_until_exit(compiled["saxpy"]["sass"]))
+    print(f"\nFFMA instructions in this listing: {listing.count(compiled['saxpy']['sass'], 'FFMA')} "
+          "(the a*x + y of the kernel, one fused multiply-add)")
 
 # %%
 if compiled is not None:
     display(Markdown(listing.explain_opcodes(compiled["saxpy"]["sass"])))
 
 # %% [markdown]
-# Read the SASS from the top (this is the listing shown; another compiler version may order or
-# name a few instructions differently): `S2R` reads the thread's and the block's index (`SR_TID.X`,
-# `SR_CTAID.X`), `IMAD.WIDE` combines them into `i`, `ISETP` + `@P0 EXIT` is the guard, then
-# `LDG` loads `x[i]` and `y[i]`, `FFMA` computes `a*x + y` and `STG` stores it: the PTX's
-# `ld.global`, `fma.rn` and `st.global`. The `SHF`, `LOP3` and `IADD3` in between are numba's
-# support for negative indices (`x[-1]`): it adds the array's length when an index is negative,
-# even where, as here, it never is.
-#
+# Read the SASS from the top. The notation: `R2` is a register of the thread; `UR4` a *uniform*
+# register, one value for the whole warp; `RZ` a register that always reads 0; `c[0x0][0x210]` a
+# word of the constant bank, where the kernel's parameters sit (array addresses and lengths, `a`).
+# `P0` is a **[predicate](GLOSSARY.md#predicate)** register, one bit per thread: an instruction
+# written `@P0 ...` runs only in the threads whose `P0` is true (`@!P0`: false). The walk-through
+# below is made from the listing shown: every quoted line and every count comes from it (another
+# compiler version may order or name a few instructions differently).
+
+# %%
+if compiled is None:
+    display(Markdown("No listing here to walk through (see above)."))
+else:
+    display(Markdown(listing.saxpy_walkthrough(compiled["saxpy"])))
+
+# %% [markdown]
 # ### Shared memory and a barrier
 #
 # A second kernel: each block reverses its own slice of `THREADS` values. A thread reads a value that
 # *another* thread stored, so every store must be done before any read: `cuda.syncthreads()` is
 # a **barrier**, every thread of the block waits there until all have arrived.
+#
+# The barrier stands outside `if t < n`, where every thread of the block reaches it, also those
+# of a short last slice that have nothing to store. The Programming Guide allows the barrier in
+# conditional code only if the condition is the same for the whole block; where some threads skip
+# it, the block may hang or give wrong results
+# ([synchronization functions](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#synchronization-functions)).
 
 # %%
 from gemm_lessons.primer import reverse
@@ -368,12 +432,21 @@ if compiled is not None:
 # ### Reading the compiler-facts table of the lessons
 #
 # From lesson 01 on, each lesson ends its "look inside" with a table like this one, for its own
-# kernels (on the simulator: as recorded by `python -m gemm_lessons.bench` on a GPU).
+# kernels. The four here are SGEMM kernels of later lessons (the list below says which lesson
+# and what each does); on a GPU they are compiled now, on the simulator their facts are read from
+# the saved record of `python -m gemm_lessons.bench` in `results/`.
 
 # %%
-shown = {"naive": ladder.SGEMM["naive"].kernel, "reg2d": ladder.SGEMM["reg2d"].kernel,
-         "reg2d_contiguous": ladder.VARIANTS["reg2d_contiguous"].kernel, "vec": ladder.SGEMM["vec"].kernel}
-facts = inspect_kernel.compiler_facts(shown, threads={"naive": 256, "reg2d": 256, "reg2d_contiguous": 256, "vec": 256})
+rungs = {"naive": ladder.SGEMM["naive"], "reg2d": ladder.SGEMM["reg2d"],
+         "reg2d_contiguous": ladder.VARIANTS["reg2d_contiguous"], "vec": ladder.SGEMM["vec"]}
+display(Markdown("\n".join(f"* `{name}` (lesson {r.lesson}{', a variant' if r.variant else ''}): {r.title}"
+                           for name, r in rungs.items())))
+try:
+    facts = inspect_kernel.compiler_facts({name: r.kernel for name, r in rungs.items()},
+                                          threads={name: 256 for name in rungs})
+except Exception as e:  # the simulator with no benchmark record in results/, or no nvdisasm on a GPU
+    facts = None
+    display(Markdown(f"No compiler facts here ({type(e).__name__}): {e}"))
 facts
 
 # %% [markdown]
@@ -391,51 +464,47 @@ facts
 # * **BAR**: barriers (`BAR.SYNC`, from `cuda.syncthreads()`).
 
 # %%
-def row(name):
-    f = facts[name]
-    s = f.get("sass") or {}
-    wide = {op: n for op, n in s.items() if op.endswith(".128")}
-    return f, s, wide
-
-
-f_naive, s_naive, _ = row("naive")
-f_vec, s_vec, wide_vec = row("vec")
-f_cont, s_cont, _ = row("reg2d_contiguous")
-display(Markdown(
-    f"In this table ({facts.source}): `naive` uses {f_naive['registers']} registers and loads "
-    f"4 bytes at a time (`LDG.E` x {s_naive.get('LDG.E', 0)} in its code); `vec` moves 16 bytes per "
-    f"instruction ({', '.join(f'`{op}` x {n}' for op, n in wide_vec.items())}) with {f_vec['registers']} registers; "
-    f"`reg2d_contiguous` spills: {f_cont['local_bytes']} bytes of local memory per thread, "
-    f"`LDL` x {s_cont.get('LDL', 0)} and `STL` x {s_cont.get('STL', 0)} in its code."))
+if facts is not None:
+    display(Markdown(listing.describe_facts(facts.facts, facts.source)))
 
 # %% [markdown]
 # ## 4 · Occupancy, latency hiding, instruction-level parallelism
 #
 # An SM holds several blocks at once, as long as their registers, shared memory and threads fit:
 # these are its **resident** blocks. **Occupancy** is the number of resident warps divided by the
-# most an SM can hold (64 on compute capability 9.0, per the
-# [Hopper tuning guide](https://docs.nvidia.com/cuda/hopper-tuning-guide/index.html)). Whichever
-# resource runs out first limits it ([blocks/SM](GLOSSARY.md#blocks-per-sm),
-# [occupancy](GLOSSARY.md#occupancy)). `inspect_kernel.blocks_per_sm` does the arithmetic with the
-# documented compute capability 9.0 limits (registers are handed out per warp, in units of 256):
+# most an SM can hold. Whichever resource runs out first limits it
+# ([blocks/SM](GLOSSARY.md#blocks-per-sm), [occupancy](GLOSSARY.md#occupancy)). The limits
+# depend on the [compute capability](GLOSSARY.md#compute-capability); those of 9.0, with where
+# each is documented:
+
+# %%
+display(Markdown(hierarchy.cc90_limits_markdown()))
+
+# %% [markdown]
+# `inspect_kernel.blocks_per_sm` does the arithmetic with these compute capability 9.0 limits:
+# a warp's registers are rounded up to the allocation unit, each block's shared memory gets the
+# reserved bytes added, and the smallest of the four counts wins.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 limits = inspect_kernel.SM_LIMITS_CC90
-print("per SM:", ", ".join(f"{k} {v:,}" for k, v in limits.items()))
+print("per SM, compute capability 9.0:", ", ".join(f"{k} {v:,}" for k, v in limits.items()))
 print(f"{'registers':>9} {'shared bytes':>12} {'threads':>7} | {'blocks/SM':>9}  {'limited by':<13} {'warps':>5} {'occupancy':>9}")
 for regs, smem, threads in [(24, 0, 256), (64, 8192, 256), (128, 8192, 256), (168, 16384, 256),
                             (32, 49152, 256), (40, 0, 1024)]:
     blocks, by = inspect_kernel.blocks_per_sm(regs, smem, threads)
     warps = blocks * threads // 32
     print(f"{regs:>9} {smem:>12,} {threads:>7} | {blocks:>9}  {by:<13} {warps:>5} "
-          f"{warps / (limits['threads'] // 32):>9.0%}")
+          f"{warps / (limits['threads'] // 32):>9.1%}")
 
 # %% [markdown]
-# Why care? Because of latency. When a warp's next instruction needs a result that is not there
-# yet (a load from part 2, or even an `FFMA`, whose result takes a few cycles), the warp waits.
-# The SM's warp schedulers then issue an instruction from another warp that is ready. Two sources
-# of ready instructions **hide latency**:
+# Why care? Because of latency. Each cycle, the SM's **[warp schedulers](GLOSSARY.md#warp-scheduler)**
+# each pick a warp whose next instruction is ready and **[issue](GLOSSARY.md#issue)** it: send it
+# to the execution units, for all the warp's threads at once
+# ([Programming Guide, multiprocessor level](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#multiprocessor-level)).
+# When a warp's next instruction needs a result that is not there yet (a load from part 2, or
+# even an `FFMA`: the tables below measure its latency), that warp waits, and the scheduler
+# issues from another warp that is ready. Two sources of ready instructions **hide latency**:
 #
 # * **more warps** (thread-level parallelism): while one waits, another runs. That is what
 #   occupancy buys.
@@ -451,70 +520,88 @@ for regs, smem, threads in [(24, 0, 256), (64, 8192, 256), (128, 8192, 256), (16
 # one every cycle:
 
 # %%
-ffma_latency = None
-if lat is not None:
-    ffma_latency = next(r["cycles_per_ffma"] for r in lat["ffma"]["ilp"] if r["chains"] == 1)
+ffma_latency = latency.ffma_latency(lat)  # None without a latency record
 L = round(ffma_latency) if ffma_latency else 4
 figures.issue_timeline(latency=L, chains=(1, 2, L), label=(
     f"one warp, FFMA latency {L} cycles, as measured on {latency.label(lat)} (schematic otherwise)"
     if ffma_latency else f"one warp, FFMA latency {L} cycles: an illustrative value, nothing measured here yet"));
 
 # %% [markdown]
-# The latency record measures both effects (kernels in `gemm_lessons/latency.py`): one warp
+# The latency measurement covers both effects (kernels in `gemm_lessons/latency.py`): one warp
 # running 1, 2, 4 or 8 independent `FFMA` chains, and 1 to 32 warps of one block each running
-# a single chain.
+# a single chain. A **warp-FFMA** is one `FFMA` instruction issued for a whole warp: 32 FFMAs,
+# one per thread.
 
 # %%
-if lat is None:
-    display(Markdown("No latency record yet: the measured tables appear here once "
+if lat is None or not lat.get("ffma"):
+    display(Markdown("No latency record with FFMA timings yet: the measured tables appear here once "
                      "`python -m gemm_lessons.latency` has run on a GPU."))
 else:
     ilp, tlp = lat["ffma"]["ilp"], lat["ffma"]["warps"]
-    lines = [f"Measured on {latency.label(lat)}:", "", "| chains in one warp | cycles per FFMA | FFMA per cycle |",
-             "|---:|---:|---:|"]
+    lines = [f"FFMA timings, {latency.source(lat)}:", "",
+             "| chains in one warp | cycles per FFMA | FFMA per cycle |", "|---:|---:|---:|"]
     lines += [f"| {r['chains']} | {r['cycles_per_ffma']:.2f} | {r['ffma_per_cycle']:.2f} |" for r in ilp]
     lines += ["", "| warps, one chain each | warp-FFMAs per cycle on the SM |", "|---:|---:|"]
     lines += [f"| {r['warps']} | {r['warp_ffma_per_cycle']:.2f} |" for r in tlp]
     best_w = max(tlp, key=lambda r: r["warp_ffma_per_cycle"])
     one, eight = ilp[0], ilp[-1]
-    lines += ["", f"One dependent chain: an `FFMA` every {one['cycles_per_ffma']:.1f} cycles, the latency. "
+    lines += ["", f"One dependent chain: an `FFMA` every {one['cycles_per_ffma']:.2f} cycles, the latency. "
               f"With {eight['chains']} chains the same warp issues one every {eight['cycles_per_ffma']:.2f} cycles: "
               f"{one['cycles_per_ffma'] / eight['cycles_per_ffma']:.1f}x the work from one warp, by ILP alone. "
               f"More warps with one chain each reach at most {best_w['warp_ffma_per_cycle']:.2f} warp-FFMAs per cycle "
               f"on the SM (with {best_w['warps']} warps)"]
-    lanes = lat["device"].get("fp32_lanes_per_sm")
-    if lanes:
-        lines[-1] += (f", where the SM's {lanes} FP32 lanes could take {lanes // 32} per cycle: this benchmark "
-                      "shows that limit, not its cause.")
+    units = lat["device"].get("fp32_lanes_per_sm")  # FP32 results per cycle per SM, by compute capability
+    if units:
+        lines[-1] += (
+            f". The SM's FP32 units (NVIDIA's \"CUDA cores\") deliver {units} FP32 multiply-add results per "
+            "cycle, by the Programming Guide's [throughput table]"
+            "(https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#arithmetic-instructions): "
+            f"{units // 32} warp-FFMAs per cycle. The measurement shows how far below that the one-chain warps "
+            "stay; it does not show why, since it records no breakdown of their cycles (the loop also runs "
+            "other instructions).")
     else:
         lines[-1] += "."
     display(Markdown("\n".join(lines)))
 
 # %% [markdown]
 # The same law for memory: to stream data at bandwidth `B` from a memory whose latency is `t`,
-# `B x t` bytes must be in flight. With the copy bandwidth measured in lesson 00 and the DRAM
-# latency measured above:
+# `B x t` bytes must be in flight. For `B`: the bandwidth of `copy_float4`, lesson 00's copy
+# kernel (each thread moves 16 bytes per load and per store), as saved by
+# `python -m gemm_lessons.bench` in `results/` for the same GPU (lesson 00 shows the same record;
+# it need not have run). For `t`: the DRAM latency of the chase above. Only the reads count: a
+# thread that loads a value waits for it to arrive in a register, while a store writes no
+# register, so nothing in the thread waits for it to finish (it still takes its share of the
+# bandwidth, which is why a copy reads at half its rate). The formula is `latency.bytes_in_flight`.
 
 # %%
-if lat is None or "DRAM" not in latency.levels(lat) or not latency.levels(lat)["DRAM"].get("ns_per_load"):
-    display(Markdown("Needs the DRAM latency in nanoseconds from a latency record: not recorded yet."))
+bench = None
+if lat is not None:
+    try:
+        bench = results.load(lat["device"]["name"])  # the benchmark record of the same GPU
+    except FileNotFoundError:
+        pass
+if lat is None or bench is None:
+    display(Markdown("Little's law needs a latency record and a benchmark record (`python -m gemm_lessons.bench`) "
+                     "of the same GPU in `results/`: " + ("no latency record yet." if lat is None else
+                     f"there is no benchmark record of {lat['device']['name']}.")))
 else:
-    bench = results.load()
-    copy = next(r for r in bench.bandwidth if r.kernel == "copy_float4")
-    t_ns = latency.levels(lat)["DRAM"]["ns_per_load"]
-    sms = lat["limits"]["sm_count"]
-    read_gbs = copy.gbs / 2  # a copy's GB/s count bytes read + written; only the reads wait for data
-    in_flight = read_gbs * 1e9 * t_ns * 1e-9  # bytes that must be on their way at any moment
-    per_sm = in_flight / sms
-    threads_sm = lat["limits"]["max_threads_per_sm"]
-    display(Markdown(
-        f"Reading at {read_gbs:,.0f} GB/s (half of the copy's {copy.gbs:,.0f} GB/s, recorded on "
-        f"{results.label(bench)}) with a DRAM latency of {t_ns:.0f} ns ({latency.label(lat)}) needs "
-        f"{in_flight / 2**20:.2f} MiB of loads in flight on the whole GPU: {per_sm / 1024:.1f} KiB per SM "
-        f"({sms} SMs). Even with all {threads_sm:,} thread slots of every SM filled, that is "
-        f"{per_sm / threads_sm:.1f} bytes, {per_sm / threads_sm / 4:.1f} 4-byte loads, waiting per thread at every "
-        "moment. A kernel with fewer resident threads needs more per thread: several independent loads, or "
-        "16-byte loads (`LDG.E.128`, lesson 05)."))
+    try:
+        f = latency.bytes_in_flight(lat, bench)
+    except ValueError as e:
+        display(Markdown(f"Little's law cannot be worked out from these records: {e}."))
+    else:
+        display(Markdown(
+            f"Reading at {f['read_gbs']:,.0f} GB/s (half of the copy's {f['copy_gbs']:,.0f} GB/s, "
+            f"{f['copy_shape'][0]} x {f['copy_shape'][1]} floats, recorded on {results.label(bench)}) with a DRAM "
+            f"latency of {f['t_ns']:.0f} ns ({latency.source(lat)}) needs at least {f['bytes'] / 2**20:.2f} MiB of "
+            f"loads in flight on the whole GPU: {f['per_sm'] / 1024:.1f} KiB per SM ({f['sm_count']} SMs). Even with "
+            f"all {f['threads_per_sm']:,} thread slots of every SM filled, that is {f['per_thread']:.1f} bytes, "
+            f"{f['loads_per_thread']:.1f} 4-byte loads, waiting per thread at every moment.\n\n"
+            "*At least*: the latency is that of one load on an otherwise idle GPU. At full bandwidth the memory "
+            "system queues requests and each load takes longer, so more must be in flight. One effect works the "
+            "other way: the random chase may include TLB misses that a streaming copy mostly avoids (part 2), and "
+            "the record does not separate them. A kernel with fewer resident threads needs more per thread: "
+            "several independent loads, or 16-byte loads (`LDG.E.128`, lesson 05)."))
 
 # %% [markdown]
 # ## Exercises
@@ -551,7 +638,11 @@ exercises.check("00a-launch", launch)
 # block. How many blocks fit on one SM of compute capability 9.0, and which resource limits it?
 # Answer with a pair such as `(2, "threads")`; the resources are named `"registers"`,
 # `"shared memory"`, `"threads"` and `"blocks"`. Work it out by hand first, with the limits
-# printed in the occupancy cell above.
+# table of part 4.
+#
+# 57 KiB is more than a block may declare statically, with `cuda.shared.array` (see the limits
+# table): such a kernel gets its shared memory as *dynamic* shared memory, with an explicit
+# opt-in (CUDA C++: `cudaFuncSetAttribute`). The occupancy arithmetic is the same either way.
 
 # %%
 # NBVAL_CHECK_OUTPUT

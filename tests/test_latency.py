@@ -119,3 +119,60 @@ def test_the_command_refuses_on_the_simulator(capsys):
         latency.main([])
     assert "simulator" in str(e.value) and "GPU" in str(e.value)
     assert _backend.SIMULATOR
+
+
+def _bench(name="Fake GPU", gbs=3000.0, kernel="copy_float4"):
+    from types import SimpleNamespace as NS
+
+    return NS(device=NS(name=name), bandwidth=[NS(kernel=kernel, gbs=gbs, rows=8192, cols=8192)])
+
+
+def _record_with_limits():
+    rec = _fake_record()
+    rec["limits"].update(sm_count=100, max_threads_per_sm=2000)
+    return rec
+
+
+def test_bytes_in_flight_is_littles_law_on_the_reads():
+    f = latency.bytes_in_flight(_record_with_limits(), _bench())
+    assert f["read_gbs"] == 1500.0 and f["t_ns"] == 350.0  # the DRAM row of the fake record: 700 cycles, 350 ns
+    assert f["bytes"] == pytest.approx(1500e9 * 350e-9)  # GB/s x ns = bytes
+    assert f["per_sm"] == pytest.approx(f["bytes"] / 100)
+    assert f["per_thread"] == pytest.approx(f["bytes"] / 100 / 2000)
+    assert f["loads_per_thread"] == pytest.approx(f["per_thread"] / 4)
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda rec, bench: setattr(bench.device, "name", "Other GPU"), "not the same GPU"),
+    (lambda rec, bench: setattr(bench.bandwidth[0], "kernel", "memcpy_d2d"), "no copy_float4 row"),
+    (lambda rec, bench: rec["global"][-1].update(ns_per_load=None), "no DRAM"),
+    (lambda rec, bench: rec["limits"].pop("max_threads_per_sm"), "threads per SM"),
+])
+def test_bytes_in_flight_says_what_is_missing(change, message):
+    rec, bench = _record_with_limits(), _bench()
+    change(rec, bench)
+    with pytest.raises(ValueError, match=message):
+        latency.bytes_in_flight(rec, bench)
+
+
+def test_ffma_latency_and_the_source_of_a_record():
+    rec = _fake_record()
+    assert latency.ffma_latency(rec) is None and latency.ffma_latency(None) is None
+    rec["ffma"] = {"ilp": [{"chains": 1, "cycles_per_ffma": 4.5}, {"chains": 2, "cycles_per_ffma": 2.3}]}
+    assert latency.ffma_latency(rec) == 4.5
+    assert "read from the saved record `results/latency-fake-gpu.json`" in latency.source(rec)
+    assert latency.source(dict(rec, quick=True)).startswith("measured just now on Fake GPU")
+
+
+@requires_simulator
+def test_collect_builds_a_record(monkeypatch):
+    """collect() is what the primer runs on a GPU: its bookkeeping (versions, commit, limits)
+    must work; the measurements themselves are stubbed here."""
+    monkeypatch.setattr(latency, "device_limits", lambda: {"l2_bytes": 1024, "sm_count": 1})
+    monkeypatch.setattr(latency, "measure_global", lambda sizes, *a, **k: [{"bytes": s} for s in sizes])
+    monkeypatch.setattr(latency, "measure_shared", lambda **k: {"cycles_per_load": 1.0})
+    monkeypatch.setattr(latency, "measure_ffma", lambda **k: {"ilp": [], "warps": []})
+    for quick in (True, False):
+        rec = latency.collect(quick=quick, progress=None)
+        assert rec["quick"] is quick and rec["global"] == [{"bytes": 4096}] and "versions" in rec
+        assert ("nvidia_smi_after" in rec) is not quick

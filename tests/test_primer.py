@@ -4,7 +4,8 @@ import json
 import numpy as np
 import pytest
 
-from gemm_lessons import hierarchy, latency, results
+from gemm_lessons import hierarchy, inspect_kernel, latency, results
+from gemm_lessons.device import DOCUMENTED_H100
 from gemm_lessons.primer import listing, reverse, saxpy
 
 from conftest import requires_simulator
@@ -84,3 +85,66 @@ def test_hierarchy_with_a_record_shows_its_sizes_and_latencies(tmp_path, monkeyp
     assert "| shared memory | the threads of one block | 228 KiB per SM, 227 KiB per block at most | 29 cycles |" in text
     assert [r["short_latency"] for r in h.rows][2:] == ["30 cycles", "260 cycles", "700 cycles"]
     assert latency.load(directory=str(tmp_path))["device"]["name"] == "Fake GPU"
+
+
+def test_the_saxpy_walkthrough_is_made_from_the_listing():
+    k = listing.load()["kernels"]["saxpy"]
+    text = listing.saxpy_walkthrough(k)
+    lines = {i["text"] for i in listing.instructions(k["sass"])}
+    quoted = [q for q in text.split("`") if q in lines]
+    assert len(quoted) >= 8  # S2R x 2, IMAD.WIDE, SHF, ISETP x 2, EXIT, LDG x 2, FFMA, STG
+    assert any(q.startswith("IMAD.WIDE") for q in quoted) and any(q.startswith("FFMA") for q in quoted)
+    assert "`@P0 EXIT`" in text and "predicate register `P0`" in text
+    n = listing.count(k["sass"], "LOP3")
+    assert f"x {n}: each array" in text and "wraparound" in text
+    assert f"`FFMA` in this listing: {listing.count(k['sass'], 'FFMA')}" in text
+
+
+def test_the_walkthrough_says_what_a_listing_lacks():
+    k = listing.load()["kernels"]["saxpy"]
+    bare = {"sass": "\n".join(l for l in k["sass"].splitlines() if "S2R" not in l and "LOP3" not in l), "ptx": ""}
+    text = listing.saxpy_walkthrough(bare)
+    assert "does not read `SR_TID.X`" in text and "Negative indices" not in text
+    assert "`FFMA` in this listing: 1" in text
+
+
+def test_describe_facts_follows_the_record():
+    naive = {"registers": 28, "local_bytes": 0, "sass": {"LDG.E": 11}}
+    spills = {"registers": 128, "local_bytes": 32, "sass": {"LDL": 8, "STL": 8}}
+    no_spill = {"registers": 128, "local_bytes": 0, "sass": {}}
+    wide = {"registers": 102, "local_bytes": 0, "sass": {"LDS.128": 4, "LDG.E.128": 18}}
+    narrow = {"registers": 90, "local_bytes": 0, "sass": {"LDS": 4}}
+    text = listing.describe_facts({"naive": naive, "vec": wide, "reg2d_contiguous": spills}, "here")
+    assert "loads 4 bytes at a time (`LDG.E` x 11" in text and "`LDS.128` x 4" in text
+    assert "spills: 32 bytes" in text and "`LDL` x 8" in text
+    text = listing.describe_facts({"vec": narrow, "reg2d_contiguous": no_spill}, "here")
+    assert "no 16-byte (`.128`) instruction" in text and "does not spill" in text and "naive" not in text
+    assert "none of these kernels" in listing.describe_facts({}, "here")
+
+
+def test_cc90_limits_are_those_the_occupancy_arithmetic_uses():
+    for key, what, value, source in hierarchy.CC90_LIMITS:
+        assert source and "](http" in source or "cuda_occupancy.h" in source
+        if key is not None:
+            assert inspect_kernel.SM_LIMITS_CC90[key] == value, what
+    assert DOCUMENTED_H100["shared_bytes_per_block_optin"][0] == hierarchy.OPTIN_SHARED_BYTES_PER_BLOCK
+    unit = hierarchy.REGISTER_ALLOCATION_UNIT
+    for regs in (24, 33, 40, 64, 168):  # blocks_per_sm rounds a warp's registers up to the unit
+        per_block = -(-regs * 32 // unit) * unit * 8
+        assert inspect_kernel.blocks_per_sm(regs, 0, 256)[0] == min(65536 // per_block, 8)
+    table = hierarchy.cc90_limits_markdown()
+    assert "compute capability 9.0" in table and "| 1,024 (1 KiB) |" in table
+
+
+@requires_simulator
+def test_this_gpu_reads_the_records(tmp_path, monkeypatch):
+    monkeypatch.setattr(results, "RESULTS_DIR", str(tmp_path))
+    assert hierarchy.this_gpu() is None and "No GPU here, and no record" in hierarchy.this_gpu_markdown()
+    rec = _fake_record()
+    rec["device"].update(compute_capability=[8, 0], sm_count=108)
+    rec["limits"].update(warp_size=32)
+    (tmp_path / "latency-fake-gpu.json").write_text(json.dumps(rec))
+    gpu = hierarchy.this_gpu()
+    assert (gpu["compute_capability"], gpu["sm_count"], gpu["warp_size"]) == ("8.0", 108, 32) and gpu["simulator"]
+    text = hierarchy.this_gpu_markdown(gpu)
+    assert "compute capability **8.0**" in text and "documented for compute capability 9.0" in text

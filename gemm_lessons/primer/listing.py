@@ -96,24 +96,32 @@ SASS_REFERENCE = "https://docs.nvidia.com/cuda/cuda-binary-utilities/index.html#
 # What the opcodes of the primer's listings do (NVIDIA's instruction set reference, SASS_REFERENCE,
 # gives one line for each; the suffixes after the first dot are variants: widths, types, modes).
 MEANINGS = {
-    "LDC": "load a constant: the kernel's parameters (array pointers, sizes, `a`) sit in a constant bank",
-    "ULDC": "load a constant into a *uniform* register, one value shared by the whole warp",
-    "S2R": "read a special register: `SR_TID.X` is `threadIdx.x`, `SR_CTAID.X` is `blockIdx.x`",
+    "LDC": "load a constant: the kernel's parameters (array addresses, lengths, `a`) sit in a constant bank, "
+           "`c[0x0][...]`",
+    "ULDC": "load a constant into a *uniform* register (`UR`), one value shared by the whole warp",
+    "S2R": "read a special register: `SR_TID.X` is `threadIdx.x`, `SR_CTAID.X` is `blockIdx.x` (CTA, cooperative "
+           "thread array, is NVIDIA's name for a block)",
     "S2UR": "read a special register into a uniform register",
     "CS2R": "read a special register pair, e.g. the cycle counter `SR_CLOCKLO` (`clock64`)",
-    "IMAD": "integer multiply-add; also serves as move and add (`.WIDE`: 64-bit result)",
-    "IADD3": "add three integers",
+    "IMAD": "integer multiply-add `a*b + c`; also serves as move and add (`.WIDE`: 64-bit result; `.X`: the upper "
+            "32 bits of a 64-bit sum, with the carry of the lower)",
+    "IADD3": "add three integers (`RZ`, the zero register, as one of them: a plain add; `.X`: the upper 32 bits, "
+             "with the carry)",
     "VIADD": "integer add",
     "LEA": "shift and add: base address + index x 4 bytes (`.HI`: the upper 32 bits)",
-    "SHF": "funnel shift (in these kernels: the sign of an index, for numba's negative-index support)",
-    "LOP3": "any logic function of three inputs (`.LUT` gives its truth table)",
+    "SHF": "funnel shift: shifts two 32-bit registers as one 64-bit value; `SHF.R.S32.HI ..., RZ, 0x1f, R` shifts "
+           "right by 31 with the sign, giving all ones for a negative number and 0 otherwise",
+    "LOP3": "any logic function of three inputs, given by its truth table (`.LUT 0xc0`: a AND b)",
     "SEL": "pick one of two values by a predicate",
     "MOV": "copy a value",
     "IMNMX": "integer minimum or maximum",
     "VIMNMX": "integer minimum or maximum",
-    "ISETP": "compare integers and set a predicate register (`P0`)",
-    "EXIT": "end the thread (with `@P0` in front: only where `P0` is true)",
+    "ISETP": "compare integers and set a predicate register (`P0`: one bit per thread); `.EX`: the upper halves "
+             "of a 64-bit comparison, combined with the lower halves' result",
+    "EXIT": "end the thread; `@P0 EXIT` only in the threads whose predicate `P0` is true (`@!P0`: false)",
     "BRA": "branch (the `BRA` to itself after `EXIT` is padding that never runs)",
+    "BSSY": "mark where the threads of a warp that branched apart meet again",
+    "BSYNC": "wait there for the warp's threads that branched apart",
     "NOP": "no operation: padding to the end of the code",
     "LDG": "load from global memory (`.E`: 64-bit address; `.128`: 16 bytes per thread)",
     "STG": "store to global memory",
@@ -164,6 +172,185 @@ def explain_opcodes(sass):
     return "\n".join(lines)
 
 
+_LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s*(?:(@!?U?P[T0-9]+)\s+)?([A-Z][A-Z0-9_.]*)\s*([^;]*)")
+
+
+def instructions(sass):
+    """The instructions of a SASS listing up to its last EXIT: dicts with addr, pred (``@P0`` or
+    None), op (with suffixes), base (without them), operands (a list of strings) and text."""
+    out = []
+    for line in sass_until_exit(sass).splitlines():
+        m = _LINE.search(line)
+        if not m:
+            continue
+        addr, pred, op, rest = m.groups()
+        operands = [o.strip() for o in rest.split(",") if o.strip()]
+        out.append({"addr": f"/*{addr}*/", "pred": pred, "op": op, "base": op.split(".")[0],
+                    "operands": operands, "text": " ".join(filter(None, [pred, op, ", ".join(operands)]))})
+    return out
+
+
+def count(sass, base):
+    """How many instructions of one base opcode (``"FFMA"``) the listing holds up to its last EXIT."""
+    return sum(i["base"] == base for i in instructions(sass))
+
+
+def _reg(operand):
+    """The register an operand names (``R2`` of ``R2.reuse`` or ``R2.64``), else the operand."""
+    return operand.split(".")[0]
+
+
+def saxpy_walkthrough(facts):
+    """The SASS of ``saxpy`` read from the top, as markdown: every sentence is made from the
+    listing in ``facts`` (a kernel of ``listing()``: its "sass" and "ptx"), quoting its lines and
+    counting its instructions, and a step the listing does not show in the expected form is
+    said to be missing rather than described."""
+    ins = instructions(facts["sass"])
+    ptx = facts.get("ptx") or ""
+    code = lambda i: f"`{i['text']}`"  # noqa: E731
+    where = lambda i: i["addr"]  # noqa: E731
+    out = []
+
+    # 1. the thread's index
+    special = {}
+    for i in ins:
+        if i["base"] == "S2R" and len(i["operands"]) == 2:
+            special[i["operands"][1]] = i
+    tid, cta = special.get("SR_TID.X"), special.get("SR_CTAID.X")
+    wide = None
+    if tid and cta:
+        t, c = _reg(tid["operands"][0]), _reg(cta["operands"][0])
+        wide = next((i for i in ins if i["op"] == "IMAD.WIDE"
+                     and {t, c} <= {_reg(o) for o in i["operands"][1:]}), None)
+        out.append(f"**The index.** {code(tid)} ({where(tid)}) and {code(cta)} ({where(cta)}) read two special "
+                   f"registers: `SR_TID.X` is `threadIdx.x`, `SR_CTAID.X` is `blockIdx.x` (CTA, cooperative thread "
+                   "array, is NVIDIA's name for a block).")
+        sign = next((i for i in ins if i["op"] == "SHF.R.S32.HI" and i["operands"][-1:] == [t]
+                     and ins.index(i) < (ins.index(wide) if wide else len(ins))), None)
+        if wide:
+            factor = wide["operands"][2]
+            const = next((i for i in ins[:ins.index(wide)] if i["base"] in ("ULDC", "LDC")
+                          and _reg(i["operands"][0]) == factor), None)
+            blockdim = (f"`{factor}`, loaded from the constant bank by {code(const)} ({where(const)}), is "
+                        "`blockDim.x` (the PTX's `%ntid.x`, the other factor of its `mul.wide`)"
+                        if const and "%ntid.x" in ptx else f"`{factor}` holds the block size")
+            dest = _reg(wide["operands"][0])
+            pair = f"`{dest}`:`R{int(dest[1:]) + 1}`" if dest[1:].isdigit() else f"`{dest}` and the next register"
+            text = (f"{code(wide)} ({where(wide)}) computes `blockIdx.x * blockDim.x + threadIdx.x` as a 64-bit "
+                    f"integer in the register pair {pair}: that is `i`; {blockdim}.")
+            if sign:
+                text += (f" Before it, {code(sign)} ({where(sign)}) makes the upper 32 bits of `threadIdx.x` as a "
+                         "signed 64-bit number (all ones if it were negative, else 0; the PTX's `cvt.s64.s32`).")
+            out[-1] += " " + text
+        else:
+            out[-1] += (" This listing computes `i` without an `IMAD.WIDE` of those two registers: read its first "
+                        "lines with the opcode table above.")
+    else:
+        out.append("This listing does not read `SR_TID.X` and `SR_CTAID.X` with `S2R`: read its first lines with "
+                   "the opcode table above.")
+
+    # 2. the guard
+    exit_at = next((k for k, i in enumerate(ins) if i["base"] == "EXIT" and i["pred"]), None)
+    if exit_at is not None:
+        guard = ins[exit_at]
+        compares = [i for i in ins[:exit_at] if i["base"] == "ISETP"]
+        pred = guard["pred"].lstrip("@!")
+        cmp_text = " and ".join(code(i) for i in compares)
+        sense = "false" if guard["pred"].startswith("@!") else "true"
+        text = (f"**The guard.** {cmp_text} compare `i` with `out.size` (a parameter, in the constant bank) and set "
+                f"the predicate register `{pred}`: one bit per thread. ")
+        if len(compares) == 2 and compares[1]["op"].endswith(".EX") and ".U32" in compares[0]["op"]:
+            text += ("Two instructions because `i` has 64 bits: the first compares the lower halves (unsigned, "
+                     "`.U32`), the second the upper halves (`.EX`) together with the first's result. ")
+        text += (f"{code(guard)} ({where(guard)}) then ends every thread for which `{pred}` is {sense}: "
+                 "`if i < out.size`.")
+        out.append(text)
+        body = ins[exit_at + 1:]
+    else:
+        out.append("This listing has no `EXIT` under a predicate: the guard takes another form here.")
+        body = ins
+
+    # 3. negative indices and addresses
+    n = {b: sum(i["base"] == b for i in body) for b in ("SHF", "LOP3", "IADD3", "IMAD", "LEA", "LDG", "STG")}
+    arrays = n["LDG"] + n["STG"]
+    ands = [i for i in body if i["op"] == "LOP3.LUT" and "0xc0" in i["operands"]]
+    ptx_wrap = ptx.count("and.b64") if "shr.s64" in ptx else 0
+    if n["SHF"] and ands and n["IADD3"]:
+        of = f" of the {n['LOP3']} `LOP3`" if len(ands) != n["LOP3"] else ""
+        out.append(
+            f"**Negative indices.** Next come instructions that numba adds to each of the {arrays} array accesses "
+            f"(the counts are for all of them together): `SHF.R.S32.HI` (x {n['SHF']}) copies the sign bit of `i` "
+            "into every bit, all ones if `i` is negative and 0 otherwise; `LOP3.LUT` with truth table `0xc0`, "
+            f"a AND b (x {len(ands)}{of}: each array, each 32-bit half), turns that into the array's length where "
+            f"`i` is negative and 0 otherwise; `IADD3` (x {n['IADD3']}) and `IMAD.X` (x "
+            f"{sum(i['op'] == 'IMAD.X' for i in body)}, the upper halves with the carry) add it to `i`. This is "
+            "numba's wraparound for negative indices, as in NumPy (`x[-1]` is `x[len(x) - 1]`): it adds the "
+            "array's length when an index is negative"
+            + (f"; in the PTX, `shr.s64 ..., 63` then `and.b64` (x {ptx_wrap}, one per array) and `add.s64`"
+               if ptx_wrap else "")
+            + ". Here `i` is never negative, but the index is a signed integer and the compilers kept the "
+              "wraparound.")
+    lea = [i for i in body if i["base"] == "LEA"]
+    if lea:
+        out.append(f"**Addresses.** `LEA` and `LEA.HI.X` (x {len(lea)} together) compute each address, the array's "
+                   "start + index x 4 bytes, in two 32-bit halves.")
+
+    # 4. the arithmetic
+    loads = [i for i in body if i["base"] == "LDG"]
+    ffma = [i for i in body if i["base"] == "FFMA"]
+    stores = [i for i in body if i["base"] == "STG"]
+    parts = []
+    if loads:
+        parts.append(" and ".join(code(i) for i in loads) + " are the loads of `x[i]` and `y[i]`")
+    if ffma:
+        parts.append(" and ".join(code(i) for i in ffma) + " computes `a*x + y` in one fused multiply-add")
+    if stores:
+        parts.append(" and ".join(code(i) for i in stores) + " stores it")
+    if parts:
+        ptx_ops = [op for op in ("ld.global", "fma.rn", "st.global") if op in ptx]
+        out.append("**The work.** " + "; ".join(parts) + (
+            f": the PTX's {', '.join(f'`{op}`' for op in ptx_ops)}." if ptx_ops else "."))
+    out.append(f"`FFMA` in this listing: {len(ffma)}; `FMUL` and `FADD`: "
+               f"{sum(i['base'] in ('FMUL', 'FADD') for i in ins)}.")
+    return "\n\n".join(out)
+
+
+def _ops(sass, pred):
+    return ", ".join(f"`{op}` x {n}" for op, n in sass.items() if pred(op))
+
+
+def describe_facts(facts, source):
+    """Sentences on the compiler facts of the primer's table (name -> dict with registers,
+    local_bytes and a "sass" Counter), each saying what the record at hand shows: which widths
+    `naive` loads with, whether `vec` has 16-byte instructions, whether `reg2d_contiguous` spills."""
+    out = []
+    f = facts.get("naive")
+    if f:
+        s = f.get("sass") or {}
+        loads = _ops(s, lambda op: op.startswith("LDG"))
+        wide = any(op.startswith("LDG") and op.endswith((".64", ".128")) for op in s)
+        out.append(f"`naive` uses {f['registers']} registers and loads "
+                   + ("with wide instructions" if wide else "4 bytes at a time")
+                   + (f" ({loads} in its code)" if loads else " (no `LDG` in the recorded counts)"))
+    f = facts.get("vec")
+    if f:
+        wide = _ops(f.get("sass") or {}, lambda op: op.endswith(".128"))
+        out.append(f"`vec` uses {f['registers']} registers and "
+                   + (f"moves 16 bytes per instruction where it can ({wide})" if wide
+                      else "has no 16-byte (`.128`) instruction in this listing"))
+    f = facts.get("reg2d_contiguous")
+    if f:
+        s = f.get("sass") or {}
+        if f.get("local_bytes"):
+            out.append(f"`reg2d_contiguous` spills: {f['local_bytes']} bytes of local memory per thread, "
+                       f"`LDL` x {s.get('LDL', 0)} and `STL` x {s.get('STL', 0)} in its code")
+        else:
+            out.append("`reg2d_contiguous` does not spill in this listing (0 bytes of local memory)")
+    if not out:
+        return f"The table ({source}) holds none of these kernels."
+    return f"In this table ({source}): " + "; ".join(out) + "."
+
+
 def load(path=RECORD):
     """The recorded listing, or None."""
     if not os.path.exists(path):
@@ -173,15 +360,19 @@ def load(path=RECORD):
 
 
 def listing():
-    """(source sentence, {kernel: facts with ptx and sass}): compiled now on a GPU, else the
-    record; (None, None) on the simulator without a record."""
+    """(source sentence, {kernel: facts with ptx and sass}): compiled now on a GPU, else (on the
+    simulator, or where compiling fails) the record; (None, None) without either."""
+    failed = ""
     if not _backend.SIMULATOR:
-        found, how, _ = _from_gpu()
-        return how + " just now", found
+        try:
+            found, how, _ = _from_gpu()
+            return how + " just now", found
+        except Exception as e:  # e.g. no nvdisasm for inspect_sass: fall back to the record
+            failed = f" (compiling here failed: {type(e).__name__}: {str(e)[:120]})"
     rec = load()
     if rec is None:
         return None, None
-    return f"recorded: {rec['how']}, {rec['date'][:10]}", rec["kernels"]
+    return f"recorded: {rec['how']}, {rec['date'][:10]}{failed}", rec["kernels"]
 
 
 def main(argv=None):

@@ -9,6 +9,8 @@ values in four phases (8 lanes each).  Within a phase, lanes reading the same wo
 fall into one bank.  An access with no conflict costs one wavefront per phase.
 """
 import collections
+import linecache
+import re
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -112,6 +114,7 @@ class Trace:
     instructions: list
     block: tuple
     arrays: dict  # name -> (shape, itemsize, base byte offset)
+    names: dict = field(default_factory=dict)  # name -> the kernel's variable, e.g. "a0" -> "sAT"
 
     def totals(self, op=None, rule="documented"):
         """Instructions, wavefronts, ideal wavefronts and conflicts, for loads ("ld"),
@@ -137,7 +140,7 @@ class Trace:
 
     def first(self, op="ld", array=None, warp=0):
         for i in self.instructions:
-            if i.op == op and i.warp == warp and (array is None or i.array == array):
+            if i.op == op and i.warp == warp and array in (None, i.array, self.names.get(i.array)):
                 return i
         raise LookupError(f"no {op} instruction on {array or 'any array'} in warp {warp}")
 
@@ -181,6 +184,7 @@ class _Recorder:
         self.lock = threading.Lock()
         self.seq = collections.defaultdict(int)
         self.arrays = {}
+        self.names = {}
         self.next_base = 0
 
     def record(self, op, name, address, frame):
@@ -199,7 +203,8 @@ class _Recorder:
 def trace(launch, block=(0, 0, 0), merge=("ld", "st")):
     """Run ``launch()`` (which launches a kernel) on the simulator and trace the shared-memory
     accesses of one block.  Shared arrays are named a0, a1, ... in order of creation and laid
-    out one after another from byte 0, each starting on a 128-byte (bank 0) boundary.
+    out one after another from byte 0, each starting on a 128-byte (bank 0) boundary;
+    ``Trace.names`` gives the kernel's own name for each (the variable on the allocation's line).
 
     Accesses are grouped into warp-wide instructions: the n-th time each lane of a warp
     executes the same access (same line, array and op) is one instruction.  For the ops in
@@ -230,6 +235,9 @@ def trace(launch, block=(0, 0, 0), merge=("ld", "st")):
             base = rec.next_base
             rec.next_base += -(-arr.nbytes // 128) * 128
             rec.arrays[name] = (arr.shape, arr.itemsize, base)
+            assigned = re.match(r"\s*(\w+)\s*=", linecache.getline(frame.f_code.co_filename, frame.f_lineno))
+            if assigned:
+                rec.names[name] = assigned.group(1)
             allocations[key] = _TracedShared(rec, name, arr, base)
         return allocations[key]
 
@@ -238,7 +246,7 @@ def trace(launch, block=(0, 0, 0), merge=("ld", "st")):
         launch()
     finally:
         kernelapi.FakeCUDAShared.array = original
-    return Trace(_group(rec.events, set(merge or ())), rec.only_block, rec.arrays)
+    return Trace(_group(rec.events, set(merge or ())), rec.only_block, rec.arrays, rec.names)
 
 
 def _group(events, merge):
@@ -433,8 +441,8 @@ def trace_rung(name, shape, merge=("ld",)):
         return trace(_rung_launch(name, shape), merge=merge)
     code = ("import json, gemm_lessons.banks as b; "
             f"t = b.trace_rung({name!r}, {tuple(shape)!r}, {tuple(merge or ())!r}); "
-            "print(json.dumps([[i.warp, i.op, i.array, list(i.site), i.addresses, i.width] "
-            "for i in t.instructions]))")
-    rows = _backend.run_on_simulator(code, "tracing")
+            "print(json.dumps([[[i.warp, i.op, i.array, list(i.site), i.addresses, i.width] "
+            "for i in t.instructions], t.names]))")
+    rows, names = _backend.run_on_simulator(code, "tracing")
     ins = [Instruction(w, op, arr, tuple(site), addrs, width) for w, op, arr, site, addrs, width in rows]
-    return Trace(ins, (0, 0, 0), {})
+    return Trace(ins, (0, 0, 0), {}, names)

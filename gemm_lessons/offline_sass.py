@@ -50,7 +50,7 @@ def versions():
     ptxas = subprocess.run([PTXAS, "--version"], capture_output=True, text=True).stdout.strip()
     return {"numba": numba.__version__, "numba-cuda": importlib.metadata.version("numba-cuda"),
             "nvvm": ".".join(map(str, nvvm.NVVM().get_version())),
-            "ptxas": ptxas.splitlines()[-1] if ptxas else None}
+            "ptxas": next((line for line in ptxas.splitlines() if "release" in line), ptxas or None)}
 
 
 def compile_sass(kernel, max_registers=None, cc=(9, 0)):

@@ -46,7 +46,7 @@ SGEMM = _table(
          kernel=reg1d.sgemm_reg1d),
     Rung("reg2d", "04", "128x128x8 block, 8x8 results per thread (outer product), 128 registers",
          reg2d.sgemm, kernel=reg2d.sgemm_reg2d),
-    Rung("vec", "05", "transposed A tile, 128-bit loads, unrolled by a generator", vec.sgemm, WIDE,
+    Rung("vec", "05", "transposed A tile, 128-bit loads, unrolled at compile time", vec.sgemm, WIDE,
          kernel=vec.sgemm_vec),
     Rung("vec_split", "06", "vec with each thread's 8x8 split into four 4x4 (conflict-free LDS.128)",
          functools.partial(vec.sgemm, kernel=vec.sgemm_vec_split), WIDE, kernel=vec.sgemm_vec_split),

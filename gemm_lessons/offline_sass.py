@@ -21,7 +21,8 @@ PTXAS = os.environ.get("PTXAS", "ptxas")
 # counted by prefix, first match wins: LDS.128 before LDS, LDG.E.128 before LDG.E
 OPS = ("FFMA", "LDS.128", "LDS.64", "LDS", "STS.128", "STS", "LDG.E.128", "LDG.E", "STG.E.128", "STG.E",
        "BAR.SYNC", "STL", "LDL")
-_OPCODE = re.compile(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_.]+)")
+# an instruction line: /*address*/ (4 or more hex digits) [@predicate] OPCODE...
+_OPCODE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_.]+)")
 
 
 def missing_toolchain():

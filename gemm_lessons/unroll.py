@@ -22,6 +22,12 @@ function's source before numba sees it:
 * ``if static(cond):`` / ``elif`` / ``else``, and ``x if static(cond) else y``: ``cond`` is
   evaluated now and only the chosen branch is kept.  ``static(expr)`` anywhere else becomes the
   constant ``expr``.
+* A function defined inside the decorated one (a helper, like a C++ lambda that captures by
+  reference) is written out where it is called, as ``helper(args)`` or ``target = helper(args)``:
+  its parameters become the arguments (evaluated once, first, unless they are plain expressions
+  of names, constants and min/max/abs; a constant argument is static inside it), its
+  ``return value`` becomes ``target = value``, and its local names get a ``_helper`` suffix where
+  they would collide.  numba could inline such closures itself, but compiling was ~20x slower.
 * Outside ``@unrolled`` (a plain Python call, the simulator without the decorator),
   ``static_range`` is ``range`` and ``static`` returns its argument: the function means the same.
 
@@ -77,13 +83,7 @@ def expanded_source(fn):
 
 def unrolled(fn):
     """Expand the static_range loops and static() branches of ``fn`` (see the module docstring)."""
-    lines, first_line = inspect.getsourcelines(fn)
-    filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
-    tree = ast.parse(textwrap.dedent("".join(lines)))
-    node = tree.body[0]
-    if not isinstance(node, ast.FunctionDef) or node.name != fn.__name__:
-        raise TypeError(f"@unrolled: could not find the source of {fn.__qualname__}")
-    node.decorator_list = []
+    filename, first_line, lines, node = _parsed_source(fn)
     closure = {name: cell.cell_contents for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ())
                if _has_contents(cell)}
     expander = _Expander(fn.__globals__, closure, node, filename, first_line - 1, lines)
@@ -110,6 +110,26 @@ def unrolled(fn):
     new.__unrolled_source__ = text
     new.__unrolled_from__ = fn
     return new
+
+
+_parsed = {}  # code -> (file, first line, lines, tree): a factory's kernel is parsed once
+
+
+def _parsed_source(fn):
+    """The function's source, read the first time (later calls do not see edits of the file,
+    like the function's code object)."""
+    key = (fn.__code__, fn.__code__.co_filename)  # equal code in two notebook cells: two entries
+    if key not in _parsed:
+        lines, first_line = inspect.getsourcelines(fn)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+        node = tree.body[0]
+        if not isinstance(node, ast.FunctionDef) or node.name != fn.__name__:
+            raise TypeError(f"@unrolled: could not find the source of {fn.__qualname__} (was its file "
+                            "edited after it was imported? then restart Python)")
+        node.decorator_list = []
+        _parsed[key] = (inspect.getsourcefile(fn) or fn.__code__.co_filename, first_line, lines, node)
+    filename, first_line, lines, node = _parsed[key]
+    return filename, first_line, lines, copy.deepcopy(node)
 
 
 def _has_contents(cell):
@@ -211,8 +231,8 @@ class _Expander(ast.NodeTransformer):
         var = node.target.id
         for n in _walk_loop_body(node.body):
             if isinstance(n, (ast.Break, ast.Continue)):
-                raise self.error(n, f"{type(n).__name__.lower()} inside a static_range loop: once the "
-                                    "loop is written out it would leave the enclosing loop instead")
+                raise self.error(n, f"{type(n).__name__.lower()} inside a static_range loop: once "
+                                    "the loop is written out it would leave the enclosing loop instead")
         for n in itertools.chain.from_iterable(ast.walk(s) for s in node.body):
             if isinstance(n, ast.Name) and n.id == var and not isinstance(n.ctx, ast.Load):
                 raise self.error(n, f"the static_range loop variable {var} is assigned in the loop body")
@@ -293,6 +313,9 @@ class _Expander(ast.NodeTransformer):
                 substitute[p] = args[p]
             else:
                 temps.append(ast.copy_location(ast.Assign([ast.Name(rename.get(p, p), ast.Store())], args[p]), call))
+        for expr in substitute.values():
+            if isinstance(expr, ast.Constant) and isinstance(expr.value, _CONSTANT_TYPES):
+                expr.static = True  # a literal argument folds inside the helper like a loop variable
         body = [_Rename(substitute, rename).visit(s) for s in body]
         self.inlining.append(name)
         try:
@@ -310,10 +333,12 @@ class _Expander(ast.NodeTransformer):
         return temps + out
 
     def _substitutable(self, expr):
-        """An argument without calls, whose value the helper's body cannot change: it can stand
-        in for its parameter wherever the body reads it."""
+        """An argument without calls (but min, max, abs), whose value the helper's body cannot
+        change: it can stand in for its parameter wherever the body reads it."""
+        if not _without_effects(expr):
+            return False
         for n in ast.walk(expr):
-            if isinstance(n, (ast.Call, ast.NamedExpr, ast.Lambda, ast.Starred, ast.comprehension)):
+            if isinstance(n, (ast.NamedExpr, ast.Lambda, ast.Starred, ast.comprehension)):
                 return False
             if isinstance(n, ast.Subscript) and _base(n) in self.written:
                 return False
@@ -436,8 +461,11 @@ def _stored_subscripts(node):
 
 def _without_effects(expr):
     """No calls but min/max/abs: evaluating it can be skipped when its value is not used."""
-    return all(not isinstance(n, ast.Call) or (isinstance(n.func, ast.Name) and n.func.id in ("min", "max", "abs"))
+    return all(not isinstance(n, ast.Call) or (isinstance(n.func, ast.Name) and n.func.id in _PURE)
                for n in ast.walk(expr))
+
+
+_PURE = ("min", "max", "abs")
 
 
 def _walk_loop_body(body):

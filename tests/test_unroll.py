@@ -236,3 +236,105 @@ def test_compiles_for_a_gpu():
 
     ptx, _ = cuda.compile_ptx(kernel, types.void(types.float32[:, ::1]), cc=(9, 0))
     assert "local" not in ptx.split("{", 1)[1]  # the local array lives in registers
+
+
+def test_helpers_defined_inside_are_written_out_where_called():
+    TM = 4
+
+    @unrolled
+    def f(x, out):
+        acc = [0] * 8
+        total = 100  # also a name inside the helper: renamed there
+
+        def piece(p, scale):  # p is a constant at every call: static inside
+            total = 0
+            for d in static_range(4):
+                acc[4 * p + d] = x[4 * p + d] * scale
+                total += acc[4 * p + d]
+            if static(p == 0):
+                return total
+            return -total
+
+        for p in static_range(TM // 2):
+            out[p] = piece(p, x[0] + 1)
+        piece(1, 2)  # a statement: the returned value is dropped
+        return acc, total
+
+    x, out = list(range(8)), [0, 0]
+    acc, total = f(x, out)
+    assert acc == [0, 1, 2, 3, 8, 10, 12, 14] and total == 100 and out == [6, -22]
+    src = expanded_source(f)
+    assert "def piece" not in src and "acc[7] = x[7] * 2" in src and "total_piece = 0" in src
+    assert "scale = x[0] + 1" not in src and "acc[1] = x[1] * (x[0] + 1)" in src  # pure arguments stand in
+    assert "out[0] = total_piece" in src and "out[1] = -total_piece" in src
+
+
+def test_helper_arguments_are_evaluated_once_and_early_returns_keep_the_rest():
+    calls = []
+
+    def counted(v):
+        calls.append(v)
+        return v
+
+    @unrolled
+    def f(a):
+        def clamp(v, hi):
+            if v > hi:
+                return hi
+            v2 = v * 2
+            return v2 // 2
+
+        return_value = clamp(counted(a), 10)
+        return return_value
+
+    assert f(3) == 3 and f(12) == 10 and calls == [3, 12]
+    assert "v = counted(a)" in expanded_source(f)
+
+
+def test_helper_errors():
+    def in_expression(x):
+        def h(v):
+            return v
+
+        return h(x) + 1
+
+    with pytest.raises(UnrollError, match="call it as a statement"):
+        unrolled(in_expression)
+
+    def no_value(x):
+        def h(v):
+            if v:
+                return 1
+
+        y = h(x)
+        return y
+
+    with pytest.raises(UnrollError, match="does not return a value on every path"):
+        unrolled(no_value)
+
+    def runtime_static(x):
+        def h(v):
+            if static(v > 0):
+                pass
+
+        h(x)
+
+    with pytest.raises(UnrollError, match=r"static\(\) `x > 0` uses x"):
+        unrolled(runtime_static)
+
+
+def test_a_function_defined_in_a_jupyter_cell():
+    interactiveshell = pytest.importorskip("IPython.core.interactiveshell")
+    shell = interactiveshell.InteractiveShell.instance()
+    result = shell.run_cell(
+        "from gemm_lessons.unroll import unrolled, static_range\n"
+        "N = 3\n"
+        "@unrolled\n"
+        "def cell_f(x):\n"
+        "    s = 0\n"
+        "    for i in static_range(N):\n"
+        "        s += x[i]\n"
+        "    return s\n")
+    assert result.success
+    f = shell.user_ns["cell_f"]
+    assert f([1, 2, 3]) == 6 and expanded_source(f).count("s += x[") == 3

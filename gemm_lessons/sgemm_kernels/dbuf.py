@@ -9,9 +9,9 @@ Two versions:
   * ``sgemm_dbuf_indexed`` (below): the first attempt, lesson 06's kernel with a buffer index
     ``buf`` in front of every shared index.  Measured on an H100 it was *slower* than lesson 06:
     the runtime index cost registers and NVVM no longer merged the shared loads into LDS.128.
-  * the rung, ``DBUF_CONFIG``: the same idea written by warptile.py's generator (two separate
-    shared arrays, two slices per loop trip, explicit 128-bit shared loads, loads without
-    branches), with lesson 06's lane layout: 2 x 16 lanes per warp, 8x8 results per thread.
+  * the rung, ``DBUF_CONFIG``: the same idea in warptile.py's kernel (two separate shared
+    arrays, two slices per loop trip, explicit 128-bit shared loads, loads without branches),
+    with lesson 06's lane layout: 2 x 16 lanes per warp, 8x8 results per thread.
 """
 import numpy as np
 from numba import cuda, float32

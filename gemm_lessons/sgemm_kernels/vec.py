@@ -70,7 +70,7 @@ def make_sgemm_vec(unroll_k=False, split=False):
                 y0, y1, y2, y3 = load4(B, k0 + b_r, col0 + b_c)
             else:
                 y0 = y1 = y2 = y3 = np.float32(0.0)
-            sB[b_r, b_c + 0] = y0  # four neighbours at a multiple of 4: one STS.128
+            sB[b_r, b_c + 0] = y0  # four scalar stores (the SASS: NVVM does not merge them here)
             sB[b_r, b_c + 1] = y1
             sB[b_r, b_c + 2] = y2
             sB[b_r, b_c + 3] = y3

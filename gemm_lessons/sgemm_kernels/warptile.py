@@ -1,11 +1,12 @@
-"""Lessons 07 and 08: double buffering, warp tiles, and a generator for a family of kernels.
+"""Lessons 07 and 08: double buffering, warp tiles, and one kernel for a family of configurations.
 
-One template, many kernels: a ``TileConfig`` names the block tile (BM x BN, BK deep), the
-warp tile (WM x WN: the part of C one warp of 32 threads computes), the thread tile (TM x TN
-results per thread, in 4x4 pieces), the number of shared-memory buffers (stages) and a
-register cap.  ``make_kernel(config)`` writes the kernel's source with every k-step spelled
-out and compiles it; ``TileConfig.validate`` rejects a configuration that cannot work before
-anything is compiled or launched.
+One kernel, many configurations: a ``TileConfig`` names the block tile (BM x BN, BK deep),
+the warp tile (WM x WN: the part of C one warp of 32 threads computes), the thread tile
+(TM x TN results per thread, in 4x4 pieces), the number of shared-memory buffers (stages) and
+a register cap.  ``make_kernel(config)`` returns the kernel with the configuration's numbers
+as constants: ``static_range`` loops spell out every k-step and ``if static(...)`` keeps the
+code of the configuration's choices (gemm_lessons/unroll.py); ``TileConfig.validate`` rejects
+a configuration that cannot work before anything is compiled or launched.
 
 What lessons 07 and 08 add to lesson 06's kernel:
   * stages=2 (lesson 07): the next slice of A and B is loaded from global memory into
@@ -175,14 +176,18 @@ def make_kernel(cfg):
             if static(GUARD == "select"):
                 ok = inside_mn & inside_k
                 v0, v1, v2, v3 = load4(X, safe_row, safe_col)
-                return (v0 if ok else np.float32(0.0), v1 if ok else np.float32(0.0),
-                        v2 if ok else np.float32(0.0), v3 if ok else np.float32(0.0))
-            if static(GUARD == "and"):
-                if inside_mn and inside_k:
-                    return load4(X, row, col)
-            elif inside_mn & inside_k:
-                return load4(X, row, col)
-            return np.float32(0.0), np.float32(0.0), np.float32(0.0), np.float32(0.0)
+                v0 = v0 if ok else np.float32(0.0)
+                v1 = v1 if ok else np.float32(0.0)
+                v2 = v2 if ok else np.float32(0.0)
+                v3 = v3 if ok else np.float32(0.0)
+            else:
+                v0 = v1 = v2 = v3 = np.float32(0.0)
+                if static(GUARD == "and"):
+                    if inside_mn and inside_k:
+                        v0, v1, v2, v3 = load4(X, row, col)
+                elif inside_mn & inside_k:
+                    v0, v1, v2, v3 = load4(X, row, col)
+            return v0, v1, v2, v3
 
         def load_a(i, k0):  # global -> registers: A's float4 i of the slice starting at k0
             xa[i, 0], xa[i, 1], xa[i, 2], xa[i, 3] = load_float4(

@@ -27,7 +27,8 @@ function's source before numba sees it:
   its parameters become the arguments (evaluated once, first, unless they are plain expressions
   of names, constants and min/max/abs; a constant argument is static inside it), its
   ``return value`` becomes ``target = value``, and its local names get a ``_helper`` suffix where
-  they would collide.  numba could inline such closures itself, but compiling was ~20x slower.
+  they would collide.  (numba can inline such closures itself, but lesson 08's kernel then took
+  minutes to compile instead of seconds.)
 * Outside ``@unrolled`` (a plain Python call, the simulator without the decorator),
   ``static_range`` is ``range`` and ``static`` returns its argument: the function means the same.
 
@@ -38,7 +39,6 @@ Python function compiled from the expanded source under a file name of its own, 
 code, which ``expanded_source(fn)`` returns (also ``fn.__unrolled_source__``).
 """
 import ast
-import builtins
 import copy
 import inspect
 import itertools

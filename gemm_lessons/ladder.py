@@ -62,7 +62,7 @@ SGEMM = _table(
          reg1d.sgemm_reg1d),
     Rung("reg2d", "04", "128x128x8 block, 8x8 results per thread (outer product), 128 registers",
          reg2d.sgemm, reg2d.sgemm_reg2d),
-    Rung("vec", "05", "transposed A tile, 128-bit loads, unrolled k-step", vec.sgemm, vec.sgemm_vec, wide=True),
+    Rung("vec", "05", "transposed A tile, 128-bit loads, unrolled at compile time", vec.sgemm, vec.sgemm_vec, wide=True),
     Rung("vec_split", "06", "vec with each thread's 8x8 split into four 4x4 (conflict-free LDS.128)",
          vec.sgemm, vec.sgemm_vec_split, wide=True),
     _warptile("dbuf", "07", "two shared buffers: the next slice loads during the compute, one barrier per slice",

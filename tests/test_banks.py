@@ -171,3 +171,18 @@ def test_paired_16_byte_loads_take_two_wavefronts():
     assert W(halves, 16, paired_loads=True).wavefronts == 2
     conflicted = bank_model.warp_layout_addresses((2, 16))  # no pairs share: the rule does not apply
     assert W(conflicted, 16, paired_loads=True).wavefronts == 8
+
+
+@requires_simulator
+@pytest.mark.parametrize("rung,names", [("vec", ["sAT", "sB"]), ("dbuf_indexed", ["sAT", "sB"]),
+                                        ("warptile", ["sA0", "sA1", "sB0", "sB1"]),
+                                        ("dbuf_one_buffer", ["sA0", "sB0"])])
+def test_tracer_names_the_kernels_own_arrays_and_lines(rung, names):
+    import linecache
+
+    tr = shared_tracer.trace_rung(rung, (128, 128, 8), merge=("ld",))
+    assert list(tr.arrays) == names
+    assert {i.array for i in tr.instructions} == set(names)
+    # the sites are lines of the kernel as compiled (expanded by gemm_lessons.unroll)
+    st = tr.first("st", array=names[0])
+    assert linecache.getline(*st.site).strip().startswith(names[0] + "[")

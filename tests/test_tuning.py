@@ -1,4 +1,4 @@
-"""Lesson 08's generator rules, sweep and records; lesson 10's leaderboard tables."""
+"""Lesson 08's configuration rules, sweep and records; lesson 10's leaderboard tables."""
 from dataclasses import asdict
 
 import pytest

@@ -44,7 +44,7 @@ class Instruction:
 class Trace:
     instructions: list
     block: tuple
-    arrays: dict  # name -> (shape, itemsize, base byte offset)
+    arrays: dict  # the kernel's name for each shared array -> (shape, itemsize, base byte offset)
 
     def __repr__(self):  # short: a whole trace holds thousands of instructions
         ld, st = self.totals("ld"), self.totals("st")
@@ -76,7 +76,7 @@ class Trace:
 
     def first(self, op="ld", array=None, warp=0):
         for i in self.instructions:
-            if i.op == op and i.warp == warp and (array is None or i.array == array):
+            if i.op == op and i.warp == warp and array in (None, i.array):
                 return i
         raise LookupError(f"no {op} instruction on {array or 'any array'} in warp {warp}")
 

@@ -9,22 +9,27 @@ Two versions:
   * ``sgemm_dbuf_indexed`` (below): the first attempt, lesson 06's kernel with a buffer index
     ``buf`` in front of every shared index.  Measured on an H100 it was *slower* than lesson 06:
     the runtime index cost registers and NVVM no longer merged the shared loads into LDS.128.
-  * the rung, ``DBUF_CONFIG``: the same idea written by warptile.py's generator (two separate
-    shared arrays, two slices per loop trip, explicit 128-bit shared loads, loads without
-    branches), with lesson 06's lane layout: 2 x 16 lanes per warp, 8x8 results per thread.
+  * the rung, ``DBUF_CONFIG``: the same idea in warptile.py's kernel (two separate shared
+    arrays, two slices per loop trip, explicit 128-bit shared loads, loads without branches),
+    with lesson 06's lane layout: 2 x 16 lanes per warp, 8x8 results per thread.
 """
 import numpy as np
 from numba import cuda, float32
 
 from ..arrays import sgemm_shapes
-from .vec import BK, BM, BN, THREADS, TM, TN, source_parts
+from .vec import BK, BM, BN, THREADS, TM, TN
 from .warptile import TileConfig
 from .warptile import sgemm as warptile_sgemm
 from ..float4 import load4, require_wide_alignment, store4
+from ..unroll import static_range, unrolled
 
 # lesson-cell: begin
-DBUF_TEMPLATE = '''
+GAP = BM // 2  # lesson 06's split: a thread's 8x8 results are four 4x4 pieces, 64 rows (columns) apart
+assert BM == BN and TM == TN == 8
+
+
 @cuda.jit
+@unrolled
 def sgemm_dbuf_indexed(A, B, C, alpha, beta):
     sAT = cuda.shared.array((2, BK, BM), float32)  # two buffers of the transposed A tile
     sB = cuda.shared.array((2, BK, BN), float32)
@@ -33,13 +38,18 @@ def sgemm_dbuf_indexed(A, B, C, alpha, beta):
     col0 = cuda.blockIdx.x * BN
     M, K = A.shape
     N = B.shape[1]
-    t_row = (tid // (BN // TN)) * {ROW_SPAN}
-    t_col = (tid % (BN // TN)) * {COL_SPAN}
+    t_row = (tid // (BN // TN)) * 4
+    t_col = (tid % (BN // TN)) * 4
     a_r = tid // (BK // 4)
     a_c = (tid % (BK // 4)) * 4
     b_r = tid // (BN // 4)
     b_c = (tid % (BN // 4)) * 4
-{zero}
+    acc = cuda.local.array((TM, TN), float32)  # registers: indexed by constants only
+    a = cuda.local.array(TM, float32)
+    b = cuda.local.array(TN, float32)
+    for i in static_range(TM):
+        for j in static_range(TN):
+            acc[i, j] = np.float32(0.0)
     # prologue: slice 0 into buffer 0
     x0 = x1 = x2 = x3 = y0 = y1 = y2 = y3 = np.float32(0.0)
     if row0 + a_r < M and a_c < K:
@@ -64,7 +74,14 @@ def sgemm_dbuf_indexed(A, B, C, alpha, beta):
             x0, x1, x2, x3 = load4(A, row0 + a_r, nxt + a_c)
         if nxt + b_r < K and col0 + b_c < N:
             y0, y1, y2, y3 = load4(B, nxt + b_r, col0 + b_c)
-{inner}
+        for k in range(BK):  # lesson 06's k-step, with the buffer index in front of every shared index
+            for i in static_range(TM):
+                a[i] = sAT[buf, k, t_row + (i % 4 + i // 4 * GAP)]
+            for j in static_range(TN):
+                b[j] = sB[buf, k, t_col + (j % 4 + j // 4 * GAP)]
+            for i in static_range(TM):
+                for j in static_range(TN):
+                    acc[i, j] += a[i] * b[j]
         if nxt < K:  # into the buffer nobody reads during this slice
             sAT[1 - buf, a_c + 0, a_r] = x0
             sAT[1 - buf, a_c + 1, a_r] = x1
@@ -76,21 +93,21 @@ def sgemm_dbuf_indexed(A, B, C, alpha, beta):
             sB[1 - buf, b_r, b_c + 3] = y3
         cuda.syncthreads()  # one barrier: the new buffer is complete, the old one free
         buf = 1 - buf
-{store}
-'''
-
-
-def make_sgemm_dbuf_indexed(split=True):
-    zero, inner, store, spans = source_parts(split=split, buffer_index="buf, ")
-    source = DBUF_TEMPLATE.format(zero=zero, inner=inner, store=store, **spans)
-    namespace = dict(cuda=cuda, float32=float32, np=np, load4=load4, store4=store4,
-                     BM=BM, BN=BN, BK=BK, TM=TM, TN=TN)
-    exec(compile(source, "<sgemm_dbuf_indexed generated>", "exec"), namespace)
-    return namespace["sgemm_dbuf_indexed"]
+    for i in static_range(TM):
+        row = row0 + t_row + (i % 4 + i // 4 * GAP)
+        if row < M:
+            for j in static_range(0, TN, 4):
+                col = col0 + t_col + j // 4 * GAP
+                if col < N:
+                    if beta == 0:
+                        store4(C, row, col, alpha * acc[i, j], alpha * acc[i, j + 1],
+                               alpha * acc[i, j + 2], alpha * acc[i, j + 3])
+                    else:
+                        o0, o1, o2, o3 = load4(C, row, col)
+                        store4(C, row, col, alpha * acc[i, j] + beta * o0, alpha * acc[i, j + 1] + beta * o1,
+                               alpha * acc[i, j + 2] + beta * o2, alpha * acc[i, j + 3] + beta * o3)
 # lesson-cell: end
 
-
-sgemm_dbuf_indexed = make_sgemm_dbuf_indexed()
 
 # The rung: lesson 06's lane layout (a warp covers 16 rows x 128 columns as 2 x 16 lanes),
 # 128x128x8 block, 8x8 results per thread, 128 registers, and now two shared buffers.

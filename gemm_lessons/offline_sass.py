@@ -1,0 +1,90 @@
+"""Compile an SGEMM kernel to SASS without a GPU and count the instructions that matter.
+
+numba turns the kernel's Python function into PTX through libnvvm (no driver needed), ptxas
+(``-arch=sm_90``) assembles it and cuobjdump disassembles it.  Start Python with
+GEMM_LESSONS_SIMULATOR=0 and put the CUDA toolkit's bin directory (ptxas, cuobjdump) on PATH.
+The GPU's own driver may compile the same PTX slightly differently: a quick look before
+spending GPU time, and the check that two versions of a kernel give the same machine code
+(tests/test_sass_equal.py).
+"""
+import collections
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+
+from . import _backend
+
+CUOBJDUMP = os.environ.get("CUOBJDUMP", "cuobjdump")
+PTXAS = os.environ.get("PTXAS", "ptxas")
+# counted by prefix, first match wins: LDS.128 before LDS, LDG.E.128 before LDG.E
+OPS = ("FFMA", "LDS.128", "LDS.64", "LDS", "STS.128", "STS", "LDG.E.128", "LDG.E", "STG.E.128", "STG.E",
+       "BAR.SYNC", "STL", "LDL")
+# an instruction line: /*address*/ (4 or more hex digits) [@predicate] OPCODE...
+_OPCODE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_.]+)")
+
+
+def missing_toolchain():
+    """Why kernels cannot be compiled offline here (a sentence), or None when they can."""
+    if _backend.SIMULATOR:
+        return "the CUDA simulator is active (set GEMM_LESSONS_SIMULATOR=0)"
+    for tool in (PTXAS, CUOBJDUMP):
+        if shutil.which(tool) is None:
+            return f"{tool} is not on PATH (the CUDA toolkit's bin directory)"
+    try:
+        from numba.cuda.cudadrv import nvvm
+
+        nvvm.NVVM()
+    except Exception as e:  # noqa: BLE001 (any failure to load libnvvm means: no toolchain)
+        return f"libnvvm cannot be loaded through numba: {e}"
+    return None
+
+
+def versions():
+    """numba, numba-cuda, NVVM and ptxas versions (what the counts depend on)."""
+    import importlib.metadata
+
+    import numba
+    from numba.cuda.cudadrv import nvvm
+
+    ptxas = subprocess.run([PTXAS, "--version"], capture_output=True, text=True).stdout.strip()
+    return {"numba": numba.__version__, "numba-cuda": importlib.metadata.version("numba-cuda"),
+            "nvvm": ".".join(map(str, nvvm.NVVM().get_version())),
+            "ptxas": next((line for line in ptxas.splitlines() if "release" in line), ptxas or None)}
+
+
+def compile_sass(kernel, max_registers=None, cc=(9, 0)):
+    """(SASS text, ptxas -v output) of a numba SGEMM kernel compiled for float32 matrices."""
+    from numba import cuda, types
+
+    arr = types.Array(types.float32, 2, "C")
+    ptx, _ = cuda.compile_ptx(kernel.py_func, types.void(arr, arr, arr, types.float32, types.float32), cc=cc)
+    arch = f"sm_{cc[0]}{cc[1]}"
+    with tempfile.TemporaryDirectory() as d:
+        with open(f"{d}/k.ptx", "w") as f:
+            f.write(ptx)
+        opts = ["-maxrregcount", str(max_registers)] if max_registers else []
+        info = subprocess.run([PTXAS, f"-arch={arch}", "-v", *opts, f"{d}/k.ptx", "-o", f"{d}/k.cubin"],
+                              capture_output=True, text=True, check=True).stderr
+        sass = subprocess.run([CUOBJDUMP, "-sass", f"{d}/k.cubin"], capture_output=True, text=True,
+                              check=True).stdout
+    return sass, info
+
+
+def sass_facts(kernel, max_registers=None):
+    """Registers, spill bytes, counts of OPS and of all instructions ("all")."""
+    sass, info = compile_sass(kernel, max_registers)
+    counts = collections.Counter()
+    for line in sass.splitlines():
+        m = _OPCODE.search(line)
+        if m:
+            op = m.group(1)
+            for name in OPS:
+                if op == name or op.startswith(name + "."):
+                    counts[name] += 1
+                    break
+            counts["all"] += 1
+    regs = int(re.search(r"Used (\d+) registers", info).group(1))
+    spill = int(re.search(r"(\d+) bytes spill stores", info).group(1))
+    return dict(regs=regs, spill_bytes=spill, **{op: counts[op] for op in OPS + ("all",)})

@@ -18,12 +18,12 @@ into the lesson sources (then builds the notebooks); the test fails when they dr
 """
 import argparse
 import glob
+import hashlib
 import os
 import sys
 
 import jupytext
 import nbformat
-from jupytext.combine import combine_inputs_with_outputs
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(PACKAGE_DIR)
@@ -122,12 +122,20 @@ def _inputs(nb):
 
 def build_notebook(source_path):
     """The notebook for a lesson source: its cells, with the stored outputs of unchanged cells."""
-    new = read(source_path)
+    nb = read(source_path)
     dest = notebook_for(source_path)
-    if os.path.exists(dest):
-        nb = combine_inputs_with_outputs(new, read(dest), fmt=FORMAT)
-    else:
-        nb = new
+    if os.path.exists(dest):  # outputs and metadata of the cells whose text is unchanged
+        old = read(dest)
+        stored = {(c.cell_type, c.source): c for c in old.cells}
+        for i, cell in enumerate(nb.cells):
+            match = stored.get((cell.cell_type, cell.source))
+            if match is not None:
+                cell.id, cell.metadata = match.get("id", cell.get("id")), match.metadata
+                if cell.cell_type == "code":
+                    cell.outputs, cell.execution_count = match.outputs, match.execution_count
+            else:  # a new or changed cell: no outputs, an id that the same text always gets
+                cell.id = hashlib.sha1(f"{i}:{cell.source}".encode()).hexdigest()[:8]
+        nb.metadata = old.metadata
     nb.metadata.setdefault("kernelspec", KERNELSPEC)
     nb.metadata.setdefault("language_info", {"name": "python"})
     nb.metadata.setdefault("jupytext", {})["formats"] = PAIRING

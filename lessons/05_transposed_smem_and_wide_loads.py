@@ -3,7 +3,7 @@
 #
 # **Where we are.** Lesson 04's outer product reads 16 values per 64 FMAs, but each value
 # arrives through its own 4-byte instruction: 16 `LDS` per k-step, plus 8 4-byte global loads
-# per thread per slice, and the compiler unrolled only part of the k-loop.
+# per thread per slice.
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -45,15 +45,23 @@ figures.transposed_tile();
 #   small numba *intrinsics*, `load4` and `store4`, that emit one `<4 x float>` load or store
 #   with 16-byte alignment. The price: every row must start on a 16-byte boundary, so this rung
 #   requires K and N to be multiples of 4, and says so (ValueError) otherwise.
-# * **Unrolling**: numba has no `#pragma unroll`, and NVVM did not unroll lesson 04's loop nest
-#   completely. So the k-step body is *generated*: a short Python function writes the 64
-#   accumulators `c_i_j`, the 16 register values and the 64 FMAs out as source text, and
-#   `exec` + `cuda.jit` compile it. Named scalars instead of a local array also leave the
-#   compiler no doubt that they are registers. The loop over the 8 k-steps of a slice stays a
-#   loop: writing it out as well (`unroll_k=True`) is measured below, and it is slower.
+# * **Unrolling, said out loud**: *unrolling* a loop means writing its body out once per
+#   iteration, so the loop counter becomes a constant in each copy. That matters here for one
+#   reason: a small local array (`cuda.local.array`) such as the 8x8 results `acc` can live in
+#   registers only if every index into it is a constant once the code is compiled; an index
+#   known only at run time needs an address, and registers have none, so the array would go to
+#   (slow, off-chip) local memory. In lesson 04 the compiler happened to unroll the `i` and `j`
+#   loops by itself (its SASS had one k-step's 64 `FFMA` in the loop). numba has no
+#   `#pragma unroll` to *ask* for it, so this course adds one: `@unrolled` (from
+#   `gemm_lessons.unroll`) rewrites the kernel's source before numba compiles it, writing out
+#   every `for i in static_range(N)` loop N times with `i` replaced by 0, 1, ..., N-1, and
+#   keeping only the chosen branch of an `if static(condition):`. A `range` loop stays a loop:
+#   here the loop over the 8 k-steps of a slice. Writing that one out too (`unroll_k=True`) is
+#   measured below, and it is slower.
 
 # %%
 from gemm_lessons.float4 import load4, store4  # the 16-byte load/store intrinsics
+from gemm_lessons.unroll import expanded_source, static, static_range, unrolled  # compile-time loops
 
 # %%
 # source: gemm_lessons/sgemm_kernels/vec.py  (the package runs this same code; a test keeps the two identical)
@@ -61,113 +69,94 @@ BM, BN, BK, TM, TN = 128, 128, 8, 8, 8
 THREADS = (BM // TM) * (BN // TN)  # 256
 assert BM * BK == 4 * THREADS and BK * BN == 4 * THREADS  # one float4 of each tile per thread
 
-KERNEL_TEMPLATE = '''
-@cuda.jit
-def sgemm_vec(A, B, C, alpha, beta):
-    sAT = cuda.shared.array((BK, BM), float32)  # A tile, transposed: sAT[k, m]
-    sB = cuda.shared.array((BK, BN), float32)
-    tid = cuda.threadIdx.x
-    row0 = cuda.blockIdx.y * BM
-    col0 = cuda.blockIdx.x * BN
-    M, K = A.shape
-    N = B.shape[1]
-    t_row = (tid // (BN // TN)) * {ROW_SPAN}  # first row and column of this thread's results
-    t_col = (tid % (BN // TN)) * {COL_SPAN}
-    a_r = tid // (BK // 4)            # the float4 of the A tile this thread stages
-    a_c = (tid % (BK // 4)) * 4
-    b_r = tid // (BN // 4)            # ... and of the B tile
-    b_c = (tid % (BN // 4)) * 4
-{zero}
-    for k0 in range(0, K, BK):
-        # K and N are multiples of 4, so a float4 lies wholly inside or wholly outside
-        if row0 + a_r < M and k0 + a_c < K:
-            x0, x1, x2, x3 = load4(A, row0 + a_r, k0 + a_c)
-        else:
-            x0 = x1 = x2 = x3 = np.float32(0.0)
-        sAT[a_c + 0, a_r] = x0  # transposing on the way in: four 4-byte stores
-        sAT[a_c + 1, a_r] = x1
-        sAT[a_c + 2, a_r] = x2
-        sAT[a_c + 3, a_r] = x3
-        if k0 + b_r < K and col0 + b_c < N:
-            y0, y1, y2, y3 = load4(B, k0 + b_r, col0 + b_c)
-        else:
-            y0 = y1 = y2 = y3 = np.float32(0.0)
-        sB[b_r, b_c + 0] = y0  # four neighbours at a multiple of 4: one STS.128
-        sB[b_r, b_c + 1] = y1
-        sB[b_r, b_c + 2] = y2
-        sB[b_r, b_c + 3] = y3
-        cuda.syncthreads()
-{inner}
-        cuda.syncthreads()
-{store}
-'''
-
-
-def source_parts(unroll_k=False, split=False, buffer_index=""):
-    """The generated pieces of the kernel: zeroing 64 accumulators c_i_j, the BK k-steps of
-    a slice (8+8 register values a_i and b_j, 64 fused multiply-adds each), and the store of
-    C.  ``buffer_index`` is put in front of every shared-memory index (lesson 07's second
-    buffer).  With unroll_k, the k-steps are written out too; measured on an H100 that was
-    slower: with k a constant in every index, NVVM no longer merged the shared loads into
-    LDS.128 (lesson 05).  With split, a thread's 8x8 results are four 4x4 pieces, BM/2 rows and
-    BN/2 columns apart (lesson 06): then 8 neighbouring threads read 128 contiguous bytes."""
-    I = range(TM)
-    J = range(TN)
-    # offset of the thread's i-th row (j-th column) from t_row (t_col)
-    row_off = [(i % 4) + (i // 4) * (BM // 2) for i in I] if split else list(I)
-    col_off = [(j % 4) + (j // 4) * (BN // 2) for j in J] if split else list(J)
-    zero = "\n".join(f"    c_{i}_{j} = np.float32(0.0)" for i in I for j in J)
-    b = buffer_index
-
-    def k_step(k, indent):
-        return [indent + f"a_{i} = sAT[{b}{k}, t_row + {row_off[i]}]" for i in I] + \
-               [indent + f"b_{j} = sB[{b}{k}, t_col + {col_off[j]}]" for j in J] + \
-               [indent + f"c_{i}_{j} += a_{i} * b_{j}" for i in I for j in J]
-
-    if unroll_k:
-        inner = "\n".join(line for k in range(BK) for line in k_step(k, " " * 8))
-    else:
-        inner = "\n".join(["        for k in range(BK):"] + k_step("k", " " * 12))
-    store = []
-    for i in I:
-        r = row_off[i]
-        store.append(f"    if t_row + row0 + {r} < M:")
-        for j in range(0, TN, 4):
-            c = col_off[j]
-            scaled = ", ".join(f"alpha * c_{i}_{j + d}" for d in range(4))
-            mixed = ", ".join(f"alpha * c_{i}_{j + d} + beta * o{d}" for d in range(4))
-            store += [
-                f"        if col0 + t_col + {c} < N:",
-                "            if beta == 0:",
-                f"                store4(C, row0 + t_row + {r}, col0 + t_col + {c}, {scaled})",
-                "            else:",
-                f"                o0, o1, o2, o3 = load4(C, row0 + t_row + {r}, col0 + t_col + {c})",
-                f"                store4(C, row0 + t_row + {r}, col0 + t_col + {c}, {mixed})",
-            ]
-    spans = dict(ROW_SPAN=4 if split else "TM", COL_SPAN=4 if split else "TN")
-    return zero, inner, "\n".join(store), spans
-
-
-def generate_sgemm_vec_source(unroll_k=False, split=False):
-    zero, inner, store, spans = source_parts(unroll_k, split)
-    return KERNEL_TEMPLATE.format(zero=zero, inner=inner, store=store, **spans)
-
 
 def make_sgemm_vec(unroll_k=False, split=False):
-    namespace = dict(cuda=cuda, float32=float32, np=np, load4=load4, store4=store4,
-                     BM=BM, BN=BN, BK=BK, TM=TM, TN=TN)
-    exec(compile(generate_sgemm_vec_source(unroll_k, split), "<sgemm_vec generated>", "exec"), namespace)
-    return namespace["sgemm_vec"]
+    """unroll_k: write out the k-loop too; measured on an H100 that was slower: with k a
+    constant in every index, NVVM no longer merged the shared loads into LDS.128 (lesson 05).
+    split: a thread's 8x8 results are four 4x4 pieces, BM/2 rows and BN/2 columns apart
+    (lesson 06): then 8 neighbouring threads read 128 contiguous bytes."""
+    ROW_GAP = BM // 2 if split else 4  # rows from a thread's first 4 result rows to its next 4
+    COL_GAP = BN // 2 if split else 4  # ... and columns
+    SPAN = 4 if split else TM          # rows (columns) between neighbouring threads' first results
+
+    @cuda.jit
+    @unrolled
+    def sgemm_vec(A, B, C, alpha, beta):
+        sAT = cuda.shared.array((BK, BM), float32)  # A tile, transposed: sAT[k, m]
+        sB = cuda.shared.array((BK, BN), float32)
+        tid = cuda.threadIdx.x
+        row0 = cuda.blockIdx.y * BM
+        col0 = cuda.blockIdx.x * BN
+        M, K = A.shape
+        N = B.shape[1]
+        t_row = (tid // (BN // TN)) * SPAN  # first row and column of this thread's results
+        t_col = (tid % (BN // TN)) * SPAN
+        a_r = tid // (BK // 4)            # the float4 of the A tile this thread stages
+        a_c = (tid % (BK // 4)) * 4
+        b_r = tid // (BN // 4)            # ... and of the B tile
+        b_c = (tid % (BN // 4)) * 4
+        # the thread's results, and one k-step's column of A and row of B: every index is a
+        # constant once the static_range loops are written out, so all three live in registers
+        acc = cuda.local.array((TM, TN), float32)
+        a = cuda.local.array(TM, float32)
+        b = cuda.local.array(TN, float32)
+        for i in static_range(TM):
+            for j in static_range(TN):
+                acc[i, j] = np.float32(0.0)
+        for k0 in range(0, K, BK):
+            # K and N are multiples of 4, so a float4 lies wholly inside or wholly outside
+            if row0 + a_r < M and k0 + a_c < K:
+                x0, x1, x2, x3 = load4(A, row0 + a_r, k0 + a_c)
+            else:
+                x0 = x1 = x2 = x3 = np.float32(0.0)
+            sAT[a_c + 0, a_r] = x0  # transposing on the way in: four 4-byte stores
+            sAT[a_c + 1, a_r] = x1
+            sAT[a_c + 2, a_r] = x2
+            sAT[a_c + 3, a_r] = x3
+            if k0 + b_r < K and col0 + b_c < N:
+                y0, y1, y2, y3 = load4(B, k0 + b_r, col0 + b_c)
+            else:
+                y0 = y1 = y2 = y3 = np.float32(0.0)
+            sB[b_r, b_c + 0] = y0  # four scalar stores (the SASS: NVVM does not merge them here)
+            sB[b_r, b_c + 1] = y1
+            sB[b_r, b_c + 2] = y2
+            sB[b_r, b_c + 3] = y3
+            cuda.syncthreads()
+            for k in static_range(BK) if static(unroll_k) else range(BK):
+                for i in static_range(TM):  # 8 + 8 shared loads (NVVM merges them: 2 + 2 LDS.128)
+                    a[i] = sAT[k, t_row + (i % 4 + i // 4 * ROW_GAP)]
+                for j in static_range(TN):
+                    b[j] = sB[k, t_col + (j % 4 + j // 4 * COL_GAP)]
+                for i in static_range(TM):  # ... then 64 fused multiply-adds
+                    for j in static_range(TN):
+                        acc[i, j] += a[i] * b[j]
+            cuda.syncthreads()
+        for i in static_range(TM):
+            row = row0 + t_row + (i % 4 + i // 4 * ROW_GAP)
+            if row < M:
+                for j in static_range(0, TN, 4):
+                    col = col0 + t_col + j // 4 * COL_GAP
+                    if col < N:
+                        if beta == 0:
+                            store4(C, row, col, alpha * acc[i, j], alpha * acc[i, j + 1],
+                                   alpha * acc[i, j + 2], alpha * acc[i, j + 3])
+                        else:
+                            o0, o1, o2, o3 = load4(C, row, col)
+                            store4(C, row, col, alpha * acc[i, j] + beta * o0, alpha * acc[i, j + 1] + beta * o1,
+                                   alpha * acc[i, j + 2] + beta * o2, alpha * acc[i, j + 3] + beta * o3)
+
+    return sgemm_vec
 
 
 # %%
-print("\n".join(generate_sgemm_vec_source().splitlines()[:40]))
-print("    ...")
+# What numba compiles: the kernel with every static_range loop written out (first 40 lines)
+my_vec = make_sgemm_vec()
+print("\n".join(expanded_source(my_vec).splitlines()[:40]))
+print(f"    ... {len(expanded_source(my_vec).splitlines())} lines in all")
 
 # %%
 from gemm_lessons.sgemm_kernels import vec
 
-my_vec = make_sgemm_vec()
 gl.check_all(functools.partial(vec.sgemm, kernel=my_vec), name="vec",
              shapes=[(68, 44, 36, 1.0, 0.0), (36, 72, 20, 1.5, -0.5)] if gl.SIMULATOR else
                     [(68, 44, 36, 1.0, 0.0), (516, 1028, 260, -1.0, 0.5), (4, 4, 4, 2.0, 1.0)])
@@ -217,10 +206,13 @@ print(f"vec vs reg2d: {table.speedup('vec', 'reg2d'):.2f}x ({table.source})")
 #
 # Count the instructions by width: `LDG.E.128` (global float4 loads; the count includes the
 # loads of C for beta != 0), `LDS.128` (shared float4 loads), `STG.E.128` (float4 stores of C)
-# and `FFMA`, with 0 bytes of local memory. Then compare with the fully unrolled variant: its
-# `FFMA` count shows all eight k-steps written out, but with k a constant in every index the
-# compiler no longer merged the shared loads, so every value arrives through a 4-byte `LDS`.
-# More unrolling is not automatically better: read the SASS, then measure.
+# and `FFMA`, with 0 bytes of local memory. `FFMA` counts instructions in the code: one k-step's
+# 64 in the loop body plus 64 in the `beta != 0` epilogue, as in lesson 04. Then compare with the
+# fully unrolled variant (`unroll_k=True`): its `FFMA` count shows all eight k-steps written out,
+# but with k a constant in every index the compiler no longer merged the shared loads, so every
+# value arrives through a 4-byte `LDS` (lesson 07 shows how to make the 16-byte shared loads
+# explicit, so they survive full unrolling). More unrolling is not automatically better: read
+# the SASS, then measure.
 
 # %%
 kernels = {"vec": my_vec, "vec_unrolled_k": my_vec_unrolled_k}
@@ -248,7 +240,8 @@ exercises.check("05-stage-a", stage_a)
 # * Layout first: transposing the A tile on its way into shared memory turns a thread's strided
 #   values into contiguous ones, which is what makes 16-byte loads possible.
 # * From numba: shared-memory `LDS.128` comes for free with aligned, visibly contiguous indices;
-#   global `LDG.128`/`STG.128` needs a tiny intrinsic; full unrolling needs generated source.
+#   global `LDG.128`/`STG.128` needs a tiny intrinsic; unrolling is asked for with
+#   `static_range` (`@unrolled`), and a register tile needs it: constant indices only.
 #   Always confirm in the SASS.
 # * Next (lesson 06): the banks of shared memory, and why *which* threads read *which*
 #   addresses in the same instruction still matters.

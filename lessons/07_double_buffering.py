@@ -40,9 +40,18 @@ figures.double_buffer_timeline();
 # **Predict:** faster than lesson 06?
 
 # %%
+from gemm_lessons.float4 import load4, store4  # lesson 05's 16-byte loads and stores
+from gemm_lessons.sgemm_kernels.vec import BK, BM, BN, THREADS, TM, TN  # lesson 05's tile sizes
+from gemm_lessons.unroll import expanded_source, static, static_range, unrolled  # lesson 05's unrolling
+
+# %%
 # source: gemm_lessons/sgemm_kernels/dbuf.py  (the package runs this same code; a test keeps the two identical)
-DBUF_TEMPLATE = '''
+GAP = BM // 2  # lesson 06's split: a thread's 8x8 results are four 4x4 pieces, 64 rows (columns) apart
+assert BM == BN and TM == TN == 8
+
+
 @cuda.jit
+@unrolled
 def sgemm_dbuf_indexed(A, B, C, alpha, beta):
     sAT = cuda.shared.array((2, BK, BM), float32)  # two buffers of the transposed A tile
     sB = cuda.shared.array((2, BK, BN), float32)
@@ -51,13 +60,18 @@ def sgemm_dbuf_indexed(A, B, C, alpha, beta):
     col0 = cuda.blockIdx.x * BN
     M, K = A.shape
     N = B.shape[1]
-    t_row = (tid // (BN // TN)) * {ROW_SPAN}
-    t_col = (tid % (BN // TN)) * {COL_SPAN}
+    t_row = (tid // (BN // TN)) * 4
+    t_col = (tid % (BN // TN)) * 4
     a_r = tid // (BK // 4)
     a_c = (tid % (BK // 4)) * 4
     b_r = tid // (BN // 4)
     b_c = (tid % (BN // 4)) * 4
-{zero}
+    acc = cuda.local.array((TM, TN), float32)  # registers: indexed by constants only
+    a = cuda.local.array(TM, float32)
+    b = cuda.local.array(TN, float32)
+    for i in static_range(TM):
+        for j in static_range(TN):
+            acc[i, j] = np.float32(0.0)
     # prologue: slice 0 into buffer 0
     x0 = x1 = x2 = x3 = y0 = y1 = y2 = y3 = np.float32(0.0)
     if row0 + a_r < M and a_c < K:
@@ -82,7 +96,14 @@ def sgemm_dbuf_indexed(A, B, C, alpha, beta):
             x0, x1, x2, x3 = load4(A, row0 + a_r, nxt + a_c)
         if nxt + b_r < K and col0 + b_c < N:
             y0, y1, y2, y3 = load4(B, nxt + b_r, col0 + b_c)
-{inner}
+        for k in range(BK):  # lesson 06's k-step, with the buffer index in front of every shared index
+            for i in static_range(TM):
+                a[i] = sAT[buf, k, t_row + (i % 4 + i // 4 * GAP)]
+            for j in static_range(TN):
+                b[j] = sB[buf, k, t_col + (j % 4 + j // 4 * GAP)]
+            for i in static_range(TM):
+                for j in static_range(TN):
+                    acc[i, j] += a[i] * b[j]
         if nxt < K:  # into the buffer nobody reads during this slice
             sAT[1 - buf, a_c + 0, a_r] = x0
             sAT[1 - buf, a_c + 1, a_r] = x1
@@ -94,17 +115,19 @@ def sgemm_dbuf_indexed(A, B, C, alpha, beta):
             sB[1 - buf, b_r, b_c + 3] = y3
         cuda.syncthreads()  # one barrier: the new buffer is complete, the old one free
         buf = 1 - buf
-{store}
-'''
-
-
-def make_sgemm_dbuf_indexed(split=True):
-    zero, inner, store, spans = source_parts(split=split, buffer_index="buf, ")
-    source = DBUF_TEMPLATE.format(zero=zero, inner=inner, store=store, **spans)
-    namespace = dict(cuda=cuda, float32=float32, np=np, load4=load4, store4=store4,
-                     BM=BM, BN=BN, BK=BK, TM=TM, TN=TN)
-    exec(compile(source, "<sgemm_dbuf_indexed generated>", "exec"), namespace)
-    return namespace["sgemm_dbuf_indexed"]
+    for i in static_range(TM):
+        row = row0 + t_row + (i % 4 + i // 4 * GAP)
+        if row < M:
+            for j in static_range(0, TN, 4):
+                col = col0 + t_col + j // 4 * GAP
+                if col < N:
+                    if beta == 0:
+                        store4(C, row, col, alpha * acc[i, j], alpha * acc[i, j + 1],
+                               alpha * acc[i, j + 2], alpha * acc[i, j + 3])
+                    else:
+                        o0, o1, o2, o3 = load4(C, row, col)
+                        store4(C, row, col, alpha * acc[i, j] + beta * o0, alpha * acc[i, j + 1] + beta * o1,
+                               alpha * acc[i, j + 2] + beta * o2, alpha * acc[i, j + 3] + beta * o3)
 
 
 # %%
@@ -129,17 +152,19 @@ inspect_kernel.compiler_facts({"vec_split": ladder.SGEMM["vec_split"].kernel,
                               threads={"vec_split": 256, "dbuf_indexed": 256})
 
 # %% [markdown]
-# ## Second attempt: a generator that leaves the compiler nothing to guess
+# ## Second attempt: a kernel that leaves the compiler nothing to guess
 #
-# `gemm_lessons/sgemm_kernels/warptile.py` writes the whole kernel from a `TileConfig`
-# (lesson 08 explores its other fields). For double buffering it does four things differently:
+# `make_kernel(config)` below (the package's `gemm_lessons/sgemm_kernels/warptile.py`) builds
+# the kernel for a `TileConfig`: the kernel reads the configuration's sizes as constants, and
+# `static_range` writes out every k-step of a slice. Lesson 08 explores the other fields. For
+# double buffering it does four things differently:
 #
 # 1. **Two separate shared arrays per tile** (`sA0`, `sA1`, `sB0`, `sB1`), and the main loop
 #    handles *two* slices per trip (compute from 0 while filling 1, barrier, compute from 1
 #    while filling 0, barrier). Every shared index is a plain expression again.
 # 2. **Explicit 128-bit shared loads.** `load4` (lesson 05's intrinsic) works on shared arrays
-#    too, so the generator can write out every k-step of a slice (fully unrolled) without
-#    relying on the compiler to merge loads.
+#    too, so every k-step of a slice can be written out (fully unrolled) without relying on
+#    the compiler to merge loads.
 # 3. **The next slice's loads come first**, the compute from the current buffer follows, then
 #    the stores into the other buffer: the loads are in flight during all 8 k-steps.
 # 4. **Guards without real branches.** Loads outside A or B must read zeros. How the condition
@@ -149,7 +174,7 @@ inspect_kernel.compiler_facts({"vec_split": ladder.SGEMM["vec_split"].kernel,
 
 # %%
 from dataclasses import dataclass, fields
-from gemm_lessons.float4 import load4, store4
+from numba import boolean, int64
 from gemm_lessons.sgemm_kernels.warptile import STATIC_SHARED_LIMIT
 
 
@@ -220,170 +245,178 @@ class TileConfig:
                 + ("" if self.guard == "if" else f" guard {self.guard}"))
 
 
-TEMPLATE = '''
-@jit(max_registers=MAX_REGISTERS)
-def sgemm_warptile(A, B, C, alpha, beta):
-{shared}
-    tid = cuda.threadIdx.x
-    row0 = cuda.blockIdx.y * BM
-    col0 = cuda.blockIdx.x * BN
-    M, K = A.shape
-    N = B.shape[1]
-    warp, lane = tid // 32, tid % 32
-    a_base = (warp // (BN // WN)) * WM + (lane // LN) * 4   # this thread's first row in the tile
-    b_base = (warp % (BN // WN)) * WN + (lane % LN) * 4     # ... and first column
-    a_r = tid // (BK // 4)          # the float4s of the A tile this thread stages:
-    a_c = (tid % (BK // 4)) * 4     #   rows a_r + i * A_STEP, columns a_c..a_c+3
-    b_r = tid // (BN // 4)          # ... and of the B tile: rows b_r + j * B_STEP
-    b_c = (tid % (BN // 4)) * 4
-{row_ok}
-{zero}
-{main_loop}
-{store}
-'''
-
-
-def _units(cfg):
-    """The float4s a thread stages per slice: ("A", i) for i < A_LOADS, then ("B", j)."""
-    n_a = cfg.BM * cfg.BK // 4 // cfg.threads
-    n_b = cfg.BK * cfg.BN // 4 // cfg.threads
-    return [("A", i) for i in range(n_a)] + [("B", j) for j in range(n_b)]
-
-
 GUARDS = ("if", "select", "and")
-
-
-def _load(unit, k0, guard="if"):
-    """Global -> registers for one float4 of the slice starting at k0, zeros outside A or B.
-
-    guard="if": ``if row_ok & (k < K): load`` -- one condition, so ptxas can predicate the
-    load instead of branching (the fastest on an H100, lesson 08's sweep).
-    guard="select": the address is clamped into the matrix and the value replaced by 0
-    outside it: no condition around the load at all.
-    guard="and": ``if row_ok and k < K:`` -- Python's short-circuit ``and`` is two branches."""
-    kind, i = unit
-    if kind == "A":
-        v, row, col, row_ok = f"x_{i}", f"row0 + a_r + {i} * A_STEP", f"{k0} + a_c", f"a_ok_{i}"
-        clamped = f"load4(A, a_row_{i}, min({col}, K - 4))"
-        in_k = f"{col} < K"
-    else:
-        v, row, col, row_ok = f"y_{i}", f"{k0} + b_r + {i} * B_STEP", "col0 + b_c", "b_ok"
-        clamped = f"load4(B, min({row}, K - 1), b_col)"
-        in_k = f"{row} < K"
-    if guard == "select":
-        return [f"ok = {row_ok} & ({in_k})", f"{v}_0, {v}_1, {v}_2, {v}_3 = {clamped}"] + \
-               [f"{v}_{d} = {v}_{d} if ok else np.float32(0.0)" for d in range(4)]
-    cond = f"{row_ok} & ({in_k})" if guard == "if" else f"{row_ok} and {in_k}"
-    return [f"if {cond}:", f"    {v}_0, {v}_1, {v}_2, {v}_3 = load4({kind}, {row}, {col})", "else:",
-            f"    {v}_0 = {v}_1 = {v}_2 = {v}_3 = np.float32(0.0)"]
-
-
-def _store(unit, buf):
-    """Registers -> shared buffer ``buf``: A transposed (four scalar stores), B as one float4."""
-    kind, i = unit
-    if kind == "A":
-        return [f"sA{buf}[a_c + {d}, a_r + {i} * A_STEP] = x_{i}_{d}" for d in range(4)]
-    return [f"store4(sB{buf}, b_r + {i} * B_STEP, b_c, y_{i}_0, y_{i}_1, y_{i}_2, y_{i}_3)"]
-
-
-def _compute(cfg, buf, before=None):
-    """BK k-steps from shared buffer ``buf``, written out: TM/4 + TN/4 LDS.128 and TM*TN FFMA
-    each.  ``before[k]``: lines to put in front of k-step k (k == BK: after the last one)."""
-    before = before or {}
-    LM, LN = cfg.lanes
-    out = []
-    for k in range(cfg.BK):
-        out += before.get(k, [])
-        for p in range(cfg.TM // 4):
-            a = ", ".join(f"a_{4 * p + d}" for d in range(4))
-            out.append(f"{a} = load4(sA{buf}, {k}, a_base + {p * LM * 4})")
-        for q in range(cfg.TN // 4):
-            b = ", ".join(f"b_{4 * q + e}" for e in range(4))
-            out.append(f"{b} = load4(sB{buf}, {k}, b_base + {q * LN * 4})")
-        out += [f"c_{i}_{j} += a_{i} * b_{j}" for i in range(cfg.TM) for j in range(cfg.TN)]
-    return out + before.get(cfg.BK, [])
-
-
-def _compute_and_stage(cfg, buf, k0, into):
-    """Compute from ``buf`` while the slice at ``k0`` travels global -> registers -> ``into``.
-    Staged all at once (loads before the first k-step, stores after the last), or, with
-    cfg.spread, float4 by float4 through the slice, each store half a slice after its load,
-    so fewer registers hold staged values at any time."""
-    units = _units(cfg)
-    before = {}
-    for u, unit in enumerate(units):
-        at = (u * cfg.BK) // len(units) if cfg.spread else 0
-        store_at = min(at + cfg.BK // 2, cfg.BK) if cfg.spread else cfg.BK
-        before.setdefault(at, []).extend(_load(unit, k0, cfg.guard))
-        before.setdefault(store_at, []).extend(_store(unit, into))
-    return _compute(cfg, buf, before)
-
-
-def _indent(lines, n):
-    return "\n".join(" " * n + line for line in lines)
-
-
-def generate_source(cfg):
-    cfg.validate()
-    LM, LN = cfg.lanes
-    bufs = range(cfg.stages)
-    shared = [f"sA{s} = cuda.shared.array((BK, A_ROW), float32)  # A tile, transposed" for s in bufs]
-    shared += [f"sB{s} = cuda.shared.array((BK, BN), float32)" for s in bufs]
-    row_ok = []
-    for kind, i in _units(cfg):
-        if kind == "A":  # rows outside A are read clamped to the last row, then zeroed
-            row_ok += [f"a_ok_{i} = row0 + a_r + {i} * A_STEP < M",
-                       f"a_row_{i} = min(row0 + a_r + {i} * A_STEP, M - 1)"]
-    row_ok += ["b_ok = col0 + b_c < N  # N is a multiple of 4: a float4 is wholly in or out",
-               "b_col = min(col0 + b_c, N - 4)"]
-    zero = [f"c_{i}_{j} = np.float32(0.0)" for i in range(cfg.TM) for j in range(cfg.TN)]
-    stage_all = [line for unit in _units(cfg) for line in _load(unit, "k0", cfg.guard)] + \
-        [line for unit in _units(cfg) for line in _store(unit, 0)]
-    if cfg.stages == 1:
-        loop = (["for k0 in range(0, K, BK):"]
-                + _indent(stage_all + ["cuda.syncthreads()"] + _compute(cfg, 0) + ["cuda.syncthreads()"],
-                          4).split("\n"))
-    else:
-        loop = (["# prologue: slice 0 into buffer 0", "k0 = 0"] + stage_all
-                + ["cuda.syncthreads()", "for k0 in range(0, K, 2 * BK):"]
-                + _indent(["# compute from buffer 0 while the next slice goes into buffer 1"]
-                          + _compute_and_stage(cfg, 0, "k0 + BK", 1)
-                          + ["cuda.syncthreads()  # buffer 1 full; everyone is done with buffer 0",
-                             "if k0 + BK >= K:", "    break"]
-                          + _compute_and_stage(cfg, 1, "k0 + 2 * BK", 0)
-                          + ["cuda.syncthreads()"], 4).split("\n"))
-    store = []
-    for p in range(cfg.TM // 4):
-        for d in range(4):
-            i = 4 * p + d
-            row = f"row0 + a_base + {p * LM * 4 + d}"
-            store.append(f"if {row} < M:")
-            for q in range(cfg.TN // 4):
-                col = f"col0 + b_base + {q * LN * 4}"
-                c = [f"c_{i}_{4 * q + e}" for e in range(4)]
-                store += [f"    if {col} < N:",
-                          "        if beta == 0:",
-                          f"            store4(C, {row}, {col}, " + ", ".join(f"alpha * {v}" for v in c) + ")",
-                          "        else:",
-                          f"            o0, o1, o2, o3 = load4(C, {row}, {col})",
-                          f"            store4(C, {row}, {col}, "
-                          + ", ".join(f"alpha * {v} + beta * o{e}" for e, v in enumerate(c)) + ")"]
-    return TEMPLATE.format(shared=_indent(shared, 4), row_ok=_indent(row_ok, 4), zero=_indent(zero, 4),
-                           main_loop=_indent(loop, 4), store=_indent(store, 4))
 
 
 def make_kernel(cfg):
     """Compile the kernel for ``cfg`` (validated first); the result remembers its config."""
+    cfg.validate()
+    BM, BN, BK, WM, WN, TM, TN = cfg.BM, cfg.BN, cfg.BK, cfg.WM, cfg.WN, cfg.TM, cfg.TN
     LM, LN = cfg.lanes
-    constants = dict(BM=cfg.BM, BN=cfg.BN, BK=cfg.BK, WM=cfg.WM, WN=cfg.WN, LN=LN,
-                     A_ROW=cfg.BM + cfg.pad_a,  # a shared array's shape must be a constant
-                     A_STEP=cfg.threads // (cfg.BK // 4), B_STEP=cfg.threads // (cfg.BN // 4),
-                     MAX_REGISTERS=cfg.max_registers)
-    namespace = dict(cuda=cuda, float32=float32, np=np, jit=jit, load4=load4, store4=store4, **constants)
-    exec(compile(generate_source(cfg), f"<sgemm_warptile {cfg.short()}>", "exec"), namespace)
-    kernel = namespace["sgemm_warptile"]
-    kernel.config = cfg
-    return kernel
+    A_ROW = BM + cfg.pad_a                 # a row of the transposed A tile, padded
+    A_LOADS = BM * BK // 4 // cfg.threads  # float4s of the A tile each thread stages per slice,
+    A_STEP = cfg.threads // (BK // 4)      #   A_STEP rows apart
+    B_LOADS = BK * BN // 4 // cfg.threads  # ... and of the B tile, B_STEP rows apart
+    B_STEP = cfg.threads // (BN // 4)
+    STAGES, GUARD = cfg.stages, cfg.guard
+
+    def load_at(u):  # the k-step before which staged float4 u (A's first, then B's) is loaded
+        return u * BK // (A_LOADS + B_LOADS) if cfg.spread else 0
+
+    def store_at(u):  # ... and stored into shared memory (BK: after the last k-step)
+        return min(load_at(u) + BK // 2, BK) if cfg.spread else BK
+
+    @jit(max_registers=cfg.max_registers)
+    @unrolled
+    def sgemm_warptile(A, B, C, alpha, beta):
+        sA0 = cuda.shared.array((BK, A_ROW), float32)  # A tile, transposed: sA0[k, m]
+        if static(STAGES == 2):
+            sA1 = cuda.shared.array((BK, A_ROW), float32)
+        sB0 = cuda.shared.array((BK, BN), float32)
+        if static(STAGES == 2):
+            sB1 = cuda.shared.array((BK, BN), float32)
+        tid = cuda.threadIdx.x
+        row0 = cuda.blockIdx.y * BM
+        col0 = cuda.blockIdx.x * BN
+        M, K = A.shape
+        N = B.shape[1]
+        warp, lane = tid // 32, tid % 32
+        a_base = (warp // (BN // WN)) * WM + (lane // LN) * 4   # this thread's first row in the tile
+        b_base = (warp % (BN // WN)) * WN + (lane % LN) * 4     # ... and first column
+        a_r = tid // (BK // 4)          # the float4s of the A tile this thread stages:
+        a_c = (tid % (BK // 4)) * 4     #   rows a_r + i * A_STEP, columns a_c..a_c+3
+        b_r = tid // (BN // 4)          # ... and of the B tile: rows b_r + j * B_STEP
+        b_c = (tid % (BN // 4)) * 4
+        # registers (local arrays indexed by constants only): rows of A and the columns of B
+        # inside the matrix (outside ones are read clamped to the last row or float4, see
+        # load_float4), the thread's TM x TN results, one k-step's fragments of A and B, and
+        # the float4s on their way from global to shared memory
+        a_ok = cuda.local.array(A_LOADS, boolean)
+        a_row = cuda.local.array(A_LOADS, int64)
+        for i in static_range(A_LOADS):
+            a_ok[i] = row0 + a_r + i * A_STEP < M
+            a_row[i] = min(row0 + a_r + i * A_STEP, M - 1)
+        b_ok = col0 + b_c < N  # N is a multiple of 4: a float4 is wholly in or out
+        b_col = min(col0 + b_c, N - 4)
+        acc = cuda.local.array((TM, TN), float32)
+        for i in static_range(TM):
+            for j in static_range(TN):
+                acc[i, j] = np.float32(0.0)
+        a = cuda.local.array(TM, float32)
+        b = cuda.local.array(TN, float32)
+        xa = cuda.local.array((A_LOADS, 4), float32)
+        xb = cuda.local.array((B_LOADS, 4), float32)
+
+        def load_float4(X, row, col, inside_mn, inside_k, safe_row, safe_col):
+            """X[row, col:col+4], or zeros where the float4 lies outside X: past M (A) or N (B)
+            or past K.  GUARD "if": one condition, so ptxas can predicate the load instead of
+            branching (the fastest on an H100, lesson 08's sweep); "select": the address is
+            clamped into the matrix and the value replaced by 0 outside it, no condition around
+            the load at all; "and": Python's short-circuit ``and`` is two branches."""
+            if static(GUARD == "select"):
+                ok = inside_mn & inside_k
+                v0, v1, v2, v3 = load4(X, safe_row, safe_col)
+                v0 = v0 if ok else np.float32(0.0)
+                v1 = v1 if ok else np.float32(0.0)
+                v2 = v2 if ok else np.float32(0.0)
+                v3 = v3 if ok else np.float32(0.0)
+            else:
+                v0 = v1 = v2 = v3 = np.float32(0.0)
+                if static(GUARD == "and"):
+                    if inside_mn and inside_k:
+                        v0, v1, v2, v3 = load4(X, row, col)
+                elif inside_mn & inside_k:
+                    v0, v1, v2, v3 = load4(X, row, col)
+            return v0, v1, v2, v3
+
+        def load_a(i, k0):  # global -> registers: A's float4 i of the slice starting at k0
+            xa[i, 0], xa[i, 1], xa[i, 2], xa[i, 3] = load_float4(
+                A, row0 + a_r + i * A_STEP, k0 + a_c, a_ok[i], k0 + a_c < K, a_row[i], min(k0 + a_c, K - 4))
+
+        def load_b(j, k0):
+            xb[j, 0], xb[j, 1], xb[j, 2], xb[j, 3] = load_float4(
+                B, k0 + b_r + j * B_STEP, col0 + b_c, b_ok, k0 + b_r + j * B_STEP < K,
+                min(k0 + b_r + j * B_STEP, K - 1), b_col)
+
+        def store_a(i, sA):  # registers -> shared: A transposed, four scalar stores
+            for d in static_range(4):
+                sA[a_c + d, a_r + i * A_STEP] = xa[i, d]
+
+        def store_b(j, sB):  # ... B as one float4
+            store4(sB, b_r + j * B_STEP, b_c, xb[j, 0], xb[j, 1], xb[j, 2], xb[j, 3])
+
+        def stage(k0, sA, sB):  # the slice starting at k0, all at once: global -> registers -> shared
+            for i in static_range(A_LOADS):
+                load_a(i, k0)
+            for j in static_range(B_LOADS):
+                load_b(j, k0)
+            for i in static_range(A_LOADS):
+                store_a(i, sA)
+            for j in static_range(B_LOADS):
+                store_b(j, sB)
+
+        def k_step(sA, sB, k):  # TM/4 + TN/4 LDS.128 (4x4 pieces, LM*4 rows and LN*4 columns apart), TM*TN FFMA
+            for p in static_range(TM // 4):
+                a[4 * p], a[4 * p + 1], a[4 * p + 2], a[4 * p + 3] = load4(sA, k, a_base + p * LM * 4)
+            for q in static_range(TN // 4):
+                b[4 * q], b[4 * q + 1], b[4 * q + 2], b[4 * q + 3] = load4(sB, k, b_base + q * LN * 4)
+            for i in static_range(TM):
+                for j in static_range(TN):
+                    acc[i, j] += a[i] * b[j]
+
+        def compute_and_stage(sA, sB, k0, sA_next, sB_next):
+            """BK k-steps from sA, sB while the slice starting at k0 travels global -> registers ->
+            sA_next, sB_next: all loads before the first k-step and all stores after the last, or
+            (spread) float4 by float4 through the slice, each store half a slice after its load,
+            so fewer registers hold staged values at any time."""
+            for k in static_range(BK + 1):
+                for u in static_range(A_LOADS + B_LOADS):
+                    if static(load_at(u) == k):
+                        if static(u < A_LOADS):
+                            load_a(u, k0)
+                        else:
+                            load_b(u - A_LOADS, k0)
+                    if static(store_at(u) == k):
+                        if static(u < A_LOADS):
+                            store_a(u, sA_next)
+                        else:
+                            store_b(u - A_LOADS, sB_next)
+                if static(k < BK):
+                    k_step(sA, sB, k)
+
+        if static(STAGES == 1):
+            for k0 in range(0, K, BK):
+                stage(k0, sA0, sB0)
+                cuda.syncthreads()
+                for k in static_range(BK):
+                    k_step(sA0, sB0, k)
+                cuda.syncthreads()
+        else:
+            stage(0, sA0, sB0)  # prologue: slice 0 into buffer 0
+            cuda.syncthreads()
+            for k0 in range(0, K, 2 * BK):
+                compute_and_stage(sA0, sB0, k0 + BK, sA1, sB1)  # from buffer 0; the next slice into buffer 1
+                cuda.syncthreads()  # buffer 1 full; everyone is done with buffer 0
+                if k0 + BK >= K:
+                    break
+                compute_and_stage(sA1, sB1, k0 + 2 * BK, sA0, sB0)
+                cuda.syncthreads()
+        for i in static_range(TM):
+            row = row0 + a_base + (i // 4 * LM * 4 + i % 4)  # 4x4 pieces, LM*4 rows apart
+            if row < M:
+                for j in static_range(0, TN, 4):
+                    col = col0 + b_base + j // 4 * LN * 4
+                    if col < N:
+                        if beta == 0:
+                            store4(C, row, col, alpha * acc[i, j], alpha * acc[i, j + 1],
+                                   alpha * acc[i, j + 2], alpha * acc[i, j + 3])
+                        else:
+                            o0, o1, o2, o3 = load4(C, row, col)
+                            store4(C, row, col, alpha * acc[i, j] + beta * o0, alpha * acc[i, j + 1] + beta * o1,
+                                   alpha * acc[i, j + 2] + beta * o2, alpha * acc[i, j + 3] + beta * o3)
+
+    sgemm_warptile.config = cfg
+    return sgemm_warptile
 
 
 # %% [markdown]
@@ -394,15 +427,18 @@ def make_kernel(cfg):
 # NBVAL_CHECK_OUTPUT
 print(dbuf.DBUF_CONFIG.short(), "|", dbuf.DBUF_CONFIG.threads, "threads,",
       dbuf.DBUF_CONFIG.shared_bytes, "bytes of shared memory")
-source = generate_source(dbuf.DBUF_CONFIG)
-start = source.index("# prologue")
-print(f"{len(source.splitlines())} lines of generated kernel; the main loop begins:\n")
-print("\n".join(source[start:].splitlines()[:40]))
+
+# %%
+from dataclasses import replace
+from gemm_lessons.sgemm_kernels import warptile
+my_dbuf = make_kernel(dbuf.DBUF_CONFIG)  # the kernel defined above: edit it, and what follows uses your version
+lines = expanded_source(my_dbuf).splitlines()
+start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("for k0 in range("))
+print(f"numba compiles {len(lines)} lines once every static_range loop is written out; the main loop begins:\n")
+print("\n".join(lines[start:start + 40]))
 print("    ...")
 
 # %%
-from gemm_lessons.sgemm_kernels import warptile
-my_dbuf = make_kernel(dbuf.DBUF_CONFIG)
 gl.check_all(functools.partial(warptile.sgemm, kernel=my_dbuf), name="dbuf",
              shapes=[(68, 44, 36, 1.0, 0.0), (36, 72, 20, 1.5, -0.5), (1, 4, 4, 2.0, 1.0)] if gl.SIMULATOR else
                     [(68, 44, 36, 1.0, 0.0), (516, 1028, 260, -1.0, 0.5), (4, 4, 4, 2.0, 1.0)])
@@ -410,13 +446,18 @@ gl.check_all(functools.partial(warptile.sgemm, kernel=my_dbuf), name="dbuf",
 # %% [markdown]
 # ## Measure: when double buffering helps, and when it does not
 #
-# Five kernels from the same generator differ in one thing each: one buffer (two barriers per
+# Four kernels from `make_kernel` above differ in one thing each: one buffer (two barriers per
 # slice) or two; the guard around the staging loads written three ways. Lesson 06's kernel is
 # the baseline. (On a GPU this compiles four big kernels: about a minute.)
 
 # %%
-kernels = {name: ladder.SGEMM.get(name) or ladder.VARIANTS[name]
-           for name in ["vec_split", "dbuf_one_buffer", "dbuf", "dbuf_short_circuit", "dbuf_select"]}
+configs = {"dbuf_one_buffer": replace(dbuf.DBUF_CONFIG, stages=1), "dbuf": dbuf.DBUF_CONFIG,
+           "dbuf_short_circuit": replace(dbuf.DBUF_CONFIG, guard="and"),
+           "dbuf_select": replace(dbuf.DBUF_CONFIG, guard="select")}
+my_kernels = {"vec_split": ladder.SGEMM["vec_split"].kernel,
+              **{name: my_dbuf if cfg == dbuf.DBUF_CONFIG else make_kernel(cfg) for name, cfg in configs.items()}}
+kernels = {"vec_split": ladder.SGEMM["vec_split"],
+           **{name: functools.partial(warptile.sgemm, kernel=my_kernels[name]) for name in configs}}
 table = measure.compare(kernels, size=(4096, 4096, 4096))
 table
 
@@ -428,8 +469,7 @@ for name, base, what in [("dbuf", "dbuf_one_buffer", "two buffers instead of one
     print(f"{what:<45} {table.speedup(name, base):.2f}x  ({table.source})")
 
 # %%
-inspect_kernel.compiler_facts({name: r.kernel for name, r in kernels.items()},
-                              threads={name: 256 for name in kernels})
+inspect_kernel.compiler_facts(my_kernels, threads={name: 256 for name in my_kernels})
 
 
 # %% [markdown]
@@ -446,13 +486,14 @@ inspect_kernel.compiler_facts({name: r.kernel for name, r in kernels.items()},
 # * **The first attempt** lost `LDS.128`; double buffering is worth nothing if it costs the
 #   wide loads.
 #
-# The seeds warned that double buffering written naively can lose to register spills: both
+# Source article [[4]](REFERENCES.md#seed-003) warned that double buffering written naively can
+# lose to register spills: both
 # failure modes are in this table, each with the compiler's evidence beside it.
 
 # %% [markdown]
 # ## Exercise 07-shared-bytes
 # How many bytes of shared memory does a block need? Write `shared_bytes(BM, BN, BK, pad_a,
-# stages)` for the generator's layout: per buffer, the transposed A tile (BK rows of
+# stages)` for `make_kernel`'s layout: per buffer, the transposed A tile (BK rows of
 # BM + pad_a floats) and the B tile (BK rows of BN floats).
 
 # %%

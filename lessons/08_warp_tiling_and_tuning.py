@@ -2,7 +2,7 @@
 # # 08 · Warp tiles and tuning: let a sweep choose
 #
 # **Where we are.** Lesson 07's kernel is a `TileConfig` away from many others: the same
-# generator can cut the block tile differently among warps and threads, make slices deeper,
+# `make_kernel` can cut the block tile differently among warps and threads, make slices deeper,
 # drop the register cap, or stage loads differently. Which choices matter? Measure them all.
 
 # %%
@@ -196,7 +196,8 @@ exercises.check("08-lanes", lanes)
 # %% [markdown]
 # ## Takeaway
 #
-# * A generator plus a sweep turns guesses into measurements: every configuration is checked
+# * One kernel written for a whole family of configurations, plus a sweep, turns guesses into
+#   measurements: every configuration is checked
 #   for correctness first, and rejected with a reason if it cannot work.
 # * On this kernel the decisive choices were the ones that keep the compiler within 128
 #   registers without spilling (BK = 8 with two buffers, the cap itself) and the form of the

@@ -116,7 +116,7 @@ print("every rung has a lesson:", all(r.lesson for r in ladder.SGEMM.values()))
 #
 # * **Good:** coalesced loads (01); shared-memory tiles (02); several results per thread in
 #   registers, best as a square outer product (03, 04); a transposed A tile, 128-bit loads and
-#   generated unrolling (05); conflict-free shared reads (06); two shared buffers with the next
+#   compile-time unrolling of the k-step (05); conflict-free shared reads (06); two shared buffers with the next
 #   slice's loads under the compute (07); a register cap that keeps two blocks per SM (04, 08).
 # * **Bad, measured:** lifting the register cap (04, 08); writing out more than the compiler
 #   needs (05, k-loop); a runtime buffer index (07); a short-circuit `and` around loads (07);

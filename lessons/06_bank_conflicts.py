@@ -124,7 +124,7 @@ for name, t in [("vec", vec_trace), ("vec_split", split_trace)]:
           f"{ld['conflicts']} from conflicts")
 
 # %%
-figures.bank_map(vec_trace.first("ld", array="a1").addresses, 16, title="vec: first read of sB, warp 0");
+figures.bank_map(vec_trace.first("ld", array="sB").addresses, 16, title="vec: first read of sB, warp 0");
 
 # %% [markdown]
 # ## Ground truth: the GPU's counters

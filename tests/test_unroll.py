@@ -235,7 +235,8 @@ def test_compiles_for_a_gpu():
             out[cuda.threadIdx.x, i] = acc[i]
 
     ptx, _ = cuda.compile_ptx(kernel, types.void(types.float32[:, ::1]), cc=(9, 0))
-    assert "local" not in ptx.split("{", 1)[1]  # the local array lives in registers
+    body = ptx.split("{", 1)[1]
+    assert ".local" not in body and "__local_depot" not in body  # the local array lives in registers
 
 
 def test_helpers_defined_inside_are_written_out_where_called():

@@ -58,7 +58,7 @@ for name, (addrs, width) in examples.items():
 
 # %%
 import matplotlib.pyplot as plt
-fig, ax = plt.subplots(2, 1, figsize=(12, 7))
+fig, ax = plt.subplots(2, 1, figsize=(12, 7), dpi=60)  # dpi: a small picture in the saved notebook
 figures.bank_map([128 * l for l in range(32)], 4, ax=ax[0], title="column of tile[32][32]", rows=8)
 figures.bank_map([132 * l for l in range(32)], 4, ax=ax[1], title="column of tile[32][33]", rows=8)
 plt.tight_layout()
@@ -78,7 +78,7 @@ plt.tight_layout()
 #   threads of a phase now read 128 contiguous bytes: no conflict, same warp shape.
 
 # %%
-fig, ax = plt.subplots(3, 1, figsize=(12, 6))
+fig, ax = plt.subplots(3, 1, figsize=(12, 6), dpi=60)
 for a, (label, kw) in zip(ax, [("2x16, lanes along columns", dict(shape=(2, 16))),
                               ("4x8, lanes along rows", dict(shape=(4, 8), lanes_along="rows")),
                               ("2x16, 8x8 split into 4x4", dict(shape=(2, 16), split=True))]):
@@ -124,7 +124,8 @@ for name, t in [("vec", vec_trace), ("vec_split", split_trace)]:
           f"{ld['conflicts']} from conflicts")
 
 # %%
-figures.bank_map(vec_trace.first("ld", array="sB").addresses, 16, title="vec: first read of sB, warp 0");
+fig, ax = plt.subplots(figsize=(12, 3.5), dpi=60)
+figures.bank_map(vec_trace.first("ld", array="sB").addresses, 16, ax=ax, title="vec: first read of sB, warp 0");
 
 # %% [markdown]
 # ## Ground truth: the GPU's counters

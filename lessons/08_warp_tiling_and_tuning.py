@@ -214,7 +214,7 @@ exercises.check("08-lanes", lanes)
 # column of its result column `j`, for `i, j = 0..7`) use lesson 07's arrangement: threads in
 # rows of 16, so a warp covers 16 rows x 128 columns, and per k-step it reads 16 values of A and
 # 128 of B from shared memory. Rewrite them for **warp tiles** of WM x WN = 32 x 64: warp `w`
-# owns one 32 x 64 quarter... no, half of the block tile, its lanes form an LM x LN = 4 x 8 grid,
+# owns one half of the block tile (32 x 64), its lanes form an LM x LN = 4 x 8 grid,
 # and each lane's 8x8 results are 4x4 pieces LM * 4 rows and LN * 4 columns apart (lesson 06's
 # split, one level up). The check runs the kernel against the float64 reference, then traces one
 # block: each warp must read WM + WN = 96 distinct floats of shared memory per k-step, with no

@@ -17,6 +17,7 @@ Simulator only, like the other tracers.  Addresses are byte offsets from the arr
 sector counts assume arrays that start on a 32-byte boundary (a GPU allocation starts on 256).
 """
 import collections
+import os
 import sys
 import threading
 from dataclasses import dataclass
@@ -26,6 +27,12 @@ import numpy as np
 from .. import _backend
 from . import shared_tracer
 
+try:  # frames inside numba's CUDA simulator (its array wrappers) are not the kernel's
+    import numba.cuda.simulator as _simulator
+
+    _SIMULATOR_DIR = os.path.dirname(os.path.abspath(_simulator.__file__))
+except ImportError:  # pragma: no cover
+    _SIMULATOR_DIR = "\0"
 SECTOR = 32  # bytes: the unit in which L2 and DRAM serve a global access
 
 
@@ -168,16 +175,24 @@ class _LoggedArray:
         self._a[idx] = value
 
 
+def _kernel_frame():
+    """The frame of the kernel line that made the access (the simulator wraps device arrays)."""
+    f = sys._getframe(2)
+    while f is not None and f.f_code.co_filename.startswith(_SIMULATOR_DIR):
+        f = f.f_back
+    return f
+
+
 def _global_array(rec, name, host):
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray  # simulator mode only
 
     class LoggedDeviceArray(FakeCUDAArray):
         def __getitem__(self, idx):
-            rec.record("global", "ld", name, self._logged._address(idx), sys._getframe(1))
+            rec.record("global", "ld", name, self._logged._address(idx), _kernel_frame())
             return super().__getitem__(idx)
 
         def __setitem__(self, idx, val):
-            rec.record("global", "st", name, self._logged._address(idx), sys._getframe(1))
+            rec.record("global", "st", name, self._logged._address(idx), _kernel_frame())
             return super().__setitem__(idx, val)
 
     arr = LoggedDeviceArray(np.ascontiguousarray(host))

@@ -169,7 +169,8 @@ exercises.check("10-next-step", next_step)
 #   needs (05, k-loop); a runtime buffer index (07); a short-circuit `and` around loads (07);
 #   deeper slices that push the kernel into spills (08).
 # * **Neutral here:** 16x16 vs 32x32 shared tiles (02), warp layout and padding of the A tile
-#   (08): the model predicted no change, and the measurement agrees.
+#   (08): no measurable change (for the warp layout the bank model predicted none; without
+#   padding it predicts 2-way conflicts on the A-tile stores, too few to show in the time).
 
 # %% [markdown]
 # ## Sources and further reading

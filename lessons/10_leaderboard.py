@@ -70,6 +70,12 @@ plots.roofline_rungs(record, counters);
 Markdown(leaderboard.roofline_markdown(record, counters))
 
 # %% [markdown]
+# The naive kernel is the surprise: counted by what it asks for it sits *above* the global
+# ceiling (over 100% in the last column), because most of its requests never reach DRAM, and
+# its filled point, where the profiler puts it, is far *below* the DRAM ceiling. Neither memory
+# ceiling of this figure holds it down; what does is issuing two load instructions per FMA
+# through the L1 cache (lesson 01), a limit this roofline does not draw.
+#
 # Read the table against the ladder: the rung whose speed is closest to one of its ceilings is
 # held down by that memory, and the next lesson's technique is the one that raises that
 # ceiling (bigger tiles for global memory, bigger register tiles for shared memory). With an

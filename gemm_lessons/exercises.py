@@ -475,8 +475,8 @@ def _global_reads_ok(facts, tile, staged):
     BM, BN = tile[:2]
     want_a, want_b = M * K * (N // BN), K * N * (M // BM)
     if facts["A_reads"] <= want_a and facts["B_reads"] <= want_b:
-        return True, (f"{facts['A_reads'] + facts['B_reads']:,} global reads at {M}x{N}x{K}, "
-                      f"= MNK(1/{BM} + 1/{BN})")
+        return True, (f"{facts['A_reads'] + facts['B_reads']:,} global reads at {M}x{N}x{K} "
+                      f"(MNK(1/{BM} + 1/{BN}) = {want_a + want_b:,})")
     over = " and ".join(f"{name} {got:,} times (a tiled kernel: {want:,})"
                         for name, got, want in (("A", facts["A_reads"], want_a), ("B", facts["B_reads"], want_b))
                         if got > want)
@@ -520,8 +520,9 @@ def _(ans):
                   "element on the simulator.")
 
 
-@exercise("03-kernel", "for each k of the slice: one read of sA[t_row, k] into a register, then all TN "
-                       "accumulators updated from it and the TN values of sB in row k.")
+@exercise("03-kernel", "for each k of the slice, one of the two factors is the same for all TN results of the "
+                       "thread (which?): read it from shared memory once, into a register, and update the TN "
+                       "accumulators from it and the TN values of the other factor.")
 def _(ans):
     ok, shapes = _answer_first("03", ans)
     if ok is False:

@@ -73,6 +73,11 @@ else:
         return sig, codegen
 
 
+# every value load4 returns is a float32 (the GPU version takes float32 arrays only): @unrolled
+# stores them into float32 register arrays without a cast (gemm_lessons/unroll.py)
+load4.result_type = "float32"
+
+
 def require_wide_alignment(*named_arrays):
     """ValueError unless every row of every array starts on a 16-byte boundary."""
     for name, a in named_arrays:

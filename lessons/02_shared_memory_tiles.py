@@ -122,18 +122,14 @@ for op in ("ld", "st"):
     print(f"{op}: {t['instructions']} warp instructions, {t['wavefronts']} wavefronts, {t['conflicts']} from conflicts")
 
 # %% [markdown]
-# ## Predict, then measure: 02-predict
+# ## Predict, then measure
 # With 32x32 tiles the kernel reads 16 times fewer values from global memory than the naive
 # kernel (the formula, checked against a count above). How many times faster do you expect
-# `smem_tile` (32x32) to run than `naive` at 4096^3? Write one number; after the measurement,
-# a cell sets it against the measured speedup.
+# `smem_tile` (32x32) to run than `naive` at 4096^3? Write one number in the next cell; after the
+# measurement, a cell sets it against the measured speedup.
 
 # %%
-# NBVAL_CHECK_OUTPUT
-### BEGIN SOLUTION: prediction = None
-prediction = 16.0  # the global-load ratio: right if global loads were the only cost
-### END SOLUTION
-exercises.check("02-predict", prediction)
+my_speedup = None  # your prediction: replace None with a number (for example 2.5)
 
 # %% [markdown]
 # ## Measure: 16 vs 32
@@ -154,7 +150,8 @@ print(f"32x32 tiles vs naive: {table.speedup('smem_tile', 'naive'):.1f}x; "
       f"32x32 vs 16x16: {table.speedup('smem_tile', 'smem_tile16'):.2f}x ({table.source})")
 
 # %%
-exercises.compare_prediction("02-predict", prediction, table)
+exercises.compare_prediction(my_speedup, table.speedup("smem_tile", "naive"), "smem_tile vs naive at 4096^3 (times faster)",
+                             table.source)
 
 # %% [markdown]
 # The load count is a model with one cost. Where the measurement falls short of it, look at

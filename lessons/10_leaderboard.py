@@ -112,6 +112,30 @@ print("rungs in order:", " -> ".join(ladder.SGEMM))
 print("every rung has a lesson:", all(r.lesson for r in ladder.SGEMM.values()))
 
 # %% [markdown]
+# ## Exercise 10-next-step: which technique to try next, by the record
+#
+# You have a kernel from this course and a shape to run it at. Which technique should you try
+# next? The record answers with measurements: `leaderboard.technique_effects(record, size)`
+# lists, for one recorded size, the rows of the technique table above (technique, lesson, the
+# kernel without it, the kernel with it, TFLOPS without, TFLOPS with, change in %), each pair
+# timed in the same run. Write `next_step(kernel, size)`: among the rows that start from
+# `kernel`, the one with the largest gain, returned as `(kernel with it, change in %)`, or
+# `None` when no row from `kernel` gained more than 2 % at that size (a change within 2 % is
+# not a measured gain: the table marks it ≈). The check asks about every kernel of the table
+# at every recorded size and compares with the record; the answer differs from size to size.
+
+# %%
+def next_step(kernel, size):
+    ### BEGIN SOLUTION
+    gains = [(after, change) for _, _, before, after, _, _, change in leaderboard.technique_effects(record, size)
+             if before == kernel and change > 2]
+    return max(gains, key=lambda g: g[1]) if gains else None
+    ### END SOLUTION
+
+
+exercises.check("10-next-step", next_step)
+
+# %% [markdown]
 # ## Good and bad techniques, in one sentence each
 #
 # * **Good:** coalesced loads (01); shared-memory tiles (02); several results per thread in

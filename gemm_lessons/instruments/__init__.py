@@ -3,8 +3,7 @@
 * ``bank_model``: how many wavefronts one warp-wide shared-memory access costs (pure arithmetic).
 * ``shared_tracer``: records the shared-memory accesses of one block of any kernel and costs
   them with the bank model (lessons 02-09; checked against Nsight Compute in lesson 06).
-* ``global_loads``: counts the elements of A, B and C a kernel reads and writes (lessons 01-04),
-  and the 32-byte sectors each warp-wide read touches (lesson 01's exercise).
+* ``global_loads``: counts the elements of A, B and C a kernel reads and writes (lessons 01-03).
 * ``simulator_process``: runs an instrument in a child process on the simulator, so notebooks
   on a GPU machine can use them too.
 

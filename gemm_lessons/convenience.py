@@ -31,8 +31,8 @@ def _needs_padding(rung, K, N):
 
 
 def sgemm(A, B, C=None, alpha=1.0, beta=0.0, rung=None):
-    """C = alpha * A @ B + beta * C.  Returns C (a new NumPy array when A is one and C is None,
-    a new device array when A is one and C is None)."""
+    """C = alpha * A @ B + beta * C.  Returns C: when C is None, a new array of A's kind (NumPy
+    or device)."""
     if rung is None and type(A) is library._DeviceArray:  # the library call: as little Python as possible
         return library.sgemm(A, B, C, alpha, beta)
     on_device = is_device_array(A)

@@ -126,15 +126,18 @@ class Model:
         return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
 
-def candidates(M, N, K, wide):
+def candidates(M, N, K, wide, model=None):
     """The plans that can run M x N x K: wide only when ``wide`` (K and N multiples of 4,
-    C-contiguous 16-byte-aligned arrays); split-K only where each part gets enough of K."""
+    C-contiguous 16-byte-aligned arrays); split-K only where each part gets at least
+    ``model.min_k_per_split`` of K (below that the partial sums' traffic and the second launch
+    cannot pay) and the last part is not empty."""
+    min_k = (model or _model_now()).min_k_per_split
     out = []
     for p in PLANS:
         if p.kernel == "wide" and not wide:
             continue
-        if p.split > 1 and (K < 2 * _model_now().min_k_per_split or p.k_chunk(K) * (p.split - 1) >= K):
-            continue  # too little K to split, or the last part would be empty
+        if p.split > 1 and (K < p.split * min_k or p.k_chunk(K) * (p.split - 1) >= K):
+            continue
         if p.kernel == "any_shape" and p.split == 1 and wide:
             continue  # the wide kernel does the same with fewer instructions
         out.append(p)
@@ -144,16 +147,12 @@ def candidates(M, N, K, wide):
 def choose(M, N, K, wide, model=None):
     """The plan gl.sgemm launches for an M x N x K product (``wide``: see ``candidates``).
 
-    The plan with the smallest ``model.estimate_s`` (ties: the first in PLANS order, i.e.
-    larger tiles, no split).  The model's numbers are provisional until measured on this GPU
-    (module doc; ``model().source`` says which).  Splitting needs each part of K to hold at
-    least ``model.min_k_per_split`` (provisional too): below that the partial sums' traffic and
-    the second launch cannot pay.
+    The candidate with the smallest ``model.estimate_s`` (ties: the first in PLANS order, i.e.
+    larger tiles, no split).  The model's numbers, ``min_k_per_split`` included, are
+    provisional until measured on this GPU (module doc; ``model().source`` says which).
     """
     model = model or _model_now()
-    cands = [p for p in candidates(M, N, K, wide)
-             if p.split == 1 or K >= p.split * model.min_k_per_split]
-    return min(cands, key=lambda p: model.estimate_s(p, M, N, K))
+    return min(candidates(M, N, K, wide, model), key=lambda p: model.estimate_s(p, M, N, K))
 
 
 _MODEL = {}

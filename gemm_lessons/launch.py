@@ -95,6 +95,23 @@ class Launcher:
             flat.extend(marshal(value))
         self._launch(self._stream, self.config(grid), self._handle, *flat)
 
+    def blocks_per_sm(self):
+        """Resident blocks per SM of the compiled kernel (the driver's occupancy calculator);
+        None on the simulator."""
+        if _backend.SIMULATOR:
+            return None
+        compiled = self.kernel.compile(self.argtypes)
+        sms = cuda.get_current_device().MULTIPROCESSOR_COUNT
+        return compiled.max_cooperative_grid_blocks(self.block) // sms
+
+    def resources(self):
+        """Registers and local memory per thread, shared memory per block (None on the simulator)."""
+        if _backend.SIMULATOR:
+            return None
+        k = self.kernel.compile(self.argtypes)
+        return {"registers": k.regs_per_thread, "local_bytes": k.local_mem_per_thread,
+                "shared_bytes": k.shared_mem_per_block}
+
     def __repr__(self):
         how = "fast" if self.fast else f"plain ({self.why_plain})"
         return f"<Launcher {getattr(self.kernel, '__name__', self.kernel)} {how}>"

@@ -113,7 +113,16 @@ def sgemm(A, B, C=None, alpha=1.0, beta=0.0):
         return _checked_call(A, B, C, alpha, beta)
     wide = (contiguous and not (K & 3 or N & 3)
             and not ((_pointer(A) | _pointer(B) | _pointer(C)) & 15))
-    plan = dispatch.plan_for(M, N, K, wide)
+    run_plan(dispatch.plan_for(M, N, K, wide), A, B, C, alpha, beta, contiguous)
+    return C
+
+
+def run_plan(plan, A, B, C, alpha=1.0, beta=0.0, contiguous=True):
+    """Launch ``plan`` (a dispatch.Plan) on checked arrays: what sgemm does once it has chosen,
+    and what the shape benchmark calls to time every plan.  ``contiguous``: all three arrays
+    C-contiguous (else the any-shape kernel is compiled for strided arrays)."""
+    M, K = A.shape
+    N = B.shape[1]
     layout = "C" if contiguous else "A"
     gx, gy, split = plan.grid(M, N)
     if plan.kernel == "wide":
@@ -124,7 +133,12 @@ def sgemm(A, B, C=None, alpha=1.0, beta=0.0):
         W = _workspace(split * M, N)
         _launcher("any_shape", plan.tiles, layout)((gx, gy, split), A, B, W, 1.0, 0.0, plan.k_chunk(K))
         _launcher("reduce", "", layout)(splitk_reduce.grid(M, N), W, C, alpha, beta)
-    return C
+
+
+def launcher_for(plan, contiguous=True):
+    """The Launcher of ``plan``'s main kernel (compiled on first use): its ``fast`` flag, its
+    compiled kernel's occupancy (``blocks_per_sm``)."""
+    return _launcher(plan.kernel, plan.tiles, "C" if contiguous or plan.kernel == "wide" else "A")
 
 
 def _checked_call(A, B, C, alpha, beta):

@@ -219,14 +219,17 @@ def measure_shape(group, shape, repeats, pbar, all_plans=False):
         del A, B
         if _backend.SIMULATOR:
             return row
-        fns = {"gl": lambda: library.sgemm(A_d, B_d, C_d), "cublas": lambda: cublas.sgemm(A_d, B_d, C_d)}
+        fns = {"gl": lambda: library.sgemm(A_d, B_d, C_d)}
+        if cublas.available():
+            fns["cublas"] = lambda: cublas.sgemm(A_d, B_d, C_d)
         for who, fn in fns.items():
             pbar.set_postfix_str(f"{M}x{N}x{K}: {who} single calls")
             setattr(row, f"single_{who}", single_calls(fn, repeats))
             pbar.set_postfix_str(f"{M}x{N}x{K}: {who} back to back")
             setattr(row, f"back_to_back_{who}", back_to_back(fn, repeats))
-        row.pct_cublas_single = 100 * row.single_cublas.median_ms / row.single_gl.median_ms
-        row.pct_cublas_back_to_back = 100 * row.back_to_back_cublas.median_ms / row.back_to_back_gl.median_ms
+        if row.single_cublas is not None:
+            row.pct_cublas_single = 100 * row.single_cublas.median_ms / row.single_gl.median_ms
+            row.pct_cublas_back_to_back = 100 * row.back_to_back_cublas.median_ms / row.back_to_back_gl.median_ms
         if all_plans and 2.0 * M * N * K <= PLANS_MAX_FLOP:
             row.plans_ms = {}
             for plan in dispatch.candidates(M, N, K, wide):
@@ -302,20 +305,23 @@ def main(argv=None):
     p.add_argument("--shapes", nargs="*", default=None, help="MxNxK problems instead of the suite")
     p.add_argument("--repeats", type=int, default=None)
     p.add_argument("--no-calibration", action="store_true")
+    p.add_argument("--overhead-only", action="store_true", help="only the per-call cost (about 20 s)")
     p.add_argument("--no-plans", action="store_true", help="do not time every candidate plan")
     p.add_argument("--out", default=None, help="results directory (default: the repo's results/)")
     p.add_argument("--no-progress", action="store_true")
     args = p.parse_args(argv)
     t_start = time.perf_counter()
     sim = _backend.SIMULATOR
-    if args.shapes is not None:
+    if args.overhead_only:
+        shapes = []
+    elif args.shapes is not None:
         shapes = [("given", parse_shape(s)) for s in args.shapes]
     elif sim:
         shapes = [("square", (16, 16, 16)), ("odd", (9, 7, 5)), ("skinny", (4, 8, 40))]
     else:
         shapes = suite(args.quick)
     repeats = args.repeats or (10 if args.quick else 20)
-    calibrate_now = not (sim or args.quick or args.no_calibration)
+    calibrate_now = not (sim or args.quick or args.no_calibration or args.overhead_only)
     all_plans = not (sim or args.quick or args.no_plans)
     overhead_sizes = () if sim else ((256, 1024) if args.quick else OVERHEAD_SIZES)
     info = device_info()

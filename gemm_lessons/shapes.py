@@ -277,10 +277,16 @@ def plot(record, path):
     for off, kind, color in ((-0.2, "single", "tab:blue"), (0.2, "back_to_back", "tab:orange")):
         vals = [getattr(r, f"pct_cublas_{kind}") or 0 for r in rows]
         ax.bar(x + off, vals, 0.4, color=color, label=kind.replace("_", " ") + " calls")
+        for xi, v in zip(x + off, vals):
+            if v:
+                ax.text(xi, v, f"{v:.0f}", ha="center", va="bottom", fontsize=6)
     for i, r in enumerate(rows):
         if r.error or r.correct is False:
             ax.text(i, 5, "FAILED" if r.error else "WRONG", rotation=90, ha="center", color="tab:red")
     ax.axhline(100, color="k", ls="--", lw=1)
+    geo = (record.summary or {}).get("geomean_pct_cublas_single")
+    if geo:
+        ax.axhline(geo, color="tab:blue", ls=":", lw=1, label=f"geometric mean, single calls: {geo:.0f}%")
     ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=8)
     ax.set_ylabel("% of cuBLAS (time of cuBLAS / time of gl.sgemm)")
     title = f"gl.sgemm vs cuBLAS per shape ({record.device.name}, {record.date[:10]})"

@@ -6,11 +6,12 @@ and 16-byte-aligned data.  This kernel keeps everything that makes warptile fast
 and thread tiles from a TileConfig, double buffering, 128-bit shared loads in the k-steps) and
 changes only the edges, where a library meets arbitrary input:
 
-  * global loads are single floats, each with its own predicate (inside the matrix and inside
-    this block's k-range), so any K, any N, any alignment and any row stride work.  Consecutive
-    threads load consecutive addresses (a warp reads 32 neighbours of a row of B, or 4 rows x 8
-    k of A): every sector fetched is used, the same traffic as warptile's float4s at 4x the
-    load instructions, a few per 512 FFMAs;
+  * global loads are single floats (float4.load1: no negative-index handling), each with its
+    own predicate (inside the matrix and inside this block's k-range), so any K, any N, any
+    alignment and any row stride work.  Consecutive threads load consecutive addresses (a
+    warp reads 32 neighbours of a row of B, or 4 rows x 8 k of A): every sector fetched is
+    used, the same traffic as warptile's float4s at 4x the load instructions, a few per 512
+    FFMAs;
   * C is written one float at a time, each column guarded;
   * split-K: block z of the grid sums only k in [z * k_chunk, min(K, (z + 1) * k_chunk)) and
     writes rows z*M .. z*M + M-1 of C.  With one block along z (k_chunk >= K) that is the whole
@@ -23,7 +24,7 @@ stride passed at launch), which is what lets gemm_lessons.library take slices of
 import numpy as np
 from numba import boolean, cuda, float32
 
-from ..float4 import load4
+from ..float4 import load1, load4, store1
 from ..jit import jit
 from ..unroll import static_range, unrolled
 from .warptile import TileConfig
@@ -93,12 +94,12 @@ def make_kernel(cfg=TileConfig()):
         def load_a(i, k0):  # global -> register, 0 outside A or outside this block's k-range
             xa[i] = np.float32(0.0)
             if a_ok[i] & (k0 + a_k < k_end):
-                xa[i] = A[row0 + a_r + i * A_STEP, k0 + a_k]
+                xa[i] = load1(A, row0 + a_r + i * A_STEP, k0 + a_k)
 
         def load_b(j, k0):
             xb[j] = np.float32(0.0)
             if b_ok & (k0 + b_r + j * B_STEP < k_end):
-                xb[j] = B[k0 + b_r + j * B_STEP, col0 + b_c]
+                xb[j] = load1(B, k0 + b_r + j * B_STEP, col0 + b_c)
 
         def stage_loads(k0):
             for i in static_range(A_LOADS):
@@ -146,9 +147,9 @@ def make_kernel(cfg=TileConfig()):
                     col = col0 + b_base + (j // 4 * LN * 4 + j % 4)
                     if col < N:
                         if beta == 0:  # C is not read (it may hold anything, NaN included)
-                            C[out0 + row, col] = alpha * acc[i, j]
+                            store1(C, out0 + row, col, alpha * acc[i, j])
                         else:
-                            C[out0 + row, col] = alpha * acc[i, j] + beta * C[out0 + row, col]
+                            store1(C, out0 + row, col, alpha * acc[i, j] + beta * load1(C, out0 + row, col))
 
     sgemm_any_shape.config = cfg
     return sgemm_any_shape

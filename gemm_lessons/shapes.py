@@ -47,7 +47,7 @@ QUICK = {"square": (1024, 4096), "odd": ((4095, 4097, 4093), (1000, 1000, 1000))
 OVERHEAD_SIZES = (128, 256, 512, 1024)
 CALIBRATION_SIZE = 4096
 PLANS_MAX_FLOP = 2 * 2 * 4096 ** 3  # candidate plans are timed on shapes up to this
-FULL_CHECK_MAX = 2 ** 26  # M*N*K up to this: every element against float64, else a sample
+FULL_CHECK_MAX = 2 ** 31  # M*N*K up to this (1024^3, 1000^3): every element against float64, else a sample
 SAMPLE = 128  # rows and columns of the sample
 
 

@@ -176,6 +176,9 @@ def set_model(m):
     if m is not None:
         _MODEL["model"] = m
     plan_for.cache_clear()
+    from . import library
+
+    library._RUNS.clear()  # gl.sgemm remembers each shape's plan: choose again
 
 
 @functools.lru_cache(maxsize=4096)

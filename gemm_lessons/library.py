@@ -113,7 +113,13 @@ def sgemm(A, B, C=None, alpha=1.0, beta=0.0):
         return _checked_call(A, B, C, alpha, beta)
     wide = (contiguous and not (K & 3 or N & 3)
             and not ((_pointer(A) | _pointer(B) | _pointer(C)) & 15))
-    run_plan(dispatch.plan_for(M, N, K, wide), A, B, C, alpha, beta, contiguous)
+    key = (M, N, K, wide, contiguous)
+    run = _RUNS.get(key)
+    if run is None:  # first call at this shape: the plan (dispatch) and its launchers
+        if len(_RUNS) > 4096:
+            _RUNS.clear()
+        run = _RUNS[key] = _runner(dispatch.plan_for(M, N, K, wide), M, N, K, contiguous)
+    run(A, B, C, alpha, beta)
     return C
 
 
@@ -122,17 +128,32 @@ def run_plan(plan, A, B, C, alpha=1.0, beta=0.0, contiguous=True):
     and what the shape benchmark calls to time every plan.  ``contiguous``: all three arrays
     C-contiguous (else the any-shape kernel is compiled for strided arrays)."""
     M, K = A.shape
-    N = B.shape[1]
+    _runner(plan, M, B.shape[1], K, contiguous)(A, B, C, alpha, beta)
+
+
+def _runner(plan, M, N, K, contiguous):
+    """run(A, B, C, alpha, beta) for ``plan`` at M x N x K: launchers and grids looked up once."""
     layout = "C" if contiguous else "A"
     gx, gy, split = plan.grid(M, N)
     if plan.kernel == "wide":
-        _launcher("wide", plan.tiles, "C")((gx, gy), A, B, C, alpha, beta)
-    elif split == 1:
-        _launcher("any_shape", plan.tiles, layout)((gx, gy, 1), A, B, C, alpha, beta, K)
-    else:
-        W = _workspace(split * M, N)
-        _launcher("any_shape", plan.tiles, layout)((gx, gy, split), A, B, W, 1.0, 0.0, plan.k_chunk(K))
-        _launcher("reduce", "", layout)(splitk_reduce.grid(M, N), W, C, alpha, beta)
+        launcher, grid = _launcher("wide", plan.tiles, "C"), (gx, gy)
+        return lambda A, B, C, alpha, beta: launcher(grid, A, B, C, alpha, beta)
+    main = _launcher("any_shape", plan.tiles, layout)
+    if split == 1:
+        grid = (gx, gy, 1)
+        return lambda A, B, C, alpha, beta: main(grid, A, B, C, alpha, beta, K)
+    reduce, grid, reduce_grid, chunk = _launcher("reduce", "", layout), (gx, gy, split), splitk_reduce.grid(M, N), \
+        plan.k_chunk(K)
+
+    def run_split_k(A, B, C, alpha, beta):
+        W = _workspace(split * M, N)  # looked up per call: the cache may have been cleared
+        main(grid, A, B, W, 1.0, 0.0, chunk)
+        reduce(reduce_grid, W, C, alpha, beta)
+
+    return run_split_k
+
+
+_RUNS = {}
 
 
 def launcher_for(plan, contiguous=True):

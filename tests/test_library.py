@@ -148,11 +148,13 @@ def test_good_input_never_takes_the_slow_checks(monkeypatch):
         raise AssertionError("took the slow path")
 
     monkeypatch.setattr(library, "_checked_call", slow)
-    monkeypatch.setattr(library, "run_plan", lambda *a, **k: None)  # the checks and the plan only
+    monkeypatch.setattr(library, "_RUNS", {})
+    monkeypatch.setattr(library, "_runner", lambda *a: lambda *b: None)  # the checks and the plan only
     A, B, C = (cuda.device_array(s, np.float32) for s in ((5, 3), (3, 6), (5, 6)))
     assert library.sgemm(A, B, C, 2.0, 1.0) is C
     assert library.sgemm(A, B).shape == (5, 6)
     assert gl.sgemm(A, B, C) is C
+    assert list(library._RUNS) == [(5, 6, 3, False, True)]  # one plan remembered for the shape
 
 
 def test_launcher_says_how_it_launches():
@@ -185,6 +187,7 @@ def test_fast_launch_matches_plain_launch(monkeypatch):
     p = problems.SgemmProblem(300, 260, 130)
     fast = p.run(lib)
     monkeypatch.setattr(library, "_LAUNCHERS", {})
+    monkeypatch.setattr(library, "_RUNS", {})
     monkeypatch.setenv(launch.PLAIN_ENV, "1")
     plain = p.run(lib)
     np.testing.assert_array_equal(fast, plain)

@@ -79,11 +79,6 @@ def _workspace(rows, cols):
     return w
 
 
-def _rows_contiguous(x, cols):
-    s1 = x.strides[1]
-    return s1 == 4 or cols == 1
-
-
 def sgemm(A, B, C=None, alpha=1.0, beta=0.0):
     """C = alpha * A @ B + beta * C on float32 numba device arrays; returns C (a new device array
     when C is None).  Any M, N, K >= 1; each array's rows must be contiguous (C-contiguous

@@ -7,7 +7,8 @@ One run, one process, on a GPU (about 4-6 minutes on an H100, ``--quick`` about 
      of dispatch.Model, which the rest of the run then uses, and which gl.sgemm reads back from
      the record afterwards (until then the model's numbers are provisional);
   2. per-call cost on small device arrays (128^2-1024^2): gl.sgemm, the last rung through
-     numba's own dispatch and checks, and the nvmath cuBLAS wrapper: host time to issue a call,
+     its checks and numba's dispatch, its kernel through numba's dispatch alone, and the nvmath
+     cuBLAS wrapper: host time to issue a call,
      wall time per synchronised call, CUDA-event time around one call;
   3. the suite (squares 512-16384, odd sizes, skinny both ways): per shape, the plan gl.sgemm
      chose, a correctness check against float64 (every element where that is cheap, a sample
@@ -156,8 +157,9 @@ def calibrate(size, repeats, pbar, sms):
 
 
 def measure_overhead(sizes, pbar, calls=200):
-    """OverheadRows for gl.sgemm (with C, and C=None), the last rung through numba's dispatch,
-    and the nvmath cuBLAS wrapper, on square device arrays of ``sizes``."""
+    """OverheadRows for gl.sgemm (with C, and C=None), the last rung through its checks and
+    numba's dispatch, its kernel through numba's dispatch alone, and the nvmath cuBLAS wrapper,
+    on square device arrays of ``sizes``."""
     from . import ladder
 
     rung = ladder.SGEMM[list(ladder.SGEMM)[-1]]
@@ -167,26 +169,31 @@ def measure_overhead(sizes, pbar, calls=200):
         A, _ = random_device_matrix(n, n, rng)
         B, _ = random_device_matrix(n, n, rng)
         C = cuda.device_array((n, n), np.float32)
+        kernel, cfg = rung.kernel, rung.kernel.config
+        grid = ((n + cfg.BN - 1) // cfg.BN, (n + cfg.BM - 1) // cfg.BM)
+        one, zero = np.float32(1), np.float32(0)
         callers = {"gl.sgemm(A, B, C)": lambda: library.sgemm(A, B, C),
                    "gl.sgemm(A, B) (allocates C)": lambda: library.sgemm(A, B),
-                   f"ladder {rung.name} (numba dispatch)": lambda: rung(A, B, C),
+                   f"ladder {rung.name} (checks + numba dispatch)": lambda: rung(A, B, C),
+                   f"{rung.name} kernel[grid, block] (numba dispatch only)":
+                       lambda: kernel[grid, cfg.threads](A, B, C, one, zero),
                    "cuBLAS (nvmath wrapper)": lambda: cublas.sgemm(A, B, C)}
         for name, fn in callers.items():
             pbar.set_postfix_str(f"per-call cost {name} {n}^2")
             row = OverheadRow(caller=name, size=n)
             try:
-                for _ in range(20):
+                for _ in range(min(20, calls)):  # compiles, warms up
                     fn()
                 cuda.synchronize()
-                issue = []
+                issue, batch = [], max(1, calls // 5)
                 for _ in range(5):  # calls issued back to back: host time per call
                     t0 = time.perf_counter()
-                    for _ in range(calls // 5):
+                    for _ in range(batch):
                         fn()
-                    issue.append((time.perf_counter() - t0) / (calls // 5))
+                    issue.append((time.perf_counter() - t0) / batch)
                     cuda.synchronize()
                 sync = []
-                for _ in range(calls // 4):
+                for _ in range(max(1, calls // 4)):
                     t0 = time.perf_counter()
                     fn()
                     cuda.synchronize()
@@ -340,7 +347,7 @@ def main(argv=None):
     if not sim and not cublas.available():
         record.note = "cuBLAS unavailable: gl.sgemm timed alone, no % of cuBLAS"
     seconds = {}
-    total = (len(dispatch.KERNELS) * len(dispatch.TILES) if calibrate_now else 0) + 4 * len(overhead_sizes) + len(shapes)
+    total = (len(dispatch.KERNELS) * len(dispatch.TILES) if calibrate_now else 0) + 5 * len(overhead_sizes) + len(shapes)
     pbar = bar(total, "gl.sgemm vs cuBLAS", not args.no_progress)
     if calibrate_now:
         t0 = time.perf_counter()
@@ -378,9 +385,9 @@ def print_summary(record, file=sys.stdout):
     print(f"\n{record.device.name} {record.date}" + ("" if record.timed else f"  ({record.note})"), file=file)
     for r in record.overhead or []:
         if r.error:
-            print(f"  per call {r.caller:32s} {r.size:5d}^2  ERROR {r.error}", file=file)
+            print(f"  per call {r.caller:52s} {r.size:5d}^2  ERROR {r.error}", file=file)
         else:
-            print(f"  per call {r.caller:32s} {r.size:5d}^2  issue {r.issue_us:7.1f} us  "
+            print(f"  per call {r.caller:52s} {r.size:5d}^2  issue {r.issue_us:7.1f} us  "
                   f"sync {r.sync_us:7.1f} us  event {r.event_us:7.1f} us", file=file)
     for r in record.rows:
         shape = "x".join(map(str, r.shape))

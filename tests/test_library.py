@@ -271,3 +271,45 @@ def test_shape_suite_has_what_the_issue_asks():
     assert (4095, 4097, 4093) in full and (256, 12288, 12288) in full and (8192, 64, 8192) in full
     assert {s[0] for g, s in shapes.suite() if g == "square"} == {512, 1024, 2048, 4096, 8192, 16384}
     assert len(shapes.suite(quick=True)) < len(full)
+
+
+def test_shape_benchmark_gpu_paths_run_with_stand_in_timers(monkeypatch, tmp_path):
+    """What only runs on a GPU (calibration, per-call cost, timed shapes, the plan sweep, the
+    plot with numbers), run here with the timers replaced by stand-ins that call once and
+    return made-up times: the code path, not the numbers, is under test."""
+    import types as pytypes
+
+    from gemm_lessons import benchmark, cublas, records
+    from gemm_lessons.progress import bar
+
+    def fake_stats(fn, *a, **k):
+        fn()
+        return records.Stats(median_ms=1.0, p10_ms=0.9, p90_ms=1.1, n=1)
+
+    monkeypatch.setattr(shapes, "single_calls", fake_stats)
+    monkeypatch.setattr(shapes, "back_to_back", fake_stats)
+    monkeypatch.setattr(shapes, "_backend", pytypes.SimpleNamespace(SIMULATOR=False))
+    monkeypatch.setattr(cublas, "available", lambda: True)
+    monkeypatch.setattr(cublas, "sgemm", lambda A, B, C: lib(A, B, C))  # a stand-in for cuBLAS
+    monkeypatch.setattr(benchmark, "time_bandwidth", lambda **k: [pytypes.SimpleNamespace(gbs=1000.0)])
+    monkeypatch.setattr(dispatch, "PLANS", [Plan("wide", "64x64"), Plan("any_shape", "64x64", 2)])
+    monkeypatch.setattr(dispatch, "TILES", {"64x64": dispatch.TILES["64x64"]})  # the simulator is slow
+    monkeypatch.setattr(library, "_RUNS", {})
+    pbar = bar(100, "", False)
+    rows, model = shapes.calibrate(8, 1, pbar, sms=4)
+    assert [r["plan"] for r in rows[:-1]] == ["wide 64x64", "any_shape 64x64"]
+    assert all("gflops" in r for r in rows[:-1]) and rows[-1] == {"copy_gbs": 1000.0}
+    assert model.sms == 4 and "measured" in model.source and model.speeds["wide/64x64"].measured
+    over = shapes.measure_overhead([4], pbar, calls=1)
+    assert len(over) == 5 and all(r.error is None or r.caller.startswith("cuBLAS") for r in over)
+    assert all(r.issue_us > 0 for r in over if r.error is None)
+    row = shapes.measure_shape("odd", (5, 8, 300), 1, pbar, all_plans=True)
+    assert row.error is None and row.correct
+    assert row.pct_cublas_single == 100.0 and row.single_gl.median_ms == 1.0
+    assert set(row.plans_ms) == {"wide 64x64", "any_shape 64x64 split 2"} and row.best_plan
+    rec = records.ShapesRecord(device=records.Device(name="stand-in"), date="2026-01-01", timed=True,
+                               rows=[row], overhead=over)
+    rec.summary = shapes.summarise(rec.rows)
+    assert rec.summary["geomean_pct_cublas_single"] == pytest.approx(100.0)
+    assert os.path.exists(shapes.plot(rec, str(tmp_path / "p.png")))
+    shapes.print_summary(rec)

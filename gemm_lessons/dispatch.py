@@ -188,24 +188,28 @@ def plan_for(M, N, K, wide):
 
 
 def load_model(path=None):
-    """The model recorded for this GPU by python -m gemm_lessons.shapes, else the provisional one."""
+    """The model recorded for this GPU by python -m gemm_lessons.shapes, else the provisional
+    one (with this GPU's number of SMs)."""
     from . import _backend
 
+    base = Model()
     if path is None:
         if _backend.SIMULATOR:
-            return Model()
+            return base
         try:
             from . import results
             from .device import device_info
 
-            path = results.path_for("shapes", device_info().name)
-        except Exception:
-            return Model()
+            info = device_info()
+            base = replace(base, sms=info.sm_count or base.sms)
+            path = results.path_for("shapes", info.name)
+        except Exception:  # noqa: BLE001 (no device information: the provisional model as it is)
+            return base
     if not os.path.exists(path):
-        return Model()
+        return base
     try:
         with open(path) as f:
             d = json.load(f).get("model")
-        return Model.from_dict(d) if d else Model()
+        return Model.from_dict(d) if d else base
     except (OSError, ValueError, TypeError) as e:
-        return replace(Model(), source=f"provisional ({path} unreadable: {e})")
+        return replace(base, source=f"provisional ({path} unreadable: {e})")

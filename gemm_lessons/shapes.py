@@ -18,7 +18,8 @@ One run, one process, on a GPU (about 4-6 minutes on an H100, ``--quick`` about 
      2 x 4096^3 FLOP, to show where the dispatch rule and the measurements disagree.
 
 A shape that fails is recorded with its error and the run goes on.  Writes
-results/shapes-<device>.json and the plot results/<device>-shapes.png (% of cuBLAS per shape).
+results/shapes-<device>.json and the plot results/<device>-shapes.png (% of cuBLAS per shape);
+--quick writes shapes-quick-<device>.json and <device>-shapes-quick.png instead.
 
 On the CUDA simulator the same code runs at tiny sizes (``--shapes``) to check itself: nothing
 is timed and the record says so (``timed: false``), rather than recording a Python emulation's
@@ -374,8 +375,9 @@ def main(argv=None):
     import os
 
     os.makedirs(out, exist_ok=True)
-    path = record.write(results.path_for("shapes", info.name, directory=out))
-    png = plot(record, results.path_for("plot", info.name, name="shapes", directory=out))
+    kind = "shapes-quick" if args.quick else "shapes"  # a quick run leaves the full record (and model) alone
+    path = record.write(results.path_for(kind, info.name, directory=out))
+    png = plot(record, results.path_for("plot", info.name, name=kind, directory=out))
     print_summary(record)
     print("wrote", path, "and", png)
     return 1 if record.summary["failed"] or record.summary["incorrect"] else 0

@@ -31,7 +31,7 @@ for step in "$@"; do
     shapes)
       python3 -m gemm_lessons.shapes --no-progress > "$OUT/logs/shapes.log" 2>&1
       echo "shapes rc=$?" >> "$OUT/logs/steps.log"
-      cp results/shapes-*.json results/*-shapes.png "$OUT/" 2>/dev/null ;;
+      cp results/shapes-*.json results/*-shapes*.png "$OUT/" 2>/dev/null ;;
     banks)
       python3 tools/bank_truth.py run > /dev/null 2>&1  # compile once, outside the profiler
       ncu --clock-control none --csv --metrics "$(python3 tools/bank_truth.py metrics)" \

@@ -21,11 +21,13 @@ simulator, or with GEMM_LESSONS_PLAIN_LAUNCH=1 set, a Launcher launches the ordi
 import ctypes
 import os
 
+import numpy as np
 from numba import cuda
 
 from . import _backend
 
 PLAIN_ENV = "GEMM_LESSONS_PLAIN_LAUNCH"
+_SCALARS = {"float32": np.float32, "int64": np.int64}
 
 
 def _marshal_array(x):
@@ -87,7 +89,8 @@ class Launcher:
         return c
 
     def __call__(self, grid, *args):
-        if not self.fast:
+        if not self.fast:  # scalars as the signature's types, so numba picks the same compiled version
+            args = [_SCALARS[str(t)](v) if str(t) in _SCALARS else v for t, v in zip(self.argtypes, args)]
             self.kernel[grid, self.block](*args)
             return
         flat = []

@@ -6,11 +6,14 @@ gemm_lessons.student`` builds the student notebooks, with each solution replaced
 A check never raises: a wrong answer, a missing one or a crashing kernel all come back as
 feedback that says what to look at.
 """
+import collections
 import functools
 import threading
 import time
 import traceback
 from dataclasses import dataclass
+
+import numpy as np
 
 from . import _backend, counting
 from .instruments.bank_model import wavefronts
@@ -344,3 +347,432 @@ def _(ans):
 @exercise("09-bytes", "Every element is read once and written once; a float32 is 4 bytes.")
 def _(ans):
     return _number(ans, counting.transpose_bytes(8192, 4096), "the bytes a 8192x4096 transpose moves")
+
+
+# ---- lessons 05-10 kernel exercises ----------------------------------------------------------
+# The student writes or changes a kernel; the check runs it on small awkward shapes against the
+# float64 reference, then checks the lesson's technique with the instruments: the access log
+# (instruments/access_log.py: shared accesses costed by the bank model, barriers, races, the
+# 32-byte sectors of global accesses) on the simulator, the SASS on a GPU.  On a GPU the
+# simulator-only parts run in a child process on the kernel's own notebook cell.
+
+# (BM, BN, threads per block) of the launch each SGEMM exercise's kernel is written for
+EXERCISE_TILES = {"05-transpose-a": (64, 64, 64), "06-conflict-free": (64, 64, 64),
+                  "07-double-buffer": (64, 64, 64), "08-warp-tile": (32, 128, 64)}
+# K and N multiples of 4 (the kernels use 16-byte loads), M, N, K not multiples of the tiles
+EXERCISE_SHAPES = [(68, 72, 20, 1.0, 0.0), (36, 132, 12, 1.5, -0.5)]
+KERNEL_EXERCISES_05_10 = ("05-transpose-a", "06-conflict-free", "07-double-buffer", "08-warp-tile",
+                          "09-symmetrize", "10-next-step")
+TRANSPOSE_TILE = (32, 8)  # 09-symmetrize: 32 x 32 tiles, blocks of 32 x 8 threads
+
+
+def _tile_launcher(exercise_id):
+    BM, BN, threads = EXERCISE_TILES[exercise_id]
+
+    def launch(A, B, C, alpha=1.0, beta=0.0, kernel=None):
+        M, K = A.shape
+        N = B.shape[1]
+        if K % 4 or N % 4:
+            raise ValueError("K and N must be multiples of 4 (16-byte loads)")
+        kernel[((N + BN - 1) // BN, (M + BM - 1) // BM), threads](A, B, C, np.float32(alpha), np.float32(beta))
+    return launch
+
+
+def _result_right(launch, kernel, shapes=EXERCISE_SHAPES):
+    """(ok, message) of running ``kernel`` through ``launch`` on ``shapes`` (as _kernel_passes)."""
+    run = functools.partial(launch, kernel=kernel)
+    for M, N, K, alpha, beta in shapes:
+        res = check_problem(run, M, N, K, alpha, beta, name="your kernel")
+        if not res.passed:
+            again = check_problem(run, M, N, K, alpha, beta, name="your kernel")
+            if (again.rel_error, again.unwritten) != (res.rel_error, res.unwritten):
+                return False, (res.message() + ". The result changed between two runs on the same input: a race.")
+            return False, "the result is wrong: " + res.message() + "."
+    return True, (f"the result matches the float64 reference on "
+                  f"{' and '.join(f'{M}x{N}x{K}' for M, N, K, _, _ in shapes)} (with alpha and beta)")
+
+
+def _log_sgemm(exercise_id, kernel, M, N, K, seed=3):
+    """Run the kernel once on the access log with an M x N x K problem."""
+    from .instruments import access_log
+
+    rng = np.random.default_rng(seed)
+    launch = _tile_launcher(exercise_id)
+    arrays = dict(A=rng.uniform(-1, 1, (M, K)).astype(np.float32), B=rng.uniform(-1, 1, (K, N)).astype(np.float32),
+                  C=np.zeros((M, N), np.float32))
+    log, _ = access_log.log(lambda A, B, C: launch(A, B, C, kernel=kernel), arrays)
+    return log
+
+
+def _sites(trace, pick):
+    """'sAT (16 instructions, 4-byte)' for the instructions of a trace that ``pick`` selects."""
+    rows = collections.OrderedDict()
+    for ins in trace.instructions:
+        if pick(ins):
+            key = (ins.array, ins.op, ins.width)
+            rows[key] = rows.get(key, 0) + 1
+    return "; ".join(f"{'loads from' if op == 'ld' else 'stores into'} {arr}: {n} {w}-byte instruction(s)"
+                     for (arr, op, w), n in rows.items())
+
+
+def _simulator_only(exercise_id, kernel):
+    """On a GPU: run this exercise's check on the simulator, in a child process that executes
+    the notebook cell that defined ``kernel`` (the cell must import what it uses)."""
+    import json
+    import linecache
+
+    from .instruments.simulator_process import run_on_simulator
+
+    fn = getattr(kernel, "py_func", kernel)
+    fn = getattr(fn, "__unrolled_from__", fn)
+    filename = fn.__code__.co_filename
+    text = "".join(linecache.getlines(filename))
+    if not text:
+        return None, "(the bank tracer and the access log run on the simulator; the source of your kernel's cell was not found, so they were not run)"
+    text = "\n".join(line for line in text.splitlines() if not line.startswith("exercises.check("))
+    code = ("import json, linecache\nfrom gemm_lessons import exercises\n"
+            f"text = {text!r}\nlinecache.cache[{filename!r}] = (len(text), None, text.splitlines(True), {filename!r})\n"
+            f"ns = {{}}\nexec(compile(text, {filename!r}, 'exec'), ns)\n"
+            f"fb = exercises.check({exercise_id!r}, ns[{fn.__name__!r}])\n"
+            "print(json.dumps([fb.ok, fb.message]))")
+    try:
+        ok, message = run_on_simulator(code, "the technique check")
+    except Exception as e:  # noqa: BLE001 (the GPU part has already been checked)
+        return None, f"(the simulator part could not run in a child process: {str(e)[-300:]})"
+    return ok, "on the simulator (child process): " + message
+
+
+def _on_gpu(exercise_id, kernel, right_msg, sass_part=None):
+    """The GPU path of a kernel exercise: SASS facts (if any) here, the rest on the simulator."""
+    msgs = [right_msg + " on this GPU"]
+    if sass_part is not None:
+        ok, m = sass_part(kernel)
+        if not ok:
+            return False, "; ".join(msgs) + ", but " + m
+        msgs.append(m)
+    ok, m = _simulator_only(exercise_id, kernel)
+    msgs.append(m)
+    return ok is not False, "; ".join(msgs) + "."
+
+
+def _lds_widths(kernel):
+    from .inspect_kernel import sass_opcodes
+
+    ops = sass_opcodes(kernel) or {}
+    wide = sum(n for op, n in ops.items() if op.startswith("LDS") and "128" in op)
+    narrow = sum(n for op, n in ops.items() if op.startswith("LDS") and "128" not in op and "64" not in op)
+    return wide, narrow
+
+
+def _sass_lds128(kernel):
+    wide, narrow = _lds_widths(kernel)
+    if wide and not narrow:
+        return True, f"the SASS loads shared memory only with LDS.128 ({wide} of them)"
+    return False, (f"the SASS has {wide} LDS.128 and {narrow} 4-byte LDS: some shared loads did not become "
+                   "16-byte loads. Are a thread's 8 values of A contiguous in the A tile, starting at a multiple of 4?")
+
+
+# ----------------------------------------------------------------------------- lesson 05
+@exercise("05-transpose-a", "x_d is element (m, a_c + d) of the A tile, with m = a_r + p * A_STEP: transposed, it "
+                            "goes to row a_c + d, column m of sAT. In the k-step a thread's 8 values of A are "
+                            "then 8 neighbouring columns of row k of sAT.")
+def _(kernel):
+    ok, right = _result_right(_tile_launcher("05-transpose-a"), kernel)
+    if not ok:
+        return False, right
+    if not _backend.SIMULATOR:
+        return _on_gpu("05-transpose-a", kernel, right, _sass_lds128)
+    trace = _log_sgemm("05-transpose-a", kernel, 64, 64, 8).shared_trace(merge=("ld",))
+    narrow = [i for i in trace.instructions if i.op == "ld" and i.width != 16]
+    if narrow:
+        return False, (right + ", but the technique is missing: not every shared load can be a 16-byte LDS.128 "
+                       f"(the tracer, one block: {_sites(trace, lambda i: i.op == 'ld')}). A thread's 8 values "
+                       "of A must be neighbours in shared memory, starting at a multiple of 4 floats: the "
+                       "transposed tile.")
+    return True, (right + "; every shared load of the k-step is a 16-byte access (the tracer, one block: "
+                  f"{_sites(trace, lambda i: i.op == 'ld')}): the transposed A tile works. (On the simulator the "
+                  "tracer stands in for the compiler; on a GPU this check looks for LDS.128 in the SASS.)")
+
+
+# ----------------------------------------------------------------------------- lesson 06
+@exercise("06-conflict-free", "two changes: (1) PAD: row k of sAT starts at word k * (64 + PAD); the 4-byte "
+                              "stores of lanes 2t and 2t+1 go to rows d and d+4: pick PAD so they fall in different "
+                              "banks, keeping rows 16-byte aligned (PAD a multiple of 4); (2) col_of: with 8 threads "
+                              "across, let each thread own 4 columns in each half of the tile (4*tc.., 32 + 4*tc..).")
+def _(kernel):
+    ok, right = _result_right(_tile_launcher("06-conflict-free"), kernel)
+    if not ok:
+        return False, right
+    if not _backend.SIMULATOR:
+        return _on_gpu("06-conflict-free", kernel, right, _sass_lds128)
+    trace = _log_sgemm("06-conflict-free", kernel, 64, 64, 8).shared_trace(merge=("ld", "st"))
+    narrow = [i for i in trace.instructions if i.op == "ld" and i.width != 16]
+    if narrow:
+        return False, (right + ", but some shared loads are no longer 16-byte accesses "
+                       f"({_sites(trace, lambda i: i.op == 'ld' and i.width != 16)}): is every row of the A tile "
+                       "still 16-byte aligned (PAD a multiple of 4), and does each thread read 4 neighbouring "
+                       "columns at a time?")
+    problems = []
+    for op, what in (("st", "stores"), ("ld", "loads")):
+        bad = collections.OrderedDict()
+        for i in trace.instructions:
+            if i.op == op and i.cost.conflicts:
+                w = bad.setdefault(i.array, [0, 0, 0])
+                w[0] += i.cost.wavefronts
+                w[1] += i.cost.ideal
+                w[2] = max(w[2], i.cost.degree)
+        problems += [f"{what} {'into' if op == 'st' else 'from'} {arr}: {wf} wavefronts where {ideal} would do "
+                     f"({deg}-way conflicts)" for arr, (wf, ideal, deg) in bad.items()]
+    if problems:
+        return False, right + ", but the bank tracer (one block) still sees conflicts: " + "; ".join(problems) + "."
+    t = trace.totals()
+    return True, (right + f"; the tracer (one block) finds no bank conflicts: {t['instructions']} shared "
+                  f"instructions, {t['wavefronts']} wavefronts, the ideal, with every load 16 bytes wide.")
+
+
+# ----------------------------------------------------------------------------- lesson 07
+@exercise("07-double-buffer", "prologue: stage slice 0 into buffer 0, one barrier. Then per slice: start the "
+                              "next slice's global loads (load_slice), compute from the current buffer, store the "
+                              "loaded slice into the OTHER buffer, one barrier; swap the buffers' roles.")
+def _(kernel):
+    if not _backend.SIMULATOR:
+        ok, right = _result_right(_tile_launcher("07-double-buffer"), kernel)
+        if not ok:
+            return False, right
+
+        def barriers(k):
+            from .inspect_kernel import sass_opcodes
+            bars = sum(n for op, n in (sass_opcodes(k) or {}).items() if op.startswith("BAR"))
+            return True, f"the SASS has {bars} barrier instruction(s)"
+        return _on_gpu("07-double-buffer", kernel, right, barriers)
+    K = 32
+    slices = K // 8
+    log = _log_sgemm("07-double-buffer", kernel, 64, 64, K)  # first: a race may or may not spoil a result
+    races = log.races()
+    ok, right = _result_right(_tile_launcher("07-double-buffer"), kernel)
+    if races:
+        arr, index, epoch, (t1, op1, line1), (t2, op2, line2) = races[0]
+        right = ("the result happens to be right here" if ok else right.rstrip("."))
+        return False, (right + f"; the access log finds a race: between barriers {epoch} and {epoch + 1}, thread {t1} "
+                       f"writes {arr} element {index} (flat index) while thread {t2} {'reads' if op2 == 'ld' else 'writes'} it "
+                       f"({len(races)}{'+' if len(races) >= 5 else ''} such word(s) found by the access log). A "
+                       "buffer may be refilled only after a barrier that follows the last read of it: store the "
+                       "next slice into the buffer nobody computes from.")
+    if not ok:
+        return False, right
+    bars = max(log.barriers().values())
+    if bars > slices + 1:
+        return False, (right + f", race-free, but with {bars} barriers for {slices} slices (K = {K}): "
+                       f"{bars / slices:.1f} per slice. With two buffers one barrier per slice is enough (plus "
+                       "one after the prologue): the store into the other buffer needs no barrier before it.")
+    thread0 = log.threads()[0]
+    late = []
+    for epoch in range(bars + 1):
+        evs = [e for e in thread0 if e.epoch == epoch and e.kind != "sync"]
+        first_ld = next((n for n, e in enumerate(evs) if e.kind == "shared" and e.op == "ld"), None)
+        if first_ld is None:
+            continue
+        has_global = any(e.kind == "global" and e.array in ("A", "B") for e in evs)
+        if has_global and not any(e.kind == "global" and e.array in ("A", "B") for e in evs[:first_ld]):
+            late.append(epoch)
+    if late:
+        return False, (right + ", race-free, one barrier per slice, but the next slice's global loads come "
+                       f"after the compute (between barriers {late[0]} and {late[0] + 1}, thread 0): start them "
+                       "before the k-steps, so that they are in flight while the FMAs run.")
+    return True, (right + f"; the access log (one block, K = {K}, {slices} slices) finds no race, {bars} barriers "
+                  "(one per slice plus the prologue's), and the next slice's global loads issued before each "
+                  "slice's k-steps.")
+
+
+# ----------------------------------------------------------------------------- lesson 08
+@exercise("08-warp-tile", "warp w owns columns (w % (BN // WN)) * WN .. + WN of the block tile and rows "
+                          "(w // (BN // WN)) * WM .. + WM; inside it, lane l sits at row l // LN, column l % LN "
+                          "of the LM x LN grid, and its 4x4 pieces repeat LM * 4 rows and LN * 4 columns apart.")
+def _(kernel):
+    ok, right = _result_right(_tile_launcher("08-warp-tile"), kernel)
+    if not ok:
+        return False, right
+    if not _backend.SIMULATOR:
+        return _on_gpu("08-warp-tile", kernel, right, _sass_lds128)
+    BK, WM, WN = 8, 32, 64
+    log = _log_sgemm("08-warp-tile", kernel, 32, 128, BK)
+    trace = log.shared_trace(merge=("ld", "st"))
+    footprints = {}
+    for ins in trace.instructions:
+        if ins.op == "ld":
+            shape, itemsize, base = trace.arrays[ins.array]
+            words = footprints.setdefault(ins.warp, set())
+            words.update((ins.array, (a - base) // 4 + d) for a in ins.addresses if a is not None
+                         for d in range(ins.width // 4))
+    per_step = {w: len(s) / BK for w, s in footprints.items()}
+    if any(v != WM + WN for v in per_step.values()):
+        got = ", ".join(f"warp {w}: {v:g}" for w, v in sorted(per_step.items()))
+        return False, (right + f", but the warps are not {WM}x{WN} warp tiles: per k-step a warp should read "
+                       f"{WM} values of A and {WN} of B, {WM + WN} distinct floats of shared memory; the tracer "
+                       f"counts {got}. (Lesson 07's 2 x 16 lanes read 16 + 128 = 144.)")
+    conflicts = trace.totals("ld")["conflicts"]
+    if conflicts:
+        return False, (right + f", the warp tiles are right, but the shared loads have {conflicts} extra "
+                       "wavefronts from bank conflicts: are a thread's 4x4 pieces LN * 4 columns apart, so "
+                       "that 8 neighbouring lanes read 128 contiguous bytes?")
+    return True, (right + f"; the tracer sees each warp read {WM + WN} distinct floats of shared memory per "
+                  f"k-step ({WM} of A, {WN} of B: a {WM}x{WN} warp tile, against 144 for 2 x 16 lanes), "
+                  "with no bank conflicts.")
+
+
+# ----------------------------------------------------------------------------- lesson 09
+_SYM_SIZES = (67, 40, 1)
+
+
+def _launch_symmetrize(kernel, src, dst):
+    TILE, ROWS = TRANSPOSE_TILE
+    n = src.shape[0]
+    grid = ((n + TILE - 1) // TILE, (n + TILE - 1) // TILE)
+    kernel[grid, (TILE, ROWS)](src, dst)
+
+
+@exercise("09-symmetrize", "stage the MIRROR tile, src[c0 + ty + j, r0 + tx] (a row of src per warp: coalesced), "
+                           "into tile[ty + j, tx] after the barrier read it by column, tile[tx, ty + j]; pad "
+                           "the tile by one float per row so that the column is conflict-free.")
+def _(kernel):
+    from numba import cuda
+
+    from .problems import POISON, POISON_BITS
+
+    rng = np.random.default_rng(9)
+    for n in _SYM_SIZES:
+        src = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+        dst = cuda.to_device(np.full((n, n), POISON, np.float32))
+        _launch_symmetrize(kernel, cuda.to_device(src), dst)
+        got = dst.copy_to_host()
+        unwritten = got.view(np.uint32) == POISON_BITS
+        if unwritten.any():
+            r, c = np.argwhere(unwritten)[0]
+            return False, f"for n = {n}, {int(unwritten.sum())} element(s) of dst were never written (first at {r}, {c})."
+        want = src + src.T
+        if not np.array_equal(got, want):
+            r, c = np.argwhere(got != want)[0]
+            return False, f"for n = {n}, dst[{r}, {c}] = {got[r, c]!r}, expected src[{r}, {c}] + src[{c}, {r}] = {want[r, c]!r}."
+    right = f"dst = src + src.T is right for n = {', '.join(map(str, _SYM_SIZES))}"
+    if not _backend.SIMULATOR:
+        return _on_gpu("09-symmetrize", kernel, right)
+    from .instruments import access_log
+
+    n = 64
+    src = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+    log, _ = access_log.log(lambda src, dst: _launch_symmetrize(kernel, src, dst),
+                            dict(src=src, dst=np.zeros((n, n), np.float32)))
+    slow = collections.OrderedDict()
+    for ins in log.global_instructions():
+        if ins.sectors > ins.ideal_sectors:
+            key = (ins.array, ins.op, ins.site[1])
+            s = slow.setdefault(key, [0, ins.sectors, ins.ideal_sectors])
+            s[0] += 1
+    if slow:
+        (arr, op, line), (count, sectors, ideal) = next(iter(slow.items()))
+        return False, (right + f", but not coalesced: the {'read of' if op == 'ld' else 'write to'} {arr} on line "
+                       f"{line} of your cell touches {sectors} sectors of 32 bytes per warp where {ideal} would "
+                       f"do ({count} such warp accesses for a {n}x{n} matrix): a warp should read and write rows. "
+                       "Read src[c, r] through a shared tile instead.")
+    trace = log.shared_trace(merge=False)
+    if not trace.instructions:
+        return False, right + ", but no shared memory was used."
+    t = trace.totals()
+    if t["conflicts"]:
+        worst = max(trace.instructions, key=lambda i: i.cost.degree)
+        return False, (right + f", coalesced, but the shared tile has bank conflicts: {t['wavefronts']} wavefronts "
+                       f"where {t['ideal']} would do (block 0; the worst, a {'load from' if worst.op == 'ld' else 'store into'} "
+                       f"{worst.array} on line {worst.site[1]}, is {worst.cost.degree}-way). Pad the tile.")
+    return True, (right + f"; every warp's global access touches the fewest 32-byte sectors possible (the access "
+                  f"log, {n}x{n}), and the shared tile is conflict-free ({t['instructions']} instructions, "
+                  f"{t['wavefronts']} wavefronts, block 0).")
+
+
+# ----------------------------------------------------------------------------- lesson 10
+def next_step_answer(record, kernel, size):
+    """The technique row (from leaderboard.TECHNIQUES) worth taking next from ``kernel`` at
+    ``size``: the largest measured gain above 2 % among the rows that start from ``kernel``,
+    as (kernel with it, gain in %), or None."""
+    from . import leaderboard
+
+    rows = [(after, pct) for _, _, before, after, _, _, pct in leaderboard.technique_effects(record, size)
+            if before == kernel and pct > 2]
+    return max(rows, key=lambda r: r[1]) if rows else None
+
+
+def next_step_cases(record):
+    """(kernel, size) pairs the 10-next-step check asks about: every 'without' kernel of the
+    technique table at every recorded size where both sides were timed."""
+    from . import leaderboard
+
+    sizes = sorted({r.size for r in record.sgemm})
+    return [(before, size) for size in sizes
+            for before in sorted({b for _, _, b, _, _, _, _ in leaderboard.technique_effects(record, size)})]
+
+
+@exercise("10-next-step", "leaderboard.technique_effects(record, size) lists (technique, lesson, without, with, "
+                          "TFLOPS without, TFLOPS with, change in %); keep the rows whose 'without' is the kernel "
+                          "and whose change is above 2 %, and return (with, change) of the largest, or None.")
+def _(fn):
+    from . import results
+
+    record = results.load()
+    cases = next_step_cases(record)
+    for kernel, size in cases:
+        want = next_step_answer(record, kernel, size)
+        got = fn(kernel, size)
+        if want is None:
+            if got is not None:
+                return False, (f"next_step({kernel!r}, {size}) returned {got!r}, but no technique from {kernel} "
+                               "gained more than 2 % at that size: expected None.")
+            continue
+        try:
+            name, pct = got
+            pct = float(pct)
+        except (TypeError, ValueError):
+            return False, f"next_step({kernel!r}, {size}) returned {got!r}; expected a pair (kernel, change in %)."
+        if name != want[0]:
+            return False, f"next_step({kernel!r}, {size}) returned {name!r}; the largest measured gain from {kernel} is elsewhere."
+        if not _close(pct, want[1], 1e-3):
+            return False, f"next_step({kernel!r}, {size}): {name!r} is right, but its change is not {pct:g} %."
+    example = next((c for c in cases if next_step_answer(record, *c)), None)
+    text = ""
+    if example:
+        name, pct = next_step_answer(record, *example)
+        text = f" For example from {example[0]} at {example[1][0]}x{example[1][1]}x{example[1][2]}: {name}, {pct:+.1f} %."
+    return True, (f"right for all {len(cases)} (kernel, size) pairs of {results.label(record)}.{text} A measured "
+                  "gain on one GPU is a reason to try a technique first, not a promise for another GPU or shape.")
+
+
+# ----------------------------------------------------------------------------- predict, then measure
+@dataclass
+class Prediction:
+    what: str
+    predicted: object
+    measured: float
+    source: str
+
+    def _text(self):
+        if self.predicted is None or self.predicted is Ellipsis:
+            return f"no prediction written yet; {self.what}: {self.measured:.3g} ({self.source})."
+        try:
+            p = float(self.predicted)
+        except (TypeError, ValueError):
+            return f"your prediction {self.predicted!r} is not a number; {self.what}: {self.measured:.3g} ({self.source})."
+        if self.measured != self.measured:
+            return f"you predicted {p:.3g}; {self.what} has no measurement here ({self.source})."
+        off = 100 * (p / self.measured - 1) if self.measured else float("inf")
+        return (f"you predicted {p:.3g}; {self.what}: {self.measured:.3g} ({self.source}). "
+                f"Your prediction is {abs(off):.0f}% {'above' if off > 0 else 'below'} it.")
+
+    def __repr__(self):
+        return self._text()
+
+    def _repr_markdown_(self):
+        return "**Predicted vs measured.** " + self._text()
+
+
+def compare_prediction(predicted, measured, what, source):
+    """Show a student's prediction next to the measurement (``source`` says where it was measured:
+    on this GPU now, or recorded on which device and when)."""
+    return Prediction(what, predicted, float(measured), source)

@@ -83,7 +83,6 @@ else:
 
         return sig, codegen
 
-
     def _scalar_pointer(context, builder, sig, args):
         aryty = sig.args[0]
         ary = context.make_array(aryty)(context, builder, args[0])
@@ -111,6 +110,12 @@ else:
             return context.get_dummy_value()
 
         return sig, codegen
+
+
+# every value load4 and load1 return is a float32 (the GPU versions take float32 arrays only):
+# @unrolled stores them into float32 register arrays without a cast (gemm_lessons/unroll.py)
+load4.result_type = "float32"
+load1.result_type = "float32"
 
 
 def require_wide_alignment(*named_arrays):

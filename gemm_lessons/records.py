@@ -104,6 +104,12 @@ class Device(Json):
         """From a gemm_lessons.device.DeviceInfo (the machine we are on)."""
         return cls.from_dict(info.as_dict())
 
+    @property
+    def shared_bandwidth_gbs(self):
+        from .device import shared_bandwidth_gbs
+
+        return shared_bandwidth_gbs(self.sm_count, self.clock_mhz)
+
 
 @_record
 class Timed(Json):

@@ -16,7 +16,7 @@ from numba import cuda, float32
 print(gl.banner())
 
 # %%
-measure.recorded(["reg2d", "vec", "cublas"])
+measure.recorded(["reg2d", "cublas"])  # where we start; this lesson's rung is measured below
 
 # %% [markdown]
 # ## Idea: make a thread's values contiguous, then move 16 bytes at a time
@@ -55,7 +55,11 @@ figures.transposed_tile();
 #   `#pragma unroll` to *ask* for it, so this course adds one: `@unrolled` (from
 #   `gemm_lessons.unroll`) rewrites the kernel's source before numba compiles it, writing out
 #   every `for i in static_range(N)` loop N times with `i` replaced by 0, 1, ..., N-1, and
-#   keeping only the chosen branch of an `if static(condition):`. A `range` loop stays a loop:
+#   keeping only the chosen branch of an `if static(condition):`. Once every index into a
+#   local array is a constant, `@unrolled` also writes each element as a variable of its own
+#   (`acc[1, 2]` becomes `acc_1_2`), which is what the compiler does anyway to keep the array
+#   in registers: doing it before numba sees the code leaves numba far fewer statements to
+#   type, and the kernels of lesson 08 compile in seconds. A `range` loop stays a loop:
 #   here the loop over the 8 k-steps of a slice. Writing that one out too (`unroll_k=True`) is
 #   measured below, and it is slower.
 
@@ -190,6 +194,14 @@ print(f"loads: {t['instructions']} warp instructions, {t['wavefronts']} wavefron
 
 # %% [markdown]
 # ## Measure
+#
+# **Predict, then measure.** Per k-step, lesson 04's `reg2d` issues 16 four-byte shared loads
+# for its 64 FMAs; `vec` issues 4 sixteen-byte ones. How many times faster than `reg2d` do you
+# expect `vec` to run at 4096^3? Write a number, then run the cells below: on a GPU they measure
+# both kernels now, in the same run; on the simulator they show the recorded GPU result.
+
+# %%
+my_speedup = None  # your prediction: replace None with a number (for example 1.2)
 
 # %%
 my_vec_unrolled_k = make_sgemm_vec(unroll_k=True)
@@ -200,6 +212,8 @@ table
 
 # %%
 print(f"vec vs reg2d: {table.speedup('vec', 'reg2d'):.2f}x ({table.source})")
+exercises.compare_prediction(my_speedup, table.speedup("vec", "reg2d"), "vec vs reg2d at 4096^3 (times faster)",
+                             table.source)
 
 # %% [markdown]
 # ## Look inside: the SASS proves the wide loads
@@ -233,6 +247,99 @@ def stage_a(tid):
     ### END SOLUTION
 
 exercises.check("05-stage-a", stage_a)
+
+# %% [markdown]
+# ## Exercise 05-transpose-a: write the transposed staging
+#
+# Below is this lesson's kernel at a smaller size: a 64 x 64 tile of C per block, 64 threads
+# with 8x8 results each, slices of BK = 8. Each thread now stages **two** float4s of A per
+# slice (rows `a_r` and `a_r + 32` of the tile) and two of B. Two pieces are missing:
+#
+# 1. where the four values `x0..x3` (that is, `A[m, k0 + a_c + d]` for `d = 0..3`, with `m` the
+#    tile row `a_r + p * A_STEP`) go in the transposed tile `sAT[k, m]`;
+# 2. in the k-step, where a thread's 8 values of A for step `k` (tile rows `t_row + i`) are read.
+#
+# The check runs your kernel on two awkward shapes against the float64 reference, then checks
+# the technique: on the simulator the tracer must see every shared load of the k-step as a
+# 16-byte access (four neighbouring, aligned floats per lane, which the compiler turns into
+# `LDS.128`); on a GPU the SASS must load shared memory only with `LDS.128`. An A tile stored
+# untransposed gives the right result and fails the second part.
+
+# %%
+import numpy as np
+from numba import cuda, float32
+from gemm_lessons import exercises
+from gemm_lessons.float4 import load4, store4
+from gemm_lessons.unroll import static_range, unrolled
+
+BM, BN, BK, TM, TN = 64, 64, 8, 8, 8  # the check launches ceil(N/64) x ceil(M/64) blocks of 64 threads
+THREADS = (BM // TM) * (BN // TN)     # 64
+A_STEP = THREADS // (BK // 4)         # 32: a thread stages rows a_r and a_r + 32 of the A tile
+B_STEP = THREADS // (BN // 4)         # 4: ... and rows b_r and b_r + 4 of the B tile
+
+
+@cuda.jit
+@unrolled
+def sgemm_ex05(A, B, C, alpha, beta):
+    sAT = cuda.shared.array((BK, BM), float32)  # the A tile, transposed: sAT[k, m]
+    sB = cuda.shared.array((BK, BN), float32)
+    tid = cuda.threadIdx.x
+    row0 = cuda.blockIdx.y * BM
+    col0 = cuda.blockIdx.x * BN
+    M, K = A.shape
+    N = B.shape[1]
+    t_row = (tid // (BN // TN)) * TM  # this thread's 8x8 results: tile rows t_row.., columns t_col..
+    t_col = (tid % (BN // TN)) * TN
+    a_r = tid // (BK // 4)            # the float4s of A this thread stages: tile rows a_r + p * A_STEP,
+    a_c = (tid % (BK // 4)) * 4       #   columns a_c..a_c+3 of the slice
+    b_r = tid // (BN // 4)            # ... and of B: rows b_r + q * B_STEP, columns b_c..b_c+3
+    b_c = (tid % (BN // 4)) * 4
+    acc = cuda.local.array((TM, TN), float32)
+    a = cuda.local.array(TM, float32)
+    b = cuda.local.array(TN, float32)
+    for i in static_range(TM):
+        for j in static_range(TN):
+            acc[i, j] = np.float32(0.0)
+    for k0 in range(0, K, BK):
+        for p in static_range(BM * BK // 4 // THREADS):  # 2 float4s of A per thread
+            x0 = x1 = x2 = x3 = np.float32(0.0)
+            if row0 + a_r + p * A_STEP < M and k0 + a_c < K:  # K % 4 == 0: a float4 is all in or all out
+                x0, x1, x2, x3 = load4(A, row0 + a_r + p * A_STEP, k0 + a_c)
+            ### BEGIN SOLUTION: pass
+            sAT[a_c + 0, a_r + p * A_STEP] = x0
+            sAT[a_c + 1, a_r + p * A_STEP] = x1
+            sAT[a_c + 2, a_r + p * A_STEP] = x2
+            sAT[a_c + 3, a_r + p * A_STEP] = x3
+            ### END SOLUTION
+        for q in static_range(BK * BN // 4 // THREADS):  # 2 float4s of B per thread
+            y0 = y1 = y2 = y3 = np.float32(0.0)
+            if k0 + b_r + q * B_STEP < K and col0 + b_c < N:
+                y0, y1, y2, y3 = load4(B, k0 + b_r + q * B_STEP, col0 + b_c)
+            store4(sB, b_r + q * B_STEP, b_c, y0, y1, y2, y3)
+        cuda.syncthreads()
+        for k in range(BK):
+            for i in static_range(TM):  # A[row0 + t_row + i, k0 + k]
+                ### BEGIN SOLUTION: a[i] = np.float32(0.0)
+                a[i] = sAT[k, t_row + i]
+                ### END SOLUTION
+            for j in static_range(TN):
+                b[j] = sB[k, t_col + j]
+            for i in static_range(TM):
+                for j in static_range(TN):
+                    acc[i, j] += a[i] * b[j]
+        cuda.syncthreads()
+    for i in static_range(TM):
+        row = row0 + t_row + i
+        for j in static_range(TN):
+            col = col0 + t_col + j
+            if row < M and col < N:
+                if beta == 0:
+                    C[row, col] = alpha * acc[i, j]
+                else:
+                    C[row, col] = alpha * acc[i, j] + beta * C[row, col]
+
+
+exercises.check("05-transpose-a", sgemm_ex05)
 
 # %% [markdown]
 # ## Takeaway

@@ -18,7 +18,7 @@ print(gl.banner())
 
 # %%
 from gemm_lessons.instruments import bank_model, shared_tracer
-measure.recorded(["vec", "vec_split", "cublas"])
+measure.recorded(["vec", "cublas"])  # where we start; this lesson's rung is measured below
 
 # %% [markdown]
 # ## The model
@@ -159,7 +159,7 @@ for r in truth.rows:
 #   ["Unexpected shared memory bank conflict"](https://forums.developer.nvidia.com/t/unexpected-shared-memory-bank-conflict/77228);
 #   the H100 counts agree). With that rule added
 #   (`paired_loads=True`), the tracer matches every 16-byte case exactly.
-# * **A few extra wavefronts in the 32x32-thread transposes** (about 0.1% unpadded, about 5%
+# * **A few extra wavefronts in the 32x32-thread transposes** (about 0.05-0.1% unpadded, about 5%
 #   padded; also 5 of 3,072 store wavefronts in `vec_split`), absent with 32x8 threads. The
 #   addresses cannot produce them (the padded tile is conflict-free by construction), and they
 #   change from run to run (two runs gave +1,204 and +554 unpadded, +1,487 and +1,553 padded),
@@ -173,8 +173,9 @@ for r in truth.rows:
 # Padding fixed the transpose. Why not pad the GEMM tiles too? Two reasons, both computable:
 #
 # 1. **Alignment.** A 16-byte access must start on a 16-byte boundary. With rows of 128 + 1
-#    floats, row k starts at byte `4*129*k`: odd rows are misaligned, so the compiler cannot
-#    emit `LDS.128` at all (the model refuses the addresses too).
+#    floats, row k starts at byte `4*129*k = 516*k`, a multiple of 16 only when k is a multiple
+#    of 4: three rows in four are misaligned, so the compiler cannot emit `LDS.128` at all (the
+#    model refuses the addresses too). Padding by a multiple of 4 floats keeps every row aligned.
 # 2. **Occupancy.** Padding grows shared memory per block; once a block needs a little more
 #    than a divisor of the SM's capacity, one block fewer fits. Which resource limits blocks per
 #    SM decides whether that matters.
@@ -204,6 +205,15 @@ for label, regs, smem in [("vec (102 registers, 8 KiB)", 102, 8192),
 #
 # The split kernel removes the conflicts of the `sB` reads. Does that make it faster?
 
+# %% [markdown]
+# **Predict, then measure.** The tracer above counts the load wavefronts of one block of each
+# kernel. How many times faster than `vec` do you expect `vec_split` to run at 4096^3? (The
+# loads are one part of a k-step; the 64 FMAs are the rest.) On a GPU the next cells measure
+# both now; on the simulator they show the recorded GPU result.
+
+# %%
+my_speedup = None  # your prediction: replace None with a number (for example 1.3)
+
 # %%
 table = measure.compare({"vec_split": ladder.SGEMM["vec_split"], "vec": ladder.SGEMM["vec"]},
                         size=(4096, 4096, 4096))
@@ -211,6 +221,8 @@ table
 
 # %%
 print(f"vec_split vs vec: {table.speedup('vec_split', 'vec'):.2f}x ({table.source})")
+exercises.compare_prediction(my_speedup, table.speedup("vec_split", "vec"), "vec_split vs vec at 4096^3 (times faster)",
+                             table.source)
 
 # %% [markdown]
 # ## Exercise 06-padding
@@ -225,6 +237,109 @@ answer = min(p for p in range(1, 33) if bank_model.wavefronts([4 * (32 + p) * l 
 exercises.check("06-padding", answer)
 
 # %% [markdown]
+# ## Exercise 06-conflict-free: a kernel without bank conflicts
+#
+# Lesson 05's exercise kernel (64 x 64 tile, 64 threads, 8x8 results each) as given here runs
+# correctly, but the tracer finds two kinds of conflicts in one block:
+#
+# * the transposed **stores into `sAT`**: lanes `2t` and `2t+1` write column `t` of rows `d` and
+#   `d + 4`; with rows of 64 floats both land in the same bank (2-way);
+# * the **loads from `sB`**: a thread's 8 columns are side by side (`col_of(j) = tc * 8 + j`), so
+#   the 8 lanes of a 16-byte load phase read 16 bytes each, 32 bytes apart (2-way, as in `vec`).
+#
+# Make every shared access conflict-free, keeping every load 16 bytes wide: choose the padding
+# `PAD` of the rows of `sAT` (a row must still start on a 16-byte boundary, or `LDS.128` is
+# impossible), and rewrite `col_of(j)`, the tile column of a thread's result column `j`
+# (`j = 0..7`; the same function places the loads of `sB` and the stores of C). The check runs
+# the kernel against the float64 reference, then traces one block: no conflicts, all loads
+# 16-byte (on a GPU: `LDS.128` in the SASS; the tracer then runs in a child process on the
+# simulator).
+
+# %%
+import numpy as np
+from numba import cuda, float32
+from gemm_lessons import exercises
+from gemm_lessons.float4 import load4, store4
+from gemm_lessons.unroll import static_range, unrolled
+
+BM, BN, BK, TM, TN = 64, 64, 8, 8, 8  # the check launches ceil(N/64) x ceil(M/64) blocks of 64 threads
+THREADS = (BM // TM) * (BN // TN)     # 64
+A_STEP = THREADS // (BK // 4)         # 32: a thread stages rows a_r and a_r + 32 of the A tile
+B_STEP = THREADS // (BN // 4)         # 4: ... and rows b_r and b_r + 4 of the B tile
+### BEGIN SOLUTION: PAD = 0
+PAD = 4  # row k starts at word 68k, bank 4k: rows d and d + 4 are 16 banks apart; 68 floats = 17 x 16 bytes
+### END SOLUTION
+A_ROW = BM + PAD                      # floats per row of sAT (a shared shape must be a constant)
+
+
+@cuda.jit
+@unrolled
+def sgemm_ex06(A, B, C, alpha, beta):
+    sAT = cuda.shared.array((BK, A_ROW), float32)  # the A tile, transposed and padded: sAT[k, m]
+    sB = cuda.shared.array((BK, BN), float32)
+    tid = cuda.threadIdx.x
+    row0 = cuda.blockIdx.y * BM
+    col0 = cuda.blockIdx.x * BN
+    M, K = A.shape
+    N = B.shape[1]
+    tc = tid % (BN // TN)             # this thread's place among the 8 threads across the tile
+    t_row = (tid // (BN // TN)) * TM  # its 8 rows of results: t_row..t_row+7
+    a_r = tid // (BK // 4)
+    a_c = (tid % (BK // 4)) * 4
+    b_r = tid // (BN // 4)
+    b_c = (tid % (BN // 4)) * 4
+
+    def col_of(j):  # the tile column of this thread's result column j (j = 0..7, a constant)
+        ### BEGIN SOLUTION: return tc * TN + j
+        return tc * 4 + j % 4 + j // 4 * (BN // 2)  # 4 columns in each half: 8 lanes read 128 contiguous bytes
+        ### END SOLUTION
+
+    acc = cuda.local.array((TM, TN), float32)
+    a = cuda.local.array(TM, float32)
+    b = cuda.local.array(TN, float32)
+    for i in static_range(TM):
+        for j in static_range(TN):
+            acc[i, j] = np.float32(0.0)
+    for k0 in range(0, K, BK):
+        for p in static_range(BM * BK // 4 // THREADS):
+            x0 = x1 = x2 = x3 = np.float32(0.0)
+            if row0 + a_r + p * A_STEP < M and k0 + a_c < K:
+                x0, x1, x2, x3 = load4(A, row0 + a_r + p * A_STEP, k0 + a_c)
+            sAT[a_c + 0, a_r + p * A_STEP] = x0
+            sAT[a_c + 1, a_r + p * A_STEP] = x1
+            sAT[a_c + 2, a_r + p * A_STEP] = x2
+            sAT[a_c + 3, a_r + p * A_STEP] = x3
+        for q in static_range(BK * BN // 4 // THREADS):
+            y0 = y1 = y2 = y3 = np.float32(0.0)
+            if k0 + b_r + q * B_STEP < K and col0 + b_c < N:
+                y0, y1, y2, y3 = load4(B, k0 + b_r + q * B_STEP, col0 + b_c)
+            store4(sB, b_r + q * B_STEP, b_c, y0, y1, y2, y3)
+        cuda.syncthreads()
+        for k in range(BK):
+            for i in static_range(TM):
+                a[i] = sAT[k, t_row + i]
+            for j in static_range(TN):
+                c = col_of(j)
+                b[j] = sB[k, c]
+            for i in static_range(TM):
+                for j in static_range(TN):
+                    acc[i, j] += a[i] * b[j]
+        cuda.syncthreads()
+    for i in static_range(TM):
+        row = row0 + t_row + i
+        for j in static_range(TN):
+            c = col_of(j)
+            col = col0 + c
+            if row < M and col < N:
+                if beta == 0:
+                    C[row, col] = alpha * acc[i, j]
+                else:
+                    C[row, col] = alpha * acc[i, j] + beta * C[row, col]
+
+
+exercises.check("06-conflict-free", sgemm_ex06)
+
+# %% [markdown]
 # ## Takeaway
 #
 # * A warp-wide shared access costs as many wavefronts as its worst bank holds distinct words,
@@ -232,7 +347,8 @@ exercises.check("06-padding", answer)
 # * The GPU's counters agree instruction for instruction, and wavefront for wavefront once one
 #   measured rule (paired 16-byte loads) is added: every remaining difference is explained above.
 # * Fixes: padding (transpose), a different lane layout (4x8), or splitting a thread's tile
-#   (8x8 -> four 4x4). Padding breaks 16-byte alignment, so wide-load GEMMs avoid it.
+#   (8x8 -> four 4x4). Padding by one float breaks 16-byte alignment; a wide-load GEMM pads by
+#   a multiple of 4 floats, or not at all.
 
 # %% [markdown]
 # ## Sources and further reading

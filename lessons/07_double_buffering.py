@@ -17,7 +17,7 @@ from numba import cuda, float32
 print(gl.banner())
 
 # %%
-measure.recorded(["vec_split", "dbuf", "cublas"])
+measure.recorded(["vec_split", "cublas"])  # where we start; this lesson's rung is measured below
 
 # %% [markdown]
 # ## Idea: two shared buffers
@@ -132,13 +132,28 @@ def sgemm_dbuf_indexed(A, B, C, alpha, beta):
 
 # %%
 from gemm_lessons.sgemm_kernels import dbuf
-gl.check_all(ladder.VARIANTS["dbuf_indexed"], name="dbuf_indexed",
+# the kernel of the cell above (edit it, run both cells: the check, the timing and the
+# compiler facts below use your version), launched like the package's
+my_dbuf_indexed = functools.partial(dbuf.sgemm_indexed, kernel=sgemm_dbuf_indexed)
+gl.check_all(my_dbuf_indexed, name="dbuf_indexed",
              shapes=[(68, 44, 36, 1.0, 0.0), (36, 72, 20, 1.5, -0.5)])
+
+# %% [markdown]
+# **Predict, then measure.** Write your answer as a number: how many times as fast as
+# `vec_split` (lesson 06) will `dbuf_indexed` run at 4096^3 (above 1: faster, below 1: slower)?
+# On a GPU the next cell measures both now; on the simulator it shows the recorded GPU result.
+
+# %%
+my_ratio = None  # your prediction: replace None with a number (for example 1.1)
 
 # %%
 first = measure.compare({"vec_split": ladder.SGEMM["vec_split"],
-                         "dbuf_indexed": ladder.VARIANTS["dbuf_indexed"]}, size=(4096, 4096, 4096))
+                         "dbuf_indexed": my_dbuf_indexed}, size=(4096, 4096, 4096))
 first
+
+# %%
+exercises.compare_prediction(my_ratio, first.speedup("dbuf_indexed", "vec_split"),
+                             "dbuf_indexed vs vec_split at 4096^3 (times as fast)", first.source)
 
 # %% [markdown]
 # Slower. Ask the compiler why: the SASS of the indexed version has far fewer `LDS.128` and
@@ -148,7 +163,7 @@ first
 
 # %%
 inspect_kernel.compiler_facts({"vec_split": ladder.SGEMM["vec_split"].kernel,
-                               "dbuf_indexed": ladder.VARIANTS["dbuf_indexed"].kernel},
+                               "dbuf_indexed": sgemm_dbuf_indexed},
                               threads={"vec_split": 256, "dbuf_indexed": 256})
 
 # %% [markdown]
@@ -448,7 +463,7 @@ gl.check_all(functools.partial(warptile.sgemm, kernel=my_dbuf), name="dbuf",
 #
 # Four kernels from `make_kernel` above differ in one thing each: one buffer (two barriers per
 # slice) or two; the guard around the staging loads written three ways. Lesson 06's kernel is
-# the baseline. (On a GPU this compiles four big kernels: about a minute.)
+# the baseline. (On a GPU this compiles four big kernels first: the progress bar shows how long.)
 
 # %%
 configs = {"dbuf_one_buffer": replace(dbuf.DBUF_CONFIG, stages=1), "dbuf": dbuf.DBUF_CONFIG,
@@ -476,7 +491,9 @@ inspect_kernel.compiler_facts(my_kernels, threads={name: 256 for name in my_kern
 # What the two tables say, read together:
 #
 # * **Two buffers** are the big step, against the same kernel with one buffer: the loads are
-#   hidden, and one barrier per slice instead of two. The register count stays at the cap of
+#   hidden, and one barrier per slice instead of two (the SASS counts 3 `BAR` for dbuf: the
+#   prologue's, and one for each of the two slices its main loop handles per trip; 2 for the
+#   one-buffer kernel's loop of one slice). The register count stays at the cap of
 #   128, so two blocks still fit on an SM.
 # * **The short-circuit guard** (`and`) made the compiler spill (local memory, `LDL`/`STL` in
 #   the SASS): the two branches split the unrolled code into pieces, and the values staged
@@ -504,6 +521,131 @@ def shared_bytes(BM, BN, BK, pad_a, stages):
     ### END SOLUTION
 
 exercises.check("07-shared-bytes", shared_bytes)
+
+# %% [markdown]
+# ## Exercise 07-double-buffer: write the double-buffered main loop
+#
+# Lesson 06's exercise kernel, conflict-free (padded `sAT`, split columns), now with **two**
+# buffers per tile (`sAT0`/`sB0` and `sAT1`/`sB1`) and three helpers (each is written out where it is
+# called, like a C++ lambda):
+#
+# * `load_slice(k0)`: the slice starting at `k0` from global memory into registers
+#   (`xa`, `xb`; zeros outside A and B, so a `k0` past `K` loads nothing);
+# * `store_slice(sA, sB)`: those registers into the buffer `sA`, `sB`;
+# * `compute(sA, sB)`: the BK k-steps of a slice from the buffer `sA`, `sB`.
+#
+# Write the main loop: a prologue that puts slice 0 into buffer 0, then for every slice: start
+# the next slice's loads, compute from the current buffer, store the next slice into the
+# *other* buffer, and **one** `cuda.syncthreads()`. The check runs the kernel against the float64
+# reference, then records one block on the simulator (K = 32, four slices) with the access log:
+# no race (no shared word written by one thread and touched by another between the same two
+# barriers), at most one barrier per slice plus the prologue's, and the next slice's global
+# loads issued before each slice's k-steps. (On a GPU the result is checked there, and the
+# access log runs in a child process on the simulator.)
+
+# %%
+import numpy as np
+from numba import cuda, float32
+from gemm_lessons import exercises
+from gemm_lessons.float4 import load4, store4
+from gemm_lessons.unroll import static_range, unrolled
+
+BM, BN, BK, TM, TN = 64, 64, 8, 8, 8  # the check launches ceil(N/64) x ceil(M/64) blocks of 64 threads
+THREADS = (BM // TM) * (BN // TN)     # 64
+A_LOADS = BM * BK // 4 // THREADS     # 2 float4s of A per thread per slice, A_STEP rows apart
+A_STEP = THREADS // (BK // 4)
+B_LOADS = BK * BN // 4 // THREADS     # 2 float4s of B, B_STEP rows apart
+B_STEP = THREADS // (BN // 4)
+A_ROW = BM + 4                        # padded rows of the transposed A tile (exercise 06)
+
+
+@cuda.jit
+@unrolled
+def sgemm_ex07(A, B, C, alpha, beta):
+    sAT0 = cuda.shared.array((BK, A_ROW), float32)  # buffer 0
+    sB0 = cuda.shared.array((BK, BN), float32)
+    sAT1 = cuda.shared.array((BK, A_ROW), float32)  # buffer 1
+    sB1 = cuda.shared.array((BK, BN), float32)
+    tid = cuda.threadIdx.x
+    row0 = cuda.blockIdx.y * BM
+    col0 = cuda.blockIdx.x * BN
+    M, K = A.shape
+    N = B.shape[1]
+    tc = tid % (BN // TN)
+    t_row = (tid // (BN // TN)) * TM
+    a_r = tid // (BK // 4)
+    a_c = (tid % (BK // 4)) * 4
+    b_r = tid // (BN // 4)
+    b_c = (tid % (BN // 4)) * 4
+    acc = cuda.local.array((TM, TN), float32)
+    a = cuda.local.array(TM, float32)
+    b = cuda.local.array(TN, float32)
+    xa = cuda.local.array((A_LOADS, 4), float32)  # a slice on its way from global to shared memory
+    xb = cuda.local.array((B_LOADS, 4), float32)
+    for i in static_range(TM):
+        for j in static_range(TN):
+            acc[i, j] = np.float32(0.0)
+
+    def col_of(j):  # exercise 06's split: 4 columns in each half of the tile
+        return tc * 4 + j % 4 + j // 4 * (BN // 2)
+
+    def load_slice(k0):  # global -> registers (zeros outside A and B)
+        for p in static_range(A_LOADS):
+            xa[p, 0] = xa[p, 1] = xa[p, 2] = xa[p, 3] = np.float32(0.0)
+            if row0 + a_r + p * A_STEP < M and k0 + a_c < K:
+                xa[p, 0], xa[p, 1], xa[p, 2], xa[p, 3] = load4(A, row0 + a_r + p * A_STEP, k0 + a_c)
+        for q in static_range(B_LOADS):
+            xb[q, 0] = xb[q, 1] = xb[q, 2] = xb[q, 3] = np.float32(0.0)
+            if k0 + b_r + q * B_STEP < K and col0 + b_c < N:
+                xb[q, 0], xb[q, 1], xb[q, 2], xb[q, 3] = load4(B, k0 + b_r + q * B_STEP, col0 + b_c)
+
+    def store_slice(sA, sB):  # registers -> one buffer
+        for p in static_range(A_LOADS):
+            for d in static_range(4):
+                sA[a_c + d, a_r + p * A_STEP] = xa[p, d]
+        for q in static_range(B_LOADS):
+            store4(sB, b_r + q * B_STEP, b_c, xb[q, 0], xb[q, 1], xb[q, 2], xb[q, 3])
+
+    def compute(sA, sB):  # the BK k-steps of one slice, from one buffer
+        for k in static_range(BK):
+            for i in static_range(TM):
+                a[i] = sA[k, t_row + i]
+            for j in static_range(TN):
+                c = col_of(j)
+                b[j] = sB[k, c]
+            for i in static_range(TM):
+                for j in static_range(TN):
+                    acc[i, j] += a[i] * b[j]
+
+    ### BEGIN SOLUTION: pass
+    load_slice(0)  # prologue: slice 0 into buffer 0
+    store_slice(sAT0, sB0)
+    cuda.syncthreads()
+    for k0 in range(0, K, 2 * BK):  # two slices per trip: the buffers' roles are fixed in each half
+        load_slice(k0 + BK)  # the next slice's loads are in flight during the compute
+        compute(sAT0, sB0)
+        store_slice(sAT1, sB1)  # into the buffer nobody reads in this slice
+        cuda.syncthreads()  # buffer 1 complete, buffer 0 free
+        if k0 + BK >= K:
+            break
+        load_slice(k0 + 2 * BK)
+        compute(sAT1, sB1)
+        store_slice(sAT0, sB0)
+        cuda.syncthreads()
+    ### END SOLUTION
+    for i in static_range(TM):
+        row = row0 + t_row + i
+        for j in static_range(TN):
+            c = col_of(j)
+            col = col0 + c
+            if row < M and col < N:
+                if beta == 0:
+                    C[row, col] = alpha * acc[i, j]
+                else:
+                    C[row, col] = alpha * acc[i, j] + beta * C[row, col]
+
+
+exercises.check("07-double-buffer", sgemm_ex07)
 
 # %% [markdown]
 # ## Takeaway

@@ -183,9 +183,22 @@ check_transpose_all(functools.partial(t_wide.transpose, kernel=make_transpose_wi
 # 256 MiB written per call), in one run. Short kernels are timed in batches of
 # back-to-back calls so that Python's launch overhead is not counted.
 
+# %% [markdown]
+# **Predict, then measure.** The tracer found 32 wavefronts per column read of `tile[32][32]`
+# and 1 of `tile[32][33]`. How many times the bandwidth of `smem_tile` do you expect
+# `smem_padded` to reach? On a GPU the next cell measures every rung now; on the simulator it
+# shows the recorded GPU result.
+
+# %%
+my_ratio = None  # your prediction: replace None with a number (for example 2)
+
 # %%
 table = measure.compare_transpose(dict(ladder.TRANSPOSE), shape=(8192, 8192))
 table
+
+# %%
+exercises.compare_prediction(my_ratio, table.gbs("smem_padded") / table.gbs("smem_tile"),
+                             "smem_padded vs smem_tile at 8192x8192 (times the GB/s)", table.source)
 
 # %%
 best = max(ladder.TRANSPOSE, key=table.gbs)
@@ -204,12 +217,65 @@ answer = counting.transpose_bytes(8192, 4096)
 exercises.check("09-bytes", answer)
 
 # %% [markdown]
+# ## Exercise 09-symmetrize: `dst = src + src.T` through a padded tile
+#
+# For a square matrix, `dst[r, c] = src[r, c] + src[c, r]`. Reading `src[r, c]` with
+# `threadIdx.x` along `c` is coalesced; reading `src[c, r]` the same way is the naive
+# transpose's strided access. Write the kernel so that **every** warp-wide global access is
+# coalesced and the shared tile is conflict-free: a block of 32 x 8 threads owns the 32 x 32
+# tile of `dst` at rows `r0..`, columns `c0..`; stage the *mirror* tile of `src` (rows `c0..`,
+# columns `r0..`) into shared memory reading rows of `src`, and read it back by column.
+#
+# As given, the kernel is right but reads `src[c, r]` straight from global memory. The check
+# runs it for n = 67, 40 and 1, then on the simulator records a 64 x 64 run with the access log:
+# each warp-wide global read and write must touch the fewest 32-byte sectors its addresses
+# allow, and the tracer must find no bank conflicts (on a GPU the access log runs in a child
+# process on the simulator).
+
+# %%
+import numpy as np
+from numba import cuda, float32
+from gemm_lessons import exercises
+
+TILE, ROWS = 32, 8  # the check launches ceil(n/32) x ceil(n/32) blocks of 32 x 8 threads
+
+
+@cuda.jit
+def symmetrize(src, dst):
+    ### BEGIN SOLUTION: tile = cuda.shared.array((TILE, TILE), float32)
+    tile = cuda.shared.array((TILE, TILE + 1), float32)  # padded: a column spans 32 banks
+    ### END SOLUTION
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    r0 = cuda.blockIdx.y * TILE
+    c0 = cuda.blockIdx.x * TILE
+    n = src.shape[0]
+    ### BEGIN SOLUTION: pass
+    for j in range(0, TILE, ROWS):  # the mirror tile src[c0.., r0..]: a warp reads a row of src
+        r, c = c0 + ty + j, r0 + tx
+        if r < n and c < n:
+            tile[ty + j, tx] = src[r, c]
+    ### END SOLUTION
+    cuda.syncthreads()
+    for j in range(0, TILE, ROWS):
+        r, c = r0 + ty + j, c0 + tx
+        if r < n and c < n:
+            ### BEGIN SOLUTION: dst[r, c] = src[r, c] + src[c, r]
+            dst[r, c] = src[r, c] + tile[tx, ty + j]  # src[c, r] = tile[c - c0, r - r0]: a column of the tile
+            ### END SOLUTION
+
+
+exercises.check("09-symmetrize", symmetrize)
+
+# %% [markdown]
 # ## Takeaway
 #
 # * Memory-bound kernels are judged in bytes per second against a copy: no FLOPS to hide behind.
 # * A shared-memory tile makes both sides coalesced; padding makes the column read conflict-free;
 #   more elements per thread and 16-byte accesses keep more bytes in flight.
-# * The tracer, the model and the profiler agree on the bank conflicts (lesson 06).
+# * The tracer, the model and the profiler agree on which kernels have bank conflicts and on
+#   their instruction counts; ncu counts a few extra wavefronts in the 32x32-thread kernels
+#   that the addresses cannot explain (lesson 06).
 
 # %% [markdown]
 # ## Sources and further reading

@@ -76,7 +76,8 @@ def _off_by_one(A, B, C, alpha, beta):
 
 
 def test_every_exercise_has_a_right_and_a_wrong_answer_here():
-    assert set(RIGHT) == set(exercises.ids()) == set(WRONG)
+    # lessons 05-10's kernel exercises are tested in test_exercises_05_10.py
+    assert set(RIGHT) == set(exercises.ids()) - set(exercises.KERNEL_EXERCISES_05_10) == set(WRONG)
 
 
 @pytest.mark.parametrize("ex", sorted(RIGHT))

@@ -339,3 +339,75 @@ def test_a_function_defined_in_a_jupyter_cell():
     assert result.success
     f = shell.user_ns["cell_f"]
     assert f([1, 2, 3]) == 6 and expanded_source(f).count("s += x[") == 3
+
+
+def _local_array_stub():
+    """A stand-in for ``cuda.local.array`` in plain Python (the simulator's exists only inside
+    a running kernel): a module named numba..., as @unrolled recognizes it by name."""
+    import types as pytypes
+
+    fake = pytypes.ModuleType("numba.fake_cuda")
+    fake.local = pytypes.SimpleNamespace(array=lambda shape, dtype: np.zeros(shape, np.dtype(str(dtype))))
+    return fake
+
+
+def test_register_arrays_become_one_variable_per_element():
+    fake_cuda = _local_array_stub()
+
+    @unrolled
+    def f(x):
+        acc = fake_cuda.local.array((2, 2), float32)
+        for i in static_range(2):
+            for j in static_range(2):
+                acc[i, j] = np.float32(0.0)
+        for i in static_range(2):
+            for j in static_range(2):
+                acc[i, j] += x[i] * x[j]      # x: an argument, of unknown type -> cast
+        return acc[1, 0] + acc[1, 1]
+
+    src = expanded_source(f)
+    assert "acc[" not in src and "local.array" not in src
+    assert "acc_1_0 = np.float32(0.0)" in src
+    assert "float32(0)" not in src  # the kernel's own zeros make the declaration's zeros dead
+    assert "acc_1_0 = float32(acc_1_0 + x[1] * x[0])" in src
+    assert f(np.array([1.0, 2.0])) == 6.0 and isinstance(f(np.array([1.0, 2.0])), np.float32)
+
+
+def test_a_store_of_the_arrays_own_type_needs_no_cast():
+    fake_cuda = _local_array_stub()
+
+    @unrolled
+    def f(x):
+        a = fake_cuda.local.array(2, float32)
+        acc = fake_cuda.local.array(1, float32)
+        a[0], a[1] = x[0], x[1]               # a tuple store: cast afterwards
+        acc[0] = float32(0)
+        acc[0] += a[0] * a[1]                 # float32 * float32: no cast
+        return acc[0]
+
+    src = expanded_source(f)
+    assert "a_0, a_1 = (x[0], x[1])" in src and "a_0 = float32(a_0)" in src
+    assert "acc_0 += a_0 * a_1" in src
+    assert f(np.array([2.0, 3.0])) == 6.0
+
+
+def test_arrays_with_a_runtime_index_or_passed_whole_stay_arrays():
+    fake_cuda = _local_array_stub()
+
+    def use(arr):
+        return arr[0]
+
+    @unrolled
+    def f(k):
+        r = fake_cuda.local.array(4, float32)   # runtime index: stays an array
+        w = fake_cuda.local.array(4, float32)   # passed whole to a function: stays an array
+        z = fake_cuda.local.array(2, float32)   # read before written: keeps its zeros
+        for i in static_range(4):
+            r[i] = i
+            w[i] = 2 * i
+        return r[k] + use(w) + z[1]
+
+    src = expanded_source(f)
+    assert "r[k]" in src and "r[3] = 3" in src and "w[3] = 6" in src
+    assert "z_1 = float32(0)" in src and "z_0" in src
+    assert f(2) == 2.0

@@ -8,6 +8,7 @@
 #   banks      ncu shared-memory counters for the bank lesson -> $OUT/ncu-banks.csv
 #   repro      two bench runs back to back -> $OUT/run-a.json, run-b.json
 #   dbuf       vec_split and the double-buffered variant only -> $OUT/dbuf.json
+#   roofline   ncu DRAM / L2 / shared counters of every SGEMM rung at 4096^3 -> $OUT/ncu-roofline.csv
 #   profile    ncu memory counters of the copy, sgeam and the transposes -> $OUT/ncu-transpose.csv
 #   sanitize   compute-sanitizer memcheck + racecheck over every kernel (or $SANITIZE_ONLY) -> logs
 #   latency    python -m gemm_lessons.latency and the primer's compiler listing -> results/latency-<device>.json,
@@ -49,6 +50,11 @@ for step in "$@"; do
           > "$OUT/logs/bench-dbuf.log" 2>&1
       echo "dbuf rc=$?" >> "$OUT/logs/steps.log"
       cp /tmp/dbuf/*.json "$OUT/dbuf.json" ;;
+    roofline)
+      # one profiled launch per rung (compiling happens on the host, outside the profiled kernels)
+      ncu --clock-control none --print-units base --csv --metrics "$(python3 tools/roofline_profile.py metrics)" \
+          python3 tools/roofline_profile.py run > "$OUT/ncu-roofline.csv" 2> "$OUT/logs/ncu-roofline.err"
+      echo "roofline rc=$?" >> "$OUT/logs/steps.log" ;;
     profile)
       python3 tools/transpose_profile.py run > /dev/null 2>&1
       ncu --clock-control none --csv --metrics "$(python3 tools/transpose_profile.py metrics)" \

@@ -7,7 +7,7 @@ import glob
 import os
 import re
 
-from .records import BankTruth, BenchRecord, TuningRecord
+from .records import BankTruth, BenchRecord, ShapesRecord, TuningRecord
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 
@@ -28,11 +28,14 @@ PATHS = {
     "latency": "latency-{device}.json",  # python -m gemm_lessons.latency (the primer)
     "primer-listing": "primer-listing.json",  # python -m gemm_lessons.primer.listing (one device)
     "rewrite": "rewrite-{device}.json",  # tools/compare_rewrite.py: rewritten vs generated kernels
+    "shapes-quick": "shapes-quick-{device}.json",  # python -m gemm_lessons.shapes --quick
+    "shapes": "shapes-{device}.json",  # python -m gemm_lessons.shapes: gl.sgemm vs cuBLAS, dispatch model
     "plot": "{device}-{name}.png",  # python -m gemm_lessons.bench: "ladder", "sizes", "roofline"
     "bench": "{device}.json",  # python -m gemm_lessons.bench
 }
 RECORDS = {"bench": BenchRecord, "reproducibility": BenchRecord, "experiment": BenchRecord,
-           "tuning": TuningRecord, "banks": BankTruth}
+           "tuning": TuningRecord, "banks": BankTruth, "shapes": ShapesRecord,
+           "shapes-quick": ShapesRecord}
 
 
 def slug(device_name):

@@ -147,7 +147,8 @@ print("TileConfig():              ", TileConfig().short())
 # ## `gl.sgemm`: the last rung for any shape
 #
 # `gl.sgemm(A, B, C=None, alpha=1.0, beta=0.0)` takes NumPy or numba device arrays of any
-# shape (K and N that are not multiples of 4 are zero-padded behind the scenes) and returns C.
+# shape and returns C: this kernel where K and N are multiples of 4, a variant with scalar edge
+# loads where they are not, chosen per shape on the device (`gemm_lessons.library`).
 
 # %%
 # NBVAL_CHECK_OUTPUT

@@ -3,6 +3,8 @@
 #   rewrite    tools/compare_rewrite.py .legacy: rewritten vs generated kernels, same run -> rewrite-*.json
 #   tests      the README's test command (pytest, notebooks included) -> logs/pytest.log, timed per test
 #   bench      python -m gemm_lessons.bench -> results/<device>.json + plots (copied to $OUT)
+#   shapes     python -m gemm_lessons.shapes: gl.sgemm vs cuBLAS on the shape suite, per-call cost, the
+#              dispatch model measured -> results/shapes-<device>.json + <device>-shapes.png (copied to $OUT)
 #   banks      ncu shared-memory counters for the bank lesson -> $OUT/ncu-banks.csv
 #   repro      two bench runs back to back -> $OUT/run-a.json, run-b.json
 #   dbuf       vec_split and the double-buffered variant only -> $OUT/dbuf.json
@@ -27,6 +29,10 @@ for step in "$@"; do
       python3 -m gemm_lessons.bench --no-progress > "$OUT/logs/bench.log" 2>&1
       echo "bench rc=$?" >> "$OUT/logs/steps.log"
       cp results/*.json results/*.png "$OUT/" 2>/dev/null ;;
+    shapes)
+      python3 -m gemm_lessons.shapes --no-progress > "$OUT/logs/shapes.log" 2>&1
+      echo "shapes rc=$?" >> "$OUT/logs/steps.log"
+      cp results/shapes-*.json results/*-shapes*.png "$OUT/" 2>/dev/null ;;
     banks)
       python3 tools/bank_truth.py run > /dev/null 2>&1  # compile once, outside the profiler
       ncu --clock-control none --csv --metrics "$(python3 tools/bank_truth.py metrics)" \

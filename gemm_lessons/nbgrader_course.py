@@ -31,17 +31,19 @@ import argparse
 import ast
 import glob
 import os
+import re
 import shutil
 import sys
 
 import nbformat
 
 from .lesson_source import NOTEBOOK_DIR, REPO_DIR
-from .student import BEGIN, END
+from .student import BEGIN
 
 SCHEMA_VERSION = 3
 POINTS_VALUE, POINTS_CODE = 1, 2  # an answer that is a value (a number, a pair) / code (a function, a kernel)
 EXECUTE_TIMEOUT_S = 1800  # per cell, when nbgrader executes a notebook
+CHECK_LINE = re.compile(r"""^exercises\.check\(\s*["']([^"']+)["']\s*,\s*(.+)\)\s*$""")
 COPIED = ("GLOSSARY.md", "REFERENCES.md")  # the lessons link to these: each assignment ships them
 
 CONFIG = '''\
@@ -86,8 +88,12 @@ def split_check(source):
     ``exercises.check("<id>", <answer>)``; (source, None, None) when it does not end in one."""
     try:
         tree = ast.parse(source)
-    except SyntaxError:
-        return source, None, None
+    except SyntaxError:  # IPython syntax (%magic, !command): the last line alone
+        lines = source.rstrip().split("\n")
+        m = CHECK_LINE.match(lines[-1])
+        if not m:
+            return source, None, None
+        return "\n".join(lines[:-1]).rstrip("\n"), m.group(1), m.group(2).strip()
     last = tree.body[-1] if tree.body else None
     call = last.value if isinstance(last, ast.Expr) else None
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "check"
@@ -144,11 +150,6 @@ def nbgrader_notebook(nb, points=None):
                 test.metadata["nbgrader"] = _nbgrader(f"{exercise_id}-test", grade=True, locked=True, points=p)
                 cells.append(test)
             continue
-        if cell.cell_type in ("code", "markdown") and BEGIN in cell.source:
-            raise ExportError(f"cell {i} mentions {BEGIN!r} outside an exercise code cell: nbgrader "
-                              "would take it for a solution region")
-        if END in cell.source and cell.cell_type == "code":
-            raise ExportError(f"cell {i} has {END!r} without {BEGIN!r}")
         cell.metadata["nbgrader"] = _nbgrader(f"cell-{cell_id}", locked=True)
         cells.append(cell)
     missing = set(points) - seen
@@ -178,18 +179,19 @@ def write_course(out, names=(), notebook_dir=NOTEBOOK_DIR, points=None):
     if not paths:
         raise ExportError(f"no lesson notebook in {notebook_dir} matches {' '.join(names) or '*'}")
     points = dict(points or {})
+    built = []
+    for path in paths:  # all of them first: a wrong --points writes nothing
+        nb = nbformat.read(path, as_version=4)
+        ids = {split_check(c.source)[1] for c in nb.cells if c.cell_type == "code" and BEGIN in c.source}
+        built.append((os.path.basename(path)[:-len(".ipynb")],
+                      nbgrader_notebook(nb, {k: points.pop(k) for k in list(points) if k in ids})))
+    if points:
+        raise ExportError(f"--points for exercises not exported: {', '.join(sorted(points))}")
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "nbgrader_config.py"), "w") as f:
         f.write(CONFIG.format(timeout=EXECUTE_TIMEOUT_S))
     assignments = []
-    for path in paths:
-        name = os.path.basename(path)[:-len(".ipynb")]
-        nb = nbformat.read(path, as_version=4)
-        ids = {split_check(c.source)[1] for c in nb.cells if c.cell_type == "code" and BEGIN in c.source}
-        mine = {k: v for k, v in points.items() if k in ids}
-        nb = nbgrader_notebook(nb, mine)
-        for k in mine:
-            points.pop(k)
+    for name, nb in built:
         dest = os.path.join(out, "source", name)
         os.makedirs(dest, exist_ok=True)
         nbformat.write(nb, os.path.join(dest, name + ".ipynb"))
@@ -197,8 +199,6 @@ def write_course(out, names=(), notebook_dir=NOTEBOOK_DIR, points=None):
             if os.path.exists(os.path.join(notebook_dir, extra)):
                 shutil.copy(os.path.join(notebook_dir, extra), os.path.join(dest, extra))
         assignments.append(name)
-    if points:
-        raise ExportError(f"--points for exercises not exported: {', '.join(sorted(points))}")
     return assignments
 
 

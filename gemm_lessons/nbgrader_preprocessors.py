@@ -7,6 +7,7 @@ after the marker (``### BEGIN SOLUTION: answer = None``, ``: pass``, ``: return 
 which ``python -m gemm_lessons.student`` puts in its place; SkeletonSolutions makes nbgrader do
 the same, so a released notebook's code is the student notebook's code.
 """
+from nbgrader import utils
 from nbgrader.converters import GenerateAssignment
 from nbgrader.preprocessors import ClearSolutions
 
@@ -15,11 +16,12 @@ from .student import BEGIN, strip_solutions
 
 class SkeletonSolutions(ClearSolutions):
     """ClearSolutions that puts the skeleton after ``### BEGIN SOLUTION:`` in each region of a
-    code cell (gemm_lessons.student.strip_solutions); markdown cells as nbgrader does."""
+    code cell (gemm_lessons.student.strip_solutions) and leaves markdown alone unless it is a
+    solution cell."""
 
     def _replace_solution_region(self, cell, language):
-        if cell.cell_type != "code":
-            return super()._replace_solution_region(cell, language)
+        if cell.cell_type != "code":  # text mentioning the markers stays, as in gemm_lessons.student
+            return super()._replace_solution_region(cell, language) if utils.is_solution(cell) else False
         if BEGIN not in cell.source:
             return False
         try:

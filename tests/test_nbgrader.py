@@ -78,6 +78,32 @@ def test_export_points_and_dropped_solution_text():
             "### BEGIN SOLUTION\nanswer = 3\n### END SOLUTION\nexercises.check('00-flops', answer)\nprint(1)")]))
 
 
+def test_export_cell_with_ipython_syntax():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "%time x = 1\n### BEGIN SOLUTION: answer = None\nanswer = 3\n### END SOLUTION\nexercises.check(\"00-flops\", answer)")])
+    out = nbgrader_course.nbgrader_notebook(nb)
+    assert out.cells[0].source.endswith("### END SOLUTION") and _meta(out.cells[1])["grade_id"] == "00-flops-test"
+
+
+def test_skeleton_solutions_preprocessor():
+    """In process, what generate_assignment's solution step does to each kind of cell."""
+    pytest.importorskip("nbgrader", reason="nbgrader is not installed: pip install -e '.[test]' installs it")
+    from gemm_lessons.nbgrader_preprocessors import SkeletonSolutions
+
+    teacher = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("Write yours between `### BEGIN SOLUTION` and `### END SOLUTION`."),
+        nbformat.v4.new_code_cell("### BEGIN SOLUTION: answer = None\nanswer = 3\n### END SOLUTION\n"
+                                  "exercises.check(\"00-flops\", answer)"),
+        nbformat.v4.new_code_cell("def f(x):\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION\n\n"
+                                  "exercises.check(\"00a-launch\", f)"),
+    ])
+    teacher.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
+    nb = nbgrader_course.nbgrader_notebook(teacher)
+    released, _ = SkeletonSolutions().preprocess(nb, {})
+    assert [c.source for c in released.cells if not _meta(c)["grade"]] == \
+        [c.source.split("\nexercises.check(")[0].rstrip() for c in student.student_notebook(teacher).cells]
+
+
 def test_check_keeps_warnings_off_stderr(capsys):
     """numba's low-occupancy warning (what numba-cuda raises for a check's tiny grid on a GPU) is
     dropped even with every filter reset; another warning ends up in the feedback, not on stderr."""

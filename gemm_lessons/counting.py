@@ -40,3 +40,22 @@ def compute_to_memory_ratio(x, y):
 def transpose_bytes(rows, cols, itemsize=4):
     """A transpose reads every element once and writes it once."""
     return 2 * rows * cols * itemsize
+
+
+# (BM, BN, TM, TN) of each SGEMM rung: a block computes BM x BN of C, a thread TM x TN of it, and
+# per k-step a thread reads TM values of A and TN of B from shared memory (reg1d: TM of A and one
+# of B; naive: no shared memory, every value from global memory, as if BM = BN = 1)
+RUNG_TILES = {"naive": (1, 1, 1, 1), "naive_uncoalesced": (1, 1, 1, 1), "smem_tile": (32, 32, 1, 1),
+              "smem_tile16": (16, 16, 1, 1), "reg1d": (128, 128, 16, 1), "reg2d": (128, 128, 8, 8),
+              "vec": (128, 128, 8, 8), "vec_split": (128, 128, 8, 8), "dbuf": (128, 128, 8, 8),
+              "warptile": (128, 128, 8, 8)}
+
+
+def sgemm_traffic(name, M, N, K):
+    """Values a rung reads per product, from its tiles: ``global`` = MNK(1/BM + 1/BN) (lesson
+    02's formula; the naive kernel reads 2MNK) and ``shared`` = MNK(1/TM + 1/TN) (0 for the
+    naive kernels), in 4-byte values.  What the kernel *asks* global memory for: the L1 and L2
+    caches serve part of it, so DRAM sees less (the profiler measures how much)."""
+    BM, BN, TM, TN = RUNG_TILES[name]
+    shared = 0 if name.startswith("naive") else M * N * K * (1 / TM + 1 / TN)
+    return {"global": tiled_global_loads(M, N, K, BM, BN), "shared": shared}

@@ -18,6 +18,14 @@ _FP32_LANES_PER_SM = {
 }
 
 
+def shared_bandwidth_gbs(sm_count, clock_mhz):
+    """Shared memory's peak in GB/s: 32 banks x 4 bytes per clock per SM (CUDA C++ Programming
+    Guide, "Shared Memory" in the compute-capability sections) x SMs x clock."""
+    if None in (sm_count, clock_mhz):
+        return None
+    return sm_count * 32 * 4 * clock_mhz * 1e6 / 1e9
+
+
 @dataclass(frozen=True)
 class DeviceInfo:
     name: str
@@ -43,6 +51,10 @@ class DeviceInfo:
         if None in (self.memory_clock_mhz, self.memory_bus_bits):
             return None
         return 2 * self.memory_clock_mhz * 1e6 * self.memory_bus_bits / 8 / 1e9
+
+    @property
+    def shared_bandwidth_gbs(self):
+        return shared_bandwidth_gbs(self.sm_count, self.clock_mhz)
 
     def as_dict(self):
         d = asdict(self)

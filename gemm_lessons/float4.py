@@ -11,7 +11,12 @@ LDS.128 / STS.128 by itself when the index is visibly a multiple of 4, but not a
 with the k-loop written out, lesson 05, nor with a runtime buffer index, lesson 07):
 ``load4`` and ``store4`` work on shared arrays too and make the 16-byte access explicit.
 
-On the simulator the same names are plain Python functions doing four scalar accesses.
+``load1`` and ``store1`` are their scalar twins for kernels that cannot move 16 bytes at a
+time (any_shape.py): one float, with none of the negative-index handling numba adds to
+``X[i, j]`` (a compare and a select per index, and registers, in a loop that loads 8 scalars
+per slice); the caller promises indices inside the array.
+
+On the simulator the same names are plain Python functions doing scalar accesses.
 """
 from . import _backend
 
@@ -25,6 +30,12 @@ if _backend.SIMULATOR:
         arr[row, col + 1] = v1
         arr[row, col + 2] = v2
         arr[row, col + 3] = v3
+
+    def load1(arr, row, col):
+        return arr[row, col]
+
+    def store1(arr, row, col, v):
+        arr[row, col] = v
 
 else:
     from llvmlite import ir
@@ -72,10 +83,39 @@ else:
 
         return sig, codegen
 
+    def _scalar_pointer(context, builder, sig, args):
+        aryty = sig.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        idx = [context.cast(builder, v, t, types.intp) for v, t in zip(args[1:3], sig.args[1:3])]
+        return cgutils.get_item_pointer(context, builder, aryty, ary, idx, wraparound=False)
 
-# every value load4 returns is a float32 (the GPU version takes float32 arrays only): @unrolled
-# stores them into float32 register arrays without a cast (gemm_lessons/unroll.py)
+    @intrinsic
+    def load1(typingctx, arr, row, col):
+        _check(arr, row, col)
+        sig = types.float32(arr, row, col)
+
+        def codegen(context, builder, sig, args):
+            return builder.load(_scalar_pointer(context, builder, sig, args), align=4)
+
+        return sig, codegen
+
+    @intrinsic
+    def store1(typingctx, arr, row, col, v):
+        _check(arr, row, col)
+        sig = types.void(arr, row, col, v)
+
+        def codegen(context, builder, sig, args):
+            value = context.cast(builder, args[3], sig.args[3], types.float32)
+            builder.store(value, _scalar_pointer(context, builder, sig, args), align=4)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+
+# every value load4 and load1 return is a float32 (the GPU versions take float32 arrays only):
+# @unrolled stores them into float32 register arrays without a cast (gemm_lessons/unroll.py)
 load4.result_type = "float32"
+load1.result_type = "float32"
 
 
 def require_wide_alignment(*named_arrays):

@@ -86,7 +86,8 @@ class CompilerFacts:
     """What the compiler made of several kernels, as a table: registers, local memory
     (spills), blocks per SM, and the SASS counts the lessons talk about."""
 
-    COLUMNS = ("FFMA", "LDS.128", "LDS", "STS", "STS.128", "LDL", "STL", "BAR.SYNC.DEFER_BLOCKING")
+    COLUMNS = ("FFMA", "LDG.E.128", "LDG.E", "STG.E.128", "STG.E", "LDS.128", "LDS", "STS", "STS.128", "LDL", "STL",
+               "BAR.SYNC.DEFER_BLOCKING")
 
     def __init__(self, facts, source, threads=None):
         self.facts, self.source, self.threads = facts, source, threads or {}

@@ -95,6 +95,48 @@ def sweep_markdown(effects, top=12):
     return tables.markdown(["one change", "in configuration", "TFLOPS before → after", "change"], rows, "llrr")
 
 
+def roofline_rows(record, counters=None, size=(4096, 4096, 4096)):
+    """Per SGEMM rung at ``size``: (rung, TFLOPS, FLOP per global byte asked for, the global
+    ceiling there, FLOP per shared byte, the shared ceiling there, FLOP per DRAM byte measured
+    by ncu or None), ceilings in TFLOPS: min(FP32 peak, bandwidth x intensity)."""
+    from . import counting
+
+    M, N, K = size
+    flop = counting.sgemm_flops(M, N, K)
+    peak = record.device.peak_gflops
+    bw = max((r.gbs for r in record.bandwidth or []), default=record.device.memory_bandwidth_gbs)
+    shared_bw = record.device.shared_bandwidth_gbs
+    out = []
+    for name in record.ladder or []:
+        rows = sgemm_rows(record, name, size)
+        if not rows or name not in counting.RUNG_TILES:
+            continue
+        traffic = counting.sgemm_traffic(name, M, N, K)
+        x_global = flop / (4 * traffic["global"])
+        x_shared = flop / (4 * traffic["shared"]) if traffic["shared"] else None
+        c = (counters or {}).get(name, {})
+        dram = c.get("dram__bytes_read.sum")
+        x_dram = flop / (dram + c.get("dram__bytes_write.sum", 0)) if dram else None
+        out.append((name, rows[0].gflops / 1e3, x_global, min(peak, bw * x_global) / 1e3, x_shared,
+                    min(peak, shared_bw * x_shared) / 1e3 if x_shared else None, x_dram))
+    return out
+
+
+def roofline_markdown(record, counters=None, size=(4096, 4096, 4096)):
+    """roofline_rows as a table, with the share of the tighter ceiling each rung reaches."""
+    def f(x, fmt="{:.2f}"):
+        return "–" if x is None else fmt.format(x)
+
+    rows = []
+    for name, tflops, xg, cg, xs, cs, xd in roofline_rows(record, counters, size):
+        tight = min(c for c in (cg, cs) if c is not None)
+        rows.append([name, f"{tflops:.2f}", f(xg), f(cg, "{:.1f}"), f(xs), f(cs, "{:.1f}"), f(xd, "{:.1f}"),
+                     f"{100 * tflops / tight:.0f}%"])
+    return tables.markdown(["rung", "TFLOPS", "FLOP/B asked of global memory", "its ceiling (TFLOPS)",
+                            "FLOP/B from shared memory", "its ceiling (TFLOPS)", "FLOP/B from DRAM (ncu)",
+                            "of the tighter ceiling"], rows, "lrrrrrrr")
+
+
 def load_sweep(device=None):
     """The recorded tile sweep (results/tuning-<device>.json) of ``device`` or of the newest bench record."""
     name = device or results.load().device.name

@@ -88,6 +88,79 @@ def roofline(record, points=None, ax=None, size=(4096, 4096, 4096)):
     return ax
 
 
+def _spread_labels(ax, points, min_gap=0.09):
+    """Annotate (name, x, y) points on a log-log axis, nudging labels apart vertically where
+    two would overlap (gap in decades of y)."""
+    import math
+
+    placed = []
+    for name, x, y in sorted(points, key=lambda p: p[2]):
+        ly = math.log10(y)
+        for px, py in placed:
+            if abs(math.log10(x) - px) < 0.6 and abs(ly - py) < min_gap:
+                ly = py + min_gap
+        placed.append((math.log10(x), ly))
+        ax.annotate(name, (x, y), xytext=(x * 1.15, 10 ** ly), fontsize=7, va="center",
+                    arrowprops=dict(arrowstyle="-", lw=0.4, color="grey"))
+
+
+def roofline_rungs(record, counters=None, size=(4096, 4096, 4096), axes=None):
+    """Two rooflines for the SGEMM rungs at ``size``, each rung at the intensity it achieves.
+
+    Left, global memory: x = FLOP per byte the rung asks global memory for (its tiles:
+    counting.sgemm_traffic; hollow) and, with ``counters`` from the profiler, per byte DRAM
+    really delivered (filled, same colour): the L1 and L2 caches close the gap.  The ceiling is
+    the measured copy bandwidth.  Right, shared memory: x = FLOP per byte read from shared
+    memory (counting.sgemm_traffic), ceiling = 32 banks x 4 bytes per clock per SM.  A rung
+    under a ceiling's slanted part is bound by that memory; the FP32 peak is the flat part."""
+    M, N, K = size
+    flop = counting.sgemm_flops(M, N, K)
+    peak = record.device.peak_gflops
+    bw = max((r.gbs for r in record.bandwidth or []), default=record.device.memory_bandwidth_gbs)
+    shared_bw = record.device.shared_bandwidth_gbs
+    names = [k for k in _ordered_kernels(record) if k in counting.RUNG_TILES and sgemm_rows(record, k, size)]
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(12, 4.8), sharey=True)
+    colours = {k: f"C{i}" for i, k in enumerate(names)}
+    for ax, ceiling, what in ((axes[0], bw, "global memory"), (axes[1], shared_bw, "shared memory")):
+        xs = [2 ** (i / 4) for i in range(-12, 41)]
+        ax.plot(xs, [min(peak, ceiling * x) for x in xs], "k-", lw=2)
+        ax.text(0.98, 0.04, f"slanted ceiling: {what}, {ceiling / 1e3:.1f} TB/s\n"
+                + ("(measured copy bandwidth)" if ax is axes[0] else "(32 banks x 4 B per clock x SMs x clock)"),
+                transform=ax.transAxes, ha="right", va="bottom", fontsize=8)
+        ax.axhline(peak, color="tab:red", ls=":", lw=1)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0].annotate(f"FP32 peak {peak / 1e3:.1f} TFLOPS", (2 ** 10, peak), ha="right", va="bottom", fontsize=8)
+    left, right = [], []
+    for k in names:
+        gflops = sgemm_rows(record, k, size)[0].gflops
+        traffic = counting.sgemm_traffic(k, M, N, K)
+        asked = flop / (4 * traffic["global"])
+        axes[0].plot([asked], [gflops], "o", mfc="none", color=colours[k])
+        point = asked
+        if counters and k in counters and counters[k].get("dram__bytes_read.sum"):
+            dram = flop / (counters[k]["dram__bytes_read.sum"] + counters[k].get("dram__bytes_write.sum", 0))
+            axes[0].plot([dram], [gflops], "o", color=colours[k])
+            axes[0].plot([asked, dram], [gflops, gflops], "-", color=colours[k], lw=0.8)
+            point = dram
+        left.append((k, point, gflops))
+        if traffic["shared"]:
+            x = flop / (4 * traffic["shared"])
+            axes[1].plot([x], [gflops], "s", color=colours[k])
+            right.append((k, x, gflops))
+    _spread_labels(axes[0], left)
+    _spread_labels(axes[1], right)
+    axes[0].set_xlabel("FLOP per byte of global memory" + (": asked for (hollow), from DRAM (filled, ncu)"
+                                                           if counters else " asked for (tile formula)"))
+    axes[1].set_xlabel("FLOP per byte read from shared memory (tile formula)")
+    axes[0].set_ylabel("GFLOPS")
+    axes[0].set_title(f"SGEMM {M}x{N}x{K}: global memory ({label(record)})", fontsize=10)
+    axes[1].set_title("... and shared memory", fontsize=10)
+    return axes
+
+
 def save_figures(record, directory=results.RESULTS_DIR):
     """The three figures of ``record`` as PNG files in ``directory`` (what the bench writes)."""
     paths = []

@@ -13,6 +13,8 @@ the known ones, so a file read and written again is the same JSON, byte for byte
       Device, TuningRun, TuningRow
     BankTruth     results/banks-<device>.json   tools/bank_truth.py
       BankRow
+    ShapesRecord  results/shapes-<device>.json  python -m gemm_lessons.shapes
+      Device, ShapeRow, OverheadRow
 """
 import dataclasses
 import json
@@ -101,6 +103,12 @@ class Device(Json):
     def from_info(cls, info):
         """From a gemm_lessons.device.DeviceInfo (the machine we are on)."""
         return cls.from_dict(info.as_dict())
+
+    @property
+    def shared_bandwidth_gbs(self):
+        from .device import shared_bandwidth_gbs
+
+        return shared_bandwidth_gbs(self.sm_count, self.clock_mhz)
 
 
 @_record
@@ -252,3 +260,67 @@ class BankTruth(Json):
     metrics: dict | None = None  # metric key -> ncu metric name
     rows: list[BankRow]
     how: str | None = None
+
+
+@_record
+class Stats(Json):
+    """Milliseconds: median and the 10th and 90th percentiles of ``n`` samples."""
+    median_ms: float
+    p10_ms: float
+    p90_ms: float
+    n: int
+    batch: int | None = None  # back-to-back: calls per sample
+
+
+@_record
+class ShapeRow(Json):
+    """gl.sgemm and cuBLAS at one M x N x K: single calls (CUDA events around each call, as a
+    user calls it) and back-to-back (gemm_lessons.timing.time_gpu); ``error`` when it failed."""
+    shape: list  # [M, N, K]
+    group: str  # "square", "odd", "skinny", ...
+    plan: str | None = None  # what gl.sgemm launched (gemm_lessons.dispatch)
+    correct: bool | None = None
+    rel_error: float | None = None  # relative Frobenius error against float64
+    checked: str | None = None  # "full" or "sampled rows x columns"
+    single_gl: Stats | None = None
+    single_cublas: Stats | None = None
+    back_to_back_gl: Stats | None = None
+    back_to_back_cublas: Stats | None = None
+    pct_cublas_single: float | None = None  # cuBLAS median time / gl.sgemm median time
+    pct_cublas_back_to_back: float | None = None
+    plans_ms: dict | None = None  # every candidate plan: back-to-back median ms
+    best_plan: str | None = None  # the fastest of plans_ms
+    error: str | None = None
+
+
+@_record
+class OverheadRow(Json):
+    """What one call costs the host: ``issue_us`` per call when calls are issued back to back
+    (checks and launch: the GPU finishes each call before the next arrives at these sizes),
+    ``sync_us`` per call with a synchronize after each, ``event_us`` between CUDA events
+    around one call."""
+    caller: str
+    size: int  # square M = N = K
+    issue_us: float | None = None
+    sync_us: float | None = None
+    event_us: float | None = None
+    error: str | None = None
+
+
+@_record
+class ShapesRecord(Json):
+    """results/shapes-<device>.json: one run of ``python -m gemm_lessons.shapes``."""
+    device: Device
+    date: str
+    command: str | None = None
+    versions: dict | None = None
+    git_commit: str | None = None
+    timed: bool  # False on the simulator: nothing was timed (see note)
+    note: str | None = None
+    launch: dict | None = None  # the Launchers: fast or plain, and why
+    calibration: list | None = None  # per kernel/tiles: GFLOPS at a square, blocks per SM, resources
+    model: dict | None = None  # the gemm_lessons.dispatch.Model the run measured (read back by dispatch)
+    overhead: list[OverheadRow] | None = None
+    rows: list[ShapeRow] | None = None
+    summary: dict | None = None
+    seconds: dict | None = None

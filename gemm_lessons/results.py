@@ -7,7 +7,7 @@ import glob
 import os
 import re
 
-from .records import BankTruth, BenchRecord, TuningRecord
+from .records import BankTruth, BenchRecord, ShapesRecord, TuningRecord
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results")
 
@@ -19,6 +19,7 @@ PATHS = {
     "banks": "banks-{device}.json",  # tools/bank_truth.py table
     "ncu-banks": "ncu-banks-{device}.csv",  # ncu ... tools/bank_truth.py run
     "ncu-transpose": "ncu-transpose-{device}.csv",  # ncu ... tools/transpose_profile.py run
+    "ncu-roofline": "ncu-roofline-{device}.csv",  # ncu ... tools/roofline_profile.py run
     "sanitizer": "sanitizer-{device}.txt",  # compute-sanitizer ... tools/sanitize.py
     "reproducibility": "reproducibility/{device}{suffix}.json",  # bench runs to compare: "run-a", "run-b"
     "reproducibility-report": "reproducibility/{device}{suffix}.txt",  # tools/compare_runs.py
@@ -27,11 +28,14 @@ PATHS = {
     "latency": "latency-{device}.json",  # python -m gemm_lessons.latency (the primer)
     "primer-listing": "primer-listing.json",  # python -m gemm_lessons.primer.listing (one device)
     "rewrite": "rewrite-{device}.json",  # tools/compare_rewrite.py: rewritten vs generated kernels
+    "shapes-quick": "shapes-quick-{device}.json",  # python -m gemm_lessons.shapes --quick
+    "shapes": "shapes-{device}.json",  # python -m gemm_lessons.shapes: gl.sgemm vs cuBLAS, dispatch model
     "plot": "{device}-{name}.png",  # python -m gemm_lessons.bench: "ladder", "sizes", "roofline"
     "bench": "{device}.json",  # python -m gemm_lessons.bench
 }
 RECORDS = {"bench": BenchRecord, "reproducibility": BenchRecord, "experiment": BenchRecord,
-           "tuning": TuningRecord, "banks": BankTruth}
+           "tuning": TuningRecord, "banks": BankTruth, "shapes": ShapesRecord,
+           "shapes-quick": ShapesRecord}
 
 
 def slug(device_name):
@@ -114,3 +118,39 @@ def sgemm_rows(record, kernel=None, size=None):
 def sgemm_gflops(record, kernel, size):
     rows = sgemm_rows(record, kernel, size)
     return rows[0].gflops if rows else None
+
+
+def ncu_launches(path):
+    """The launches of an ``ncu --csv --metrics ...`` file in the order they ran: a list of
+    {"kernel": name, metric: value (float, base units)}."""
+    import csv
+
+    launches = {}
+    with open(path, newline="") as f:
+        lines = [line for line in f if line.startswith('"')]
+    for row in csv.DictReader(lines):
+        launch = launches.setdefault(int(row["ID"]), {"kernel": row["Kernel Name"]})
+        try:
+            launch[row["Metric Name"]] = float(row["Metric Value"].replace(",", ""))
+        except ValueError:
+            launch[row["Metric Name"]] = row["Metric Value"]
+    return [launches[i] for i in sorted(launches)]
+
+
+def roofline_counters(device=None, directory=RESULTS_DIR):
+    """Rung name -> the profiler's counters at 4096^3 (tools/roofline_profile.py: the rungs in
+    ladder order, then cuBLAS, whose kernels are summed), or None when none were recorded."""
+    from .ladder import SGEMM
+
+    paths = ([path_for("ncu-roofline", device, directory=directory)] if device
+             else sorted(glob.glob(os.path.join(directory, "ncu-roofline-*.csv"))))
+    paths = [p for p in paths if os.path.exists(p)]
+    if not paths:
+        return None
+    launches = ncu_launches(paths[0])
+    names = list(SGEMM)
+    out = {name: launch for name, launch in zip(names, launches)}
+    rest = launches[len(names):]
+    if rest:
+        out["cublas"] = {k: sum(l[k] for l in rest) for k in rest[0] if isinstance(rest[0][k], float)}
+    return out

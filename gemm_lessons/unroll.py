@@ -26,7 +26,8 @@ function's source before numba sees it:
   are written out, is an element at constant indices becomes one variable per element:
   ``acc[1, 2]`` is written ``acc_1_2`` (what the compiler does to keep it in registers, done
   early, so numba types a few hundred variables instead of thousands of array accesses; the
-  machine code is the same, the compile several times faster: tools/compile_time.py).  A store is cast to the array's
+  machine code is the same, the compile about 4x faster for lessons 07-08: tools/compile_time.py,
+  results/experiments/compile-time-h100-machine-cpu.txt).  A store is cast to the array's
   type unless the value visibly has it.  An array indexed at run time, or passed whole to a
   function, stays an array.
 * A function defined inside the decorated one (a helper, like a C++ lambda that captures by
@@ -459,8 +460,13 @@ class _RegisterArrays:
                     elements[idx] = element
                 self.arrays[name] = (decl, dtype_expr, dtype_name, elements, shape)
         if self.arrays:
+            before = copy.deepcopy(fn_node)
             self._rewrite_blocks(fn_node)
             self._drop_dead_zeros(fn_node)
+            if any(isinstance(n, ast.Name) and n.id in self.arrays for n in ast.walk(fn_node)):
+                # a use this rewrite does not know (it would read an array that no longer
+                # exists): keep every array an array, as written
+                fn_node.__dict__.update(before.__dict__)
 
     def _is_local_array(self, call):
         """``cuda.local.array(...)`` (matched by name: the simulator's cuda module has no
@@ -566,6 +572,18 @@ class _RegisterArrays:
                     z.zero_of = z.targets[0].id
                 return zeros
         casts = []
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) > 1
+                and any(self._element(t) or isinstance(t, ast.Tuple) for t in stmt.targets)):
+            # a = b = value: one assignment per target, the value evaluated once
+            value, out = stmt.value, []
+            if not (isinstance(value, ast.Constant) or self._dtype_of(value)) or not _without_effects_or_cast(value):
+                self.temps = getattr(self, "temps", 0) + 1
+                temp = f"_value_{self.temps}"
+                out.append(ast.copy_location(ast.Assign([ast.Name(temp, ast.Store())], self._loads(value)), stmt))
+                value = ast.Name(temp, ast.Load())
+            for t in stmt.targets:
+                out.extend(self._statement(ast.copy_location(ast.Assign([t], copy.deepcopy(value)), stmt)))
+            return out
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
             target, value = stmt.targets[0], stmt.value
             if self._element(target):
@@ -658,6 +676,14 @@ class _RegisterArrays:
 
 
 _FLOATS = ("float32", "float64")
+
+
+def _without_effects_or_cast(expr):
+    """A constant, a name, or a cast of one (``np.float32(0.0)``): safe to evaluate once per target."""
+    if isinstance(expr, (ast.Constant, ast.Name)):
+        return True
+    return (isinstance(expr, ast.Call) and len(expr.args) == 1 and not expr.keywords
+            and isinstance(expr.args[0], (ast.Constant, ast.Name)))
 
 
 class _Rename(ast.NodeTransformer):

@@ -172,17 +172,27 @@ exercises.check("01-sectors", answer)
 
 # %% [markdown]
 # ### 01-kernel
-# Write the naive kernel yourself, from memory: one thread per element of C, `threadIdx.x` along
-# the columns, guarded, honouring alpha and beta (and not reading C when beta is 0).
+# A library that does not want to choose a block shape may launch one thread per element of C
+# in **one** dimension: blocks of 256 threads, and enough blocks for M x N threads. The check
+# launches your kernel that way (`exercises.launch_1d`). Inside, `i = cuda.grid(1)` numbers the
+# threads 0, 1, 2, ...; a warp is 32 consecutive values of `i`. Turn `i` into `(row, col)`,
+# guard the threads past M x N, and compute `C[row, col]` (alpha and beta as above; C is not
+# read when beta is 0).
+#
+# Two ways of turning `i` into `(row, col)` give the right result; only one is coalesced. The
+# check runs your kernel twice: against the float64 reference, then on the simulator with
+# arrays that record which elements each warp reads together, to count the 32-byte sectors a
+# warp touches per k-step.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 @cuda.jit
-def my_naive(A, B, C, alpha, beta):
+def my_naive_1d(A, B, C, alpha, beta):
     ### BEGIN SOLUTION
-    col = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
-    row = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
-    if row < C.shape[0] and col < C.shape[1]:
+    i = cuda.grid(1)
+    M, N = C.shape
+    if i < M * N:
+        row, col = i // N, i % N  # 32 consecutive i: neighbouring columns of one row (or two)
         acc = np.float32(0.0)
         for k in range(A.shape[1]):
             acc += A[row, k] * B[k, col]
@@ -192,7 +202,8 @@ def my_naive(A, B, C, alpha, beta):
             C[row, col] = alpha * acc + beta * C[row, col]
     ### END SOLUTION
 
-exercises.check("01-kernel", my_naive)
+
+exercises.check("01-kernel", my_naive_1d)
 
 # %% [markdown]
 # ## Takeaway

@@ -122,6 +122,16 @@ for op in ("ld", "st"):
     print(f"{op}: {t['instructions']} warp instructions, {t['wavefronts']} wavefronts, {t['conflicts']} from conflicts")
 
 # %% [markdown]
+# ## Predict, then measure
+# With 32x32 tiles the kernel reads 16 times fewer values from global memory than the naive
+# kernel (the formula, checked against a count above). How many times faster do you expect
+# `smem_tile` (32x32) to run than `naive` at 4096^3? Write one number in the next cell; after the
+# measurement, a cell sets it against the measured speedup.
+
+# %%
+my_speedup = None  # your prediction: replace None with a number (for example 2.5)
+
+# %% [markdown]
 # ## Measure: 16 vs 32
 #
 # A 32x32 tile halves the global loads of a 16x16 tile, but it needs 1024 threads per block (the
@@ -138,6 +148,17 @@ table
 # %%
 print(f"32x32 tiles vs naive: {table.speedup('smem_tile', 'naive'):.1f}x; "
       f"32x32 vs 16x16: {table.speedup('smem_tile', 'smem_tile16'):.2f}x ({table.source})")
+
+# %%
+exercises.compare_prediction(my_speedup, table.speedup("smem_tile", "naive"), "smem_tile vs naive at 4096^3 (times faster)",
+                             table.source)
+
+# %% [markdown]
+# The load count is a model with one cost. Where the measurement falls short of it, look at
+# what it leaves out: many of the naive kernel's repeated loads are served by the L1 and L2
+# caches (lesson 01), not by DRAM, so its $2MNK$ loads cost less than $2MNK$ trips to memory;
+# and the tiled kernel pays costs the count does not see, about one shared-memory load per FMA
+# and two barriers per slice ("Look inside", below).
 
 # %% [markdown]
 # ### A claim from the sources: "64x64 tiles are 50% faster but less accurate"
@@ -176,7 +197,9 @@ if not gl.SIMULATOR:
 inspect_kernel.compiler_facts({"smem_tile": tiled32})
 
 # %% [markdown]
-# ## Exercise 02-loads
+# ## Exercises
+#
+# ### 02-loads
 # How many global loads does a 1024^3 SGEMM need with 32x32 tiles? Use the formula.
 
 # %%
@@ -185,6 +208,52 @@ inspect_kernel.compiler_facts({"smem_tile": tiled32})
 answer = counting.tiled_global_loads(1024, 1024, 1024, 32, 32)
 ### END SOLUTION
 exercises.check("02-loads", answer)
+
+# %% [markdown]
+# ### 02-kernel: stage rectangular tiles
+# The kernel above uses square tiles, one value of A and one of B per thread. Here the tiles
+# are rectangular: a block of 32 x 8 threads (`threadIdx.x` along the 32 columns) computes a
+# BM x BN = 8 x 32 tile of C, in slices of BK = 32. The A tile (BM x BK = 8 x 32) holds one
+# value per thread; the B tile (BK x BN = 32 x 32) holds four per thread, so thread
+# (`ty`, `tx`) copies rows `ty`, `ty + 8`, `ty + 16` and `ty + 24` of it.
+#
+# Write the body of the loop over slices: stage both tiles (zeros outside the matrices), a
+# barrier, the BK products, a barrier. The check runs your kernel against the float64
+# reference, then counts its global reads on the simulator: a right result that reads more
+# than $MNK(1/BM + 1/BN)$ elements does not pass.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+BM, BN, BK = 8, 32, 32  # a BM x BN tile of C per block, slices of BK; blocks of BN x BM threads
+
+
+@cuda.jit
+def my_tiled(A, B, C, alpha, beta):
+    sA = cuda.shared.array((BM, BK), float32)
+    sB = cuda.shared.array((BK, BN), float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row = cuda.blockIdx.y * BM + ty  # this thread computes C[row, col]
+    col = cuda.blockIdx.x * BN + tx
+    M, K = A.shape
+    N = B.shape[1]
+    acc = np.float32(0.0)
+    for k0 in range(0, K, BK):
+        ### BEGIN SOLUTION
+        sA[ty, tx] = A[row, k0 + tx] if row < M and k0 + tx < K else np.float32(0.0)
+        for l in range(BK // BM):  # rows ty, ty + BM, ... of the B tile
+            r = ty + l * BM
+            sB[r, tx] = B[k0 + r, col] if k0 + r < K and col < N else np.float32(0.0)
+        cuda.syncthreads()
+        for k in range(BK):
+            acc += sA[ty, k] * sB[k, tx]
+        cuda.syncthreads()
+        ### END SOLUTION
+    if row < M and col < N:
+        C[row, col] = alpha * acc + (beta * C[row, col] if beta != 0 else np.float32(0.0))
+
+
+my_tiled.tile = (BM, BN, BK)  # the check's launch reads the tile shape from here
+exercises.check("02-kernel", my_tiled)
 
 # %% [markdown]
 # ## Takeaway

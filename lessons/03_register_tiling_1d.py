@@ -127,6 +127,16 @@ t = reg1d_trace.totals("ld")
 print(f"loads: {t['instructions']} warp instructions, {t['wavefronts']} wavefronts, {t['conflicts']} from conflicts")
 
 # %% [markdown]
+# ## Predict, then measure
+# Per FMA, `reg1d` makes (1 + 16)/16 = 1.06 shared-memory loads where `smem_tile` makes 2, and
+# 4 times fewer global loads (the table printed above). How many times faster do you expect
+# `reg1d` to run than `smem_tile` at 4096^3? Write one number in the next cell; after the
+# measurement, a cell sets it against the measured speedup.
+
+# %%
+my_speedup = None  # your prediction: replace None with a number (for example 2.5)
+
+# %% [markdown]
 # ## Measure
 #
 # The 64x64 version is the classic textbook choice (512 threads, 8 results each). On the GPU we
@@ -145,6 +155,17 @@ table
 print(f"reg1d vs smem_tile: {table.speedup('reg1d', 'smem_tile'):.2f}x; "
       f"reg1d_64x64 vs smem_tile: {table.speedup('reg1d_64x64', 'smem_tile'):.2f}x ({table.source})")
 
+# %%
+exercises.compare_prediction(my_speedup, table.speedup("reg1d", "smem_tile"), "reg1d vs smem_tile at 4096^3 (times faster)",
+                             table.source)
+
+# %% [markdown]
+# The `reg1d_64x64` row tests the same model a second time: its shared-load ratio against
+# `smem_tile` is 2 / (9/8) = 1.78, and the table shows how close that came. A ratio of load
+# counts predicts a speedup only when those loads are what the kernel waits for; how many
+# blocks fit on an SM and how much work each thread has between barriers count too, and a load
+# count sees neither.
+
 # %% [markdown]
 # ## Look inside
 #
@@ -156,25 +177,35 @@ inspect_kernel.compiler_facts({"reg1d": reg1d_128})
 
 
 # %% [markdown]
-# ## Exercise 03-kernel
-# Complete the inner product: for each `k` of the slice, read one value of `sB` into a register
-# and update all TM accumulators. The rest of the kernel is given.
+# ## Exercise 03-kernel: a row of results per thread
+# The kernel above gives each thread a *column* of TM results and reuses one value of `sB`.
+# Turn it around: each thread computes a *row* of TN = 4 neighbouring results,
+# `C[row0 + t_row, col0 + t_col + j]` for j = 0 .. TN-1, in a 32 x 32 tile with BK = 8 and
+# 256 threads. The staging is given. Write the products of one slice: for each `k`, which
+# value can a thread read from shared memory once and use TN times?
+#
+# The check runs your kernel against the float64 reference, then on the simulator counts its
+# global reads (a kernel that reads A or B straight from global memory in the loop fails) and
+# traces its shared-memory loads: at most 1 + TN = 5 per k-step for its TN FMAs.
 
 # %%
 # NBVAL_CHECK_OUTPUT
-def make_my_reg1d(BM=128, BN=128, BK=8, TM=16):
+def make_my_reg1d_rows(BM=32, BN=32, BK=8, TN=4):
+    THREADS = BM * BN // TN
+    assert THREADS == BM * BK == BK * BN, "each thread stages exactly one value of each tile"
+
     @cuda.jit
-    def my_reg1d(A, B, C, alpha, beta):
+    def my_reg1d_rows(A, B, C, alpha, beta):
         sA = cuda.shared.array((BM, BK), float32)
         sB = cuda.shared.array((BK, BN), float32)
-        acc = cuda.local.array(TM, float32)
-        for i in range(TM):
-            acc[i] = 0.0
+        acc = cuda.local.array(TN, float32)
+        for j in range(TN):
+            acc[j] = 0.0
         tid = cuda.threadIdx.x
         row0, col0 = cuda.blockIdx.y * BM, cuda.blockIdx.x * BN
         M, K = A.shape
         N = B.shape[1]
-        t_row, t_col = tid // BN, tid % BN
+        t_row, t_col = tid // (BN // TN), (tid % (BN // TN)) * TN  # this thread's row, first column
         for k0 in range(0, K, BK):
             r, c = row0 + tid // BK, k0 + tid % BK
             sA[tid // BK, tid % BK] = A[r, c] if r < M and c < K else np.float32(0.0)
@@ -183,20 +214,22 @@ def make_my_reg1d(BM=128, BN=128, BK=8, TM=16):
             cuda.syncthreads()
             ### BEGIN SOLUTION
             for k in range(BK):
-                b = sB[k, t_col]
-                for i in range(TM):
-                    acc[i] += sA[t_row * TM + i, k] * b
+                a = sA[t_row, k]  # one shared-memory read, used TN times from a register
+                for j in range(TN):
+                    acc[j] += a * sB[k, t_col + j]
             ### END SOLUTION
             cuda.syncthreads()
-        for i in range(TM):
-            row, col = row0 + t_row * TM + i, col0 + t_col
+        row = row0 + t_row
+        for j in range(TN):
+            col = col0 + t_col + j
             if row < M and col < N:
-                C[row, col] = alpha * acc[i] + (beta * C[row, col] if beta != 0 else np.float32(0.0))
+                C[row, col] = alpha * acc[j] + (beta * C[row, col] if beta != 0 else np.float32(0.0))
 
-    my_reg1d.tile = (BM, BN, BK, TM)  # the launcher reads the tile shape from here
-    return my_reg1d
+    my_reg1d_rows.tile = (BM, BN, BK, TN)  # the check's launch reads the tile shape from here
+    return my_reg1d_rows
 
-exercises.check("03-kernel", make_my_reg1d())
+
+exercises.check("03-kernel", make_my_reg1d_rows())
 
 # %% [markdown]
 # ## Takeaway

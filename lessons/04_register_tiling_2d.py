@@ -154,6 +154,17 @@ contiguous = shared_tracer.trace_rung("reg2d_contiguous", (128, 128, 8), merge=F
 figures.bank_map(contiguous.first("ld", array="sB").addresses, 4, title="reg2d_contiguous: first sB read, warp 0");
 
 # %% [markdown]
+# ## Predict, then measure
+# Per k-step a `reg2d` thread makes 8 + 8 = 16 shared-memory loads for 64 FMAs, 0.25 per FMA;
+# `reg1d` made 17 for 16, 1.06 per FMA: 4.25 times more. Global loads are the same (both use
+# 128x128 tiles). How many times faster do you expect `reg2d` to run than `reg1d` at 4096^3?
+# Write one number in the next cell; after the measurement, a cell sets it against the
+# measured speedup.
+
+# %%
+my_speedup = None  # your prediction: replace None with a number (for example 2.5)
+
+# %% [markdown]
 # ## Measure
 
 # %%
@@ -164,6 +175,16 @@ table = measure.compare({
     "reg1d": ladder.SGEMM["reg1d"],
 }, size=(4096, 4096, 4096))
 table
+
+# %%
+exercises.compare_prediction(my_speedup, table.speedup("reg2d", "reg1d"), "reg2d vs reg1d at 4096^3 (times faster)",
+                             table.source)
+
+# %% [markdown]
+# Where the measurement falls short of the shared-load ratio, the ratio's assumption (shared
+# loads are the only cost) failed. The next section shows two costs it leaves out: the
+# registers the 64 accumulators take, which decide how many blocks fit on an SM, and the
+# instructions: every value of `sA` and `sB` still arrives through its own 4-byte `LDS`.
 
 # %% [markdown]
 # ## Look inside: registers, spills, occupancy
@@ -187,7 +208,9 @@ inspect_kernel.compiler_facts(kernels, threads={name: 256 for name in kernels})
 # arrives through its own 4-byte `LDS`; lesson 05 makes them 16 bytes wide.
 
 # %% [markdown]
-# ## Exercise 04-ratio
+# ## Exercises
+#
+# ### 04-ratio
 # Compute the compute-to-memory ratio for an 8x8 patch and for a 16x4 patch (same 64 results).
 # Answer with a pair.
 
@@ -197,6 +220,73 @@ inspect_kernel.compiler_facts(kernels, threads={name: 256 for name in kernels})
 answer = (2 / (1 / 8 + 1 / 8), 2 / (1 / 16 + 1 / 4))
 ### END SOLUTION
 exercises.check("04-ratio", answer)
+
+# %% [markdown]
+# ### 04-kernel: the outer product
+# A small version of the kernel above: a 32 x 32 tile with BK = 8 and 64 threads, each thread's
+# TM x TN = 4 x 4 results side by side (rows `t_row` .. `t_row + 3` and columns `t_col` ..
+# `t_col + 3` of the tile), the accumulators in a 2-D local array `acc[i, j]`. The staging is
+# given. Write the products of one slice: for each `k`, fill the registers `a_reg` and `b_reg`
+# from shared memory, then update all TM x TN accumulators from registers.
+#
+# The check runs your kernel against the float64 reference, then on the simulator counts its
+# global reads and traces its shared-memory loads: at most TM + TN = 8 per k-step for its
+# 16 FMAs.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+def make_my_reg2d(BM=32, BN=32, BK=8, TM=4, TN=4):
+    THREADS = (BM // TM) * (BN // TN)
+    A_LOADS, B_LOADS = BM * BK // THREADS, BK * BN // THREADS  # values of each tile a thread stages
+
+    @cuda.jit
+    def my_reg2d(A, B, C, alpha, beta):
+        sA = cuda.shared.array((BM, BK), float32)
+        sB = cuda.shared.array((BK, BN), float32)
+        acc = cuda.local.array((TM, TN), float32)
+        a_reg = cuda.local.array(TM, float32)
+        b_reg = cuda.local.array(TN, float32)
+        for i in range(TM):
+            for j in range(TN):
+                acc[i, j] = 0.0
+        tid = cuda.threadIdx.x
+        row0, col0 = cuda.blockIdx.y * BM, cuda.blockIdx.x * BN
+        M, K = A.shape
+        N = B.shape[1]
+        t_row = (tid // (BN // TN)) * TM  # this thread owns rows t_row .. t_row + TM - 1
+        t_col = (tid % (BN // TN)) * TN  # and columns t_col .. t_col + TN - 1 of the tile
+        for k0 in range(0, K, BK):
+            for l in range(A_LOADS):
+                idx = tid + l * THREADS
+                r, c = idx // BK, idx % BK
+                sA[r, c] = A[row0 + r, k0 + c] if row0 + r < M and k0 + c < K else np.float32(0.0)
+            for l in range(B_LOADS):
+                idx = tid + l * THREADS
+                r, c = idx // BN, idx % BN
+                sB[r, c] = B[k0 + r, col0 + c] if k0 + r < K and col0 + c < N else np.float32(0.0)
+            cuda.syncthreads()
+            ### BEGIN SOLUTION
+            for k in range(BK):
+                for i in range(TM):
+                    a_reg[i] = sA[t_row + i, k]
+                for j in range(TN):
+                    b_reg[j] = sB[k, t_col + j]
+                for i in range(TM):
+                    for j in range(TN):
+                        acc[i, j] += a_reg[i] * b_reg[j]
+            ### END SOLUTION
+            cuda.syncthreads()
+        for i in range(TM):
+            for j in range(TN):
+                row, col = row0 + t_row + i, col0 + t_col + j
+                if row < M and col < N:
+                    C[row, col] = alpha * acc[i, j] + (beta * C[row, col] if beta != 0 else np.float32(0.0))
+
+    my_reg2d.tile = (BM, BN, BK, TM, TN)  # the check's launch reads the tile shape from here
+    return my_reg2d
+
+
+exercises.check("04-kernel", make_my_reg2d())
 
 # %% [markdown]
 # ## Takeaway

@@ -46,15 +46,44 @@ plots.ladder(record, size=(8192, 8192, 8192));
 plots.versus_size(record);
 
 # %% [markdown]
-# ## The roofline, with every rung
+# ## The roofline, with every rung where it really is
 #
-# Each rung at 4096^3, placed at the problem's ideal arithmetic intensity (each input read
-# once from DRAM). All of them sit far right of the ridge: SGEMM at this size is compute-bound,
-# and the gap between a rung and the FP32 ceiling is the kernel's own inefficiency, not memory
-# bandwidth.
+# Lesson 00 placed SGEMM at the problem's *ideal* arithmetic intensity (each input read once
+# from DRAM): far right of the ridge, compute-bound. A kernel does not read each input once,
+# though. Lesson 02's formula says how many values a rung *asks* global memory for,
+# MNK(1/BM + 1/BN) (2MNK for the naive kernel), and the same reasoning one level down gives
+# what it reads from shared memory per result: MNK(1/TM + 1/TN) for a TM x TN register tile
+# (`counting.sgemm_traffic`; a test checks both against the load counter and the tracer). Each
+# memory has its own ceiling: global memory the measured copy bandwidth, shared memory
+# 32 banks x 4 bytes per clock on every SM. Placing each rung at the intensity it achieves
+# against each memory (left: global, right: shared) shows which ceiling holds it down. Where
+# the profiler's counters are recorded (`tools/roofline_profile.py` under ncu), a filled point
+# shows the FLOP per byte DRAM really delivered: the L1 and L2 caches serve part of what a
+# kernel asks for, so a rung can sit above the ceiling of the bytes it asks for.
 
 # %%
-plots.roofline(record);
+counters = results.roofline_counters(record.device.name)
+print("profiler counters:", "recorded" if counters else "none recorded for this device (model only)")
+plots.roofline_rungs(record, counters);
+
+# %%
+Markdown(leaderboard.roofline_markdown(record, counters))
+
+# %% [markdown]
+# The naive kernel is the surprise: counted by what it asks for it sits *above* the global
+# ceiling (over 100% in the last column), because most of its requests never reach DRAM, and
+# its filled point, where the profiler puts it, is far *below* the DRAM ceiling. Neither memory
+# ceiling of this figure holds it down; what does is issuing two load instructions per FMA
+# through the L1 cache (lesson 01), a limit this roofline does not draw.
+#
+# Read the table against the ladder: the rung whose speed is closest to one of its ceilings is
+# held down by that memory, and the next lesson's technique is the one that raises that
+# ceiling (bigger tiles for global memory, bigger register tiles for shared memory). With an
+# 8x8 register tile the shared-memory ceiling reaches the FP32 peak: a thread does 2 x 8 x 8
+# FLOP per 16 values = 64 bytes read, 2 FLOP per byte, and the peak is exactly 2 FLOP per byte
+# of shared bandwidth (128 FP32 lanes x 2 FLOP against 128 bytes per clock per SM). From 8x8 on,
+# no memory ceiling binds at 4096^3: the gap to the peak is in how the instructions are issued
+# and overlapped (lessons 05-08).
 
 # %% [markdown]
 # ## What each technique was worth
@@ -146,7 +175,8 @@ exercises.check("10-next-step", next_step)
 #   needs (05, k-loop); a runtime buffer index (07); a short-circuit `and` around loads (07);
 #   deeper slices that push the kernel into spills (08).
 # * **Neutral here:** 16x16 vs 32x32 shared tiles (02), warp layout and padding of the A tile
-#   (08): the model predicted no change, and the measurement agrees.
+#   (08): no measurable change (for the warp layout the bank model predicted none; without
+#   padding it predicts 2-way conflicts on the A-tile stores, too few to show in the time).
 
 # %% [markdown]
 # ## Sources and further reading

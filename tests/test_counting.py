@@ -59,3 +59,23 @@ def test_register_tiled_rungs_read_each_tile_once(name):
     M, N, K = 256, 128, 16
     c = global_loads.count_global_accesses({**ladder.SGEMM, **ladder.VARIANTS}[name], M, N, K)
     assert c["global_reads"] == counting.tiled_global_loads(M, N, K, 128, 128)
+
+
+@requires_simulator
+@pytest.mark.parametrize("name, shape", [("naive", (24, 40, 16)), ("smem_tile16", (32, 48, 64)),
+                                         ("reg1d", (256, 128, 16)), ("reg2d", (256, 128, 16))])
+def test_the_roofline_traffic_model_counts_global_reads(name, shape):
+    c = global_loads.count_global_accesses({**ladder.SGEMM, **ladder.VARIANTS}[name], *shape)
+    assert c["global_reads"] == counting.sgemm_traffic(name, *shape)["global"]
+
+
+@requires_simulator
+@pytest.mark.parametrize("name", ["smem_tile16", "reg1d", "reg2d"])
+def test_the_roofline_traffic_model_counts_shared_reads(name):
+    from gemm_lessons.instruments import shared_tracer
+
+    BM, BN, _, _ = counting.RUNG_TILES[name]
+    M, N, K = BM, BN, 16  # one block: the tracer's block 0 is the whole product
+    t = shared_tracer.trace_rung(name, (M, N, K), merge=False)
+    reads = sum(len(i.addresses) for i in t.instructions if i.op == "ld")
+    assert reads == counting.sgemm_traffic(name, M, N, K)["shared"]

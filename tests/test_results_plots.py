@@ -83,3 +83,40 @@ def test_host_bound_rows_are_flagged_in_tables(record):
     assert "host-bound" in table._repr_markdown_()
     bw = replace(record.bandwidth[0], host_bound=True)
     assert "host-bound" in measure.Table("copy", [bw], record, True)._repr_markdown_()
+
+
+def test_roofline_rows_place_each_rung_at_its_tile_intensity(record):
+    from gemm_lessons import leaderboard
+
+    rows = {r[0]: r for r in leaderboard.roofline_rows(record)}
+    peak, shared = record.device.peak_gflops / 1e3, record.device.shared_bandwidth_gbs / 1e3
+    assert shared == pytest.approx(record.device.sm_count * 128 * record.device.clock_mhz / 1e6)
+    _, _, x_global, _, x_shared, c_shared, _ = rows["naive"]
+    assert x_global == pytest.approx(0.25) and x_shared is None  # 2 FLOP per 2 floats of 4 bytes
+    _, _, x_global, _, x_shared, c_shared, _ = rows["smem_tile"]
+    assert x_global == pytest.approx(2 / (4 * (1 / 32 + 1 / 32)))  # 8 FLOP/B for 32x32 tiles
+    assert x_shared == pytest.approx(0.25) and c_shared == pytest.approx(0.25 * shared)
+    _, _, _, _, x_shared, c_shared, _ = rows["reg2d"]
+    assert x_shared == pytest.approx(2.0) and c_shared == pytest.approx(peak)  # 8x8: shared meets the peak
+
+
+def test_roofline_rungs_draws_model_and_profiler_points(record):
+    axes = plots.roofline_rungs(record)
+    model_points = len(axes[0].lines)
+    matplotlib.pyplot.close(axes[0].figure)
+    counters = {"naive": {"dram__bytes_read.sum": 1e9, "dram__bytes_write.sum": 1e8}}
+    axes = plots.roofline_rungs(record, counters)
+    assert len(axes[0].lines) == model_points + 2  # the measured point and the line joining it
+    assert results.label(record) in axes[0].get_title()
+    matplotlib.pyplot.close(axes[0].figure)
+
+
+def test_ncu_csv_is_read_in_launch_order(tmp_path):
+    head = '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n'
+    rows = ['"0","k_a","dram__bytes_read.sum","byte","1,024"\n', '"0","k_a","gpu__time_duration.sum","ns","5"\n',
+            '"1","k_b","dram__bytes_read.sum","byte","2,048"\n']
+    path = tmp_path / "ncu.csv"
+    path.write_text("==PROF== Connected\n" + head + "".join(rows))
+    launches = results.ncu_launches(path)
+    assert [l["kernel"] for l in launches] == ["k_a", "k_b"]
+    assert launches[0]["dram__bytes_read.sum"] == 1024.0 and launches[1]["dram__bytes_read.sum"] == 2048.0

@@ -411,3 +411,29 @@ def test_arrays_with_a_runtime_index_or_passed_whole_stay_arrays():
     assert "r[k]" in src and "r[3] = 3" in src and "w[3] = 6" in src
     assert "z_1 = float32(0)" in src and "z_0" in src
     assert f(2) == 2.0
+
+
+def test_chained_assignments_and_unknown_uses():
+    fake_cuda = _local_array_stub()
+
+    @unrolled
+    def f(x):
+        r = fake_cuda.local.array(3, float32)
+        r[0] = r[1] = r[2] = np.float32(0.0)   # a chained store: one assignment per element
+        r[1] = r[2] = x * 2                    # the value evaluated once
+        return r[0] + r[1] + r[2]
+
+    src = expanded_source(f)
+    assert "r[" not in src and "r_0 = np.float32(0.0)" in src and "_value_1 = x * 2" in src
+    assert f(1.5) == 6.0
+
+    @unrolled
+    def g(x):
+        r = fake_cuda.local.array(2, float32)
+        r[0] = x
+        r[1] = x
+        for v in r:        # a use the rewrite does not handle (iteration): r stays an array
+            x += v
+        return x
+
+    assert "r[0] = x" in expanded_source(g) and g(1.0) == 3.0

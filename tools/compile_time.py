@@ -45,8 +45,9 @@ def _compile(name, scalarize):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=None, help="write the table to <out>/compile-time-<host>.txt")
+    parser.add_argument("--kernels", nargs="*", default=KERNELS, choices=KERNELS)
     args = parser.parse_args()
-    jobs = [(name, s) for name in KERNELS for s in (False, True)]
+    jobs = [(name, s) for name in args.kernels for s in (False, True)]
     ctx = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1),
                                                 mp_context=ctx) as pool:
@@ -57,7 +58,7 @@ def main():
              f"host {platform.node() or '?'} ({os.cpu_count()} CPUs, {len(jobs)} compiles in parallel), "
              f"numba {numba.__version__}",
              "", f"{'kernel':16} {'arrays s':>9} {'variables s':>12} {'speed-up':>9}  same SASS"]
-    for name in KERNELS:
+    for name in args.kernels:
         (t_arr, f_arr), (t_var, f_var) = rows[(name, False)], rows[(name, True)]
         same = "n/a (no ptxas)" if f_arr is None else ("yes" if f_arr == f_var else f"NO: {f_arr} vs {f_var}")
         lines.append(f"{name:16} {t_arr:9.1f} {t_var:12.1f} {t_arr / t_var:8.1f}x  {same}")

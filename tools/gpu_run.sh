@@ -3,9 +3,12 @@
 #   rewrite    tools/compare_rewrite.py .legacy: rewritten vs generated kernels, same run -> rewrite-*.json
 #   tests      the README's test command (pytest, notebooks included) -> logs/pytest.log, timed per test
 #   bench      python -m gemm_lessons.bench -> results/<device>.json + plots (copied to $OUT)
+#   shapes     python -m gemm_lessons.shapes: gl.sgemm vs cuBLAS on the shape suite, per-call cost, the
+#              dispatch model measured -> results/shapes-<device>.json + <device>-shapes.png (copied to $OUT)
 #   banks      ncu shared-memory counters for the bank lesson -> $OUT/ncu-banks.csv
 #   repro      two bench runs back to back -> $OUT/run-a.json, run-b.json
 #   dbuf       vec_split and the double-buffered variant only -> $OUT/dbuf.json
+#   roofline   ncu DRAM / L2 / shared counters of every SGEMM rung at 4096^3 -> $OUT/ncu-roofline.csv
 #   profile    ncu memory counters of the copy, sgeam and the transposes -> $OUT/ncu-transpose.csv
 #   sanitize   compute-sanitizer memcheck + racecheck over every kernel (or $SANITIZE_ONLY) -> logs
 #   latency    python -m gemm_lessons.latency and the primer's compiler listing -> results/latency-<device>.json,
@@ -26,6 +29,10 @@ for step in "$@"; do
       python3 -m gemm_lessons.bench --no-progress > "$OUT/logs/bench.log" 2>&1
       echo "bench rc=$?" >> "$OUT/logs/steps.log"
       cp results/*.json results/*.png "$OUT/" 2>/dev/null ;;
+    shapes)
+      python3 -m gemm_lessons.shapes --no-progress > "$OUT/logs/shapes.log" 2>&1
+      echo "shapes rc=$?" >> "$OUT/logs/steps.log"
+      cp results/shapes-*.json results/*-shapes*.png "$OUT/" 2>/dev/null ;;
     banks)
       python3 tools/bank_truth.py run > /dev/null 2>&1  # compile once, outside the profiler
       ncu --clock-control none --csv --metrics "$(python3 tools/bank_truth.py metrics)" \
@@ -43,6 +50,11 @@ for step in "$@"; do
           > "$OUT/logs/bench-dbuf.log" 2>&1
       echo "dbuf rc=$?" >> "$OUT/logs/steps.log"
       cp /tmp/dbuf/*.json "$OUT/dbuf.json" ;;
+    roofline)
+      # one profiled launch per rung (compiling happens on the host, outside the profiled kernels)
+      ncu --clock-control none --print-units base --csv --metrics "$(python3 tools/roofline_profile.py metrics)" \
+          python3 tools/roofline_profile.py run > "$OUT/ncu-roofline.csv" 2> "$OUT/logs/ncu-roofline.err"
+      echo "roofline rc=$?" >> "$OUT/logs/steps.log" ;;
     profile)
       python3 tools/transpose_profile.py run > /dev/null 2>&1
       ncu --clock-control none --csv --metrics "$(python3 tools/transpose_profile.py metrics)" \

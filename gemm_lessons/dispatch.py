@@ -1,0 +1,217 @@
+"""Which kernel gl.sgemm launches for a shape: a rule made of measured numbers.
+
+cuBLAS is not one kernel but hundreds, and a heuristic that picks one per call.  gl.sgemm has
+a handful of plans (``PLANS``): lesson 08's warptile kernel (``wide``: 16-byte accesses, for
+aligned K and N) or the any-shape kernel (sgemm_kernels/any_shape.py: scalar edge loads), each
+with three tile sizes, and the any-shape kernel with K split over 2..16 blocks (split-K, whose
+partial sums sgemm_kernels/splitk_reduce.py adds up).  ``choose`` picks the plan with the
+smallest estimated time under ``Model``:
+
+    time = waves x (blocks resident per SM) x (FLOP of one block) / (one SM's rate)
+           + for split-K: the reduction's bytes / bandwidth + one more launch
+
+where a wave is every SM holding as many blocks as fit (``blocks_per_sm``) and one SM's rate is
+the kernel's whole-GPU rate on a large square problem divided by the SMs.  What the formula
+captures is the tail effect: a 256 x 12288 x 12288 product has 192 blocks of 128x128 for 132
+SMs holding 2 each, so a quarter of the GPU idles while the one wave runs; smaller tiles or
+split-K give more, shorter blocks.  It ignores what it cannot know cheaply (L2 reuse, the
+clock), so it is a ranking of plans, not a prediction to quote.
+
+The numbers in ``PROVISIONAL`` are the last rung's measured rate and occupancy (results/
+tuning-*.json, 4096^3 on an H100) and guesses for the rest: **provisional** until
+``python -m gemm_lessons.shapes`` has measured them on the GPU in use (it times every tile size
+of both kernels at a large square, reads their occupancy from the compiler, and writes them to
+results/shapes-<device>.json), after which ``model()`` uses the measured ones.  The same run
+times every plan on every shape of its suite and records where ``choose`` disagrees with the
+fastest measured plan.
+"""
+import functools
+import json
+import os
+from dataclasses import asdict, dataclass, field, replace
+
+from .sgemm_kernels.warptile import TileConfig
+
+# Tile sizes, largest first: the last rung (lesson 08's sweep winner), and two smaller ones
+# for problems whose 128x128 grid leaves SMs idle.
+TILES = {
+    "128x128": TileConfig(),
+    "64x128": TileConfig(BM=64, max_registers=None),  # 128 threads; 85% of cuBLAS in the sweep
+    # 64 threads, 8x8 results each; no register cap: capped at 128 the any-shape kernel, which
+    # stages 16 scalars per thread here, spilled 288 bytes (offline SASS, sm_90)
+    "64x64": TileConfig(BM=64, BN=64, WM=32, WN=64, max_registers=None),
+}
+KERNELS = ("wide", "any_shape")
+SPLITS = (1, 2, 3, 4, 6, 8, 12, 16)
+
+
+@dataclass(frozen=True)
+class Plan:
+    kernel: str  # "wide" (warptile.py, needs aligned K and N) or "any_shape"
+    tiles: str  # a key of TILES
+    split: int = 1  # blocks along K (any_shape only); > 1 adds the reduction kernel
+
+    @property
+    def config(self):
+        return TILES[self.tiles]
+
+    def grid(self, M, N):
+        c = self.config
+        return (N + c.BN - 1) // c.BN, (M + c.BM - 1) // c.BM, self.split
+
+    def k_chunk(self, K):
+        """k per block along z: a multiple of BK, so only the last block has a ragged end."""
+        bk = self.config.BK
+        return -(-(-(-K // self.split)) // bk) * bk
+
+    def __str__(self):
+        return f"{self.kernel} {self.tiles}" + (f" split {self.split}" if self.split > 1 else "")
+
+
+PLANS = ([Plan("wide", t) for t in TILES]
+         + [Plan("any_shape", t, s) for t in TILES for s in SPLITS])
+
+
+@dataclass(frozen=True)
+class Speed:
+    gflops: float  # whole-GPU rate on a large square problem
+    blocks_per_sm: int  # resident blocks per SM (registers, shared memory, threads)
+    measured: bool = False
+
+
+# kernel/tiles -> Speed.  Measured: wide 128x128 (the last rung, 49.0 TFLOPS at 4096^3, 2 blocks
+# per SM, results/tuning-nvidia-h100-80gb-hbm3.json) and 64x128 (44.1 TFLOPS with guard
+# "select", 3 blocks per SM, same sweep).  Guessed: 64x64 and the any-shape kernel (its scalar
+# loads: 4x the load instructions, a few per 512 FFMAs: guessed at 90% of wide).
+PROVISIONAL = {
+    "wide/128x128": Speed(49000.0, 2),
+    "wide/64x128": Speed(44000.0, 3),
+    "wide/64x64": Speed(35000.0, 6),
+    "any_shape/128x128": Speed(44000.0, 2),
+    "any_shape/64x128": Speed(39600.0, 3),
+    "any_shape/64x64": Speed(31500.0, 4),  # 217 registers (offline SASS): 4 blocks of 64 threads
+}
+
+
+@dataclass(frozen=True)
+class Model:
+    """The numbers ``choose`` ranks plans with (see the module doc)."""
+    sms: int = 132
+    speeds: dict = field(default_factory=lambda: dict(PROVISIONAL))
+    bandwidth_gbs: float = 3000.0  # DRAM bytes per second the reduction moves at (H100: ~3 TB/s copy)
+    launch_us: float = 5.0  # one more kernel launch on the GPU's side
+    min_k_per_split: int = 128  # a block along K sums at least this many k (16 slices of 8)
+    source: str = "provisional (see gemm_lessons.dispatch: not measured on this GPU)"
+
+    def speed(self, plan):
+        return self.speeds[f"{plan.kernel}/{plan.tiles}"]
+
+    def estimate_s(self, plan, M, N, K):
+        """Seconds the model gives ``plan`` for an M x N x K product (a ranking, see the doc)."""
+        c, s = plan.config, self.speed(plan)
+        gx, gy, splits = plan.grid(M, N)
+        blocks = gx * gy * splits
+        waves = -(-blocks // (s.blocks_per_sm * self.sms))
+        block_flop = 2.0 * c.BM * c.BN * plan.k_chunk(K)
+        t = waves * s.blocks_per_sm * block_flop / (s.gflops * 1e9 / self.sms)
+        if splits > 1:
+            t += 4.0 * M * N * (splits + 2) / (self.bandwidth_gbs * 1e9) + self.launch_us * 1e-6
+        return t
+
+    def to_dict(self):
+        return {**asdict(self), "speeds": {k: asdict(v) for k, v in self.speeds.items()}}
+
+    @classmethod
+    def from_dict(cls, d):
+        d = dict(d)
+        d["speeds"] = {**PROVISIONAL, **{k: Speed(**v) for k, v in d.get("speeds", {}).items()}}
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
+
+def candidates(M, N, K, wide, model=None):
+    """The plans that can run M x N x K: wide only when ``wide`` (K and N multiples of 4,
+    C-contiguous 16-byte-aligned arrays); split-K only where each part gets at least
+    ``model.min_k_per_split`` of K (below that the partial sums' traffic and the second launch
+    cannot pay) and the last part is not empty."""
+    min_k = (model or _model_now()).min_k_per_split
+    out = []
+    for p in PLANS:
+        if p.kernel == "wide" and not wide:
+            continue
+        if p.split > 1 and (K < p.split * min_k or p.k_chunk(K) * (p.split - 1) >= K):
+            continue
+        if p.kernel == "any_shape" and p.split == 1 and wide:
+            continue  # the wide kernel does the same with fewer instructions
+        out.append(p)
+    return out
+
+
+def choose(M, N, K, wide, model=None):
+    """The plan gl.sgemm launches for an M x N x K product (``wide``: see ``candidates``).
+
+    The candidate with the smallest ``model.estimate_s`` (ties: the first in PLANS order, i.e.
+    larger tiles, no split).  The model's numbers, ``min_k_per_split`` included, are
+    provisional until measured on this GPU (module doc; ``model().source`` says which).
+    """
+    model = model or _model_now()
+    return min(candidates(M, N, K, wide, model), key=lambda p: model.estimate_s(p, M, N, K))
+
+
+_MODEL = {}
+
+
+def _model_now():
+    if "model" not in _MODEL:
+        _MODEL["model"] = load_model()
+    return _MODEL["model"]
+
+
+def model():
+    """The Model in use: the one measured on this GPU (results/shapes-<device>.json) if there
+    is one, else the provisional one."""
+    return _model_now()
+
+
+def set_model(m):
+    """Use ``m`` from now on (None: look for a measured one again); clears choose's memo."""
+    _MODEL.clear()
+    if m is not None:
+        _MODEL["model"] = m
+    plan_for.cache_clear()
+    from . import library
+
+    library._RUNS.clear()  # gl.sgemm remembers each shape's plan: choose again
+
+
+@functools.lru_cache(maxsize=4096)
+def plan_for(M, N, K, wide):
+    """``choose`` with the model in use, remembered per shape (gl.sgemm calls this every time)."""
+    return choose(M, N, K, wide)
+
+
+def load_model(path=None):
+    """The model recorded for this GPU by python -m gemm_lessons.shapes, else the provisional
+    one (with this GPU's number of SMs)."""
+    from . import _backend
+
+    base = Model()
+    if path is None:
+        if _backend.SIMULATOR:
+            return base
+        try:
+            from . import results
+            from .device import device_info
+
+            info = device_info()
+            base = replace(base, sms=info.sm_count or base.sms)
+            path = results.path_for("shapes", info.name)
+        except Exception:  # noqa: BLE001 (no device information: the provisional model as it is)
+            return base
+    if not os.path.exists(path):
+        return base
+    try:
+        with open(path) as f:
+            d = json.load(f).get("model")
+        return Model.from_dict(d) if d else base
+    except (OSError, ValueError, TypeError) as e:
+        return replace(base, source=f"provisional ({path} unreadable: {e})")

@@ -1,0 +1,201 @@
+"""gl.sgemm on device arrays: every shape on the device, a plan per shape, a cheap call.
+
+    C = library.sgemm(A, B)                  # numba device arrays in, a new device array out
+    library.sgemm(A, B, C, alpha, beta)      # C = alpha * A @ B + beta * C, in place
+
+What it adds to the ladder's last rung, and where each part lives:
+  * any shape, any alignment, row-strided views (a slice of a larger matrix): the wide kernel
+    (warptile.py, 16-byte accesses) when K and N are multiples of 4 and every array is
+    C-contiguous and 16-byte aligned; otherwise the any-shape kernel
+    (sgemm_kernels/any_shape.py).  Nothing goes through the host.
+  * a plan per shape (gemm_lessons.dispatch.choose): tile size, and split-K for small M x N
+    with a long K (sgemm_kernels/splitk_reduce.py adds the partial sums, kept in a workspace
+    this module allocates once per shape and reuses).
+  * little Python per call: the checks are a few attribute reads and comparisons, the plan is
+    remembered per shape, and kernels are launched through gemm_lessons.launch.Launcher
+    (compiled once for explicit types, no per-call typing or launch-configuration objects).
+    Anything unexpected falls through to slower checks whose only job is a clear error.
+
+Calls are asynchronous, like cuBLAS: they queue work on the default stream and return.
+"""
+import numpy as np
+from numba import cuda
+from numba.cuda import types
+
+from . import _backend, dispatch
+from .arrays import is_device_array
+from .launch import Launcher
+from .sgemm_kernels import any_shape, splitk_reduce, warptile
+
+_F32 = np.dtype(np.float32)
+if _backend.SIMULATOR:
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray as _DeviceArray
+
+    def _pointer(x):
+        return x._ary.ctypes.data  # the host memory standing in for device memory
+else:
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray as _DeviceArray
+
+    def _pointer(x):
+        return x.device_ctypes_pointer.value or 0
+
+_ARRAY = {"C": types.Array(types.float32, 2, "C"), "A": types.Array(types.float32, 2, "A")}
+_LAUNCHERS = {}
+
+
+def _launcher(kind, tiles, layout):
+    """The Launcher of one kernel for one tile size and array layout ("C" or "A"), made once."""
+    key = (kind, tiles, layout)
+    launcher = _LAUNCHERS.get(key)
+    if launcher is None:
+        arr, f32 = _ARRAY[layout], types.float32
+        if kind == "wide":
+            cfg = dispatch.TILES[tiles]
+            launcher = Launcher(warptile.kernel_for(cfg), (arr, arr, arr, f32, f32), cfg.threads)
+        elif kind == "any_shape":
+            cfg = dispatch.TILES[tiles]
+            kernel = _ANY_SHAPE.get(cfg) or _ANY_SHAPE.setdefault(cfg, any_shape.make_kernel(cfg))
+            launcher = Launcher(kernel, (arr, arr, arr, f32, f32, types.int64), cfg.threads)
+        else:  # the split-K reduction: workspace (always C-contiguous) into C
+            launcher = Launcher(splitk_reduce.sgemm_splitk_reduce, (_ARRAY["C"], arr, f32, f32),
+                                splitk_reduce.THREADS)
+        _LAUNCHERS[key] = launcher
+    return launcher
+
+
+_ANY_SHAPE = {}
+_WORKSPACE = {}
+WORKSPACE_LIMIT = 2 * 2**30  # bytes of split-K workspaces kept between calls
+
+
+def _workspace(rows, cols):
+    """A rows x cols float32 device array for split-K's partial sums, reused between calls of
+    the same shape (allocating one per call would cost more than the launch)."""
+    w = _WORKSPACE.get((rows, cols))
+    if w is None:
+        if sum(x.size for x in _WORKSPACE.values()) * 4 + rows * cols * 4 > WORKSPACE_LIMIT:
+            _WORKSPACE.clear()
+        w = _WORKSPACE[(rows, cols)] = cuda.device_array((rows, cols), np.float32)
+    return w
+
+
+def sgemm(A, B, C=None, alpha=1.0, beta=0.0):
+    """C = alpha * A @ B + beta * C on float32 numba device arrays; returns C (a new device array
+    when C is None).  Any M, N, K >= 1; each array's rows must be contiguous (C-contiguous
+    arrays and slices of rows or columns of one are; a transposed view is not)."""
+    try:
+        M, K = A.shape
+        K2, N = B.shape
+        ok = (type(A) is _DeviceArray and type(B) is _DeviceArray and K2 == K and M > 0 and N > 0 and K > 0
+              and A.dtype == _F32 and B.dtype == _F32)
+        if C is None:
+            ok = ok and beta == 0
+        else:
+            ok = ok and type(C) is _DeviceArray and C.shape == (M, N) and C.dtype == _F32
+    except (AttributeError, TypeError, ValueError):
+        ok = False
+    if not ok:
+        return _checked_call(A, B, C, alpha, beta)
+    if C is None:
+        C = cuda.device_array((M, N), np.float32)
+    # layouts: C-contiguous (strides (4 * columns, 4)) or rows contiguous with a larger row stride
+    a0, a1 = A.strides
+    b0, b1 = B.strides
+    c0, c1 = C.strides
+    if (a1 == 4 or K == 1) and (b1 == 4 or N == 1) and (c1 == 4 or N == 1) and a0 > 0 and b0 > 0 and c0 > 0:
+        contiguous = (a0 == 4 * K or M == 1) and (b0 == 4 * N or K == 1) and (c0 == 4 * N or M == 1)
+    else:
+        return _checked_call(A, B, C, alpha, beta)
+    wide = (contiguous and not (K & 3 or N & 3)
+            and not ((_pointer(A) | _pointer(B) | _pointer(C)) & 15))
+    key = (M, N, K, wide, contiguous)
+    run = _RUNS.get(key)
+    if run is None:  # first call at this shape: the plan (dispatch) and its launchers
+        if len(_RUNS) > 4096:
+            _RUNS.clear()
+        run = _RUNS[key] = _runner(dispatch.plan_for(M, N, K, wide), M, N, K, contiguous)
+    run(A, B, C, alpha, beta)
+    return C
+
+
+def run_plan(plan, A, B, C, alpha=1.0, beta=0.0, contiguous=True):
+    """Launch ``plan`` (a dispatch.Plan) on checked arrays: what sgemm does once it has chosen,
+    and what the shape benchmark calls to time every plan.  ``contiguous``: all three arrays
+    C-contiguous (else the any-shape kernel is compiled for strided arrays)."""
+    M, K = A.shape
+    _runner(plan, M, B.shape[1], K, contiguous)(A, B, C, alpha, beta)
+
+
+def _runner(plan, M, N, K, contiguous):
+    """run(A, B, C, alpha, beta) for ``plan`` at M x N x K: launchers and grids looked up once."""
+    layout = "C" if contiguous else "A"
+    gx, gy, split = plan.grid(M, N)
+    if plan.kernel == "wide":
+        launcher, grid = _launcher("wide", plan.tiles, "C"), (gx, gy)
+        return lambda A, B, C, alpha, beta: launcher(grid, A, B, C, alpha, beta)
+    main = _launcher("any_shape", plan.tiles, layout)
+    if split == 1:
+        grid = (gx, gy, 1)
+        return lambda A, B, C, alpha, beta: main(grid, A, B, C, alpha, beta, K)
+    reduce, grid, reduce_grid, chunk = _launcher("reduce", "", layout), (gx, gy, split), splitk_reduce.grid(M, N), \
+        plan.k_chunk(K)
+
+    def run_split_k(A, B, C, alpha, beta):
+        W = _workspace(split * M, N)  # looked up per call: the cache may have been cleared
+        main(grid, A, B, W, 1.0, 0.0, chunk)
+        reduce(reduce_grid, W, C, alpha, beta)
+
+    return run_split_k
+
+
+_RUNS = {}
+
+
+def launcher_for(plan, contiguous=True):
+    """The Launcher of ``plan``'s main kernel (compiled on first use): its ``fast`` flag, its
+    compiled kernel's occupancy (``blocks_per_sm``)."""
+    return _launcher(plan.kernel, plan.tiles, "C" if contiguous or plan.kernel == "wide" else "A")
+
+
+def _checked_call(A, B, C, alpha, beta):
+    """The slow path: foreign device arrays (CuPy, PyTorch: anything with
+    __cuda_array_interface__) are wrapped as numba arrays without a copy and the call is
+    retried; anything else gets an error that says what is wrong and what to do."""
+    named = [("A", A), ("B", B)] + ([("C", C)] if C is not None else [])
+    for name, x in named:
+        if isinstance(x, np.ndarray):
+            raise TypeError(f"{name} is a NumPy array in host memory: pass device arrays "
+                            f"({name}_d = cuda.to_device({name})), or call gemm_lessons.sgemm, which "
+                            "takes NumPy arrays and returns one.")
+        if not is_device_array(x):
+            raise TypeError(f"{name} must be a device array (numba's, or anything with "
+                            f"__cuda_array_interface__), got {type(x).__name__}.")
+    if not _backend.SIMULATOR and any(type(x) is not _DeviceArray for _, x in named):
+        A, B = cuda.as_cuda_array(A), cuda.as_cuda_array(B)
+        return sgemm(A, B, None if C is None else cuda.as_cuda_array(C), alpha, beta)
+    for name, x in named:
+        if np.dtype(x.dtype) != _F32:
+            raise TypeError(f"{name} has dtype {np.dtype(x.dtype)}; this is single precision (SGEMM): "
+                            f"convert it first, e.g. on the host with {name}.astype(np.float32).")
+        if len(x.shape) != 2:
+            raise ValueError(f"{name} must be a 2-D matrix, got {len(x.shape)}-D with shape {tuple(x.shape)}.")
+    M, K = A.shape
+    K2, N = B.shape
+    if K2 != K:
+        raise ValueError(f"inner dimensions differ: A is {M}x{K} but B is {K2}x{N} "
+                         "(need A.shape[1] == B.shape[0]).")
+    if 0 in (M, N, K):
+        raise ValueError(f"every dimension must be at least 1, got M={M}, N={N}, K={K}.")
+    if C is None and beta != 0:
+        raise ValueError("beta != 0 needs a C to scale: pass C, or leave beta at 0.")
+    if C is not None and tuple(C.shape) != (M, N):
+        raise ValueError(f"C must be {M}x{N} (rows of A x columns of B), got {C.shape[0]}x{C.shape[1]}.")
+    for name, x in named:
+        s0, s1 = x.strides
+        if not (s1 == 4 or x.shape[1] == 1) or s0 <= 0:
+            raise ValueError(
+                f"{name} has strides {tuple(x.strides)} (bytes): its rows are not contiguous in memory "
+                "(a transposed view, a slice with a step, or reversed rows). gl.sgemm reads and writes "
+                "whole rows; pass a C-contiguous array, e.g. a copy made with np.ascontiguousarray on "
+                "the host, or for a transposed operand use (A.T @ B).T = B.T @ A with the original arrays.")
+    raise AssertionError(f"gl.sgemm refused arrays it should take: {[(n, type(x), x.shape) for n, x in named]}")

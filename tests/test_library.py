@@ -1,0 +1,315 @@
+"""gl.sgemm as a library: every shape on the device, split-K, the dispatch rule, the launcher,
+clear errors, and the shape benchmark's code path (on the simulator: tiny shapes)."""
+import json
+import os
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import gemm_lessons as gl
+from gemm_lessons import _backend, dispatch, launch, library, problems, results, shapes
+from gemm_lessons.dispatch import Plan
+from gemm_lessons.sgemm_kernels import any_shape
+from gemm_lessons.sgemm_kernels.warptile import TileConfig
+
+from conftest import requires_gpu, requires_simulator
+
+
+def lib(A, B, C, alpha=1.0, beta=0.0):
+    library.sgemm(A, B, C, alpha, beta)
+
+
+def plan_runner(plan):
+    def run(A, B, C, alpha=1.0, beta=0.0):
+        library.run_plan(plan, A, B, C, alpha, beta)
+    run.__name__ = str(plan)
+    return run
+
+
+# ---- every shape on the device -------------------------------------------------------------
+@pytest.mark.parametrize("M,N,K,alpha,beta", [
+    (33, 65, 47, 1.0, 0.0),   # nothing a multiple of 4 or of a tile
+    (9, 6, 1, 1.5, -0.5),     # K = 1
+    (7, 1, 9, 1.0, 0.0),      # N = 1
+    (1, 9, 6, 1.0, 0.0),      # M = 1
+])
+def test_odd_shapes_on_the_device(M, N, K, alpha, beta):
+    res = problems.check(lib, M, N, K, alpha, beta, name="gl.sgemm")  # float64 reference, C poisoned
+    assert res.passed, res.message()
+
+
+def test_odd_shapes_use_the_any_shape_kernel_and_never_the_host(monkeypatch):
+    def no_host(*a, **k):
+        raise AssertionError("copied through the host")
+
+    monkeypatch.setattr(library._DeviceArray, "copy_to_host", no_host)
+    p = problems.SgemmProblem(5, 7, 3)
+    assert dispatch.plan_for(5, 7, 3, False).kernel == "any_shape"
+    library.sgemm(p.A_d, p.B_d, p.reset_output())
+    monkeypatch.undo()
+    assert problems.compare("gl", p.C_d.copy_to_host(), p.reference, 1.0, 0.0, 3).passed
+
+
+@requires_simulator
+def test_slices_misaligned_and_row_strided():
+    """Views into larger arrays: rows not 16-byte aligned, row stride larger than the row."""
+    rng = np.random.default_rng(3)
+    big_a = rng.uniform(-1, 1, (12, 20)).astype(np.float32)
+    big_b = rng.uniform(-1, 1, (20, 16)).astype(np.float32)
+    big_c = np.full((10, 16), problems.POISON, np.float32)
+    A_d, B_d, C_d = cuda.to_device(big_a), cuda.to_device(big_b), cuda.to_device(big_c)
+    A, B, C = A_d[1:10, 3:14], B_d[2:13, 1:10], C_d[1:10, 5:14]  # 9x11 @ 11x9 into a 9x9 view
+    gl.sgemm(A, B, C, 2.0, 0.0)
+    out = C_d.copy_to_host()
+    ref = 2.0 * big_a[1:10, 3:14].astype(np.float64) @ big_b[2:13, 1:10]
+    assert problems.compare("slices", out[1:10, 5:14], ref, 2.0, 0.0, 11).passed
+    untouched = np.delete(out, np.s_[5:14], axis=1)
+    assert (untouched.view(np.uint32) == problems.POISON_BITS).all(), "wrote outside the view"
+
+
+def test_aligned_shape_whose_pointer_is_not_aligned_is_not_wide():
+    """A view starting one float into its array: K and N multiples of 4, but not 16-byte aligned."""
+    A_d = cuda.to_device(np.ones((4, 9), np.float32))[:, 1:]  # 4x8 starting at byte 4
+    B_d = cuda.to_device(np.ones((8, 4), np.float32))
+    C_d = cuda.device_array((4, 4), np.float32)
+    gl.sgemm(A_d, B_d, C_d)
+    np.testing.assert_allclose(C_d.copy_to_host(), 8.0)
+
+
+# ---- every plan, split-K ------------------------------------------------------------------
+@pytest.mark.parametrize("plan,shape", [
+    (Plan("wide", "64x64"), (20, 24, 12)),
+    (Plan("wide", "64x128"), (9, 8, 16)),
+    (Plan("any_shape", "64x64", 3), (5, 7, 50)),      # parts of 24, 24 and 2 k
+    (Plan("any_shape", "128x128", 2), (3, 5, 19)),   # ragged both ways
+    (Plan("any_shape", "64x128", 1), (13, 3, 10)),
+])
+def test_each_plan_is_correct(plan, shape):
+    for alpha, beta in ((1.0, 0.0), (-0.5, 2.0)):
+        res = problems.check(plan_runner(plan), *shape, alpha, beta)
+        assert res.passed, res.message()
+
+
+def test_split_k_parts_cover_k_once():
+    for K in (2, 7, 8, 9, 100, 1000):
+        for split in dispatch.SPLITS:
+            p = Plan("any_shape", "64x64", split)
+            chunk = p.k_chunk(K)
+            assert chunk % TileConfig().BK == 0 and chunk * split >= K  # every k in some part
+            covered = [min(K, z * chunk + chunk) - min(K, z * chunk) for z in range(split)]
+            assert sum(covered) == K
+
+
+# ---- the dispatch rule ----------------------------------------------------------------------
+def test_dispatch_picks_each_path_with_the_provisional_model():
+    m = dispatch.Model()
+    assert "provisional" in m.source
+    assert dispatch.choose(4096, 4096, 4096, True, m) == Plan("wide", "128x128")  # large square: the last rung
+    assert dispatch.choose(4095, 4097, 4093, False, m).kernel == "any_shape"       # odd: no 16-byte loads
+    assert dispatch.choose(4095, 4097, 4093, False, m).split == 1
+    assert dispatch.choose(64, 8192, 8192, True, m).split > 1                    # small M, long K: split-K
+    assert dispatch.choose(8192, 64, 8192, True, m).split > 1                    # small N, long K
+    assert dispatch.choose(256, 12288, 12288, True, m) != Plan("wide", "128x128")  # 192 tiles: a wave's tail
+    small = dispatch.choose(256, 256, 64, True, m)                               # too little K to split
+    assert small.split == 1 and small.tiles != "128x128"
+    assert dispatch.choose(3, 3, 3, False, m).split == 1
+
+
+def test_dispatch_follows_the_measurements():
+    """The rule is the numbers: a model in which split-K's kernel is slow never splits."""
+    slow = {k: dispatch.Speed(v.gflops / 100 if k.startswith("any_shape") else v.gflops, v.blocks_per_sm)
+            for k, v in dispatch.PROVISIONAL.items()}
+    m = dispatch.Model(speeds=slow, source="test")
+    assert dispatch.choose(64, 8192, 8192, True, m).kernel == "wide"
+
+
+def test_dispatch_reads_a_recorded_model(tmp_path):
+    measured = dispatch.Model(sms=100, bandwidth_gbs=1234.0, source="measured in a test",
+                              speeds={"wide/128x128": dispatch.Speed(1.0, 1, measured=True)})
+    path = tmp_path / "shapes-x.json"
+    path.write_text(json.dumps({"model": measured.to_dict()}))
+    m = dispatch.load_model(str(path))
+    assert m.source == "measured in a test" and m.sms == 100 and m.bandwidth_gbs == 1234.0
+    assert m.speeds["wide/128x128"].measured and m.speeds["wide/64x64"] == dispatch.PROVISIONAL["wide/64x64"]
+    assert "provisional" in dispatch.load_model(str(tmp_path / "missing.json")).source
+
+
+def test_plan_is_remembered_per_shape():
+    dispatch.plan_for.cache_clear()
+    dispatch.plan_for(100, 100, 100, True)
+    dispatch.plan_for(100, 100, 100, True)
+    assert dispatch.plan_for.cache_info().hits >= 1
+
+
+# ---- cheap checks, the launcher -------------------------------------------------------------
+def test_good_input_never_takes_the_slow_checks(monkeypatch):
+    def slow(*a, **k):
+        raise AssertionError("took the slow path")
+
+    monkeypatch.setattr(library, "_checked_call", slow)
+    monkeypatch.setattr(library, "_RUNS", {})
+    monkeypatch.setattr(library, "_runner", lambda *a: lambda *b: None)  # the checks and the plan only
+    A, B, C = (cuda.device_array(s, np.float32) for s in ((5, 3), (3, 6), (5, 6)))
+    assert library.sgemm(A, B, C, 2.0, 1.0) is C
+    assert library.sgemm(A, B).shape == (5, 6)
+    assert gl.sgemm(A, B, C) is C
+    assert list(library._RUNS) == [(5, 6, 3, False, True)]  # one plan remembered for the shape
+
+
+def test_launcher_says_how_it_launches():
+    l = library.launcher_for(Plan("wide", "64x64"))
+    assert isinstance(l, launch.Launcher)
+    if _backend.SIMULATOR:
+        assert not l.fast and "simulator" in l.why_plain
+    assert "Launcher" in repr(l)
+
+
+@requires_gpu
+def test_fast_launch_passes_arrays_as_numba_does():
+    """The flattened array argument equals numba's own marshalling of the same array."""
+    from numba.cuda.dispatcher import _Kernel
+
+    x = cuda.to_device(np.zeros((6, 10), np.float32))[1:5, 2:9]
+    mine = launch._marshal_array(x)
+
+    class Fake:
+        extensions = []
+
+    theirs = []
+    _Kernel._prepare_args(Fake(), library._ARRAY["A"], x, 0, [], theirs)
+    assert list(mine) == [int(v) for v in theirs]
+    assert library.launcher_for(Plan("wide", "128x128")).fast
+
+
+@requires_gpu
+def test_fast_launch_matches_plain_launch(monkeypatch):
+    p = problems.SgemmProblem(300, 260, 130)
+    fast = p.run(lib)
+    monkeypatch.setattr(library, "_LAUNCHERS", {})
+    monkeypatch.setattr(library, "_RUNS", {})
+    monkeypatch.setenv(launch.PLAIN_ENV, "1")
+    plain = p.run(lib)
+    np.testing.assert_array_equal(fast, plain)
+
+
+# ---- bad input: clear errors that say what to do --------------------------------------------
+def test_clear_errors_on_device_arrays():
+    dev = cuda.device_array
+    A, B, C = dev((4, 3), np.float32), dev((3, 5), np.float32), dev((4, 5), np.float32)
+    with pytest.raises(TypeError, match="astype"):
+        gl.sgemm(dev((4, 3), np.float64), B, C)
+    with pytest.raises(ValueError, match="inner dimensions"):
+        gl.sgemm(A, dev((4, 5), np.float32), C)
+    with pytest.raises(ValueError, match="C must be 4x5"):
+        gl.sgemm(A, B, dev((5, 4), np.float32))
+    with pytest.raises(ValueError, match="2-D"):
+        gl.sgemm(dev((4, 3, 1), np.float32), B, C)
+    with pytest.raises(ValueError, match="at least 1"):
+        gl.sgemm(dev((0, 3), np.float32), B)
+    with pytest.raises(ValueError, match="needs a C"):
+        gl.sgemm(A, B, beta=1.0)
+    with pytest.raises(TypeError, match="to_device"):
+        library.sgemm(np.zeros((4, 3), np.float32), B, C)
+    with pytest.raises(TypeError, match="all as NumPy"):
+        gl.sgemm(np.zeros((4, 3), np.float32), B)
+    with pytest.raises(ValueError, match="rows are not contiguous.*ascontiguousarray"):
+        gl.sgemm(dev((4, 6), np.float32)[:, ::2], B, C)  # a step slice
+
+
+def test_explicit_wide_rung_on_device_names_its_constraint():
+    from gemm_lessons import ladder
+
+    A, B = cuda.device_array((4, 3), np.float32), cuda.device_array((3, 5), np.float32)
+    with pytest.raises(ValueError, match="leave out rung="):
+        gl.sgemm(A, B, rung=ladder.SGEMM["warptile"])
+
+
+# ---- the shape benchmark, end to end at tiny sizes ------------------------------------------
+@requires_simulator
+def test_shape_benchmark_runs_end_to_end_and_says_it_timed_nothing(tmp_path):
+    assert shapes.main(["--shapes", "9x7x5", "3x4x300", "--out", str(tmp_path), "--no-progress"]) == 0
+    path = results.path_for("shapes", "CUDA simulator", directory=str(tmp_path))
+    assert results.kind_of(path) == "shapes"
+    rec = results.read(path)
+    assert rec.timed is False and "nothing was timed" in rec.note
+    assert [r.shape for r in rec.rows] == [[9, 7, 5], [3, 4, 300]]
+    assert all(r.correct and r.error is None for r in rec.rows)
+    assert "split" in rec.rows[1].plan  # 3x4 with K=300: split-K's path ran too
+    for r in rec.rows:  # no numbers that were not measured
+        assert r.single_gl is None and r.back_to_back_gl is None and r.pct_cublas_single is None
+    assert os.path.exists(results.path_for("plot", "CUDA simulator", name="shapes", directory=str(tmp_path)))
+
+
+def test_shape_benchmark_records_a_failing_shape_and_goes_on(monkeypatch):
+    def boom(*a, **k):
+        raise RuntimeError("kernel exploded")
+
+    monkeypatch.setattr(library, "sgemm", boom)
+    from gemm_lessons.progress import bar
+
+    row = shapes.measure_shape("odd", (3, 3, 3), 3, bar(1, "", False))
+    assert "kernel exploded" in row.error and row.correct is None
+    assert shapes.summarise([row])["failed"] == 1
+
+
+def test_shape_check_catches_wrong_and_unwritten_results():
+    rng = np.random.default_rng(0)
+    A, B = rng.random((6, 5), dtype=np.float32), rng.random((5, 4), dtype=np.float32)
+    good = (A.astype(np.float64) @ B).astype(np.float32)
+    assert shapes.check_product(A, B, good)[0]
+    bad = good.copy()
+    bad[2, 3] += 1
+    assert not shapes.check_product(A, B, bad)[0]
+    bad = good.copy()
+    bad[0, 0] = problems.POISON
+    assert "unwritten" in shapes.check_product(A, B, bad)[2]
+
+
+def test_shape_suite_has_what_the_issue_asks():
+    full = [s for _, s in shapes.suite()]
+    assert (4095, 4097, 4093) in full and (256, 12288, 12288) in full and (8192, 64, 8192) in full
+    assert {s[0] for g, s in shapes.suite() if g == "square"} == {512, 1024, 2048, 4096, 8192, 16384}
+    assert len(shapes.suite(quick=True)) < len(full)
+
+
+def test_shape_benchmark_gpu_paths_run_with_stand_in_timers(monkeypatch, tmp_path):
+    """What only runs on a GPU (calibration, per-call cost, timed shapes, the plan sweep, the
+    plot with numbers), run here with the timers replaced by stand-ins that call once and
+    return made-up times: the code path, not the numbers, is under test."""
+    import types as pytypes
+
+    from gemm_lessons import benchmark, cublas, records
+    from gemm_lessons.progress import bar
+
+    def fake_stats(fn, *a, **k):
+        fn()
+        return records.Stats(median_ms=1.0, p10_ms=0.9, p90_ms=1.1, n=1)
+
+    monkeypatch.setattr(shapes, "single_calls", fake_stats)
+    monkeypatch.setattr(shapes, "back_to_back", fake_stats)
+    monkeypatch.setattr(shapes, "_backend", pytypes.SimpleNamespace(SIMULATOR=False))
+    monkeypatch.setattr(cublas, "available", lambda: True)
+    monkeypatch.setattr(cublas, "sgemm", lambda A, B, C: lib(A, B, C))  # a stand-in for cuBLAS
+    monkeypatch.setattr(benchmark, "time_bandwidth", lambda **k: [pytypes.SimpleNamespace(gbs=1000.0)])
+    monkeypatch.setattr(dispatch, "PLANS", [Plan("wide", "64x64"), Plan("any_shape", "64x64", 2)])
+    monkeypatch.setattr(dispatch, "TILES", {"64x64": dispatch.TILES["64x64"]})  # the simulator is slow
+    monkeypatch.setattr(library, "_RUNS", {})
+    pbar = bar(100, "", False)
+    rows, model = shapes.calibrate(8, 1, pbar, sms=4)
+    assert [r["plan"] for r in rows[:-1]] == ["wide 64x64", "any_shape 64x64"]
+    assert all("gflops" in r for r in rows[:-1]) and rows[-1] == {"copy_gbs": 1000.0}
+    assert model.sms == 4 and "measured" in model.source and model.speeds["wide/64x64"].measured
+    over = shapes.measure_overhead([4], pbar, calls=1)
+    assert len(over) == 5 and all(r.error is None or r.caller.startswith("cuBLAS") for r in over)
+    assert all(r.issue_us > 0 for r in over if r.error is None)
+    row = shapes.measure_shape("odd", (5, 8, 300), 1, pbar, all_plans=True)
+    assert row.error is None and row.correct
+    assert row.pct_cublas_single == 100.0 and row.single_gl.median_ms == 1.0
+    assert set(row.plans_ms) == {"wide 64x64", "any_shape 64x64 split 2"} and row.best_plan
+    rec = records.ShapesRecord(device=records.Device(name="stand-in"), date="2026-01-01", timed=True,
+                               rows=[row], overhead=over)
+    rec.summary = shapes.summarise(rec.rows)
+    assert rec.summary["geomean_pct_cublas_single"] == pytest.approx(100.0)
+    assert os.path.exists(shapes.plot(rec, str(tmp_path / "p.png")))
+    shapes.print_summary(rec)

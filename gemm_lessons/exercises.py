@@ -7,10 +7,12 @@ A check never raises: a wrong answer, a missing one or a crashing kernel all com
 feedback that says what to look at.
 """
 import collections
+import contextlib
 import functools
 import threading
 import time
 import traceback
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,7 +61,17 @@ def exercise(exercise_id, hint):
 
 def check(exercise_id, answer, time_limit=KERNEL_TIME_LIMIT_S):
     """Check a student's answer; returns Feedback (shown as a green or red line).  On the
-    simulator a kernel still running after ``time_limit`` seconds is stopped."""
+    simulator a kernel still running after ``time_limit`` seconds is stopped.  Nothing goes to
+    stderr: numba's performance warnings about the check's tiny launches are dropped, other
+    warnings raised meanwhile are quoted in the feedback (see _warnings_into_feedback)."""
+    with _warnings_into_feedback() as caught:
+        feedback = _check(exercise_id, answer, time_limit)
+    if caught:
+        feedback.message += " (Warned while checking: " + "; ".join(caught) + ")"
+    return feedback
+
+
+def _check(exercise_id, answer, time_limit):
     if exercise_id not in _CHECKS:
         return Feedback(exercise_id, False, f"unknown exercise; known: {', '.join(sorted(_CHECKS))}")
     fn, hint = _CHECKS[exercise_id]
@@ -84,6 +96,44 @@ def check(exercise_id, answer, time_limit=KERNEL_TIME_LIMIT_S):
 
 def ids():
     return sorted(_CHECKS)
+
+
+def _performance_warning_classes():
+    """numba's NumbaPerformanceWarning classes (numba-cuda has its own besides numba's)."""
+    classes = []
+    for module in ("numba.core.errors", "numba.cuda.core.errors"):
+        try:
+            classes.append(__import__(module, fromlist=["NumbaPerformanceWarning"]).NumbaPerformanceWarning)
+        except (ImportError, AttributeError):
+            pass
+    return classes
+
+
+@contextlib.contextmanager
+def _warnings_into_feedback(limit=3):
+    """Collect the warnings raised inside the block instead of printing them, and yield them as
+    a list of "Category: message" lines (at most ``limit``, each once).
+
+    A check's output must not go to stderr: in an nbgrader notebook the check runs in a graded
+    cell, and nbgrader gives 0 points to a cell that wrote to stderr.  numba's performance
+    warnings ("Grid size 1 will likely result in GPU under-utilization due to low occupancy",
+    a host array copied to the device) are about the check's own deliberately tiny launches,
+    so they are dropped; anything else (numba compiling the student's kernel, say) is worth
+    reading, so it goes into the feedback.  The caller's filters still apply (``ignore`` stays
+    ignored); the performance warnings are dropped even after ``warnings.resetwarnings()``
+    undid the filter gemm_lessons/__init__.py installs."""
+    caught = []
+    with warnings.catch_warnings(record=True) as records:
+        for category in _performance_warning_classes():
+            warnings.simplefilter("ignore", category)
+        warnings.filterwarnings("ignore", message=r".*Grid size .* will likely result in GPU under-utilization")
+        try:
+            yield caught
+        finally:
+            for w in records:
+                line = f"{w.category.__name__}: {w.message}"
+                if line not in caught and len(caught) < limit:
+                    caught.append(line)
 
 
 def _with_time_limit(fn, seconds):

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from numba import cuda, float32
 
-from gemm_lessons import exercises, student
+from gemm_lessons import _backend, exercises, student
 
 from conftest import REPO, requires_simulator
 
@@ -278,7 +278,10 @@ def test_the_student_cell_runs_and_says_not_yet(ex, student_dir):
     exec(compile(source, _remember(source), "exec"), ns)
     fb = ns["_fb"]
     assert not fb.ok and "NameError" not in str(fb), str(fb)
-    assert "NotImplementedError" in str(fb), str(fb)
+    if _backend.SIMULATOR:  # the part to write raises NotImplementedError, and the check says so
+        assert "NotImplementedError" in str(fb), str(fb)
+    else:  # on a GPU a raise inside a kernel does not stop it: C is left unwritten
+        assert "never written" in str(fb), str(fb)
 
 
 def test_no_solution_sits_above_its_exercise_in_the_student_notebooks(student_dir):

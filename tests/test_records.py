@@ -19,7 +19,7 @@ H100 = "NVIDIA H100 80GB HBM3"
 
 def test_every_committed_results_file_has_a_kind():
     assert RECORD_FILES and {results.kind_of(p) for p in RECORD_FILES} == {
-        "bench", "tuning", "banks", "reproducibility", "experiment"}
+        "bench", "tuning", "banks", "reproducibility", "experiment", "shapes"}
     assert {results.kind_of(p) for p in COMMITTED if p.endswith(".json")} <= set(results.PATHS)
     for p in COMMITTED:
         assert results.kind_of(p) is not None, p

@@ -869,7 +869,7 @@ def _(kernel):
     if not ok:
         return False, right
     if not _backend.SIMULATOR:
-        return _on_gpu("08-warp-tile", kernel, right, _sass_lds128)
+        return _on_gpu("08-warp-tile", kernel, right)  # the technique: the tracer, in a child process
     BK, WM, WN = 8, 32, 64
     log = _log_sgemm("08-warp-tile", kernel, 32, 128, BK)
     trace = log.shared_trace(merge=("ld", "st"))

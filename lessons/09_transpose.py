@@ -238,12 +238,14 @@ from numba import cuda, float32
 from gemm_lessons import exercises
 
 TILE, ROWS = 32, 8  # the check launches ceil(n/32) x ceil(n/32) blocks of 32 x 8 threads
+# numba needs a shared array's shape as constants (numbers or globals like TILE, not an
+# expression such as TILE + 1, which the simulator accepts but a GPU compile rejects)
 
 
 @cuda.jit
 def symmetrize(src, dst):
     ### BEGIN SOLUTION: tile = cuda.shared.array((TILE, TILE), float32)
-    tile = cuda.shared.array((TILE, TILE + 1), float32)  # padded: a column spans 32 banks
+    tile = cuda.shared.array((TILE, 33), float32)  # padded to 33: a column spans 32 banks
     ### END SOLUTION
     tx = cuda.threadIdx.x
     ty = cuda.threadIdx.y

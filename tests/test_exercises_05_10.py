@@ -186,7 +186,7 @@ def test_09_solution_passes_and_skeleton_fails_naming_coalescing():
 
 @requires_simulator
 def test_09_unpadded_tile_conflicts_and_a_wrong_index_is_wrong():
-    _fails(check_cell("09-symmetrize", replace=[("(TILE, TILE + 1), float32)", "(TILE, TILE), float32)")]),
+    _fails(check_cell("09-symmetrize", replace=[("(TILE, 33), float32)", "(TILE, TILE), float32)")]),
            "coalesced", "bank conflicts", "32-way", "Pad")
     _fails(check_cell("09-symmetrize", replace=[("tile[tx, ty + j]  #", "tile[ty + j, tx]  #")]), "expected src[")
 

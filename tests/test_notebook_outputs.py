@@ -1,0 +1,45 @@
+"""Committed notebook outputs are for students: small, no machine paths, no giant reprs,
+no progress bar frozen at 0%."""
+import glob
+import json
+import os
+import re
+
+import nbformat
+import pytest
+
+from conftest import REPO
+
+NOTEBOOKS = sorted(glob.glob(os.path.join(REPO, "notebooks", "*.ipynb")))
+MAX_NOTEBOOK_BYTES = 500_000
+MAX_TEXT_CHARS = 20_000  # one output's text; a table of a few hundred lines at most
+MACHINE_PATH = re.compile(r"(/work/|/root/|/home/\w+/|/tmp/|site-packages|[A-Z]:\\\\Users)")
+FROZEN_BAR = re.compile(r"\b0%\|")
+
+
+def _texts(nb):
+    for i, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []):
+            if "text" in out:
+                yield i, out["text"]
+            for kind, value in out.get("data", {}).items():
+                if kind.startswith("text/"):
+                    yield i, value if isinstance(value, str) else "".join(value)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
+def test_notebook_is_small(path):
+    assert os.path.getsize(path) < MAX_NOTEBOOK_BYTES
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
+def test_outputs_are_for_students(path):
+    nb = nbformat.read(path, as_version=4)
+    for i, text in _texts(nb):
+        assert not MACHINE_PATH.search(text), f"cell {i} shows a path of the machine it ran on"
+        assert len(text) < MAX_TEXT_CHARS, f"cell {i} prints {len(text):,} characters"
+    for i, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []):
+            plain = out.get("data", {}).get("text/plain", "")
+            if "application/vnd.jupyter.widget-view+json" in out.get("data", {}):
+                assert not FROZEN_BAR.search(json.dumps(plain)), f"cell {i}: a progress bar saved at 0%"

@@ -9,6 +9,7 @@ feedback that says what to look at.
 import collections
 import contextlib
 import functools
+import inspect
 import threading
 import time
 import traceback
@@ -90,8 +91,21 @@ def _check(exercise_id, answer, time_limit):
         return Feedback(exercise_id, False,
                         f"your answer raised {type(e).__name__}: {e}{where}. Hint: {hint}")
     if not ok:
+        if not _backend.SIMULATOR and "never written" in message and _still_unwritten(answer):
+            message += (" Your kernel still has the `raise NotImplementedError` of the part to write: on a GPU"
+                        " a raise inside a kernel does not stop it with an error, it just leaves C unwritten.")
         message += " Hint: " + hint
     return Feedback(exercise_id, ok, message)
+
+
+def _still_unwritten(answer):
+    """Whether a kernel's Python source still holds the skeleton's NotImplementedError."""
+    fn = getattr(answer, "py_func", answer)
+    fn = getattr(fn, "__unrolled_from__", fn)
+    try:
+        return "NotImplementedError" in inspect.getsource(fn)
+    except (OSError, TypeError):
+        return False
 
 
 def ids():
@@ -392,7 +406,6 @@ def _(ans):
 # A right answer without the technique starts "Right result, but ...".  On a machine with a GPU
 # the answer is checked on the GPU and the instrument runs the kernel's source in a child
 # process on the simulator (numba chooses GPU or simulator once per process).
-import inspect  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import textwrap  # noqa: E402

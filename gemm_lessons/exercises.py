@@ -98,12 +98,16 @@ def _check(exercise_id, answer, time_limit):
     return Feedback(exercise_id, ok, message)
 
 
+def _written_function(kernel):
+    """The Python function a student wrote: under numba's kernel and @unrolled's expansion."""
+    fn = getattr(kernel, "py_func", kernel)
+    return getattr(fn, "__unrolled_from__", fn)
+
+
 def _still_unwritten(answer):
     """Whether a kernel's Python source still holds the skeleton's NotImplementedError."""
-    fn = getattr(answer, "py_func", answer)
-    fn = getattr(fn, "__unrolled_from__", fn)
     try:
-        return "NotImplementedError" in inspect.getsource(fn)
+        return "NotImplementedError" in inspect.getsource(_written_function(answer))
     except (OSError, TypeError):
         return False
 
@@ -712,8 +716,7 @@ def _simulator_only(exercise_id, kernel):
 
     from .instruments.simulator_process import run_on_simulator
 
-    fn = getattr(kernel, "py_func", kernel)
-    fn = getattr(fn, "__unrolled_from__", fn)
+    fn = _written_function(kernel)
     filename = fn.__code__.co_filename
     text = "".join(linecache.getlines(filename))
     if not text:

@@ -104,7 +104,7 @@ def roofline_rows(record, counters=None, size=(4096, 4096, 4096)):
     M, N, K = size
     flop = counting.sgemm_flops(M, N, K)
     peak = record.device.peak_gflops
-    bw = max((r.gbs for r in record.bandwidth or []), default=record.device.memory_bandwidth_gbs)
+    bw = results.copy_bandwidth_gbs(record)
     shared_bw = record.device.shared_bandwidth_gbs
     out = []
     for name in record.ladder or []:

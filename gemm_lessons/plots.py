@@ -64,7 +64,7 @@ def roofline(record, points=None, ax=None, size=(4096, 4096, 4096)):
     ``points`` is a list of (name, FLOP per DRAM byte, GFLOPS); by default every rung and
     cuBLAS at ``size``, placed at the problem's ideal intensity (each input read once)."""
     peak = record.device.peak_gflops
-    bw = max((r.gbs for r in record.bandwidth or []), default=record.device.memory_bandwidth_gbs)
+    bw = results.copy_bandwidth_gbs(record)
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4.5))
     xs = [2 ** (i / 4) for i in range(-16, 53)]
@@ -113,20 +113,20 @@ def roofline_rungs(record, counters=None, size=(4096, 4096, 4096), axes=None):
     the measured copy bandwidth.  Right, shared memory: x = FLOP per byte read from shared
     memory (counting.sgemm_traffic), ceiling = 32 banks x 4 bytes per clock per SM.  A rung
     under a ceiling's slanted part is bound by that memory; the FP32 peak is the flat part."""
+    from .leaderboard import roofline_rows  # the same numbers as lesson 10's table
+
     M, N, K = size
-    flop = counting.sgemm_flops(M, N, K)
     peak = record.device.peak_gflops
-    bw = max((r.gbs for r in record.bandwidth or []), default=record.device.memory_bandwidth_gbs)
-    shared_bw = record.device.shared_bandwidth_gbs
-    names = [k for k in _ordered_kernels(record) if k in counting.RUNG_TILES and sgemm_rows(record, k, size)]
+    rows = roofline_rows(record, counters, size)
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=(12, 4.8), sharey=True)
-    colours = {k: f"C{i}" for i, k in enumerate(names)}
-    for ax, ceiling, what in ((axes[0], bw, "global memory"), (axes[1], shared_bw, "shared memory")):
+    ceilings = ((axes[0], results.copy_bandwidth_gbs(record), "global memory", "(measured copy bandwidth)"),
+                (axes[1], record.device.shared_bandwidth_gbs, "shared memory",
+                 "(32 banks x 4 B per clock x SMs x clock)"))
+    for ax, ceiling, what, source in ceilings:
         xs = [2 ** (i / 4) for i in range(-12, 41)]
         ax.plot(xs, [min(peak, ceiling * x) for x in xs], "k-", lw=2)
-        ax.text(0.98, 0.04, f"slanted ceiling: {what}, {ceiling / 1e3:.1f} TB/s\n"
-                + ("(measured copy bandwidth)" if ax is axes[0] else "(32 banks x 4 B per clock x SMs x clock)"),
+        ax.text(0.98, 0.04, f"slanted ceiling: {what}, {ceiling / 1e3:.1f} TB/s\n{source}",
                 transform=ax.transAxes, ha="right", va="bottom", fontsize=8)
         ax.axhline(peak, color="tab:red", ls=":", lw=1)
         ax.set_xscale("log", base=2)
@@ -134,22 +134,16 @@ def roofline_rungs(record, counters=None, size=(4096, 4096, 4096), axes=None):
         ax.grid(True, which="major", alpha=0.3)
     axes[0].annotate(f"FP32 peak {peak / 1e3:.1f} TFLOPS", (2 ** 10, peak), ha="right", va="bottom", fontsize=8)
     left, right = [], []
-    for k in names:
-        gflops = sgemm_rows(record, k, size)[0].gflops
-        traffic = counting.sgemm_traffic(k, M, N, K)
-        asked = flop / (4 * traffic["global"])
-        axes[0].plot([asked], [gflops], "o", mfc="none", color=colours[k])
-        point = asked
-        if counters and k in counters and counters[k].get("dram__bytes_read.sum"):
-            dram = flop / (counters[k]["dram__bytes_read.sum"] + counters[k].get("dram__bytes_write.sum", 0))
-            axes[0].plot([dram], [gflops], "o", color=colours[k])
-            axes[0].plot([asked, dram], [gflops, gflops], "-", color=colours[k], lw=0.8)
-            point = dram
-        left.append((k, point, gflops))
-        if traffic["shared"]:
-            x = flop / (4 * traffic["shared"])
-            axes[1].plot([x], [gflops], "s", color=colours[k])
-            right.append((k, x, gflops))
+    for i, (k, tflops, asked, _, x_shared, _, dram) in enumerate(rows):
+        gflops, colour = tflops * 1e3, f"C{i}"
+        axes[0].plot([asked], [gflops], "o", mfc="none", color=colour)
+        if dram:
+            axes[0].plot([dram], [gflops], "o", color=colour)
+            axes[0].plot([asked, dram], [gflops, gflops], "-", color=colour, lw=0.8)
+        left.append((k, dram or asked, gflops))
+        if x_shared:
+            axes[1].plot([x_shared], [gflops], "s", color=colour)
+            right.append((k, x_shared, gflops))
     _spread_labels(axes[0], left)
     _spread_labels(axes[1], right)
     axes[0].set_xlabel("FLOP per byte of global memory" + (": asked for (hollow), from DRAM (filled, ncu)"

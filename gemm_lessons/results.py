@@ -120,6 +120,12 @@ def sgemm_gflops(record, kernel, size):
     return rows[0].gflops if rows else None
 
 
+def copy_bandwidth_gbs(record):
+    """The roofline's memory ceiling: the best measured copy bandwidth of ``record``, else the
+    device's theoretical DRAM bandwidth."""
+    return max((r.gbs for r in record.bandwidth or []), default=record.device.memory_bandwidth_gbs)
+
+
 def ncu_launches(path):
     """The launches of an ``ncu --csv --metrics ...`` file in the order they ran: a list of
     {"kernel": name, metric: value (float, base units)}."""
@@ -142,9 +148,8 @@ def roofline_counters(device=None, directory=RESULTS_DIR):
     ladder order, then cuBLAS, whose kernels are summed), or None when none were recorded."""
     from .ladder import SGEMM
 
-    paths = ([path_for("ncu-roofline", device, directory=directory)] if device
-             else sorted(glob.glob(os.path.join(directory, "ncu-roofline-*.csv"))))
-    paths = [p for p in paths if os.path.exists(p)]
+    paths = [p for p in files("ncu-roofline", directory)
+             if not device or p == path_for("ncu-roofline", device, directory=directory)]
     if not paths:
         return None
     launches = ncu_launches(paths[0])

@@ -437,6 +437,7 @@ class _RegisterArrays:
 
     def __init__(self, expander):
         self.expander = expander
+        self.temps = 0  # _value_1, _value_2, ...: the values of chained stores
 
     def scalarize(self, fn_node):
         declared = {}
@@ -459,6 +460,8 @@ class _RegisterArrays:
                     taken.add(element)
                     elements[idx] = element
                 self.arrays[name] = (decl, dtype_expr, dtype_name, elements, shape)
+        self.element_types = {e: dtype_name for _, _, dtype_name, elements, _ in self.arrays.values()
+                              for e in elements.values()}
         if self.arrays:
             before = copy.deepcopy(fn_node)
             self._rewrite_blocks(fn_node)
@@ -577,7 +580,7 @@ class _RegisterArrays:
             # a = b = value: one assignment per target, the value evaluated once
             value, out = stmt.value, []
             if not (isinstance(value, ast.Constant) or self._dtype_of(value)) or not _without_effects_or_cast(value):
-                self.temps = getattr(self, "temps", 0) + 1
+                self.temps += 1
                 temp = f"_value_{self.temps}"
                 out.append(ast.copy_location(ast.Assign([ast.Name(temp, ast.Store())], self._loads(value)), stmt))
                 value = ast.Name(temp, ast.Load())
@@ -643,10 +646,7 @@ class _RegisterArrays:
     def _dtype_of(self, expr):
         """The type name of ``expr`` when it is evident from the source, else None."""
         if isinstance(expr, ast.Name):
-            for _, _, dtype_name, elements, _ in self.arrays.values():
-                if expr.id in elements.values():
-                    return dtype_name
-            return None
+            return self.element_types.get(expr.id)
         if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Add, ast.Sub, ast.Mult)):
             left, right = self._dtype_of(expr.left), self._dtype_of(expr.right)
             return left if left == right and left in _FLOATS else None

@@ -73,8 +73,9 @@ Markdown(leaderboard.roofline_markdown(record, counters))
 # The naive kernel is the surprise: counted by what it asks for it sits *above* the global
 # ceiling (over 100% in the last column), because most of its requests never reach DRAM, and
 # its filled point, where the profiler puts it, is far *below* the DRAM ceiling. Neither memory
-# ceiling of this figure holds it down; what does is issuing two load instructions per FMA
-# through the L1 cache (lesson 01), a limit this roofline does not draw.
+# ceiling of this figure holds it down. Lesson 01's SASS showed two 4-byte global loads for
+# every FMA: the cost of issuing and serving those loads through the L1 cache is the likely
+# limit, and this roofline does not draw it (no measurement here isolates it).
 #
 # Read the table against the ladder: the rung whose speed is closest to one of its ceilings is
 # held down by that memory, and the next lesson's technique is the one that raises that

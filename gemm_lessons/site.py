@@ -34,6 +34,7 @@ import shutil
 import sys
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from urllib.parse import unquote, urlsplit
@@ -68,7 +69,7 @@ def lesson_order(readme_text, notebook_names):
 
     ``notebook_names`` are the files in notebooks/ without .ipynb; every one must be in the table,
     and the table must name no other."""
-    section = re.search(r"^## The lessons\n(.*?)(?=^## )", readme_text, re.S | re.M)
+    section = re.search(r"^## The lessons\n(.*?)(?=^## |\Z)", readme_text, re.S | re.M)
     if not section:
         raise SiteError("README.md has no '## The lessons' section: the course order comes from its table")
     order = []
@@ -176,7 +177,6 @@ def sphinx_config(repository=None, branch="main"):
         "html_theme": "sphinx_book_theme",
         "html_title": "gemm-lessons",
         "html_theme_options": theme_options,
-        "html_last_updated_fmt": None,
     }
 
 
@@ -209,17 +209,33 @@ class _Tee:
         return [line for line in "".join(self.text).splitlines() if "WARNING" in line or "ERROR" in line]
 
 
-def build(out=DEFAULT_OUT, repository=None, branch="main", repo_dir=REPO_DIR, verbose=False, warning_stream=sys.stderr):
-    """Build the site into ``out`` (replaced).  Returns a Build; raises SiteError when it fails."""
+MARKER = ".gemm-lessons-site"  # in every built site: a folder without it is never replaced
+
+
+def _replace(out, html):
+    """Copy the built ``html`` folder to ``out``, replacing a site built before, and nothing else."""
+    if os.path.exists(out):
+        if os.path.isdir(out) and not os.listdir(out) or os.path.exists(os.path.join(out, MARKER)):
+            shutil.rmtree(out)
+        else:
+            raise SiteError(f"{out} exists and is not a site this command built (no {MARKER} in it): "
+                            "choose another --out, or remove it yourself")
+    shutil.copytree(html, out)
+
+
+def build(out=DEFAULT_OUT, repository=None, branch="main", repo_dir=REPO_DIR, verbose=False, warning_stream=None):
+    """Build the site into ``out`` (a site built there before is replaced).  Returns a Build; raises
+    SiteError when it fails.  Sphinx's warnings go to ``warning_stream`` (default: stderr) as well."""
     _require_sphinx()
     from sphinx.application import Sphinx
     from sphinx.util.console import nocolor
     from sphinx.util.docutils import docutils_namespace, patch_docutils
 
     nocolor()  # the warnings are also kept as text
-
     start = time.perf_counter()
     notebook_dir = os.path.join(repo_dir, "notebooks")
+    if not os.path.isdir(notebook_dir):
+        raise SiteError(f"no notebooks/ folder in {repo_dir}: build the site from a checkout of gemm-lessons")
     names = sorted(f[:-len(".ipynb")] for f in os.listdir(notebook_dir) if f.endswith(".ipynb"))
     with open(os.path.join(repo_dir, "README.md"), encoding="utf-8") as f:
         order = lesson_order(f.read(), names)
@@ -235,28 +251,26 @@ def build(out=DEFAULT_OUT, repository=None, branch="main", repo_dir=REPO_DIR, ve
         if docname == "README":
             source[0] += tree
 
-    warnings = _Tee(warning_stream)
+    tee = _Tee(sys.stderr if warning_stream is None else warning_stream)
     with tempfile.TemporaryDirectory(prefix="gemm-lessons-site-") as tmp:
         html = os.path.join(tmp, "html")
-        with patch_docutils(None), docutils_namespace():
+        with patch_docutils(None), docutils_namespace(), warnings.catch_warnings():
+            # the extensions' use of APIs Sphinx will remove: theirs to fix, and hundreds of lines
+            warnings.filterwarnings("ignore", message=r".* is deprecated\. Check CHANGES for Sphinx API modifications")
             app = Sphinx(repo_dir, None, html, os.path.join(tmp, "doctrees"), "html",
                          confoverrides=sphinx_config(repository, branch),
-                         status=sys.stdout if verbose else None, warning=warnings, freshenv=True)
+                         status=sys.stdout if verbose else None, warning=tee, freshenv=True)
             app.connect("source-read", prepare)
             app.build()
         if app.statuscode:
             raise SiteError(f"Sphinx failed (status {app.statuscode}); its messages are above")
         shutil.copyfile(os.path.join(html, "README.html"), os.path.join(html, "index.html"))
         open(os.path.join(html, ".nojekyll"), "w").close()  # GitHub Pages: serve _static/ and _images/ as they are
-        for junk in (".buildinfo", ".doctrees"):
-            path = os.path.join(html, junk)
-            if os.path.isdir(path):
-                shutil.rmtree(path)
-            elif os.path.exists(path):
-                os.remove(path)
-        if os.path.exists(out):
-            shutil.rmtree(out)
-        shutil.copytree(html, out)
+        with open(os.path.join(html, MARKER), "w") as f:
+            f.write("built by python -m gemm_lessons.site, which replaces this folder when it builds again\n")
+        if os.path.exists(os.path.join(html, ".buildinfo")):
+            os.remove(os.path.join(html, ".buildinfo"))  # Sphinx's incremental-build record: this build is always fresh
+        _replace(out, html)
     pages = ["index.html", "README.html"] + [f"notebooks/{n}.html" for n in order + REFERENCE_PAGES]
     absent = [p for p in pages if not os.path.exists(os.path.join(out, p))]
     if absent:
@@ -264,7 +278,7 @@ def build(out=DEFAULT_OUT, repository=None, branch="main", repo_dir=REPO_DIR, ve
     broken = broken_links(out)
     if broken:
         raise SiteError(f"{len(broken)} internal link(s) do not resolve:\n  " + "\n  ".join(broken[:50]))
-    return Build(out, pages, warnings.warnings(), time.perf_counter() - start, repository, branch)
+    return Build(out, pages, tee.warnings(), time.perf_counter() - start, repository, branch)
 
 
 # --- checking the result --------------------------------------------------------------------

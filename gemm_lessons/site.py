@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from urllib.parse import unquote, urlsplit
 
-from .lesson_source import NOTEBOOK_DIR, REPO_DIR
+from .lesson_source import REPO_DIR
 
 DEFAULT_OUT = os.path.join(REPO_DIR, "build", "site")
 INSTALL_HINT = 'pip install -e ".[site]"'
@@ -170,8 +170,8 @@ def sphinx_config(repository=None, branch="main"):
         "include_patterns": ["README.md", "notebooks/*.ipynb", "notebooks/*.md"],
         "exclude_patterns": ["**/.ipynb_checkpoints"],
         "nb_execution_mode": "off",  # the committed outputs, recorded on a GPU
-        "nb_merge_streams": True,
-        "nb_render_markdown_format": "gfm",  # Markdown outputs as Jupyter shows them: tables (default: commonmark, no tables)  # one block per cell for stdout, as Jupyter shows it
+        "nb_merge_streams": True,  # one block per cell for stdout, as Jupyter shows it
+        "nb_render_markdown_format": "gfm",  # Markdown outputs with their tables, as Jupyter shows them (default: commonmark, no tables)
         "myst_enable_extensions": ["dollarmath"],  # the lessons' $2MNK$
         "myst_heading_anchors": 3,  # GitHub-style #heading links
         "html_theme": "sphinx_book_theme",
@@ -212,14 +212,19 @@ class _Tee:
 MARKER = ".gemm-lessons-site"  # in every built site: a folder without it is never replaced
 
 
+def _check_replaceable(out):
+    """``out`` may be written: it does not exist, is empty, or holds a site this module built."""
+    if os.path.exists(out) and not (os.path.isdir(out) and not os.listdir(out)
+                                    or os.path.exists(os.path.join(out, MARKER))):
+        raise SiteError(f"{out} exists and is not a site this command built (no {MARKER} in it): "
+                        "choose another --out, or remove it yourself")
+
+
 def _replace(out, html):
     """Copy the built ``html`` folder to ``out``, replacing a site built before, and nothing else."""
+    _check_replaceable(out)
     if os.path.exists(out):
-        if os.path.isdir(out) and not os.listdir(out) or os.path.exists(os.path.join(out, MARKER)):
-            shutil.rmtree(out)
-        else:
-            raise SiteError(f"{out} exists and is not a site this command built (no {MARKER} in it): "
-                            "choose another --out, or remove it yourself")
+        shutil.rmtree(out)
     shutil.copytree(html, out)
 
 
@@ -228,11 +233,13 @@ def build(out=DEFAULT_OUT, repository=None, branch="main", repo_dir=REPO_DIR, ve
     SiteError when it fails.  Sphinx's warnings go to ``warning_stream`` (default: stderr) as well."""
     _require_sphinx()
     from sphinx.application import Sphinx
+    from sphinx.errors import SphinxError
     from sphinx.util.console import nocolor
     from sphinx.util.docutils import docutils_namespace, patch_docutils
 
     nocolor()  # the warnings are also kept as text
     start = time.perf_counter()
+    _check_replaceable(out)  # before spending the build on it
     notebook_dir = os.path.join(repo_dir, "notebooks")
     if not os.path.isdir(notebook_dir):
         raise SiteError(f"no notebooks/ folder in {repo_dir}: build the site from a checkout of gemm-lessons")
@@ -257,11 +264,14 @@ def build(out=DEFAULT_OUT, repository=None, branch="main", repo_dir=REPO_DIR, ve
         with patch_docutils(None), docutils_namespace(), warnings.catch_warnings():
             # the extensions' use of APIs Sphinx will remove: theirs to fix, and hundreds of lines
             warnings.filterwarnings("ignore", message=r".* is deprecated\. Check CHANGES for Sphinx API modifications")
-            app = Sphinx(repo_dir, None, html, os.path.join(tmp, "doctrees"), "html",
-                         confoverrides=sphinx_config(repository, branch),
-                         status=sys.stdout if verbose else None, warning=tee, freshenv=True)
-            app.connect("source-read", prepare)
-            app.build()
+            try:
+                app = Sphinx(repo_dir, None, html, os.path.join(tmp, "doctrees"), "html",
+                             confoverrides=sphinx_config(repository, branch),
+                             status=sys.stdout if verbose else None, warning=tee, freshenv=True)
+                app.connect("source-read", prepare)
+                app.build()
+            except SphinxError as e:
+                raise SiteError(f"Sphinx failed: {e}") from e
         if app.statuscode:
             raise SiteError(f"Sphinx failed (status {app.statuscode}); its messages are above")
         shutil.copyfile(os.path.join(html, "README.html"), os.path.join(html, "index.html"))
@@ -360,8 +370,9 @@ def main(argv=None):
         print(f"site: {e}", file=sys.stderr)
         return 1
     colab = f", Colab buttons open {repository} at {branch}" if repository else ""
-    print(f"site: {len(result.pages) - 1} pages in {result.seconds:.1f} s, {len(result.warnings)} Sphinx warnings"
-          f"{colab}; open {os.path.join(result.out, 'index.html')}")
+    lessons = sum(p.startswith("notebooks/") for p in result.pages) - len(REFERENCE_PAGES)
+    print(f"site: the home page, {lessons} lessons, {', '.join(p.lower() for p in REFERENCE_PAGES)} in {result.seconds:.1f} s, "
+          f"{len(result.warnings)} Sphinx warnings{colab}; open {os.path.join(result.out, 'index.html')}")
     return 0
 
 

@@ -255,7 +255,8 @@ def test_raw_html_anchors_become_myst_targets():
 # --- a real browser -------------------------------------------------------------------------
 
 BROWSER_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--disable-dev-shm-usage"]  # containers often have a tiny /dev/shm
 SKIP_HINT = "GEMM_LESSONS_NO_BROWSER=1 skips this test"
 
 

@@ -137,6 +137,132 @@ def roofline_markdown(record, counters=None, size=(4096, 4096, 4096)):
                             "of the tighter ceiling"], rows, "lrrrrrrr")
 
 
+def device_records(directory=results.RESULTS_DIR):
+    """The bench record of every GPU in ``directory``, the reference device (results.REFERENCE_DEVICE) first."""
+    records = [results.read(p) for p in results.files("bench", directory)]
+    return sorted(records, key=lambda r: (r.device.name != results.REFERENCE_DEVICE, r.device.name))
+
+
+def _bandwidth(record, kernel, shape):
+    rows = [r for r in record.transpose or [] if r.kernel == kernel and (r.rows, r.cols) == tuple(shape)]
+    return rows[0] if rows and rows[0].gbs is not None else None
+
+
+def devices_markdown(records, size=(4096, 4096, 4096), shape=(8192, 8192), directory=results.RESULTS_DIR):
+    """Markdown comparing GPUs from their bench records (and shape-suite records where there are):
+    what each device offers, every SGEMM rung at ``size`` and every transpose at ``shape``, each
+    number from its own device's run (cuBLAS and the copy timed in that same run), then one
+    generated sentence per side of the roofline saying how the two moved (first vs last record)."""
+    names = [r.device.name for r in records]
+    copy = [_bandwidth(r, "copy_float4", shape) for r in records]
+    offer = [["SMs x FP32 lanes x clock", *(f"{r.device.sm_count} x {r.device.fp32_lanes_per_sm} x "
+                                             f"{r.device.clock_mhz:.0f} MHz" for r in records)],
+             ["FP32 peak (TFLOPS)", *(f"{r.device.peak_gflops / 1e3:.1f}" for r in records)],
+             ["shared memory, 32 banks x 4 B x clock x SMs (GB/s)",
+              *(f"{r.device.shared_bandwidth_gbs:,.0f}" for r in records)],
+             ["DRAM bandwidth, bus x clock (GB/s)", *(f"{r.device.memory_bandwidth_gbs:,.0f}" for r in records)],
+             [f"measured copy {shape[0]}x{shape[1]} (GB/s)", *(f"{c.gbs:,.0f}" if c else "–" for c in copy)]]
+    out = ["What each GPU offers (from its record)\n",
+           tables.markdown(["", *names], offer, "l" + "r" * len(records))]
+
+    def sgemm_cell(record, name):
+        rows = [r for r in sgemm_rows(record, name, size) if r.gflops is not None]
+        if not rows:
+            return "–"
+        pct = 100 if rows[0].pct_cublas is None else rows[0].pct_cublas
+        return f"{rows[0].gflops / 1e3:.2f} · {pct:.1f}%"
+
+    rungs = [n for n in records[0].ladder if all(sgemm_rows(r, n, size) for r in records)] + ["cublas"]
+    out += [f"\nSGEMM {'x'.join(map(str, size))}: TFLOPS · % of cuBLAS on the same GPU\n",
+            tables.markdown(["rung", *names], [[n, *(sgemm_cell(r, n) for r in records)] for n in rungs],
+                            "l" + "r" * len(records))]
+
+    kernels = [r.kernel for r in records[0].transpose or [] if (r.rows, r.cols) == tuple(shape)]
+    rows = []
+    for k in kernels:
+        cells = []
+        for record, c in zip(records, copy):
+            b = _bandwidth(record, k, shape)
+            cells.append("–" if b is None else f"{b.gbs:,.0f} · {100 * b.gbs / c.gbs:.0f}%" if c else f"{b.gbs:,.0f}")
+        rows.append([k, *cells])
+    out += [f"\nTranspose {shape[0]}x{shape[1]}: GB/s · % of the copy on the same GPU\n",
+            tables.markdown(["kernel", *names], rows, "l" + "r" * len(records))]
+
+    shapes = []
+    for record in records:
+        path = results.path_for("shapes", record.device.name, directory=directory)
+        summary = results.read(path).summary if os.path.exists(path) else None
+        shapes.append(summary or {})
+    if any(shapes):
+        def pct(s, key):
+            return f"{s[key]:.1f}%" if key in s else "–"
+        rows = [["geometric mean, single calls", *(pct(s, "geomean_pct_cublas_single") for s in shapes)],
+                ["geometric mean, back-to-back", *(pct(s, "geomean_pct_cublas_back_to_back") for s in shapes)],
+                ["lowest shape, single calls", *(f"{s['min_pct_cublas_single'][0]:.1f}% at "
+                                                 f"{'x'.join(map(str, s['min_pct_cublas_single'][1]))}"
+                                                 if "min_pct_cublas_single" in s else "–" for s in shapes)]]
+        out += ["\n`gl.sgemm` on the shape suite (`python -m gemm_lessons.shapes`): % of cuBLAS on the same GPU\n",
+                tables.markdown(["", *names], rows, "l" + "r" * len(records))]
+        paths = [results.path_for("shapes", r.device.name, directory=directory) for r in (records[0], records[-1])]
+        if len(records) >= 2 and all(os.path.exists(p) for p in paths):
+            out.append("\n" + shapes_sentence(*(results.read(p) for p in paths)))
+    if len(records) >= 2:
+        out.append("\n" + devices_sentence(records[0], records[-1], size, shape))
+    return "\n".join(out)
+
+
+def devices_ratios(a, b, size=(4096, 4096, 4096), shape=(8192, 8192)):
+    """How ``b`` compares with ``a`` (bench records): FP32 peak, measured copy, and the speed of
+    every SGEMM rung (at ``size``) and transpose (at ``shape``) timed on both, as b / a."""
+    def sgemm(record, name):
+        rows = [r for r in sgemm_rows(record, name, size) if r.gflops is not None]
+        return rows[0].gflops if rows else None
+
+    def bandwidth(record, name):
+        row = _bandwidth(record, name, shape)
+        return row.gbs if row else None
+
+    both = lambda f, names: {n: f(b, n) / f(a, n) for n in names if f(a, n) and f(b, n)}  # noqa: E731
+    kernels = [r.kernel for r in a.transpose or [] if (r.rows, r.cols) == tuple(shape)]
+    copy = both(bandwidth, ["copy_float4"])
+    return {"peak": b.device.peak_gflops / a.device.peak_gflops, "copy": copy.get("copy_float4"),
+            "sgemm": both(sgemm, a.ladder + ["cublas"]),
+            "transpose": both(bandwidth, [k for k in kernels if k != "copy_float4"])}
+
+
+def devices_sentence(a, b, size=(4096, 4096, 4096), shape=(8192, 8192)):
+    """One generated paragraph: what changed from GPU ``a`` to GPU ``b`` on each side of the roofline."""
+    r = devices_ratios(a, b, size, shape)
+    lo, hi = min(r["sgemm"].values()), max(r["sgemm"].values())
+    t = sorted(r["transpose"].items(), key=lambda kv: kv[1])
+    copy = f"{r['copy']:.2f}x the copy bandwidth" if r["copy"] else "no measured copy on both"
+    return (f"From {a.device.name} to {b.device.name}: {r['peak']:.2f}x the FP32 peak and {copy}. "
+            f"Every SGEMM rung runs at {lo:.2f}x to {hi:.2f}x its speed on the first GPU; the transposes "
+            f"at {t[0][1]:.2f}x ({t[0][0]}) to {t[-1][1]:.2f}x ({t[-1][0]}). Transposes within 5% of "
+            f"their speed on the first GPU: {', '.join(unmoved_transposes(a, b, shape)) or 'none'}.")
+
+
+def unmoved_transposes(a, b, shape=(8192, 8192), within=0.05):
+    """The transposes whose GB/s changed by less than ``within`` from record ``a`` to ``b``."""
+    return [k for k, x in devices_ratios(a, b, shape=shape)["transpose"].items() if abs(x - 1) < within]
+
+
+def shapes_sentence(a, b):
+    """Which side moved between two shape-suite records (ShapesRecord): the ratio b / a of
+    gl.sgemm's single-call median time and of cuBLAS's, over the shapes both ran."""
+    pairs = [(x, y) for x in a.rows or [] for y in b.rows or []
+             if x.shape == y.shape and x.single_gl and y.single_gl and x.single_cublas and y.single_cublas]
+    if not pairs:
+        return ""
+    gl = [y.single_gl.median_ms / x.single_gl.median_ms for x, y in pairs]
+    cu = [y.single_cublas.median_ms / x.single_cublas.median_ms for x, y in pairs]
+    worst = max(pairs, key=lambda p: abs(p[1].single_cublas.median_ms / p[0].single_cublas.median_ms - 1))
+    return (f"Over the {len(pairs)} shapes both ran, one call of `gl.sgemm` took {min(gl):.2f}x to {max(gl):.2f}x "
+            f"as long on {b.device.name} as on {a.device.name}; one call of cuBLAS {min(cu):.2f}x to {max(cu):.2f}x "
+            f"(furthest at {'x'.join(map(str, worst[0].shape))}: {worst[0].single_cublas.median_ms:.3f} ms on "
+            f"{a.device.name}, {worst[1].single_cublas.median_ms:.3f} ms on {b.device.name}).")
+
+
 def load_sweep(device=None):
     """The recorded tile sweep (results/tuning-<device>.json) of ``device`` or of the newest bench record."""
     name = device or results.load().device.name

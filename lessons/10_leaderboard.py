@@ -127,6 +127,33 @@ for size in [(4096, 4096, 4096), (8192, 8192, 8192)]:
           f"{row.gflops_p90 / 1e3:.2f}) = {row.pct_cublas:.1f}% of cuBLAS ({cub.gflops / 1e3:.2f})")
 
 # %% [markdown]
+# ## Two GPUs: what moves with the memory, what does not
+#
+# The same benchmark ran on a second GPU, an NVIDIA H200 (`results/nvidia-h200.json`, and the
+# shape suite in `results/shapes-nvidia-h200.json`). Its records give it the H100's SM count
+# and clock, so the same FP32 peak, with more DRAM bandwidth (the first table). That makes it
+# an experiment on the roofline: a kernel held down by its arithmetic, or by anything inside
+# the SM, should run at the same speed on both; a kernel held down by DRAM should speed up by
+# the ratio of the copies. Each number below comes from its own GPU's run, with cuBLAS and the
+# copy timed in that same run.
+
+# %%
+Markdown(leaderboard.devices_markdown(leaderboard.device_records()))
+
+# %% [markdown]
+# Read it against the lessons. Every SGEMM rung, even the naive one, stays where it was: none
+# of them is held down by DRAM bandwidth (for the naive kernel this agrees with the roofline
+# above, which put it far below its DRAM ceiling). The transposes are memory-bound, yet they
+# do not all move: the `wide` rung and cuBLAS's `sgeam` follow the copy, while a transpose that
+# did not speed up (the last sentence lists them) is held by something on the SM. For
+# `smem_tile` lesson 09 shows what: its column reads of `tile[32][32]` are 32-way bank
+# conflicts, and shared memory's bandwidth is the same on both GPUs (the first table).
+#
+# The shape suite differs more between the two GPUs than the square sizes do. The sentence
+# under its table says which side moved: compare how far `gl.sgemm`'s time per call moved with
+# how far cuBLAS's did, and compare the single-call row with the back-to-back one.
+
+# %% [markdown]
 # ## Measure it on your GPU
 #
 # On a machine with a GPU this cell times the last rung and cuBLAS now (on the simulator it

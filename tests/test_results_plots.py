@@ -1,3 +1,6 @@
+import copy
+import dataclasses
+import os
 from dataclasses import replace
 
 import matplotlib
@@ -6,7 +9,7 @@ matplotlib.use("Agg")
 
 import pytest
 
-from gemm_lessons import measure, plots, results
+from gemm_lessons import leaderboard, measure, plots, results
 
 
 @pytest.fixture(scope="module")
@@ -120,3 +123,55 @@ def test_ncu_csv_is_read_in_launch_order(tmp_path):
     launches = results.ncu_launches(path)
     assert [l["kernel"] for l in launches] == ["k_a", "k_b"]
     assert launches[0]["dram__bytes_read.sum"] == 1024.0 and launches[1]["dram__bytes_read.sum"] == 2048.0
+
+
+# ------------------------------------------------------------------ a second GPU (lesson 10)
+def test_a_record_of_another_gpu_does_not_change_what_lessons_load(tmp_path):
+    """Lessons render their prose from results.load(): a newer record of another GPU must not
+    replace the reference device's."""
+    import shutil
+
+    ref = results.path_for("bench", results.REFERENCE_DEVICE)
+    shutil.copy(ref, tmp_path)
+    other = results.read(ref)
+    other.device = dataclasses.replace(other.device, name="Some Other GPU")
+    other.date = "2999-01-01T00:00:00+00:00"
+    results.save(other, directory=str(tmp_path))
+    assert results.load(directory=str(tmp_path)).device.name == results.REFERENCE_DEVICE
+    assert results.load("Some Other GPU", directory=str(tmp_path)).date.startswith("2999")
+    os.remove(os.path.join(tmp_path, os.path.basename(ref)))
+    assert results.load(directory=str(tmp_path)).device.name == "Some Other GPU"  # no reference: the newest
+
+
+def test_device_comparison_scales_with_what_changed():
+    a = results.load(results.REFERENCE_DEVICE)
+    b = copy.deepcopy(a)
+    b.device = dataclasses.replace(b.device, name="Faster Memory")
+    for row in b.transpose:
+        if (row.rows, row.cols) == (8192, 8192) and row.kernel in ("copy_float4", "wide"):
+            row.gbs *= 1.5
+    r = leaderboard.devices_ratios(a, b)
+    assert r["peak"] == 1 and r["copy"] == pytest.approx(1.5) and r["transpose"]["wide"] == pytest.approx(1.5)
+    assert set(r["sgemm"].values()) == {1.0}
+    assert "wide" not in leaderboard.unmoved_transposes(a, b) and "naive" in leaderboard.unmoved_transposes(a, b)
+    text = leaderboard.devices_markdown([a, b])
+    assert "1.50x the copy bandwidth" in text and "| Faster Memory |" in text
+
+
+def test_recorded_devices_are_compared_as_lesson_10_says():
+    """Lesson 10's prose reads the H100 -> H200 records this way: every SGEMM rung within a few
+    percent, the wide transpose following the copy, smem_tile (bank-conflict bound) not moving."""
+    records = leaderboard.device_records()
+    if len(records) < 2:
+        pytest.skip("one GPU recorded")
+    assert records[0].device.name == results.REFERENCE_DEVICE
+    a, b = records[0], records[-1]
+    r = leaderboard.devices_ratios(a, b)
+    assert a.device.peak_gflops == b.device.peak_gflops
+    assert a.device.shared_bandwidth_gbs == b.device.shared_bandwidth_gbs
+    assert all(abs(x - 1) < 0.05 for x in r["sgemm"].values()), r["sgemm"]
+    assert r["copy"] > 1.2 and abs(r["transpose"]["wide"] / r["copy"] - 1) < 0.05
+    assert "smem_tile" in leaderboard.unmoved_transposes(a, b)
+    text = leaderboard.devices_markdown(records)
+    cell = f"{results.sgemm_gflops(b, 'warptile', (4096,) * 3) / 1e3:.2f}"
+    assert cell in text and "one call of cuBLAS" in text

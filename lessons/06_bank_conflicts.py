@@ -225,18 +225,6 @@ exercises.compare_prediction(my_speedup, table.speedup("vec_split", "vec"), "vec
                              table.source)
 
 # %% [markdown]
-# ## Exercise 06-padding
-# A warp reads a column of a `tile[32][32 + PAD]` float tile (lane l reads row l). Which is the
-# smallest `PAD` > 0 that makes the read conflict-free? Use `bank_model.wavefronts` to find out.
-
-# %%
-# NBVAL_CHECK_OUTPUT
-### BEGIN SOLUTION: answer = None
-answer = min(p for p in range(1, 33) if bank_model.wavefronts([4 * (32 + p) * l for l in range(32)]).wavefronts == 1)
-### END SOLUTION
-exercises.check("06-padding", answer)
-
-# %% [markdown]
 # ## Exercise 06-conflict-free: a kernel without bank conflicts
 #
 # Lesson 05's exercise kernel (64 x 64 tile, 64 threads, 8x8 results each) as given here runs

@@ -508,21 +508,6 @@ inspect_kernel.compiler_facts(my_kernels, threads={name: 256 for name in my_kern
 # failure modes are in this table, each with the compiler's evidence beside it.
 
 # %% [markdown]
-# ## Exercise 07-shared-bytes
-# How many bytes of shared memory does a block need? Write `shared_bytes(BM, BN, BK, pad_a,
-# stages)` for `make_kernel`'s layout: per buffer, the transposed A tile (BK rows of
-# BM + pad_a floats) and the B tile (BK rows of BN floats).
-
-# %%
-# NBVAL_CHECK_OUTPUT
-def shared_bytes(BM, BN, BK, pad_a, stages):
-    ### BEGIN SOLUTION
-    return 4 * stages * BK * (BM + pad_a + BN)
-    ### END SOLUTION
-
-exercises.check("07-shared-bytes", shared_bytes)
-
-# %% [markdown]
 # ## Exercise 07-double-buffer: write the double-buffered main loop
 #
 # Lesson 06's exercise kernel, conflict-free (padded `sAT`, split columns), now with **two**

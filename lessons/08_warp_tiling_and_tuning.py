@@ -194,23 +194,6 @@ inspect_kernel.compiler_facts({"warptile": ladder.SGEMM["warptile"].kernel}, thr
 
 
 # %% [markdown]
-# ## Exercise 08-lanes
-# Write `lanes(WM, WN, TM, TN)` returning `(LM, LN)`, the grid of lanes that covers a WM x WN
-# warp tile with TM x TN per thread, or `None` when that is not a valid warp (not exactly 32
-# lanes, or the thread tiles do not divide the warp tile).
-
-# %%
-# NBVAL_CHECK_OUTPUT
-def lanes(WM, WN, TM, TN):
-    ### BEGIN SOLUTION
-    if WM % TM or WN % TN or (WM // TM) * (WN // TN) != 32:
-        return None
-    return WM // TM, WN // TN
-    ### END SOLUTION
-
-exercises.check("08-lanes", lanes)
-
-# %% [markdown]
 # ## Exercise 08-warp-tile: map the lanes of a warp onto a warp tile
 #
 # A block of 64 threads (2 warps) computes a 32 x 128 tile of C, 8x8 results per thread. As given

@@ -206,17 +206,6 @@ print(f"best rung: {best}, {table.gbs(best):,.0f} GB/s = {100 * table.gbs(best) 
       f"of cuBLAS sgeam and {100 * table.gbs(best) / table.gbs('copy_float4'):.0f}% of the copy ({table.source})")
 
 # %% [markdown]
-# ## Exercise 09-bytes
-# How many bytes does transposing a 8192 x 4096 float32 matrix move (read + written)?
-
-# %%
-# NBVAL_CHECK_OUTPUT
-### BEGIN SOLUTION: answer = None
-answer = counting.transpose_bytes(8192, 4096)
-### END SOLUTION
-exercises.check("09-bytes", answer)
-
-# %% [markdown]
 # ## Exercise 09-symmetrize: `dst = src + src.T` through a padded tile
 #
 # For a square matrix, `dst[r, c] = src[r, c] + src[c, r]`. Reading `src[r, c]` with

@@ -191,15 +191,19 @@ except ValueError as e:
 from gemm_lessons.inspect_kernel import blocks_per_sm
 for label, regs, smem in [("vec (102 registers, 8 KiB)", 102, 8192),
                           ("vec with padded tiles (+2 x 8 floats)", 102, 8192 + 2 * 8 * 4),
-                          ("a 75 KiB-per-block kernel", 64, 75 * 1024),
-                          ("the same + 1 KiB of padding", 64, 76 * 1024)]:
+                          ("a 44 KiB-per-block kernel (32 registers)", 32, 44 * 1024),
+                          ("the same + 1 KiB of padding", 32, 45 * 1024)]:
     print(f"{label:<40} -> %d block(s) per SM, limited by %s" % blocks_per_sm(regs, smem, 256))
 
 # %% [markdown]
 # For lesson 05's kernel the register file decides occupancy, so a little padding would cost
 # nothing there; the misalignment is what rules it out. For a kernel near a shared-memory
-# boundary (the third and fourth lines), one kilobyte of padding costs a whole block per SM:
-# the occupancy cliff source article [[4]](REFERENCES.md#seed-003) fell off.
+# boundary (the third and fourth lines: 256 threads; an SM of this GPU has 228 KiB of shared
+# memory and reserves 1 KiB more per block, so 5 x 45 KiB fit and 5 x 46 KiB do not), one
+# kilobyte of padding costs a whole block per SM, a fifth of the SM's warps here: the
+# "occupancy cliff" that source article [[4]](REFERENCES.md#seed-003) reports. (Both stay under
+# the 48 KiB that a block may hold in static shared memory, `cuda.shared.array`; more needs
+# dynamic shared memory and an opt-in, which this course does not use.)
 #
 # ## Measure
 #

@@ -45,16 +45,37 @@ def versus_size(record, kernels=None, ax=None):
     kernels = kernels or _ordered_kernels(record) + ["cublas"]
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4))
+    host_bound = False
     for k in kernels:
         rows = sorted((r for r in sgemm_rows(record, k) if r.M == r.N == r.K), key=lambda r: r.M)
         if rows:
-            ax.plot([r.M for r in rows], [r.gflops / 1e3 for r in rows], "o-", label=k,
-                    lw=2.5 if k == "cublas" else 1.5)
+            (line,) = ax.plot([r.M for r in rows], [r.gflops / 1e3 for r in rows], "o-", label=k,
+                              lw=2.5 if k == "cublas" else 1.5)
+            bound = [r for r in rows if r.host_bound]  # timed the launch overhead, not the kernel
+            if bound:
+                host_bound = True
+                ax.plot([r.M for r in bound], [r.gflops / 1e3 for r in bound], "o", ms=9, mfc="white", color=line.get_color(),
+                        mec=line.get_color())
+    if host_bound:
+        ax.plot([], [], "o", mfc="white", color="grey", label="host-bound (launch overhead)")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("M = N = K")
     ax.set_ylabel("TFLOPS")
     ax.set_title(f"SGEMM throughput against size ({label(record)})", fontsize=10)
     ax.legend(fontsize=8)
+    return ax
+
+
+def rung_versus_size(rung, record=None, ax=None):
+    """A lesson's plot: TFLOPS against square size for ``rung``, the rung before it on the
+    ladder and cuBLAS, from the recorded benchmark (every size timed in one run)."""
+    record = record or results.load()
+    order = record.ladder or []
+    if rung not in order:
+        raise ValueError(f"{rung!r} is not a rung of the recorded ladder ({', '.join(order)})")
+    i = order.index(rung)
+    ax = versus_size(record, order[max(i - 1, 0):i + 1] + ["cublas"], ax)
+    ax.set_title(f"{rung}, the rung before it and cuBLAS (recorded on {label(record)})", fontsize=10)
     return ax
 
 

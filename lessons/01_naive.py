@@ -206,6 +206,15 @@ def my_naive_1d(A, B, C, alpha, beta):
 exercises.check("01-kernel", my_naive_1d)
 
 # %% [markdown]
+# ## Across sizes
+#
+# The recorded benchmark timed every rung at four square sizes in one run. This lesson's rung
+# and cuBLAS:
+
+# %%
+plots.rung_versus_size("naive");
+
+# %% [markdown]
 # ## Takeaway
 #
 # * Map `threadIdx.x` to the contiguous dimension: the same arithmetic runs several times faster

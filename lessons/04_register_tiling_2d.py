@@ -289,6 +289,15 @@ def make_my_reg2d(BM=32, BN=32, BK=8, TM=4, TN=4):
 exercises.check("04-kernel", make_my_reg2d())
 
 # %% [markdown]
+# ## Across sizes
+#
+# The recorded benchmark timed every rung at four square sizes in one run. This lesson's rung,
+# the rung before it and cuBLAS:
+
+# %%
+plots.rung_versus_size("reg2d");
+
+# %% [markdown]
 # ## Takeaway
 #
 # * The outer product reuses each loaded value in both directions: 8x8 results per thread read

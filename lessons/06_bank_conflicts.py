@@ -332,6 +332,15 @@ def sgemm_ex06(A, B, C, alpha, beta):
 exercises.check("06-conflict-free", sgemm_ex06)
 
 # %% [markdown]
+# ## Across sizes
+#
+# The recorded benchmark timed every rung at four square sizes in one run. This lesson's rung,
+# the rung before it and cuBLAS:
+
+# %%
+plots.rung_versus_size("vec_split");
+
+# %% [markdown]
 # ## Takeaway
 #
 # * A warp-wide shared access costs as many wavefronts as its worst bank holds distinct words,

@@ -640,6 +640,15 @@ def sgemm_ex07(A, B, C, alpha, beta):
 exercises.check("07-double-buffer", sgemm_ex07)
 
 # %% [markdown]
+# ## Across sizes
+#
+# The recorded benchmark timed every rung at four square sizes in one run. This lesson's rung,
+# the rung before it and cuBLAS:
+
+# %%
+plots.rung_versus_size("dbuf");
+
+# %% [markdown]
 # ## Takeaway
 #
 # * Double buffering overlaps the next slice's global loads with this slice's compute, and

@@ -298,6 +298,15 @@ def sgemm_ex08(A, B, C, alpha, beta):
 exercises.check("08-warp-tile", sgemm_ex08)
 
 # %% [markdown]
+# ## Across sizes
+#
+# The recorded benchmark timed every rung at four square sizes in one run. This lesson's rung,
+# the rung before it and cuBLAS:
+
+# %%
+plots.rung_versus_size("warptile");
+
+# %% [markdown]
 # ## Takeaway
 #
 # * One kernel written for a whole family of configurations, plus a sweep, turns guesses into

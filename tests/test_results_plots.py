@@ -175,3 +175,13 @@ def test_recorded_devices_are_compared_as_lesson_10_says():
     text = leaderboard.devices_markdown(records)
     cell = f"{results.sgemm_gflops(b, 'warptile', (4096,) * 3) / 1e3:.2f}"
     assert cell in text and "one call of cuBLAS" in text
+
+
+def test_each_lesson_plots_its_rung_the_one_before_and_cublas(record):
+    ax = plots.rung_versus_size("reg1d", record)
+    assert [t.get_text() for t in ax.get_legend().get_texts()][:3] == ["smem_tile", "reg1d", "cublas"]
+    assert "recorded on" in ax.get_title() and record.device.name in ax.get_title()
+    ax = plots.rung_versus_size("naive", record)
+    assert [t.get_text() for t in ax.get_legend().get_texts()][:2] == ["naive", "cublas"]
+    with pytest.raises(ValueError, match="not a rung"):
+        plots.rung_versus_size("no_such_rung", record)

@@ -214,7 +214,8 @@ def _rows_of(lesson):
     if lesson is None:
         return ALL_ROWS
     if lesson not in LESSON_ROWS:
-        raise ValueError(f"lesson={lesson!r}: the profiler knows lessons {', '.join(LESSON_ROWS)} (or None: every counter)")
+        raise ValueError(f"lesson={lesson!r}: the profiler knows lessons {', '.join(LESSON_ROWS)} "
+                         "(or None: every counter)")
     return LESSON_ROWS[lesson]
 
 
@@ -417,8 +418,10 @@ def _cases(launches):
 
 
 def _name_of(launch):
-    fn = getattr(_kernel_of(launch), "py_func", None) or getattr(launch, "__name__", None)
-    return getattr(fn, "__name__", None) or "kernel"
+    """A column name for a single launch: a rung's name, else its kernel's or its own."""
+    if getattr(launch, "name", None):
+        return launch.name
+    return getattr(getattr(_kernel_of(launch), "py_func", None) or launch, "__name__", "kernel")
 
 
 def _ncu_command(ncu, metrics, names, count, job):
@@ -431,7 +434,8 @@ def _ncu_command(ncu, metrics, names, count, job):
 
 def run_ncu(cases, size, metrics, timeout=TIMEOUT_S):
     """Profile ``cases`` (name -> launch or rung name) in a child process under ncu.  Returns
-    (launches: one dict of counters per case, in order, metrics ncu does not know, ncu's output).
+    (launches: one dict of counters per case, in order, metrics ncu does not know, ncu's standard
+    output: its CSV and messages).
     Raises ProfilerUnavailable when ncu is missing or not permitted, RuntimeError when the run
     fails (the message quotes the end of its output)."""
     ncu = ncu_path()
@@ -448,7 +452,8 @@ def run_ncu(cases, size, metrics, timeout=TIMEOUT_S):
             try:
                 out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=os.getcwd())
             except subprocess.TimeoutExpired:
-                raise RuntimeError(f"profiling took longer than {timeout} s: try a smaller size=, or timeout=") from None
+                raise RuntimeError(f"profiling took longer than {timeout} s: try a smaller size=, "
+                                   "or a longer timeout=") from None
             text = out.stdout + "\n" + out.stderr
             if "ERR_NVGPUCTRPERM" in text:
                 raise ProfilerUnavailable(NOT_PERMITTED)
@@ -467,7 +472,7 @@ def run_ncu(cases, size, metrics, timeout=TIMEOUT_S):
         problem = (f"ncu profiled {[launch['kernel'][:60] for launch in launches]}, not the kernels "
                    f"{names} in that order")
     else:
-        return launches, unknown, text
+        return launches, unknown, out.stdout
     tail = "\n".join(text.strip().splitlines()[-25:])
     raise RuntimeError(f"{problem}. The end of its output:\n{tail}")
 
@@ -521,7 +526,8 @@ def profile(launches, size=DEFAULT_SIZE, lesson=None, timeout=TIMEOUT_S):
     try:
         return _measured(cases, size, rows, timeout)
     except ProfilerUnavailable as e:
-        return recorded(list(cases), size, rows, why="not measured here", note=f"{e} The table shows recorded counters.")
+        return recorded(list(cases), size, rows, why="not measured here",
+                        note=f"{e} The table shows recorded counters.")
 
 
 # --- recorded counters ----------------------------------------------------------------------
@@ -598,7 +604,7 @@ def recorded(names, size=DEFAULT_SIZE, rows=ALL_ROWS, why="", note=None, directo
 def record(out_dir=results.RESULTS_DIR, size=DEFAULT_SIZE, timeout=TIMEOUT_S):
     """Profile the kernels of lessons 01, 04, 06 and 08 (LESSON_CASES) with every counter of
     ROWS, in one ncu run, and write results/ncu-lessons-<device>.csv: a header line (device,
-    date, ncu version, commit, the cases in launch order), then ncu's output as it came."""
+    date, ncu version, commit, the cases in launch order), then ncu's standard output as it came."""
     from . import provenance
     from .device import device_info
 

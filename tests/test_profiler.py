@@ -66,8 +66,8 @@ def test_the_roofline_file_holds_the_rungs_in_ladder_order():
 def _transpose_profile(rows=("time", "registers", "occupancy", "dram_throughput", profiler.STALLS)):
     launches = results.ncu_launches(TRANSPOSE)  # copy_float4, cuBLAS sgeam, the transposes
     counters = {"copy": launches[0], "naive": launches[2]}
-    return profiler.Profile((8192, 8192, 1), rows, {k: {m: v for m, v in c.items() if m != "kernel"}
-                                                   for k, c in counters.items()}, "recorded for a test"), _csv_rows(TRANSPOSE)
+    counters = {k: {m: v for m, v in c.items() if m != "kernel"} for k, c in counters.items()}
+    return profiler.Profile((8192, 8192, 1), rows, counters, "recorded for a test"), _csv_rows(TRANSPOSE)
 
 
 def test_table_cells_come_from_the_counters():
@@ -88,7 +88,9 @@ def test_top_stall_reasons_are_ranked_and_explained():
     assert barrier == 0.0  # the naive transpose has no barrier: a 0% reason is not listed
     assert prof.top_stalls("naive") == [("long_scoreboard", long_sb)]
     md = prof._repr_markdown_()
-    assert f"| [stall reason](GLOSSARY.md#stall-reasons) 1 | long scoreboard {_number(rows[(0, profiler.stall_metric('long_scoreboard'))]):.0f}% | long scoreboard {long_sb:.0f}% |" in md
+    copy_long_sb = _number(rows[(0, profiler.stall_metric("long_scoreboard"))])
+    assert (f"| [stall reason](GLOSSARY.md#stall-reasons) 1 | long scoreboard {copy_long_sb:.0f}% "
+            f"| long scoreboard {long_sb:.0f}% |") in md
     assert "| [stall reason](GLOSSARY.md#stall-reasons) 2 | n/a | n/a |" in md
     assert "**long scoreboard**: " + profiler.STALL_REASONS["long_scoreboard"] in md
     text = repr(prof)
@@ -148,7 +150,7 @@ def _refuse(*args, **kwargs):
 
 def test_a_record_round_trip(tmp_path, monkeypatch):
     """record() writes a header and ncu's output; read back, it is the preferred recorded source."""
-    names = ["naive", "smem_tile", "reg1d", "reg2d", "vec", "vec_split", "dbuf", "warptile"]  # the roofline file's order
+    names = ["naive", "smem_tile", "reg1d", "reg2d", "vec", "vec_split", "dbuf", "warptile"]  # the roofline's order
     text = _csv_text(ROOFLINE, ids=range(len(names)))  # without cuBLAS's launches
     _pretend_a_gpu(monkeypatch)
     monkeypatch.setattr(profiler, "LESSON_CASES", {"01": tuple(names)})
@@ -164,7 +166,8 @@ def test_a_record_round_trip(tmp_path, monkeypatch):
 
     shutil.copy(ROOFLINE, tmp_path)  # both sources present: the lessons' recording is preferred
     prof = profiler.recorded(["warptile"], directory=str(tmp_path))
-    assert prof.source.startswith(f"recorded on {header['device']}, {header['date'][:10]} ({tmp_path.name}/ncu-lessons-")
+    when = f"{header['device']}, {header['date'][:10]}"
+    assert prof.source.startswith(f"recorded on {when} ({tmp_path.name}/ncu-lessons-")
     assert prof.value("warptile", "time") == _number(rows[(7, "gpu__time_duration.sum")])
     assert "## lesson 01" in profiler.show(path)
 
@@ -178,7 +181,8 @@ class FakeNcu:
 
     def __call__(self, cmd, **kwargs):
         if cmd[1:] == ["--version"]:
-            return subprocess.CompletedProcess(cmd, 0, "NVIDIA (R) Nsight Compute Command Line Profiler\nVersion 2025.3.0.0\n", "")
+            version = "NVIDIA (R) Nsight Compute Command Line Profiler\nVersion 2025.3.0.0\n"
+            return subprocess.CompletedProcess(cmd, 0, version, "")
         self.commands.append(cmd)
         rc, out, err = self.answers.pop(0)
         return subprocess.CompletedProcess(cmd, rc, out, err)
@@ -202,9 +206,9 @@ def test_missing_ncu_says_what_to_do_and_shows_recorded_counters(monkeypatch):
 
 
 def test_no_permission_says_what_to_do_and_shows_recorded_counters(monkeypatch):
-    denied = ("==PROF== Connected to process 1 (python3)\n==ERROR== ERR_NVGPUCTRPERM - The user does not have permission "
-              "to access NVIDIA GPU Performance Counters on the target device 0. For instructions on enabling permissions "
-              "and to get more information see https://developer.nvidia.com/ERR_NVGPUCTRPERM\n")
+    denied = ("==PROF== Connected to process 1 (python3)\n==ERROR== ERR_NVGPUCTRPERM - The user does not have "
+              "permission to access NVIDIA GPU Performance Counters on the target device 0. For instructions on "
+              "enabling permissions and to get more information see https://developer.nvidia.com/ERR_NVGPUCTRPERM\n")
     fake = FakeNcu((0, denied + CHILD_DONE, ""))
     _on_a_gpu(monkeypatch, fake)
     prof = gl.profile({"naive": "naive"}, lesson="01")
@@ -226,14 +230,16 @@ def test_measured_counters_come_from_ncus_output(monkeypatch):
     assert prof.note is None and prof.source.startswith("measured now on ")
     assert "Version 2025.3.0.0" in prof.source
     assert prof.value("mine", "l2_bytes") == _number(rows[(0, "lts__t_bytes.sum")])
-    assert prof.value("reg2d", "dram_bytes") == _number(rows[(3, "dram__bytes_read.sum")]) + _number(rows[(3, "dram__bytes_write.sum")])
+    dram = _number(rows[(3, "dram__bytes_read.sum")]) + _number(rows[(3, "dram__bytes_write.sum")])
+    assert prof.value("reg2d", "dram_bytes") == dram
     assert "sgemm_reg2d" in prof.kernels["reg2d"]
     cmd = fake.commands[0]
     assert cmd[cmd.index("--kernel-name") + 1] == "regex:.*(sgemm_naive|sgemm_reg2d).*"
 
 
 def test_metrics_this_ncu_lacks_are_dropped_once_and_named(monkeypatch):
-    unknown = "==ERROR== Failed to access the following 2 metrics: lts__t_sector_hit_rate.pct, l1tex__t_sector_hit_rate.pct\n"
+    unknown = ("==ERROR== Failed to access the following 2 metrics: lts__t_sector_hit_rate.pct, "
+               "l1tex__t_sector_hit_rate.pct\n")
     fake = FakeNcu((1, unknown, ""), (0, _csv_text(ROOFLINE, ids={0}) + CHILD_DONE, ""))
     _on_a_gpu(monkeypatch, fake)
     prof = gl.profile({"naive": "naive"}, lesson="01")
@@ -244,7 +250,8 @@ def test_metrics_this_ncu_lacks_are_dropped_once_and_named(monkeypatch):
 
 
 def test_a_failed_run_or_a_wrong_count_raises_with_the_output(monkeypatch):
-    _on_a_gpu(monkeypatch, FakeNcu((1, "==PROF== Disconnected\n", "Traceback (most recent call last):\nValueError: K must be a multiple of 4\n")))
+    traceback = "Traceback (most recent call last):\nValueError: K must be a multiple of 4\n"
+    _on_a_gpu(monkeypatch, FakeNcu((1, "==PROF== Disconnected\n", traceback)))
     with pytest.raises(RuntimeError, match="(?s)exit code 1.*K must be a multiple of 4"):
         gl.profile({"naive": "naive"})
     _on_a_gpu(monkeypatch, FakeNcu((0, _csv_text(ROOFLINE, ids={0}) + CHILD_DONE, "")))
@@ -297,7 +304,8 @@ LOAD_SIDE = textwrap.dedent('''
     mine, unrolled, warptile = job["cases"][0][1].keywords["kernel"], job["cases"][1][1], job["cases"][2][1].kernel
     out = {"max_registers": mine.targetoptions.get("max_registers"), "tile": list(mine.tile),
            "names": [k.py_func.__name__ for k in (mine, unrolled, warptile)],
-           "config": type(warptile.config).__name__, "warptile_max_registers": warptile.targetoptions.get("max_registers")}
+           "config": type(warptile.config).__name__,
+           "warptile_max_registers": warptile.targetoptions.get("max_registers")}
     try:
         from numba.cuda.cudadrv import nvvm
         nvvm.NVVM()

@@ -432,6 +432,13 @@ def _ncu_command(ncu, metrics, names, count, job):
     return cmd
 
 
+def _child_env():
+    """The child imports this gemm_lessons, the one whose kernels and launchers were pickled."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != here]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([here] + paths)}
+
+
 def run_ncu(cases, size, metrics, timeout=TIMEOUT_S):
     """Profile ``cases`` (name -> launch or rung name) in a child process under ncu.  Returns
     (launches: one dict of counters per case, in order, metrics ncu does not know, ncu's standard
@@ -450,7 +457,8 @@ def run_ncu(cases, size, metrics, timeout=TIMEOUT_S):
         while True:
             cmd = _ncu_command(ncu, [m for m in metrics if m not in unknown], names, len(cases), job)
             try:
-                out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=os.getcwd())
+                out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=os.getcwd(),
+                                     env=_child_env())
             except subprocess.TimeoutExpired:
                 raise RuntimeError(f"profiling took longer than {timeout} s: try a smaller size=, "
                                    "or a longer timeout=") from None

@@ -177,13 +177,14 @@ class FakeNcu:
     """subprocess.run as ncu would answer: ``answers`` in turn for profiling runs; --version."""
 
     def __init__(self, *answers):
-        self.answers, self.commands = list(answers), []
+        self.answers, self.commands, self.envs = list(answers), [], []
 
     def __call__(self, cmd, **kwargs):
         if cmd[1:] == ["--version"]:
             version = "NVIDIA (R) Nsight Compute Command Line Profiler\nVersion 2025.3.0.0\n"
             return subprocess.CompletedProcess(cmd, 0, version, "")
         self.commands.append(cmd)
+        self.envs.append(kwargs.get("env"))
         rc, out, err = self.answers.pop(0)
         return subprocess.CompletedProcess(cmd, rc, out, err)
 
@@ -219,6 +220,7 @@ def test_no_permission_says_what_to_do_and_shows_recorded_counters(monkeypatch):
     assert cmd[cmd.index("--kernel-name") + 1] == "regex:.*(sgemm_naive).*"
     assert cmd[cmd.index("--launch-count") + 1] == "1"
     assert cmd[-5:-1] == [sys.executable, "-m", "gemm_lessons.profiler", "child"]
+    assert fake.envs[0]["PYTHONPATH"].split(os.pathsep)[0] == REPO  # the child imports this gemm_lessons
     assert set(cmd[cmd.index("--metrics") + 1].split(",")) == set(profiler.metrics_for(profiler.LESSON_ROWS["01"]))
 
 

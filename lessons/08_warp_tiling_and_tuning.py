@@ -196,8 +196,8 @@ inspect_kernel.compiler_facts({"warptile": ladder.SGEMM["warptile"].kernel}, thr
 # ## Look through the profiler
 #
 # The sweep chose by time alone. Nsight Compute shows what the two kernels did meanwhile: the
-# occupancy they reached (the register cap allows two 256-thread blocks per SM), how often L2
-# served their loads, how busy DRAM was (as a share of its peak), and the
+# occupancy they reached (the register cap allows two 256-thread blocks per SM), the L2 hit
+# rate, how busy DRAM was (as a share of its peak), and the
 # [stall reasons](GLOSSARY.md#stall-reasons) that remain.
 
 # %%

@@ -285,6 +285,17 @@ class Profile:
         seen = sorted({r for n in self.counters for r, _ in self.top_stalls(n)})
         return [f"**{r.replace('_', ' ')}**: {STALL_REASONS.get(r, 'see the Profiling Guide')}" for r in seen]
 
+    def _blanks(self, body):
+        """What the table's empty cells mean, for those it has."""
+        cells = {c for row in body for c in row[1:]}
+        out = []
+        if "n/a" in cells:
+            out.append("n/a: not collected (not in the recorded file, or no such counter on this GPU) or, for a stall "
+                       "reason, fewer reasons above 0%")
+        if "not recorded" in cells:
+            out.append("not recorded: no counters of a kernel of that name in the file")
+        return out
+
     def _title(self):
         M, N, K = self.size
         return f"Nsight Compute counters, SGEMM {M}x{N}x{K}"
@@ -300,13 +311,15 @@ class Profile:
         if legend:
             parts.append("Stall reasons, as % of the cycles the warps were resident (active): "
                          + "; ".join(legend) + ". More in the [glossary](GLOSSARY.md#stall-reasons).")
+        if self._blanks(body):
+            parts.append("; ".join(self._blanks(body)) + ".")
         return "\n\n".join(parts)
 
     def __repr__(self):
         head, body = self._body()
         text = tables.text(head, [[_plain(c) for c in row] for row in body], "l" + "r" * (len(head) - 1))
         lines = ([f"Not profiled here. {self.note}"] if self.note else []) + [f"{self._title()}: {self.source}.", text]
-        lines += [_plain(s).replace("**", "") for s in self._stall_legend()]
+        lines += [_plain(s).replace("**", "") for s in self._stall_legend()] + self._blanks(body)
         return "\n".join(lines)
 
 
@@ -529,13 +542,14 @@ def profile(launches, size=DEFAULT_SIZE, lesson=None, timeout=TIMEOUT_S):
     recorded on a GPU for the same names (see the module's docstring)."""
     rows = _rows_of(lesson)
     cases = _cases(launches)
+    # recorded counters are looked up by rung name: the value where it is one, else the column's name
+    names = {name: launch if isinstance(launch, str) else name for name, launch in cases.items()}
     if _backend.SIMULATOR:
-        return recorded(list(cases), size, rows, why="not measured here: CUDA simulator")
+        return recorded(names, size, rows, why="not measured here: CUDA simulator")
     try:
         return _measured(cases, size, rows, timeout)
     except ProfilerUnavailable as e:
-        return recorded(list(cases), size, rows, why="not measured here",
-                        note=f"{e} The table shows recorded counters.")
+        return recorded(names, size, rows, why="not measured here", note=f"{e} The table shows recorded counters.")
 
 
 # --- recorded counters ----------------------------------------------------------------------
@@ -591,11 +605,13 @@ def _recorded_sources(directory):
 
 
 def recorded(names, size=DEFAULT_SIZE, rows=ALL_ROWS, why="", note=None, directory=results.RESULTS_DIR):
-    """The recorded counters of the package's kernels called ``names``: from the first recorded
-    file that has any of them (newest ncu-lessons file, then the roofline profile); a name it
-    lacks shows as "not recorded"."""
+    """The recorded counters of the package's kernels called ``names`` (a list, or a dict column
+    -> recorded name): from the first recorded file that has any of them (the newest
+    ncu-lessons file, then the roofline profile); a name it lacks shows as "not recorded"."""
+    if not isinstance(names, dict):
+        names = {n: n for n in names}
     sources = _recorded_sources(directory)
-    label, rec_size, counters = next(((lb, s, c) for lb, s, c in sources if any(n in c for n in names)),
+    label, rec_size, counters = next(((lb, s, c) for lb, s, c in sources if any(n in c for n in names.values())),
                                      (None, tuple(size), {}))
     if label is None:
         label = "none of these kernels has recorded counters in results/"
@@ -605,7 +621,7 @@ def recorded(names, size=DEFAULT_SIZE, rows=ALL_ROWS, why="", note=None, directo
         label += f"; recorded at {'x'.join(map(str, rec_size))}, not the {'x'.join(map(str, size))} asked for"
     if why:
         label += f"; {why}"
-    return Profile(tuple(rec_size), rows, {n: counters.get(n) for n in names}, label, note=note)
+    return Profile(tuple(rec_size), rows, {col: counters.get(n) for col, n in names.items()}, label, note=note)
 
 
 # --- recording, on a GPU --------------------------------------------------------------------

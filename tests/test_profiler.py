@@ -120,6 +120,7 @@ def test_recorded_counters_are_labelled_and_come_from_the_file():
     prof = profiler.recorded(["naive", "no_such_kernel"], rows=profiler.LESSON_ROWS["01"], why="for a test")
     assert prof.source.startswith("recorded on ") and prof.source.endswith("; for a test")
     assert prof.counters["no_such_kernel"] is None and "| not recorded |" in prof._repr_markdown_()
+    assert "not recorded: no counters of a kernel of that name in the file" in prof._repr_markdown_()
     paths = results.files("ncu-lessons")
     if paths:  # the lessons' own recording, once made, comes first
         header, counters = profiler.read_recorded(paths[-1])
@@ -133,8 +134,9 @@ def test_recorded_counters_are_labelled_and_come_from_the_file():
 def test_on_the_simulator_profile_shows_recorded_counters(monkeypatch):
     monkeypatch.setattr(_backend, "SIMULATOR", True)
     monkeypatch.setattr(subprocess, "run", _refuse)
-    prof = gl.profile({"naive": "naive"}, lesson="01")
+    prof = gl.profile({"naive": "naive", "mine": "naive"}, lesson="01")
     assert prof.note is None and "not measured here: CUDA simulator" in prof.source
+    assert prof.counters["mine"] == prof.counters["naive"] is not None  # a rung's name is looked up as such
 
 
 def _pretend_a_gpu(monkeypatch, name="Test GPU"):

@@ -66,9 +66,9 @@ SHARED = {(op, what): metric for op in ("ld", "st") for what, metric in [
 # Each cycle every active warp is in one state; a stall reason's metric is the share of the
 # active warp-cycles spent in it.  One line each, in plain words (the guide's table is longer).
 STALL_REASONS = {
-    "long_scoreboard": "waiting for data from global or local memory (a load through L1, L2 and DRAM)",
+    "long_scoreboard": "waiting for data from global or local memory (a load served by L1, L2 or DRAM)",
     "short_scoreboard": "waiting for a result from shared memory (or from a slow math unit: sqrt, reciprocal)",
-    "mio_throttle": "the queue into shared memory (the MIO unit) is full: too many shared-memory instructions at once",
+    "mio_throttle": "the queue into the MIO unit (shared memory, special math) is full: too many such instructions",
     "lg_throttle": "the queue for global and local memory instructions is full: too many of them at once",
     "barrier": "waiting at cuda.syncthreads() for the other warps of its block",
     "wait": "waiting a fixed number of cycles for an earlier instruction's result (one FFMA feeding the next)",

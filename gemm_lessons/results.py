@@ -20,6 +20,7 @@ PATHS = {
     "ncu-banks": "ncu-banks-{device}.csv",  # ncu ... tools/bank_truth.py run
     "ncu-transpose": "ncu-transpose-{device}.csv",  # ncu ... tools/transpose_profile.py run
     "ncu-roofline": "ncu-roofline-{device}.csv",  # ncu ... tools/roofline_profile.py run
+    "ncu-lessons": "ncu-lessons-{device}.csv",  # python -m gemm_lessons.profiler record (lessons 01, 04, 06, 08)
     "sanitizer": "sanitizer-{device}.txt",  # compute-sanitizer ... tools/sanitize.py
     "reproducibility": "reproducibility/{device}{suffix}.json",  # bench runs to compare: "run-a", "run-b"
     "reproducibility-report": "reproducibility/{device}{suffix}.txt",  # tools/compare_runs.py
@@ -138,11 +139,18 @@ def copy_bandwidth_gbs(record):
 def ncu_launches(path):
     """The launches of an ``ncu --csv --metrics ...`` file in the order they ran: a list of
     {"kernel": name, metric: value (float, base units)}."""
+    with open(path, newline="") as f:
+        return parse_ncu_csv(f.read())
+
+
+def parse_ncu_csv(text):
+    """``ncu --csv --metrics ...`` output (text) -> its launches in the order they ran, as
+    ncu_launches.  Lines that are not CSV rows (ncu's ==PROF== messages, what the profiled
+    program printed) are skipped: every CSV row starts with a double quote."""
     import csv
 
     launches = {}
-    with open(path, newline="") as f:
-        lines = [line for line in f if line.startswith('"')]
+    lines = [line for line in text.splitlines(True) if line.startswith('"')]
     for row in csv.DictReader(lines):
         launch = launches.setdefault(int(row["ID"]), {"kernel": row["Kernel Name"]})
         try:

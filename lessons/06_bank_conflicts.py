@@ -229,6 +229,19 @@ exercises.compare_prediction(my_speedup, table.speedup("vec_split", "vec"), "vec
                              table.source)
 
 # %% [markdown]
+# ## Look through the profiler
+#
+# The ground truth above came from a separate `ncu` run at 256 x 256 x 32; `gl.profile` reads the
+# same counters from the notebook, for any launch, at the size measured above. Divide wavefronts
+# by instructions: a conflict-free `LDS.128` takes 4 (2 where lanes pair up, as above), and every
+# wavefront beyond the ideal counts as a bank conflict. The
+# [stall reasons](GLOSSARY.md#stall-reasons) say what the warps of each kernel waited for.
+
+# %%
+gl.profile({"vec": ladder.SGEMM["vec"], "vec_split": ladder.SGEMM["vec_split"]}, size=(4096, 4096, 4096),
+           lesson="06")
+
+# %% [markdown]
 # ## Exercise 06-conflict-free: a kernel without bank conflicts
 #
 # Lesson 05's exercise kernel (64 x 64 tile, 64 threads, 8x8 results each) as given here runs

@@ -193,6 +193,18 @@ big
 # %%
 inspect_kernel.compiler_facts({"warptile": ladder.SGEMM["warptile"].kernel}, threads={"warptile": 256})
 
+# %% [markdown]
+# ## Look through the profiler
+#
+# The sweep chose by time alone. Nsight Compute shows what the two kernels did meanwhile: the
+# occupancy they reached (the register cap allows two 256-thread blocks per SM), the L2 hit
+# rate, how busy DRAM was (as a share of its peak), and the
+# [stall reasons](GLOSSARY.md#stall-reasons) that remain.
+
+# %%
+gl.profile({"dbuf": ladder.SGEMM["dbuf"], "warptile": ladder.SGEMM["warptile"]}, size=(4096, 4096, 4096),
+           lesson="08")
+
 
 # %% [markdown]
 # ## Exercise 08-warp-tile: map the lanes of a warp onto a warp tile

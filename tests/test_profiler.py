@@ -327,7 +327,8 @@ def test_a_notebook_kernel_travels_to_the_child_with_its_options(tmp_path):
     """A kernel defined in a notebook (in __main__), made by a factory with max_registers and a
     tile, and an @unrolled one, pickled as gl.profile does and loaded in a fresh process."""
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}  # set by this process's backend
-    env.update(GEMM_LESSONS_SIMULATOR="0", PYTHONPATH=REPO)  # the real numba.cuda, which needs no GPU for this
+    # the real numba.cuda, which needs no GPU for this; the caller's PYTHONPATH stays behind the repo
+    env.update(GEMM_LESSONS_SIMULATOR="0", PYTHONPATH=os.pathsep.join(p for p in [REPO, env.get("PYTHONPATH")] if p))
     (tmp_path / "dump.py").write_text(PICKLE_SIDE)
     (tmp_path / "load.py").write_text(LOAD_SIDE)
     job = str(tmp_path / "job.pkl")

@@ -31,6 +31,7 @@ PATHS = {
     "rewrite": "rewrite-{device}.json",  # tools/compare_rewrite.py: rewritten vs generated kernels
     "shapes-quick": "shapes-quick-{device}.json",  # python -m gemm_lessons.shapes --quick
     "shapes": "shapes-{device}.json",  # python -m gemm_lessons.shapes: gl.sgemm vs cuBLAS, dispatch model
+    "transpose-suite": "transpose-suite-{device}.json",  # tools/transpose_suite.py: library.transpose vs sgeam
     "plot": "{device}-{name}.png",  # python -m gemm_lessons.bench: "ladder", "sizes", "roofline"
     "bench": "{device}.json",  # python -m gemm_lessons.bench
 }

@@ -21,8 +21,9 @@ Calls are asynchronous, like cuBLAS: they queue work on the default stream and r
     T = library.transpose(X)                 # dst = src.T, any shape, on the device
     library.transpose(X, T)                  # into a given C-contiguous cols x rows array
 
-is the same idea for lesson 09's transpose: one kernel (transpose/any_shape.py) compiled in
-up to four forms, 16-byte loads where src's rows allow them, 16-byte stores where dst's do.
+is the same idea for lesson 09's transpose: 16-byte loads and stores where every row of both
+arrays allows them (transpose/any_shape.py in its wide form), lesson 09's 4-byte padded-tile
+kernel elsewhere.
 """
 import numpy as np
 from numba import cuda
@@ -32,7 +33,7 @@ from . import _backend, dispatch
 from .arrays import is_device_array
 from .launch import Launcher
 from .sgemm_kernels import any_shape, splitk_reduce, warptile
-from .transpose import any_shape as transpose_any
+from .transpose import any_shape as transpose_any, smem_tile as transpose_tile
 
 _F32 = np.dtype(np.float32)
 if _backend.SIMULATOR:
@@ -209,26 +210,33 @@ def _checked_call(A, B, C, alpha, beta):
 
 
 # ----------------------------------------------------------------------------- transpose
-_TRANSPOSE_TILE, _TRANSPOSE_ROWS = 64, 16  # lesson 09's `wide` layout: 16 x 16 threads per 64 x 64 tile
+# Measured on an H100 (tools/transpose_suite.py, results/transpose-suite-*.json): where both
+# sides can move 16 bytes at a time, lesson 09's wide layout (64 x 64 tiles, 16 x 16 threads)
+# through transpose/any_shape.py; where either side cannot, lesson 09's smem_padded_32x8 kernel
+# (4-byte accesses, 32 lanes along a row) was faster than any_shape's mixed forms.
+_WIDE_TILE, _WIDE_ROWS = 64, 16
+_SCALAR_TILE, _SCALAR_ROWS = 32, 8
 _MAX_GRID_Y = 65535
 
 
-def _transpose_launcher(wide_in, wide_out):
-    key = ("transpose", wide_in, wide_out)
+def _transpose_launcher(wide):
+    key = ("transpose", wide)
     launcher = _LAUNCHERS.get(key)
     if launcher is None:
-        kernel = transpose_any.kernel_for(_TRANSPOSE_TILE, _TRANSPOSE_ROWS, 1, wide_in, wide_out)
+        kernel = (transpose_any.kernel_for(_WIDE_TILE, _WIDE_ROWS, 1, True, True) if wide
+                  else transpose_tile.kernel_for(_SCALAR_TILE, _SCALAR_ROWS, 1))
         launcher = _LAUNCHERS[key] = Launcher(kernel, (_ARRAY["C"], _ARRAY["C"]), kernel.block)
     return launcher
 
 
 def transpose(src, dst=None):
     """dst = src.T for a float32 numba device array ``src`` (rows x cols, C-contiguous); returns
-    dst, a new C-contiguous cols x rows device array when None.  Any rows, cols >= 1."""
+    dst, a new C-contiguous cols x rows device array when None.  Any rows, cols >= 1 (rows up to
+    65535 x 32)."""
     try:
         rows, cols = src.shape
         ok = (type(src) is _DeviceArray and src.dtype == _F32 and rows > 0 and cols > 0
-              and src.strides == (4 * cols, 4) and -(-rows // _TRANSPOSE_TILE) <= _MAX_GRID_Y)
+              and src.strides == (4 * cols, 4))
         if dst is not None:
             ok = ok and type(dst) is _DeviceArray and dst.dtype == _F32 and dst.shape == (cols, rows) \
                 and dst.strides == (4 * rows, 4)
@@ -238,10 +246,13 @@ def transpose(src, dst=None):
         return _checked_transpose(src, dst)
     if dst is None:
         dst = cuda.device_array((cols, rows), np.float32)
-    wide_in = not (cols & 3 or _pointer(src) & 15)  # every src row starts on a 16-byte boundary
-    wide_out = not (rows & 3 or _pointer(dst) & 15)
-    T = _TRANSPOSE_TILE
-    _transpose_launcher(wide_in, wide_out)(((cols + T - 1) // T, (rows + T - 1) // T), src, dst)
+    # 16-byte accesses need every row of both arrays to start on a 16-byte boundary
+    wide = not (cols & 3 or rows & 3 or (_pointer(src) | _pointer(dst)) & 15)
+    T = _WIDE_TILE if wide else _SCALAR_TILE
+    grid = ((cols + T - 1) // T, (rows + T - 1) // T)
+    if grid[1] > _MAX_GRID_Y:
+        return _checked_transpose(src, dst)
+    _transpose_launcher(wide)(grid, src, dst)
     return dst
 
 
@@ -274,6 +285,6 @@ def _checked_transpose(src, dst):
             raise ValueError(f"{name} has strides {tuple(x.strides)} (bytes), not those of a C-contiguous "
                              f"{r}x{c} float32 array (a transposed view or a slice?): pass a freshly "
                              "allocated array (cuda.device_array or cuda.to_device of a contiguous one).")
-    if -(-rows // _TRANSPOSE_TILE) > _MAX_GRID_Y:
-        raise ValueError(f"src has {rows} rows: at most {_MAX_GRID_Y * _TRANSPOSE_TILE} fit one launch's grid.")
+    if -(-rows // _SCALAR_TILE) > _MAX_GRID_Y:
+        raise ValueError(f"src has {rows} rows: at most {_MAX_GRID_Y * _SCALAR_TILE} fit one launch's grid.")
     raise AssertionError("transpose: arguments look valid but were refused (a bug: please report it)")

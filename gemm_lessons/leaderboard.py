@@ -23,6 +23,11 @@ TECHNIQUES = [
     ("no register cap (157 registers, 1 block per SM)", "04", "reg2d", "reg2d_uncapped"),
     ("a thread's 8x8 results side by side instead of spread", "04", "reg2d", "reg2d_contiguous"),
     ("transposed A tile + 128-bit loads + compile-time unrolling", "05", "reg2d", "vec"),
+    # lesson 05 in steps: the same jump, one change at a time (after lesson 04's side-by-side results)
+    ("the loops written out at compile time (static_range)", "05", "reg2d_contiguous", "reg2d_unrolled"),
+    ("A tile stored transposed (the shared reads become LDS.128)", "05", "reg2d_unrolled", "transposed_a"),
+    ("16-byte global loads for staging (LDG.128)", "05", "transposed_a", "wide_loads"),
+    ("16-byte stores of C (STG.128)", "05", "wide_loads", "vec"),
     ("writing out the k-loop too (loses LDS.128)", "05", "vec", "vec_unrolled_k"),
     ("8x8 split into four 4x4 (conflict-free LDS.128)", "06", "vec", "vec_split"),
     ("double buffering, first attempt (runtime buffer index)", "07", "vec_split", "dbuf_indexed"),

@@ -59,14 +59,33 @@ def table(record, sizes=None):
             + tables.markdown(["rung", "lesson", *(f"{m}x{n}x{k}" for m, n, k in sizes)], rows, "ll" + "r" * len(sizes)))
 
 
-def technique_effects(record, size=(4096, 4096, 4096)):
-    """Rows (technique, lesson, without, with, TFLOPS without, TFLOPS with, change in %)."""
+class Effect(tuple):
+    """(technique, lesson, without, with, TFLOPS without, TFLOPS with, change in %), and
+    ``source``: the label of the run that timed the pair when it is not the main record."""
+    source = None
+
+
+def _run_name(record):
+    """'NVIDIA H100 80GB HBM3, 2026-12-01, `python -m gemm_lessons.lesson05_steps`': which run."""
+    words = (record.command or "").split()
+    return label(record) + (f", `{' '.join(words[:3])}`" if words[:2] == ["python", "-m"] else "")
+
+
+def technique_effects(record, size=(4096, 4096, 4096), extra=()):
+    """Effects: one row per TECHNIQUES pair timed at ``size``, both kernels in the same run: in
+    ``record``, or else in the first of ``extra`` (other records of the same GPU, such as lesson
+    05's steps; None entries are skipped) that timed both, named in the row's ``source``."""
     out = []
     for what, lesson, before, after in TECHNIQUES:
-        b, a = (sgemm_rows(record, k, size) for k in (before, after))
-        if b and a and b[0].gflops is not None and a[0].gflops is not None:
-            tb, ta = b[0].gflops / 1e3, a[0].gflops / 1e3
-            out.append((what, lesson, before, after, tb, ta, 100 * (ta / tb - 1)))
+        for rec in [record, *(r for r in extra if r is not None)]:
+            b, a = (sgemm_rows(rec, k, size) for k in (before, after))
+            if b and a and b[0].gflops is not None and a[0].gflops is not None:
+                tb, ta = b[0].gflops / 1e3, a[0].gflops / 1e3
+                row = Effect((what, lesson, before, after, tb, ta, 100 * (ta / tb - 1)))
+                if rec is not record:
+                    row.source = _run_name(rec)
+                out.append(row)
+                break
     return out
 
 
@@ -89,10 +108,13 @@ def sweep_effects(sweep):
 
 
 def effects_markdown(effects):
-    rows = [[what, lesson, before, after, f"{tb:.2f} → {ta:.2f}",
+    """The effects as a table; pairs timed in another run are marked † and that run named below."""
+    rows = [[what, lesson, before, after + (" †" if getattr(e, "source", None) else ""), f"{tb:.2f} → {ta:.2f}",
              f"{'✅' if pct > 2 else ('❌' if pct < -2 else '≈')} {pct:+.1f}%"]
-            for what, lesson, before, after, tb, ta, pct in effects]
-    return tables.markdown(["technique", "lesson", "without", "with", "TFLOPS without → with", "change"], rows, "llllrr")
+            for e in effects for what, lesson, before, after, tb, ta, pct in [e]]
+    notes = sorted({e.source for e in effects if getattr(e, "source", None)})
+    return (tables.markdown(["technique", "lesson", "without", "with", "TFLOPS without → with", "change"], rows, "llllrr")
+            + "".join(f"\n\n† timed together in another run: {n}" for n in notes))
 
 
 def sweep_markdown(effects, top=12):

@@ -81,13 +81,16 @@ class NotRecorded:
     path: str
 
     def _repr_markdown_(self):
-        return (f"**Not recorded yet:** {self.what}. No GPU has timed lesson 05's steps for this lesson "
-                f"(`{os.path.relpath(self.path, os.path.dirname(results.RESULTS_DIR))}` does not exist). "
-                "On a machine with a GPU, `python -m gemm_lessons.lesson05_steps` times every step and cuBLAS "
-                "in one process and writes it; or run this notebook there, and the cells measure the steps "
-                "themselves.")
+        return (f"**Not recorded yet:** {self.what}: "
+                f"`{os.path.relpath(self.path, os.path.dirname(results.RESULTS_DIR))}` does not exist. "
+                "`python -m gemm_lessons.lesson05_steps` on a GPU writes it (every step and cuBLAS in one "
+                "process); run on a GPU, this cell measures instead.")
 
     __repr__ = _repr_markdown_
+
+    def plot(self, ax=None):
+        """Nothing to draw: the message says why."""
+        return None
 
 
 # --- one step, and all of them --------------------------------------------------------------

@@ -12,6 +12,7 @@ the record the lesson renders its numbers from.
 * The record: results/experiments/lesson05-steps-<device>.json, or a clear "not recorded yet".
 """
 import os
+import re
 
 import pytest
 
@@ -161,6 +162,44 @@ def test_offline_step2_unrolling_shortens_the_k_step_loop_but_loads_stay_4_bytes
     assert after["LDG.E"] == before["LDG.E"] and after["LDG.E.128"] == 0
 
 
+def _lds_addresses(name):
+    """The address operand of every shared load in the offline SASS ('R113+UR6+0x20', ...):
+    these kernels read shared memory only in the k-step loop."""
+    listing, _ = offline_sass.compile_sass(RUNGS[name].kernel, 128)
+    return re.findall(r"\bLDS(?:\.\w+)?\s+R\d+,\s*\[([^\]]+)\]", listing)
+
+
+@offline
+def test_offline_step2_addresses_become_a_base_register_plus_a_constant():
+    """What the lesson says the shorter loop is made of: reg2d_contiguous computes every shared
+    address into a register before its LDS; reg2d_unrolled adds constants to two base registers."""
+    before, after = _lds_addresses("reg2d_contiguous"), _lds_addresses("reg2d_unrolled")
+    assert len(before) == len(after) == 16
+    assert all(re.fullmatch(r"R\d+", a) for a in before), before
+    assert len({a.split("+")[0] for a in after}) <= 2 and sum("+0x" in a for a in after) >= 14, after
+
+
+@offline
+def test_offline_without_step2_the_transposed_tile_gives_no_lds128():
+    """The lesson's reading that the steps work together: transposed_a with range loops instead
+    of static_range (step 3 without step 2) keeps sixteen 4-byte LDS."""
+    import linecache
+
+    import numpy as np
+    from numba import cuda, float32
+
+    from gemm_lessons.jit import jit
+
+    text = lesson_source.region("gemm_lessons/sgemm_kernels/transposed_a.py")
+    text = text.replace("@unrolled\n", "").replace("static_range(", "range(")
+    name = "<transposed_a with range loops>"
+    linecache.cache[name] = (len(text), None, text.splitlines(True), name)  # numba reads the source
+    ns = {"np": np, "cuda": cuda, "float32": float32, "jit": jit}
+    exec(compile(text, name, "exec"), ns)
+    f = offline_sass.sass_facts(ns["sgemm_transposed_a"], 128)
+    assert f["LDS.128"] == 0 and f["LDS"] == 16, f
+
+
 @offline
 def test_offline_step3_the_transposed_tile_gives_lds128():
     before, after = sass("reg2d_unrolled"), sass("transposed_a")
@@ -227,7 +266,7 @@ def test_without_a_record_the_cells_say_not_recorded_yet(tmp_path, monkeypatch):
         text = shown._repr_markdown_()
         assert text.startswith("**Not recorded yet:**"), text
         assert "results/experiments/lesson05-steps-nvidia-h100-80gb-hbm3.json" in text
-        assert "python -m gemm_lessons.lesson05_steps" in text and str(tmp_path) not in text
+        assert "python -m gemm_lessons.lesson05_steps` on a GPU writes it" in text and str(tmp_path) not in text
 
 
 @requires_simulator

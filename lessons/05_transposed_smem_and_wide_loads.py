@@ -555,17 +555,18 @@ steps
 steps.plot();
 
 # %% [markdown]
-# Where the TFLOPS grew with FFMA's share of the instructions, a likely reason is issue: each
-# SM's four warp schedulers issue at most one instruction each per cycle, and every instruction
-# that is not an `FFMA` takes a slot an `FFMA` could have used. The table shows the two together;
-# it does not measure the cause. One counterexample is measured next: `vec_unrolled_k`.
+# Where the TFLOPS grew as FFMA's share of the instructions grew, a likely reason is issue:
+# each of an SM's four warp schedulers issues at most one instruction per cycle, and every
+# instruction that is not an `FFMA` takes a slot an `FFMA` could have used. The table shows the
+# two side by side; it does not measure the cause, and the instructions differ in more than
+# their number (the width of the loads, for one).
 
 # %% [markdown]
 # ## Measure: your prediction, and the k-loop written out too
 #
-# The same comparison once more, with the variant that also writes out the loop over the 8
-# k-steps (`unroll_k=True`): on a GPU all three are timed now, in the same run; on the
-# simulator the cells show the recorded benchmark run.
+# `vec` against `reg2d` once more, for your prediction, next to the variant that also writes
+# out the loop over the 8 k-steps (`unroll_k=True`): on a GPU all three are timed now, in the
+# same run; on the simulator the cells show the recorded benchmark run.
 
 # %%
 my_vec_unrolled_k = make_sgemm_vec(unroll_k=True)

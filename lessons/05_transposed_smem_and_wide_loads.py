@@ -129,11 +129,11 @@ lesson05_steps.measure_step("reg2d_contiguous")  # both from the package; on the
 # `static_range` loops, which `@unrolled` writes out before numba compiles the kernel; the 64
 # results become a 2-D register tile `acc[i, j]` indexed only by constants. The loads and stores
 # are the same 4-byte ones. What changes is the code for their addresses: in the SASS of
-# `reg2d_contiguous`, compiled offline for sm_90, the k-step loop computes each of its 16
-# shared-memory addresses into a register of its own with integer instructions before the
-# `LDS`; in that of `reg2d_unrolled`, each address is one base register plus a constant offset,
-# and the k-step loop is shorter (`tests/test_lesson05_steps.py` checks both). The **inner
-# loop** column below shows what the GPU's compiler made.
+# `reg2d_contiguous`, compiled offline for sm_90, the k-step loop computes the address of each
+# of its 16 shared loads with integer instructions, at every k-step, and each `LDS` reads from a
+# register holding a whole address; in that of `reg2d_unrolled`, the 16 addresses are two base
+# registers plus constant offsets, and the k-step loop is shorter (`tests/test_lesson05_steps.py`
+# checks both). The **inner loop** column below shows what the GPU's compiler made.
 #
 # The diff is against lesson 04's factory `make_sgemm_reg2d`, whose `SPREAD=False` sets
 # `ROW_STEP = COL_STEP = 1`, `ROW_SPAN = TM` and `COL_SPAN = TN`: its `t_row + i * ROW_STEP` is

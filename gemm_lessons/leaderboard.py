@@ -113,7 +113,8 @@ def effects_markdown(effects):
              f"{'✅' if pct > 2 else ('❌' if pct < -2 else '≈')} {pct:+.1f}%"]
             for e in effects for what, lesson, before, after, tb, ta, pct in [e]]
     notes = sorted({e.source for e in effects if getattr(e, "source", None)})
-    return (tables.markdown(["technique", "lesson", "without", "with", "TFLOPS without → with", "change"], rows, "llllrr")
+    head = ["technique", "lesson", "without", "with", "TFLOPS without → with", "change"]
+    return (tables.markdown(head, rows, "llllrr")
             + "".join(f"\n\n† timed together in another run: {n}" for n in notes))
 
 

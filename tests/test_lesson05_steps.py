@@ -334,3 +334,21 @@ def test_the_command_times_variants_at_every_size_it_asks_for(monkeypatch, tmp_p
     written = lesson05_steps.load("Test GPU", str(tmp_path))
     assert written.command.startswith("python -m gemm_lessons.lesson05_steps --out")
     assert "gemm_lessons.bench --no-plots --kernels reg2d" in written.command
+
+
+def test_lesson10_takes_the_pairs_its_record_lacks_from_the_steps_run():
+    record = results.load()
+    steps = _record(TIMES, device=record.device.name)
+    steps.command = "python -m gemm_lessons.lesson05_steps --no-progress (= python -m gemm_lessons.bench ...)"
+    plain = leaderboard.technique_effects(record)
+    both = leaderboard.technique_effects(record, extra=[None, steps])
+    sources = {(before, after): e.source for e in both for _, _, before, after, *_ in [e]}
+    for before, after in zip(lesson05_steps.NAMES[1:], lesson05_steps.NAMES[2:]):
+        if not (results.sgemm_rows(record, before) and results.sgemm_rows(record, after)):  # not in the bench run
+            assert sources[(before, after)].endswith("`python -m gemm_lessons.lesson05_steps`")
+    assert all(sources[(b, a)] is None for _, _, b, a, *_ in plain)  # the bench run's own pairs stay its own
+    assert len(both) >= len(plain)
+    text = leaderboard.effects_markdown(both)
+    if any(e.source for e in both):
+        assert " †" in text and "† timed together in another run: Test GPU" not in text  # named by its device
+        assert f"† timed together in another run: {record.device.name}, 2030-01-02" in text

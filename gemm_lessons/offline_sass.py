@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 
 from . import _backend
+from .inspect_kernel import main_loop
 
 CUOBJDUMP = os.environ.get("CUOBJDUMP", "cuobjdump")
 PTXAS = os.environ.get("PTXAS", "ptxas")
@@ -73,7 +74,8 @@ def compile_sass(kernel, max_registers=None, cc=(9, 0)):
 
 
 def sass_facts(kernel, max_registers=None):
-    """Registers, spill bytes, counts of OPS and of all instructions ("all")."""
+    """Registers, spill bytes, counts of OPS and of all instructions ("all"), and the main loop
+    (``loop``: inspect_kernel.main_loop)."""
     sass, info = compile_sass(kernel, max_registers)
     counts = collections.Counter()
     for line in sass.splitlines():
@@ -87,4 +89,5 @@ def sass_facts(kernel, max_registers=None):
             counts["all"] += 1
     regs = int(re.search(r"Used (\d+) registers", info).group(1))
     spill = int(re.search(r"(\d+) bytes spill stores", info).group(1))
-    return dict(regs=regs, spill_bytes=spill, **{op: counts[op] for op in OPS + ("all",)})
+    return dict(regs=regs, spill_bytes=spill, **{op: counts[op] for op in OPS + ("all",)},
+                loop=main_loop(sass))

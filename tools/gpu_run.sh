@@ -8,6 +8,9 @@
 #   banks      ncu shared-memory counters for the bank lesson -> $OUT/ncu-banks.csv
 #   repro      two bench runs back to back -> $OUT/run-a.json, run-b.json
 #   dbuf       vec_split and the double-buffered variant only -> $OUT/dbuf.json
+#   steps05    lesson 05's steps, reg2d to vec one change at a time, and cuBLAS at 4096^3 and 8192^3 in one
+#              process (python -m gemm_lessons.lesson05_steps) -> results/experiments/lesson05-steps-<device>.json
+#              (copied to $OUT)
 #   roofline   ncu DRAM / L2 / shared counters of every SGEMM rung at 4096^3 -> $OUT/ncu-roofline.csv
 #   profile    ncu memory counters of the copy, sgeam and the transposes -> $OUT/ncu-transpose.csv
 #   profiler   the profiler inside the lessons (gl.profile): tests/test_profiler.py, whose GPU test profiles
@@ -53,6 +56,10 @@ for step in "$@"; do
           > "$OUT/logs/bench-dbuf.log" 2>&1
       echo "dbuf rc=$?" >> "$OUT/logs/steps.log"
       cp /tmp/dbuf/*.json "$OUT/dbuf.json" ;;
+    steps05)
+      python3 -m gemm_lessons.lesson05_steps --no-progress > "$OUT/logs/steps05.log" 2>&1
+      echo "steps05 rc=$?" >> "$OUT/logs/steps.log"
+      cp results/experiments/lesson05-steps-*.json "$OUT/" 2>/dev/null ;;
     roofline)
       # one profiled launch per rung (compiling happens on the host, outside the profiled kernels)
       ncu --clock-control none --print-units base --csv --metrics "$(python3 tools/roofline_profile.py metrics)" \

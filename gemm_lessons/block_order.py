@@ -146,7 +146,8 @@ def kernel_name(group_m):
 
 
 def rungs(groups=(1,) + GROUPS):
-    """name -> ladder.Rung of the warptile kernel in each order (compiled when first launched)."""
+    """name -> ladder.Rung of the warptile kernel in each order (compiled when first launched;
+    none is marked a variant, which the benchmark would stop at 4096)."""
     from dataclasses import replace
 
     from .ladder import Rung
@@ -156,7 +157,7 @@ def rungs(groups=(1,) + GROUPS):
     for g in groups:
         cfg = replace(warptile.TileConfig(), group_m=g)
         out[kernel_name(g)] = Rung(kernel_name(g), "08", f"warptile, {order_name(g)} block order", warptile.sgemm,
-                                   warptile.kernel_for(cfg), wide=True, variant=g != 1)
+                                   warptile.kernel_for(cfg), wide=True)
     return out
 
 
@@ -368,3 +369,36 @@ def measured_sentences(record, counters=None, copy_gbs=None):
                      "reads and writes)")
         out.append(text + ".")
     return out
+
+
+ASSUMED_L2_BYTES = 50 * 2**20  # an H100's L2 (50 MB in NVIDIA's H100 documents), until a record says
+
+
+def l2_size(record=None):
+    """(bytes, where the number comes from): the driver's L2 size in the record, else assumed."""
+    recorded = record.extra.get("l2_bytes") if record is not None else None
+    if recorded:
+        return recorded, f"{recorded / 2**20:.0f} MiB, the L2 the driver reported on {record.device.name}"
+    return ASSUMED_L2_BYTES, (f"{ASSUMED_L2_BYTES / 2**20:.0f} MiB, assumed (an H100's L2; the block-order "
+                              "record will hold the size the driver reports)")
+
+
+def report(device=None, directory=results.RESULTS_DIR):
+    """Markdown for the lesson: the timings, the profiler's counters next to the model, and
+    what they say in words; or NOT_RECORDED."""
+    record = load_record(device, directory)
+    if record is None:
+        return NOT_RECORDED
+    parts = [measured_markdown(record)]
+    counters = load_counters(record.device.name, directory)
+    if counters:
+        parts.append(counters_markdown(record, counters, l2_size(record)[0]))
+    else:
+        parts.append(f"No profiler counters recorded for {record.device.name} "
+                     f"(results/ncu-l2order-{results.slug(record.device.name)}.csv).")
+    try:
+        copy_gbs = results.copy_bandwidth_gbs(results.load(record.device.name, directory))
+    except FileNotFoundError:
+        copy_gbs = None
+    parts.append(" ".join(measured_sentences(record, counters, copy_gbs)))
+    return "\n\n".join(parts)

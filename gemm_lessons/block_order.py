@@ -1,7 +1,7 @@
 """Lesson 08: the order in which blocks take their tiles of C, and the L2 cache.
 
 Every block of the warptile kernel reads one block-row of A (its BM rows, all K columns) and
-one block-column of B (all K rows of its BN columns).  Blocks in the same tile row of C read
+one block-column of B (all K rows of its BN columns): two strips.  Blocks in the same tile row of C read
 the same block-row of A, blocks in the same tile column the same block-column of B.  Those
 reads go through the L2 cache, which all SMs share, so the blocks resident at the same time
 decide how much of what they read is already in the L2.
@@ -47,7 +47,6 @@ def grouped_tile(pid, tiles_m, tiles_n, group_m):
     within = pid % per_group  # position inside the group, down a column first
     return first_row + within % rows, within // rows
 # lesson-cell: end
-
 
 
 def launch_order(tiles_m, tiles_n, group_m=1):
@@ -108,7 +107,7 @@ class Model:
     group_m: int
     first: Wave
     hit_rate: float  # of the first wave's reads of A and B
-    slack: float  # k-steps of every strip of the first wave the L2 holds at once
+    slack: float  # BK-deep slices of every strip of the first wave the L2 holds at once
     dram_bytes: float  # A and B read from DRAM by the whole launch
     requested_bytes: float  # A and B the whole launch reads through the L2
 
@@ -121,8 +120,8 @@ def model(M, N, K, group_m, resident, l2_bytes, cfg=None):
     that nothing is kept from one wave to the next.  Then the first wave's hit rate is 1 - (its
     strips) / (its blocks x 2 strips each), and the launch reads the sum over its waves of
     (block-rows x BM + block-columns x BN) x K floats from DRAM.  ``slack``: the L2 holds this
-    many BK-deep slices of every strip the first wave reads, so blocks that drift this many
-    k-steps apart still share (how far they really drift, the model does not know)."""
+    many BK-deep slices of every strip the first wave reads, so blocks that drift fewer slices
+    apart than that still share (how far they really drift, the model does not know)."""
     cfg = cfg or _default_config()
     tiles_m, tiles_n = tiles_of(M, N, cfg)
     ws = waves(tiles_m, tiles_n, group_m, resident)
@@ -289,7 +288,7 @@ def model_markdown(sizes, resident, l2_bytes, groups=(1,) + GROUPS):
                          f"{m.requested_bytes / 1e9:.1f}"])
     return (f"The model, {resident} resident blocks, an L2 of {l2_bytes / 2**20:.0f} MiB\n\n"
             + tables.markdown(["size", "block order", "first wave: rows of A", "columns of B", "hit rate",
-                               "slack (k-steps)", "DRAM read (GB)", "read through L2 (GB)"], rows, "llrrrrrr"))
+                               "slack (slices)", "DRAM read (GB)", "read through L2 (GB)"], rows, "llrrrrrr"))
 
 
 def model_sentence(n, resident, l2_bytes, groups=(1,) + GROUPS):
@@ -302,11 +301,13 @@ def model_sentence(n, resident, l2_bytes, groups=(1,) + GROUPS):
             f"{base.first.b_cols} block-columns of B in row-major order, {ms[best].first.a_rows} and "
             f"{ms[best].first.b_cols} with GROUP_M = {best}: the model's DRAM reads for the whole product "
             f"go from {base.dram_bytes / 1e9:.2f} GB to {ms[best].dram_bytes / 1e9:.2f} GB.")
-    w = ms[worst].first
-    if w.a_rows + w.b_cols >= base.first.a_rows + base.first.b_cols:
-        text += (f" GROUP_M = {worst} gains nothing in the first wave: {resident} blocks are more than one group "
-                 f"of {worst} x {base.first.b_cols} tiles, so the wave reaches into the next group and reads "
-                 f"{w.a_rows} + {w.b_cols} strips.")
+    w, b = ms[worst].first, base.first
+    if w.a_rows + w.b_cols >= b.a_rows + b.b_cols:
+        tiles_n = tiles_of(n, n)[1]
+        why = (f": {resident} blocks are more than one group of {worst} x {tiles_n} tiles, so the wave reaches "
+               "into the next group" if resident > worst * tiles_n else "")
+        text += (f" GROUP_M = {worst} gains nothing in the first wave{why}; it reads {w.a_rows} + {w.b_cols} "
+                 f"strips against {b.a_rows} + {b.b_cols}.")
     return text
 
 
@@ -371,7 +372,7 @@ def measured_sentences(record, counters=None, copy_gbs=None):
     return out
 
 
-ASSUMED_L2_BYTES = 50 * 2**20  # an H100's L2 (50 MB in NVIDIA's H100 documents), until a record says
+ASSUMED_L2_BYTES = 50 * 2**20  # an H100: "50 MB" in NVIDIA's documents; until a record gives the driver's size
 
 
 def l2_size(record=None):

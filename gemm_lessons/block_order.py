@@ -344,10 +344,11 @@ def measured_sentences(record, counters=None, copy_gbs=None):
     if gains:
         paid = [s for s, c in gains if _verdict(c) == "faster"]
         if paid:
-            out.append("Grouping paid at " + ", ".join(f"{s[0]}^3" for s in paid) + " on this GPU.")
+            out.append("Grouping paid at " + ", ".join(f"{s[0]}^3" for s in paid) + f" on the {record.device.name}.")
         else:
-            out.append(f"Grouping did not pay at these sizes on this GPU: no grouped order was more than "
-                       f"{SAME:g}% faster than row-major order, the margin this course counts as a measured change.")
+            out.append(f"Grouping did not pay at these sizes on the {record.device.name}: no grouped order was more "
+                       f"than {SAME:g}% faster than row-major order, the margin this course counts as a measured "
+                       "change.")
     if counters and "warptile" in counters:
         base = counters["warptile"]
         others = [(g, counters[name]) for g, name in groups_of(record) if g != 1 and name in counters]

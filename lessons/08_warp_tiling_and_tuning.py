@@ -196,8 +196,9 @@ inspect_kernel.compiler_facts({"warptile": ladder.SGEMM["warptile"].kernel}, thr
 # ## Block order and the L2 cache
 #
 # Every block of this kernel reads one **block-row** of A (its BM = 128 rows, all K columns) and
-# one **block-column** of B (all K rows of its BN = 128 columns): two **strips**. The blocks of one tile row of C
-# all read the same block-row of A, the blocks of one tile column the same block-column of B.
+# one **block-column** of B (all K rows of its BN = 128 columns): two **strips**. The blocks of
+# one tile row of C all read the same block-row of A, the blocks of one tile column the same
+# block-column of B.
 # Those reads go through the [L2 cache](GLOSSARY.md#l2), which all SMs share: what one block
 # brought from DRAM can serve the other blocks that read it soon after, from the L2, as long as
 # it has not been evicted. Which blocks run at the same time decides how often that happens.
@@ -206,13 +207,14 @@ inspect_kernel.compiler_facts({"warptile": ladder.SGEMM["warptile"].kernel}, thr
 # CUDA promises no order in which the blocks of a launch start; in practice they start roughly
 # in the order of their linear index (`blockIdx.x` fastest, then `y`, then `z`), and the model
 # below assumes exactly that. So far `blockIdx.x` has run along a tile row of C: **row-major
-# order**. A wave then covers whole tile rows, one after the other: it reads few block-rows of A
-# and every block-column of B.
+# order**. A wave that holds more blocks than a tile row has tiles then covers whole tile rows,
+# one after the other: it reads few block-rows of A and every block-column of B.
 #
 # The Triton matmul tutorial ([L2 Cache Optimizations](https://triton-lang.org/main/getting-started/tutorials/03-matrix-multiplication.html#l2-cache-optimizations))
 # takes the blocks in another order: **grouped order** takes GROUP_M tile rows at a time and
-# walks down them column by column, so that a wave covers a squarer patch of C, which reads fewer
-# strips. In Triton's form the linear index `pid` of a block gives its tile like this:
+# walks down them column by column, so that a wave can cover a squarer patch of C; of all
+# patches of as many tiles, a square one reads the fewest strips. In Triton's form the linear
+# index `pid` of a block gives its tile like this:
 
 # %%
 # source: gemm_lessons/block_order.py  (the package runs this same code; a test keeps the two identical)
@@ -285,10 +287,9 @@ Markdown(block_order.model_markdown(block_order.SIZES, resident, l2_bytes) + "\n
          + block_order.model_sentence(8192, resident, l2_bytes))
 
 # %% [markdown]
-# **Predict.** The model says a grouped order reads less from DRAM. Lesson 10's roofline found
-# no memory ceiling holding the last rung down at 4096^3. Will a grouped order make the kernel
-# faster at 4096^3, 8192^3, 16384^3? And will the profiler's DRAM bytes fall as far as the
-# model's?
+# **Predict.** Lesson 10's roofline found no memory ceiling holding the last rung down at
+# 4096^3. Will a grouped order that the model says reads less from DRAM make the kernel faster
+# at 4096^3, 8192^3, 16384^3? And will the profiler's DRAM bytes fall as far as the model's?
 #
 # ### Measured
 #
@@ -303,11 +304,14 @@ Markdown(block_order.model_markdown(block_order.SIZES, resident, l2_bytes) + "\n
 Markdown(block_order.report())
 
 # %% [markdown]
-# Read the two tables with the model. Where the profiler's DRAM bytes differ from the model's, an
-# assumption does not hold: after the first wave a block starts whenever another one finishes,
-# not in clean waves, and the blocks of a wave do not move through K in step. Where a grouped
-# order reads less from DRAM and the time does not change, DRAM traffic was not what held the
-# kernel back; the last sentence gives the share of the DRAM bandwidth row-major order used.
+# Read the two tables with the model. The model's hit rate is the first wave's, over the reads
+# of A and B: compare it with the hit rate of the SMs' reads (the L2's own rate also counts the
+# writes of C). Where the profiler's DRAM bytes differ from the model's, one of its assumptions
+# does not hold: after the first wave a block starts whenever another one finishes, not in clean
+# waves; the blocks of a wave need not move through K in step; the L2 may keep strips from one
+# wave for the next. Where a grouped order reads less from DRAM and the time does not change,
+# DRAM traffic was not what held the kernel back; once the counters are recorded, the last
+# sentence above gives the share of the DRAM bandwidth row-major order used.
 
 
 # %% [markdown]

@@ -163,7 +163,7 @@ def test_a_record_within_the_margin_says_grouping_did_not_pay(tmp_path):
     assert "|  | grouped, GROUP_M = 4 | 48.00 (47.52-48.48) | 96.0% | -2.8% |" in table
     text = " ".join(block_order.measured_sentences(rec))
     assert "At 8192^3 the fastest grouped order, GROUP_M = 8, ran at 49.80 TFLOPS, +0.8%, within 2% of" in text
-    assert "Grouping did not pay at these sizes on this GPU" in text
+    assert "Grouping did not pay at these sizes on the Test GPU" in text
     report = block_order.report(directory=str(tmp_path))
     assert "No profiler counters recorded for Test GPU" in report
 
@@ -184,7 +184,7 @@ def test_a_faster_grouped_order_and_the_counters(tmp_path):
     rec = block_order.load_record(DEVICE, str(tmp_path))
     text = " ".join(block_order.measured_sentences(rec, counters, copy_gbs=2000.0))
     assert "GROUP_M = 8, ran at 49.00 TFLOPS, +6.5%, faster than row-major order at 46.00" in text
-    assert "Grouping paid at 8192^3 on this GPU." in text
+    assert "Grouping paid at 8192^3 on the Test GPU." in text
     assert "GROUP_M = 8 read the least from DRAM: 4.00 GB against 8.00 GB in row-major order (-50%)" in text
     assert "with an L2 hit rate of 90.0% against 80.0%" in text
     assert "Row-major order read 8.00 GB from DRAM in 20.0 ms, 400 GB/s, 20% of the measured copy bandwidth" in text

@@ -203,3 +203,44 @@ def test_counters_in_another_order_are_refused(tmp_path):
 def test_the_files_have_their_kinds():
     assert results.kind_of(results.path_for("ncu-l2order", "NVIDIA H100 80GB HBM3")) == "ncu-l2order"
     assert results.kind_of(results.path_for("experiment", "NVIDIA H100 80GB HBM3", "l2order")) == "experiment"
+
+
+@requires_simulator
+def test_the_gpu_tool_writes_a_record_the_lesson_reads(tmp_path, monkeypatch):
+    """tools/l2order.py time (its command line refuses the simulator), end to end at a tiny size
+    with cuBLAS and the timer replaced (neither works here): the record lands where
+    load_record looks for it."""
+    import importlib.util
+    import os
+
+    import numpy as np
+
+    from conftest import REPO
+    from gemm_lessons import benchmark, cublas, device, timing
+
+    spec = importlib.util.spec_from_file_location("l2order_tool", os.path.join(REPO, "tools", "l2order.py"))
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+
+    def fake_cublas(A, B, C, alpha=1.0, beta=0.0):
+        C.copy_to_device((A.copy_to_host() @ B.copy_to_host()).astype(np.float32))
+
+    def fake_timer(fn, **kwargs):
+        fn()
+        return timing.Timing([1.0, 1.0, 1.0])
+
+    gpu = device.DeviceInfo(name=DEVICE, simulator=False, sm_count=132, compute_capability=(9, 0), clock_mhz=1980.0,
+                            fp32_lanes_per_sm=128)
+    monkeypatch.setattr(device, "device_info", lambda: gpu)
+    monkeypatch.setattr(block_order, "SIZES", (40,))
+    monkeypatch.setattr(tool, "REPEATS", {40: 3})
+    monkeypatch.setattr(cublas, "sgemm", fake_cublas)
+    monkeypatch.setattr(benchmark, "time_gpu", fake_timer)
+    monkeypatch.setattr(benchmark, "run_checks", lambda kernels: [])
+    assert tool.time_orders(str(tmp_path)) == 0
+    rec = block_order.load_record(DEVICE, str(tmp_path))
+    assert rec.extra["group_m"] == {"warptile": 1, "warptile_group4": 4, "warptile_group8": 8, "warptile_group16": 16}
+    assert block_order.groups_of(rec) == [(1, "warptile"), (4, "warptile_group4"), (8, "warptile_group8"),
+                                          (16, "warptile_group16")]
+    assert all(r.correct for r in rec.sgemm if r.kernel != "cublas")
+    assert "| 40^3 | row-major | " in block_order.measured_markdown(rec)

@@ -55,12 +55,10 @@ def time_orders(out):
     import gemm_lessons  # noqa: F401  (first: it chooses the GPU before numba.cuda loads)
     from numba import cuda
 
-    from gemm_lessons import _backend, bench, benchmark, block_order, provenance, results
+    from gemm_lessons import bench, benchmark, block_order, provenance, results
     from gemm_lessons.device import device_info
     from gemm_lessons.records import BenchRecord, Device
 
-    if _backend.SIMULATOR:
-        sys.exit("tools/l2order.py time needs a GPU: nothing would be measured on the simulator.")
     rungs = block_order.rungs()
     try:
         l2_bytes = int(cuda.get_current_device().L2_CACHE_SIZE)
@@ -100,6 +98,8 @@ if __name__ == "__main__":
     elif args.mode == "run":
         run()
     else:
-        from gemm_lessons import results as _results
+        from gemm_lessons import _backend, results as _results
 
+        if _backend.SIMULATOR:
+            sys.exit("tools/l2order.py time needs a GPU: nothing would be measured on the simulator.")
         sys.exit(time_orders(args.out or _results.RESULTS_DIR))

@@ -19,4 +19,14 @@ from .timing import NOT_MEASURED, Timing, time_gpu
 __version__ = "0.1.0"
 
 __all__ = ["sgemm", "SIMULATOR", "DeviceInfo", "banner", "device_info", "SgemmProblem", "check",
-           "check_all", "NOT_MEASURED", "Timing", "time_gpu"]
+           "check_all", "NOT_MEASURED", "Timing", "time_gpu", "profile"]
+
+
+def __getattr__(name):
+    # gl.profile (the profiler inside the lessons) is imported on first use, not with the
+    # package: `python -m gemm_lessons.profiler` must find it not yet imported
+    if name == "profile":
+        from .profiler import profile
+
+        return profile
+    raise AttributeError(f"module 'gemm_lessons' has no attribute {name!r}")

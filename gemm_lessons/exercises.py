@@ -19,10 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _backend, counting
-from .instruments.bank_model import wavefronts
 from .problems import SIM_SHAPES, check as check_problem
 from .sgemm_kernels import naive, reg1d, vec
-from .sgemm_kernels.warptile import TileConfig
 
 # A student's kernel on the simulator gets this long before the check stops it.
 KERNEL_TIME_LIMIT_S = 120.0
@@ -341,65 +339,6 @@ def _(ans):
     if len(covered) != vec.BM * vec.BK // 4:
         return False, "some float4 of the tile are staged twice and others never."
     return True, "every float4 of the 128x8 A tile is staged exactly once, each by one 16-byte load."
-
-
-# ----------------------------------------------------------------------------- lesson 06
-@exercise("06-padding", "Row l starts at word l*(32+PAD); its bank is l*(32+PAD) % 32 = l*PAD % 32. "
-                        "When are those 32 values all different?")
-def _(ans):
-
-    try:
-        pad = int(ans)
-    except (TypeError, ValueError):
-        return False, f"expected a whole number of floats, got {ans!r}."
-    cost = wavefronts([4 * (32 + pad) * l for l in range(32)]).wavefronts
-    if pad == 1:
-        return True, "PAD = 1: row l starts in bank l; any odd PAD works, 1 wastes the least memory."
-    if cost == 1:
-        return False, f"PAD = {pad} is conflict-free, but not the smallest."
-    return False, f"PAD = {pad} still costs {cost} wavefronts."
-
-
-# ----------------------------------------------------------------------------- lesson 07
-_SHARED_CASES = [(128, 128, 8, 4, 1), (128, 128, 8, 4, 2), (128, 128, 16, 4, 2), (64, 128, 16, 0, 2),
-                 (256, 128, 8, 4, 2)]
-
-
-@exercise("07-shared-bytes", "Per buffer: the transposed A tile is BK rows of BM + pad_a floats, the B "
-                             "tile BK rows of BN floats; 4 bytes per float; times the number of buffers.")
-def _(ans):
-
-    for BM, BN, BK, pad, stages in _SHARED_CASES:
-        want = TileConfig(BM=BM, BN=BN, BK=BK, pad_a=pad, stages=stages).shared_bytes
-        got = ans(BM, BN, BK, pad, stages)
-        if got != want:
-            return False, f"shared_bytes{(BM, BN, BK, pad, stages)} returned {got!r}, expected {want}."
-    return True, ("right: two buffers of the 128x128x8 tiles take 16,640 bytes, far below the 228 KiB of "
-                  "an SM; registers, not shared memory, limit this kernel to 2 blocks per SM.")
-
-
-# ----------------------------------------------------------------------------- lesson 08
-_LANE_CASES = [(32, 64, 8, 8), (16, 128, 8, 8), (64, 32, 8, 8), (64, 64, 8, 16), (64, 64, 8, 8),
-               (32, 32, 8, 8), (32, 64, 8, 6), (48, 64, 8, 8)]
-
-
-@exercise("08-lanes", "LM = WM / TM lanes down, LN = WN / TN lanes across; a warp has exactly 32 lanes, "
-                      "and the thread tiles must divide the warp tile.")
-def _(ans):
-    for WM, WN, TM, TN in _LANE_CASES:
-        ok = WM % TM == 0 and WN % TN == 0 and (WM // TM) * (WN // TN) == 32
-        want = (WM // TM, WN // TN) if ok else None
-        got = ans(WM, WN, TM, TN)
-        got = tuple(got) if got is not None else None
-        if got != want:
-            return False, f"lanes{(WM, WN, TM, TN)} returned {got!r}, expected {want!r}."
-    return True, "right: (4, 8) for the lesson's 32x64 warp tile; 64x64 with 8x8 per thread would need 64 lanes."
-
-
-# ----------------------------------------------------------------------------- lesson 09
-@exercise("09-bytes", "Every element is read once and written once; a float32 is 4 bytes.")
-def _(ans):
-    return _number(ans, counting.transpose_bytes(8192, 4096), "the bytes a 8192x4096 transpose moves")
 
 
 # ---- lessons 01-04 kernel exercises ---------------------------------------------------------

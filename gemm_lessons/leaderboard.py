@@ -263,6 +263,27 @@ def shapes_sentence(a, b):
             f"{a.device.name}, {worst[1].single_cublas.median_ms:.3f} ms on {b.device.name}).")
 
 
+def transpose_suite_markdown(suite, kernel="library"):
+    """One generated paragraph on a recorded transpose suite: how ``kernel`` stood against sgeam,
+    single calls and back-to-back, and which shapes stayed below 95% back-to-back."""
+    s = results.transpose_suite_summary(suite, kernel)
+
+    def shape(x):
+        return "x".join(map(str, x))
+
+    below = [(r["kernels"][kernel]["pct_sgeam"], r["shape"]) for r in suite["rows"]
+             if r["kernels"].get(kernel, {}).get("correct") and r["kernels"][kernel]["pct_sgeam"] < 95]
+    text = (f"Over {s['shapes']} shapes ({s['ran']} correct), `{kernel}` ran at a geometric mean of "
+            f"{s['geomean_single']:.0f}% of sgeam's speed in single calls and {s['geomean_back_to_back']:.0f}% "
+            f"back-to-back (recorded on {suite['device']}, {suite['date'][:10]}). ")
+    if below:
+        text += ("Below 95% back-to-back: " + ", ".join(f"{shape(x)} ({v:.0f}%)" for v, x in sorted(below, key=lambda b: b[1]))
+                 + ".")
+    else:
+        text += "No shape stayed below 95% back-to-back."
+    return text
+
+
 def load_sweep(device=None):
     """The recorded tile sweep (results/tuning-<device>.json) of ``device`` or of the newest bench record."""
     name = device or results.load().device.name

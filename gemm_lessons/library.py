@@ -17,6 +17,13 @@ What it adds to the ladder's last rung, and where each part lives:
     Anything unexpected falls through to slower checks whose only job is a clear error.
 
 Calls are asynchronous, like cuBLAS: they queue work on the default stream and return.
+
+    T = library.transpose(X)                 # dst = src.T, any shape, on the device
+    library.transpose(X, T)                  # into a given C-contiguous cols x rows array
+
+is the same idea for lesson 09's transpose: 16-byte loads and stores where every row of both
+arrays allows them (transpose/any_shape.py in its wide form), lesson 09's 4-byte padded-tile
+kernel elsewhere.
 """
 import numpy as np
 from numba import cuda
@@ -26,6 +33,7 @@ from . import _backend, dispatch
 from .arrays import is_device_array
 from .launch import Launcher
 from .sgemm_kernels import any_shape, splitk_reduce, warptile
+from .transpose import any_shape as transpose_any, smem_tile as transpose_tile
 
 _F32 = np.dtype(np.float32)
 if _backend.SIMULATOR:
@@ -199,3 +207,84 @@ def _checked_call(A, B, C, alpha, beta):
                 "whole rows; pass a C-contiguous array, e.g. a copy made with np.ascontiguousarray on "
                 "the host, or for a transposed operand use (A.T @ B).T = B.T @ A with the original arrays.")
     raise AssertionError(f"gl.sgemm refused arrays it should take: {[(n, type(x), x.shape) for n, x in named]}")
+
+
+# ----------------------------------------------------------------------------- transpose
+# Measured on an H100 (tools/transpose_suite.py, results/transpose-suite-*.json): where both
+# sides can move 16 bytes at a time, lesson 09's wide layout (64 x 64 tiles, 16 x 16 threads)
+# through transpose/any_shape.py; where either side cannot, lesson 09's smem_padded_32x8 kernel
+# (4-byte accesses, 32 lanes along a row) was faster than any_shape's mixed forms.
+_WIDE_TILE, _WIDE_ROWS = 64, 16
+_SCALAR_TILE, _SCALAR_ROWS = 32, 8
+_MAX_GRID_Y = 65535
+
+
+def _transpose_launcher(wide):
+    key = ("transpose", wide)
+    launcher = _LAUNCHERS.get(key)
+    if launcher is None:
+        kernel = (transpose_any.kernel_for(_WIDE_TILE, _WIDE_ROWS, 1, True, True) if wide
+                  else transpose_tile.kernel_for(_SCALAR_TILE, _SCALAR_ROWS, 1))
+        launcher = _LAUNCHERS[key] = Launcher(kernel, (_ARRAY["C"], _ARRAY["C"]), kernel.block)
+    return launcher
+
+
+def transpose(src, dst=None):
+    """dst = src.T for a float32 numba device array ``src`` (rows x cols, C-contiguous); returns
+    dst, a new C-contiguous cols x rows device array when None.  Any rows, cols >= 1 (rows up to
+    65535 x 32)."""
+    try:
+        rows, cols = src.shape
+        ok = (type(src) is _DeviceArray and src.dtype == _F32 and rows > 0 and cols > 0
+              and src.strides == (4 * cols, 4))
+        if dst is not None:
+            ok = ok and type(dst) is _DeviceArray and dst.dtype == _F32 and dst.shape == (cols, rows) \
+                and dst.strides == (4 * rows, 4)
+    except (AttributeError, TypeError, ValueError):
+        ok = False
+    if not ok:
+        return _checked_transpose(src, dst)
+    if dst is None:
+        dst = cuda.device_array((cols, rows), np.float32)
+    # 16-byte accesses need every row of both arrays to start on a 16-byte boundary
+    wide = not (cols & 3 or rows & 3 or (_pointer(src) | _pointer(dst)) & 15)
+    T = _WIDE_TILE if wide else _SCALAR_TILE
+    grid = ((cols + T - 1) // T, (rows + T - 1) // T)
+    if grid[1] > _MAX_GRID_Y:
+        return _checked_transpose(src, dst)
+    _transpose_launcher(wide)(grid, src, dst)
+    return dst
+
+
+def _checked_transpose(src, dst):
+    """The slow path of transpose: foreign device arrays wrapped without a copy, or a clear error."""
+    named = [("src", src)] + ([("dst", dst)] if dst is not None else [])
+    for name, x in named:
+        if isinstance(x, np.ndarray):
+            raise TypeError(f"{name} is a NumPy array in host memory: pass a device array "
+                            f"(cuda.to_device({name})); on the host, NumPy's {name}.T.copy() does the same.")
+        if not is_device_array(x):
+            raise TypeError(f"{name} must be a device array (numba's, or anything with "
+                            f"__cuda_array_interface__), got {type(x).__name__}.")
+    if not _backend.SIMULATOR and any(type(x) is not _DeviceArray for _, x in named):
+        return transpose(cuda.as_cuda_array(src), None if dst is None else cuda.as_cuda_array(dst))
+    for name, x in named:
+        if np.dtype(x.dtype) != _F32:
+            raise TypeError(f"{name} has dtype {np.dtype(x.dtype)}; this transpose is for float32 matrices.")
+        if len(x.shape) != 2:
+            raise ValueError(f"{name} must be a 2-D matrix, got {len(x.shape)}-D with shape {tuple(x.shape)}.")
+    rows, cols = src.shape
+    if 0 in (rows, cols):
+        raise ValueError(f"src must have at least one row and one column, got {rows}x{cols}.")
+    if dst is not None and tuple(dst.shape) != (cols, rows):
+        raise ValueError(f"dst must be {cols}x{rows} (the transpose of a {rows}x{cols} src), "
+                         f"got {dst.shape[0]}x{dst.shape[1]}.")
+    for name, x in named:
+        r, c = x.shape
+        if tuple(x.strides) != (4 * c, 4):
+            raise ValueError(f"{name} has strides {tuple(x.strides)} (bytes), not those of a C-contiguous "
+                             f"{r}x{c} float32 array (a transposed view or a slice?): pass a freshly "
+                             "allocated array (cuda.device_array or cuda.to_device of a contiguous one).")
+    if -(-rows // _SCALAR_TILE) > _MAX_GRID_Y:
+        raise ValueError(f"src has {rows} rows: at most {_MAX_GRID_Y * _SCALAR_TILE} fit one launch's grid.")
+    raise AssertionError("transpose: arguments look valid but were refused (a bug: please report it)")

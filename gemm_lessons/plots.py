@@ -4,6 +4,7 @@ Every function takes a results record (see gemm_lessons.results) and labels the 
 the device and date the numbers were measured on.
 """
 import matplotlib.pyplot as plt
+import numpy as np
 
 from . import counting, results
 from .results import label, sgemm_rows
@@ -45,16 +46,37 @@ def versus_size(record, kernels=None, ax=None):
     kernels = kernels or _ordered_kernels(record) + ["cublas"]
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4))
+    host_bound = False
     for k in kernels:
         rows = sorted((r for r in sgemm_rows(record, k) if r.M == r.N == r.K), key=lambda r: r.M)
         if rows:
-            ax.plot([r.M for r in rows], [r.gflops / 1e3 for r in rows], "o-", label=k,
-                    lw=2.5 if k == "cublas" else 1.5)
+            (line,) = ax.plot([r.M for r in rows], [r.gflops / 1e3 for r in rows], "o-", label=k,
+                              lw=2.5 if k == "cublas" else 1.5)
+            bound = [r for r in rows if r.host_bound]  # timed the launch overhead, not the kernel
+            if bound:
+                host_bound = True
+                ax.plot([r.M for r in bound], [r.gflops / 1e3 for r in bound], "o", ms=9, mfc="white", color=line.get_color(),
+                        mec=line.get_color())
+    if host_bound:
+        ax.plot([], [], "o", mfc="white", color="grey", label="host-bound (launch overhead)")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("M = N = K")
     ax.set_ylabel("TFLOPS")
     ax.set_title(f"SGEMM throughput against size ({label(record)})", fontsize=10)
     ax.legend(fontsize=8)
+    return ax
+
+
+def rung_versus_size(rung, record=None, ax=None):
+    """A lesson's plot: TFLOPS against square size for ``rung``, the rung before it on the
+    ladder and cuBLAS, from the recorded benchmark (every size timed in one run)."""
+    record = record or results.load()
+    order = record.ladder or []
+    if rung not in order:
+        raise ValueError(f"{rung!r} is not a rung of the recorded ladder ({', '.join(order)})")
+    i = order.index(rung)
+    ax = versus_size(record, order[max(i - 1, 0):i + 1] + ["cublas"], ax)
+    ax.set_title(f"{rung}, the rung before it and cuBLAS (recorded on {label(record)})", fontsize=10)
     return ax
 
 
@@ -165,3 +187,28 @@ def save_figures(record, directory=results.RESULTS_DIR):
         ax.figure.savefig(paths[-1], dpi=110)
         plt.close(ax.figure)
     return paths
+
+
+def transpose_suite(suite, ax=None):
+    """% of cuBLAS sgeam per shape for library.transpose, single calls and back-to-back, from a
+    recorded transpose suite (results.transpose_suite)."""
+    rows = suite["rows"]
+    labels = ["x".join(map(str, r["shape"])) for r in rows]
+    x = np.arange(len(rows))
+    if ax is None:
+        _, ax = plt.subplots(figsize=(max(8, 0.55 * len(rows)), 4.2))
+    for off, key, color, name in ((-0.2, "pct_sgeam_single", "tab:blue", "single calls"),
+                                  (0.2, "pct_sgeam", "tab:orange", "back-to-back")):
+        vals = [r["kernels"].get("library", {}).get(key, 0) for r in rows]
+        ax.bar(x + off, vals, 0.4, color=color, label=name)
+        for xi, v in zip(x + off, vals):
+            if v:
+                ax.text(xi, v, f"{v:.0f}", ha="center", va="bottom", fontsize=6)
+    ax.axhline(100, color="k", ls="--", lw=1)
+    ax.axhline(95, color="grey", ls=":", lw=1, label="95%")
+    ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=8)
+    ax.set_ylabel("% of cuBLAS sgeam (its time / ours)")
+    ax.set_title(f"library.transpose against cuBLAS sgeam, recorded on {suite['device']}, {suite['date'][:10]}",
+                 fontsize=10)
+    ax.legend(fontsize=8)
+    return ax

@@ -21,6 +21,7 @@ PATHS = {
     "ncu-transpose": "ncu-transpose-{device}.csv",  # ncu ... tools/transpose_profile.py run
     "ncu-roofline": "ncu-roofline-{device}.csv",  # ncu ... tools/roofline_profile.py run
     "ncu-l2order": "ncu-l2order-{device}.csv",  # ncu ... tools/l2order.py run (lesson 08, block order)
+    "ncu-lessons": "ncu-lessons-{device}.csv",  # python -m gemm_lessons.profiler record (lessons 01, 04, 06, 08)
     "sanitizer": "sanitizer-{device}.txt",  # compute-sanitizer ... tools/sanitize.py
     "reproducibility": "reproducibility/{device}{suffix}.json",  # bench runs to compare: "run-a", "run-b"
     "reproducibility-report": "reproducibility/{device}{suffix}.txt",  # tools/compare_runs.py
@@ -31,6 +32,7 @@ PATHS = {
     "rewrite": "rewrite-{device}.json",  # tools/compare_rewrite.py: rewritten vs generated kernels
     "shapes-quick": "shapes-quick-{device}.json",  # python -m gemm_lessons.shapes --quick
     "shapes": "shapes-{device}.json",  # python -m gemm_lessons.shapes: gl.sgemm vs cuBLAS, dispatch model
+    "transpose-suite": "transpose-suite-{device}.json",  # tools/transpose_suite.py: library.transpose vs sgeam
     "plot": "{device}-{name}.png",  # python -m gemm_lessons.bench: "ladder", "sizes", "roofline"
     "bench": "{device}.json",  # python -m gemm_lessons.bench
 }
@@ -139,11 +141,18 @@ def copy_bandwidth_gbs(record):
 def ncu_launches(path):
     """The launches of an ``ncu --csv --metrics ...`` file in the order they ran: a list of
     {"kernel": name, metric: value (float, base units)}."""
+    with open(path, newline="") as f:
+        return parse_ncu_csv(f.read())
+
+
+def parse_ncu_csv(text):
+    """``ncu --csv --metrics ...`` output (text) -> its launches in the order they ran, as
+    ncu_launches.  Lines that are not CSV rows (ncu's ==PROF== messages, what the profiled
+    program printed) are skipped: every CSV row starts with a double quote."""
     import csv
 
     launches = {}
-    with open(path, newline="") as f:
-        lines = [line for line in f if line.startswith('"')]
+    lines = [line for line in text.splitlines(True) if line.startswith('"')]
     for row in csv.DictReader(lines):
         launch = launches.setdefault(int(row["ID"]), {"kernel": row["Kernel Name"]})
         try:
@@ -168,4 +177,33 @@ def roofline_counters(device=None, directory=RESULTS_DIR):
     rest = launches[len(names):]
     if rest:
         out["cublas"] = {k: sum(l[k] for l in rest) for k in rest[0] if isinstance(rest[0][k], float)}
+    return out
+
+
+def transpose_suite(device=REFERENCE_DEVICE, directory=RESULTS_DIR):
+    """The recorded transpose suite (tools/transpose_suite.py) of ``device``, a dict, or None."""
+    import json
+
+    path = path_for("transpose-suite", device, directory=directory)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def transpose_suite_summary(suite, kernel="library"):
+    """How ``kernel`` stood against sgeam over the suite: geometric means and the lowest shape,
+    for single calls and back-to-back, over the shapes where it ran correctly; and the shapes
+    where it was wrong or refused."""
+    import math
+
+    rows = [(r["shape"], r["kernels"].get(kernel, {})) for r in suite["rows"]]
+    ran = [(shape, k) for shape, k in rows if k.get("correct")]
+    out = {"shapes": len(rows), "ran": len(ran),
+           "not_run": [shape for shape, k in rows if not k.get("correct")]}
+    for key, name in (("pct_sgeam_single", "single"), ("pct_sgeam", "back_to_back")):
+        vals = [(k[key], shape) for shape, k in ran if key in k]
+        if vals:
+            out[f"geomean_{name}"] = math.exp(sum(math.log(v) for v, _ in vals) / len(vals))
+            out[f"min_{name}"] = min(vals)
     return out

@@ -160,6 +160,12 @@ def tile_shape(cfg):
     return f"{cfg['BM']}x{cfg['BN']} / {cfg['WM']}x{cfg['WN']} / {cfg['TM']}x{cfg['TN']} ({threads} thr)"
 
 
+def tile_shape_and_cap(cfg):
+    """block tile / warp tile / thread tile (threads), register cap"""
+    cap = f"cap {cfg['max_registers']}" if cfg.get("max_registers") else "no cap"
+    return f"{tile_shape(cfg)}, {cap}"
+
+
 def depth_buffers(cfg):
     """BK, shared buffers"""
     return f"BK {cfg['BK']}, {cfg['stages']} buf"

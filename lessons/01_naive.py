@@ -145,6 +145,21 @@ print(f"coalesced / uncoalesced: {table.speedup('naive', 'naive_uncoalesced'):.1
       f"cuBLAS / naive: {table.speedup('cublas', 'naive'):.0f}x ({table.source})")
 
 # %% [markdown]
+# ## Look through the profiler
+#
+# `gl.profile` runs each kernel once under Nsight Compute, NVIDIA's profiler, which reads the
+# GPU's own counters (on the simulator, or where `ncu` is missing or not permitted, it shows
+# counters recorded on a GPU, labelled). Each k-step makes two warp-wide loads, one of A and one
+# of B, so the figure's 5 and 33 sectors per k-step predict 2.5 and 16.5 **sectors per warp
+# instruction**: compare. The L1 hit rate and the L2 and DRAM traffic show how much of that the
+# caches absorb; the [stall reasons](GLOSSARY.md#stall-reasons), what the warps waited for.
+
+# %%
+gl.profile({"naive": functools.partial(naive.sgemm, kernel=sgemm_naive),
+            "naive_uncoalesced": functools.partial(naive_uncoalesced.sgemm, kernel=sgemm_naive_uncoalesced)},
+           size=(4096, 4096, 4096), lesson="01")
+
+# %% [markdown]
 # ## Look inside
 #
 # On a GPU, numba shows what the compiler made: registers per thread, local memory (spills),
@@ -204,6 +219,15 @@ def my_naive_1d(A, B, C, alpha, beta):
 
 
 exercises.check("01-kernel", my_naive_1d)
+
+# %% [markdown]
+# ## Across sizes
+#
+# The recorded benchmark timed every rung at four square sizes in one run. This lesson's rung
+# and cuBLAS:
+
+# %%
+plots.rung_versus_size("naive");
 
 # %% [markdown]
 # ## Takeaway

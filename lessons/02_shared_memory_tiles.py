@@ -256,6 +256,15 @@ my_tiled.tile = (BM, BN, BK)  # the check's launch reads the tile shape from her
 exercises.check("02-kernel", my_tiled)
 
 # %% [markdown]
+# ## Across sizes
+#
+# The recorded benchmark timed every rung at four square sizes in one run. This lesson's rung,
+# the rung before it and cuBLAS:
+
+# %%
+plots.rung_versus_size("smem_tile");
+
+# %% [markdown]
 # ## Takeaway
 #
 # * Shared-memory tiles cut global loads by the tile size: $MNK(1/BM + 1/BN)$, checked against

@@ -232,6 +232,15 @@ def make_my_reg1d_rows(BM=32, BN=32, BK=8, TN=4):
 exercises.check("03-kernel", make_my_reg1d_rows())
 
 # %% [markdown]
+# ## Across sizes
+#
+# The recorded benchmark timed every rung at four square sizes in one run. This lesson's rung,
+# the rung before it and cuBLAS:
+
+# %%
+plots.rung_versus_size("reg1d");
+
+# %% [markdown]
 # ## Takeaway
 #
 # * One value in a register, reused TM times, cuts shared-memory loads per FMA from 2 to about 1.

@@ -208,6 +208,21 @@ inspect_kernel.compiler_facts(kernels, threads={name: 256 for name in kernels})
 # arrives through its own 4-byte `LDS`; lesson 05 makes them 16 bytes wide.
 
 # %% [markdown]
+# ## Look through the profiler: occupancy and stalls
+#
+# The compiler facts predict registers and blocks per SM; Nsight Compute reports them for the
+# run, with the **achieved occupancy** (the warps resident on average, against the most an SM can
+# hold) and the [stall reasons](GLOSSARY.md#stall-reasons): what the warps waited for. Compare
+# `reg2d` with `reg2d_uncapped` (the same code without the register cap), and the bank-conflict
+# row with the tracer above, which found conflicts in one block of `reg2d_contiguous` only.
+
+# %%
+gl.profile({"reg2d": functools.partial(reg2d.sgemm, kernel=reg2d_default),
+            "reg2d_uncapped": functools.partial(reg2d.sgemm, kernel=reg2d_uncapped),
+            "reg2d_contiguous": functools.partial(reg2d.sgemm, kernel=reg2d_contiguous)},
+           size=(4096, 4096, 4096), lesson="04")
+
+# %% [markdown]
 # ## Exercises
 #
 # ### 04-ratio
@@ -287,6 +302,15 @@ def make_my_reg2d(BM=32, BN=32, BK=8, TM=4, TN=4):
 
 
 exercises.check("04-kernel", make_my_reg2d())
+
+# %% [markdown]
+# ## Across sizes
+#
+# The recorded benchmark timed every rung at four square sizes in one run. This lesson's rung,
+# the rung before it and cuBLAS:
+
+# %%
+plots.rung_versus_size("reg2d");
 
 # %% [markdown]
 # ## Takeaway

@@ -191,15 +191,19 @@ except ValueError as e:
 from gemm_lessons.inspect_kernel import blocks_per_sm
 for label, regs, smem in [("vec (102 registers, 8 KiB)", 102, 8192),
                           ("vec with padded tiles (+2 x 8 floats)", 102, 8192 + 2 * 8 * 4),
-                          ("a 75 KiB-per-block kernel", 64, 75 * 1024),
-                          ("the same + 1 KiB of padding", 64, 76 * 1024)]:
+                          ("a 44 KiB-per-block kernel (32 registers)", 32, 44 * 1024),
+                          ("the same + 1 KiB of padding", 32, 45 * 1024)]:
     print(f"{label:<40} -> %d block(s) per SM, limited by %s" % blocks_per_sm(regs, smem, 256))
 
 # %% [markdown]
 # For lesson 05's kernel the register file decides occupancy, so a little padding would cost
 # nothing there; the misalignment is what rules it out. For a kernel near a shared-memory
-# boundary (the third and fourth lines), one kilobyte of padding costs a whole block per SM:
-# the occupancy cliff source article [[4]](REFERENCES.md#seed-003) fell off.
+# boundary (the third and fourth lines: 256 threads; an SM of this GPU has 228 KiB of shared
+# memory and reserves 1 KiB more per block, so 5 x 45 KiB fit and 5 x 46 KiB do not), one
+# kilobyte of padding costs a whole block per SM, a fifth of the SM's warps here: the
+# "occupancy cliff" that source article [[4]](REFERENCES.md#seed-003) reports. (Both stay under
+# the 48 KiB that a block may hold in static shared memory, `cuda.shared.array`; more needs
+# dynamic shared memory and an opt-in, which this course does not use.)
 #
 # ## Measure
 #
@@ -225,16 +229,17 @@ exercises.compare_prediction(my_speedup, table.speedup("vec_split", "vec"), "vec
                              table.source)
 
 # %% [markdown]
-# ## Exercise 06-padding
-# A warp reads a column of a `tile[32][32 + PAD]` float tile (lane l reads row l). Which is the
-# smallest `PAD` > 0 that makes the read conflict-free? Use `bank_model.wavefronts` to find out.
+# ## Look through the profiler
+#
+# The ground truth above came from a separate `ncu` run at 256 x 256 x 32; `gl.profile` reads the
+# same counters from the notebook, for any launch, at the size measured above. Divide wavefronts
+# by instructions: a conflict-free `LDS.128` takes 4 (2 where lanes pair up, as above), and every
+# wavefront beyond the ideal counts as a bank conflict. The
+# [stall reasons](GLOSSARY.md#stall-reasons) say what the warps of each kernel waited for.
 
 # %%
-# NBVAL_CHECK_OUTPUT
-### BEGIN SOLUTION: answer = None
-answer = min(p for p in range(1, 33) if bank_model.wavefronts([4 * (32 + p) * l for l in range(32)]).wavefronts == 1)
-### END SOLUTION
-exercises.check("06-padding", answer)
+gl.profile({"vec": ladder.SGEMM["vec"], "vec_split": ladder.SGEMM["vec_split"]}, size=(4096, 4096, 4096),
+           lesson="06")
 
 # %% [markdown]
 # ## Exercise 06-conflict-free: a kernel without bank conflicts
@@ -338,6 +343,15 @@ def sgemm_ex06(A, B, C, alpha, beta):
 
 
 exercises.check("06-conflict-free", sgemm_ex06)
+
+# %% [markdown]
+# ## Across sizes
+#
+# The recorded benchmark timed every rung at four square sizes in one run. This lesson's rung,
+# the rung before it and cuBLAS:
+
+# %%
+plots.rung_versus_size("vec_split");
 
 # %% [markdown]
 # ## Takeaway

@@ -156,10 +156,14 @@ exercises.compare_prediction(my_ratio, first.speedup("dbuf_indexed", "vec_split"
                              "dbuf_indexed vs vec_split at 4096^3 (times as fast)", first.source)
 
 # %% [markdown]
-# Slower. Ask the compiler why: the SASS of the indexed version has far fewer `LDS.128` and
-# a handful of 4-byte `LDS`: with `buf` a runtime value in every index, NVVM could no longer
-# prove that four neighbouring shared loads form one aligned 16-byte load (lesson 05's merging),
-# and the extra index arithmetic costs registers.
+# On the H100 this first attempt ran slower than `vec_split` (the table above). Ask the
+# compiler what changed: the indexed version has fewer `LDS.128`, 4-byte `LDS` in their place,
+# and more registers. With `buf` a runtime value in every index, NVVM could no longer prove
+# that four neighbouring shared loads form one aligned 16-byte load (lesson 05's merging).
+# This comparison does not say which difference costs the time: the kernel also changed its
+# schedule (the next slice's loads under the compute). The second attempt below keeps every
+# shared load 16 bytes wide with the same schedule; how it fares is the test of whether the
+# lost wide loads, not double buffering itself, were the likely cost.
 
 # %%
 inspect_kernel.compiler_facts({"vec_split": ladder.SGEMM["vec_split"].kernel,
@@ -508,8 +512,9 @@ inspect_kernel.compiler_facts(my_kernels, threads={name: 256 for name in my_kern
 # %% [markdown]
 # What the two tables say, read together:
 #
-# * **Two buffers** are the big step, against the same kernel with one buffer: the loads are
-#   hidden, and one barrier per slice instead of two (the SASS counts 3 `BAR` for dbuf: the
+# * **Two buffers** are the big step, against the same kernel with one buffer: likely because
+#   the next slice's loads are in flight during the compute, and one barrier per slice instead
+#   of two (the SASS counts 3 `BAR` for dbuf: the
 #   prologue's, and one for each of the two slices its main loop handles per trip; 2 for the
 #   one-buffer kernel's loop of one slice). The register count stays at the cap of
 #   128, so two blocks still fit on an SM.
@@ -518,27 +523,14 @@ inspect_kernel.compiler_facts(my_kernels, threads={name: 256 for name in my_kern
 #   across them no longer fitted in 128 registers. Same idea, very different speed.
 # * **Clamp + select** avoids the condition entirely but costs a few instructions per load
 #   (`min`, select); the predicated `if ... & ...` was a little faster.
-# * **The first attempt** lost `LDS.128`; double buffering is worth nothing if it costs the
-#   wide loads.
+# * **The first attempt** lost some `LDS.128` and ran slower than lesson 06's kernel; `dbuf`,
+#   with every shared load 16 bytes wide, runs faster. The two attempts differ in more than
+#   their loads, so this points at the wide loads without proving it: double buffering likely
+#   pays only if it keeps them.
 #
 # Source article [[4]](REFERENCES.md#seed-003) warned that double buffering written naively can
-# lose to register spills: both
-# failure modes are in this table, each with the compiler's evidence beside it.
-
-# %% [markdown]
-# ## Exercise 07-shared-bytes
-# How many bytes of shared memory does a block need? Write `shared_bytes(BM, BN, BK, pad_a,
-# stages)` for `make_kernel`'s layout: per buffer, the transposed A tile (BK rows of
-# BM + pad_a floats) and the B tile (BK rows of BN floats).
-
-# %%
-# NBVAL_CHECK_OUTPUT
-def shared_bytes(BM, BN, BK, pad_a, stages):
-    ### BEGIN SOLUTION
-    return 4 * stages * BK * (BM + pad_a + BN)
-    ### END SOLUTION
-
-exercises.check("07-shared-bytes", shared_bytes)
+# lose to register spills. Both failure modes, the spills and the lost wide loads, are in this
+# lesson's tables, each with the compiler's evidence beside it.
 
 # %% [markdown]
 # ## Exercise 07-double-buffer: write the double-buffered main loop
@@ -664,6 +656,15 @@ def sgemm_ex07(A, B, C, alpha, beta):
 
 
 exercises.check("07-double-buffer", sgemm_ex07)
+
+# %% [markdown]
+# ## Across sizes
+#
+# The recorded benchmark timed every rung at four square sizes in one run. This lesson's rung,
+# the rung before it and cuBLAS:
+
+# %%
+plots.rung_versus_size("dbuf");
 
 # %% [markdown]
 # ## Takeaway

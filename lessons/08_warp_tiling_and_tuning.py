@@ -96,7 +96,9 @@ print([(r.label, r.invalid[:40] if r.invalid else r.correct) for r in rows if r.
 # ## The recorded sweep
 #
 # Four tile shapes, two slice depths (BK), one or two buffers: the heatmap shows TFLOPS and
-# % of cuBLAS (all timed in the same run as cuBLAS). The sweep was run with the clamped-load
+# % of cuBLAS (all timed in the same run as cuBLAS). Each row names its register cap
+# (`max_registers`, lesson 04): the sweep did not use one cap for every shape, so compare cells
+# within a row, or rows with the same cap. The sweep was run with the clamped-load
 # guard of lesson 07 (`guard="select"`) throughout; the single changes below include the
 # predicated `if`, which won and became the default.
 
@@ -106,10 +108,9 @@ print(f"recorded on {sweep.device.name}, {sweep.date[:10]}, size {sweep.size}, "
       f"{len(sweep.rows)} configurations, {len(sweep.runs)} runs (commits "
       f"{', '.join(sorted({r.git_commit for r in sweep.runs}))})")
 grid_rows = [r for r in sweep.rows if r.config["guard"] == "select" and not r.config["spread"]
-             and r.config["pad_a"] == 4 and (r.config["max_registers"] == 128 or r.config["TN"] == 16
-                                             or r.config["BM"] == 64)]
-tuning.heatmap(grid_rows,
-               x=tuning.depth_buffers, y=tuning.tile_shape,
+             and r.config["pad_a"] == 4]
+tuning.heatmap(grid_rows,  # one row per tile shape and register cap: capped and uncapped are not mixed
+               x=tuning.depth_buffers, y=tuning.tile_shape_and_cap,
                title=f"SGEMM 4096^3, TFLOPS and % of cuBLAS ({sweep.device.name})");
 
 # %%
@@ -193,15 +194,27 @@ big
 inspect_kernel.compiler_facts({"warptile": ladder.SGEMM["warptile"].kernel}, threads={"warptile": 256})
 
 # %% [markdown]
+# ## Look through the profiler
+#
+# The sweep chose by time alone. Nsight Compute shows what the two kernels did meanwhile: the
+# occupancy they reached (the register cap allows two 256-thread blocks per SM), the L2 hit
+# rate, how busy DRAM was (as a share of its peak), and the
+# [stall reasons](GLOSSARY.md#stall-reasons) that remain.
+
+# %%
+gl.profile({"dbuf": ladder.SGEMM["dbuf"], "warptile": ladder.SGEMM["warptile"]}, size=(4096, 4096, 4096),
+           lesson="08")
+
+# %% [markdown]
 # ## Block order and the L2 cache
 #
 # Every block of this kernel reads one **block-row** of A (its BM = 128 rows, all K columns) and
 # one **block-column** of B (all K rows of its BN = 128 columns): two **strips**. The blocks of
 # one tile row of C all read the same block-row of A, the blocks of one tile column the same
-# block-column of B.
-# Those reads go through the [L2 cache](GLOSSARY.md#l2), which all SMs share: what one block
-# brought from DRAM can serve the other blocks that read it soon after, from the L2, as long as
-# it has not been evicted. Which blocks run at the same time decides how often that happens.
+# block-column of B. Those reads go through the [L2 cache](GLOSSARY.md#l2), which all SMs share:
+# what one block brought from DRAM can serve the other blocks that read it soon after, from the
+# L2, as long as it has not been evicted. Which blocks run at the same time decides how often
+# that happens: the L2 hit rate in the profiler's table above.
 #
 # A **[wave](GLOSSARY.md#wave)** is the set of blocks resident at once: SMs x blocks per SM.
 # CUDA promises no order in which the blocks of a launch start; in practice they start roughly
@@ -315,23 +328,6 @@ Markdown(block_order.report())
 
 
 # %% [markdown]
-# ## Exercise 08-lanes
-# Write `lanes(WM, WN, TM, TN)` returning `(LM, LN)`, the grid of lanes that covers a WM x WN
-# warp tile with TM x TN per thread, or `None` when that is not a valid warp (not exactly 32
-# lanes, or the thread tiles do not divide the warp tile).
-
-# %%
-# NBVAL_CHECK_OUTPUT
-def lanes(WM, WN, TM, TN):
-    ### BEGIN SOLUTION
-    if WM % TM or WN % TN or (WM // TM) * (WN // TN) != 32:
-        return None
-    return WM // TM, WN // TN
-    ### END SOLUTION
-
-exercises.check("08-lanes", lanes)
-
-# %% [markdown]
 # ## Exercise 08-warp-tile: map the lanes of a warp onto a warp tile
 #
 # A block of 64 threads (2 warps) computes a 32 x 128 tile of C, 8x8 results per thread. As given
@@ -433,6 +429,15 @@ def sgemm_ex08(A, B, C, alpha, beta):
 
 
 exercises.check("08-warp-tile", sgemm_ex08)
+
+# %% [markdown]
+# ## Across sizes
+#
+# The recorded benchmark timed every rung at four square sizes in one run. This lesson's rung,
+# the rung before it and cuBLAS:
+
+# %%
+plots.rung_versus_size("warptile");
 
 # %% [markdown]
 # ## Takeaway

@@ -111,8 +111,10 @@ Markdown(leaderboard.sweep_markdown(leaderboard.sweep_effects(sweep), top=10))
 # spills, so two blocks of 256 threads share an SM (16 warps). Its main loop handles two slices
 # per trip: 64 `LDS.128` feed 1,024 FFMA (of the 1,088 counted; the other 64 compute
 # alpha * acc + beta * C at the end), with one barrier per slice (the third `BAR` is the
-# prologue's). Every warp instruction that is not an FFMA takes an issue slot
-# from one, which is why even cuBLAS stays below the FP32 peak.
+# prologue's). Every warp instruction that is not an FFMA takes an issue slot from one: that is
+# one reason no kernel here, cuBLAS included, reaches the FP32 peak. It is likely not the only
+# one: the peak assumes the GPU's maximum clock, and nothing in these runs recorded the clock
+# while the kernels ran (a GPU under full load may run below it).
 
 # %%
 inspect_kernel.compiler_facts({name: ladder.SGEMM[name].kernel for name in ["vec_split", "dbuf", "warptile"]},

@@ -38,11 +38,6 @@ RIGHT = {
     "02-loads": 1024 ** 3 / 16,
     "04-ratio": (8, 6.4),
     "05-stage-a": lambda tid: (tid // 2, (tid % 2) * 4),
-    "06-padding": 1,
-    "07-shared-bytes": lambda BM, BN, BK, pad, stages: 4 * stages * BK * (BM + pad + BN),
-    "08-lanes": lambda WM, WN, TM, TN: ((WM // TM, WN // TN) if WM % TM == 0 and WN % TN == 0
-                                         and (WM // TM) * (WN // TN) == 32 else None),
-    "09-bytes": 2 * 4 * 8192 * 4096,
 }
 WRONG = {
     "00a-launch": _launch_axpy(right=False),  # the grid is rounded down: the last elements are never written
@@ -53,10 +48,6 @@ WRONG = {
     "02-loads": 2 * 1024 ** 3,
     "04-ratio": (8, 8),
     "05-stage-a": lambda tid: (tid % 128, (tid // 128) * 4),
-    "06-padding": 2,
-    "07-shared-bytes": lambda BM, BN, BK, pad, stages: 4 * BK * (BM + pad + BN),  # one buffer only
-    "08-lanes": lambda WM, WN, TM, TN: (WM // TM, WN // TN),  # never says "not 32 lanes"
-    "09-bytes": 4 * 8192 * 4096,
 }
 
 

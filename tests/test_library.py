@@ -313,3 +313,33 @@ def test_shape_benchmark_gpu_paths_run_with_stand_in_timers(monkeypatch, tmp_pat
     assert rec.summary["geomean_pct_cublas_single"] == pytest.approx(100.0)
     assert os.path.exists(shapes.plot(rec, str(tmp_path / "p.png")))
     shapes.print_summary(rec)
+
+
+# ----------------------------------------------------------------------------- transpose
+@pytest.mark.parametrize("rows, cols", [(8, 12), (12, 7), (7, 12), (67, 70), (1, 9), (9, 1), (130, 64)])
+def test_library_transpose_takes_every_shape(rows, cols):
+    """Each side is 16 bytes wide only where its rows allow it: all four kernel forms, exact."""
+    from gemm_lessons.transpose import any_shape as t_any
+
+    src = np.random.default_rng(rows * cols).random((rows, cols), dtype=np.float32)
+    d_src = cuda.to_device(src)
+    dst = cuda.to_device(np.full((cols, rows), np.nan, np.float32))  # poisoned
+    assert library.transpose(d_src, dst) is dst
+    assert np.array_equal(dst.copy_to_host(), src.T)
+    assert t_any.sides(d_src, dst) == (cols % 4 == 0, rows % 4 == 0)
+    assert np.array_equal(library.transpose(d_src).copy_to_host(), src.T)  # a new array when dst is None
+
+
+def test_library_transpose_explains_bad_input():
+    host = np.zeros((3, 4), np.float32)
+    with pytest.raises(TypeError, match="NumPy array in host memory"):
+        library.transpose(host)
+    with pytest.raises(TypeError, match="float32"):
+        library.transpose(cuda.to_device(np.zeros((3, 4))))
+    with pytest.raises(ValueError, match="2-D"):
+        library.transpose(cuda.to_device(np.zeros(3, np.float32)))
+    with pytest.raises(ValueError, match="dst must be 4x3"):
+        library.transpose(cuda.to_device(host), cuda.device_array((3, 4), np.float32))
+    if gl.SIMULATOR:  # on a GPU .T is a transposed copy, C-contiguous (see test_inputs.py)
+        with pytest.raises(ValueError, match="strides"):
+            library.transpose(cuda.to_device(np.zeros((4, 6), np.float32)).T)

@@ -1,0 +1,103 @@
+"""The transpose on a suite of shapes: every candidate kernel against cuBLAS sgeam and a float4
+copy of the same bytes, in one process, each result checked exactly.
+
+    python3 tools/transpose_suite.py [--out DIR]  -> DIR/transpose-suite-<device>.json (default results/)
+
+Times are back-to-back (time_gpu: batches of calls between CUDA events); the library and sgeam
+are also timed as single calls, the GPU idle before each, as a user calls them.
+Candidates: the lesson 09 rungs that accept the shape (`smem_padded_32x8`, `wide`), `wide` with
+the diagonal block order, a 64x64 tile moved by 64x8 threads, and `transpose.any_shape` (wide
+where each side's rows allow it) with three thread layouts.  Issue 14 item 6 asks for >= 95% of
+sgeam on every shape; this records where each candidate stands.
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+import gemm_lessons  # noqa: F401  (chooses the GPU before numba.cuda is imported)
+from gemm_lessons import cublas, library, provenance, results
+from gemm_lessons.shapes import back_to_back, single_calls
+from gemm_lessons.copy import copy_kernel, copy_memcpy
+from gemm_lessons.counting import transpose_bytes
+from gemm_lessons.transpose import any_shape, smem_tile, wide
+from numba import cuda
+
+SHAPES = [(8192, 8192), (8192, 4096), (4096, 8192), (4096, 4096), (2048, 2048), (1024, 1024),
+          (3000, 5000), (5000, 3000), (16384, 1024), (1024, 16384), (65536, 64), (64, 65536),
+          (8190, 8192), (8192, 8190), (8191, 4097), (4097, 8191), (3001, 4999), (1000, 1000)]
+
+
+def candidates():
+    diag = wide.kernel_for(DIAGONAL=True)
+    return {
+        "cublas_sgeam": cublas.transpose,
+        "library": library.transpose,  # what a user calls: gemm_lessons.library.transpose(src, dst)
+        "smem_padded_32x8": lambda s, d: smem_tile.transpose(s, d, TILE=32, ROWS=8, PAD=1),
+        "tile64_64x8": lambda s, d: smem_tile.transpose(s, d, TILE=64, ROWS=8, PAD=1),
+        "wide": wide.transpose,
+        "wide_diagonal": lambda s, d: wide.transpose(s, d, kernel=diag),
+        "any_64x16": lambda s, d: any_shape.transpose(s, d, TILE=64, ROWS=16),
+        "any_64x8": lambda s, d: any_shape.transpose(s, d, TILE=64, ROWS=8),
+        "any_32x8": lambda s, d: any_shape.transpose(s, d, TILE=32, ROWS=8),
+    }
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", default=results.RESULTS_DIR)
+    args = p.parse_args()
+    if gemm_lessons.SIMULATOR:
+        sys.exit("the transpose suite times kernels: run it on a GPU")
+    dev = cuda.get_current_device()
+    name = dev.name.decode() if isinstance(dev.name, bytes) else dev.name
+    rows_out = []
+    for R, C in SHAPES:
+        src = cuda.to_device(np.random.default_rng(5).random((R, C), dtype=np.float32))
+        ref = src.copy_to_host().T
+        dst = cuda.device_array((C, R), np.float32)
+        same = cuda.device_array((R, C), np.float32)
+        nbytes = transpose_bytes(R, C)
+        copy = copy_kernel if C % 4 == 0 else copy_memcpy  # the float4 copy needs rows of 16-byte multiples
+        t = back_to_back(lambda: copy(src, same), repeats=20, max_s=2)
+        line = {"shape": [R, C], "copy": copy.__name__, "copy_gbs": nbytes / t.median_ms / 1e6, "kernels": {}}
+        for kname, fn in candidates().items():
+            try:
+                dst.copy_to_device(np.full((C, R), np.nan, np.float32))
+                fn(src, dst)
+            except ValueError as e:  # this kernel does not take the shape
+                line["kernels"][kname] = {"refused": str(e)[:80]}
+                continue
+            ok = bool(np.array_equal(dst.copy_to_host(), ref))
+            b2b = back_to_back(lambda: fn(src, dst), repeats=20, max_s=2)
+            k = line["kernels"][kname] = {"correct": ok, "median_ms": b2b.median_ms, "p10_ms": b2b.p10_ms,
+                                          "p90_ms": b2b.p90_ms, "gbs": nbytes / b2b.median_ms / 1e6}
+            if kname in ("cublas_sgeam", "library"):  # as a user calls it: one call, the GPU idle before
+                one = single_calls(lambda: fn(src, dst), repeats=20, max_s=2)
+                k.update(single_ms=one.median_ms, single_gbs=nbytes / one.median_ms / 1e6)
+        sgeam = line["kernels"]["cublas_sgeam"]
+        cells = []
+        for kname, k in line["kernels"].items():
+            if "gbs" in k:
+                k["pct_sgeam"] = 100 * k["gbs"] / sgeam["gbs"]
+                if "single_gbs" in k:
+                    k["pct_sgeam_single"] = 100 * k["single_gbs"] / sgeam["single_gbs"]
+                cells.append(f"{kname} {k['pct_sgeam']:.0f}%{'' if k['correct'] else ' WRONG'}"
+                             + (f" (single {k['pct_sgeam_single']:.0f}%)" if "pct_sgeam_single" in k else ""))
+        print(f"{R}x{C}: sgeam {sgeam['gbs']:,.0f} GB/s, copy {line['copy_gbs']:,.0f}; " + ", ".join(cells), flush=True)
+        rows_out.append(line)
+    record = {"device": name, "date": provenance.now(), "versions": provenance.versions(),
+              "git_commit": provenance.git_commit(), "command": "python3 tools/transpose_suite.py",
+              "rows": rows_out}
+    os.makedirs(args.out, exist_ok=True)
+    path = results.path_for("transpose-suite", name, directory=args.out)
+    with open(path, "w") as f:
+        json.dump(record, f, indent=1)
+    print("wrote", path)
+    return 0 if all(k.get("correct", True) for r in rows_out for k in r["kernels"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -73,6 +73,20 @@ def compile_sass(kernel, max_registers=None, cc=(9, 0)):
     return sass, info
 
 
+def main_loop(sass):
+    """Counter of the opcodes (predicates dropped) between the target of the first backward
+    branch and that branch: the main loop of an SGEMM kernel, whose order the compiler may
+    schedule differently while the instructions stay the same."""
+    ins = [(int(m.group(1), 16), m.group(2).strip()) for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", sass)]
+    for address, text in ins:
+        target = re.search(r"\bBRA (0x[0-9a-f]+)", text)
+        if target and int(target.group(1), 16) < address:
+            start = int(target.group(1), 16)
+            return collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", t).split()[0]
+                                       for a, t in ins if start <= a <= address)
+    return collections.Counter()
+
+
 def sass_facts(kernel, max_registers=None):
     """Registers, spill bytes, counts of OPS and of all instructions ("all"), and the main loop
     (``loop``: inspect_kernel.main_loop)."""

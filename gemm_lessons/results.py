@@ -20,11 +20,12 @@ PATHS = {
     "ncu-banks": "ncu-banks-{device}.csv",  # ncu ... tools/bank_truth.py run
     "ncu-transpose": "ncu-transpose-{device}.csv",  # ncu ... tools/transpose_profile.py run
     "ncu-roofline": "ncu-roofline-{device}.csv",  # ncu ... tools/roofline_profile.py run
+    "ncu-l2order": "ncu-l2order-{device}.csv",  # ncu ... tools/l2order.py run (lesson 08, block order)
     "ncu-lessons": "ncu-lessons-{device}.csv",  # python -m gemm_lessons.profiler record (lessons 01, 04, 06, 08)
     "sanitizer": "sanitizer-{device}.txt",  # compute-sanitizer ... tools/sanitize.py
     "reproducibility": "reproducibility/{device}{suffix}.json",  # bench runs to compare: "run-a", "run-b"
     "reproducibility-report": "reproducibility/{device}{suffix}.txt",  # tools/compare_runs.py
-    "experiment": "experiments/{name}-{device}.json",  # a bench run of a few kernels
+    "experiment": "experiments/{name}-{device}.json",  # a bench run of a few kernels ("l2order": tools/l2order.py)
     "experiment-log": "experiments/{name}-{device}.txt",  # what a one-off probe printed
     "latency": "latency-{device}.json",  # python -m gemm_lessons.latency (the primer)
     "primer-listing": "primer-listing.json",  # python -m gemm_lessons.primer.listing (one device)

@@ -88,6 +88,11 @@ def test_the_recorded_listing_is_trimmed_when_read(tmp_path):
 def test_listing_on_the_simulator_is_the_record_and_the_command_refuses():
     how, kernels = listing.listing()
     assert how.startswith("recorded:") and "saxpy" in kernels
+    # the primer says how the listing was made from the record's own words
+    assert listing.made_by(how) == (listing.made_by("compiled offline for sm_90 without a GPU")
+                                    if "offline" in listing.load()["how"] else listing.made_by("compiled on X by numba"))
+    assert "ptxas" in listing.made_by("compiled offline for sm_90 without a GPU (...)")
+    assert "on a GPU" in listing.made_by("compiled on NVIDIA H100 80GB HBM3 (compute capability 9.0) by numba")
     with pytest.raises(SystemExit):
         listing.main([])
 

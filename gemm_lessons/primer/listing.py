@@ -367,6 +367,15 @@ def describe_facts(facts, source):
     return f"In this table ({source}): " + "; ".join(out) + "."
 
 
+def made_by(how):
+    """How a listing described by ``how`` (the sentence ``listing()`` returns) was compiled, in
+    words the primer can print next to it: offline by ptxas without a GPU, or on a GPU through
+    numba."""
+    if "offline" in how or "without a GPU" in how:
+        return "without a GPU: numba made the PTX, the CUDA toolkit's `ptxas` the SASS"
+    return "on a GPU, through numba, the way the lessons' kernels are compiled"
+
+
 def load(path=RECORD):
     """The recorded listing, or None.  Each kernel's "sass" is trimmed to its code
     (``sass_until_exit``): a record made before clean_sass trimmed holds the whole cubin's

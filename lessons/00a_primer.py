@@ -599,10 +599,11 @@ else:
     except ValueError as e:
         display(Markdown(f"Little's law cannot be worked out from these records: {e}."))
     else:
+        how_ns = "the chase's cycles at the clock the driver reports; " if lat["device"].get("clock_mhz") else ""
         display(Markdown(
             f"Reading at {f['read_gbs']:,.0f} GB/s (half of the copy's {f['copy_gbs']:,.0f} GB/s, "
             f"{f['copy_shape'][0]} x {f['copy_shape'][1]} floats, recorded on {results.label(bench)}) with a DRAM "
-            f"latency of {f['t_ns']:.0f} ns ({"the chase's cycles at the clock the driver reports; " if lat["device"].get("clock_mhz") else ""}{latency.source(lat)}) needs at least {f['bytes'] / 2**20:.2f} MiB of "
+            f"latency of {f['t_ns']:.0f} ns ({how_ns}{latency.source(lat)}) needs at least {f['bytes'] / 2**20:.2f} MiB of "
             f"loads in flight on the whole GPU: {f['per_sm'] / 1024:.1f} KiB per SM ({f['sm_count']} SMs). Even with "
             f"all {f['threads_per_sm']:,} thread slots of every SM filled, that is {f['per_thread']:.1f} bytes, "
             f"{f['loads_per_thread']:.1f} 4-byte loads, waiting per thread at every moment.\n\n"

@@ -128,6 +128,8 @@ gl.check_all(functools.partial(smem_tile.sgemm, tile=16, kernel=tiled16), name="
 #
 # Here one 32x32 block with K = 64: the `sA[ty, k]` reads are broadcasts (a warp is one row
 # `ty`), merged four at a time; the `sB[k, tx]` reads are 32 neighbouring words. No bank conflicts.
+# The cell after the table divides the totals by the block's **[warp-FMAs](GLOSSARY.md#warp-fma)**:
+# a warp-FMA is one FMA instruction of a warp, 32 FMAs, one per thread.
 
 # %%
 from gemm_lessons.instruments import shared_tracer
@@ -146,11 +148,11 @@ print(f"per warp-FMA ({warp_fmas:,} in the block): {values / warp_fmas:.2f} valu
       f"{ld['instructions'] / warp_fmas:.2f} load instructions, {ld['wavefronts'] / warp_fmas:.2f} wavefronts")
 
 # %% [markdown]
-# A **warp-FMA** is one FMA instruction of a warp: 32 FMAs, one per thread. The lessons measure
-# shared-memory traffic in **shared-memory values per FMA**: the 4-byte words a thread reads from
-# shared memory for each FMA it does. Here that is 2, one of `sA` and one of `sB`. The compiler
-# fetches four `sA` values with one 16-byte instruction, so the *instructions* per FMA are fewer
-# than the values (the line above); the values and the wavefronts are not.
+# The lessons measure shared-memory traffic in **shared-memory values per FMA**: the 4-byte
+# words a thread reads from shared memory for each FMA it does. Here that is 2, one of `sA` and
+# one of `sB`. The compiler fetches four `sA` values with one 16-byte instruction, so there are
+# fewer load *instructions* per FMA than values (the line above); the wavefronts per FMA are as
+# many as the values.
 
 # %% [markdown]
 # ## Predict, then measure

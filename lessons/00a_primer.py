@@ -165,7 +165,8 @@ out = out_d.copy_to_host()
 #
 # On a GPU the compiled kernel computes `a*x + y` as one **fused multiply-add** (FMA: one
 # rounding): part 3 shows the kernel's [SASS](GLOSSARY.md#sass), the GPU's machine code, in which
-# it is a single [`FFMA`](GLOSSARY.md#ffma) instruction (FP32 fused multiply-add), and counts it. NumPy computes a multiply and an add (two roundings), so the last bit may differ.
+# it is a single [`FFMA`](GLOSSARY.md#ffma) instruction (FP32 fused multiply-add), and counts it.
+# NumPy computes a multiply and an add (two roundings), so the last bit may differ.
 # The check compares with a float64 result and allows float32 rounding.
 
 # %%

@@ -31,8 +31,9 @@ figures.outer_product(8, 8);
 # **Predict.** For an x-by-y patch the compute-to-memory ratio is
 # $$\frac{2xy}{x + y} = \frac{2}{1/x + 1/y}\ \text{FLOP per value read.}$$
 # For a fixed number of results $xy$ (a fixed number of accumulators), it is largest when the
-# patch is square, $x = y$; a bigger patch raises it too. The series uses the classic configuration: a 128x128 tile of C
-# per block, BK = 8, and 8x8 results per thread, so 256 threads per block.
+# patch is square, $x = y$; a bigger patch raises it too. The series uses the classic
+# configuration: a 128x128 tile of C per block, BK = 8, and 8x8 results per thread, so 256
+# threads per block.
 
 # %%
 # NBVAL_CHECK_OUTPUT

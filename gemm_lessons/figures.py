@@ -16,13 +16,15 @@ def sectors(byte_addresses):
     return len({a // SECTOR_BYTES for a in byte_addresses})
 
 
-def naive_warp_addresses(coalesced, K=1024, N=1024, k=0, row0=0, col0=0):
-    """Byte addresses of A and B read by the 32 threads of one warp at step k of the naive kernel."""
+def naive_warp_addresses(coalesced, K=1024, N=1024, k=0, row0=0, col0=0, block_x=32):
+    """Byte addresses of A and B read by the 32 threads of one warp at step k of the naive kernel.
+    ``block_x`` is the block's width (blockDim.x): a warp is 32 consecutive thread numbers, x
+    fastest, so with block_x = 16 it spans two values of threadIdx.y."""
     lanes = range(32)
-    if coalesced:  # lane -> column
-        rows, cols = [row0] * 32, [col0 + l for l in lanes]
-    else:  # lane -> row
-        rows, cols = [row0 + l for l in lanes], [col0] * 32
+    if coalesced:  # threadIdx.x -> column, threadIdx.y -> row
+        rows, cols = [row0 + l // block_x for l in lanes], [col0 + l % block_x for l in lanes]
+    else:  # threadIdx.x -> row, threadIdx.y -> column
+        rows, cols = [row0 + l % block_x for l in lanes], [col0 + l // block_x for l in lanes]
     a = [4 * (r * K + k) for r in rows]
     b = [4 * (k * N + c) for c in cols]
     return a, b

@@ -123,8 +123,11 @@ SM_LIMITS_CC90 = {"registers": 65536, "shared_bytes": 228 * 1024, "threads": 204
 
 
 def blocks_per_sm(registers, shared_bytes, threads, limits=SM_LIMITS_CC90):
-    """How many blocks fit on one SM, and which resource decides (registers are allocated
-    per warp in units of 256, so a thread's count is rounded up to a multiple of 8)."""
+    """(How many blocks fit on one SM, which resource decides): registers are allocated per warp
+    in units of 256, so a thread's count is rounded up to a multiple of 8.  The resource is
+    "registers", "shared memory", "threads" or "blocks"; where two or more allow the same,
+    smallest count, all of them, joined by " = " (``"registers = threads"``: either alone would
+    stop at that count)."""
     warps = -(-threads // 32)
     regs_per_warp = -(-registers * 32 // 256) * 256
     by = {
@@ -134,7 +137,7 @@ def blocks_per_sm(registers, shared_bytes, threads, limits=SM_LIMITS_CC90):
         "blocks": limits["blocks"],
     }
     fits = min(by.values())
-    return fits, [k for k, v in by.items() if v == fits][0]
+    return fits, " = ".join(k for k, v in by.items() if v == fits)
 
 
 class CompilerFacts:

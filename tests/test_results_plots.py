@@ -86,6 +86,10 @@ def test_host_bound_rows_are_flagged_in_tables(record):
     assert "host-bound" in table._repr_markdown_()
     bw = replace(record.bandwidth[0], host_bound=True)
     assert "host-bound" in measure.Table("copy", [bw], record, True)._repr_markdown_()
+    # the label gives the two times the rule compares, not a cause
+    label = measure._name(replace(bw, host_issue_ms=0.15, median_ms=0.18))
+    assert label == f"{bw.kernel} (host-bound: the host took 150 µs to issue a call, the GPU 180 µs to run it)"
+    assert measure._name(replace(bw, host_bound=False)) == bw.kernel
 
 
 def test_roofline_rows_place_each_rung_at_its_tile_intensity(record):

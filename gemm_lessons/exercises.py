@@ -1045,11 +1045,12 @@ def _split_k_parts(A, B, W):
     chunk = split_k_chunk(K, splits)
     full = A.astype(np.float64) @ B.astype(np.float64)
     for z in range(splits):
-        lo, hi = z * chunk, min(K, (z + 1) * chunk)
-        got = W[z]
-        if (got.view(np.uint32) == POISON_BITS).any():
+        if (W[z].view(np.uint32) == POISON_BITS).any():
             return False, (f"part {z} of the workspace, W[{z}], was not written (all of it, or some elements): "
                            f"each part writes its own M x N partial sums")
+    for z in range(splits):
+        lo, hi = z * chunk, min(K, (z + 1) * chunk)
+        got = W[z]
         want = A[:, lo:hi].astype(np.float64) @ B[lo:hi].astype(np.float64)
         with np.errstate(invalid="ignore", over="ignore"):
             err = np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30)

@@ -173,13 +173,14 @@ class CallCosts:
         for caller in self.callers():
             cells = []
             for n in sizes:
-                issue, event = self.get(caller, n, "issue_us"), self.get(caller, n, "event_us")
-                cells.append("–" if math.isnan(issue) else f"{issue:.0f} · {event:.0f}")
+                issue, sync, event = (self.get(caller, n, w) for w in ("issue_us", "sync_us", "event_us"))
+                cells.append("–" if math.isnan(issue) else f"{issue:.0f} · {sync:.0f} · {event:.0f}")
             body.append([caller, *cells])
-        head = ["caller", *(f"{n}^2: issue · event µs" for n in sizes)]
+        head = ["caller", *(f"{n}^2: issue · sync · event µs" for n in sizes)]
         return (f"**Per-call cost on square matrices**, {self.source}\n\n"
                 + tables.markdown(head, body, "l" + "r" * len(sizes))
                 + "\n\nissue: host time per call when calls are issued back to back (Python, checks, launch); "
+                "sync: host time for one call followed by a synchronize (the whole round trip); "
                 "event: CUDA events around one call on an idle GPU (getting the call to the GPU, plus the kernel).")
 
     def __repr__(self):

@@ -27,8 +27,8 @@ from gemm_lessons.library_report import ODD_SHAPE, REFERENCE_SHAPE, SKINNY_SHAPE
 measure.recorded(["warptile", "cublas"])  # where we start
 
 # %% [markdown]
-# The library's own record is the **shape suite**: `python -m gemm_lessons.shapes` on a GPU (about
-# three minutes on an H100) times `gl.sgemm` against cuBLAS on squares from 512 to 16384, odd sizes and
+# The library's own record is the **shape suite**: `python -m gemm_lessons.shapes` on a GPU (a few
+# minutes on an H100) times `gl.sgemm` against cuBLAS on squares from 512 to 16384, odd sizes and
 # skinny shapes, single calls and back to back, times every candidate kernel on most of them, and
 # measures the numbers the dispatch rule uses. It writes `results/shapes-<device>.json`; most
 # numbers below come from it, and the cells that can measure now do so on a GPU.
@@ -257,8 +257,8 @@ exercises.compare_prediction(my_odd_pct, edges.pct_cublas(ODD_SHAPE), "gl.sgemm 
                              "(single calls)", edges.source)
 
 # %% [markdown]
-# The record says the same, and its calibration (the model's numbers, section 4) separates the
-# kernel from the shape: it timed both kernels with the same tiles on the same aligned 4096^3.
+# The record, and its calibration (the model's numbers, section 4), which separates the kernel from
+# the shape: it timed both kernels with the same tiles on the same aligned 4096^3.
 
 # %%
 Markdown(library_report.edges_sentence(rec))
@@ -274,8 +274,9 @@ Markdown(library_report.compiler_markdown(rec))
 
 # %% [markdown]
 # With 128 x 128 tiles the any-shape kernel has the same register cap as the last rung (two blocks
-# per SM) and stages 16 scalars per thread per slice where the wide kernel stages 4 float4s; under
-# that cap the compiler spilled. Both are likely parts of the cost measured above; this lesson did
+# per SM) and stages (BM x BK + BK x BN) / threads = (128 x 8 + 8 x 128) / 256 = 8 floats per thread
+# per slice with 8 load instructions, where the wide kernel needs 2; under that cap the compiler
+# spilled. Both are likely parts of the cost measured above; this lesson did
 # not measure them one at a time. cuBLAS slowed down far less at the odd shape (the sentence above):
 # it likely has kernels of its own for unaligned data (section 5).
 #
@@ -338,8 +339,9 @@ Markdown(library_report.overhead_sentence(rec))
 # argument types and keeps what every later call would otherwise rebuild: the compiled function's
 # handle, the stream, one launch configuration per grid. Each call then only flattens its arrays the
 # way numba does (pointer, shape, strides) and launches. The plan for a shape (which kernel, which
-# grid) is worked out on the first call at that shape and remembered. That is why `gl.sgemm(A, B, C)`
-# costs the host less than its own kernel launched the ordinary way. It relies on numba-cuda
+# grid) is worked out on the first call at that shape and remembered. That is likely most of why
+# `gl.sgemm(A, B, C)` costs the host less than its own kernel launched the ordinary way (the
+# comparison above; `GEMM_LESSONS_PLAIN_LAUNCH=1` turns the Launcher off to measure it directly). It relies on numba-cuda
 # internals; where they differ, or on the simulator, a Launcher launches the ordinary way and says
 # so:
 
@@ -349,8 +351,8 @@ print("in the recorded run:", sorted(set(rec.launch.values())) if rec.launch els
 
 # %% [markdown]
 # At the smaller sizes the call is most of the cost: a single call's event time is not far above
-# the host's issue time (the table), so the GPU spent much of it waiting for Python (lesson 10 marked
-# such timings host-bound). Two things follow for a library: pass C when you have one (allocating it
+# the host's issue time (the table), so the GPU likely spent much of it waiting for Python (lesson 10
+# marked such timings host-bound). Two things follow for a library: pass C when you have one (allocating it
 # on every call cost more than the rest of the call), and, for many small products, batch them into
 # one launch or capture them in a CUDA graph
 # (the CUTLASS profiler's option for when launch time is the bottleneck,
@@ -366,8 +368,9 @@ print("in the recorded run:", sorted(set(rec.launch.values())) if rec.launch els
 # block then reuses less of what it loads (lesson 02's formula). [Split-K](GLOSSARY.md#split-k)
 # cuts K instead: with s parts there are s times as many blocks, each summing 1/s of the k-loop into
 # its own partial tile of a [workspace](GLOSSARY.md#workspace); a second kernel adds the parts and
-# applies alpha and beta. The price: the workspace's traffic, (s + 1) x M x N floats (M x N more
-# with beta), and one more launch.
+# applies alpha and beta. The price: the parts' writes to the workspace, the reduction's traffic,
+# (s + 1) x M x N floats (reading the s parts, writing C; M x N more when beta makes it read C), and
+# one more launch.
 
 # %%
 library_report.split_k_diagram(splits=4);

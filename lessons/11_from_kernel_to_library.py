@@ -442,7 +442,8 @@ print("the library's plan, right:", problems.check(
 # **Predict, then measure.** At 64 x 8192 x 8192, how many times as fast as the fastest plan
 # without split-K do you expect the fastest split-K plan to be? (The waves figure above is a
 # guide; the reduction and the second launch are not in it.) On a GPU the next cell times every
-# candidate plan now, back to back (a few seconds); on the simulator it shows the recorded times.
+# candidate plan now, back to back (seconds; compiling the library's kernels the first time takes
+# longer); on the simulator it shows the recorded times.
 
 # %%
 my_split_gain = None  # your prediction: times as fast (for example 2)

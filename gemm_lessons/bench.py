@@ -51,6 +51,8 @@ def main(argv=None):
                    help="extra MxNxK problems")
     p.add_argument("--kernels", nargs="*", default=None, help="rungs/variants to run (default: all)")
     p.add_argument("--repeats", type=int, default=20)
+    p.add_argument("--variant-limit", type=int, default=benchmark.SLOW_LIMIT, metavar="N",
+                   help="time variants only at sizes whose sides are at most N (default %(default)s)")
     p.add_argument("--out", default=None, help="results directory (default: the repo's results/)")
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--no-progress", action="store_true")
@@ -71,7 +73,8 @@ def main(argv=None):
         cublas_math_mode="default (FP32, no TF32)", ladder=list(ladder.SGEMM), variants=list(ladder.VARIANTS),
         command="python -m gemm_lessons.bench " + " ".join(argv if argv is not None else sys.argv[1:]))
     record.checks = benchmark.run_checks(kernels)
-    record.sgemm = benchmark.time_sgemm(kernels, shapes, args.repeats, progress=not args.no_progress)
+    record.sgemm = benchmark.time_sgemm(kernels, shapes, args.repeats, progress=not args.no_progress,
+                                        variant_limit=args.variant_limit)
     record.bandwidth = benchmark.time_bandwidth()
     record.transpose = benchmark.time_transpose(progress=not args.no_progress)
     record.transpose_checks = benchmark.run_transpose_checks()

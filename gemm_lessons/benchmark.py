@@ -56,9 +56,10 @@ def run_transpose_checks():
     return rows
 
 
-def time_sgemm(kernels, shapes, repeats, progress=True, max_seconds=10.0):
+def time_sgemm(kernels, shapes, repeats, progress=True, max_seconds=10.0, variant_limit=SLOW_LIMIT):
     """cuBLAS and ``kernels`` (name -> rung) at each M x N x K of ``shapes``: one SgemmRow each,
-    cuBLAS's first, each with its % of cuBLAS (a kernel that refuses a size gets ``refused``)."""
+    cuBLAS's first, each with its % of cuBLAS (a kernel that refuses a size gets ``refused``).
+    Variants are skipped at sizes with a side above ``variant_limit``."""
     rows = []
     rng = np.random.default_rng(1)
     pbar = bar(len(shapes) * (len(kernels) + 1), "timing SGEMM", progress)
@@ -71,7 +72,7 @@ def time_sgemm(kernels, shapes, repeats, progress=True, max_seconds=10.0):
         for name in ["cublas"] + list(kernels):
             pbar.set_postfix_str(f"{name} {M}x{N}x{K}")
             fn = cublas.sgemm if name == "cublas" else kernels[name]
-            if name in kernels and getattr(fn, "variant", False) and max(M, N, K) > SLOW_LIMIT:
+            if name in kernels and getattr(fn, "variant", False) and max(M, N, K) > variant_limit:
                 pbar.update()
                 continue
             C.copy_to_device(np.full((M, N), np.nan, np.float32))

@@ -279,50 +279,79 @@ def _(ans):
 
 
 # ----------------------------------------------------------------------------- lesson 00
+FLOPS_00 = (300, 200, 100)  # M, N, K of 00-flops: a shape the lesson's table does not print
+INTENSITY_00 = (4096, 4096, 512)  # M, N, K of 00-intensity (beta = 0): not square, not in the table
+
+
 @exercise("00-flops", "K multiplies and K-1 adds per element, then alpha*, beta* and one more add.")
 def _(ans):
-    return _number(ans, counting.sgemm_flops(512, 256, 128, alpha_beta=True),
-                   "the FLOP count of alpha*A@B + beta*C for M=512, N=256, K=128")
+    M, N, K = FLOPS_00
+    return _number(ans, counting.sgemm_flops(M, N, K, alpha_beta=True),
+                   f"the FLOP count of alpha*A@B + beta*C for M={M}, N={N}, K={K}")
 
 
 @exercise("00-intensity", "FLOP = 2MNK; bytes = 4 x (MK + KN + MN) when beta == 0.")
 def _(ans):
-    return _number(ans, counting.sgemm_intensity(4096, 4096, 4096),
-                   "the arithmetic intensity of a 4096^3 SGEMM (FLOP per byte)")
+    M, N, K = INTENSITY_00
+    return _number(ans, counting.sgemm_intensity(M, N, K),
+                   f"the arithmetic intensity of a {M}x{N}x{K} SGEMM with beta = 0 (FLOP per byte)")
 
 
 # ----------------------------------------------------------------------------- lesson 01
-@exercise("01-sectors", "In the swapped mapping, neighbouring threads own neighbouring ROWS of C. "
-                        "A sector is 32 bytes; count distinct sectors the 32 threads touch in A and in B.")
+SECTORS_BLOCK_X = 16  # 01-sectors: blocks 16 threads wide (16 x 16), the coalesced mapping, K = N = 4096
+
+
+@exercise("01-sectors", "A warp is 32 consecutive thread numbers, threadIdx.x fastest: with blocks 16 wide "
+                        "it holds two rows of 16 threads. A sector is 32 bytes; count the distinct sectors "
+                        "the 32 threads touch in A and in B.")
 def _(ans):
+    from .figures import naive_warp_addresses, sectors
+
     try:
         a, b = ans
     except (TypeError, ValueError):
         return False, "answer with a pair: (sectors of A, sectors of B)."
-    if (a, b) == (32, 1):
-        return True, ("A: 32 rows, K floats apart, 32 sectors; B: one float shared by the warp, 1 sector. "
-                      "The coalesced mapping needs 1 + 4.")
+    addr_a, addr_b = naive_warp_addresses(True, K=4096, N=4096, block_x=SECTORS_BLOCK_X)
+    want = (sectors(addr_a), sectors(addr_b))
+    if (a, b) == want:
+        return True, (f"A: the warp's threads sit on {len(set(addr_a))} rows of C, so they read "
+                      f"{len(set(addr_a))} floats of A, 4 x 4096 bytes apart: {want[0]} sectors; B: "
+                      f"{len(set(addr_b))} neighbouring floats (64 bytes), read by both rows: {want[1]} sectors. "
+                      f"{sum(want)} in all, against 1 + 4 with blocks 32 wide.")
+    if (a, b) == (1, 4):
+        return False, "(1, 4) is the warp of a block 32 threads wide; here a warp spans two rows of C."
     return False, f"{(a, b)} is not it."
 
 
 # ----------------------------------------------------------------------------- lesson 02
-@exercise("02-loads", "A block of BM x BN outputs reads BM*K values of A and K*BN of B.")
+LOADS_02 = (1024, 2048, 512, 64, 32)  # 02-loads: M, N, K and a BM x BN tile the lesson does not count
+
+
+@exercise("02-loads", "A block of BM x BN outputs reads BM*K values of A and K*BN of B; there are "
+                      "(M/BM)(N/BN) blocks.")
 def _(ans):
-    return _number(ans, counting.tiled_global_loads(1024, 1024, 1024, 32, 32),
-                   "the global loads of a 1024^3 SGEMM with 32x32 tiles")
+    M, N, K, BM, BN = LOADS_02
+    return _number(ans, counting.tiled_global_loads(M, N, K, BM, BN),
+                   f"the global loads of a {M}x{N}x{K} SGEMM with {BM}x{BN} tiles")
 
 
 # ----------------------------------------------------------------------------- lesson 04
+RATIO_04 = ((8, 4), (32, 1))  # 04-ratio: two patches of 32 results, not in the lesson's printed table
+
+
 @exercise("04-ratio", "x*y products per k-step need x values of A and y of B: ratio = 2xy/(x+y).")
 def _(ans):
+    (x1, y1), (x2, y2) = RATIO_04
     try:
-        r88, r164 = (float(v) for v in ans)
-    except (TypeError, ValueError):
-        return False, "answer with a pair: (ratio for 8x8, ratio for 16x4)."
-    want = (counting.compute_to_memory_ratio(8, 8), counting.compute_to_memory_ratio(16, 4))
-    if _close(r88, want[0], 1e-3) and _close(r164, want[1], 1e-3):
-        return True, f"8x8 gives {want[0]:g} FLOP per value read, 16x4 only {want[1]:g}: square tiles reuse best."
-    return False, f"({r88:g}, {r164:g}) is not right."
+        got = tuple(float(v) for v in ans)
+        assert len(got) == 2
+    except (TypeError, ValueError, AssertionError):
+        return False, f"answer with a pair: (ratio for {x1}x{y1}, ratio for {x2}x{y2})."
+    want = (counting.compute_to_memory_ratio(x1, y1), counting.compute_to_memory_ratio(x2, y2))
+    if _close(got[0], want[0], 1e-3) and _close(got[1], want[1], 1e-3):
+        return True, (f"{x1}x{y1} gives {want[0]:.3g} FLOP per value read, {x2}x{y2} only {want[1]:.3g}: for the "
+                      "same number of results, the squarer patch reuses more.")
+    return False, f"({got[0]:g}, {got[1]:g}) is not right."
 
 
 # ----------------------------------------------------------------------------- lesson 05

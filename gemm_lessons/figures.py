@@ -16,13 +16,15 @@ def sectors(byte_addresses):
     return len({a // SECTOR_BYTES for a in byte_addresses})
 
 
-def naive_warp_addresses(coalesced, K=1024, N=1024, k=0, row0=0, col0=0):
-    """Byte addresses of A and B read by the 32 threads of one warp at step k of the naive kernel."""
+def naive_warp_addresses(coalesced, K=1024, N=1024, k=0, row0=0, col0=0, block_x=32):
+    """Byte addresses of A and B read by the 32 threads of one warp at step k of the naive kernel.
+    ``block_x`` is the block's width (blockDim.x): a warp is 32 consecutive thread numbers, x
+    fastest, so with block_x = 16 it spans two values of threadIdx.y."""
     lanes = range(32)
-    if coalesced:  # lane -> column
-        rows, cols = [row0] * 32, [col0 + l for l in lanes]
-    else:  # lane -> row
-        rows, cols = [row0 + l for l in lanes], [col0] * 32
+    if coalesced:  # threadIdx.x -> column, threadIdx.y -> row
+        rows, cols = [row0 + l // block_x for l in lanes], [col0 + l % block_x for l in lanes]
+    else:  # threadIdx.x -> row, threadIdx.y -> column
+        rows, cols = [row0 + l % block_x for l in lanes], [col0 + l // block_x for l in lanes]
     a = [4 * (r * K + k) for r in rows]
     b = [4 * (k * N + c) for c in cols]
     return a, b
@@ -410,4 +412,46 @@ def issue_timeline(latency=4, chains=(1, 4), cycles=16, ax=None, label=None):
     ax.set_title(label or f"one warp, FFMA latency {latency} cycles (schematic)", fontsize=9, loc="left")
     for s in ("top", "right"):
         ax.spines[s].set_visible(False)
+    return ax
+
+
+# ------------------------------------------------------------------ block order (08)
+def block_order(tiles_m, tiles_n, group_m, resident, ax=None):
+    """The first wave of a launch over the tiles of C: the first ``resident`` blocks in the
+    order of their linear index (colour: that order; grey: later blocks; dotted: the groups),
+    and left of and above C the block-rows of A and block-columns of B the wave reads (red)."""
+    from matplotlib.colors import ListedColormap
+
+    from .block_order import launch_order, order_name
+
+    order = launch_order(tiles_m, tiles_n, group_m)[:resident]
+    wave = np.full((tiles_m, tiles_n), np.nan)
+    for i, (r, c) in enumerate(order):
+        wave[r, c] = i
+    rows = np.zeros((tiles_m, 1))
+    cols = np.zeros((1, tiles_n))
+    for r, c in order:
+        rows[r, 0] = cols[0, c] = 1
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.5, 5.8))
+    strip, gap = max(1.0, tiles_n / 16), max(0.5, tiles_n / 64)
+    later = plt.get_cmap("viridis").copy()
+    later.set_bad("0.9")  # tiles of later blocks
+    ax.imshow(np.ma.masked_invalid(wave), cmap=later, extent=(0, tiles_n, tiles_m, 0), interpolation="nearest")
+    for r in range(group_m, tiles_m, group_m) if group_m > 1 else ():  # the groups' borders
+        ax.plot([0, tiles_n], [r, r], color="black", lw=0.5, ls=":")
+    two = ListedColormap(["0.92", "tab:red"])
+    ax.imshow(rows, cmap=two, vmin=0, vmax=1, extent=(-gap - strip, -gap, tiles_m, 0), interpolation="nearest")
+    ax.imshow(cols, cmap=two, vmin=0, vmax=1, extent=(0, tiles_n, -gap, -gap - strip), interpolation="nearest")
+    for x0, y0, w, h in ((0, 0, tiles_n, tiles_m), (-gap - strip, 0, strip, tiles_m), (0, -gap - strip, tiles_n, strip)):
+        ax.add_patch(patches.Rectangle((x0, y0), w, h, fill=False, ec="black", lw=0.8))
+    ax.set_xlim(-3 * gap - 2 * strip, tiles_n + 0.5)
+    ax.set_ylim(tiles_m + 0.5, -3 * gap - 2 * strip)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.text(-2 * gap - strip, tiles_m / 2, "block-rows of A", rotation=90, ha="right", va="center", fontsize=8)
+    ax.text(tiles_n / 2, -2 * gap - strip, "block-columns of B", ha="center", va="bottom", fontsize=8)
+    ax.set_title(f"{order_name(group_m)}: the first {len(order)} blocks (colour: start order)\n"
+                 f"read {int(rows.sum())} block-rows of A + {int(cols.sum())} block-columns of B "
+                 f"({tiles_m} x {tiles_n} tiles of C)", fontsize=9)
     return ax

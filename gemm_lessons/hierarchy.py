@@ -132,7 +132,9 @@ class Hierarchy:
         return "; ".join(parts)
 
     def _repr_markdown_(self):
-        lines = [f"Sizes: {self.size_source}. Latencies: {self.latency_source}.", "",
+        clock = ((self.latency_record or {}).get("device") or {}).get("clock_mhz")
+        ns = f" (ns: the cycles at the {clock:.0f} MHz clock the driver reports)" if clock else ""
+        lines = [f"Sizes: {self.size_source}. Latencies: {self.latency_source}{ns}.", "",
                  "| level | who sees it | size | latency of one dependent load |", "|---|---|---|---|"]
         lines += [f"| {r['level']} | {r['scope']} | {r['size']} | {r['latency']} |" for r in self.rows]
         if self.limits_line():
@@ -197,7 +199,8 @@ def hierarchy(measure_now=None):
             return "not measured yet" if rec is None else "?"
         if short:
             return f"{r['cycles_per_load']:.0f} cycles"
-        ns = f", {r['ns_per_load']:.0f} ns" if r.get("ns_per_load") else ""
+        t = latency.ns_per_load(rec, r)  # the cycles at the reported clock, as in latency.summary_markdown
+        ns = f", {t:.0f} ns" if t else ""
         return f"{r['cycles_per_load']:.0f} cycles{ns} ({_size(r['bytes'])} working set)"
 
     shared_lat = (f"{rec['shared']['cycles_per_load']:.0f} cycles" if rec and rec.get("shared")

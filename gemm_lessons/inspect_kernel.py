@@ -37,10 +37,65 @@ def sass_opcodes(kernel):
 
 
 def kernel_facts(kernel):
-    """resources() and sass_summary() of one compiled kernel, as one dict (None on the simulator)."""
+    """resources(), sass_summary() and main_loop() of one compiled kernel, as one dict (None on
+    the simulator)."""
     if _backend.SIMULATOR:
         return None
-    return dict(resources(kernel), sass=sass_summary(kernel))
+    sass = _only(kernel.inspect_sass())
+    return dict(resources(kernel), sass=summarise_opcodes(count_opcodes(sass)), loop=main_loop(sass))
+
+
+# an instruction line of cuobjdump's or nvdisasm's listing: /*address*/ [@predicate] OPCODE operands ;
+_INSTRUCTION = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]+)([^;]*);")
+_LABEL = re.compile(r"^\s*(\.L\w+):")  # nvdisasm names branch targets: .L_x_1: before the instruction
+_TARGET = re.compile(r"(?:0x([0-9a-f]+)|`\((\.L\w+)\))")  # BRA 0x2270 (cuobjdump), BRA `(.L_x_1) (nvdisasm)
+
+
+def _instructions(sass_text):
+    """[(address, opcode, operands)] of a SASS listing, with every branch target written as an address."""
+    out, labels, pending = [], {}, []
+    for line in sass_text.splitlines():
+        label = _LABEL.match(line)
+        if label:
+            pending.append(label.group(1))
+            continue
+        m = _INSTRUCTION.search(line)
+        if m:
+            address = int(m.group(1), 16)
+            labels.update({name: address for name in pending})
+            pending = []
+            out.append((address, m.group(2), m.group(3)))
+
+    def target(operands):
+        t = _TARGET.search(operands)
+        if not t:
+            return None
+        return int(t.group(1), 16) if t.group(1) else labels.get(t.group(2))
+
+    return [(a, op, target(rest) if op.startswith("BRA") else None) for a, op, rest in out]
+
+
+def main_loop(sass_text):
+    """The main loop of an SGEMM kernel, from its SASS: the innermost loop (a backward branch
+    and the instructions from its target to it) that holds FFMA, and the loop around it.
+    {"inner": instructions in the inner loop's body, "inner_FFMA", "inner_LDS" (shared loads
+    of any width), "outer_rest": instructions of the outer loop's body outside the inner loop,
+    or None when there is no loop around it}; None when no loop holds an FFMA.  These count
+    the code, not what runs: one pass of a loop issues its body once."""
+    ins = _instructions(sass_text)
+    loops = sorted((a - t, t, a) for a, op, t in ins if op.startswith("BRA") and t is not None and t <= a)
+
+    def body(lo, hi):
+        return [op for a, op, _ in ins if lo <= a <= hi]
+
+    inner = next(((lo, hi) for _, lo, hi in loops if "FFMA" in [op.split(".")[0] for op in body(lo, hi)]), None)
+    if inner is None:
+        return None
+    ops = body(*inner)
+    outer = next(((lo, hi) for _, lo, hi in loops if lo <= inner[0] and inner[1] <= hi and (lo, hi) != inner), None)
+    return {"inner": len(ops), "inner_FFMA": sum(op.split(".")[0] == "FFMA" for op in ops),
+            "inner_LDS": sum(op.split(".")[0] == "LDS" for op in ops),
+            "outer_rest": len(body(*outer)) - len(ops) if outer else None}
 
 
 def sass_summary(kernel):
@@ -68,8 +123,11 @@ SM_LIMITS_CC90 = {"registers": 65536, "shared_bytes": 228 * 1024, "threads": 204
 
 
 def blocks_per_sm(registers, shared_bytes, threads, limits=SM_LIMITS_CC90):
-    """How many blocks fit on one SM, and which resource decides (registers are allocated
-    per warp in units of 256, so a thread's count is rounded up to a multiple of 8)."""
+    """(How many blocks fit on one SM, which resource decides): registers are allocated per warp
+    in units of 256, so a thread's count is rounded up to a multiple of 8.  The resource is
+    "registers", "shared memory", "threads" or "blocks"; where two or more allow the same,
+    smallest count, all of them, joined by " = " (``"registers = threads"``: either alone would
+    stop at that count)."""
     warps = -(-threads // 32)
     regs_per_warp = -(-registers * 32 // 256) * 256
     by = {
@@ -79,7 +137,7 @@ def blocks_per_sm(registers, shared_bytes, threads, limits=SM_LIMITS_CC90):
         "blocks": limits["blocks"],
     }
     fits = min(by.values())
-    return fits, [k for k, v in by.items() if v == fits][0]
+    return fits, " = ".join(k for k, v in by.items() if v == fits)
 
 
 class CompilerFacts:
@@ -89,14 +147,15 @@ class CompilerFacts:
     COLUMNS = ("FFMA", "LDG.E.128", "LDG.E", "STG.E.128", "STG.E", "LDS.128", "LDS", "STS", "STS.128", "LDL", "STL",
                "BAR.SYNC.DEFER_BLOCKING")
 
-    def __init__(self, facts, source, threads=None):
-        self.facts, self.source, self.threads = facts, source, threads or {}
+    def __init__(self, facts, source, threads=None, loops=False):
+        self.facts, self.source, self.threads, self.loops = facts, source, threads or {}, loops
 
     def __getitem__(self, name):
         return self.facts[name]
 
     def _repr_markdown_(self):
         cols = [c for c in self.COLUMNS if any(c in (f.get("sass") or {}) for f in self.facts.values())]
+        loops = self.loops and any(f.get("loop") for f in self.facts.values())  # older records have none
         rows = []
         for name, f in self.facts.items():
             bps = ""
@@ -104,9 +163,13 @@ class CompilerFacts:
                 n, by = blocks_per_sm(f["registers"], f.get("shared_bytes", 0), self.threads[name])
                 bps = f"{n} ({by})"
             sass = f.get("sass") or {}
-            rows.append([name, f.get("registers", ""), f.get("local_bytes", ""), bps, *(sass.get(c, 0) for c in cols)])
+            loop = f.get("loop") or {}
+            rows.append([name, f.get("registers", ""), f.get("local_bytes", ""), bps, *(sass.get(c, 0) for c in cols),
+                         *([f"{loop['inner']} ({loop['inner_FFMA']} FFMA)" if loop else "",
+                            "" if loop.get("outer_rest") is None else loop["outer_rest"]] if loops else [])])
         head = ["kernel", "registers", "local bytes (spills)", "blocks/SM",
-                *(c.replace(".SYNC.DEFER_BLOCKING", "") for c in cols)]
+                *(c.replace(".SYNC.DEFER_BLOCKING", "") for c in cols),
+                *(["inner loop: instructions", "loop around it: other instructions"] if loops else [])]
         return f"Compiler facts ({self.source})\n\n" + tables.markdown(head, rows, "l" + "r" * (len(head) - 1))
 
     def __repr__(self):
@@ -116,17 +179,19 @@ class CompilerFacts:
 SGEMM_SIGNATURE = "void(float32[:, ::1], float32[:, ::1], float32[:, ::1], float32, float32)"
 
 
-def compiler_facts(kernels, threads=None):
+def compiler_facts(kernels, threads=None, record=None, loops=False):
     """``kernels``: name -> numba SGEMM kernel (one not launched yet is compiled for float32
-    matrices first).  On a GPU the facts come from the compiler; on the simulator from the last ``python -m gemm_lessons.bench`` record (which
-    stores them under the same names), labelled with its device and date.  ``threads``
-    (name -> threads per block) adds the blocks-per-SM column."""
+    matrices first).  On a GPU the facts come from the compiler; on the simulator from a bench
+    record (``record``, by default the last ``python -m gemm_lessons.bench`` one, which stores
+    them under the same names), labelled with its device and date.  ``threads`` (name ->
+    threads per block) adds the blocks-per-SM column, ``loops`` two columns from main_loop: the
+    instructions of the innermost loop holding FFMA, and the other instructions of the loop around it."""
     if _backend.SIMULATOR:
-        record = results.load()
+        record = record or results.load()
         facts = {name: record.compiler[name] for name in kernels if name in record.compiler}
-        return CompilerFacts(facts, "recorded on " + results.label(record), threads)
+        return CompilerFacts(facts, "recorded on " + results.label(record), threads, loops)
     for k in kernels.values():
         if not k.overloads:  # never launched in this process: compile it for float32 matrices
             k.compile(SGEMM_SIGNATURE)
     return CompilerFacts({name: kernel_facts(k) for name, k in kernels.items()},
-                         "from the compiler on this GPU", threads)
+                         "from the compiler on this GPU", threads, loops)

@@ -17,7 +17,8 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from . import copy
-from .sgemm_kernels import dbuf, naive, naive_uncoalesced, reg1d, reg2d, smem_tile, vec, warptile
+from .sgemm_kernels import (dbuf, naive, naive_uncoalesced, reg1d, reg2d, reg2d_unrolled, smem_tile, transposed_a, vec,
+                            warptile, wide_loads)
 from .transpose import naive as t_naive, smem_tile as t_tile, wide as t_wide
 
 
@@ -81,6 +82,13 @@ VARIANTS = _table(
          reg2d.kernel_for(MAX_REGISTERS=None), variant=True),
     Rung("reg2d_contiguous", "04", "reg2d with each thread's 8x8 results side by side", reg2d.sgemm,
          reg2d.kernel_for(SPREAD=False), variant=True),
+    # lesson 05 in steps, from reg2d_contiguous to vec, one change each (sgemm_kernels/reg2d_unrolled.py, ...)
+    Rung("reg2d_unrolled", "05", "reg2d_contiguous with its loops written out at compile time (static_range)",
+         reg2d_unrolled.sgemm, reg2d_unrolled.sgemm_reg2d_unrolled, variant=True),
+    Rung("transposed_a", "05", "reg2d_unrolled with the A tile stored transposed (LDS.128)", transposed_a.sgemm,
+         transposed_a.sgemm_transposed_a, variant=True),
+    Rung("wide_loads", "05", "transposed_a with 16-byte global loads (LDG.128); vec without 16-byte stores",
+         wide_loads.sgemm, wide_loads.sgemm_wide_loads, wide=True, variant=True),
     Rung("vec_unrolled_k", "05", "vec with the k-loop written out as well", vec.sgemm, vec.sgemm_vec_unrolled_k,
          wide=True, variant=True),
     Rung("dbuf_indexed", "07", "double buffering as lesson 06 + a runtime buffer index (the first attempt)",

@@ -23,6 +23,11 @@ TECHNIQUES = [
     ("no register cap (157 registers, 1 block per SM)", "04", "reg2d", "reg2d_uncapped"),
     ("a thread's 8x8 results side by side instead of spread", "04", "reg2d", "reg2d_contiguous"),
     ("transposed A tile + 128-bit loads + compile-time unrolling", "05", "reg2d", "vec"),
+    # lesson 05 in steps: the same jump, one change at a time (after lesson 04's side-by-side results)
+    ("the loops written out at compile time (static_range)", "05", "reg2d_contiguous", "reg2d_unrolled"),
+    ("A tile stored transposed (the shared reads become LDS.128)", "05", "reg2d_unrolled", "transposed_a"),
+    ("16-byte global loads for staging (LDG.128)", "05", "transposed_a", "wide_loads"),
+    ("16-byte stores of C (STG.128)", "05", "wide_loads", "vec"),
     ("writing out the k-loop too (loses LDS.128)", "05", "vec", "vec_unrolled_k"),
     ("8x8 split into four 4x4 (conflict-free LDS.128)", "06", "vec", "vec_split"),
     ("double buffering, first attempt (runtime buffer index)", "07", "vec_split", "dbuf_indexed"),
@@ -54,14 +59,33 @@ def table(record, sizes=None):
             + tables.markdown(["rung", "lesson", *(f"{m}x{n}x{k}" for m, n, k in sizes)], rows, "ll" + "r" * len(sizes)))
 
 
-def technique_effects(record, size=(4096, 4096, 4096)):
-    """Rows (technique, lesson, without, with, TFLOPS without, TFLOPS with, change in %)."""
+class Effect(tuple):
+    """(technique, lesson, without, with, TFLOPS without, TFLOPS with, change in %), and
+    ``source``: the label of the run that timed the pair when it is not the main record."""
+    source = None
+
+
+def _run_name(record):
+    """'NVIDIA H100 80GB HBM3, 2026-12-01, `python -m gemm_lessons.lesson05_steps`': which run."""
+    words = (record.command or "").split()
+    return label(record) + (f", `{' '.join(words[:3])}`" if words[:2] == ["python", "-m"] else "")
+
+
+def technique_effects(record, size=(4096, 4096, 4096), extra=()):
+    """Effects: one row per TECHNIQUES pair timed at ``size``, both kernels in the same run: in
+    ``record``, or else in the first of ``extra`` (other records of the same GPU, such as lesson
+    05's steps; None entries are skipped) that timed both, named in the row's ``source``."""
     out = []
     for what, lesson, before, after in TECHNIQUES:
-        b, a = (sgemm_rows(record, k, size) for k in (before, after))
-        if b and a and b[0].gflops is not None and a[0].gflops is not None:
-            tb, ta = b[0].gflops / 1e3, a[0].gflops / 1e3
-            out.append((what, lesson, before, after, tb, ta, 100 * (ta / tb - 1)))
+        for rec in [record, *(r for r in extra if r is not None)]:
+            b, a = (sgemm_rows(rec, k, size) for k in (before, after))
+            if b and a and b[0].gflops is not None and a[0].gflops is not None:
+                tb, ta = b[0].gflops / 1e3, a[0].gflops / 1e3
+                row = Effect((what, lesson, before, after, tb, ta, 100 * (ta / tb - 1)))
+                if rec is not record:
+                    row.source = _run_name(rec)
+                out.append(row)
+                break
     return out
 
 
@@ -84,10 +108,14 @@ def sweep_effects(sweep):
 
 
 def effects_markdown(effects):
-    rows = [[what, lesson, before, after, f"{tb:.2f} → {ta:.2f}",
+    """The effects as a table; pairs timed in another run are marked † and that run named below."""
+    rows = [[what, lesson, before, after + (" †" if getattr(e, "source", None) else ""), f"{tb:.2f} → {ta:.2f}",
              f"{'✅' if pct > 2 else ('❌' if pct < -2 else '≈')} {pct:+.1f}%"]
-            for what, lesson, before, after, tb, ta, pct in effects]
-    return tables.markdown(["technique", "lesson", "without", "with", "TFLOPS without → with", "change"], rows, "llllrr")
+            for e in effects for what, lesson, before, after, tb, ta, pct in [e]]
+    notes = sorted({e.source for e in effects if getattr(e, "source", None)})
+    head = ["technique", "lesson", "without", "with", "TFLOPS without → with", "change"]
+    return (tables.markdown(head, rows, "llllrr")
+            + "".join(f"\n\n† timed together in another run: {n}" for n in notes))
 
 
 def sweep_markdown(effects, top=12):
@@ -261,6 +289,27 @@ def shapes_sentence(a, b):
             f"as long on {b.device.name} as on {a.device.name}; one call of cuBLAS {min(cu):.2f}x to {max(cu):.2f}x "
             f"(furthest at {'x'.join(map(str, worst[0].shape))}: {worst[0].single_cublas.median_ms:.3f} ms on "
             f"{a.device.name}, {worst[1].single_cublas.median_ms:.3f} ms on {b.device.name}).")
+
+
+def transpose_suite_markdown(suite, kernel="library"):
+    """One generated paragraph on a recorded transpose suite: how ``kernel`` stood against sgeam,
+    single calls and back-to-back, and which shapes stayed below 95% back-to-back."""
+    s = results.transpose_suite_summary(suite, kernel)
+
+    def shape(x):
+        return "x".join(map(str, x))
+
+    below = [(r["kernels"][kernel]["pct_sgeam"], r["shape"]) for r in suite["rows"]
+             if r["kernels"].get(kernel, {}).get("correct") and r["kernels"][kernel]["pct_sgeam"] < 95]
+    text = (f"Over {s['shapes']} shapes ({s['ran']} correct), `{kernel}` ran at a geometric mean of "
+            f"{s['geomean_single']:.0f}% of sgeam's speed in single calls and {s['geomean_back_to_back']:.0f}% "
+            f"back-to-back (recorded on {suite['device']}, {suite['date'][:10]}). ")
+    if below:
+        text += ("Below 95% back-to-back: " + ", ".join(f"{shape(x)} ({v:.0f}%)" for v, x in sorted(below, key=lambda b: b[1]))
+                 + ".")
+    else:
+        text += "No shape stayed below 95% back-to-back."
+    return text
 
 
 def load_sweep(device=None):

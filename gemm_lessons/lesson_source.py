@@ -17,10 +17,13 @@ Kernel cells: a kernel module marks the code a lesson shows with ``# lesson-cell
 into the lesson sources (then builds the notebooks); the test fails when they drift.
 """
 import argparse
+import difflib
 import glob
 import hashlib
 import os
+import re
 import sys
+import textwrap
 
 import jupytext
 import nbformat
@@ -76,6 +79,31 @@ def drift(directory=None):
             if text.strip() != cell_text(pkg_path).strip():
                 bad.append((os.path.basename(path), pkg_path))
     return bad
+
+
+def kernel_function(path):
+    """The SGEMM kernel of a package region (its decorators and ``def sgemm_...(A, B, C, alpha,
+    beta):`` to the end of its body), dedented: a kernel defined inside a factory function reads
+    like one defined at module level."""
+    lines = region(path).split("\n")
+    start = next((i for i, line in enumerate(lines) if re.match(r"\s*def sgemm_\w*\(A, B, C, alpha, beta\):", line)),
+                 None)
+    if start is None:
+        raise ValueError(f"{path}: no 'def sgemm_...(A, B, C, alpha, beta):' in its lesson-cell region")
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    end = start + 1  # the body: every line after the def that is blank or indented deeper
+    while end < len(lines) and (not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > indent):
+        end += 1
+    while start > 0 and lines[start - 1].startswith(" " * indent + "@"):  # its decorators
+        start -= 1
+    return textwrap.dedent("\n".join(lines[start:end])).rstrip("\n")
+
+
+def kernel_diff(before, after, context=0):
+    """What changed from one kernel to the next: a unified diff of kernel_function of two
+    package files (paths relative to the repository), ``context`` unchanged lines around each change."""
+    a, b = kernel_function(before).split("\n"), kernel_function(after).split("\n")
+    return "\n".join(difflib.unified_diff(a, b, before, after, n=context, lineterm=""))
 
 
 def write_kernel_cells():

@@ -18,8 +18,16 @@ def _today():
 
 
 def _name(row):
-    """The kernel's name, flagged when the host could not keep the GPU busy (see time_gpu)."""
-    return row.kernel + (" (host-bound: Python launch overhead, not the kernel)" if row.host_bound else "")
+    """The kernel's name, flagged host-bound where issuing a call took the host at least 80% of the
+    GPU's time per call (timing.Timing.host_bound), with both times: the GPU may then have waited
+    for the host between calls.  The label says what was measured, not why the host was slow
+    (Python's launch overhead for a kernel, the driver's call for cudaMemcpy)."""
+    if not row.host_bound:
+        return row.kernel
+    if getattr(row, "host_issue_ms", None) and getattr(row, "median_ms", None):
+        return (f"{row.kernel} (host-bound: the host took {row.host_issue_ms * 1e3:,.0f} µs to issue a call, "
+                f"the GPU {row.median_ms * 1e3:,.0f} µs to run it)")
+    return row.kernel + " (host-bound: the host took about as long to issue a call as the GPU to run it)"
 
 
 @dataclass

@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 
 from . import _backend
+from .inspect_kernel import main_loop
 
 CUOBJDUMP = os.environ.get("CUOBJDUMP", "cuobjdump")
 PTXAS = os.environ.get("PTXAS", "ptxas")
@@ -72,8 +73,23 @@ def compile_sass(kernel, max_registers=None, cc=(9, 0)):
     return sass, info
 
 
+def main_loop(sass):
+    """Counter of the opcodes (predicates dropped) between the target of the first backward
+    branch and that branch: the main loop of an SGEMM kernel, whose order the compiler may
+    schedule differently while the instructions stay the same."""
+    ins = [(int(m.group(1), 16), m.group(2).strip()) for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", sass)]
+    for address, text in ins:
+        target = re.search(r"\bBRA (0x[0-9a-f]+)", text)
+        if target and int(target.group(1), 16) < address:
+            start = int(target.group(1), 16)
+            return collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", t).split()[0]
+                                       for a, t in ins if start <= a <= address)
+    return collections.Counter()
+
+
 def sass_facts(kernel, max_registers=None):
-    """Registers, spill bytes, counts of OPS and of all instructions ("all")."""
+    """Registers, spill bytes, counts of OPS and of all instructions ("all"), and the main loop
+    (``loop``: inspect_kernel.main_loop)."""
     sass, info = compile_sass(kernel, max_registers)
     counts = collections.Counter()
     for line in sass.splitlines():
@@ -87,4 +103,5 @@ def sass_facts(kernel, max_registers=None):
             counts["all"] += 1
     regs = int(re.search(r"Used (\d+) registers", info).group(1))
     spill = int(re.search(r"(\d+) bytes spill stores", info).group(1))
-    return dict(regs=regs, spill_bytes=spill, **{op: counts[op] for op in OPS + ("all",)})
+    return dict(regs=regs, spill_bytes=spill, **{op: counts[op] for op in OPS + ("all",)},
+                loop=main_loop(sass))

@@ -4,6 +4,7 @@ Every function takes a results record (see gemm_lessons.results) and labels the 
 the device and date the numbers were measured on.
 """
 import matplotlib.pyplot as plt
+import numpy as np
 
 from . import counting, results
 from .results import label, sgemm_rows
@@ -186,3 +187,28 @@ def save_figures(record, directory=results.RESULTS_DIR):
         ax.figure.savefig(paths[-1], dpi=110)
         plt.close(ax.figure)
     return paths
+
+
+def transpose_suite(suite, ax=None):
+    """% of cuBLAS sgeam per shape for library.transpose, single calls and back-to-back, from a
+    recorded transpose suite (results.transpose_suite)."""
+    rows = suite["rows"]
+    labels = ["x".join(map(str, r["shape"])) for r in rows]
+    x = np.arange(len(rows))
+    if ax is None:
+        _, ax = plt.subplots(figsize=(max(8, 0.55 * len(rows)), 4.2))
+    for off, key, color, name in ((-0.2, "pct_sgeam_single", "tab:blue", "single calls"),
+                                  (0.2, "pct_sgeam", "tab:orange", "back-to-back")):
+        vals = [r["kernels"].get("library", {}).get(key, 0) for r in rows]
+        ax.bar(x + off, vals, 0.4, color=color, label=name)
+        for xi, v in zip(x + off, vals):
+            if v:
+                ax.text(xi, v, f"{v:.0f}", ha="center", va="bottom", fontsize=6)
+    ax.axhline(100, color="k", ls="--", lw=1)
+    ax.axhline(95, color="grey", ls=":", lw=1, label="95%")
+    ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=8)
+    ax.set_ylabel("% of cuBLAS sgeam (its time / ours)")
+    ax.set_title(f"library.transpose against cuBLAS sgeam, recorded on {suite['device']}, {suite['date'][:10]}",
+                 fontsize=10)
+    ax.legend(fontsize=8)
+    return ax

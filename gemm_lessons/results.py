@@ -20,11 +20,12 @@ PATHS = {
     "ncu-banks": "ncu-banks-{device}.csv",  # ncu ... tools/bank_truth.py run
     "ncu-transpose": "ncu-transpose-{device}.csv",  # ncu ... tools/transpose_profile.py run
     "ncu-roofline": "ncu-roofline-{device}.csv",  # ncu ... tools/roofline_profile.py run
+    "ncu-l2order": "ncu-l2order-{device}.csv",  # ncu ... tools/l2order.py run (lesson 08, block order)
     "ncu-lessons": "ncu-lessons-{device}.csv",  # python -m gemm_lessons.profiler record (lessons 01, 04, 06, 08)
     "sanitizer": "sanitizer-{device}.txt",  # compute-sanitizer ... tools/sanitize.py
     "reproducibility": "reproducibility/{device}{suffix}.json",  # bench runs to compare: "run-a", "run-b"
     "reproducibility-report": "reproducibility/{device}{suffix}.txt",  # tools/compare_runs.py
-    "experiment": "experiments/{name}-{device}.json",  # a bench run of a few kernels
+    "experiment": "experiments/{name}-{device}.json",  # a bench run of a few kernels ("l2order": tools/l2order.py)
     "experiment-log": "experiments/{name}-{device}.txt",  # what a one-off probe printed
     "latency": "latency-{device}.json",  # python -m gemm_lessons.latency (the primer)
     "primer-listing": "primer-listing.json",  # python -m gemm_lessons.primer.listing (one device)
@@ -176,4 +177,33 @@ def roofline_counters(device=None, directory=RESULTS_DIR):
     rest = launches[len(names):]
     if rest:
         out["cublas"] = {k: sum(l[k] for l in rest) for k in rest[0] if isinstance(rest[0][k], float)}
+    return out
+
+
+def transpose_suite(device=REFERENCE_DEVICE, directory=RESULTS_DIR):
+    """The recorded transpose suite (tools/transpose_suite.py) of ``device``, a dict, or None."""
+    import json
+
+    path = path_for("transpose-suite", device, directory=directory)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def transpose_suite_summary(suite, kernel="library"):
+    """How ``kernel`` stood against sgeam over the suite: geometric means and the lowest shape,
+    for single calls and back-to-back, over the shapes where it ran correctly; and the shapes
+    where it was wrong or refused."""
+    import math
+
+    rows = [(r["shape"], r["kernels"].get(kernel, {})) for r in suite["rows"]]
+    ran = [(shape, k) for shape, k in rows if k.get("correct")]
+    out = {"shapes": len(rows), "ran": len(ran),
+           "not_run": [shape for shape, k in rows if not k.get("correct")]}
+    for key, name in (("pct_sgeam_single", "single"), ("pct_sgeam", "back_to_back")):
+        vals = [(k[key], shape) for shape, k in ran if key in k]
+        if vals:
+            out[f"geomean_{name}"] = math.exp(sum(math.log(v) for v, _ in vals) / len(vals))
+            out[f"min_{name}"] = min(vals)
     return out

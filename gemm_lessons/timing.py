@@ -35,8 +35,11 @@ class Timing:
 
     @property
     def host_bound(self):
-        """True when issuing a call took the host about as long as the GPU took to run it:
-        then the GPU waited for Python and the timing overstates the kernel's time."""
+        """True when issuing a call took the host at least 80% as long as the GPU took to run it:
+        then the GPU may have waited for the host between calls (it did if the host was the
+        slower of the two), and the timing may overstate the kernel's time.  Why the host was
+        slow is not measured: Python's launch overhead for a kernel, the call itself for a
+        driver copy."""
         return self.host_ms >= 0.8 * self.median_ms
 
     @property

@@ -164,8 +164,9 @@ out = out_d.copy_to_host()
 # ### Check against NumPy
 #
 # On a GPU the compiled kernel computes `a*x + y` as one **fused multiply-add** (FMA: one
-# rounding): part 3's SASS listing of this kernel shows it, a single `FFMA` instruction, and
-# counts it. NumPy computes a multiply and an add (two roundings), so the last bit may differ.
+# rounding): part 3 shows the kernel's [SASS](GLOSSARY.md#sass), the GPU's machine code, in which
+# it is a single [`FFMA`](GLOSSARY.md#ffma) instruction (FP32 fused multiply-add), and counts it.
+# NumPy computes a multiply and an add (two roundings), so the last bit may differ.
 # The check compares with a float64 result and allows float32 rounding.
 
 # %%
@@ -247,7 +248,8 @@ hier.figure();
 # random order, one per 128-byte line, so every step touches a new line. The size of the array
 # decides where the loads are served: a few KiB stay in L1, a few MiB in L2, a working set several
 # times the L2 size comes from DRAM. The time is read from the SM's cycle counter (`clock64`, a
-# small numba intrinsic in `gemm_lessons/latency.py`) around the loop.
+# small numba intrinsic in `gemm_lessons/latency.py`) around the loop. The tables give
+# nanoseconds too: the cycles at the clock the driver reports, the same conversion for every level.
 #
 # One more cost hides in the largest working sets. The GPU translates each virtual address into
 # a physical one and caches recent translations in **[TLBs](GLOSSARY.md#tlb)**; a random chase
@@ -325,12 +327,13 @@ if lat is not None:
 # ## 3 · PTX and SASS: what the compiler made
 #
 # numba turns the Python kernel into **PTX**, NVIDIA's portable assembly language for a virtual
-# machine. PTX is then compiled into **SASS**, the machine code of one GPU generation: on a GPU,
-# numba hands the PTX to the CUDA driver, whose built-in compiler makes the SASS when the kernel
-# is loaded ([Programming Guide, just-in-time compilation](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#just-in-time-compilation));
-# ahead of time, the CUDA toolkit's assembler [`ptxas`](GLOSSARY.md#ptxas) does the same job (that
-# is how the recorded listing below was made without a GPU). The lessons count SASS instructions
-# because SASS is what runs. In numba:
+# machine. PTX is then compiled into **SASS**, the machine code of one GPU generation. On a GPU,
+# numba does that when the kernel is first launched, through a CUDA library (nvJitLink where it is
+# installed, else the driver's built-in compiler:
+# [Programming Guide, just-in-time compilation](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#just-in-time-compilation));
+# ahead of time, without a GPU, the CUDA toolkit's assembler [`ptxas`](GLOSSARY.md#ptxas) does the
+# same job. The line above the listing below says which way it was made. The lessons count SASS
+# instructions because SASS is what runs. In numba:
 #
 # * `kernel.inspect_asm()`: the PTX; `kernel.inspect_sass()`: the SASS (needs `nvdisasm`);
 # * `kernel.get_regs_per_thread()`, `get_local_mem_per_thread()`, `get_shared_mem_per_block()`.
@@ -339,8 +342,8 @@ if lat is not None:
 # [LDG/STG](GLOSSARY.md#ldg), [LDS/STS](GLOSSARY.md#lds), [LDL/STL](GLOSSARY.md#ldl),
 # [.128](GLOSSARY.md#width-128), [BAR.SYNC](GLOSSARY.md#bar-sync).
 #
-# They need a GPU (or at least the CUDA compiler). On the simulator the listing below was
-# compiled from the same kernels ahead of time, and says how and when.
+# They need a GPU (or at least the CUDA compiler). On the simulator the listing below is a saved
+# record (`results/primer-listing.json`), made earlier from the same kernels; it says how and when.
 
 # %%
 how, compiled = listing.listing()
@@ -349,13 +352,13 @@ if compiled is None:
                      "`GEMM_LESSONS_SIMULATOR=0 python -m gemm_lessons.primer.listing --offline` where the "
                      "CUDA compiler is installed."))
 else:
-    display(Markdown(f"**Listing of `saxpy`**, {how}."))
+    display(Markdown(f"**Listing of `saxpy`**, {how}: made {listing.made_by(how)}."))
     print("PTX (the body, without the parameter loads):")
     print(listing.ptx_body(compiled["saxpy"]["ptx"]))
 
 # %%
 if compiled is not None:
-    print("SASS:")
+    print("SASS, from the first instruction to the last EXIT (the padding after it never runs):")
     print(listing.sass_until_exit(compiled["saxpy"]["sass"]))
     print(f"\nFFMA instructions in this listing: {listing.count(compiled['saxpy']['sass'], 'FFMA')} "
           "(the a*x + y of the kernel, one fused multiply-add)")
@@ -455,7 +458,8 @@ facts
 # * **registers**: per thread. **local bytes (spills)**: local memory per thread; anything but 0
 #   means the compiler ran out of registers and keeps values in memory (`LDL`/`STL`).
 # * **blocks/SM**: how many blocks of this kernel fit on one SM at once, and the resource that
-#   stops the next one (part 4).
+#   stops the next one (part 4); where two resources allow the same count, both are named
+#   (`registers = threads`: either alone would stop it there).
 # * **FFMA**: fused multiply-adds *in the code*, not executed: a loop written once but unrolled
 #   eight times shows eight.
 # * **LDS / STS**: loads from and stores to shared memory, 4 bytes per thread; **LDS.128**: 16
@@ -516,15 +520,17 @@ for regs, smem, threads in [(24, 0, 256), (64, 8192, 256), (128, 8192, 256), (16
 #
 # The arithmetic behind both ([Little's law](GLOSSARY.md#littles-law)): to keep a unit that accepts one instruction per
 # cycle busy while each result takes `L` cycles, `L` independent instructions must be in flight.
-# With one chain of dependent `FFMA`s a warp can start one every `L` cycles; with `L` chains,
-# one every cycle:
+# With one chain of dependent `FFMA`s a warp can start one every `L` cycles; with `L` chains, at
+# most one every cycle. The figure is an idealised schematic of that: a warp that issues nothing
+# but `FFMA`s, one per cycle at most, each taking exactly `L` cycles; its only measured input is
+# `L`. The measurements after it show how close a real warp comes.
 
 # %%
 ffma_latency = latency.ffma_latency(lat)  # None without a latency record
 L = round(ffma_latency) if ffma_latency else 4
 figures.issue_timeline(latency=L, chains=(1, 2, L), label=(
-    f"one warp, FFMA latency {L} cycles, as measured on {latency.label(lat)} (schematic otherwise)"
-    if ffma_latency else f"one warp, FFMA latency {L} cycles: an illustrative value, nothing measured here yet"));
+    f"idealised schematic of one warp; its only measured input: the FFMA latency, {L} cycles ({latency.label(lat)})"
+    if ffma_latency else f"idealised schematic of one warp, FFMA latency {L} cycles: an illustrative value, nothing measured here yet"));
 
 # %% [markdown]
 # The latency measurement covers both effects (kernels in `gemm_lessons/latency.py`): one warp
@@ -547,7 +553,11 @@ else:
     one, eight = ilp[0], ilp[-1]
     lines += ["", f"One dependent chain: an `FFMA` every {one['cycles_per_ffma']:.2f} cycles, the latency. "
               f"With {eight['chains']} chains the same warp issues one every {eight['cycles_per_ffma']:.2f} cycles: "
-              f"{one['cycles_per_ffma'] / eight['cycles_per_ffma']:.1f}x the work from one warp, by ILP alone. "
+              f"{one['cycles_per_ffma'] / eight['cycles_per_ffma']:.1f}x the work from one warp, by ILP alone"
+              + (", but still more than the one cycle of the idealised figure above, likely in part because the "
+                 "loop's other instructions (its counter and branch) take issue slots too; the measurement records "
+                 "no breakdown of the cycles. " if eight["cycles_per_ffma"] > 1.05 else ". ")
+              + 
               f"More warps with one chain each reach at most {best_w['warp_ffma_per_cycle']:.2f} warp-FFMAs per cycle "
               f"on the SM (with {best_w['warps']} warps)"]
     units = lat["device"].get("fp32_lanes_per_sm")  # FP32 results per cycle per SM, by compute capability
@@ -590,10 +600,11 @@ else:
     except ValueError as e:
         display(Markdown(f"Little's law cannot be worked out from these records: {e}."))
     else:
+        how_ns = "the chase's cycles at the clock the driver reports; " if lat["device"].get("clock_mhz") else ""
         display(Markdown(
             f"Reading at {f['read_gbs']:,.0f} GB/s (half of the copy's {f['copy_gbs']:,.0f} GB/s, "
             f"{f['copy_shape'][0]} x {f['copy_shape'][1]} floats, recorded on {results.label(bench)}) with a DRAM "
-            f"latency of {f['t_ns']:.0f} ns ({latency.source(lat)}) needs at least {f['bytes'] / 2**20:.2f} MiB of "
+            f"latency of {f['t_ns']:.0f} ns ({how_ns}{latency.source(lat)}) needs at least {f['bytes'] / 2**20:.2f} MiB of "
             f"loads in flight on the whole GPU: {f['per_sm'] / 1024:.1f} KiB per SM ({f['sm_count']} SMs). Even with "
             f"all {f['threads_per_sm']:,} thread slots of every SM filled, that is {f['per_thread']:.1f} bytes, "
             f"{f['loads_per_thread']:.1f} 4-byte loads, waiting per thread at every moment.\n\n"

@@ -45,9 +45,9 @@ figures.warp_access(coalesced=False);
 # %% [markdown]
 # **Predict.** Per k-step a warp needs 1 + 4 = 5 sectors with the coalesced mapping and
 # 32 + 1 = 33 with the other: about 6.6x more traffic through L1/L2. Caches soften this (the
-# rows of A are reused by neighbouring warps), so expect the uncoalesced kernel to be several
-# times slower, not exactly 6.6x. Either way the kernel performs $2MNK$ global loads, two per
-# FMA: far too many, which is lesson 02's problem.
+# rows of A are reused by neighbouring warps), so expect the uncoalesced kernel to be slower, but
+# by less than 6.6x. Either way the kernel performs $2MNK$ global loads, two per FMA, which is
+# lesson 02's problem.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -92,7 +92,10 @@ def sgemm_naive(A, B, C, alpha, beta):
 # ## Check
 #
 # Every check runs the kernel on random, non-square matrices (sizes that divide nothing), with
-# alpha and beta, against a float64 reference, and reports the relative Frobenius error. Before
+# alpha and beta, against a float64 reference, and reports the
+# **[relative error](GLOSSARY.md#relative-error)** $\|C - C_{ref}\|_F / \|C_{ref}\|_F$, where
+# $\|X\|_F$, the Frobenius norm, is the square root of the sum of the squares of X's elements: one
+# number for the whole matrix, about the size of float32 rounding when the kernel is right. Before
 # each run C is filled with a special NaN ("poison"): any element the kernel forgets to write
 # is reported as *unwritten*, with its position.
 
@@ -155,32 +158,75 @@ print(f"coalesced / uncoalesced: {table.speedup('naive', 'naive_uncoalesced'):.1
 # caches absorb; the [stall reasons](GLOSSARY.md#stall-reasons), what the warps waited for.
 
 # %%
-gl.profile({"naive": functools.partial(naive.sgemm, kernel=sgemm_naive),
-            "naive_uncoalesced": functools.partial(naive_uncoalesced.sgemm, kernel=sgemm_naive_uncoalesced)},
-           size=(4096, 4096, 4096), lesson="01")
+prof = gl.profile({"naive": functools.partial(naive.sgemm, kernel=sgemm_naive),
+                   "naive_uncoalesced": functools.partial(naive_uncoalesced.sgemm, kernel=sgemm_naive_uncoalesced)},
+                  size=(4096, 4096, 4096), lesson="01")
+prof
 
 # %% [markdown]
 # ## Look inside
 #
 # On a GPU, numba shows what the compiler made: registers per thread, local memory (spills),
-# and the SASS instructions. The compiler unrolled the k-loop a few times (a handful of `FFMA`
-# in the code), and every `FFMA` is fed by two 4-byte global loads (`LDG.E`): two loads per
-# FMA is why this kernel is so far below the roofline.
+# [blocks per SM](GLOSSARY.md#blocks-per-sm) (here for the launcher's 32 x 8 = 256-thread blocks)
+# and the SASS instructions, counted in the *code*, not as executed (the primer explains the
+# table). The cell after the table reads it.
 
 # %%
-inspect_kernel.compiler_facts({"naive": sgemm_naive})
+facts = inspect_kernel.compiler_facts({"naive": sgemm_naive}, threads={"naive": naive.BLOCK[0] * naive.BLOCK[1]})
+facts
+
+# %%
+from IPython.display import Markdown, display
+
+# What the table above and the profile before it say, in sentences made from their numbers
+sass = (facts.facts.get("naive") or {}).get("sass") or {}
+ffma, ldg, stg = sass.get("FFMA", 0), sass.get("LDG.E", 0), sass.get("STG.E", 0)
+text = []
+if ffma >= 2 and ldg == 2 * (ffma - 1) + 1:
+    text.append(
+        f"The code holds {ffma} `FFMA` and {ldg} `LDG.E` ({facts.source}). {ldg - 1} = 2 x {ffma - 1} of the loads "
+        f"feed the {ffma - 1} `FFMA` of the k-loop, one load of A and one of B each: the compiler wrote the loop's "
+        "body out several times and added a loop for the leftover k-steps (the full listing, "
+        "`sgemm_naive.inspect_sass()` on a GPU, shows both loops). After the loops, when beta is not 0, one more "
+        "`LDG.E` reads C and one more `FFMA` computes `alpha*acc + beta*C`; the "
+        f"{stg} `STG.E` are the stores of the two branches (beta 0 or not).")
+elif sass:
+    text.append(f"The code holds {ffma} `FFMA` and {ldg} `LDG.E` ({facts.source}): the k-loop's `FFMA` each take "
+                "two loads, one of A and one of B; the rest are C's read and stores after the loop.")
+l1, dram = prof.value("naive", "l1_hit"), prof.value("naive", "dram_bytes")
+stalls = prof.top_stalls("naive")
+if l1 is not None and dram and stalls:
+    ideal = counting.sgemm_min_bytes(4096, 4096, 4096)
+    memory = {"long_scoreboard", "lg_throttle"}
+    top = " and ".join(f"*{r.replace('_', ' ')}* ({p:.0f}%)" for r, p in stalls[:2])
+    text.append(
+        f"Two loads per FMA is what lesson 02 cuts. What do they cost here? In the profile above, `naive`'s L1 "
+        f"hit rate was {l1:.0f}%, and DRAM moved {dram / 1e9:.0f} GB, {dram / ideal:.0f} times the "
+        f"{ideal / 1e6:.0f} MB of a kernel that reads each value once. Its most frequent stall reasons: {top}.")
+    if stalls[0][0] in memory:
+        text.append("The warps waited mostly for global memory: the loads are what held this kernel back.")
+    else:
+        text.append("The most frequent one is not a wait for global memory. Warps that are ready but not picked, "
+                    "or that wait for a busy arithmetic pipe, point to a kernel with more instructions to issue "
+                    "than the SM can take. Likely culprits: the two loads per `FFMA` and the integer arithmetic "
+                    "that computes their addresses (the table above counts only the loads). Lesson 02 removes "
+                    "most of those loads.")
+display(Markdown("\n\n".join(text)))
 
 # %% [markdown]
 # ## Exercises
 #
 # ### 01-sectors
-# For the **uncoalesced** mapping, how many 32-byte sectors does one warp touch in A and in B
-# at one k-step? Answer with a pair `(sectors_of_A, sectors_of_B)`; the figure above helps.
+# The coalesced kernel, launched with blocks of **16 x 16** threads instead of 32 x 8
+# (`threadIdx.x` still walks the columns of C; K = N = 4096, and each block's first column is a
+# multiple of 16). A warp is 32 consecutive thread numbers, `threadIdx.x` fastest. At one k-step,
+# how many 32-byte sectors does one warp touch in A and in B? Answer with a pair
+# `(sectors_of_A, sectors_of_B)`.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 ### BEGIN SOLUTION: answer = None
-answer = (32, 1)
+answer = (2, 2)  # two rows of 16 threads: 2 floats of A, 16 KiB apart; 16 neighbouring floats of B, 64 bytes
 ### END SOLUTION
 exercises.check("01-sectors", answer)
 
@@ -232,8 +278,8 @@ plots.rung_versus_size("naive");
 # %% [markdown]
 # ## Takeaway
 #
-# * Map `threadIdx.x` to the contiguous dimension: the same arithmetic runs several times faster
-#   when a warp's loads fall into few sectors.
+# * Map `threadIdx.x` to the contiguous dimension: the same arithmetic ran faster when a warp's
+#   loads fell into few sectors (by how much: the ratio printed under the measurement above).
 # * Even coalesced, the naive kernel loads two floats from global memory per FMA, $2MNK$ loads
 #   in all, and reaches a few percent of cuBLAS. Each value of A is re-read by every block
 #   column, each value of B by every block row. Lesson 02 stages them in shared memory.

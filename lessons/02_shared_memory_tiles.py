@@ -33,18 +33,20 @@ figures.tiles(BM=32, BN=32, BK=32);
 # **Predict.** Each block reads $BM \cdot K$ values of A and $K \cdot BN$ of B, and there are
 # $(M/BM)(N/BN)$ blocks, so the global loads fall from $2MNK$ to
 # $$MNK\left(\frac{1}{BM} + \frac{1}{BN}\right)$$
-# a factor of 16 for 32x32 tiles. The next cell checks the formula against a *count*: it runs
-# the kernel on the CUDA simulator with arrays that count every element read.
+# a factor of $2MNK / (MNK \cdot 2/32) = 32$ for 32x32 tiles, and 16 for 16x16 tiles. The next
+# cell checks the formula against a *count* for both tile sizes: it runs the kernel on the CUDA
+# simulator with arrays that count every element read (small sizes: the simulator is slow).
 
 # %%
 # NBVAL_CHECK_OUTPUT
 from gemm_lessons.instruments import global_loads
 
-M, N, K = 32, 48, 64
-counted = global_loads.count_rung("smem_tile16", M, N, K)
-print(f"{M}x{N}x{K}, 16x16 tiles: counted {counted['global_reads']:,} global reads, "
-      f"formula MNK(1/16 + 1/16) = {counting.tiled_global_loads(M, N, K, 16, 16):,.0f}, "
-      f"naive 2MNK = {counting.naive_global_loads(M, N, K):,}")
+for rung, tile, (M, N, K) in [("smem_tile16", 16, (32, 48, 64)), ("smem_tile", 32, (64, 64, 64))]:
+    counted = global_loads.count_rung(rung, M, N, K)["global_reads"]
+    naive_loads = counting.naive_global_loads(M, N, K)
+    print(f"{M}x{N}x{K}, {tile}x{tile} tiles: counted {counted:,} global reads, "
+          f"formula MNK(1/{tile} + 1/{tile}) = {counting.tiled_global_loads(M, N, K, tile, tile):,.0f}, "
+          f"naive 2MNK = {naive_loads:,}: {naive_loads / counted:.0f}x fewer")
 
 
 # %% [markdown]
@@ -105,10 +107,29 @@ gl.check_all(functools.partial(smem_tile.sgemm, tile=16, kernel=tiled16), name="
 # %% [markdown]
 # ### Look inside with the bank tracer
 #
-# `shared_tracer.trace_rung` runs one block on the CUDA simulator and records every shared-memory access
-# by lane (lesson 06 explains the model). Here one 32x32 block with K = 64: the `sA[ty, k]`
-# reads are broadcasts (a warp is one row `ty`), merged four at a time into `LDS.128` as the
-# SASS below shows; the `sB[k, tx]` reads are 32 neighbouring words. No bank conflicts.
+# The **[bank tracer](GLOSSARY.md#bank-tracer)** (`shared_tracer.trace_rung`), one of this
+# course's instruments, runs one block of a kernel on the CUDA simulator, records every
+# shared-memory access of every thread, and groups them into warp-wide instructions, as the GPU
+# issues them. Shared memory serves one instruction of a warp in one or more passes, called
+# **[wavefronts](GLOSSARY.md#wavefront)**; it is split into 32 **[banks](GLOSSARY.md#bank)**, and
+# when lanes of a warp need different words of the same bank, it needs more passes: a
+# **[bank conflict](GLOSSARY.md#bank-conflict)** (lesson 06 explains the model). The table's
+# columns:
+#
+# * **kernel line**: the line of the kernel (the cell above) that makes the access;
+#   **op**: `ld`, a load from shared memory, or `st`, a store to it; **array**: which shared array.
+# * **bytes**: bytes per thread in one instruction: 4, or 16 where four 4-byte loads were merged
+#   into one `LDS.128`, as the compiler does here ("Look inside" below shows it in the SASS).
+# * **instructions**: how many warp-wide instructions the traced block made at that line.
+# * **wavefronts**: how many passes of shared memory they took; **ideal**: the fewest those
+#   accesses could take without conflicts.
+# * **worst n-way**: the largest number of different words one bank had to deliver in one of
+#   those instructions (1: no bank conflict).
+#
+# Here one 32x32 block with K = 64: the `sA[ty, k]` reads are broadcasts (a warp is one row
+# `ty`), merged four at a time; the `sB[k, tx]` reads are 32 neighbouring words. No bank conflicts.
+# The cell after the table divides the totals by the block's **[warp-FMAs](GLOSSARY.md#warp-fma)**:
+# a warp-FMA is one FMA instruction of a warp, 32 FMAs, one per thread.
 
 # %%
 from gemm_lessons.instruments import shared_tracer
@@ -120,11 +141,23 @@ tile_trace
 for op in ("ld", "st"):
     t = tile_trace.totals(op)
     print(f"{op}: {t['instructions']} warp instructions, {t['wavefronts']} wavefronts, {t['conflicts']} from conflicts")
+warp_fmas = (32 * 32 // 32) * 64  # 32 warps, each one FMA instruction per k-step, K = 64 k-steps
+ld = tile_trace.totals("ld")
+values = sum(i.width // 4 for i in tile_trace.instructions if i.op == "ld")  # 4-byte words per lane
+print(f"per warp-FMA ({warp_fmas:,} in the block): {values / warp_fmas:.2f} values read from shared memory, "
+      f"{ld['instructions'] / warp_fmas:.2f} load instructions, {ld['wavefronts'] / warp_fmas:.2f} wavefronts")
+
+# %% [markdown]
+# The lessons measure shared-memory traffic in **shared-memory values per FMA**: the 4-byte
+# words a thread reads from shared memory for each FMA it does. Here that is 2, one of `sA` and
+# one of `sB`. The compiler fetches four `sA` values with one 16-byte instruction, so there are
+# fewer load *instructions* per FMA than values (the line above); the wavefronts per FMA are as
+# many as the values.
 
 # %% [markdown]
 # ## Predict, then measure
-# With 32x32 tiles the kernel reads 16 times fewer values from global memory than the naive
-# kernel (the formula, checked against a count above). How many times faster do you expect
+# With 32x32 tiles the kernel reads 32 times fewer values from global memory than the naive
+# kernel (the formula, and the count above). How many times faster do you expect
 # `smem_tile` (32x32) to run than `naive` at 4096^3? Write one number in the next cell; after the
 # measurement, a cell sets it against the measured speedup.
 
@@ -135,7 +168,9 @@ my_speedup = None  # your prediction: replace None with a number (for example 2.
 # ## Measure: 16 vs 32
 #
 # A 32x32 tile halves the global loads of a 16x16 tile, but it needs 1024 threads per block (the
-# hardware limit) and twice the shared memory per block. Which wins is an empirical question.
+# hardware limit) and four times the shared memory per block: two tiles of 32 x 32 floats,
+# 2 x 32 x 32 x 4 bytes = 8 KiB, against 2 x 16 x 16 x 4 bytes = 2 KiB. Which wins is an empirical
+# question.
 
 # %%
 table = measure.compare({
@@ -155,16 +190,31 @@ exercises.compare_prediction(my_speedup, table.speedup("smem_tile", "naive"), "s
 
 # %% [markdown]
 # The load count is a model with one cost. Where the measurement falls short of it, look at
-# what it leaves out: many of the naive kernel's repeated loads are served by the L1 and L2
-# caches (lesson 01), not by DRAM, so its $2MNK$ loads cost less than $2MNK$ trips to memory;
-# and the tiled kernel pays costs the count does not see, about one shared-memory load per FMA
-# and two barriers per slice ("Look inside", below).
+# what it leaves out. Many of the naive kernel's repeated loads are served by the L1 and L2
+# caches, not by DRAM, so its $2MNK$ loads cost less than $2MNK$ trips to memory (lesson 01's
+# profile, recorded: the next cell). And the tiled kernel pays costs the count does not see: two
+# shared-memory values per FMA (the trace above) and two barriers per slice.
+
+# %%
+from IPython.display import Markdown, display
+from gemm_lessons import profiler
+
+naive_prof = profiler.recorded({"naive": "naive"}, size=(4096, 4096, 4096), rows=("l1_hit", "l2_hit", "dram_bytes"))
+l1, l2, dram = (naive_prof.value("naive", row) for row in ("l1_hit", "l2_hit", "dram_bytes"))
+if None not in (l1, l2, dram):
+    asked = 4 * counting.naive_global_loads(4096, 4096, 4096)  # bytes the loads ask for
+    display(Markdown(
+        f"Lesson 01's profile of `naive` at 4096^3 ({naive_prof.source}): its loads ask for "
+        f"{asked / 1e9:,.0f} GB; the L1 hit rate was {l1:.0f}%, the L2 hit rate {l2:.0f}%, and DRAM moved "
+        f"{dram / 1e9:.0f} GB."))
+else:
+    display(Markdown(f"No recorded profile of `naive` here ({naive_prof.source})."))
 
 # %% [markdown]
 # ### A claim from the sources: "64x64 tiles are 50% faster but less accurate"
 #
-# One of the source write-ups reports that 64x64 tiles ran about 50% faster than 32x32 but gave
-# less accurate results, cause unknown. A 64x64 block has 4096 threads, four times the limit of
+# One of the source write-ups, [[2]](REFERENCES.md#seed-001), reports that 64x64 tiles ran about
+# 50% faster than 32x32 but gave less accurate results, cause unknown. A 64x64 block has 4096 threads, four times the limit of
 # 1024 threads per block: the launch fails. In CUDA C++ a failed launch is silent unless you
 # check for the error, so the "kernel" did nothing (hence fast) and C kept whatever it held
 # (hence "inaccurate"). numba checks launches and raises; our launcher refuses the size before
@@ -183,29 +233,33 @@ if not gl.SIMULATOR:
         make_sgemm_smem_tile(64)[(1, 1), (64, 64)](A, A, C, np.float32(1), np.float32(0))
         cuda.synchronize()
     except Exception as e:
-        print("raw launch of 64x64 threads:", type(e).__name__, str(e)[:120])
+        print("raw launch of 64x64 threads:", type(e).__name__, e)
 
 # %% [markdown]
 # ## Look inside
 #
 # The inner loop now reads shared memory (`LDS`) instead of global memory. Note the `LDS.128`:
 # the compiler noticed that `sA[ty, k..k+3]` are four neighbouring words at an aligned address
-# and merged them into one 16-byte load. Still, each FMA needs its own value of `sB`: about one
-# shared-memory load per FMA. Lesson 03 attacks that ratio.
+# and merged them into one 16-byte load. Still, each FMA needs its own value of `sB`, and one of
+# `sA`: two shared-memory values per FMA (the trace above). Lesson 03 attacks that ratio. The
+# blocks/SM column is for the 32 x 32 = 1,024-thread blocks of this kernel.
 
 # %%
-inspect_kernel.compiler_facts({"smem_tile": tiled32})
+inspect_kernel.compiler_facts({"smem_tile": tiled32}, threads={"smem_tile": 32 * 32})
 
 # %% [markdown]
 # ## Exercises
 #
 # ### 02-loads
-# How many global loads does a 1024^3 SGEMM need with 32x32 tiles? Use the formula.
+# How many global loads does an SGEMM with M = 1024, N = 2048, K = 512 need with rectangular
+# tiles, BM x BN = 64 x 32? Write the formula in M, N, K, BM and BN yourself (not a call to
+# `counting`).
 
 # %%
 # NBVAL_CHECK_OUTPUT
 ### BEGIN SOLUTION: answer = None
-answer = counting.tiled_global_loads(1024, 1024, 1024, 32, 32)
+M, N, K, BM, BN = 1024, 2048, 512, 64, 32
+answer = M * N * K * (1 / BM + 1 / BN)  # (M/BM)(N/BN) blocks, each reading BM*K of A and K*BN of B
 ### END SOLUTION
 exercises.check("02-loads", answer)
 
@@ -270,8 +324,9 @@ plots.rung_versus_size("smem_tile");
 # * Shared-memory tiles cut global loads by the tile size: $MNK(1/BM + 1/BN)$, checked against
 #   a count above.
 # * Two barriers per slice, both required. Launch errors must be checked, never assumed away.
-# * The kernel is now limited by shared-memory traffic: one `LDS` per FMA. Next: keep values in
-#   registers and reuse them.
+# * Each FMA still reads two values from shared memory, one of `sA` and one of `sB`. Whether they
+#   are what limits the kernel now, lesson 03 tests by cutting them: keep values in registers and
+#   reuse them.
 
 # %% [markdown]
 # ## Sources and further reading

@@ -1,9 +1,9 @@
 # %% [markdown]
 # # 03 · 1-D register tiling: several results per thread
 #
-# **Where we are.** With 32x32 shared-memory tiles, global traffic is no longer the problem;
-# shared memory is. Every FMA needs a fresh value from `sB` (and `sA`): about one shared-memory
-# load per FMA.
+# **Where we are.** With 32x32 shared-memory tiles, lesson 02 cut the global loads 32-fold. Every
+# FMA still reads two values from shared memory, one of `sA` and one of `sB` (lesson 02 traced
+# them). This lesson cuts that ratio, and measures whether it pays.
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -26,19 +26,21 @@ measure.recorded(["smem_tile", "reg1d", "cublas"])
 # all threads of a warp read at the same address: a broadcast, one transaction).
 #
 # With fewer threads per output, the block can cover a bigger tile of C for the same thread
-# count: here 1024 threads x 16 results = a 128x128 tile, four times the area of lesson 02's.
+# count: here 1024 threads x 16 results = a 128x128 tile, 16 times the area of lesson 02's 32x32
+# tile (four times its side).
 
 # %% [markdown]
 # **Predict.**
 #
-# * shared-memory loads per FMA: $(1 + TM)/TM$ instead of 2 (lesson 02 reads `sA` and `sB` for
-#   each FMA), and the `sA` reads are broadcasts;
+# * shared-memory values per FMA (4-byte words a thread reads from shared memory for each FMA, as
+#   in lesson 02): $(1 + TM)/TM$ instead of 2 (lesson 02 reads one value of `sA` and one of `sB`
+#   for each FMA), and the `sA` reads are broadcasts;
 # * global loads: $MNK(1/128 + 1/128)$, 4x fewer than with 32x32 tiles.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 for name, BM, BN, TM in [("smem_tile (32x32)", 32, 32, 1), ("reg1d (128x128, TM=16)", 128, 128, 16)]:
-    print(f"{name:<24} shared loads per FMA {(1 + TM) / TM if TM > 1 else 2:.2f}   "
+    print(f"{name:<24} shared values per FMA {(1 + TM) / TM if TM > 1 else 2:.2f}   "
           f"global loads at 4096^3: {counting.tiled_global_loads(4096, 4096, 4096, BM, BN):.3g}")
 
 
@@ -112,9 +114,9 @@ gl.check_all(functools.partial(reg1d.sgemm, kernel=reg1d_64), name="reg1d 64x64"
 # %% [markdown]
 # ### Look inside with the bank tracer
 #
-# One 128x128 block, K = 8, traced on the simulator: per k-step each warp makes one `sB` read
-# (32 neighbouring words) and 16 `sA` reads that every lane shares (a broadcast). Shared traffic
-# per FMA fell, and none of it conflicts.
+# One 128x128 block, K = 8, traced on the simulator (the columns are those of lesson 02's tracer
+# table): per k-step each warp makes one `sB` read (32 neighbouring words) and 16 `sA` reads that
+# every lane shares (a broadcast). Shared traffic per FMA fell, and none of it conflicts.
 
 # %%
 from gemm_lessons.instruments import shared_tracer
@@ -125,11 +127,15 @@ reg1d_trace
 # NBVAL_CHECK_OUTPUT
 t = reg1d_trace.totals("ld")
 print(f"loads: {t['instructions']} warp instructions, {t['wavefronts']} wavefronts, {t['conflicts']} from conflicts")
+warp_fmas = (128 * 128 // 16 // 32) * 8 * 16  # 32 warps, 8 k-steps, 16 FMA instructions per k-step
+values = sum(i.width // 4 for i in reg1d_trace.instructions if i.op == "ld")
+print(f"per warp-FMA ({warp_fmas:,} in the block): {values / warp_fmas:.2f} values read from shared memory, "
+      f"{t['instructions'] / warp_fmas:.2f} load instructions")
 
 # %% [markdown]
 # ## Predict, then measure
-# Per FMA, `reg1d` makes (1 + 16)/16 = 1.06 shared-memory loads where `smem_tile` makes 2, and
-# 4 times fewer global loads (the table printed above). How many times faster do you expect
+# Per FMA, `reg1d` reads (1 + 16)/16 = 1.06 shared-memory values where `smem_tile` reads 2, and
+# makes 4 times fewer global loads (the table printed above). How many times faster do you expect
 # `reg1d` to run than `smem_tile` at 4096^3? Write one number in the next cell; after the
 # measurement, a cell sets it against the measured speedup.
 
@@ -160,20 +166,22 @@ exercises.compare_prediction(my_speedup, table.speedup("reg1d", "smem_tile"), "r
                              table.source)
 
 # %% [markdown]
-# The `reg1d_64x64` row tests the same model a second time: its shared-load ratio against
-# `smem_tile` is 2 / (9/8) = 1.78, and the table shows how close that came. A ratio of load
-# counts predicts a speedup only when those loads are what the kernel waits for; how many
-# blocks fit on an SM and how much work each thread has between barriers count too, and a load
-# count sees neither.
+# The `reg1d_64x64` row tests the same model a second time: its ratio of shared-memory values per
+# FMA against `smem_tile` is 2 / (9/8) = 1.78, and the table shows how close that came. A ratio
+# of load counts predicts a speedup only when those loads are what the kernel waits for; how many
+# blocks fit on an SM (the compiler facts below show it for both tile shapes) and how much work
+# each thread has between barriers count too, and a load count sees neither.
 
 # %% [markdown]
 # ## Look inside
 #
-# Registers per thread, local memory (must be 0: the accumulators stayed in registers) and the
-# SASS instruction mix of the compiled kernel.
+# Registers per thread, local memory (0 means the accumulators stayed in registers: nothing
+# spilled), blocks per SM (for 1,024-thread blocks at 128x128, 512-thread blocks at 64x64) and
+# the SASS instruction mix of the compiled kernels.
 
 # %%
-inspect_kernel.compiler_facts({"reg1d": reg1d_128})
+kernels = {"reg1d": reg1d_128, "reg1d_64x64": reg1d_64}
+inspect_kernel.compiler_facts(kernels, threads={name: k.tile[0] * k.tile[1] // k.tile[3] for name, k in kernels.items()})
 
 
 # %% [markdown]
@@ -243,7 +251,7 @@ plots.rung_versus_size("reg1d");
 # %% [markdown]
 # ## Takeaway
 #
-# * One value in a register, reused TM times, cuts shared-memory loads per FMA from 2 to about 1.
+# * One value in a register, reused TM times, cuts shared-memory values per FMA from 2 to about 1.
 # * Local arrays indexed by constants live in registers; check with the compiler, not by hope.
 # * The tile shape matters as much as the idea: 64x64 with 8 results per thread did not beat
 #   lesson 02 on the GPU we recorded, 128x128 with 16 did.

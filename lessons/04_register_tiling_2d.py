@@ -29,9 +29,11 @@ figures.outer_product(8, 8);
 
 # %% [markdown]
 # **Predict.** For an x-by-y patch the compute-to-memory ratio is
-# $$\frac{2xy}{x + y} = \frac{2}{1/x + 1/y}\ \text{FLOP per value read,}$$
-# largest when the patch is square. The series uses the classic configuration: a 128x128 tile of C
-# per block, BK = 8, and 8x8 results per thread, so 256 threads per block.
+# $$\frac{2xy}{x + y} = \frac{2}{1/x + 1/y}\ \text{FLOP per value read.}$$
+# For a fixed number of results $xy$ (a fixed number of accumulators), it is largest when the
+# patch is square, $x = y$; a bigger patch raises it too. The series uses the classic
+# configuration: a 128x128 tile of C per block, BK = 8, and 8x8 results per thread, so 256
+# threads per block.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -53,8 +55,14 @@ for x, y in [(1, 1), (16, 1), (4, 4), (16, 4), (8, 8)]:
 #   `reg2d_contiguous` in the table below.
 # * **Registers.** 64 accumulators + 16 operands + addresses: left alone, the compiler used more
 #   than 128 registers per thread, and an SM (65,536 registers) then holds only one 256-thread
-#   block. `MAX_REGISTERS=128` (numba's `max_registers`, the `__launch_bounds__` / `-maxrregcount`
-#   of CUDA C++) lets two blocks share an SM.
+#   block. `MAX_REGISTERS=128` lets two blocks share an SM. numba's
+#   [`max_registers`](GLOSSARY.md#max-registers) caps the registers per thread of this one kernel,
+#   as CUDA C++'s
+#   [`__maxnreg__`](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#maximum-number-of-registers-per-thread)
+#   does; nvcc's `-maxrregcount` caps every kernel of a file, and
+#   [`__launch_bounds__(256, 2)`](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#launch-bounds)
+#   states a goal, blocks of at most 256 threads with at least 2 of them per SM, from which the
+#   compiler derives a cap.
 
 # %%
 # source: gemm_lessons/sgemm_kernels/reg2d.py  (the package runs this same code; a test keeps the two identical)
@@ -155,8 +163,8 @@ figures.bank_map(contiguous.first("ld", array="sB").addresses, 4, title="reg2d_c
 
 # %% [markdown]
 # ## Predict, then measure
-# Per k-step a `reg2d` thread makes 8 + 8 = 16 shared-memory loads for 64 FMAs, 0.25 per FMA;
-# `reg1d` made 17 for 16, 1.06 per FMA: 4.25 times more. Global loads are the same (both use
+# Per k-step a `reg2d` thread reads 8 + 8 = 16 shared-memory values for 64 FMAs, 0.25 per FMA;
+# `reg1d` read 17 for 16, 1.06 per FMA: 4.25 times more. Global loads are the same (both use
 # 128x128 tiles). How many times faster do you expect `reg2d` to run than `reg1d` at 4096^3?
 # Write one number in the next cell; after the measurement, a cell sets it against the
 # measured speedup.
@@ -177,26 +185,63 @@ table = measure.compare({
 table
 
 # %%
+print(f"reg2d vs reg1d: {table.speedup('reg2d', 'reg1d'):.2f}x; "
+      f"reg2d_uncapped vs reg2d: {table.speedup('reg2d_uncapped', 'reg2d'):.2f}x; "
+      f"reg2d_contiguous vs reg2d: {table.speedup('reg2d_contiguous', 'reg2d'):.2f}x ({table.source})")
+
+# %%
 exercises.compare_prediction(my_speedup, table.speedup("reg2d", "reg1d"), "reg2d vs reg1d at 4096^3 (times faster)",
                              table.source)
 
 # %% [markdown]
-# Where the measurement falls short of the shared-load ratio, the ratio's assumption (shared
-# loads are the only cost) failed. The next section shows two costs it leaves out: the
-# registers the 64 accumulators take, which decide how many blocks fit on an SM, and the
-# instructions: every value of `sA` and `sB` still arrives through its own 4-byte `LDS`.
+# Where the measurement falls short of the ratio of shared-memory values, the ratio's assumption
+# (shared loads are the only cost) failed. Two things it leaves out are in the next sections.
+# How many warps each SM keeps resident: `reg2d`'s 64 accumulators take registers, which decide
+# how many of its 256-thread blocks fit on an SM, against `reg1d`'s 1,024-thread blocks (the
+# compiler facts below, with both); fewer resident warps hide less of the global loads' latency.
+# And what the warps do wait for: the profiler's stall reasons, further down.
 
 # %% [markdown]
 # ## Look inside: registers, spills, occupancy
 #
-# `registers` is per thread; `local_bytes` is local memory per thread, which must be 0 (spilled
-# registers would appear as `LDL`/`STL` instructions). From the register count follows how many
-# 256-thread blocks fit on one SM (65,536 registers per SM, allocated per warp in units of 256:
-# `inspect_kernel.blocks_per_sm`).
+# `registers` is per thread; `local_bytes` is local memory per thread: anything but 0 means the
+# compiler ran out of registers and spilled some values to local memory, with `LDL`/`STL`
+# instructions to move them ([register spill](GLOSSARY.md#register-spill)). From the register
+# count follows how many blocks fit on one SM (65,536 registers per SM, allocated per warp in
+# units of 256: `inspect_kernel.blocks_per_sm`): 256-thread blocks for the `reg2d` kernels,
+# 1,024-thread blocks for lesson 03's `reg1d`. The cell after the table reads it.
 
 # %%
-kernels = {"reg2d": reg2d_default, "reg2d_uncapped": reg2d_uncapped, "reg2d_contiguous": reg2d_contiguous}
-inspect_kernel.compiler_facts(kernels, threads={name: 256 for name in kernels})
+kernels = {"reg2d": reg2d_default, "reg2d_uncapped": reg2d_uncapped, "reg2d_contiguous": reg2d_contiguous,
+           "reg1d": ladder.SGEMM["reg1d"].kernel}
+threads = {"reg2d": 256, "reg2d_uncapped": 256, "reg2d_contiguous": 256, "reg1d": 1024}
+facts = inspect_kernel.compiler_facts(kernels, threads=threads)
+facts
+
+# %%
+from IPython.display import Markdown, display
+
+# Resident warps and spills, read off the table above
+text, warps = [], {}
+for name, f in facts.facts.items():
+    if f.get("registers"):
+        blocks, _ = inspect_kernel.blocks_per_sm(f["registers"], f.get("shared_bytes", 0), threads[name])
+        warps[name] = blocks * threads[name] // 32
+if warps:
+    text.append("Resident warps per SM (blocks/SM x warps per block): "
+                + ", ".join(f"`{name}` {w}" for name, w in warps.items()) + ".")
+base = facts.facts.get("reg2d") or {}
+for name, f in facts.facts.items():
+    if f.get("local_bytes"):
+        sass = f.get("sass") or {}
+        same_cap = (name != "reg2d" and not base.get("local_bytes") and base.get("registers") == f.get("registers"))
+        text.append(f"`{name}` spills: {f['local_bytes']} bytes of local memory per thread, `LDL` x {sass.get('LDL', 0)} "
+                    f"and `STL` x {sass.get('STL', 0)} in its code"
+                    + (f", at the same {f['registers']} registers with which `reg2d` does not spill: a cap that fits "
+                       "one index pattern can make another spill." if same_cap else "."))
+if not any(f.get("local_bytes") for f in facts.facts.values()):
+    text.append("No kernel in this table spills (0 bytes of local memory).")
+display(Markdown(" ".join(text)))
 
 # %% [markdown]
 # What to read in the SASS: the counts are instructions in the *code*, not instructions executed.
@@ -226,13 +271,13 @@ gl.profile({"reg2d": functools.partial(reg2d.sgemm, kernel=reg2d_default),
 # ## Exercises
 #
 # ### 04-ratio
-# Compute the compute-to-memory ratio for an 8x8 patch and for a 16x4 patch (same 64 results).
-# Answer with a pair.
+# Compute the compute-to-memory ratio for an 8x4 patch and for a 32x1 patch (the same 32
+# results, neither of them in the table above). Answer with a pair.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 ### BEGIN SOLUTION: answer = None
-answer = (2 / (1 / 8 + 1 / 8), 2 / (1 / 16 + 1 / 4))
+answer = (2 / (1 / 8 + 1 / 4), 2 / (1 / 32 + 1 / 1))
 ### END SOLUTION
 exercises.check("04-ratio", answer)
 
@@ -318,10 +363,14 @@ plots.rung_versus_size("reg2d");
 # * The outer product reuses each loaded value in both directions: 8x8 results per thread read
 #   16 values per 64 FMAs.
 # * More results per thread means more registers; registers decide how many blocks fit on an SM.
-#   Capping them (without spilling) is a tuning knob, measured above.
-# * Which thread owns which results changes how a warp hits shared memory; at this rung the
-#   4-byte loads weigh more (see the table). Lesson 05 changes the
-#   layout of the A tile so the loads can be 16 bytes wide; lesson 06 explains banks.
+#   Capping them is a tuning knob: under the cap `reg2d` fits two blocks per SM where
+#   `reg2d_uncapped` fits one, and the measurement above shows what that was worth. A cap can also
+#   make a kernel spill: the same cap did in `reg2d_contiguous`.
+# * Which thread owns which results changes how a warp hits shared memory: the side-by-side
+#   layout has bank conflicts (the tracer above). At this rung they, and its spill, cost nothing
+#   measurable: `reg2d_contiguous` ran at `reg2d`'s speed (the ratio printed under the
+#   measurement). Lesson 05 changes the layout of the A tile so the loads can be 16 bytes wide;
+#   lesson 06 explains banks.
 
 # %% [markdown]
 # ## Sources and further reading

@@ -3,7 +3,10 @@
 #
 # **Where we are.** Lesson 04's outer product reads 16 values per 64 FMAs, but each value
 # arrives through its own 4-byte instruction: 16 `LDS` per k-step, plus 8 4-byte global loads
-# per thread per slice.
+# per thread per slice. This lesson's kernel, `vec`, moves 16 bytes per instruction wherever
+# it can. It differs from lesson 04's `reg2d` in five changes; the lesson makes them one at a
+# time, each a kernel of its own, looks at what the compiler made of each, and measures each
+# against the one before, so that the whole jump is explained step by step.
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -16,7 +19,7 @@ from numba import cuda, float32
 print(gl.banner())
 
 # %%
-measure.recorded(["reg2d", "cublas"])  # where we start; this lesson's rung is measured below
+measure.recorded(["reg2d", "vec", "cublas"])  # where we start and where we arrive; the steps between are measured below
 
 # %% [markdown]
 # ## Idea: make a thread's values contiguous, then move 16 bytes at a time
@@ -37,9 +40,11 @@ figures.transposed_tile();
 # %% [markdown]
 # ## How to get 128-bit instructions from numba
 #
-# * **Shared memory**: nothing special. Shared arrays are aligned, so when four loads hit
+# * **Shared memory**: usually nothing special. Shared arrays are aligned, so when four loads hit
 #   `sAT[k, m]`, `sAT[k, m+1]`, ... with `m` visibly a multiple of 4, the compiler (NVVM's
-#   load/store vectorizer) merges them into one `LDS.128`.
+#   load/store vectorizer) can merge them into one `LDS.128`, and in this lesson's kernel it
+#   does. Not always: step 2 below shows four neighbouring reads it left as four `LDS`, so
+#   read the SASS.
 # * **Global memory**: numba tells LLVM nothing about the alignment of an array's data pointer,
 #   so four neighbouring global loads stay four `LDG.E`. `gemm_lessons/float4.py` adds two
 #   small numba *intrinsics*, `load4` and `store4`, that emit one `<4 x float>` load or store
@@ -66,6 +71,337 @@ figures.transposed_tile();
 # %%
 from gemm_lessons.float4 import load4, store4  # the 16-byte load/store intrinsics
 from gemm_lessons.unroll import expanded_source, static, static_range, unrolled  # compile-time loops
+
+# %% [markdown]
+# ## The five steps
+#
+# Each step is a kernel in the package (`gemm_lessons/sgemm_kernels/`) that makes one change to
+# the step before it. For each: the idea, the change (a diff of the two kernels, made from the
+# package's code), the kernel, a correctness check, what the compiler made of it next to the
+# step before, and the measured speed of both, timed in the same run.
+#
+# The compiler facts now have two more columns, counted in the SASS of the main loop. A
+# *k-step* is one k of a slice: each thread loads a column of A and a row of B from shared
+# memory and forms their outer product ([glossary](GLOSSARY.md#k-step)). **inner loop** counts
+# the instructions of the innermost loop that holds `FFMA`: here one k-step, run BK = 8 times
+# per slice. **loop around it** counts the other instructions of the loop over the slices:
+# staging the tiles, the barriers, the loop counter, run once per slice. Both count the code,
+# not a measurement; every instruction, an `FFMA` or not, takes one issue slot of a warp
+# scheduler ([issue](GLOSSARY.md#issue)).
+
+# %%
+from IPython.display import Markdown
+from gemm_lessons import lesson05_steps, lesson_source, tables
+from gemm_lessons.sgemm_kernels import reg2d, reg2d_unrolled, transposed_a, vec, wide_loads
+
+Markdown(tables.markdown(["step", "kernel", "what it changes"],
+                         [[i or "start", f"`{s.kernel}`", s.change] for i, s in enumerate(lesson05_steps.STEPS)],
+                         "rll"))
+
+# %% [markdown]
+# **Predict.** Which step do you expect to gain the most? And how many times faster than
+# `reg2d` do you expect `vec` to run at 4096^3, all five steps together? Write the second as a
+# number in the next cell; the end of the lesson sets it against the measurement.
+
+# %%
+my_speedup = None  # your prediction: replace None with a number (for example 1.2)
+
+# %% [markdown]
+# ### Step 1: a thread's results side by side (`reg2d_contiguous`, from lesson 04)
+#
+# A 16-byte load reads four neighbouring floats, so a thread's values must be neighbours in
+# shared memory. In `reg2d` a thread's 8 columns are 16 apart (`SPREAD`); in lesson 04's variant
+# `reg2d_contiguous` (`make_sgemm_reg2d(SPREAD=False)`, no new code) they are side by side, and
+# its 8 values of B for one k are neighbours in `sB[k, :]`. Its 8 values of A are still a
+# column of `sA[m, k]`, BK floats apart. Every load is still 4 bytes wide: this step only
+# makes the later ones possible.
+
+# %%
+lesson05_steps.compiler_facts({"reg2d": reg2d.sgemm_reg2d, "reg2d_contiguous": reg2d.kernel_for(SPREAD=False)})
+
+# %%
+lesson05_steps.measure_step("reg2d_contiguous")  # both from the package; on the simulator: the recorded run
+
+# %% [markdown]
+# ### Step 2: the loops written out at compile time (`reg2d_unrolled`)
+#
+# The same kernel with its loops over a thread's rows `i` and columns `j` written as
+# `static_range` loops, which `@unrolled` writes out before numba compiles the kernel; the 64
+# results become a 2-D register tile `acc[i, j]` indexed only by constants. The loads and stores
+# are the same 4-byte ones. What changes is the code for their addresses: in the SASS of
+# `reg2d_contiguous`, compiled offline for sm_90, the k-step loop computes the address of each
+# of its 16 shared loads with integer instructions, at every k-step, and each `LDS` reads from a
+# register holding a whole address; in that of `reg2d_unrolled`, the 16 addresses are two base
+# registers plus constant offsets, and the k-step loop is shorter (`tests/test_lesson05_steps.py`
+# checks both). The **inner loop** column below shows what the GPU's compiler made.
+#
+# The diff is against lesson 04's factory `make_sgemm_reg2d`, whose `SPREAD=False` sets
+# `ROW_STEP = COL_STEP = 1`, `ROW_SPAN = TM` and `COL_SPAN = TN`: its `t_row + i * ROW_STEP` is
+# the `t_row + i` of the new kernel.
+
+# %%
+print(lesson_source.kernel_diff("gemm_lessons/sgemm_kernels/reg2d.py", "gemm_lessons/sgemm_kernels/reg2d_unrolled.py"))
+
+# %%
+# source: gemm_lessons/sgemm_kernels/reg2d_unrolled.py  (the package runs this same code; a test keeps the two identical)
+BM, BN, BK, TM, TN = 128, 128, 8, 8, 8
+THREADS = (BM // TM) * (BN // TN)  # 256
+
+
+@jit(max_registers=128)  # as in lesson 04: two 256-thread blocks per SM
+@unrolled
+def sgemm_reg2d_unrolled(A, B, C, alpha, beta):
+    sA = cuda.shared.array((BM, BK), float32)
+    sB = cuda.shared.array((BK, BN), float32)
+    tid = cuda.threadIdx.x
+    row0 = cuda.blockIdx.y * BM
+    col0 = cuda.blockIdx.x * BN
+    M, K = A.shape
+    N = B.shape[1]
+    t_row = (tid // (BN // TN)) * TM  # this thread's 8x8 results, side by side: tile rows t_row..t_row+7
+    t_col = (tid % (BN // TN)) * TN   # and columns t_col..t_col+7
+    # the thread's results, and one k-step's column of A and row of B: every index is a
+    # constant once the static_range loops are written out, so all three live in registers
+    acc = cuda.local.array((TM, TN), float32)
+    a = cuda.local.array(TM, float32)
+    b = cuda.local.array(TN, float32)
+    for i in static_range(TM):
+        for j in static_range(TN):
+            acc[i, j] = np.float32(0.0)
+    for k0 in range(0, K, BK):
+        for l in range(BM * BK // THREADS):  # 4 values of each tile per thread, 4 bytes at a time
+            idx = tid + l * THREADS
+            r, c = idx // BK, idx % BK
+            sA[r, c] = A[row0 + r, k0 + c] if row0 + r < M and k0 + c < K else np.float32(0.0)
+        for l in range(BK * BN // THREADS):
+            idx = tid + l * THREADS
+            r, c = idx // BN, idx % BN
+            sB[r, c] = B[k0 + r, col0 + c] if k0 + r < K and col0 + c < N else np.float32(0.0)
+        cuda.syncthreads()
+        for k in range(BK):
+            for i in static_range(TM):  # a column of the A tile: 8 values BK floats apart
+                a[i] = sA[t_row + i, k]
+            for j in static_range(TN):  # a row of the B tile: 8 neighbouring values
+                b[j] = sB[k, t_col + j]
+            for i in static_range(TM):
+                for j in static_range(TN):
+                    acc[i, j] += a[i] * b[j]
+        cuda.syncthreads()
+    for i in static_range(TM):
+        row = row0 + t_row + i
+        for j in static_range(TN):
+            col = col0 + t_col + j
+            if row < M and col < N:
+                if beta == 0:
+                    C[row, col] = alpha * acc[i, j]
+                else:
+                    C[row, col] = alpha * acc[i, j] + beta * C[row, col]
+
+# %%
+gl.check_all(functools.partial(reg2d_unrolled.sgemm, kernel=sgemm_reg2d_unrolled), name="reg2d_unrolled")
+
+# %%
+lesson05_steps.compiler_facts({"reg2d_contiguous": reg2d.kernel_for(SPREAD=False),
+                               "reg2d_unrolled": sgemm_reg2d_unrolled})
+
+# %%
+lesson05_steps.measure_step("reg2d_unrolled", {
+    "reg2d_contiguous": ladder.VARIANTS["reg2d_contiguous"],
+    "reg2d_unrolled": functools.partial(reg2d_unrolled.sgemm, kernel=sgemm_reg2d_unrolled)})
+
+# %% [markdown]
+# ### Step 3: the A tile stored transposed (`transposed_a`)
+#
+# A thread's 8 values of A for one k are a column of `sA[m, k]`, BK floats apart. Store the
+# tile transposed, `sAT[k, m]` (each value goes to its transposed place as it is staged), and
+# they become 8 neighbours, like the 8 values of B. Nothing in the code asks for 16-byte loads:
+# both rows start at a multiple of 8 floats (`t_row`, `t_col`), and NVVM merges every four
+# neighbouring reads into one `LDS.128`, 4 per k-step instead of 16 `LDS`. In step 2 the 8
+# reads of B were already neighbours and stayed eight 4-byte `LDS` (offline SASS; the compiler
+# facts below show the GPU's): we did not find out why NVVM merges them only now.
+
+# %%
+print(lesson_source.kernel_diff("gemm_lessons/sgemm_kernels/reg2d_unrolled.py",
+                                "gemm_lessons/sgemm_kernels/transposed_a.py"))
+
+# %%
+# source: gemm_lessons/sgemm_kernels/transposed_a.py  (the package runs this same code; a test keeps the two identical)
+BM, BN, BK, TM, TN = 128, 128, 8, 8, 8
+THREADS = (BM // TM) * (BN // TN)  # 256
+
+
+@jit(max_registers=128)  # as in lesson 04: two 256-thread blocks per SM
+@unrolled
+def sgemm_transposed_a(A, B, C, alpha, beta):
+    sAT = cuda.shared.array((BK, BM), float32)  # A tile, transposed: sAT[k, m]
+    sB = cuda.shared.array((BK, BN), float32)
+    tid = cuda.threadIdx.x
+    row0 = cuda.blockIdx.y * BM
+    col0 = cuda.blockIdx.x * BN
+    M, K = A.shape
+    N = B.shape[1]
+    t_row = (tid // (BN // TN)) * TM  # this thread's 8x8 results, side by side: tile rows t_row..t_row+7
+    t_col = (tid % (BN // TN)) * TN   # and columns t_col..t_col+7
+    # the thread's results, and one k-step's column of A and row of B: every index is a
+    # constant once the static_range loops are written out, so all three live in registers
+    acc = cuda.local.array((TM, TN), float32)
+    a = cuda.local.array(TM, float32)
+    b = cuda.local.array(TN, float32)
+    for i in static_range(TM):
+        for j in static_range(TN):
+            acc[i, j] = np.float32(0.0)
+    for k0 in range(0, K, BK):
+        for l in range(BM * BK // THREADS):  # 4 values of each tile per thread, 4 bytes at a time
+            idx = tid + l * THREADS
+            r, c = idx // BK, idx % BK
+            sAT[c, r] = A[row0 + r, k0 + c] if row0 + r < M and k0 + c < K else np.float32(0.0)
+        for l in range(BK * BN // THREADS):
+            idx = tid + l * THREADS
+            r, c = idx // BN, idx % BN
+            sB[r, c] = B[k0 + r, col0 + c] if k0 + r < K and col0 + c < N else np.float32(0.0)
+        cuda.syncthreads()
+        for k in range(BK):
+            for i in static_range(TM):  # a row of the transposed A tile: 8 neighbouring values
+                a[i] = sAT[k, t_row + i]
+            for j in static_range(TN):  # a row of the B tile: 8 neighbouring values
+                b[j] = sB[k, t_col + j]
+            for i in static_range(TM):
+                for j in static_range(TN):
+                    acc[i, j] += a[i] * b[j]
+        cuda.syncthreads()
+    for i in static_range(TM):
+        row = row0 + t_row + i
+        for j in static_range(TN):
+            col = col0 + t_col + j
+            if row < M and col < N:
+                if beta == 0:
+                    C[row, col] = alpha * acc[i, j]
+                else:
+                    C[row, col] = alpha * acc[i, j] + beta * C[row, col]
+
+# %%
+gl.check_all(functools.partial(transposed_a.sgemm, kernel=sgemm_transposed_a), name="transposed_a")
+
+# %%
+lesson05_steps.compiler_facts({"reg2d_unrolled": sgemm_reg2d_unrolled, "transposed_a": sgemm_transposed_a})
+
+# %%
+lesson05_steps.measure_step("transposed_a", {
+    "reg2d_unrolled": functools.partial(reg2d_unrolled.sgemm, kernel=sgemm_reg2d_unrolled),
+    "transposed_a": functools.partial(transposed_a.sgemm, kernel=sgemm_transposed_a)})
+
+# %% [markdown]
+# ### Step 4: 16-byte global loads for staging (`wide_loads`)
+#
+# Each slice, a thread has staged 4 values of A and 4 of B with 4-byte loads, each with its own
+# index arithmetic and bounds test. Now it fetches one float4 of each tile with `load4`: one
+# `LDG.E.128` each. The A float4 is four neighbours in a row of A, which go to four different
+# rows of `sAT` (the transpose happens on the way in, four 4-byte stores); the B float4 goes to
+# one row of `sB`. The k-step loop is untouched; what changes is the code around it that runs
+# once per slice (the **loop around it** column). The `LDG.E` left in the counts are the loads
+# of C when beta is not 0. The price: every row must start on a 16-byte boundary, so K and N
+# must be multiples of 4 (ValueError otherwise).
+
+# %%
+print(lesson_source.kernel_diff("gemm_lessons/sgemm_kernels/transposed_a.py",
+                                "gemm_lessons/sgemm_kernels/wide_loads.py"))
+
+# %%
+# source: gemm_lessons/sgemm_kernels/wide_loads.py  (the package runs this same code; a test keeps the two identical)
+BM, BN, BK, TM, TN = 128, 128, 8, 8, 8
+THREADS = (BM // TM) * (BN // TN)  # 256
+assert BM * BK == 4 * THREADS and BK * BN == 4 * THREADS  # one float4 of each tile per thread
+
+
+@jit(max_registers=128)  # as in lesson 04: two 256-thread blocks per SM
+@unrolled
+def sgemm_wide_loads(A, B, C, alpha, beta):
+    sAT = cuda.shared.array((BK, BM), float32)  # A tile, transposed: sAT[k, m]
+    sB = cuda.shared.array((BK, BN), float32)
+    tid = cuda.threadIdx.x
+    row0 = cuda.blockIdx.y * BM
+    col0 = cuda.blockIdx.x * BN
+    M, K = A.shape
+    N = B.shape[1]
+    t_row = (tid // (BN // TN)) * TM  # this thread's 8x8 results, side by side: tile rows t_row..t_row+7
+    t_col = (tid % (BN // TN)) * TN   # and columns t_col..t_col+7
+    a_r = tid // (BK // 4)            # the float4 of the A tile this thread stages
+    a_c = (tid % (BK // 4)) * 4
+    b_r = tid // (BN // 4)            # ... and of the B tile
+    b_c = (tid % (BN // 4)) * 4
+    # the thread's results, and one k-step's column of A and row of B: every index is a
+    # constant once the static_range loops are written out, so all three live in registers
+    acc = cuda.local.array((TM, TN), float32)
+    a = cuda.local.array(TM, float32)
+    b = cuda.local.array(TN, float32)
+    for i in static_range(TM):
+        for j in static_range(TN):
+            acc[i, j] = np.float32(0.0)
+    for k0 in range(0, K, BK):
+        # K and N are multiples of 4, so a float4 lies wholly inside or wholly outside
+        if row0 + a_r < M and k0 + a_c < K:
+            x0, x1, x2, x3 = load4(A, row0 + a_r, k0 + a_c)
+        else:
+            x0 = x1 = x2 = x3 = np.float32(0.0)
+        sAT[a_c + 0, a_r] = x0  # transposing on the way in: four 4-byte stores
+        sAT[a_c + 1, a_r] = x1
+        sAT[a_c + 2, a_r] = x2
+        sAT[a_c + 3, a_r] = x3
+        if k0 + b_r < K and col0 + b_c < N:
+            y0, y1, y2, y3 = load4(B, k0 + b_r, col0 + b_c)
+        else:
+            y0 = y1 = y2 = y3 = np.float32(0.0)
+        sB[b_r, b_c + 0] = y0  # four scalar stores (the SASS: NVVM does not merge them here)
+        sB[b_r, b_c + 1] = y1
+        sB[b_r, b_c + 2] = y2
+        sB[b_r, b_c + 3] = y3
+        cuda.syncthreads()
+        for k in range(BK):
+            for i in static_range(TM):  # a row of the transposed A tile: 8 neighbouring values
+                a[i] = sAT[k, t_row + i]
+            for j in static_range(TN):  # a row of the B tile: 8 neighbouring values
+                b[j] = sB[k, t_col + j]
+            for i in static_range(TM):
+                for j in static_range(TN):
+                    acc[i, j] += a[i] * b[j]
+        cuda.syncthreads()
+    for i in static_range(TM):
+        row = row0 + t_row + i
+        for j in static_range(TN):
+            col = col0 + t_col + j
+            if row < M and col < N:
+                if beta == 0:
+                    C[row, col] = alpha * acc[i, j]
+                else:
+                    C[row, col] = alpha * acc[i, j] + beta * C[row, col]
+
+# %%
+gl.check_all(functools.partial(wide_loads.sgemm, kernel=sgemm_wide_loads), name="wide_loads",
+             shapes=[(68, 44, 36, 1.0, 0.0), (36, 72, 20, 1.5, -0.5)] if gl.SIMULATOR else
+                    [(68, 44, 36, 1.0, 0.0), (516, 1028, 260, -1.0, 0.5), (4, 4, 4, 2.0, 1.0)])
+
+# %%
+lesson05_steps.compiler_facts({"transposed_a": sgemm_transposed_a, "wide_loads": sgemm_wide_loads})
+
+# %%
+lesson05_steps.measure_step("wide_loads", {
+    "transposed_a": functools.partial(transposed_a.sgemm, kernel=sgemm_transposed_a),
+    "wide_loads": functools.partial(wide_loads.sgemm, kernel=sgemm_wide_loads)})
+
+# %% [markdown]
+# ### Step 5: 16-byte stores of C (`vec`, this lesson's kernel)
+#
+# The last change writes C with `store4`: one `STG.E.128` per four results instead of four
+# `STG.E` (and, when beta is not 0, one `LDG.E.128` to read them). The stores happen once per
+# thread, after the main loop. Three other differences in the diff change nothing at `vec`'s
+# defaults: it carries lesson 06's `split` switch (with `split=False`, `ROW_GAP = COL_GAP = 4`
+# and `SPAN = 8`, so `t_row + (i % 4 + i // 4 * ROW_GAP)` is `t_row + i`), the `unroll_k`
+# switch measured at the end of the lesson, and no register cap: at its register count the cap
+# does not bind (compiled offline, its SASS is the same with and without `max_registers=128`,
+# and so is that of `wide_loads`; `tests/test_lesson05_steps.py` checks both).
+
+# %%
+print(lesson_source.kernel_diff("gemm_lessons/sgemm_kernels/wide_loads.py", "gemm_lessons/sgemm_kernels/vec.py"))
 
 # %%
 # source: gemm_lessons/sgemm_kernels/vec.py  (the package runs this same code; a test keeps the two identical)
@@ -174,6 +510,14 @@ try:
 except ValueError as e:
     print("ValueError:", e)
 
+# %%
+lesson05_steps.compiler_facts({"wide_loads": sgemm_wide_loads, "vec": my_vec})
+
+# %%
+lesson05_steps.measure_step("vec", {
+    "wide_loads": functools.partial(wide_loads.sgemm, kernel=sgemm_wide_loads),
+    "vec": functools.partial(vec.sgemm, kernel=my_vec)})
+
 # %% [markdown]
 # ### Look inside with the bank tracer
 #
@@ -193,15 +537,36 @@ t = vec_trace.totals("ld")
 print(f"loads: {t['instructions']} warp instructions, {t['wavefronts']} wavefronts, {t['conflicts']} from conflicts")
 
 # %% [markdown]
-# ## Measure
+# ## All five steps
 #
-# **Predict, then measure.** Per k-step, lesson 04's `reg2d` issues 16 four-byte shared loads
-# for its 64 FMAs; `vec` issues 4 sixteen-byte ones. How many times faster than `reg2d` do you
-# expect `vec` to run at 4096^3? Write a number, then run the cells below: on a GPU they measure
-# both kernels now, in the same run; on the simulator they show the recorded GPU result.
+# Every step and cuBLAS in one run at 4096^3 (the package's kernels). **x the step before** is
+# the step's speedup; **share of the jump** is the TFLOPS it gained, as a share of all the TFLOPS
+# gained from `reg2d` to `vec` (the shares add up to 100%). The split depends on the order: the
+# changes work together (the 16-byte shared reads needed steps 1 and 3, and, judging from the
+# offline SASS, the compile-time unrolling of step 2), so another order would share the jump out
+# differently. **instructions per slice** is read off the compiled main loop: the loop around
+# the k-step loop once, plus the k-step loop BK = 8 times, for the same 512 `FFMA` in every step.
 
 # %%
-my_speedup = None  # your prediction: replace None with a number (for example 1.2)
+steps = lesson05_steps.summary()
+steps
+
+# %%
+steps.plot();
+
+# %% [markdown]
+# Where the TFLOPS grew as FFMA's share of the instructions grew, a likely reason is issue:
+# each of an SM's four warp schedulers issues at most one instruction per cycle, and every
+# instruction that is not an `FFMA` takes a slot an `FFMA` could have used. The table shows the
+# two side by side; it does not measure the cause, and the instructions differ in more than
+# their number (the width of the loads, for one).
+
+# %% [markdown]
+# ## Measure: your prediction, and the k-loop written out too
+#
+# `vec` against `reg2d` once more, for your prediction, next to the variant that also writes
+# out the loop over the 8 k-steps (`unroll_k=True`): on a GPU all three are timed now, in the
+# same run; on the simulator the cells show the recorded benchmark run.
 
 # %%
 my_vec_unrolled_k = make_sgemm_vec(unroll_k=True)
@@ -344,12 +709,16 @@ exercises.check("05-transpose-a", sgemm_ex05)
 # %% [markdown]
 # ## Takeaway
 #
-# * Layout first: transposing the A tile on its way into shared memory turns a thread's strided
-#   values into contiguous ones, which is what makes 16-byte loads possible.
-# * From numba: shared-memory `LDS.128` comes for free with aligned, visibly contiguous indices;
-#   global `LDG.128`/`STG.128` needs a tiny intrinsic; unrolling is asked for with
-#   `static_range` (`@unrolled`), and a register tile needs it: constant indices only.
-#   Always confirm in the SASS.
+# * Layout first: results side by side and the A tile transposed on its way into shared memory
+#   turn a thread's strided values into contiguous ones, which is what makes 16-byte loads
+#   possible.
+# * From numba: shared-memory `LDS.128` can come for free with aligned, visibly contiguous
+#   indices, but not always (step 2); global `LDG.128`/`STG.128` needs a tiny intrinsic;
+#   unrolling is asked for with `static_range` (`@unrolled`), and a register tile needs it:
+#   constant indices only. Always confirm in the SASS.
+# * One change at a time, each measured against the one before in the same run, tells what
+#   each was worth; the table above is the record. Lesson 10 lists them with every other
+#   technique of the course.
 # * Next (lesson 06): the banks of shared memory, and why *which* threads read *which*
 #   addresses in the same instruction still matters.
 

@@ -213,6 +213,7 @@ class TileConfig:
     spread: bool = False     # stage the next slice float4 by float4 through the compute
     guard: str = "if"        # how loads outside A and B are avoided: "if", "select" or "and"
     max_registers: int = 128  # register cap per thread (None: the compiler decides)
+    group_m: int = 1         # block order: 1 row-major; G > 1 groups of G tile rows (block_order.py)
 
     @property
     def lanes(self):  # (LM, LN): how the 32 lanes of a warp tile the warp tile
@@ -225,6 +226,15 @@ class TileConfig:
     @property
     def shared_bytes(self):
         return 4 * self.stages * self.BK * (self.BM + self.pad_a + self.BN)
+
+    def grid(self, M, N):
+        """The launch's blocks for an M x N result: (tile columns, tile rows); with group_m = G > 1,
+        (G rows of a group, tile columns, groups), so that blocks in the order of their linear
+        index walk G tile rows column by column (block_order.py), without a division."""
+        tiles_m, tiles_n = (M + self.BM - 1) // self.BM, (N + self.BN - 1) // self.BN
+        if self.group_m == 1:
+            return tiles_n, tiles_m
+        return self.group_m, tiles_n, (tiles_m + self.group_m - 1) // self.group_m
 
     def validate(self):
         """ValueError naming the first rule the configuration breaks (checked before compiling)."""
@@ -261,7 +271,8 @@ class TileConfig:
         return (f"{self.BM}x{self.BN}x{self.BK} warp {self.WM}x{self.WN} thread {self.TM}x{self.TN} "
                 f"stages {self.stages} pad {self.pad_a} regs {self.max_registers}"
                 + (" spread" if self.spread and self.stages == 2 else "")
-                + ("" if self.guard == "if" else f" guard {self.guard}"))
+                + ("" if self.guard == "if" else f" guard {self.guard}")
+                + ("" if self.group_m == 1 else f" group {self.group_m}"))
 
 
 GUARDS = ("if", "select", "and")
@@ -277,7 +288,7 @@ def make_kernel(cfg):
     A_STEP = cfg.threads // (BK // 4)      #   A_STEP rows apart
     B_LOADS = BK * BN // 4 // cfg.threads  # ... and of the B tile, B_STEP rows apart
     B_STEP = cfg.threads // (BN // 4)
-    STAGES, GUARD = cfg.stages, cfg.guard
+    STAGES, GUARD, GROUP_M = cfg.stages, cfg.guard, cfg.group_m
 
     def load_at(u):  # the k-step before which staged float4 u (A's first, then B's) is loaded
         return u * BK // (A_LOADS + B_LOADS) if cfg.spread else 0
@@ -295,10 +306,17 @@ def make_kernel(cfg):
         if static(STAGES == 2):
             sB1 = cuda.shared.array((BK, BN), float32)
         tid = cuda.threadIdx.x
-        row0 = cuda.blockIdx.y * BM
-        col0 = cuda.blockIdx.x * BN
+        if static(GROUP_M == 1):  # row-major: block (x, y) computes tile (row y, column x)
+            row0 = cuda.blockIdx.y * BM
+            col0 = cuda.blockIdx.x * BN
+        else:  # grouped: block (x, y, z) computes row x of group z in tile column y
+            row0 = (cuda.blockIdx.z * GROUP_M + cuda.blockIdx.x) * BM
+            col0 = cuda.blockIdx.y * BN
         M, K = A.shape
         N = B.shape[1]
+        if static(GROUP_M > 1):
+            if row0 >= M:  # a last group with fewer rows: this block has no tile
+                return
         warp, lane = tid // 32, tid % 32
         a_base = (warp // (BN // WN)) * WM + (lane // LN) * 4   # this thread's first row in the tile
         b_base = (warp % (BN // WN)) * WN + (lane % LN) * 4     # ... and first column

@@ -205,6 +205,127 @@ inspect_kernel.compiler_facts({"warptile": ladder.SGEMM["warptile"].kernel}, thr
 gl.profile({"dbuf": ladder.SGEMM["dbuf"], "warptile": ladder.SGEMM["warptile"]}, size=(4096, 4096, 4096),
            lesson="08")
 
+# %% [markdown]
+# ## Block order and the L2 cache
+#
+# Every block of this kernel reads one **block-row** of A (its BM = 128 rows, all K columns) and
+# one **block-column** of B (all K rows of its BN = 128 columns): two **strips**. The blocks of
+# one tile row of C all read the same block-row of A, the blocks of one tile column the same
+# block-column of B. Those reads go through the [L2 cache](GLOSSARY.md#l2), which all SMs share:
+# what one block brought from DRAM can serve the other blocks that read it soon after, from the
+# L2, as long as it has not been evicted. Which blocks run at the same time decides how often
+# that happens: the L2 hit rate in the profiler's table above.
+#
+# A **[wave](GLOSSARY.md#wave)** is the set of blocks resident at once: SMs x blocks per SM.
+# CUDA promises no order in which the blocks of a launch start; in practice they start roughly
+# in the order of their linear index (`blockIdx.x` fastest, then `y`, then `z`), and the model
+# below assumes exactly that. So far `blockIdx.x` has run along a tile row of C: **row-major
+# order**. A wave that holds more blocks than a tile row has tiles then covers whole tile rows,
+# one after the other: it reads few block-rows of A and every block-column of B.
+#
+# The Triton matmul tutorial ([L2 Cache Optimizations](https://triton-lang.org/main/getting-started/tutorials/03-matrix-multiplication.html#l2-cache-optimizations))
+# takes the blocks in another order: **grouped order** takes GROUP_M tile rows at a time and
+# walks down them column by column, so that a wave can cover a squarer patch of C; of all
+# patches of as many tiles, a square one reads the fewest strips. In Triton's form the linear
+# index `pid` of a block gives its tile like this:
+
+# %%
+# source: gemm_lessons/block_order.py  (the package runs this same code; a test keeps the two identical)
+def grouped_tile(pid, tiles_m, tiles_n, group_m):
+    """(tile row, tile column) of C for block ``pid`` of a 1-D grid: groups of ``group_m`` tile
+    rows, numbered down each column of a group before the next column (Triton's grouped
+    ordering); the last group has fewer rows when group_m does not divide tiles_m.  With
+    group_m = 1 this is row-major order: pid // tiles_n, pid % tiles_n."""
+    per_group = group_m * tiles_n  # blocks in a full group
+    first_row = (pid // per_group) * group_m  # the group's first tile row
+    rows = min(tiles_m - first_row, group_m)  # rows in this group (fewer in a ragged last one)
+    within = pid % per_group  # position inside the group, down a column first
+    return first_row + within % rows, within // rows
+
+# %% [markdown]
+# Ten tile rows and seven tile columns, and a GPU that holds twelve blocks at once: the first
+# twelve blocks in each order (with GROUP_M = 4 the last group has two rows):
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for g in (1, 4):
+    print(f"GROUP_M = {g}: tiles (row, column) of blocks 0-11:", [grouped_tile(pid, 10, 7, g) for pid in range(12)])
+print("GROUP_M = 4, the last group, blocks 56-69:", [grouped_tile(pid, 10, 7, 4) for pid in range(56, 70)])
+
+# %%
+from gemm_lessons import block_order
+fig, ax = plt.subplots(1, 2, figsize=(10, 5.5))
+figures.block_order(10, 7, 1, 12, ax=ax[0])
+figures.block_order(10, 7, 4, 12, ax=ax[1])
+plt.tight_layout()
+
+# %% [markdown]
+# `TileConfig(group_m=G)` gives the kernel this order without computing it: the grid becomes
+# (G, tile columns, groups), and block (x, y, z) computes tile row z * G + x, tile column y (the
+# first lines of the kernel in lesson 07's cell). In the order of their linear index, x fastest,
+# the blocks walk down G rows of a column, then the next column, then the next group: Triton's
+# order (`tests/test_block_order.py` checks it for hundreds of grid shapes, and the kernel's
+# results on the simulator). When G does not divide the tile rows, the last group has fewer rows
+# and its spare blocks return at once. Triton's form would cost the kernel integer divisions by
+# numbers known only at run time; the 3-D grid costs none, and the kernel's main loop keeps the
+# same instructions (`tests/test_sass_equal.py` compares the loops with and without GROUP_M = 8,
+# compiled offline for sm_90, the H100's architecture).
+#
+# ### A model of the first wave
+#
+# How many strips does a wave read at the sizes that matter? `block_order.first_wave` counts them
+# for this kernel's 128 x 128 tiles, with the SMs of the recorded GPU and the blocks per SM its
+# compiler facts allow. `block_order.model` turns the counts into an L2 hit rate and DRAM bytes,
+# under assumptions that make it a model, not a measurement: blocks start in the order of their
+# index, in waves; the blocks of a wave move through K together, so each BK-deep slice of a strip
+# comes from DRAM once per wave and every other block of the wave that needs it finds it in the
+# L2; nothing is kept from one wave to the next. "Slack" is how many BK-deep slices of every
+# strip of the first wave the L2 can hold at once: blocks of a wave that drift apart by fewer
+# slices than that still share (how far they really drift, the model does not know).
+
+# %%
+source = block_order.load_record() or results.load()  # the block-order record's GPU, else the benchmark's
+resident = block_order.resident_blocks(source)
+l2_bytes, l2_source = block_order.l2_size(block_order.load_record())
+print(f"{source.device.name}: {source.device.sm_count} SMs x {resident // source.device.sm_count} blocks per SM "
+      f"= {resident} resident blocks; L2: {l2_source}")
+tiles = 8192 // TileConfig().BM
+fig, ax = plt.subplots(1, 2, figsize=(11, 6))
+figures.block_order(tiles, tiles, 1, resident, ax=ax[0])
+figures.block_order(tiles, tiles, 8, resident, ax=ax[1])
+plt.tight_layout()
+
+# %%
+Markdown(block_order.model_markdown(block_order.SIZES, resident, l2_bytes) + "\n\n"
+         + block_order.model_sentence(8192, resident, l2_bytes))
+
+# %% [markdown]
+# **Predict.** Lesson 10's roofline found no memory ceiling holding the last rung down at
+# 4096^3. Will a grouped order that the model says reads less from DRAM make the kernel faster
+# at 4096^3, 8192^3, 16384^3? And will the profiler's DRAM bytes fall as far as the model's?
+#
+# ### Measured
+#
+# `tools/l2order.py` (the `l2order` step of `tools/gpu_run.sh`) checks every order, then times
+# the kernel in row-major order and with GROUP_M = 4, 8 and 16, next to cuBLAS in the same run,
+# at 4096^3, 8192^3 and 16384^3; then Nsight Compute profiles one launch of each at 8192^3,
+# with the caches flushed before each launch: the L2 hit rate over every sector the L2 served
+# (reads and writes), the hit rate of the SMs' reads alone, and the bytes read from DRAM. The
+# cell renders what was recorded, and says so when nothing was.
+
+# %%
+Markdown(block_order.report())
+
+# %% [markdown]
+# Read the two tables with the model. The model's hit rate is the first wave's, over the reads
+# of A and B: compare it with the hit rate of the SMs' reads (the L2's own rate also counts the
+# writes of C). Where the profiler's DRAM bytes differ from the model's, one of its assumptions
+# does not hold: after the first wave a block starts whenever another one finishes, not in clean
+# waves; the blocks of a wave need not move through K in step; the L2 may keep strips from one
+# wave for the next. Where a grouped order reads less from DRAM and the time does not change,
+# DRAM traffic was not what held the kernel back; once the counters are recorded, the last
+# sentence above gives the share of the DRAM bandwidth row-major order used.
+
 
 # %% [markdown]
 # ## Exercise 08-warp-tile: map the lanes of a warp onto a warp tile
@@ -327,6 +448,9 @@ plots.rung_versus_size("warptile");
 # * On this kernel the decisive choices were the ones that keep the compiler within 128
 #   registers without spilling (BK = 8 with two buffers, the cap itself) and the form of the
 #   load guard; warp layout and padding did not measurably matter.
+# * Block order decides which blocks meet in the L2 cache: a grouped order (Triton's) reads fewer
+#   strips of A and B per wave. What it was worth on the recorded GPU is in the sentences under
+#   the block-order tables, read from the record.
 # * What is left to cuBLAS: the leaderboard (lesson 10) puts every rung next to it.
 
 # %% [markdown]
@@ -334,6 +458,7 @@ plots.rung_versus_size("warptile");
 #
 # * The source articles this lesson re-tells and tests: [[3]](REFERENCES.md#seed-002) (their origins and what each
 #   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
+# * Block order: the Triton matmul tutorial, [L2 Cache Optimizations](https://triton-lang.org/main/getting-started/tutorials/03-matrix-multiplication.html#l2-cache-optimizations).
 # * What to read next: [REFERENCES.md, lesson 08](REFERENCES.md#lessons-07-08).
 # * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
 #   introduced in the [primer](00a_primer.ipynb).

@@ -259,6 +259,42 @@ def symmetrize(src, dst):
 exercises.check("09-symmetrize", symmetrize)
 
 # %% [markdown]
+# ## The library's transpose: every shape
+#
+# `wide` refuses a matrix whose sides are not multiples of 4 (a row must start on a 16-byte
+# boundary), and each lesson launch goes through `kernel[grid, block]`, which spends tens of
+# microseconds in Python per call (lesson 11 measures it). `gemm_lessons.library.transpose(src,
+# dst)` is what a library makes of this lesson: the wide kernel when every row of both arrays
+# allows 16-byte accesses, `smem_padded_32x8` otherwise, each launched with little Python per
+# call (`gemm_lessons.launch.Launcher`). It takes any shape on the device:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from gemm_lessons import library
+for rows, cols in [(64, 96), (61, 90), (33, 7)]:
+    src = np.random.default_rng(rows).random((rows, cols), dtype=np.float32)
+    dst = cuda.to_device(np.full((cols, rows), np.nan, np.float32))  # poisoned
+    library.transpose(cuda.to_device(src), dst)
+    print(f"{rows}x{cols}: exact {np.array_equal(dst.copy_to_host(), src.T)}")
+
+# %% [markdown]
+# `tools/transpose_suite.py` timed it against cuBLAS `sgeam` on a suite of shapes, as a user
+# calls it (single calls, the GPU idle before each) and back-to-back, next to the other
+# candidate kernels (all in `results/transpose-suite-<device>.json`). Where the matrices are
+# small (a few MB), a call takes longer on the host than on the GPU, so there the ratios compare
+# two ways of calling (ours and nvmath-python's binding of cuBLAS), not two kernels.
+
+# %%
+from IPython.display import Markdown, display
+from gemm_lessons import leaderboard
+suite = results.transpose_suite()
+if suite is None:
+    print("no transpose suite recorded for this device yet: run `python3 tools/transpose_suite.py` on a GPU")
+else:
+    plots.transpose_suite(suite)
+    display(Markdown(leaderboard.transpose_suite_markdown(suite)))
+
+# %% [markdown]
 # ## Takeaway
 #
 # * Memory-bound kernels are judged in bytes per second against a copy: no FLOPS to hide behind.

@@ -90,10 +90,13 @@ Markdown(leaderboard.roofline_markdown(record, counters))
 # ## What each technique was worth
 #
 # Each row compares two kernels that differ in one technique, timed in the same run at 4096^3
-# (✅ more than 2 % faster, ❌ more than 2 % slower, ≈ within 2 %).
+# (✅ more than 2 % faster, ❌ more than 2 % slower, ≈ within 2 %). Lesson 05's steps were
+# timed in a run of their own on the same GPU (`python -m gemm_lessons.lesson05_steps`): a
+# pair this benchmark run did not time comes from there, marked †, both kernels still from one run.
 
 # %%
-Markdown(leaderboard.effects_markdown(leaderboard.technique_effects(record)))
+from gemm_lessons import lesson05_steps
+Markdown(leaderboard.effects_markdown(leaderboard.technique_effects(record, extra=[lesson05_steps.load(record.device.name)])))
 
 # %% [markdown]
 # And the single changes of lesson 08's tile sweep (a separate run; each pair from the same

@@ -291,7 +291,7 @@ Markdown(library_report.compiler_markdown(rec))
 # kernel ([host-bound](GLOSSARY.md#host-bound)).
 #
 # **How to measure it.** Three numbers, each answering a different question; the first two use
-# [CUDA events](GLOSSARY.md#cuda-event), timestamps the GPU records in its stream of work:
+# [CUDA events](GLOSSARY.md#cuda-events), timestamps the GPU records in its stream of work:
 #
 # 1. **single call** (`gemm_lessons.shapes.single_calls`): an event just before one call and one just
 #    after, on an idle GPU. This is what a user waits for once: getting the call to the GPU, plus the
@@ -363,8 +363,8 @@ print("in the recorded run:", sorted(set(rec.launch.values())) if rec.launch els
 # **The idea.** A block computes one BM x BN tile of C over all of K. At 64 x 8192 x 8192, C holds
 # 64 x 8192 elements: 64 tiles of 128 x 128. The last rung's register cap lets two such blocks share
 # an SM (lesson 08), so one [wave](GLOSSARY.md#wave) of blocks on an H100 would need a few hundred;
-# with 64, most of the GPU idles
-# while each block walks through all 8192 values of k. Smaller tiles give more blocks, but each
+# with 64, most of the GPU idles while each block walks through all 8192 values of k (a
+# [tail effect](GLOSSARY.md#tail-effect) with no wave before it). Smaller tiles give more blocks, but each
 # block then reuses less of what it loads (lesson 02's formula). [Split-K](GLOSSARY.md#split-k)
 # cuts K instead: with s parts there are s times as many blocks, each summing 1/s of the k-loop into
 # its own partial tile of a [workspace](GLOSSARY.md#workspace); a second kernel adds the parts and
@@ -562,7 +562,7 @@ Markdown(library_report.below_markdown(rec))
 #   estimate alone can miss.
 # * **The knobs are this lesson's.** An algorithm's configuration names its tile, its split-K count
 #   and reduction scheme, its number of pipeline stages (double buffering is two) and the order in
-#   which blocks walk C ("CTA swizzling", lesson 10's L2 note). A request states the alignment of
+#   which blocks walk C ("CTA swizzling": the [block order](GLOSSARY.md#block-order) of lesson 08). A request states the alignment of
 #   each matrix in bytes and the workspace it may use: section 1's and section 3's constraints.
 # * **CUTLASS**, NVIDIA's open-source templates for the same kernels, instantiates a kernel per tile
 #   shape, alignment and more: its kernel names carry their alignment, its "parallel reduction

@@ -186,3 +186,7 @@ def test_tracer_names_the_kernels_own_arrays_and_lines(rung, names):
     # the sites are lines of the kernel as compiled (expanded by gemm_lessons.unroll)
     st = tr.first("st", array=names[0])
     assert linecache.getline(*st.site).strip().startswith(names[0] + "[")
+    # the table names each row by that line's code (the package file's line number means nothing
+    # in a notebook), without its comment
+    assert st.source.startswith(names[0] + "[") and "#" not in st.source
+    assert f"| `{st.source}` | st | {names[0]} |" in tr._repr_markdown_()

@@ -32,21 +32,21 @@ def _launch_axpy(right=True, guard=True):
 RIGHT = {
     "00a-launch": _launch_axpy(),
     "00a-occupancy": (3, "shared memory"),
-    "00-flops": (2 * 128 + 2) * 512 * 256,
-    "00-intensity": 2 * 4096 / 12,
-    "01-sectors": (32, 1),
-    "02-loads": 1024 ** 3 / 16,
-    "04-ratio": (8, 6.4),
+    "00-flops": (2 * 100 + 2) * 300 * 200,  # M, N, K = 300, 200, 100
+    "00-intensity": 2 * 4096 * 4096 * 512 / (4 * (4096 * 512 * 2 + 4096 * 4096)),  # 204.8
+    "01-sectors": (2, 2),  # blocks 16 wide: a warp is two rows of C
+    "02-loads": 1024 * 2048 * 512 * (1 / 64 + 1 / 32),
+    "04-ratio": (2 / (1 / 8 + 1 / 4), 2 / (1 / 32 + 1)),  # 8x4 and 32x1
     "05-stage-a": lambda tid: (tid // 2, (tid % 2) * 4),
 }
 WRONG = {
     "00a-launch": _launch_axpy(right=False),  # the grid is rounded down: the last elements are never written
     "00a-occupancy": (4, "shared memory"),  # the 1 KB each block reserves forgotten
-    "00-flops": 2 * 128 * 512 * 256,
-    "00-intensity": 2 * 4096 / 8,
-    "01-sectors": (1, 4),
-    "02-loads": 2 * 1024 ** 3,
-    "04-ratio": (8, 8),
+    "00-flops": 2 * 100 * 300 * 200,  # alpha and beta not counted
+    "00-intensity": 2 * 4096 / 12,  # the 4096^3 intensity the lesson prints
+    "01-sectors": (1, 4),  # a warp of a block 32 wide
+    "02-loads": 2 * 1024 * 2048 * 512,  # the naive count
+    "04-ratio": (8, 6.4),  # the 8x8 and 16x4 patches the lesson prints
     "05-stage-a": lambda tid: (tid % 128, (tid // 128) * 4),
 }
 

@@ -60,7 +60,17 @@ def test_levels_pick_one_working_set_per_level():
     assert lv["DRAM"]["bytes"] == 256 * 2**20  # the first >= 4 x L2
     text = latency.summary_markdown(_fake_record())
     assert "Fake GPU, 2026-01-01" in text and "| L2 | 4 MiB | 260 | 130 |" in text
-    assert "| shared memory | 16 KiB | 29 |" in text
+    assert "| shared memory | 16 KiB | 29 | 14 |" in text and "the cycles at 2000 MHz" in text
+
+
+def test_nanoseconds_are_the_cycles_at_the_reported_clock():
+    rec = _fake_record()
+    rec["global"][0]["ns_per_load"] = 12.0  # an event timing that would imply another clock
+    assert latency.ns_per_load(rec, rec["global"][0]) == 15.0  # 30 cycles at 2000 MHz
+    assert latency.summary_rows(rec)[0]["ns"] == 15.0
+    rec["device"].pop("clock_mhz")  # no clock: the events' nanoseconds
+    assert latency.ns_per_load(rec, rec["global"][0]) == 12.0
+    assert latency.ns_per_load(rec, rec["shared"]) is None
 
 
 def test_load_finds_the_newest_record(tmp_path):
@@ -145,7 +155,7 @@ def test_bytes_in_flight_is_littles_law_on_the_reads():
 @pytest.mark.parametrize("change,message", [
     (lambda rec, bench: setattr(bench.device, "name", "Other GPU"), "not the same GPU"),
     (lambda rec, bench: setattr(bench.bandwidth[0], "kernel", "memcpy_d2d"), "no copy_float4 row"),
-    (lambda rec, bench: rec["global"][-1].update(ns_per_load=None), "no DRAM"),
+    (lambda rec, bench: rec["global"].pop(), "no DRAM"),
     (lambda rec, bench: rec["limits"].pop("max_threads_per_sm"), "threads per SM"),
 ])
 def test_bytes_in_flight_says_what_is_missing(change, message):

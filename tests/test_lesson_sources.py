@@ -13,7 +13,8 @@ KERNEL_MODULES = sorted(
 
 def test_every_kernel_module_has_a_region():
     names = {os.path.basename(p) for p in KERNEL_MODULES}
-    assert {"naive.py", "naive_uncoalesced.py", "smem_tile.py", "reg1d.py", "reg2d.py", "vec.py", "wide.py"} <= names
+    assert {"naive.py", "naive_uncoalesced.py", "smem_tile.py", "reg1d.py", "reg2d.py", "reg2d_unrolled.py",
+            "transposed_a.py", "wide_loads.py", "vec.py", "wide.py"} <= names
 
 
 def test_notebook_cells_match_the_package():
@@ -24,7 +25,8 @@ def test_every_ladder_kernel_is_shown_in_a_notebook():
     shown = set()
     for nb in glob.glob(os.path.join(lesson_source.NOTEBOOK_DIR, "*.ipynb")):
         shown.update(path for _, path, _ in lesson_source.source_cells(nb))
-    for module in ["naive", "naive_uncoalesced", "smem_tile", "reg1d", "reg2d", "vec", "dbuf", "warptile"]:
+    for module in ["naive", "naive_uncoalesced", "smem_tile", "reg1d", "reg2d", "reg2d_unrolled", "transposed_a",
+                   "wide_loads", "vec", "dbuf", "warptile"]:
         assert f"gemm_lessons/sgemm_kernels/{module}.py" in shown
     for module in ["naive", "smem_tile", "wide"]:
         assert f"gemm_lessons/transpose/{module}.py" in shown

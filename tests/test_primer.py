@@ -42,9 +42,14 @@ def test_recorded_listing_reads():
     assert "fma.rn.f32" in body and "ld.param" not in body and ".reg" not in body
     sass = listing.sass_until_exit(k["sass"])
     assert sass.splitlines()[-1].strip().endswith("EXIT ;") and "NOP" not in sass
+    assert all(".byte" not in l and ".word" not in l for l in sass.splitlines())  # no cubin metadata
+    assert sass.splitlines()[0].split("*/")[1].split()[0] == "LDC"  # starts at the first instruction
     table = listing.explain_opcodes(k["sass"])
     for op in ("FFMA", "LDG", "STG", "S2R", "ISETP"):
         assert f"| `{op}` |" in table
+    # the table counts what the primer prints: every printed line once, no padding after EXIT
+    counted = sum(int(row.split("|")[2]) for row in table.splitlines()[2:])
+    assert counted == len(sass.splitlines()) and "`NOP`" not in table and "`BRA`" not in table
     summary = k["sass_summary"]
     count = lambda prefix: sum(n for op, n in summary.items() if op.startswith(prefix))  # noqa: E731
     assert (count("FFMA"), count("LDG"), count("STG")) == (1, 2, 1)
@@ -52,10 +57,42 @@ def test_recorded_listing_reads():
     assert r.get("STS") == r.get("LDS") == 1 and any(op.startswith("BAR.SYNC") for op in r)
 
 
+def test_sass_until_exit_keeps_the_code_only():
+    raw = "\n".join(["/*0000*/ \t.byte\t0x04, 0x2f", "/*0004*/ \t.word\tindex@(_Z1k)", "/*0030*/ \t.string\t\"ptxas\"",
+                     "/*0000*/                   LDC R1, c[0x0][0x28] ;",
+                     "/*0010*/               @P0 EXIT ;",
+                     "/*0020*/                   FFMA R5, R4, UR6, R7 ;",
+                     "/*0030*/                   EXIT ;",
+                     "/*0040*/                   BRA `(.L_x_0);",
+                     "/*0050*/                   NOP;"])
+    code = listing.sass_until_exit(raw)
+    assert code.splitlines()[0].endswith("LDC R1, c[0x0][0x28] ;") and code.splitlines()[-1].endswith("EXIT ;")
+    assert len(code.splitlines()) == 4 and listing.sass_until_exit(code) == code
+    assert listing.clean_sass(raw) == code
+    assert "| `EXIT` | 2 |" in listing.explain_opcodes(raw) and "NOP" not in listing.explain_opcodes(raw)
+    assert listing.count(raw, "FFMA") == 1
+
+
+def test_the_recorded_listing_is_trimmed_when_read(tmp_path):
+    with open(listing.RECORD) as f:
+        raw = json.load(f)
+    path = tmp_path / "primer-listing.json"
+    path.write_text(json.dumps(raw))
+    read = listing.load(str(path))
+    for name, k in raw["kernels"].items():
+        assert read["kernels"][name]["sass"] == listing.sass_until_exit(k["sass"])
+        assert len(read["kernels"][name]["sass"]) <= len(k["sass"])
+
+
 @requires_simulator
 def test_listing_on_the_simulator_is_the_record_and_the_command_refuses():
     how, kernels = listing.listing()
     assert how.startswith("recorded:") and "saxpy" in kernels
+    # the primer says how the listing was made from the record's own words
+    assert listing.made_by(how) == (listing.made_by("compiled offline for sm_90 without a GPU")
+                                    if "offline" in listing.load()["how"] else listing.made_by("compiled on X by numba"))
+    assert "ptxas" in listing.made_by("compiled offline for sm_90 without a GPU (...)")
+    assert "on a GPU" in listing.made_by("compiled on NVIDIA H100 80GB HBM3 (compute capability 9.0) by numba")
     with pytest.raises(SystemExit):
         listing.main([])
 

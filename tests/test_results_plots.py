@@ -86,6 +86,10 @@ def test_host_bound_rows_are_flagged_in_tables(record):
     assert "host-bound" in table._repr_markdown_()
     bw = replace(record.bandwidth[0], host_bound=True)
     assert "host-bound" in measure.Table("copy", [bw], record, True)._repr_markdown_()
+    # the label gives the two times the rule compares, not a cause
+    label = measure._name(replace(bw, host_issue_ms=0.15, median_ms=0.18))
+    assert label == f"{bw.kernel} (host-bound: the host took 150 µs to issue a call, the GPU 180 µs to run it)"
+    assert measure._name(replace(bw, host_bound=False)) == bw.kernel
 
 
 def test_roofline_rows_place_each_rung_at_its_tile_intensity(record):
@@ -185,3 +189,32 @@ def test_each_lesson_plots_its_rung_the_one_before_and_cublas(record):
     assert [t.get_text() for t in ax.get_legend().get_texts()][:2] == ["naive", "cublas"]
     with pytest.raises(ValueError, match="not a rung"):
         plots.rung_versus_size("no_such_rung", record)
+
+
+def _suite(pcts):
+    """A transpose-suite record with library at the given (single, back-to-back) % of sgeam."""
+    rows = [{"shape": [64 * (i + 1), 96], "copy_gbs": 1.0,
+             "kernels": {"cublas_sgeam": {"correct": True, "pct_sgeam": 100.0, "pct_sgeam_single": 100.0},
+                         "library": {"correct": True, "pct_sgeam_single": s, "pct_sgeam": b}}}
+            for i, (s, b) in enumerate(pcts)]
+    return {"device": "Some GPU", "date": "2026-11-23T00:00:00", "rows": rows}
+
+
+def test_transpose_suite_summary_and_sentence():
+    suite = _suite([(100, 50), (400, 200)])
+    s = results.transpose_suite_summary(suite)
+    assert s["geomean_single"] == pytest.approx(200) and s["geomean_back_to_back"] == pytest.approx(100)
+    assert s["min_back_to_back"] == (50, [64, 96]) and s["not_run"] == []
+    text = leaderboard.transpose_suite_markdown(suite)
+    assert "Below 95% back-to-back: 64x96 (50%)" in text and "Some GPU, 2026-11-23" in text
+    assert "No shape stayed below" in leaderboard.transpose_suite_markdown(_suite([(100, 99)]))
+    ax = plots.transpose_suite(suite)
+    assert "Some GPU" in ax.get_title() and len(ax.patches) == 4
+
+
+def test_recorded_transpose_suite_checks_out():
+    suite = results.transpose_suite()
+    if suite is None:
+        pytest.skip("no transpose suite recorded")
+    assert all(r["kernels"]["library"]["correct"] for r in suite["rows"])  # every shape, exact
+    assert {tuple(r["shape"]) for r in suite["rows"]} >= {(8192, 8192), (3000, 5000), (8191, 4097)}

@@ -35,6 +35,6 @@ def test_flags_agree_with_the_tables():
     assert {r.operation for r in ALL.values()} == {"sgemm"}
     assert {r.operation for r in ladder.TRANSPOSE.values()} == {"transpose"}
     wide = {name for name, r in {**ALL, **ladder.TRANSPOSE}.items() if r.wide}
-    assert wide == {"vec", "vec_split", "dbuf", "warptile", "vec_unrolled_k", "dbuf_indexed", "dbuf_one_buffer",
-                    "dbuf_short_circuit", "dbuf_select", "wide"}
+    assert wide == {"vec", "vec_split", "dbuf", "warptile", "vec_unrolled_k", "wide_loads", "dbuf_indexed",
+                    "dbuf_one_buffer", "dbuf_short_circuit", "dbuf_select", "wide"}
     assert all("multiples of 4" in r.constraint for name, r in {**ALL, **ladder.TRANSPOSE}.items() if name in wide)

@@ -85,5 +85,21 @@ def test_same_machine_code_as_the_baseline(name):
     assert abs(got["all"] - want["all"]) <= ALL_TOLERANCE, f"{name}: {want['all']} instructions, now {got['all']}"
 
 
+@pytest.mark.skipif(_why_not is not None, reason=f"offline SASS check: {_why_not}")
+def test_block_order_leaves_the_main_loop_alone():
+    """Grouped block order (lesson 08) changes where a block starts, not what it computes: the
+    same main loop (the same instructions, perhaps scheduled in another order), no spills."""
+    from gemm_lessons.sgemm_kernels import warptile
+    from gemm_lessons.sgemm_kernels.warptile import TileConfig
+
+    row_major, grouped = TileConfig(), replace(TileConfig(), group_m=8)
+    facts = {}
+    for cfg in (row_major, grouped):
+        sass, info = offline_sass.compile_sass(warptile.make_kernel(cfg), cfg.max_registers)
+        facts[cfg.group_m] = offline_sass.main_loop(sass), info
+    assert facts[1][0]["FFMA"] == 1024 and facts[8][0] == facts[1][0]
+    assert "0 bytes spill stores" in facts[8][1]
+
+
 if __name__ == "__main__" and "--record" in sys.argv:
     record()

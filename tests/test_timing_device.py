@@ -75,6 +75,10 @@ def test_blocks_per_sm():
     assert blocks_per_sm(157, 8192, 256)[0] == 1  # without it
     assert blocks_per_sm(16, 8192, 1024) == (2, "threads")
     assert blocks_per_sm(16, 100 * 1024, 128) == (2, "shared memory")
+    # ties name every resource that allows the same count: lesson 01's naive kernel, 28 registers
+    # (a warp's 896 rounded up to 1,024) and 256 threads: 8 blocks by registers and 8 by threads
+    assert blocks_per_sm(28, 0, 256) == (8, "registers = threads")
+    assert blocks_per_sm(32, 8192, 1024) == (2, "registers = threads")  # lesson 02's 32x32 tiles
 
 
 def test_host_bound_flag():

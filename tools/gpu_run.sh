@@ -8,7 +8,13 @@
 #   banks      ncu shared-memory counters for the bank lesson -> $OUT/ncu-banks.csv
 #   repro      two bench runs back to back -> $OUT/run-a.json, run-b.json
 #   dbuf       vec_split and the double-buffered variant only -> $OUT/dbuf.json
+#   steps05    lesson 05's steps, reg2d to vec one change at a time, and cuBLAS at 4096^3 and 8192^3 in one
+#              process (python -m gemm_lessons.lesson05_steps) -> results/experiments/lesson05-steps-<device>.json
+#              (copied to $OUT)
 #   roofline   ncu DRAM / L2 / shared counters of every SGEMM rung at 4096^3 -> $OUT/ncu-roofline.csv
+#   l2order    lesson 08's block order: warptile in row-major and grouped order (GROUP_M 4, 8, 16) with cuBLAS in one
+#              process at 4096^3, 8192^3, 16384^3 -> $OUT/l2order-<device>.json (keep as results/experiments/);
+#              then ncu L2 / DRAM counters of one launch of each at 8192^3 -> $OUT/ncu-l2order.csv (about 4 minutes)
 #   profile    ncu memory counters of the copy, sgeam and the transposes -> $OUT/ncu-transpose.csv
 #   profiler   the profiler inside the lessons (gl.profile): tests/test_profiler.py, whose GPU test profiles
 #              real kernels under ncu -> logs/profiler-tests.log; then the counters of lessons 01, 04, 06
@@ -53,11 +59,23 @@ for step in "$@"; do
           > "$OUT/logs/bench-dbuf.log" 2>&1
       echo "dbuf rc=$?" >> "$OUT/logs/steps.log"
       cp /tmp/dbuf/*.json "$OUT/dbuf.json" ;;
+    steps05)
+      python3 -m gemm_lessons.lesson05_steps --no-progress > "$OUT/logs/steps05.log" 2>&1
+      echo "steps05 rc=$?" >> "$OUT/logs/steps.log"
+      cp results/experiments/lesson05-steps-*.json "$OUT/" 2>/dev/null ;;
     roofline)
       # one profiled launch per rung (compiling happens on the host, outside the profiled kernels)
       ncu --clock-control none --print-units base --csv --metrics "$(python3 tools/roofline_profile.py metrics)" \
           python3 tools/roofline_profile.py run > "$OUT/ncu-roofline.csv" 2> "$OUT/logs/ncu-roofline.err"
       echo "roofline rc=$?" >> "$OUT/logs/steps.log" ;;
+    l2order)
+      python3 tools/l2order.py time --out /tmp/l2order > "$OUT/logs/l2order.log" 2>&1
+      echo "l2order time rc=$?" >> "$OUT/logs/steps.log"
+      cp /tmp/l2order/experiments/l2order-*.json "$OUT/" 2>/dev/null
+      # one profiled launch per order (every kernel is compiled before the first launch)
+      ncu --clock-control none --csv --print-units base --metrics "$(python3 tools/l2order.py metrics)" \
+          python3 tools/l2order.py run > "$OUT/ncu-l2order.csv" 2> "$OUT/logs/ncu-l2order.err"
+      echo "l2order ncu rc=$?" >> "$OUT/logs/steps.log" ;;
     profile)
       python3 tools/transpose_profile.py run > /dev/null 2>&1
       ncu --clock-control none --csv --metrics "$(python3 tools/transpose_profile.py metrics)" \

@@ -28,6 +28,7 @@ class Instruction:
     site: tuple  # (file, line) of the access in the kernel source
     addresses: list  # byte address per lane (None: inactive)
     width: int = 4
+    source: str = None  # the text of the kernel's source line at ``site``, as traced
 
     @property
     def cost(self):
@@ -66,8 +67,9 @@ class Trace:
         for i in self.instructions:
             key = (i.site[1], i.op, i.array, i.width)
             c = i.cost
-            r = rows.setdefault(key, {"line": i.site[1], "op": i.op, "array": i.array, "width": i.width,
-                                      "instructions": 0, "wavefronts": 0, "ideal": 0, "degree": 0})
+            r = rows.setdefault(key, {"line": i.site[1], "source": i.source, "op": i.op, "array": i.array,
+                                      "width": i.width, "instructions": 0, "wavefronts": 0, "ideal": 0,
+                                      "degree": 0})
             r["instructions"] += 1
             r["wavefronts"] += c.wavefronts
             r["ideal"] += c.ideal
@@ -81,10 +83,13 @@ class Trace:
         raise LookupError(f"no {op} instruction on {array or 'any array'} in warp {warp}")
 
     def _repr_markdown_(self):
-        lines = ["| line | op | array | bytes | instructions | wavefronts | ideal | worst n-way |",
-                 "|---:|---|---|---:|---:|---:|---:|---:|"]
+        """One row per access in the kernel's source (keyed by the line's text: the line number
+        is one of the package's file, which a notebook does not show), then the totals."""
+        lines = ["| kernel line | op | array | bytes | instructions | wavefronts | ideal | worst n-way |",
+                 "|---|---|---|---:|---:|---:|---:|---:|"]
         for r in self.by_site():
-            lines.append(f"| {r['line']} | {r['op']} | {r['array']} | {r['width']} | {r['instructions']} | "
+            where = ("`" + r["source"].replace("|", "\\|") + "`") if r["source"] else f"line {r['line']}"
+            lines.append(f"| {where} | {r['op']} | {r['array']} | {r['width']} | {r['instructions']} | "
                          f"{r['wavefronts']} | {r['ideal']} | {r['degree']} |")
         for op in ("ld", "st"):
             t = self.totals(op)
@@ -189,6 +194,12 @@ def trace(launch, block=(0, 0, 0), merge=("ld", "st")):
     return Trace(_group(rec.events, set(merge or ())), rec.only_block, rec.arrays)
 
 
+def _code_of(filename, lineno):
+    """The code of one source line, without its comment (None where the source is not found)."""
+    text = re.sub(r"\s+#[^'\"]*$", "", linecache.getline(filename, lineno).strip())
+    return text or None
+
+
 def _group(events, merge):
     groups = collections.OrderedDict()
     occurrence = collections.defaultdict(int)
@@ -204,7 +215,7 @@ def _group(events, merge):
         g["order"] = min(g["order"], seq)
         g["addresses"][lane] = address
     ordered = sorted(groups.items(), key=lambda kv: (kv[0][0], kv[1]["order"]))
-    ins = [Instruction(k[0], k[2], k[3], k[1], v["addresses"]) for k, v in ordered]
+    ins = [Instruction(k[0], k[2], k[3], k[1], v["addresses"], source=_code_of(*k[1])) for k, v in ordered]
     return _merge_wide(ins, merge) if merge else ins
 
 
@@ -239,7 +250,7 @@ def _merge_wide(ins, ops):
         for count, width in ((4, 16), (2, 8)) if x.op in ops else ():
             run = [ins[m] for m in stream[p:p + count]]
             if len(run) == count and _mergeable(run, width):
-                out.append(Instruction(x.warp, x.op, x.array, x.site, list(x.addresses), width))
+                out.append(Instruction(x.warp, x.op, x.array, x.site, list(x.addresses), width, x.source))
                 used.update(stream[p:p + count])
                 break
         else:
@@ -270,8 +281,9 @@ def trace_rung(name, shape, merge=("ld",)):
         return trace(_rung_launch(name, shape), merge=merge)
     code = ("import json, gemm_lessons.instruments.shared_tracer as b; "
             f"t = b.trace_rung({name!r}, {tuple(shape)!r}, {tuple(merge or ())!r}); "
-            "print(json.dumps([[i.warp, i.op, i.array, list(i.site), i.addresses, i.width] "
+            "print(json.dumps([[i.warp, i.op, i.array, list(i.site), i.addresses, i.width, i.source] "
             "for i in t.instructions]))")
     rows = run_on_simulator(code, "tracing")
-    ins = [Instruction(w, op, arr, tuple(site), addrs, width) for w, op, arr, site, addrs, width in rows]
+    ins = [Instruction(w, op, arr, tuple(site), addrs, width, source)
+           for w, op, arr, site, addrs, width, source in rows]
     return Trace(ins, (0, 0, 0), {})

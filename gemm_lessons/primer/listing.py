@@ -35,13 +35,16 @@ def kernels():
 
 
 def clean_sass(text):
-    """Keep the instruction lines of a SASS listing (drop the binary encodings and headers)."""
+    """Keep the addressed lines of a SASS listing (drop the binary encodings and headers), from
+    the first instruction to the last ``EXIT`` (``sass_until_exit``): the disassembler also
+    prints the cubin's data sections (``.byte``, ``.word``, ``.string`` lines of ELF and
+    ``.nv.info`` metadata) with addresses, and the padding after the code."""
     out = []
     for line in text.splitlines():
         line = _ENCODING.sub("", line).rstrip()
         if re.match(r"\s*/\*[0-9a-f]{4,}\*/", line):
             out.append(line.strip())
-    return "\n".join(out)
+    return sass_until_exit("\n".join(out))
 
 
 def _from_gpu():
@@ -50,11 +53,11 @@ def _from_gpu():
     found = {}
     for name, k in kernels().items():
         k.compile(SIGNATURES[name])
-        sass = inspect_kernel._only(k.inspect_sass())
-        counts = inspect_kernel.count_opcodes(sass)
+        sass = clean_sass(inspect_kernel._only(k.inspect_sass()))
+        counts = inspect_kernel.count_opcodes(sass)  # the code's instructions, not the padding after it
         found[name] = dict(inspect_kernel.resources(k), sass_summary=inspect_kernel.summarise_opcodes(counts),
                            sass_counts=dict(counts), ptx=inspect_kernel._only(k.inspect_asm()),
-                           sass=clean_sass(sass))
+                           sass=sass)
     dev = cuda.get_current_device()
     name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
     cc = ".".join(map(str, dev.compute_capability))
@@ -80,13 +83,14 @@ def _from_tools(cc=(9, 0)):
                                   capture_output=True, text=True, check=True).stderr
             sass = subprocess.run([_tool("cuobjdump"), "-sass", f"{d}/k.cubin"], capture_output=True,
                                   text=True, check=True).stdout
-        counts = inspect_kernel.count_opcodes(sass)
+        sass = clean_sass(sass)
+        counts = inspect_kernel.count_opcodes(sass)  # the code's instructions, not the padding after it
         smem = re.search(r"(\d+) bytes smem", info)
         found[name] = {"registers": int(re.search(r"Used (\d+) registers", info).group(1)),
                        "local_bytes": int(re.search(r"(\d+) bytes stack frame", info).group(1)),
                        "shared_bytes": int(smem.group(1)) if smem else 0,
                        "sass_summary": inspect_kernel.summarise_opcodes(counts), "sass_counts": dict(counts),
-                       "ptx": ptx, "sass": clean_sass(sass)}
+                       "ptx": ptx, "sass": sass}
     last = version.splitlines()[-1] if version else "ptxas (version unknown)"
     return found, (f"compiled offline for {arch} without a GPU (numba-cuda's libNVVM, then {last}); "
                    "the GPU's own driver may schedule a few instructions differently"), {"target": arch}
@@ -119,10 +123,10 @@ MEANINGS = {
     "ISETP": "compare integers and set a predicate register (`P0`: one bit per thread); `.EX`: the upper halves "
              "of a 64-bit comparison, combined with the lower halves' result",
     "EXIT": "end the thread; `@P0 EXIT` only in the threads whose predicate `P0` is true (`@!P0`: false)",
-    "BRA": "branch (the `BRA` to itself after `EXIT` is padding that never runs)",
+    "BRA": "branch: the warp's threads go on at another instruction (`@P0 BRA`: those whose `P0` is true)",
     "BSSY": "mark where the threads of a warp that branched apart meet again",
     "BSYNC": "wait there for the warp's threads that branched apart",
-    "NOP": "no operation: padding to the end of the code",
+    "NOP": "no operation",
     "LDG": "load from global memory (`.E`: 64-bit address; `.128`: 16 bytes per thread)",
     "STG": "store to global memory",
     "LDS": "load from shared memory (`.128`: 16 bytes per thread)",
@@ -149,18 +153,30 @@ def ptx_body(ptx):
     return "\n".join(keep)
 
 
+# an instruction line: /*address*/, an optional predicate, an opcode (data lines start with a dot:
+# ".byte", ".word", ".string", ".short", ".dword")
+_INSTRUCTION = re.compile(r"\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?[A-Z][A-Z0-9_.]*")
+
+
 def sass_until_exit(sass):
-    """The SASS lines up to the last EXIT (the rest is padding)."""
+    """The code of a SASS listing: the lines from its first instruction to its last EXIT.  Before
+    the first instruction a whole-cubin disassembly holds data (ELF and ``.nv.info`` metadata,
+    lines such as ``/*0000*/ .byte 0x04, 0x2f``); after the last EXIT comes padding (a ``BRA`` to
+    itself and ``NOP``s) that never runs.  A listing that is already trimmed comes back as it is."""
     lines = sass.splitlines()
-    last = max((i for i, l in enumerate(lines) if re.search(r"\bEXIT\b", l)), default=len(lines) - 1)
-    return "\n".join(lines[:last + 1])
+    code = [i for i, l in enumerate(lines) if _INSTRUCTION.match(l)]
+    if not code:
+        return ""
+    first = code[0]
+    last = max((i for i in code if re.search(r"\bEXIT\b", lines[i])), default=code[-1])
+    return "\n".join(lines[first:last + 1])
 
 
 def explain_opcodes(sass):
-    """A markdown table: each opcode of a listing (in order of first appearance), how often it
-    occurs, what it does."""
+    """A markdown table: each opcode of a listing's code (``sass_until_exit``: what the primer
+    prints), in order of first appearance, how often it occurs, what it does."""
     counts, order = {}, []
-    for m in inspect_kernel._OPCODE.finditer(sass):
+    for m in inspect_kernel._OPCODE.finditer(sass_until_exit(sass)):
         base = m.group(1).split(".")[0]
         if base not in counts:
             order.append(base)
@@ -351,12 +367,27 @@ def describe_facts(facts, source):
     return f"In this table ({source}): " + "; ".join(out) + "."
 
 
+def made_by(how):
+    """How a listing described by ``how`` (the sentence ``listing()`` returns) was compiled, in
+    words the primer can print next to it: offline by ptxas without a GPU, or on a GPU through
+    numba."""
+    if "offline" in how or "without a GPU" in how:
+        return "without a GPU: numba made the PTX, the CUDA toolkit's `ptxas` the SASS"
+    return "on a GPU, through numba, the way the lessons' kernels are compiled"
+
+
 def load(path=RECORD):
-    """The recorded listing, or None."""
+    """The recorded listing, or None.  Each kernel's "sass" is trimmed to its code
+    (``sass_until_exit``): a record made before clean_sass trimmed holds the whole cubin's
+    disassembly, data sections and padding included."""
     if not os.path.exists(path):
         return None
     with open(path) as f:
-        return json.load(f)
+        rec = json.load(f)
+    for k in rec.get("kernels", {}).values():
+        if k.get("sass"):
+            k["sass"] = sass_until_exit(k["sass"])
+    return rec
 
 
 def listing():

@@ -34,9 +34,9 @@ def validate(cfg):
     """warptile's rules plus the scalar staging's: each thread loads elements at a fixed k of A
     and a fixed column of B, so the threads must split BK and BN evenly."""
     cfg.validate()
-    if cfg.stages != 2 or cfg.spread or cfg.guard != "if":
-        raise ValueError(f"any_shape kernel {cfg.short()}: only stages=2, spread=False, guard='if' "
-                         "(its loads are its own)")
+    if cfg.stages != 2 or cfg.spread or cfg.guard != "if" or cfg.group_m != 1:
+        raise ValueError(f"any_shape kernel {cfg.short()}: only stages=2, spread=False, guard='if', "
+                         "group_m=1 (its loads and its grid are its own)")
     T = cfg.threads
     if T % cfg.BK or (cfg.BM * cfg.BK) % T or T % cfg.BN or (cfg.BK * cfg.BN) % T:
         raise ValueError(f"any_shape kernel {cfg.short()}: {T} threads must be a multiple of BK and BN "

@@ -25,6 +25,13 @@ What lessons 07 and 08 add to lesson 06's kernel:
   * the transposed A tile gets ``pad_a`` extra floats per row: the four scalar stores that
     transpose a float4 of A then avoid a 2-way bank conflict (lesson 06's padding; measured
     in 08: no change in speed).
+  * block order (lesson 08, ``group_m``): with group_m = 1 block (x, y) computes tile (row y,
+    column x) of C, row-major order; with group_m = G > 1 the grid is (G, tile columns, groups)
+    and block (x, y, z) computes tile (row z * G + x, column y): in the order of their linear
+    index the blocks walk groups of G tile rows column by column, the Triton matmul tutorial's
+    grouped ordering (block_order.py), so that the blocks resident at the same time share more
+    rows of A and columns of B in the L2 cache.  Blocks past the last tile row (a last group
+    with fewer than G rows) return at once.
 """
 from dataclasses import dataclass, fields
 
@@ -54,6 +61,7 @@ class TileConfig:
     spread: bool = False     # stage the next slice float4 by float4 through the compute
     guard: str = "if"        # how loads outside A and B are avoided: "if", "select" or "and"
     max_registers: int = 128  # register cap per thread (None: the compiler decides)
+    group_m: int = 1         # block order: 1 row-major; G > 1 groups of G tile rows (block_order.py)
 
     @property
     def lanes(self):  # (LM, LN): how the 32 lanes of a warp tile the warp tile
@@ -66,6 +74,15 @@ class TileConfig:
     @property
     def shared_bytes(self):
         return 4 * self.stages * self.BK * (self.BM + self.pad_a + self.BN)
+
+    def grid(self, M, N):
+        """The launch's blocks for an M x N result: (tile columns, tile rows); with group_m = G > 1,
+        (G rows of a group, tile columns, groups), so that blocks in the order of their linear
+        index walk G tile rows column by column (block_order.py), without a division."""
+        tiles_m, tiles_n = (M + self.BM - 1) // self.BM, (N + self.BN - 1) // self.BN
+        if self.group_m == 1:
+            return tiles_n, tiles_m
+        return self.group_m, tiles_n, (tiles_m + self.group_m - 1) // self.group_m
 
     def validate(self):
         """ValueError naming the first rule the configuration breaks (checked before compiling)."""
@@ -102,7 +119,8 @@ class TileConfig:
         return (f"{self.BM}x{self.BN}x{self.BK} warp {self.WM}x{self.WN} thread {self.TM}x{self.TN} "
                 f"stages {self.stages} pad {self.pad_a} regs {self.max_registers}"
                 + (" spread" if self.spread and self.stages == 2 else "")
-                + ("" if self.guard == "if" else f" guard {self.guard}"))
+                + ("" if self.guard == "if" else f" guard {self.guard}")
+                + ("" if self.group_m == 1 else f" group {self.group_m}"))
 
 
 GUARDS = ("if", "select", "and")
@@ -118,7 +136,7 @@ def make_kernel(cfg):
     A_STEP = cfg.threads // (BK // 4)      #   A_STEP rows apart
     B_LOADS = BK * BN // 4 // cfg.threads  # ... and of the B tile, B_STEP rows apart
     B_STEP = cfg.threads // (BN // 4)
-    STAGES, GUARD = cfg.stages, cfg.guard
+    STAGES, GUARD, GROUP_M = cfg.stages, cfg.guard, cfg.group_m
 
     def load_at(u):  # the k-step before which staged float4 u (A's first, then B's) is loaded
         return u * BK // (A_LOADS + B_LOADS) if cfg.spread else 0
@@ -136,10 +154,17 @@ def make_kernel(cfg):
         if static(STAGES == 2):
             sB1 = cuda.shared.array((BK, BN), float32)
         tid = cuda.threadIdx.x
-        row0 = cuda.blockIdx.y * BM
-        col0 = cuda.blockIdx.x * BN
+        if static(GROUP_M == 1):  # row-major: block (x, y) computes tile (row y, column x)
+            row0 = cuda.blockIdx.y * BM
+            col0 = cuda.blockIdx.x * BN
+        else:  # grouped: block (x, y, z) computes row x of group z in tile column y
+            row0 = (cuda.blockIdx.z * GROUP_M + cuda.blockIdx.x) * BM
+            col0 = cuda.blockIdx.y * BN
         M, K = A.shape
         N = B.shape[1]
+        if static(GROUP_M > 1):
+            if row0 >= M:  # a last group with fewer rows: this block has no tile
+                return
         warp, lane = tid // 32, tid % 32
         a_base = (warp // (BN // WN)) * WM + (lane // LN) * 4   # this thread's first row in the tile
         b_base = (warp % (BN // WN)) * WN + (lane % LN) * 4     # ... and first column
@@ -297,6 +322,5 @@ def sgemm(A, B, C, alpha=1.0, beta=0.0, config=TileConfig(), kernel=None):
     if kernel is None:
         kernel = kernel_for(config)
     config = kernel.config
-    grid = ((N + config.BN - 1) // config.BN, (M + config.BM - 1) // config.BM)
-    kernel[grid, config.threads](A, B, C, np.float32(alpha), np.float32(beta))
+    kernel[config.grid(M, N), config.threads](A, B, C, np.float32(alpha), np.float32(beta))
 

@@ -1033,15 +1033,15 @@ SPLITK_LOG_SHAPE = (8, 16, 24, 3)  # M, N, K, splits for the access log
 
 
 def split_k_chunk(K, splits):
-    """k per part: each part sums k_chunk values of k, the last one what is left."""
+    """k per part: each part sums ceil(K / splits) values of k, the last one what is left."""
     return -(-K // splits)
 
 
 def launch_split_k(A, B, C, alpha=1.0, beta=0.0, kernels=None, splits=2):
     """11-split-k's launch: ``kernels = (partial, reduce)``; W is a splits x M x N workspace
     (poisoned first, so that unwritten parts show).  partial[(ceil(N/16), ceil(M/16), splits),
-    (16, 16)](A, B, W, k_chunk), then reduce[(ceil(N/16), ceil(M/16)), (16, 16)](W, C, alpha,
-    beta).  Returns W (a device array)."""
+    (16, 16)](A, B, W) (the kernel works out its chunk of k from K and gridDim.z), then
+    reduce[(ceil(N/16), ceil(M/16)), (16, 16)](W, C, alpha, beta).  Returns W (a device array)."""
     from numba import cuda
 
     from .problems import POISON
@@ -1052,7 +1052,7 @@ def launch_split_k(A, B, C, alpha=1.0, beta=0.0, kernels=None, splits=2):
     W = cuda.to_device(np.full((splits, M, N), POISON, np.float32))
     tx, ty = SPLITK_THREADS
     grid = ((N + tx - 1) // tx, (M + ty - 1) // ty)
-    partial[grid + (splits,), (tx, ty)](A, B, W, np.int64(split_k_chunk(K, splits)))
+    partial[grid + (splits,), (tx, ty)](A, B, W)
     reduce[grid, (tx, ty)](W, C, np.float32(alpha), np.float32(beta))
     return W
 
@@ -1133,7 +1133,7 @@ def split_k_facts(answer):
     grid = ((N + tx - 1) // tx, (M + ty - 1) // ty)
 
     def run_partial(A, B, W):
-        partial[grid + (splits,), (tx, ty)](A, B, W, np.int64(chunk))
+        partial[grid + (splits,), (tx, ty)](A, B, W)
 
     log, out = access_log.log(run_partial, dict(A=A, B=B, W=np.zeros((splits, M, N), np.float32)))
     k_read = {z: {"A": set(), "B": set()} for z in range(splits)}
@@ -1169,8 +1169,9 @@ def _span(ks):
     return f"k = {ks[0]}..{ks[-1]}" if ks else "no k"
 
 
-@exercise("11-split-k", "partial kernel: the blocks with blockIdx.z == z sum k from z * k_chunk up to "
-                        "min(K, (z + 1) * k_chunk) - 1 and write W[z, row, col]. Reduction: the same mapping "
+@exercise("11-split-k", "partial kernel: with parts = cuda.gridDim.z and k_chunk = ceil(K / parts), the blocks "
+                        "with blockIdx.z == z sum k from z * k_chunk up to min(K, (z + 1) * k_chunk) - 1 and "
+                        "write W[z, row, col]. Reduction: the same mapping "
                         "(threadIdx.x along the columns); total = W[0, row, col] + W[1, row, col] + ... over "
                         "W.shape[0] parts, then C = alpha * total, + beta * C only when beta != 0.")
 def _(answer):

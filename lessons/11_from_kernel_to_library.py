@@ -562,8 +562,9 @@ Markdown(library_report.below_markdown(rec))
 #   estimate alone can miss.
 # * **The knobs are this lesson's.** An algorithm's configuration names its tile, its split-K count
 #   and reduction scheme, its number of pipeline stages (double buffering is two) and the order in
-#   which blocks walk C ("CTA swizzling": the [block order](GLOSSARY.md#block-order) of lesson 08). A request states the alignment of
-#   each matrix in bytes and the workspace it may use: section 1's and section 3's constraints.
+#   which blocks walk C ("CTA swizzling": lesson 08's [block order](GLOSSARY.md#block-order)). A
+#   request states the alignment of each matrix in bytes and the workspace it may use: section 1's
+#   and section 3's constraints.
 # * **CUTLASS**, NVIDIA's open-source templates for the same kernels, instantiates a kernel per tile
 #   shape, alignment and more: its kernel names carry their alignment, its "parallel reduction
 #   split-K" is a partitioned GEMM plus a batched reduction into a workspace the user provides (this
@@ -595,9 +596,11 @@ for rows_, cols_ in [(12, 8), (7, 12), (13, 5)]:
 # there is to write (the library does the same with lesson 08's kernel). Here the workspace is a 3-D
 # array, `W[part, row, col]`, of splits x M x N floats (the library stacks its parts in a 2-D one).
 #
-# 1. `sgemm_partial(A, B, W, k_chunk)` is launched with `splits` blocks along z; the blocks with
-#    `cuda.blockIdx.z == z` compute part z: each thread's sum over k from `z * k_chunk` up to, not
-#    including, `min(K, (z + 1) * k_chunk)`, into `W[z, row, col]`. Set this thread's range of k.
+# 1. `sgemm_partial(A, B, W)` is launched with one layer of blocks per part along z
+#    (`cuda.gridDim.z` parts); the blocks with `cuda.blockIdx.z == z` compute part z, each thread
+#    its sum into `W[z, row, col]`. The parts cut K into contiguous chunks of ceil(K / parts)
+#    values of k (the last chunk may be shorter) and together cover every k exactly once. Set
+#    this thread's range of k.
 # 2. `splitk_reduce(W, C, alpha, beta)`: one thread per element of C, with the same mapping;
 #    C = alpha x (W[0] + W[1] + ...) + beta x C, reading C only when beta != 0 (C may then hold
 #    anything, NaN included).
@@ -617,7 +620,7 @@ from gemm_lessons import exercises
 
 
 @cuda.jit
-def sgemm_partial(A, B, W, k_chunk):
+def sgemm_partial(A, B, W):
     """Part z = cuda.blockIdx.z of A @ B: this thread's sum over the part's chunk of k, into W[z, row, col]."""
     M, K = A.shape
     N = B.shape[1]
@@ -626,6 +629,7 @@ def sgemm_partial(A, B, W, k_chunk):
     if row < M and col < N:
         z = cuda.blockIdx.z
         ### BEGIN SOLUTION: k_begin, k_end = 0, K
+        k_chunk = (K + cuda.gridDim.z - 1) // cuda.gridDim.z
         k_begin = z * k_chunk
         k_end = min(K, k_begin + k_chunk)
         ### END SOLUTION

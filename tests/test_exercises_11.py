@@ -39,7 +39,7 @@ def _fails(fb, *words):
         assert w in text, f"{w!r} not in: {text}"
 
 
-ONE_PART_DOES_ALL = [("        k_begin = z * k_chunk\n        k_end = min(K, k_begin + k_chunk)\n",
+ONE_PART_DOES_ALL = [("        k_chunk = (K + cuda.gridDim.z - 1) // cuda.gridDim.z\n        k_begin = z * k_chunk\n        k_end = min(K, k_begin + k_chunk)\n",
                       "        k_begin = 0\n        k_end = K if z == 0 else 0\n")]
 READS_ALL_OF_K = [("        for k in range(k_begin, k_end):\n            acc += A[row, k] * B[k, col]\n",
                    "        for k in range(K):\n            a = A[row, k]\n            b = B[k, col]\n"

@@ -341,9 +341,9 @@ Markdown(library_report.overhead_sentence(rec))
 # way numba does (pointer, shape, strides) and launches. The plan for a shape (which kernel, which
 # grid) is worked out on the first call at that shape and remembered. That is likely most of why
 # `gl.sgemm(A, B, C)` costs the host less than its own kernel launched the ordinary way (the
-# comparison above; `GEMM_LESSONS_PLAIN_LAUNCH=1` turns the Launcher off to measure it directly). It relies on numba-cuda
-# internals; where they differ, or on the simulator, a Launcher launches the ordinary way and says
-# so:
+# comparison above; `GEMM_LESSONS_PLAIN_LAUNCH=1` turns the Launcher off, to measure it directly).
+# It relies on numba-cuda internals; where they differ, or on the simulator, a Launcher launches the
+# ordinary way and says so:
 
 # %%
 print(library.launcher_for(dispatch.Plan("wide", "128x128")))
@@ -672,8 +672,9 @@ exercises.check("11-split-k", split_k)
 # * **Fill the GPU.** When C has fewer tiles than the GPU has block slots, split K: more blocks, a
 #   workspace and a reduction; on the skinny shape measured here, by the factor section 3 shows.
 # * **Choose per shape, then check the choice.** A model of waves and rates ranked most plans well
-#   and chose a slower plan at the shapes section 4 names; timing the candidates found that out. cuBLAS is the same idea with far
-#   more kernels: a heuristic over many specialised kernels, cached per problem.
+#   and chose a slower plan at the shapes section 4 names; timing the candidates found that out.
+#   cuBLAS is the same idea with far more kernels: a heuristic over many specialised kernels,
+#   cached per problem.
 
 # %% [markdown]
 # ## Sources and further reading

@@ -350,13 +350,13 @@ print(library.launcher_for(dispatch.Plan("wide", "128x128")))
 print("in the recorded run:", sorted(set(rec.launch.values())) if rec.launch else "not recorded")
 
 # %% [markdown]
-# At the smaller sizes the call is most of the cost: a single call's event time is not far above
-# the host's issue time (the table), so the GPU likely spent much of it waiting for Python (lesson 10
-# marked such timings host-bound). Two things follow for a library: pass C when you have one (allocating it
-# on every call cost more than the rest of the call), and, for many small products, batch them into
-# one launch or capture them in a CUDA graph
-# (the CUTLASS profiler's option for when launch time is the bottleneck,
-# [REFERENCES.md](REFERENCES.md#lesson-11)); neither is in `gl.sgemm` yet.
+# At the smaller sizes the call is most of the cost: a single call's event time is not far above the
+# host's issue time (the table), so the GPU likely spent much of it waiting for Python (lesson 10
+# marked such timings host-bound). Two things follow for a library: pass C when you have one
+# (allocating it on every call cost more than the rest of the call), and, for many small products,
+# batch them into one launch or capture them in a CUDA graph (the CUTLASS profiler's option for when
+# launch time is the bottleneck, [REFERENCES.md](REFERENCES.md#lesson-11)); neither is in `gl.sgemm`
+# yet.
 #
 # ## 3 · Split-K: when C is too small to fill the GPU
 #
@@ -364,13 +364,13 @@ print("in the recorded run:", sorted(set(rec.launch.values())) if rec.launch els
 # 64 x 8192 elements: 64 tiles of 128 x 128. The last rung's register cap lets two such blocks share
 # an SM (lesson 08), so one [wave](GLOSSARY.md#wave) of blocks on an H100 would need a few hundred;
 # with 64, most of the GPU idles while each block walks through all 8192 values of k (a
-# [tail effect](GLOSSARY.md#tail-effect) with no wave before it). Smaller tiles give more blocks, but each
-# block then reuses less of what it loads (lesson 02's formula). [Split-K](GLOSSARY.md#split-k)
-# cuts K instead: with s parts there are s times as many blocks, each summing 1/s of the k-loop into
-# its own partial tile of a [workspace](GLOSSARY.md#workspace); a second kernel adds the parts and
-# applies alpha and beta. The price: the parts' writes to the workspace, the reduction's traffic,
-# (s + 1) x M x N floats (reading the s parts, writing C; M x N more when beta makes it read C), and
-# one more launch.
+# [tail effect](GLOSSARY.md#tail-effect) with no wave before it). Smaller tiles give more blocks,
+# but each block then reuses less of what it loads (lesson 02's formula).
+# [Split-K](GLOSSARY.md#split-k) cuts K instead: with s parts there are s times as many blocks, each
+# summing 1/s of the k-loop into its own partial tile of a [workspace](GLOSSARY.md#workspace); a
+# second kernel adds the parts and applies alpha and beta. The price: the parts' writes to the
+# workspace, the reduction's traffic, (s + 1) x M x N floats (reading the s parts, writing C;
+# M x N more when beta makes it read C), and one more launch.
 
 # %%
 library_report.split_k_diagram(splits=4);

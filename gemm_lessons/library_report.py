@@ -1,0 +1,676 @@
+"""Lesson 11's tables and figures: gl.sgemm as a library, from the shape suite's record.
+
+``python -m gemm_lessons.shapes`` writes results/shapes-<device>.json (records.ShapesRecord): the
+dispatch model's calibration, the per-call cost of each way to call a kernel, and every shape of
+its suite timed against cuBLAS, single calls and back to back, with every candidate plan timed on
+the smaller ones.  This module turns that record into the lesson's tables, sentences and figures,
+and times a few of the same things now where there is a GPU (``call_costs``, ``measure_shapes``):
+on the simulator those return the recorded numbers, labelled as such.  Every number the lesson
+states comes from here, so it follows the record.
+"""
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import _backend, dispatch, results, tables
+
+REFERENCE_SHAPE = (4096, 4096, 4096)  # the aligned square the odd shape is compared with
+ODD_SHAPE = (4095, 4097, 4093)  # the same work with nothing a multiple of 4
+SKINNY_SHAPE = (64, 8192, 8192)  # a small C with a long K: split-K's case
+LOW_PCT = 90.0  # "below 90% of cuBLAS": the shapes the lesson names
+HOST_BOUND = 0.8  # as gemm_lessons.timing: the host took >= 80% of the GPU's time per call
+
+
+# ---------------------------------------------------------------------------------- the record
+def load(device=None):
+    """The shape suite's record of ``device`` (default: results.REFERENCE_DEVICE, the GPU the
+    lessons' prose comes from)."""
+    path = results.path_for("shapes", device or results.REFERENCE_DEVICE)
+    return results.read(path)
+
+
+def label(rec):
+    return results.label(rec)
+
+
+def shape_name(shape):
+    return "x".join(str(int(v)) for v in shape)
+
+
+def row(rec, shape):
+    """The ShapeRow of ``shape`` (M, N, K), or None."""
+    return next((r for r in rec.rows or [] if tuple(r.shape) == tuple(shape)), None)
+
+
+def recorded_model(rec):
+    """The dispatch.Model the record measured (what gl.sgemm uses on that GPU)."""
+    return dispatch.Model.from_dict(rec.model) if rec.model else dispatch.Model()
+
+
+def is_wide(shape):
+    """Whether the wide kernel can run ``shape`` on C-contiguous, freshly allocated arrays."""
+    M, N, K = shape
+    return not (K % 4 or N % 4)
+
+
+def tflops(shape, ms):
+    M, N, K = shape
+    return 2.0 * M * N * K / (ms * 1e-3) / 1e12
+
+
+def calibration(rec, plan):
+    """The calibration row (a dict) of ``plan`` ("wide 128x128", ...), or None."""
+    return next((c for c in rec.calibration or [] if c.get("plan") == str(plan)), None)
+
+
+# ---------------------------------------------------------------------------------- edges
+def alignment_figure(ks=(8, 10), rows=4, ax=None):
+    """Each row-major matrix of ``rows`` rows and K columns as it lies in memory: which rows start
+    on a 16-byte boundary (a float4 load of a row's first 4 floats is legal only there)."""
+    import matplotlib.pyplot as plt
+    import matplotlib.patches as patches
+
+    if ax is None:
+        _, ax = plt.subplots(len(ks), 1, figsize=(11, 1.5 * len(ks)))
+    ax = np.atleast_1d(ax)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for axis, K in zip(ax, ks):
+        n = rows * K
+        width = -(-n // 4) * 4
+        for f in range(n):
+            r = f // K
+            axis.add_patch(patches.Rectangle((f, 0), 1, 1, fc=colors[r % len(colors)], alpha=0.35, ec="white"))
+        for b in range(0, width + 1, 4):
+            axis.axvline(b, color="black", lw=1.6 if b % 8 == 0 else 0.8)
+        bad = []
+        for r in range(rows):
+            start = r * K
+            ok = start % 4 == 0
+            if not ok:
+                bad.append(r)
+            axis.annotate(f"row {r}\nbyte {4 * start}", (start, 1), (start + 0.1, 1.55), fontsize=7,
+                          color="tab:green" if ok else "tab:red", va="center")
+        axis.set_xlim(0, width)
+        axis.set_ylim(0, 2.1)
+        axis.set_yticks([])
+        axis.set_xticks(range(0, width + 1, 4))
+        axis.tick_params(labelsize=7)
+        what = (f"rows {', '.join(map(str, bad))} start between two 16-byte boundaries: no float4 load there"
+                if bad else "every row starts on a 16-byte boundary: float4 loads work")
+        axis.set_title(f"K = {K} floats per row ({4 * K} bytes): {what}", fontsize=9, loc="left")
+    ax[-1].set_xlabel("float index in memory (thick lines every 32 bytes, thin every 16)", fontsize=8)
+    plt.tight_layout()
+    return ax
+
+
+def edges_markdown(rec, shapes=(REFERENCE_SHAPE, ODD_SHAPE)):
+    """gl.sgemm at the aligned square and the odd shape (single calls), with the calibration of
+    the two kernels behind them: the measured cost of the edges."""
+    body = []
+    for shape in shapes:
+        r = row(rec, shape)
+        if r is None or r.single_gl is None:
+            continue
+        body.append([shape_name(shape), r.plan, f"{r.single_gl.median_ms:.3f}", f"{tflops(shape, r.single_gl.median_ms):.1f}",
+                     f"{r.single_cublas.median_ms:.3f}" if r.single_cublas else "",
+                     f"{r.pct_cublas_single:.1f}%" if r.pct_cublas_single else "",
+                     f"{r.pct_cublas_back_to_back:.1f}%" if r.pct_cublas_back_to_back else ""])
+    table = tables.markdown(["M x N x K", "plan gl.sgemm chose", "gl.sgemm ms (single call)", "TFLOPS",
+                             "cuBLAS ms", "% of cuBLAS, single", "% of cuBLAS, back to back"], body, "llrrrrr")
+    return f"**Edges: the aligned square and the odd shape**, recorded on {label(rec)}\n\n" + table
+
+
+def edges_sentence(rec):
+    """The cost of the odd shape in one generated paragraph (from the record)."""
+    a, b = row(rec, REFERENCE_SHAPE), row(rec, ODD_SHAPE)
+    if not (a and b and a.single_gl and b.single_gl):
+        return ""
+    flop = (ODD_SHAPE[0] * ODD_SHAPE[1] * ODD_SHAPE[2]) / (REFERENCE_SHAPE[0] * REFERENCE_SHAPE[1] * REFERENCE_SHAPE[2])
+    t_gl = b.single_gl.median_ms / a.single_gl.median_ms
+    text = (f"{shape_name(ODD_SHAPE)} has {100 * (1 - flop):.2f}% less work than {shape_name(REFERENCE_SHAPE)}, yet "
+            f"one call of `gl.sgemm` took {t_gl:.2f}x as long ({b.single_gl.median_ms:.2f} ms against "
+            f"{a.single_gl.median_ms:.2f} ms)")
+    if a.single_cublas and b.single_cublas:
+        text += f"; cuBLAS took {b.single_cublas.median_ms / a.single_cublas.median_ms:.2f}x as long"
+    text += f" ({label(rec)})."
+    wide, odd = calibration(rec, f"wide {b.plan.split()[1]}"), calibration(rec, b.plan)
+    if wide and odd and "gflops" in wide and "gflops" in odd:
+        text += (f" The calibration at {wide['size']}^3 put the any-shape kernel at {odd['gflops'] / 1e3:.1f} TFLOPS "
+                 f"against {wide['gflops'] / 1e3:.1f} for the wide kernel with the same tiles "
+                 f"({100 * odd['gflops'] / wide['gflops']:.0f}%), on the same aligned square: the edge loads cost "
+                 "that much even where every load could have been 16 bytes wide. At the odd shape it reached "
+                 f"{tflops(ODD_SHAPE, b.single_gl.median_ms):.1f} TFLOPS in single calls: the kernel, more than the "
+                 "shape, sets the price.")
+        if odd.get("local_bytes"):
+            text += (f" The compiler gave it {odd.get('registers')} registers and {odd['local_bytes']} bytes of local "
+                     "memory per thread (spills) where the wide kernel has "
+                     f"{wide.get('local_bytes', 0)}: a likely part of that cost, not measured on its own.")
+    return text
+
+
+# ---------------------------------------------------------------------------------- launch overhead
+@dataclass
+class CallCosts:
+    """What one call costs, per caller and size (records.OverheadRow), measured now or recorded."""
+    rows: list
+    source: str
+    measured_now: bool = False
+
+    def get(self, caller, size, what="issue_us"):
+        r = next((r for r in self.rows if r.caller == caller and r.size == size and not r.error), None)
+        return getattr(r, what) if r else float("nan")
+
+    def callers(self):
+        return list(dict.fromkeys(r.caller for r in self.rows))
+
+    def sizes(self):
+        return sorted({r.size for r in self.rows})
+
+    def _repr_markdown_(self):
+        sizes = self.sizes()
+        body = []
+        for caller in self.callers():
+            cells = []
+            for n in sizes:
+                issue, sync, event = (self.get(caller, n, w) for w in ("issue_us", "sync_us", "event_us"))
+                cells.append("–" if math.isnan(issue) else f"{issue:.0f} · {sync:.0f} · {event:.0f}")
+            body.append([caller, *cells])
+        head = ["caller", *(f"{n}^2: issue · sync · event µs" for n in sizes)]
+        return (f"**Per-call cost on square matrices**, {self.source}\n\n"
+                + tables.markdown(head, body, "l" + "r" * len(sizes))
+                + "\n\nissue: host time per call when calls are issued back to back (Python, checks, launch); "
+                "sync: host time for one call followed by a synchronize (the whole round trip); "
+                "event: CUDA events around one call on an idle GPU (getting the call to the GPU, plus the kernel).")
+
+    def __repr__(self):
+        return self._repr_markdown_()
+
+
+def call_costs(sizes=(128, 256, 512, 1024), rec=None, progress=True):
+    """The per-call cost of gl.sgemm, the ladder's rung, its kernel launched by numba and cuBLAS:
+    measured now on a GPU (shapes.measure_overhead, about 2 s on an H100), the record's rows on the
+    simulator."""
+    if _backend.SIMULATOR:
+        rec = rec or load()
+        rows = [r for r in rec.overhead or [] if r.size in sizes]
+        return CallCosts(rows, f"recorded on {label(rec)} (not measured here: CUDA simulator)")
+    from . import shapes
+    from .device import device_info
+    from .progress import bar
+
+    pbar = bar(5 * len(sizes), "per-call cost", progress)
+    rows = shapes.measure_overhead(sizes, pbar)
+    pbar.close()
+    return CallCosts(rows, f"measured on {device_info().name} now", True)
+
+
+def call_costs_figure(costs, size=256, ax=None):
+    """Per-call cost of each caller at one size: the host's time to issue a call, and the CUDA-event
+    time around one call on an idle GPU."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 3.6))
+    callers = costs.callers()
+    y = np.arange(len(callers))
+    issue = [costs.get(c, size, "issue_us") for c in callers]
+    event = [costs.get(c, size, "event_us") for c in callers]
+    ax.barh(y - 0.2, issue, 0.4, color="tab:blue", label="issue: host time per call, calls back to back")
+    ax.barh(y + 0.2, event, 0.4, color="tab:orange", label="event: CUDA events around one call, GPU idle before")
+    for yi, v in zip(y, issue):
+        if not math.isnan(v):
+            ax.text(v, yi - 0.2, f" {v:.0f}", va="center", fontsize=7)
+    for yi, v in zip(y, event):
+        if not math.isnan(v):
+            ax.text(v, yi + 0.2, f" {v:.0f}", va="center", fontsize=7)
+    ax.set_yticks(y, callers, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("microseconds per call")
+    ax.set_title(f"What one {size}x{size}x{size} call costs\n({costs.source})", fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    plt.tight_layout()
+    return ax
+
+
+def overhead_sentence(rec, size=256):
+    """The per-call costs at ``size`` in one generated sentence (from the record)."""
+    costs = CallCosts(rec.overhead or [], "")
+    names = costs.callers()
+    lib = next((c for c in names if c.startswith("gl.sgemm(A, B, C)")), None)
+    raw = next((c for c in names if "kernel[grid, block]" in c), None)
+    rung = next((c for c in names if c.startswith("ladder")), None)
+    cub = next((c for c in names if c.startswith("cuBLAS")), None)
+    alloc = next((c for c in names if "allocates" in c), None)
+    if not (lib and raw and rung and cub):
+        return ""
+    g = lambda c, w="issue_us": costs.get(c, size, w)  # noqa: E731
+    text = (f"At {size}^2 ({label(rec)}), issuing one call took the host {g(lib):.0f} µs through `gl.sgemm(A, B, C)`, "
+            f"{g(raw):.0f} µs as `kernel[grid, block](...)` (numba's dispatch alone), {g(rung):.0f} µs through the "
+            f"ladder's rung (its checks, then numba's dispatch) and {g(cub):.0f} µs through the cuBLAS wrapper")
+    if alloc:
+        text += f"; `gl.sgemm(A, B)`, which allocates C on every call, took {g(alloc):.0f} µs"
+    sizes = costs.sizes()
+    big = max(sizes)
+    text += (f". The GPU's side of such a call is short: CUDA events around one `gl.sgemm(A, B, C)` call on an idle "
+             f"GPU measured {g(lib, 'event_us'):.0f} µs at {size}^2 and {costs.get(lib, big, 'event_us'):.0f} µs at "
+             f"{big}^2, host time included.")
+    return text
+
+
+# ---------------------------------------------------------------------------------- split-K
+def split_k_diagram(splits=4, ax=None):
+    """A (M x K) cut into ``splits`` column chunks, B into as many row chunks, each pair a partial
+    product in the workspace, the parts added into C."""
+    import matplotlib.pyplot as plt
+    import matplotlib.patches as patches
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(11, 3.2))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    M, K, N = 1.0, 8.0, 3.0  # drawing units: a short, wide A; a tall, narrow B; a small C
+    w = K / splits
+    for z in range(splits):
+        c = colors[z % len(colors)]
+        ax.add_patch(patches.Rectangle((z * w, 0), w, M, fc=c, alpha=0.45, ec="black"))
+        ax.add_patch(patches.Rectangle((K + 1.0, -z * w * 0.35 - 0.2), N, w * 0.35, fc=c, alpha=0.45, ec="black"))
+        ax.add_patch(patches.Rectangle((K + 2.0 + N + 0.2 * z, 0.15 * z), N, M, fc=c, alpha=0.45, ec="black"))
+        ax.text(z * w + w / 2, M / 2, f"k chunk {z}", ha="center", va="center", fontsize=8)
+    ax.text(K / 2, M + 0.25, "A (M x K): part z reads columns z*k_chunk ...", ha="center", fontsize=8)
+    ax.text(K + 1.0 + N / 2, 0.45, "B (K x N): ... and the same rows", ha="center", fontsize=8)
+    ax.text(K + 2.0 + N / 2 + 0.3, M + 0.15 * splits + 0.2, f"workspace: {splits} partial C's", ha="center", fontsize=8)
+    x0 = K + 3.5 + 2 * N
+    ax.annotate("", (x0, M / 2), (x0 - 0.6, M / 2), arrowprops=dict(arrowstyle="->"))
+    ax.add_patch(patches.Rectangle((x0 + 0.1, 0), N, M, fc="lightgrey", ec="black"))
+    ax.text(x0 + 0.1 + N / 2, M / 2, "C = alpha * sum\n+ beta * C", ha="center", va="center", fontsize=8)
+    ax.text(x0 - 0.3, M / 2 + 0.25, "reduction\nkernel", ha="center", fontsize=7)
+    ax.set_xlim(-0.2, x0 + N + 0.4)
+    ax.set_ylim(-w * 0.35 * splits - 0.4, M + 0.15 * splits + 0.5)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(f"split-K with {splits} parts: {splits}x the blocks, each with 1/{splits} of the k-loop, "
+                 "then one more kernel", fontsize=9)
+    return ax
+
+
+def waves(shape, plan, model):
+    """How ``plan`` fills the GPU at ``shape`` under ``model``: blocks, block slots (resident
+    blocks per SM x SMs), waves, and the share of the slots the last wave uses."""
+    M, N, K = shape
+    gx, gy, split = plan.grid(M, N)
+    blocks = gx * gy * split
+    bps = model.speed(plan).blocks_per_sm
+    slots = bps * model.sms
+    n = -(-blocks // slots)
+    return {"plan": str(plan), "blocks": blocks, "blocks_per_sm": bps, "slots": slots, "waves": n,
+            "last_wave": (blocks - (n - 1) * slots) / slots, "k_per_block": plan.k_chunk(K)}
+
+
+def waves_figure(shape, plans, model, ax=None):
+    """For each plan, one strip per resident block slot over the SMs: how the first wave fills
+    the GPU (blocks handed out one per SM first: an assumption, the hardware's order is not
+    documented)."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        rows = sum(model.speed(p).blocks_per_sm for p in plans)
+        _, ax = plt.subplots(len(plans), 1, figsize=(11, 0.3 * rows + 0.7 * len(plans)),
+                             gridspec_kw={"height_ratios": [model.speed(p).blocks_per_sm for p in plans]})
+    ax = np.atleast_1d(ax)
+    for axis, plan in zip(ax, plans):
+        w = waves(shape, plan, model)
+        grid = np.zeros((w["blocks_per_sm"], model.sms))
+        first = min(w["blocks"], w["slots"])
+        for b in range(first):
+            grid[b // model.sms, b % model.sms] = 1
+        axis.imshow(grid, aspect="auto", cmap="Blues", vmin=0, vmax=1.3, interpolation="nearest")
+        axis.set_yticks(range(w["blocks_per_sm"]), [f"slot {i}" for i in range(w["blocks_per_sm"])], fontsize=6)
+        axis.set_xticks([0, model.sms - 1], ["SM 0", f"SM {model.sms - 1}"], fontsize=6)
+        busy = first / w["slots"]
+        axis.set_title(f"{plan}: {w['blocks']} blocks of {w['k_per_block']} k each for {w['slots']} slots "
+                       f"({w['blocks_per_sm']} per SM x {model.sms} SMs): {w['waves']} wave(s), the first "
+                       f"{100 * busy:.0f}% busy", fontsize=8, loc="left")
+    plt.tight_layout()
+    return ax
+
+
+def plans_markdown(rec, shape, model=None, top=None):
+    """Every candidate plan timed at ``shape`` (back to back), next to the model's estimate: the
+    fastest first; the plan gl.sgemm chose and the fastest marked."""
+    r = row(rec, shape)
+    if r is None or not r.plans_ms:
+        return f"(no plans timed at {shape_name(shape)} in the record)"
+    model = model or recorded_model(rec)
+    M, N, K = shape
+    timed = sorted(((p, ms) for p, ms in r.plans_ms.items() if isinstance(ms, float)), key=lambda x: x[1])
+    by_name = {str(p): p for p in dispatch.PLANS}
+    body = []
+    for name, ms in timed[:top] if top else timed:
+        est = model.estimate_s(by_name[name], M, N, K) * 1e3 if name in by_name else float("nan")
+        mark = " ".join(m for m, ok in (("chosen", name == r.plan), ("fastest", name == r.best_plan)) if ok)
+        body.append([name, f"{ms:.3f}", f"{tflops(shape, ms):.1f}", f"{est:.3f}", mark])
+    return (f"**{shape_name(shape)}: every candidate plan, back to back**, recorded on {label(rec)}\n\n"
+            + tables.markdown(["plan", "measured ms", "TFLOPS", "model's estimate ms", ""], body, "lrrrl"))
+
+
+def split_k_gain(r):
+    """How many times as fast as the fastest plan without split-K the fastest split-K plan ran
+    (ShapeRow with plans_ms), or nan."""
+    timed = {p: ms for p, ms in (r.plans_ms or {}).items() if isinstance(ms, float)}
+    split = [ms for p, ms in timed.items() if " split " in p]
+    whole = [ms for p, ms in timed.items() if " split " not in p]
+    return min(whole) / min(split) if split and whole else float("nan")
+
+
+def split_k_sentence(rec, shape=SKINNY_SHAPE):
+    r = row(rec, shape)
+    if r is None or not r.plans_ms:
+        return ""
+    timed = {p: ms for p, ms in r.plans_ms.items() if isinstance(ms, float)}
+    whole = min((p for p in timed if " split " not in p), key=timed.get)
+    split = min((p for p in timed if " split " in p), key=timed.get)
+    text = (f"At {shape_name(shape)} ({label(rec)}, back to back) the fastest plan without split-K, {whole}, took "
+            f"{timed[whole]:.3f} ms ({tflops(shape, timed[whole]):.1f} TFLOPS); the fastest with it, {split}, "
+            f"{timed[split]:.3f} ms ({tflops(shape, timed[split]):.1f} TFLOPS): {timed[whole] / timed[split]:.2f}x as "
+            f"fast. gl.sgemm chose {r.plan}")
+    if r.pct_cublas_single:
+        text += (f", which ran at {r.pct_cublas_single:.0f}% of cuBLAS in single calls and "
+                 f"{r.pct_cublas_back_to_back:.0f}% back to back")
+    return text + "."
+
+
+# ---------------------------------------------------------------------------------- measured now
+@dataclass
+class ShapeTable:
+    """gl.sgemm and cuBLAS at a few shapes (records.ShapeRow), measured now or recorded."""
+    rows: list
+    source: str
+    measured_now: bool = False
+    rec: object = field(default=None, repr=False)
+
+    def get(self, shape):
+        return next((r for r in self.rows if tuple(r.shape) == tuple(shape)), None)
+
+    def pct_cublas(self, shape, kind="single"):
+        r = self.get(shape)
+        v = getattr(r, f"pct_cublas_{kind}", None) if r else None
+        return float("nan") if v is None else v
+
+    def time_ratio(self, shape, base):
+        """gl.sgemm's single-call time at ``shape`` over its time at ``base``."""
+        a, b = self.get(shape), self.get(base)
+        if not (a and b and a.single_gl and b.single_gl):
+            return float("nan")
+        return a.single_gl.median_ms / b.single_gl.median_ms
+
+    def split_k_gain(self, shape):
+        r = self.get(shape)
+        return split_k_gain(r) if r else float("nan")
+
+    def _repr_markdown_(self):
+        body = []
+        for r in self.rows:
+            if r.error:
+                body.append([shape_name(r.shape), r.plan or "", "FAILED: " + r.error.splitlines()[0], "", "", "", ""])
+                continue
+            s, c = r.single_gl, r.single_cublas
+            body.append([shape_name(r.shape), r.plan or "", "right" if r.correct else "WRONG",
+                         f"{s.median_ms:.3f} ({tflops(r.shape, s.median_ms):.1f} TFLOPS)" if s else "",
+                         f"{c.median_ms:.3f}" if c else "",
+                         f"{r.pct_cublas_single:.1f}%" if r.pct_cublas_single else "",
+                         f"{r.pct_cublas_back_to_back:.1f}%" if r.pct_cublas_back_to_back else ""])
+        return (f"**gl.sgemm against cuBLAS**, {self.source}\n\n"
+                + tables.markdown(["M x N x K", "plan", "check", "gl.sgemm ms, single call", "cuBLAS ms",
+                                   "% of cuBLAS, single", "% of cuBLAS, back to back"], body, "lllrrrr"))
+
+    def __repr__(self):
+        return self._repr_markdown_()
+
+
+def measure_shapes(shapes, all_plans=False, repeats=20, rec=None, progress=True):
+    """gl.sgemm and cuBLAS at ``shapes`` as the shape suite measures them (a check against float64,
+    single calls, back to back; every candidate plan with ``all_plans``): now on a GPU, the
+    record's rows on the simulator."""
+    if _backend.SIMULATOR:
+        rec = rec or load()
+        rows = [row(rec, s) for s in shapes]
+        return ShapeTable([r for r in rows if r is not None],
+                          f"recorded on {label(rec)} (not measured here: CUDA simulator)", False, rec)
+    from . import shapes as suite
+    from .device import device_info
+    from .progress import bar
+
+    pbar = bar(len(shapes), "gl.sgemm vs cuBLAS", progress)
+    rows = []
+    for s in shapes:
+        rows.append(suite.measure_shape("lesson", tuple(s), repeats, pbar, all_plans))
+        pbar.update()
+    pbar.close()
+    return ShapeTable(rows, f"measured on {device_info().name} now", True)
+
+
+# ---------------------------------------------------------------------------------- dispatch
+def host_bound(rec, r, who="gl"):
+    """Whether ``who``'s ("gl" or "cublas") back-to-back time at ``r``'s shape is within reach of
+    the host's time to issue one call, measured on square matrices of the nearest size (within
+    10%): then it times Python, not the kernel (the rule of gemm_lessons.timing)."""
+    stats = getattr(r, f"back_to_back_{who}", None)
+    if stats is None:
+        return False
+    M, N, K = r.shape
+    if not (M == N == K):
+        return False
+    caller = "gl.sgemm(A, B, C)" if who == "gl" else "cuBLAS (nvmath wrapper)"
+    sizes = [o for o in rec.overhead or [] if o.caller == caller and o.issue_us and abs(o.size - M) <= 0.1 * M]
+    if not sizes:
+        return False
+    issue_ms = min(sizes, key=lambda o: abs(o.size - M)).issue_us * 1e-3
+    return issue_ms >= HOST_BOUND * stats.median_ms
+
+
+def suite_markdown(rec):
+    """Every shape of the suite: the plan gl.sgemm chose, the fastest plan where every plan was
+    timed, the times of one call, and % of cuBLAS single and back to back (host-bound flagged)."""
+    body = []
+    for r in rec.rows or []:
+        if r.error:
+            body.append([shape_name(r.shape), r.group, r.plan or "", "FAILED", "", "", "", ""])
+            continue
+        flags = [w for w, bound in (("gl.sgemm", host_bound(rec, r, "gl")), ("cuBLAS", host_bound(rec, r, "cublas")))
+                 if bound]
+        b2b = f"{r.pct_cublas_back_to_back:.1f}%" if r.pct_cublas_back_to_back else ""
+        if flags:
+            b2b += f" (host-bound: {', '.join(flags)})"
+        fastest = "" if not r.best_plan else ("same" if r.best_plan == r.plan else r.best_plan)
+        body.append([shape_name(r.shape), r.group, r.plan or "", fastest,
+                     f"{r.single_gl.median_ms:.3f}" if r.single_gl else "",
+                     f"{r.single_cublas.median_ms:.3f}" if r.single_cublas else "",
+                     f"{r.pct_cublas_single:.1f}%" if r.pct_cublas_single else "", b2b])
+    return (f"**The shape suite**, recorded on {label(rec)} (`{rec.command}`)\n\n"
+            + tables.markdown(["M x N x K", "group", "plan chosen", "fastest plan timed", "gl.sgemm ms (single)",
+                               "cuBLAS ms (single)", "% of cuBLAS, single", "% of cuBLAS, back to back"],
+                              body, "llllrrrl"))
+
+
+def pct_figure(rec, ax=None):
+    """% of cuBLAS per shape, single calls and back to back; host-bound bars hatched; the 90% line."""
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in rec.rows or [] if not r.error]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(max(8, 0.8 * len(rows)), 5))
+    x = np.arange(len(rows))
+    for off, kind, color in ((-0.2, "single", "tab:blue"), (0.2, "back_to_back", "tab:orange")):
+        for xi, r in zip(x, rows):
+            v = getattr(r, f"pct_cublas_{kind}") or 0
+            bound = kind == "back_to_back" and (host_bound(rec, r, "gl") or host_bound(rec, r, "cublas"))
+            ax.bar(xi + off, v, 0.4, color=color, hatch="//" if bound else None, ec="white" if bound else color)
+            ax.text(xi + off, v, f"{v:.0f}", ha="center", va="bottom", fontsize=6)
+    from matplotlib.patches import Patch
+
+    ax.axhline(100, color="black", ls="--", lw=1)
+    line = ax.axhline(LOW_PCT, color="tab:red", ls=":", lw=1)
+    handles = [Patch(color="tab:blue", label="single calls (CUDA events around each call)"),
+               Patch(color="tab:orange", label="back to back (time_gpu)"),
+               Patch(fc="tab:orange", hatch="//", ec="white", label="back to back, host-bound"),
+               line]
+    line.set_label(f"{LOW_PCT:.0f}% of cuBLAS")
+    ax.set_xticks(x, [f"{shape_name(r.shape)}\n{r.plan}" for r in rows], rotation=50, ha="right", fontsize=7)
+    ax.set_ylabel("% of cuBLAS (cuBLAS time / gl.sgemm time)")
+    ax.set_title(f"gl.sgemm against cuBLAS per shape ({label(rec)})", fontsize=9)
+    ax.legend(handles=handles, fontsize=7, loc="upper right")
+    plt.tight_layout()
+    return ax
+
+
+def model_points(rec, model=None):
+    """(shape, plan, model's estimate ms, measured ms, chosen, fastest) for every plan timed."""
+    model = model or recorded_model(rec)
+    by_name = {str(p): p for p in dispatch.PLANS}
+    out = []
+    for r in rec.rows or []:
+        M, N, K = r.shape
+        for name, ms in (r.plans_ms or {}).items():
+            if isinstance(ms, float) and name in by_name:
+                out.append((tuple(r.shape), name, model.estimate_s(by_name[name], M, N, K) * 1e3, ms,
+                            name == r.plan, name == r.best_plan))
+    return out
+
+
+def model_figure(rec, model=None, ax=None):
+    """The dispatch model's estimate against the measured time of every plan timed, one colour per
+    shape; the plan chosen (the smallest estimate) ringed, the fastest starred."""
+    import matplotlib.pyplot as plt
+
+    pts = model_points(rec, model)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.5, 5.5))
+    shapes = list(dict.fromkeys(p[0] for p in pts))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, s in enumerate(shapes):
+        mine = [p for p in pts if p[0] == s]
+        c = colors[i % len(colors)]
+        ax.scatter([p[2] for p in mine], [p[3] for p in mine], s=14, color=c, label=shape_name(s))
+        for p in mine:
+            if p[4]:
+                ax.scatter([p[2]], [p[3]], s=110, facecolors="none", edgecolors=c, lw=1.5)
+            if p[5]:
+                ax.scatter([p[2]], [p[3]], s=90, marker="*", color=c, edgecolors="black", lw=0.5)
+    lo = min(min(p[2], p[3]) for p in pts) * 0.8
+    hi = max(max(p[2], p[3]) for p in pts) * 1.2
+    ax.plot([lo, hi], [lo, hi], color="grey", lw=0.8, ls="--")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("model's estimate (ms)")
+    ax.set_ylabel("measured, back to back (ms)")
+    ax.scatter([], [], s=110, facecolors="none", edgecolors="black", label="chosen (smallest estimate)")
+    ax.scatter([], [], s=90, marker="*", color="white", edgecolors="black", label="fastest measured")
+    ax.legend(fontsize=7)
+    ax.set_title(f"Every plan: estimate against measurement ({label(rec)})", fontsize=9)
+    plt.tight_layout()
+    return ax
+
+
+def calibration_markdown(rec):
+    """The model's numbers as the record measured them: each kernel and tile size at a square."""
+    body = []
+    for c in rec.calibration or []:
+        if "plan" not in c:
+            continue
+        if "error" in c:
+            body.append([c["plan"], "error: " + c["error"], "", "", "", ""])
+            continue
+        body.append([c["plan"], f"{c['gflops'] / 1e3:.1f}", c.get("blocks_per_sm", ""), c.get("registers", ""),
+                     c.get("local_bytes", ""), c.get("shared_bytes", "")])
+    copy = next((c["copy_gbs"] for c in rec.calibration or [] if "copy_gbs" in c), None)
+    size = next((c["size"] for c in rec.calibration or [] if "size" in c), "?")
+    tail = f"\n\nCopy bandwidth for the reduction's term: {copy:,.0f} GB/s." if copy else ""
+    return (f"**The dispatch model's calibration** ({size}^3, back to back), recorded on {label(rec)}\n\n"
+            + tables.markdown(["kernel, tiles", "TFLOPS", "blocks/SM", "registers", "local bytes (spills)",
+                               "shared bytes"], body, "lrrrrr") + tail)
+
+
+def disagreements(rec):
+    """[(shape, chosen plan, its ms, fastest plan, its ms)] where the plan gl.sgemm chose was not
+    the fastest plan timed."""
+    out = []
+    for r in rec.rows or []:
+        if r.best_plan and r.plan != r.best_plan and r.plans_ms:
+            out.append((tuple(r.shape), r.plan, r.plans_ms.get(r.plan), r.best_plan, r.plans_ms[r.best_plan]))
+    return out
+
+
+def dispatch_sentence(rec):
+    """Where the dispatch rule and the measurements disagreed, and the shapes below LOW_PCT."""
+    s = rec.summary or {}
+    timed = sum(1 for r in rec.rows or [] if r.plans_ms)
+    dis = disagreements(rec)
+    text = (f"{label(rec)}: {s.get('shapes', len(rec.rows or []))} shapes, {s.get('failed', 0)} failed, "
+            f"{s.get('incorrect', 0)} wrong. ")
+    if "geomean_pct_cublas_single" in s:
+        text += (f"Geometric mean {s['geomean_pct_cublas_single']:.1f}% of cuBLAS in single calls, "
+                 f"{s['geomean_pct_cublas_back_to_back']:.1f}% back to back. ")
+    if timed:
+        text += f"Every plan was timed on {timed} shapes; the plan chosen was the fastest on {timed - len(dis)} of them"
+        if dis:
+            parts = [f"{shape_name(sh)}: chose {p} ({ms:.3f} ms), fastest {b} ({bms:.3f} ms, "
+                     f"{100 * (ms / bms - 1):.0f}% less time)" for sh, p, ms, b, bms in dis]
+            text += "; not on " + "; ".join(parts)
+        text += "."
+    return text
+
+
+def below(rec, kind="single", threshold=LOW_PCT):
+    """The ShapeRows below ``threshold`` % of cuBLAS (``kind``: "single" or "back_to_back")."""
+    return [r for r in rec.rows or [] if getattr(r, f"pct_cublas_{kind}") is not None
+            and getattr(r, f"pct_cublas_{kind}") < threshold]
+
+
+def below_markdown(rec, threshold=LOW_PCT):
+    """A bullet per shape below ``threshold`` % of cuBLAS in either measurement, with both numbers."""
+    shapes = {tuple(r.shape): r for kind in ("single", "back_to_back") for r in below(rec, kind, threshold)}
+    lines = []
+    for r in rec.rows or []:
+        if tuple(r.shape) not in shapes:
+            continue
+        bound = [w for w in ("gl", "cublas") if host_bound(rec, r, w)]
+        note = (" (back to back host-bound for " + " and ".join("gl.sgemm" if w == "gl" else "cuBLAS" for w in bound)
+                + ")") if bound else ""
+        lines.append(f"* **{shape_name(r.shape)}** ({r.plan}): {r.pct_cublas_single:.1f}% single, "
+                     f"{r.pct_cublas_back_to_back:.1f}% back to back{note}; gl.sgemm {r.single_gl.median_ms:.3f} ms "
+                     f"single, {r.back_to_back_gl.median_ms:.3f} ms back to back; cuBLAS "
+                     f"{r.single_cublas.median_ms:.3f} ms single, {r.back_to_back_cublas.median_ms:.3f} ms back to back")
+    head = f"Shapes below {threshold:.0f}% of cuBLAS in single calls or back to back ({label(rec)}):\n\n"
+    return head + ("\n".join(lines) if lines else "* none")
+
+
+def compiler_markdown(rec, plans=("wide 128x128", "any_shape 128x128", "any_shape 64x64")):
+    """What the compiler made of the library's kernels: now on a GPU (registers, local memory,
+    shared memory, the driver's blocks per SM, and the SASS's global loads and stores by width),
+    the calibration's numbers on the simulator (no SASS)."""
+    if _backend.SIMULATOR:
+        body = []
+        for name in plans:
+            c = calibration(rec, name) or {}
+            body.append([name, c.get("registers", ""), c.get("local_bytes", ""), c.get("shared_bytes", ""),
+                         c.get("blocks_per_sm", "")])
+        return (f"**Compiler facts of the library's kernels**, recorded on {label(rec)} (the calibration; not compiled "
+                "here: CUDA simulator)\n\n"
+                + tables.markdown(["kernel, tiles", "registers", "local bytes (spills)", "shared bytes", "blocks/SM"],
+                                  body, "lrrrr"))
+    from . import library
+    from .device import device_info
+    from .inspect_kernel import sass_summary
+
+    by_name = {str(p): p for p in dispatch.PLANS}
+    cols = ["LDG.E.128", "LDG.E", "STG.E", "LDS.128", "FFMA"]
+    body = []
+    for name in plans:
+        launcher = library.launcher_for(by_name[name])
+        res = launcher.resources() or {}
+        sass = sass_summary(launcher.kernel) or {}
+        body.append([name, res.get("registers", ""), res.get("local_bytes", ""), res.get("shared_bytes", ""),
+                     launcher.blocks_per_sm(), *(sass.get(c, 0) for c in cols)])
+    return (f"**Compiler facts of the library's kernels**, compiled on {device_info().name} now\n\n"
+            + tables.markdown(["kernel, tiles", "registers", "local bytes (spills)", "shared bytes", "blocks/SM", *cols],
+                              body, "l" + "r" * (4 + len(cols))))

@@ -1,0 +1,687 @@
+# %% [markdown]
+# # 11 · From a kernel to a library: edges, launches, split-K, dispatch
+#
+# **Where we are.** Lesson 08's last rung, `warptile`, runs close to cuBLAS on large squares (the
+# table below, from lesson 10's record). It also assumes a lot: K and N multiples of 4, arrays that
+# start on 16-byte boundaries, a product large enough to fill the GPU with 128 x 128 tiles, and a
+# caller who does not mind what Python costs per call. A library can assume none of that.
+# `gl.sgemm` (`gemm_lessons/library.py`) is this course's library, and this lesson takes it apart in
+# four steps: **edges and alignment**, **what a call costs and how to measure it**, **split-K** for
+# a small C with a long K, and **dispatch**, a kernel chosen per shape. Then why cuBLAS is built the
+# same way, at a much larger scale.
+
+# %%
+import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
+from gemm_lessons import counting, exercises, figures, inspect_kernel, ladder, measure, plots, results
+from gemm_lessons.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
+import functools
+import numpy as np
+from numba import cuda, float32
+# %matplotlib inline
+print(gl.banner())
+
+# %%
+from IPython.display import Markdown
+from gemm_lessons import dispatch, library, library_report, problems
+from gemm_lessons.library_report import ODD_SHAPE, REFERENCE_SHAPE, SKINNY_SHAPE
+measure.recorded(["warptile", "cublas"])  # where we start
+
+# %% [markdown]
+# The library's own record is the **shape suite**: `python -m gemm_lessons.shapes` on a GPU (a few
+# minutes on an H100) times `gl.sgemm` against cuBLAS on squares from 512 to 16384, odd sizes and
+# skinny shapes, single calls and back to back, times every candidate kernel on most of them, and
+# measures the numbers the dispatch rule uses. It writes `results/shapes-<device>.json`; most
+# numbers below come from it, and the cells that can measure now do so on a GPU.
+
+# %%
+rec = library_report.load()
+print(f"shape suite: {library_report.label(rec)}, commit {rec.git_commit}, `{rec.command}`")
+print(", ".join(f"{k} {v}" for k, v in (rec.versions or {}).items()))
+
+# %% [markdown]
+# ## 1 · Edges and alignment
+#
+# **The idea.** Lesson 05 made global loads 16 bytes wide ([wide loads](GLOSSARY.md#wide-loads)):
+# `load4(A, row, col)` reads `A[row, col:col + 4]` in one instruction, and the GPU allows that only at
+# an address that is a multiple of 16 ([alignment](GLOSSARY.md#alignment)). Row r of a row-major
+# float32 matrix with K columns starts 4 x r x K bytes after row 0: a multiple of 16 for every row
+# only when K is a multiple of 4. The same holds for B's rows with N, and the array itself must start
+# on a 16-byte boundary (a fresh allocation does; a view such as `A_d[:, 1:]` does not):
+
+# %%
+import matplotlib.pyplot as plt
+library_report.alignment_figure(ks=(8, 10));
+
+# %% [markdown]
+# The last rung therefore refuses such shapes, and says why:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+rng = np.random.default_rng(11)
+A_d = cuda.to_device(rng.uniform(-1, 1, (6, 10)).astype(np.float32))
+B_d = cuda.to_device(rng.uniform(-1, 1, (10, 8)).astype(np.float32))
+try:
+    ladder.SGEMM["warptile"](A_d, B_d, cuda.device_array((6, 8), np.float32))
+except ValueError as e:
+    print("ValueError:", e)
+
+# %% [markdown]
+# **What the library does instead.** Where K or N is not a multiple of 4, or an array is not
+# C-contiguous and 16-byte aligned, `gl.sgemm` runs the **any-shape kernel**. It keeps everything
+# that made lesson 08 fast (block, warp and thread tiles from a `TileConfig`, two shared buffers,
+# 16-byte loads from shared memory in the k-steps) and changes only the edges, where a library meets
+# arbitrary input. Every global load is one float with its own [predicate](GLOSSARY.md#predicate):
+# inside the matrix, and inside this block's range of k (`k_chunk`: section 3 uses it). Consecutive
+# threads still load consecutive addresses, so every 32-byte [sector](GLOSSARY.md#sector) fetched is
+# used: the same traffic as the float4 loads, with four times as many load instructions. The
+# arrays may also be typed `'A'` (any strides), which is how a slice of a larger matrix works.
+
+# %%
+from numba import boolean
+from gemm_lessons.float4 import load1, load4, store1  # one float (load1, store1) or four (load4) at a time
+from gemm_lessons.sgemm_kernels.any_shape import validate  # warptile's rules, plus the scalar staging's
+from gemm_lessons.sgemm_kernels.warptile import TileConfig  # lesson 08's configurations
+from gemm_lessons.unroll import static_range, unrolled  # lesson 05's compile-time unrolling
+
+# %%
+# source: gemm_lessons/sgemm_kernels/any_shape.py  (the package runs this same code; a test keeps the two identical)
+def make_kernel(cfg=TileConfig()):
+    """Compile the any-shape kernel for ``cfg``; arguments (A, B, C, alpha, beta, k_chunk)."""
+    validate(cfg)
+    BM, BN, BK, WM, WN, TM, TN = cfg.BM, cfg.BN, cfg.BK, cfg.WM, cfg.WN, cfg.TM, cfg.TN
+    LM, LN = cfg.lanes
+    T = cfg.threads
+    A_ROW = BM + cfg.pad_a  # a row of the transposed A tile, padded
+    A_LOADS = BM * BK // T  # elements of the A tile each thread stages per slice, A_STEP rows apart
+    A_STEP = T // BK
+    B_LOADS = BK * BN // T  # ... and of the B tile, B_STEP rows apart
+    B_STEP = T // BN
+
+    @jit(max_registers=cfg.max_registers)
+    @unrolled
+    def sgemm_any_shape(A, B, C, alpha, beta, k_chunk):
+        sA0 = cuda.shared.array((BK, A_ROW), float32)  # two buffers of the transposed A tile
+        sA1 = cuda.shared.array((BK, A_ROW), float32)
+        sB0 = cuda.shared.array((BK, BN), float32)
+        sB1 = cuda.shared.array((BK, BN), float32)
+        tid = cuda.threadIdx.x
+        row0 = cuda.blockIdx.y * BM
+        col0 = cuda.blockIdx.x * BN
+        M, K = A.shape
+        N = B.shape[1]
+        k_begin = cuda.blockIdx.z * k_chunk  # this block's part of the sum over k
+        k_end = min(K, k_begin + k_chunk)
+        warp, lane = tid // 32, tid % 32
+        a_base = (warp // (BN // WN)) * WM + (lane // LN) * 4  # this thread's first row in the tile
+        b_base = (warp % (BN // WN)) * WN + (lane % LN) * 4    # ... and first column
+        a_r = tid // BK  # the elements of the A tile this thread stages: rows a_r + i * A_STEP,
+        a_k = tid % BK   #   column a_k (8 neighbouring threads read 32 contiguous bytes of a row)
+        b_r = tid // BN  # ... and of the B tile: rows b_r + j * B_STEP, column b_c (a warp reads
+        b_c = tid % BN   #   128 contiguous bytes)
+        a_ok = cuda.local.array(A_LOADS, boolean)
+        for i in static_range(A_LOADS):
+            a_ok[i] = row0 + a_r + i * A_STEP < M
+        b_ok = col0 + b_c < N
+        acc = cuda.local.array((TM, TN), float32)
+        for i in static_range(TM):
+            for j in static_range(TN):
+                acc[i, j] = np.float32(0.0)
+        a = cuda.local.array(TM, float32)
+        b = cuda.local.array(TN, float32)
+        xa = cuda.local.array(A_LOADS, float32)  # elements on their way from global to shared memory
+        xb = cuda.local.array(B_LOADS, float32)
+
+        def load_a(i, k0):  # global -> register, 0 outside A or outside this block's k-range
+            xa[i] = np.float32(0.0)
+            if a_ok[i] & (k0 + a_k < k_end):
+                xa[i] = load1(A, row0 + a_r + i * A_STEP, k0 + a_k)
+
+        def load_b(j, k0):
+            xb[j] = np.float32(0.0)
+            if b_ok & (k0 + b_r + j * B_STEP < k_end):
+                xb[j] = load1(B, k0 + b_r + j * B_STEP, col0 + b_c)
+
+        def stage_loads(k0):
+            for i in static_range(A_LOADS):
+                load_a(i, k0)
+            for j in static_range(B_LOADS):
+                load_b(j, k0)
+
+        def stage_stores(sA, sB):  # registers -> shared: A transposed (conflict-free with pad_a 4)
+            for i in static_range(A_LOADS):
+                sA[a_k, a_r + i * A_STEP] = xa[i]
+            for j in static_range(B_LOADS):
+                sB[b_r + j * B_STEP, b_c] = xb[j]
+
+        def k_step(sA, sB, k):  # as warptile: TM/4 + TN/4 LDS.128, TM*TN FFMA
+            for p in static_range(TM // 4):
+                a[4 * p], a[4 * p + 1], a[4 * p + 2], a[4 * p + 3] = load4(sA, k, a_base + p * LM * 4)
+            for q in static_range(TN // 4):
+                b[4 * q], b[4 * q + 1], b[4 * q + 2], b[4 * q + 3] = load4(sB, k, b_base + q * LN * 4)
+            for i in static_range(TM):
+                for j in static_range(TN):
+                    acc[i, j] += a[i] * b[j]
+
+        def compute_and_stage(sA, sB, k0, sA_next, sB_next):
+            """BK k-steps from sA, sB while the slice starting at k0 travels to sA_next, sB_next."""
+            stage_loads(k0)
+            for k in static_range(BK):
+                k_step(sA, sB, k)
+            stage_stores(sA_next, sB_next)
+
+        stage_loads(k_begin)  # prologue: the first slice into buffer 0
+        stage_stores(sA0, sB0)
+        cuda.syncthreads()
+        for k0 in range(k_begin, k_end, 2 * BK):
+            compute_and_stage(sA0, sB0, k0 + BK, sA1, sB1)
+            cuda.syncthreads()  # buffer 1 full; everyone is done with buffer 0
+            if k0 + BK >= k_end:
+                break
+            compute_and_stage(sA1, sB1, k0 + 2 * BK, sA0, sB0)
+            cuda.syncthreads()
+        out0 = cuda.blockIdx.z * M  # split-K: block z's partial sums go to rows z*M ...
+        for i in static_range(TM):
+            row = row0 + a_base + (i // 4 * LM * 4 + i % 4)  # 4x4 pieces, LM*4 rows apart
+            if row < M:
+                for j in static_range(TN):
+                    col = col0 + b_base + (j // 4 * LN * 4 + j % 4)
+                    if col < N:
+                        if beta == 0:  # C is not read (it may hold anything, NaN included)
+                            store1(C, out0 + row, col, alpha * acc[i, j])
+                        else:
+                            store1(C, out0 + row, col, alpha * acc[i, j] + beta * load1(C, out0 + row, col))
+
+    sgemm_any_shape.config = cfg
+    return sgemm_any_shape
+
+# %% [markdown]
+# **Check.** First the cell above: `make_kernel` with the library's smallest tiles (64 x 64, 64
+# threads), launched by hand on a shape where nothing is a multiple of 4 or of a tile. Then
+# `gl.sgemm` itself, on such shapes and on a view that starts one float into its array (K and N
+# multiples of 4, but not 16-byte aligned). All against the float64 reference with alpha and beta;
+# C is [poisoned](GLOSSARY.md#poison) first so that an unwritten element shows.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+cfg64 = dispatch.TILES["64x64"]
+any_shape_64 = make_kernel(cfg64)  # the cell above, compiled for 64 x 64 tiles
+
+
+def launch_any_shape(A, B, C, alpha=1.0, beta=0.0):
+    M, K = A.shape
+    N = B.shape[1]
+    grid = ((N + cfg64.BN - 1) // cfg64.BN, (M + cfg64.BM - 1) // cfg64.BM, 1)  # one part along z: all of K
+    any_shape_64[grid, cfg64.threads](A, B, C, np.float32(alpha), np.float32(beta), np.int64(K))
+
+
+print("the cell's kernel, 67x45x33: right:", problems.check(launch_any_shape, 67, 45, 33, 1.5, -0.5).passed)
+
+
+def lib(A, B, C, alpha=1.0, beta=0.0):
+    gl.sgemm(A, B, C, alpha, beta)
+
+
+for M, N, K in [(33, 65, 47), (9, 6, 1)]:
+    res = problems.check(lib, M, N, K, 1.5, -0.5, name="gl.sgemm")
+    print(f"{M}x{N}x{K} (alpha 1.5, beta -0.5): right: {res.passed}")
+big = rng.uniform(-1, 1, (20, 33)).astype(np.float32)
+view = cuda.to_device(big)[:, 1:]  # 20 x 32, starting 4 bytes into its array
+B_host = rng.uniform(-1, 1, (32, 12)).astype(np.float32)
+C_view = gl.sgemm(view, cuda.to_device(B_host)).copy_to_host()
+print("a view 4 bytes off a 16-byte boundary: right:",
+      problems.compare("view", C_view, big[:, 1:].astype(np.float64) @ B_host, 1.0, 0.0, 32).passed)
+
+# %%
+print("none of the three can use the wide kernel; the plans gl.sgemm chose here:")
+for M, N, K in [(33, 65, 47), (9, 6, 1), (20, 12, 32)]:
+    print(f"  {M}x{N}x{K}: {dispatch.plan_for(M, N, K, False)}")
+print("with the dispatch model", dispatch.model().source)
+
+# %% [markdown]
+# **Predict, then measure.** 4095 x 4097 x 4093 is the same work as 4096^3, give or take a
+# tenth of a percent, but nothing in it is a multiple of 4: `gl.sgemm` runs the any-shape kernel with
+# 128 x 128 tiles. What % of cuBLAS do you expect it to reach there (lesson 08's kernel was close to
+# cuBLAS at 4096^3)? On a GPU the next cell measures both shapes now, as the shape suite does (a
+# check against float64, then single calls and back to back, cuBLAS in the same run); on the
+# simulator it shows the recorded result.
+
+# %%
+my_odd_pct = None  # your prediction: gl.sgemm at 4095x4097x4093, % of cuBLAS (for example 90)
+
+# %%
+edges = library_report.measure_shapes([REFERENCE_SHAPE, ODD_SHAPE])
+edges
+
+# %%
+exercises.compare_prediction(my_odd_pct, edges.pct_cublas(ODD_SHAPE), "gl.sgemm at 4095x4097x4093, % of cuBLAS "
+                             "(single calls)", edges.source)
+
+# %% [markdown]
+# The record, and its calibration (the model's numbers, section 4), which separates the kernel from
+# the shape: it timed both kernels with the same tiles on the same aligned 4096^3.
+
+# %%
+Markdown(library_report.edges_sentence(rec))
+
+# %% [markdown]
+# **Look inside.** What the compiler made of the library's kernels: registers, local memory (a
+# non-zero count means [spills](GLOSSARY.md#register-spill)), shared memory and resident blocks per
+# SM; on a GPU also the SASS's global loads by width (`LDG.E.128` for 16 bytes, `LDG.E` for 4) and
+# the FFMAs.
+
+# %%
+Markdown(library_report.compiler_markdown(rec))
+
+# %% [markdown]
+# With 128 x 128 tiles the any-shape kernel has the same register cap as the last rung (two blocks
+# per SM) and stages (BM x BK + BK x BN) / threads = (128 x 8 + 8 x 128) / 256 = 8 floats per thread
+# per slice with 8 load instructions, where the wide kernel needs 2; under that cap the compiler
+# spilled. Both are likely parts of the cost measured above; this lesson did
+# not measure them one at a time. cuBLAS slowed down far less at the odd shape (the sentence above):
+# it likely has kernels of its own for unaligned data (section 5).
+#
+# ## 2 · What a call costs, and how to measure it
+#
+# **The idea.** `kernel[grid, block](A, B, C, alpha, beta)` returns before the GPU has started, but
+# not before Python has done its part ([launch overhead](GLOSSARY.md#launch-overhead)). numba builds a
+# launch configuration, works out the numba type of every argument, looks up the compiled version for
+# those types, converts each argument and hands the launch to the driver. When a kernel runs longer
+# than that, back-to-back calls overlap it: the GPU works on one kernel while Python prepares the
+# next. When the kernel is shorter, the GPU waits for Python, and a timing measures the host, not the
+# kernel ([host-bound](GLOSSARY.md#host-bound)).
+#
+# **How to measure it.** Three numbers, each answering a different question; the first two use
+# [CUDA events](GLOSSARY.md#cuda-events), timestamps the GPU records in its stream of work:
+#
+# 1. **single call** (`gemm_lessons.shapes.single_calls`): an event just before one call and one just
+#    after, on an idle GPU. This is what a user waits for once: getting the call to the GPU, plus the
+#    kernel.
+# 2. **back to back** (`gl.time_gpu`, every lesson's timer): one call queued before the start event,
+#    then a batch of calls; the host issues the next call while the GPU runs the last. This is the
+#    kernel's time, unless the host cannot keep up (`Timing.host_bound` then says so).
+# 3. **issue time**: the host's clock around a batch of calls, without waiting for the GPU: Python's
+#    cost per call.
+
+# %%
+from gemm_lessons import shapes
+n = 256
+A_s, B_s = cuda.to_device(np.ones((n, n), np.float32)), cuda.to_device(np.ones((n, n), np.float32))
+C_s = cuda.device_array((n, n), np.float32)
+if gl.SIMULATOR:
+    print("CUDA simulator: nothing is timed here (the recorded numbers follow).")
+else:
+    call = lambda: gl.sgemm(A_s, B_s, C_s)  # noqa: E731
+    one = shapes.single_calls(call)
+    many = gl.time_gpu(call)
+    print(f"gl.sgemm at {n}^3 on {gl.device_info().name}: single call {1e3 * one.median_ms:.0f} µs, back to back "
+          f"{1e3 * many.median_ms:.0f} µs per call, host time to issue one {1e3 * many.host_ms:.0f} µs"
+          + (" (host-bound)" if many.host_bound else ""))
+
+# %% [markdown]
+# **Predict.** Five ways to call a product of two 256 x 256 matrices: `gl.sgemm(A, B, C)`;
+# `gl.sgemm(A, B)`, which also allocates C; the ladder's rung (its argument checks, then numba's
+# launch); its kernel launched by hand, `kernel[grid, block](...)`; and cuBLAS through nvmath-python's
+# wrapper. Which costs the host least, and by how much? On a GPU the next cell measures all five now
+# at four sizes (a few seconds; `shapes.measure_overhead`, what the shape suite runs).
+
+# %%
+costs = library_report.call_costs()
+library_report.call_costs_figure(costs, size=256);
+
+# %%
+costs
+
+# %%
+Markdown(library_report.overhead_sentence(rec))
+
+# %% [markdown]
+# **What the library skips.** `gemm_lessons.launch.Launcher` compiles a kernel once for explicit
+# argument types and keeps what every later call would otherwise rebuild: the compiled function's
+# handle, the stream, one launch configuration per grid. Each call then only flattens its arrays the
+# way numba does (pointer, shape, strides) and launches. The plan for a shape (which kernel, which
+# grid) is worked out on the first call at that shape and remembered. That is likely most of why
+# `gl.sgemm(A, B, C)` costs the host less than its own kernel launched the ordinary way (the
+# comparison above; `GEMM_LESSONS_PLAIN_LAUNCH=1` turns the Launcher off, to measure it directly).
+# It relies on numba-cuda internals; where they differ, or on the simulator, a Launcher launches the
+# ordinary way and says so:
+
+# %%
+print(library.launcher_for(dispatch.Plan("wide", "128x128")))
+print("in the recorded run:", sorted(set(rec.launch.values())) if rec.launch else "not recorded")
+
+# %% [markdown]
+# At the smaller sizes the call is most of the cost: a single call's event time is not far above the
+# host's issue time (the table), so the GPU likely spent much of it waiting for Python (lesson 10
+# marked such timings host-bound). Two things follow for a library: pass C when you have one
+# (allocating it on every call cost more than the rest of the call), and, for many small products,
+# batch them into one launch or capture them in a CUDA graph (the CUTLASS profiler's option for when
+# launch time is the bottleneck, [REFERENCES.md](REFERENCES.md#lesson-11)); neither is in `gl.sgemm`
+# yet.
+#
+# ## 3 · Split-K: when C is too small to fill the GPU
+#
+# **The idea.** A block computes one BM x BN tile of C over all of K. At 64 x 8192 x 8192, C holds
+# 64 x 8192 elements: 64 tiles of 128 x 128. The last rung's register cap lets two such blocks share
+# an SM (lesson 08), so one [wave](GLOSSARY.md#wave) of blocks on an H100 would need a few hundred;
+# with 64, most of the GPU idles while each block walks through all 8192 values of k (a
+# [tail effect](GLOSSARY.md#tail-effect) with no wave before it). Smaller tiles give more blocks,
+# but each block then reuses less of what it loads (lesson 02's formula).
+# [Split-K](GLOSSARY.md#split-k) cuts K instead: with s parts there are s times as many blocks, each
+# summing 1/s of the k-loop into its own partial tile of a [workspace](GLOSSARY.md#workspace); a
+# second kernel adds the parts and applies alpha and beta. The price: the parts' writes to the
+# workspace, the reduction's traffic, (s + 1) x M x N floats (reading the s parts, writing C;
+# M x N more when beta makes it read C), and one more launch.
+
+# %%
+library_report.split_k_diagram(splits=4);
+
+# %%
+model = library_report.recorded_model(rec)
+P = {str(p): p for p in dispatch.PLANS}
+library_report.waves_figure(SKINNY_SHAPE, [P["wide 128x128"], P["wide 64x128"], P["any_shape 64x64 split 4"],
+                                           P["any_shape 64x64 split 8"]], model);
+
+# %% [markdown]
+# (Blocks per SM and the SM count are the recorded model's, measured on its GPU; the figure hands
+# blocks out one per SM first, an assumption: the hardware's order is not documented.)
+#
+# **The kernels.** The first half is the any-shape kernel above: block z of the grid sums k from
+# `z * k_chunk` to `min(K, (z + 1) * k_chunk)` (its `k_begin`, `k_end`) and writes rows `z * M ...`
+# of a workspace of splits x M rows (its `out0`). The second half adds the parts, in a fixed order,
+# and applies alpha and beta once:
+
+# %%
+# source: gemm_lessons/sgemm_kernels/splitk_reduce.py  (the package runs this same code; a test keeps the two identical)
+@cuda.jit
+def sgemm_splitk_reduce(W, C, alpha, beta):
+    M, N = C.shape
+    splits = W.shape[0] // M
+    col = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if col >= N:
+        return
+    for row in range(cuda.blockIdx.y, M, cuda.gridDim.y):
+        total = W[row, col]
+        for s in range(1, splits):
+            total += W[s * M + row, col]
+        if beta == 0:  # C is not read (it may hold anything, NaN included)
+            C[row, col] = alpha * total
+        else:
+            C[row, col] = alpha * total + beta * C[row, col]
+
+# %% [markdown]
+# Why a workspace and a second kernel rather than each block adding its part into C with an atomic
+# add: the result is the same, bit for bit, on every call (floating-point addition is not
+# associative, and atomics add in whatever order the blocks finish); C needs no pass that scales it
+# by beta first; and the extra traffic is small next to the product itself in the shapes where
+# splitting pays.
+#
+# **Check** split-K built from this lesson's two cells (the any-shape kernel with four parts along z,
+# then the reduction) on a small C with a long K, against float64:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from gemm_lessons.sgemm_kernels import splitk_reduce
+plan = dispatch.Plan("any_shape", "64x64", 4)  # what the library calls this plan
+M_s, N_s, K_s = 8, 12, 600
+chunk = plan.k_chunk(K_s)
+print(f"{plan}: grid {plan.grid(M_s, N_s)}, k_chunk {chunk} (a multiple of BK = {cfg64.BK}), "
+      f"workspace {plan.split * M_s} x {N_s}")
+
+
+def split_k_run(A, B, C, alpha=1.0, beta=0.0):
+    W = cuda.device_array((plan.split * M_s, N_s), np.float32)
+    any_shape_64[plan.grid(M_s, N_s), cfg64.threads](A, B, W, np.float32(1.0), np.float32(0.0), np.int64(chunk))
+    sgemm_splitk_reduce[splitk_reduce.grid(M_s, N_s), splitk_reduce.THREADS](W, C, np.float32(alpha), np.float32(beta))
+
+
+print("right:", problems.check(split_k_run, M_s, N_s, K_s, 2.0, 0.5).passed)
+print("the library's plan, right:", problems.check(
+    lambda A, B, C, alpha=1.0, beta=0.0: library.run_plan(plan, A, B, C, alpha, beta), M_s, N_s, K_s, 2.0, 0.5).passed)
+
+# %% [markdown]
+# **Predict, then measure.** At 64 x 8192 x 8192, how many times as fast as the fastest plan
+# without split-K do you expect the fastest split-K plan to be? (The waves figure above is a
+# guide; the reduction and the second launch are not in it.) On a GPU the next cell times every
+# candidate plan now, back to back (seconds; compiling the library's kernels the first time takes
+# longer); on the simulator it shows the recorded times.
+
+# %%
+my_split_gain = None  # your prediction: times as fast (for example 2)
+
+# %%
+skinny = library_report.measure_shapes([SKINNY_SHAPE], all_plans=True)
+skinny
+
+# %%
+exercises.compare_prediction(my_split_gain, skinny.split_k_gain(SKINNY_SHAPE),
+                             "fastest split-K plan vs fastest plan without it at 64x8192x8192 (times as fast)",
+                             skinny.source)
+
+# %%
+Markdown(library_report.plans_markdown(rec, SKINNY_SHAPE, model, top=10))
+
+# %%
+Markdown(library_report.split_k_sentence(rec))
+
+# %% [markdown]
+# ## 4 · Dispatch: a plan per shape
+#
+# **The idea.** The library has a handful of kernels and needs a rule that picks one per shape.
+# `gemm_lessons.dispatch` lists its **plans** (`dispatch.PLANS`: the wide kernel with three tile
+# sizes, the any-shape kernel with the same three, each with K split 1 to 16 ways) and picks the
+# plan with the smallest estimate of a small cost model, `dispatch.Model`:
+#
+# $$t = \text{waves} \times \text{blocks per SM} \times \frac{\text{FLOP of one block}}{\text{one SM's rate}}
+#   \;+\; \text{for split-K: } \frac{\text{the reduction's bytes}}{\text{bandwidth}} + \text{one launch}$$
+#
+# where one SM's rate is the kernel's whole-GPU rate on a large square divided by the SMs. The
+# formula captures the tail effect of section 3 and nothing else: not L2 reuse, not the clock, not
+# Python. Its numbers are measured by the shape suite's calibration:
+
+# %%
+Markdown(library_report.calibration_markdown(rec))
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print(f"{len(dispatch.PLANS)} plans; the recorded model's choice per shape of the suite:")
+for r in rec.rows:
+    M, N, K = r.shape
+    wide = library_report.is_wide(r.shape)
+    n = len(dispatch.candidates(M, N, K, wide, model))
+    print(f"  {library_report.shape_name(r.shape):>18}: {n:2d} candidates -> {dispatch.choose(M, N, K, wide, model)}")
+
+# %% [markdown]
+# **The measurement: % of cuBLAS per shape.** Every shape, single calls and back to back, cuBLAS in
+# the same run. Hatched bars are host-bound: the host's time to issue one call (section 2, at the
+# nearest size) is within 80% of the time per call back to back, so the bar compares Python
+# wrappers rather than kernels.
+
+# %%
+library_report.pct_figure(rec);
+
+# %%
+Markdown(library_report.suite_markdown(rec))
+
+# %%
+Markdown(library_report.dispatch_sentence(rec))
+
+# %% [markdown]
+# **Where the rule was wrong.** The suite timed every candidate plan on the shapes up to
+# 2 x 4096^3 FLOP. Each point below is one plan at one shape: the model's estimate against the
+# measured time. Points on the diagonal are plans the model ranked by their real speed; the ringed
+# point of each colour is the plan chosen, the starred one the fastest.
+
+# %%
+library_report.model_figure(rec, model);
+
+# %%
+Markdown(library_report.plans_markdown(rec, (1024, 1024, 1024), model, top=6))
+
+# %% [markdown]
+# At 1024^3 the wide kernel with 64 x 128 tiles was the fastest, yet the model put it far above its
+# measured time. A likely cause: the formula charges every wave as if each SM held its full
+# complement of blocks and shared its rate among them; here there are about as many blocks as SMs,
+# so each block likely has an SM to itself and runs faster than the formula's share. A model that
+# knows this, or timing the few best candidates once per shape (what cuBLASLt lets a user do,
+# section 5), would choose better.
+#
+# **Honest about the shapes below 90%.**
+
+# %%
+Markdown(library_report.below_markdown(rec))
+
+# %% [markdown]
+# * **The odd shape** is section 1: the any-shape kernel, which on an aligned square already ran at
+#   the share of the wide kernel that the calibration table shows; the shape itself adds little.
+# * **The skinny shapes with a long K** owe most of their speed to split-K (section 3) and still
+#   stay below: only the any-shape kernel can split K, so they pay for its scalar loads too (likely),
+#   besides the reduction and the second launch. A wide kernel with split-K is the next plan to add.
+# * **1000^3 and 1024^3** are where the rule chose a slower plan (the sentence above the figure); at
+#   these sizes Python's part of a call is also a large share (section 2). Compare each library's
+#   single-call time with its back-to-back time in the list: where one call took much longer than
+#   the same call back to back, the single-call % of cuBLAS (above 100% at 1024^3) compares costs
+#   per call more than kernels.
+#
+# The dispatch rule was made from measurements and then checked against more measurements; the
+# checking found two shapes where it was wrong and named the likely reason. That is the method of
+# the whole course, applied to a library.
+#
+# ## 5 · Why cuBLAS is many kernels plus heuristics
+#
+# Everything above happens inside cuBLAS too, at a much larger scale. From NVIDIA's documentation
+# ([REFERENCES.md](REFERENCES.md#lesson-11)):
+#
+# * **A heuristic picks a kernel per problem.** cuBLASLt "uses heuristics to pick the most suitable
+#   matmul kernel" from the problem sizes, the GPU and other parameters; working that out costs host
+#   time, so the documentation recommends asking once and reusing the answer, and cuBLASLt keeps a
+#   cache of the kernels chosen per problem. `gl.sgemm` remembers its plan per shape for the same
+#   reason (`dispatch.plan_for`).
+# * **It ranks candidates, and lets you time them.** `cublasLtMatmulAlgoGetHeuristic` returns
+#   candidate algorithms in order of increasing *estimated* time; a caller may time several and keep
+#   the fastest, which is what the shape suite did with every plan, and what section 4 shows an
+#   estimate alone can miss.
+# * **The knobs are this lesson's.** An algorithm's configuration names its tile, its split-K count
+#   and reduction scheme, its number of pipeline stages (double buffering is two) and the order in
+#   which blocks walk C ("CTA swizzling": lesson 08's [block order](GLOSSARY.md#block-order)). A
+#   request states the alignment of each matrix in bytes and the workspace it may use: section 1's
+#   and section 3's constraints.
+# * **CUTLASS**, NVIDIA's open-source templates for the same kernels, instantiates a kernel per tile
+#   shape, alignment and more: its kernel names carry their alignment, its "parallel reduction
+#   split-K" is a partitioned GEMM plus a batched reduction into a workspace the user provides (this
+#   lesson's two kernels), and its profiler builds one tile size per configuration by default
+#   because building them all for Hopper would be, in its documentation's words, "in the order of
+#   millions of kernels".
+#
+# One kernel cannot be best at every shape: the tile that fills the GPU at 4096^3 leaves most of it
+# idle at 64 x 8192 x 8192, and the fastest loads need alignment the caller may not have.
+# A library is many kernels, each good somewhere, and a rule (measured, cached, and checked against
+# measurements) that picks one.
+#
+# **The same for the transpose.** `gemm_lessons.library.transpose(X)` is lesson 09's answer for every
+# shape: the wide kernel (16-byte loads and stores) where every row of both arrays allows them, the
+# padded 32 x 8 kernel with 4-byte accesses elsewhere. A check on shapes with and without a side that
+# is a multiple of 4:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for rows_, cols_ in [(12, 8), (7, 12), (13, 5)]:
+    x = rng.uniform(-1, 1, (rows_, cols_)).astype(np.float32)
+    t = library.transpose(cuda.to_device(x)).copy_to_host()
+    print(f"{rows_}x{cols_}: right: {np.array_equal(t, x.T)}")
+
+# %% [markdown]
+# ## Exercise 11-split-k: write split-K
+#
+# Write both halves of split-K, on lesson 01's one-thread-per-element kernel so that the split is all
+# there is to write (the library does the same with lesson 08's kernel). Here the workspace is a 3-D
+# array, `W[part, row, col]`, of splits x M x N floats (the library stacks its parts in a 2-D one).
+#
+# 1. `sgemm_partial(A, B, W)` is launched with one layer of blocks per part along z
+#    (`cuda.gridDim.z` parts); the blocks with `cuda.blockIdx.z == z` compute part z, each thread
+#    its sum into `W[z, row, col]`. The parts cut K into contiguous chunks of ceil(K / parts)
+#    values of k (the last chunk may be shorter) and together cover every k exactly once. Set
+#    this thread's range of k.
+# 2. `splitk_reduce(W, C, alpha, beta)`: one thread per element of C, with the same mapping;
+#    C = alpha x (W[0] + W[1] + ...) + beta x C, reading C only when beta != 0 (C may then hold
+#    anything, NaN included).
+#
+# The check launches both with 16 x 16 threads per block on two awkward shapes (K not a multiple of
+# the number of parts) and compares C with float64. Then it checks the technique: each part of W
+# must hold the sum over its own chunk of k, so a version where part 0 sums all of K and the others
+# write zeros (the right C, no split) fails. On the simulator the access log also checks that each
+# part reads only its own chunk of A and B, and that the reduction reads each partial sum once,
+# leaves C unread when beta == 0 and makes coalesced warp-wide accesses: the traffic section 3's
+# model charges for the reduction.
+
+# %%
+import numpy as np
+from numba import cuda, float32
+from gemm_lessons import exercises
+
+
+@cuda.jit
+def sgemm_partial(A, B, W):
+    """Part z = cuda.blockIdx.z of A @ B: this thread's sum over the part's chunk of k, into W[z, row, col]."""
+    M, K = A.shape
+    N = B.shape[1]
+    col = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x  # lesson 01: threadIdx.x along a row of C
+    row = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
+    if row < M and col < N:
+        z = cuda.blockIdx.z
+        ### BEGIN SOLUTION: k_begin, k_end = 0, K
+        k_chunk = (K + cuda.gridDim.z - 1) // cuda.gridDim.z
+        k_begin = z * k_chunk
+        k_end = min(K, k_begin + k_chunk)
+        ### END SOLUTION
+        acc = float32(0.0)
+        for k in range(k_begin, k_end):
+            acc += A[row, k] * B[k, col]
+        W[z, row, col] = acc
+
+
+@cuda.jit
+def splitk_reduce(W, C, alpha, beta):
+    """C = alpha * (W[0] + W[1] + ...) + beta * C, one thread per element of C."""
+    M, N = C.shape
+    col = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    row = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
+    ### BEGIN SOLUTION
+    if row < M and col < N:
+        total = W[0, row, col]
+        for s in range(1, W.shape[0]):
+            total += W[s, row, col]
+        if beta == 0:  # C is not read (it may hold anything, NaN included)
+            C[row, col] = alpha * total
+        else:
+            C[row, col] = alpha * total + beta * C[row, col]
+    ### END SOLUTION
+
+
+split_k = (sgemm_partial, splitk_reduce)
+exercises.check("11-split-k", split_k)
+
+# %% [markdown]
+# ## Takeaway
+#
+# * **Edges cost.** 16-byte loads need K and N multiples of 4 and aligned arrays; scalar,
+#   predicated loads take every shape at a measured price (section 1), which cuBLAS pays far less
+#   of.
+# * **A call is not free.** In Python, what happens before the GPU starts can take longer than a
+#   small kernel; measure it three ways (single call, back to back, issue time), and skip what can
+#   be done once (`Launcher`, the remembered plan).
+# * **Fill the GPU.** When C has fewer tiles than the GPU has block slots, split K: more blocks, a
+#   workspace and a reduction; on the skinny shape measured here, by the factor section 3 shows.
+# * **Choose per shape, then check the choice.** A model of waves and rates ranked most plans well
+#   and chose a slower plan at the shapes section 4 names; timing the candidates found that out.
+#   cuBLAS is the same idea with far more kernels: a heuristic over many specialised kernels,
+#   cached per problem.
+
+# %% [markdown]
+# ## Sources and further reading
+#
+# * No source article of the course covers this lesson ([REFERENCES.md](REFERENCES.md#source-articles));
+#   it rests on the shape suite's record and on NVIDIA's documentation.
+# * What to read next: [REFERENCES.md, lesson 11](REFERENCES.md#lesson-11): cuBLASLt's heuristics and
+#   algorithm configuration, CUTLASS's split-K and profiler.
+# * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
+#   introduced in the [primer](00a_primer.ipynb).

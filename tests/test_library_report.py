@@ -1,0 +1,120 @@
+"""Lesson 11's tables, sentences and figures (gemm_lessons/library_report.py): every number they
+print is the record's, the rules they apply (host-bound, waves, split-K gain) are right, and on
+the simulator nothing claims to be measured."""
+import copy
+import math
+import re
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+from conftest import requires_simulator  # noqa: E402
+from gemm_lessons import dispatch, library_report as lr  # noqa: E402
+from gemm_lessons.records import OverheadRow, ShapeRow, Stats  # noqa: E402
+
+REC = lr.load()
+
+
+def test_the_record_has_what_the_lesson_reads():
+    for shape in (lr.REFERENCE_SHAPE, lr.ODD_SHAPE, lr.SKINNY_SHAPE, (1024, 1024, 1024)):
+        assert lr.row(REC, shape) is not None, shape
+    assert lr.row(REC, lr.SKINNY_SHAPE).plans_ms and lr.row(REC, (1024, 1024, 1024)).plans_ms
+    assert REC.overhead and REC.calibration and REC.model
+
+
+def test_edges_sentence_is_the_records_arithmetic():
+    a, b = lr.row(REC, lr.REFERENCE_SHAPE), lr.row(REC, lr.ODD_SHAPE)
+    text = lr.edges_sentence(REC)
+    assert f"{b.single_gl.median_ms / a.single_gl.median_ms:.2f}x as long" in text
+    wide, odd = lr.calibration(REC, "wide 128x128"), lr.calibration(REC, b.plan)
+    assert f"{odd['gflops'] / 1e3:.1f} TFLOPS" in text and f"{100 * odd['gflops'] / wide['gflops']:.0f}%" in text
+    assert f"{b.pct_cublas_single:.1f}%" in lr.edges_markdown(REC)
+
+
+def test_waves_count_blocks_slots_and_the_last_wave():
+    model = lr.recorded_model(REC)
+    plan = dispatch.Plan("wide", "128x128")
+    w = lr.waves((64, 8192, 8192), plan, model)
+    bps = model.speed(plan).blocks_per_sm
+    assert (w["blocks"], w["slots"], w["waves"]) == (64, bps * model.sms, 1)
+    assert w["last_wave"] == pytest.approx(64 / (bps * model.sms)) and w["k_per_block"] == 8192
+    split = lr.waves((64, 8192, 8192), dispatch.Plan("any_shape", "64x64", 8), model)
+    assert split["blocks"] == 128 * 8 and split["k_per_block"] == 1024
+
+
+def test_split_k_gain_is_best_whole_over_best_split():
+    r = ShapeRow(shape=[1, 1, 1], group="x", plans_ms={"wide 128x128": 0.8, "wide 64x128": 0.6,
+                                                        "any_shape 64x64 split 4": 0.3, "any_shape 64x64 split 8": 0.2})
+    assert lr.split_k_gain(r) == pytest.approx(3.0)
+    assert math.isnan(lr.split_k_gain(ShapeRow(shape=[1, 1, 1], group="x", plans_ms={"wide 64x128": 1.0})))
+    rec_row = lr.row(REC, lr.SKINNY_SHAPE)
+    assert f"{lr.split_k_gain(rec_row):.2f}x as fast" in lr.split_k_sentence(REC)
+
+
+def _stats(ms):
+    return Stats(median_ms=ms, p10_ms=ms, p90_ms=ms, n=5)
+
+
+def test_host_bound_uses_the_issue_time_at_the_nearest_size():
+    rec = copy.deepcopy(REC)
+    rec.overhead = [OverheadRow(caller="gl.sgemm(A, B, C)", size=1024, issue_us=40.0),
+                    OverheadRow(caller="cuBLAS (nvmath wrapper)", size=1024, issue_us=10.0)]
+    r = ShapeRow(shape=[1000, 1000, 1000], group="odd", back_to_back_gl=_stats(0.045), back_to_back_cublas=_stats(0.045))
+    assert lr.host_bound(rec, r, "gl") and not lr.host_bound(rec, r, "cublas")
+    far = ShapeRow(shape=[2048, 2048, 2048], group="square", back_to_back_gl=_stats(0.045))
+    assert not lr.host_bound(rec, far, "gl")  # no issue time measured within 10% of 2048
+    skinny = ShapeRow(shape=[1000, 1024, 1000], group="skinny", back_to_back_gl=_stats(0.045))
+    assert not lr.host_bound(rec, skinny, "gl")  # only squares are compared
+
+
+def test_dispatch_sentence_and_below_follow_the_summary():
+    text = lr.dispatch_sentence(REC)
+    dis = REC.summary["dispatch_disagrees_with_fastest_plan"]
+    for shape, chosen, fastest in dis:
+        assert f"{lr.shape_name(shape)}: chose {chosen}" in text and f"fastest {fastest}" in text
+    assert f"{REC.summary['geomean_pct_cublas_single']:.1f}%" in text
+    low = {lr.shape_name(r.shape) for k in ("single", "back_to_back") for r in lr.below(REC, k)}
+    listed = set(re.findall(r"\*\*(\d+x\d+x\d+)\*\*", lr.below_markdown(REC)))
+    assert listed == low and lr.shape_name(REC.summary["min_pct_cublas_single"][1]) in listed
+
+
+def test_the_recorded_model_reproduces_the_recorded_plans():
+    """The lesson prints dispatch.choose under the recorded model: it must be the rule that ran."""
+    model = lr.recorded_model(REC)
+    for r in REC.rows:
+        M, N, K = r.shape
+        assert str(dispatch.choose(M, N, K, lr.is_wide(r.shape), model)) == r.plan, r.shape
+
+
+def test_model_points_mark_one_chosen_and_one_fastest_per_shape():
+    pts = lr.model_points(REC)
+    for r in REC.rows:
+        if r.plans_ms:
+            mine = [p for p in pts if p[0] == tuple(r.shape)]
+            assert sum(p[4] for p in mine) == 1 and sum(p[5] for p in mine) == 1
+
+
+@requires_simulator
+def test_on_the_simulator_the_measurements_are_the_record_and_say_so():
+    costs = lr.call_costs()
+    assert not costs.measured_now and "not measured here" in costs.source
+    assert costs.get("gl.sgemm(A, B, C)", 256) == next(o.issue_us for o in REC.overhead
+                                                        if o.caller == "gl.sgemm(A, B, C)" and o.size == 256)
+    table = lr.measure_shapes([lr.REFERENCE_SHAPE, lr.ODD_SHAPE])
+    assert not table.measured_now and "not measured here" in table._repr_markdown_()
+    assert table.pct_cublas(lr.ODD_SHAPE) == lr.row(REC, lr.ODD_SHAPE).pct_cublas_single
+    assert "not compiled here" in lr.compiler_markdown(REC)
+
+
+def test_figures_draw():
+    import matplotlib.pyplot as plt
+
+    model = lr.recorded_model(REC)
+    plans = [dispatch.Plan("wide", "128x128"), dispatch.Plan("any_shape", "64x64", 4)]
+    for draw in (lambda: lr.alignment_figure(), lambda: lr.call_costs_figure(lr.CallCosts(REC.overhead, "recorded")),
+                 lambda: lr.split_k_diagram(), lambda: lr.waves_figure(lr.SKINNY_SHAPE, plans, model),
+                 lambda: lr.pct_figure(REC), lambda: lr.model_figure(REC, model)):
+        draw()
+        plt.close("all")

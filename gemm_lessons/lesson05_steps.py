@@ -36,7 +36,7 @@ STEPS = (
          "gemm_lessons/sgemm_kernels/reg2d.py"),
     Step("reg2d_unrolled", "loops written out at compile time: the results a register tile indexed by constants",
          "gemm_lessons/sgemm_kernels/reg2d_unrolled.py"),
-    Step("transposed_a", "A tile stored transposed: the shared reads become 16 bytes wide (LDS.128)",
+    Step("transposed_a", "A tile stored transposed: a thread's 8 values of A become neighbours (so the compiler may merge them into LDS.128)",
          "gemm_lessons/sgemm_kernels/transposed_a.py"),
     Step("wide_loads", "16-byte global loads for staging (LDG.128)", "gemm_lessons/sgemm_kernels/wide_loads.py"),
     Step("vec", "16-byte stores of C (STG.128): lesson 05's kernel", "gemm_lessons/sgemm_kernels/vec.py"),

@@ -352,3 +352,19 @@ def test_lesson10_takes_the_pairs_its_record_lacks_from_the_steps_run():
     if any(e.source for e in both):
         assert " †" in text and "† timed together in another run: Test GPU" not in text  # named by its device
         assert f"† timed together in another run: {record.device.name}, 2030-01-02" in text
+
+
+def test_lesson_05_reads_the_recorded_h100_compiler_as_it_says():
+    """Lesson 05 says: in the H100 run, steps 3 and 4 kept 4-byte LDS and only vec has LDS.128."""
+    import json
+    import os
+
+    from gemm_lessons import results
+
+    path = results.path_for("experiment", results.REFERENCE_DEVICE, name="lesson05-steps")
+    if not os.path.exists(path):
+        pytest.skip("no lesson 05 steps record")
+    facts = json.load(open(path))["compiler"]
+    for name in ("transposed_a", "wide_loads"):
+        assert facts[name]["sass"].get("LDS.128", 0) == 0 and facts[name]["sass"]["LDS"] == 16, name
+    assert facts["vec"]["sass"]["LDS.128"] == 4 and facts["vec"]["sass"].get("LDS", 0) == 0

@@ -228,6 +228,26 @@ def _replace(out, html):
     shutil.copytree(html, out)
 
 
+_SOURCE_LINK = re.compile(r'href="([^"/:#?]+)\.(?:md|ipynb)(#[^"]*)?"')
+
+
+def _output_links(folder):
+    """Links written by the notebooks' code (a table rendered as markdown in an output, e.g. the
+    profiler's links to GLOSSARY.md#...) are not resolved by Sphinx, as the markdown cells' are:
+    point each link to a .md or .ipynb file of the same folder at its built page."""
+    for name in os.listdir(folder):
+        if not name.endswith(".html"):
+            continue
+        path = os.path.join(folder, name)
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        fixed = _SOURCE_LINK.sub(lambda m: f'href="{m.group(1)}.html{m.group(2) or ""}"'
+                                 if os.path.exists(os.path.join(folder, m.group(1) + ".html")) else m.group(0), text)
+        if fixed != text:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(fixed)
+
+
 def build(out=DEFAULT_OUT, repository=None, branch="main", repo_dir=REPO_DIR, verbose=False, warning_stream=None):
     """Build the site into ``out`` (a site built there before is replaced).  Returns a Build; raises
     SiteError when it fails.  Sphinx's warnings go to ``warning_stream`` (default: stderr) as well."""
@@ -274,6 +294,7 @@ def build(out=DEFAULT_OUT, repository=None, branch="main", repo_dir=REPO_DIR, ve
                 raise SiteError(f"Sphinx failed: {e}") from e
         if app.statuscode:
             raise SiteError(f"Sphinx failed (status {app.statuscode}); its messages are above")
+        _output_links(os.path.join(html, "notebooks"))
         shutil.copyfile(os.path.join(html, "README.html"), os.path.join(html, "index.html"))
         open(os.path.join(html, ".nojekyll"), "w").close()  # GitHub Pages: serve _static/ and _images/ as they are
         with open(os.path.join(html, MARKER), "w") as f:

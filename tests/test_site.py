@@ -2,8 +2,10 @@
 lesson a page, internal links and anchors resolve, plots shown, Colab buttons exactly when a
 repository is set, no machine paths; then a real headless Chromium opens it.
 
-The browser test needs Chromium and Python's playwright: it fails, saying how to install them,
-when either is missing (GEMM_LESSONS_NO_BROWSER=1 skips it instead)."""
+The site needs Sphinx and myst-nb (the test extra brings them) and the browser test Chromium and
+Python's playwright. Where one is missing these tests are skipped, saying how to install it, so
+`pytest` on a student's GPU machine without Chromium stays green; CI (.ci/run) sets
+GEMM_LESSONS_REQUIRE_SITE=1, and there a missing one is a failure."""
 import contextlib
 import functools
 import glob
@@ -23,6 +25,22 @@ import pytest
 
 from conftest import REPO
 from gemm_lessons import site
+
+REQUIRED = os.environ.get("GEMM_LESSONS_REQUIRE_SITE") == "1"
+
+
+def _missing(message):
+    """Fail in CI (GEMM_LESSONS_REQUIRE_SITE=1), skip elsewhere, saying what to install."""
+    (pytest.fail if REQUIRED else pytest.skip)(message)
+
+
+def _require_builder():
+    try:
+        import myst_nb  # noqa: F401
+        import sphinx  # noqa: F401
+    except ImportError as e:
+        _missing(f'building the course website needs Sphinx and myst-nb ({e.name} is missing): pip install -e ".[site]"')
+
 
 REPOSITORY = "octocat/gemm-lessons"  # any OWNER/NAME: nothing is fetched from it
 NOTEBOOKS = sorted(os.path.basename(p)[:-len(".ipynb")] for p in glob.glob(os.path.join(REPO, "notebooks", "*.ipynb")))
@@ -44,6 +62,7 @@ def _main(args):
 @pytest.fixture(scope="module")
 def plain(tmp_path_factory):
     """The site with no repository set: (folder, stdout, stderr)."""
+    _require_builder()
     out = str(tmp_path_factory.mktemp("site") / "plain")
     status, stdout, stderr = _main(["--out", out])
     assert status == 0, stdout + stderr
@@ -52,6 +71,7 @@ def plain(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def with_colab(tmp_path_factory):
+    _require_builder()
     out = str(tmp_path_factory.mktemp("site") / "colab")
     status, stdout, stderr = _main(["--out", out, "--repository", REPOSITORY, "--branch", "main"])
     assert status == 0, stdout + stderr
@@ -267,12 +287,12 @@ def chromium():
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        pytest.fail('the site\'s browser test needs Python\'s playwright, which is not installed: pip install -e ".[test]" '
+        _missing('the site\'s browser test needs Python\'s playwright, which is not installed: pip install -e ".[test]" '
                     f"brings it; {SKIP_HINT}")
     binary = (os.environ.get("GEMM_LESSONS_CHROMIUM") or shutil.which("chromium")
               or shutil.which("chromium-browser") or shutil.which("google-chrome"))
     if not binary or not os.access(binary, os.X_OK):
-        pytest.fail("the site's browser test needs Chromium, which was not found: install it (Debian/Ubuntu: "
+        _missing("the site's browser test needs Chromium, which was not found: install it (Debian/Ubuntu: "
                     "apt-get install chromium) or set GEMM_LESSONS_CHROMIUM to a Chromium or Chrome binary; "
                     f"{SKIP_HINT}")
     return sync_playwright, binary

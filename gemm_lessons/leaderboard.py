@@ -25,9 +25,9 @@ TECHNIQUES = [
     ("transposed A tile + 128-bit loads + compile-time unrolling", "05", "reg2d", "vec"),
     # lesson 05 in steps: the same jump, one change at a time (after lesson 04's side-by-side results)
     ("the loops written out at compile time (static_range)", "05", "reg2d_contiguous", "reg2d_unrolled"),
-    ("A tile stored transposed (the shared reads become LDS.128)", "05", "reg2d_unrolled", "transposed_a"),
+    ("A tile stored transposed (so the compiler may merge the shared reads)", "05", "reg2d_unrolled", "transposed_a"),
     ("16-byte global loads for staging (LDG.128)", "05", "transposed_a", "wide_loads"),
-    ("16-byte stores of C (STG.128)", "05", "wide_loads", "vec"),
+    ("16-byte stores of C (STG.128; on the H100's compiler also the first step with LDS.128)", "05", "wide_loads", "vec"),
     ("writing out the k-loop too (loses LDS.128)", "05", "vec", "vec_unrolled_k"),
     ("8x8 split into four 4x4 (conflict-free LDS.128)", "06", "vec", "vec_split"),
     ("double buffering, first attempt (runtime buffer index)", "07", "vec_split", "dbuf_indexed"),
@@ -309,6 +309,15 @@ def transpose_suite_markdown(suite, kernel="library"):
                  + ".")
     else:
         text += "No shape stayed below 95% back-to-back."
+    groups = {True: [], False: []}  # both sides multiples of 4 (16-byte accesses possible) or not
+    for r in suite["rows"]:
+        k = r["kernels"].get(kernel, {})
+        if k.get("correct"):
+            groups[r["shape"][0] % 4 == 0 and r["shape"][1] % 4 == 0].append(k["pct_sgeam"])
+    for wide, what in ((True, "whose sides are multiples of 4"), (False, "with a side that is not")):
+        if groups[wide]:
+            text += (f" Back-to-back on the {len(groups[wide])} shapes {what}: {min(groups[wide]):.0f}% to "
+                     f"{max(groups[wide]):.0f}% of sgeam.")
     return text
 
 

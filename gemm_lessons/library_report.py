@@ -614,7 +614,7 @@ def dispatch_sentence(rec):
         text += f"Every plan was timed on {timed} shapes; the plan chosen was the fastest on {timed - len(dis)} of them"
         if dis:
             parts = [f"{shape_name(sh)}: chose {p} ({ms:.3f} ms), fastest {b} ({bms:.3f} ms, "
-                     f"{100 * (ms / bms - 1):.0f}% less time)" for sh, p, ms, b, bms in dis]
+                     f"{100 * (1 - bms / ms):.0f}% less time)" for sh, p, ms, b, bms in dis]
             text += "; not on " + "; ".join(parts)
         text += "."
     return text

@@ -217,8 +217,9 @@ lesson05_steps.measure_step("reg2d_unrolled", {
 # they become 8 neighbours, like the 8 values of B. Nothing in the code asks for 16-byte loads:
 # both rows start at a multiple of 8 floats (`t_row`, `t_col`), so the compiler *may* merge
 # every four neighbouring reads into one `LDS.128`, 4 per k-step instead of 16 `LDS`. Whether
-# it does is the compiler's choice, and two toolchains disagreed here: compiled offline (with
-# ptxas 13.5, `tests/test_lesson05_steps.py`) this kernel gets `LDS.128`; in the H100
+# it does is the compiler's choice, and two toolchains disagreed here: compiled offline (numba's
+# NVVM and ptxas 13.5 on this repository's CI machine, `tests/test_lesson05_steps.py`) this
+# kernel gets `LDS.128`; in the H100
 # run recorded for this lesson it kept sixteen 4-byte `LDS`, and so did step 4's kernel (the
 # compiler facts below show what your GPU's compiler made). Only `vec`, in step 5, has
 # `LDS.128` in that run. We did not find out why.
@@ -399,8 +400,8 @@ lesson05_steps.measure_step("wide_loads", {
 # thread, after the main loop, so they are unlikely to explain a large speedup on their own. On
 # the H100 run recorded here, this step is also where the shared reads became `LDS.128` (steps 3
 # and 4 kept 4-byte `LDS` there), and its main loop is shorter (the summary's instructions per
-# slice): that, not the stores, is the likely source of most of this step's gain, and the
-# register cap (below) is the difference we suspect made the compiler merge. Three other differences in the diff change nothing at `vec`'s
+# slice): that, not the stores, is the likely source of most of this step's gain. What made
+# the compiler merge the reads here and not in step 4 we did not find out. Three other differences in the diff change nothing at `vec`'s
 # defaults: it carries lesson 06's `split` switch (with `split=False`, `ROW_GAP = COL_GAP = 4`
 # and `SPAN = 8`, so `t_row + (i % 4 + i // 4 * ROW_GAP)` is `t_row + i`), the `unroll_k`
 # switch measured at the end of the lesson, and no register cap: at its register count the cap

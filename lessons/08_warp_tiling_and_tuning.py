@@ -99,8 +99,9 @@ print([(r.label, r.invalid[:40] if r.invalid else r.correct) for r in rows if r.
 # % of cuBLAS (all timed in the same run as cuBLAS). Each row names its register cap
 # (`max_registers`, lesson 04): the sweep did not use one cap for every shape, so compare cells
 # within a row, or rows with the same cap. The sweep was run with the clamped-load
-# guard of lesson 07 (`guard="select"`) throughout; the single changes below include the
-# predicated `if`, which won and became the default.
+# guard of lesson 07 (`guard="select"`) throughout; the predicated `if` of lesson 07, timed
+# as one of the single changes (the full list: `tuning.table_markdown` below and
+# `results/tuning-*.json`), became the default.
 
 # %%
 sweep = leaderboard.load_sweep()
@@ -448,9 +449,10 @@ plots.rung_versus_size("warptile");
 # * On this kernel the decisive choices were the ones that keep the compiler within 128
 #   registers without spilling (BK = 8 with two buffers, the cap itself) and the form of the
 #   load guard; warp layout and padding did not measurably matter.
-# * Block order decides which blocks meet in the L2 cache: a grouped order (Triton's) reads fewer
-#   strips of A and B per wave. What it was worth on the recorded GPU is in the sentences under
-#   the block-order tables, read from the record.
+# * Block order decides which blocks meet in the L2 cache: a grouped order (Triton's) can read
+#   fewer strips of A and B per wave when a group's patch of C is squarer than a row-major wave
+#   (not at every GROUP_M: see the model's table). What it was worth on the recorded GPU is in
+#   the sentences under the block-order tables, read from the record.
 # * What is left to cuBLAS: the leaderboard (lesson 10) puts every rung next to it.
 
 # %% [markdown]

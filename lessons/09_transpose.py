@@ -281,8 +281,11 @@ for rows, cols in [(64, 96), (61, 90), (33, 7)]:
 # `tools/transpose_suite.py` timed it against cuBLAS `sgeam` on a suite of shapes, as a user
 # calls it (single calls, the GPU idle before each) and back-to-back, next to the other
 # candidate kernels (all in `results/transpose-suite-<device>.json`). Where the matrices are
-# small (a few MB), a call takes longer on the host than on the GPU, so there the ratios compare
-# two ways of calling (ours and nvmath-python's binding of cuBLAS), not two kernels.
+# small, a call likely takes longer on the host than on the GPU (a 1024 x 1024 transpose moves
+# 8 MB: under 3 µs at this GPU's copy bandwidth, against tens of microseconds of Python per
+# call), so there the ratios likely compare two ways of calling (ours, through a `Launcher`,
+# and nvmath-python's binding of cuBLAS), not two kernels: read the shapes of several hundred
+# MB for the kernels.
 
 # %%
 from IPython.display import Markdown, display

@@ -149,10 +149,14 @@ Markdown(leaderboard.devices_markdown(leaderboard.device_records()))
 # Read it against the lessons. Every SGEMM rung, even the naive one, stays where it was: none
 # of them is held down by DRAM bandwidth (for the naive kernel this agrees with the roofline
 # above, which put it far below its DRAM ceiling). The transposes are memory-bound, yet they
-# do not all move: the `wide` rung and cuBLAS's `sgeam` follow the copy, while a transpose that
-# did not speed up (the last sentence lists them) is held by something on the SM. For
-# `smem_tile` lesson 09 shows what: its column reads of `tile[32][32]` are 32-way bank
-# conflicts, and shared memory's bandwidth is the same on both GPUs (the first table).
+# do not all move: the `wide` rung follows the copy and cuBLAS's `sgeam` nearly does, the others
+# gain less, and a transpose that did not speed up at all (the last sentence lists them) is held
+# by something other than DRAM bandwidth. For `smem_tile` lesson 09 found one likely part of it:
+# its column reads of `tile[32][32]` are 32-way bank conflicts, and shared memory's bandwidth is
+# the same on both GPUs (the first table). The conflicts alone do not account for its speed
+# (at 33 wavefronts per 32 elements the SMs could move about twice its GB/s), and the middle
+# cases (the naive kernel, the padded tiles) are not explained here. Both GPUs' FP32 peak comes
+# from their nominal clock; nothing recorded the clock while the kernels ran.
 #
 # The shape suite differs more between the two GPUs than the square sizes do. The sentence
 # under its table says which side moved: compare how far `gl.sgemm`'s time per call moved with

@@ -468,7 +468,8 @@ Markdown(library_report.split_k_sentence(rec))
 #
 # **The idea.** The library has a handful of kernels and needs a rule that picks one per shape.
 # `gemm_lessons.dispatch` lists its **plans** (`dispatch.PLANS`: the wide kernel with three tile
-# sizes, the any-shape kernel with the same three, each with K split 1 to 16 ways) and picks the
+# sizes, unsplit; the any-shape kernel with the same three, each with K split 1, 2, 3, 4, 6, 8, 12
+# or 16 ways, since only the any-shape kernel can split K) and picks the
 # plan with the smallest estimate of a small cost model, `dispatch.Model`:
 #
 # $$t = \text{waves} \times \text{blocks per SM} \times \frac{\text{FLOP of one block}}{\text{one SM's rate}}
@@ -605,8 +606,8 @@ for rows_, cols_ in [(12, 8), (7, 12), (13, 5)]:
 #    C = alpha x (W[0] + W[1] + ...) + beta x C, reading C only when beta != 0 (C may then hold
 #    anything, NaN included).
 #
-# The check launches both with 16 x 16 threads per block on two awkward shapes (K not a multiple of
-# the number of parts) and compares C with float64. Then it checks the technique: each part of W
+# The check launches both with 16 x 16 threads per block on two shapes that are not multiples of
+# the block (19x37x50 in 3 parts, 9x20x64 in 4) and compares C with float64. Then it checks the technique: each part of W
 # must hold the sum over its own chunk of k, so a version where part 0 sums all of K and the others
 # write zeros (the right C, no split) fails. On the simulator the access log also checks that each
 # part reads only its own chunk of A and B, and that the reduction reads each partial sum once,

@@ -311,10 +311,11 @@ LOAD_SIDE = textwrap.dedent('''
            "config": type(warptile.config).__name__,
            "warptile_max_registers": warptile.targetoptions.get("max_registers")}
     try:
-        from numba.cuda.cudadrv import nvvm
+        from numba.cuda.cudadrv import nvrtc, nvvm
         nvvm.NVVM()
+        nvrtc.get_supported_ccs()  # compile_ptx asks NVRTC for the closest architecture
     except Exception:
-        out["compiled"] = None  # no libnvvm here: the pickle is checked, compiling is not
+        out["compiled"] = None  # no libnvvm or libnvrtc here: the pickle is checked, compiling is not
     else:
         sig = (types.float32[:, ::1],) * 3 + (types.float32, types.float32)
         # (warptile takes half a minute to compile here: the GPU test compiles it in the child)

@@ -106,16 +106,10 @@ def sgemm(A, B, C=None, alpha=1.0, beta=0.0):
         return _checked_call(A, B, C, alpha, beta)
     if C is None:
         C = cuda.device_array((M, N), np.float32)
-    # layouts: C-contiguous (strides (4 * columns, 4)) or rows contiguous with a larger row stride
-    a0, a1 = A.strides
-    b0, b1 = B.strides
-    c0, c1 = C.strides
-    if (a1 == 4 or K == 1) and (b1 == 4 or N == 1) and (c1 == 4 or N == 1) and a0 > 0 and b0 > 0 and c0 > 0:
-        contiguous = (a0 == 4 * K or M == 1) and (b0 == 4 * N or K == 1) and (c0 == 4 * N or M == 1)
-    else:
+    layout = _layout(A, B, C, M, N, K)
+    if layout is None:
         return _checked_call(A, B, C, alpha, beta)
-    wide = (contiguous and not (K & 3 or N & 3)
-            and not ((_pointer(A) | _pointer(B) | _pointer(C)) & 15))
+    wide, contiguous = layout
     key = (M, N, K, wide, contiguous)
     run = _RUNS.get(key)
     if run is None:  # first call at this shape: the plan (dispatch) and its launchers
@@ -124,6 +118,39 @@ def sgemm(A, B, C=None, alpha=1.0, beta=0.0):
         run = _RUNS[key] = _runner(dispatch.plan_for(M, N, K, wide), M, N, K, contiguous)
     run(A, B, C, alpha, beta)
     return C
+
+
+def _layout(A, B, C, M, N, K):
+    """(wide, contiguous) for arrays whose rows are contiguous, else None.  contiguous: all three
+    C-contiguous (strides (4 * columns, 4)), not rows of a larger array; wide: also K and N
+    multiples of 4 and every array on a 16-byte boundary, so the 16-byte loads may be used."""
+    a0, a1 = A.strides
+    b0, b1 = B.strides
+    c0, c1 = C.strides
+    if not ((a1 == 4 or K == 1) and (b1 == 4 or N == 1) and (c1 == 4 or N == 1) and a0 > 0 and b0 > 0 and c0 > 0):
+        return None
+    contiguous = (a0 == 4 * K or M == 1) and (b0 == 4 * N or K == 1) and (c0 == 4 * N or M == 1)
+    wide = (contiguous and not (K & 3 or N & 3)
+            and not ((_pointer(A) | _pointer(B) | _pointer(C)) & 15))
+    return wide, contiguous
+
+
+def plan_of(A, B, C=None):
+    """The dispatch.Plan that ``sgemm(A, B, C)`` runs for these arrays (their shape, layout and
+    alignment decide it), without running it."""
+    for name, x in (("A", A), ("B", B), ("C", C)):
+        if x is not None and not (is_device_array(x) and len(x.shape) == 2):
+            raise TypeError(f"{name} must be a 2-D numba device array (cuda.to_device), got {type(x).__name__}")
+    M, K = A.shape
+    N = B.shape[1]
+    if B.shape[0] != K or (C is not None and tuple(C.shape) != (M, N)):
+        raise ValueError(f"shapes do not fit: A {tuple(A.shape)}, B {tuple(B.shape)}"
+                         + (f", C {tuple(C.shape)}" if C is not None else "") + " (need A: MxK, B: KxN, C: MxN)")
+    layout = _layout(A, B, C if C is not None else cuda.device_array((M, N), np.float32), M, N, K)
+    if layout is None:
+        raise ValueError("an array's rows are not contiguous (a transposed view, a slice with a step): "
+                         "gl.sgemm refuses it; pass a C-contiguous copy")
+    return dispatch.plan_for(M, N, K, layout[0])
 
 
 def run_plan(plan, A, B, C, alpha=1.0, beta=0.0, contiguous=True):

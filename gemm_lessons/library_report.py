@@ -164,6 +164,18 @@ class CallCosts:
     def callers(self):
         return list(dict.fromkeys(r.caller for r in self.rows))
 
+    def spread(self, callers, size, what):
+        """matplotlib's xerr for ``what`` ("issue", "sync", "event"): the distances from the median
+        down to the 10th and up to the 90th percentile; None where the rows do not have them."""
+        lo, hi = [], []
+        for c in callers:
+            med, p10, p90 = (self.get(c, size, f"{what}{s}_us") for s in ("", "_p10", "_p90"))
+            if p10 is None or p90 is None or math.isnan(med):
+                return None
+            lo.append(med - p10)
+            hi.append(p90 - med)
+        return [lo, hi]
+
     def sizes(self):
         return sorted({r.size for r in self.rows})
 
@@ -181,7 +193,9 @@ class CallCosts:
                 + tables.markdown(head, body, "l" + "r" * len(sizes))
                 + "\n\nissue: host time per call when calls are issued back to back (Python, checks, launch); "
                 "sync: host time for one call followed by a synchronize (the whole round trip); "
-                "event: CUDA events around one call on an idle GPU (getting the call to the GPU, plus the kernel).")
+                "event: CUDA events around one call on an idle GPU (getting the call to the GPU, plus the kernel). "
+                "Medians" + (" (the figure draws each one's 10th-90th percentile range as a whisker)" if self.spread(self.callers(), self.sizes()[0], "issue") else "")
+                + ".")
 
     def __repr__(self):
         return self._repr_markdown_()
@@ -216,8 +230,10 @@ def call_costs_figure(costs, size=256, ax=None):
     y = np.arange(len(callers))
     issue = [costs.get(c, size, "issue_us") for c in callers]
     event = [costs.get(c, size, "event_us") for c in callers]
-    ax.barh(y - 0.2, issue, 0.4, color="tab:blue", label="issue: host time per call, calls back to back")
-    ax.barh(y + 0.2, event, 0.4, color="tab:orange", label="event: CUDA events around one call, GPU idle before")
+    ax.barh(y - 0.2, issue, 0.4, color="tab:blue", xerr=costs.spread(callers, size, "issue"), capsize=2,
+            label="issue: host time per call, calls back to back")
+    ax.barh(y + 0.2, event, 0.4, color="tab:orange", xerr=costs.spread(callers, size, "event"), capsize=2,
+            label="event: CUDA events around one call, GPU idle before")
     for yi, v in zip(y, issue):
         if not math.isnan(v):
             ax.text(v, yi - 0.2, f" {v:.0f}", va="center", fontsize=7)

@@ -298,13 +298,20 @@ class OverheadRow(Json):
     """What one call costs the host: ``issue_us`` per call when calls are issued back to back
     (checks and launch: the GPU finishes each call before the next arrives at these sizes),
     ``sync_us`` per call with a synchronize after each, ``event_us`` between CUDA events
-    around one call."""
+    around one call: medians, and each one's 10th and 90th percentiles in ``*_p10_us``,
+    ``*_p90_us`` (records before 2026-11-23 have only the medians)."""
     caller: str
     size: int  # square M = N = K
     issue_us: float | None = None
     sync_us: float | None = None
     event_us: float | None = None
     error: str | None = None
+    issue_p10_us: float | None = None
+    issue_p90_us: float | None = None
+    sync_p10_us: float | None = None
+    sync_p90_us: float | None = None
+    event_p10_us: float | None = None
+    event_p90_us: float | None = None
 
 
 @_record

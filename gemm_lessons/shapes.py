@@ -186,8 +186,8 @@ def measure_overhead(sizes, pbar, calls=200):
                 for _ in range(min(20, calls)):  # compiles, warms up
                     fn()
                 cuda.synchronize()
-                issue, batch = [], max(1, calls // 5)
-                for _ in range(5):  # calls issued back to back: host time per call
+                issue, batch = [], max(1, calls // 10)
+                for _ in range(10):  # calls issued back to back: host time per call
                     t0 = time.perf_counter()
                     for _ in range(batch):
                         fn()
@@ -199,9 +199,11 @@ def measure_overhead(sizes, pbar, calls=200):
                     fn()
                     cuda.synchronize()
                     sync.append(time.perf_counter() - t0)
-                row.issue_us = 1e6 * float(np.median(issue))
-                row.sync_us = 1e6 * float(np.median(sync))
-                row.event_us = 1e3 * single_calls(fn, repeats=50, warmup_s=0.05).median_ms
+                for what, st in (("issue", _stats(1e3 * np.asarray(issue))), ("sync", _stats(1e3 * np.asarray(sync))),
+                                 ("event", single_calls(fn, repeats=50, warmup_s=0.05))):
+                    setattr(row, f"{what}_us", 1e3 * st.median_ms)
+                    setattr(row, f"{what}_p10_us", 1e3 * st.p10_ms)
+                    setattr(row, f"{what}_p90_us", 1e3 * st.p90_ms)
             except Exception as e:  # noqa: BLE001
                 row.error = f"{type(e).__name__}: {e}"
             rows.append(row)

@@ -28,8 +28,8 @@ measure.recorded(["reg2d", "vec", "cublas"])  # where we start and where we arri
 # not: in `sA[m, k]` they are a column, BK floats apart. Store the A tile **transposed**,
 # `sAT[k, m]`, and they become neighbours too. Then:
 #
-# * shared memory: 8 + 8 values per k-step arrive in four 16-byte loads (`LDS.128`) instead of
-#   sixteen 4-byte ones;
+# * shared memory: 8 + 8 values per k-step arrive in four 16-byte loads (`LDS.128`: the `.128`
+#   is the access width in bits, [glossary](GLOSSARY.md#width-128)) instead of sixteen 4-byte ones;
 # * global memory: each thread stages one float4 (16 bytes) of A and one of B per slice
 #   (`LDG.128`); the A values are scattered into `sAT` on the way in;
 # * C is written 16 bytes at a time (`STG.128`).
@@ -41,13 +41,14 @@ figures.transposed_tile();
 # ## How to get 128-bit instructions from numba
 #
 # * **Shared memory**: usually nothing special. Shared arrays are aligned, so when four loads hit
-#   `sAT[k, m]`, `sAT[k, m+1]`, ... with `m` visibly a multiple of 4, the compiler (NVVM's
-#   load/store vectorizer) can merge them into one `LDS.128`, and in this lesson's kernel it
+#   `sAT[k, m]`, `sAT[k, m+1]`, ... with `m` visibly a multiple of 4, the compiler (the load/store
+#   vectorizer of [NVVM](GLOSSARY.md#nvvm), the LLVM-based part of numba's compiler) can merge them into one `LDS.128`, and in this lesson's kernel it
 #   does. Not always: step 2 below shows four neighbouring reads it left as four `LDS`, so
 #   read the SASS.
 # * **Global memory**: numba tells LLVM nothing about the alignment of an array's data pointer,
 #   so four neighbouring global loads stay four `LDG.E`. `gemm_lessons/float4.py` adds two
-#   small numba *intrinsics*, `load4` and `store4`, that emit one `<4 x float>` load or store
+#   small numba *intrinsics* ([glossary](GLOSSARY.md#intrinsic): functions whose body is
+#   that emit specific instructions instead of being called), `load4` and `store4`, that emit one `<4 x float>` load or store
 #   with 16-byte alignment. The price: every row must start on a 16-byte boundary, so this rung
 #   requires K and N to be multiples of 4, and says so (ValueError) otherwise.
 # * **Unrolling, said out loud**: *unrolling* a loop means writing its body out once per
@@ -530,9 +531,11 @@ lesson05_steps.measure_step("vec", {
 # ### Look inside with the bank tracer
 #
 # One block (K = 8) on the simulator, with the shared loads merged into 16-byte accesses as the
-# compiler does (`merge=("ld",)`; the SASS below confirms `LDS.128`). The `sAT` reads are
-# conflict-free, but the `sB` reads are not: 8 threads of a quarter warp read 16 bytes each, 32
-# bytes apart, two to a bank. Lesson 06 removes that.
+# compiler does (`merge=("ld",)`; the SASS below confirms `LDS.128`). Shared memory is split
+# into 32 [banks](GLOSSARY.md#bank), and a warp's 16-byte loads are served a quarter warp (8
+# threads) at a time, one [phase](GLOSSARY.md#phase) each. The `sAT` reads are conflict-free,
+# but the `sB` reads are not: the 8 threads of a phase read 16 bytes each, 32 bytes apart, two
+# to a bank ([bank conflict](GLOSSARY.md#bank-conflict)). Lesson 06 removes that.
 
 # %%
 from gemm_lessons.instruments import shared_tracer
@@ -688,7 +691,7 @@ def sgemm_ex05(A, B, C, alpha, beta):
             y0 = y1 = y2 = y3 = np.float32(0.0)
             if k0 + b_r + q * B_STEP < K and col0 + b_c < N:
                 y0, y1, y2, y3 = load4(B, k0 + b_r + q * B_STEP, col0 + b_c)
-            store4(sB, b_r + q * B_STEP, b_c, y0, y1, y2, y3)
+            store4(sB, b_r + q * B_STEP, b_c, y0, y1, y2, y3)  # store4 takes a shared array too (b_c % 4 == 0)
         cuda.syncthreads()
         for k in range(BK):
             for i in static_range(TM):  # A[row0 + t_row + i, k0 + k]

@@ -72,9 +72,12 @@ except ValueError as e:
 # 16-byte loads from shared memory in the k-steps) and changes only the edges, where a library meets
 # arbitrary input. Every global load is one float with its own [predicate](GLOSSARY.md#predicate):
 # inside the matrix, and inside this block's range of k (`k_chunk`: section 3 uses it). Consecutive
-# threads still load consecutive addresses, so every 32-byte [sector](GLOSSARY.md#sector) fetched is
-# used: the same traffic as the float4 loads, with four times as many load instructions. The
-# arrays may also be typed `'A'` (any strides), which is how a slice of a larger matrix works.
+# threads still load consecutive addresses, with four times as many load instructions as the float4
+# loads. Where a row of A does not start on a 32-byte boundary (K not a multiple of 8), the 8 floats
+# of one slice row (32 bytes) straddle two 32-byte [sectors](GLOSSARY.md#sector), so the loads fetch
+# more sectors than they use; the rest of each sector belongs to a neighbouring slice and may still
+# be in a cache when that slice is loaded (this lesson does not measure it). The arrays may also be
+# typed `'A'` (any strides), which is how a slice of a larger matrix works.
 
 # %%
 from numba import boolean
@@ -232,9 +235,14 @@ print("a view 4 bytes off a 16-byte boundary: right:",
       problems.compare("view", C_view, big[:, 1:].astype(np.float64) @ B_host, 1.0, 0.0, 32).passed)
 
 # %%
-print("none of the three can use the wide kernel; the plans gl.sgemm chose here:")
-for M, N, K in [(33, 65, 47), (9, 6, 1), (20, 12, 32)]:
-    print(f"  {M}x{N}x{K}: {dispatch.plan_for(M, N, K, False)}")
+# library.plan_of: the plan gl.sgemm runs for these arrays (their shape, layout and alignment decide)
+print("the plans gl.sgemm chose here:")
+for M, N, K in [(33, 65, 47), (9, 6, 1)]:
+    plan = library.plan_of(cuda.device_array((M, K), np.float32), cuda.device_array((K, N), np.float32))
+    print(f"  {M}x{N}x{K}: {plan}")
+print(f"  the 20x12x32 view: {library.plan_of(view, cuda.to_device(B_host))}")
+print(f"  for comparison, a fresh 20x32 array instead of the view: "
+      f"{library.plan_of(cuda.to_device(big[:, 1:].copy()), cuda.to_device(B_host))}")
 print("with the dispatch model", dispatch.model().source)
 
 # %% [markdown]
@@ -313,9 +321,9 @@ else:
     call = lambda: gl.sgemm(A_s, B_s, C_s)  # noqa: E731
     one = shapes.single_calls(call)
     many = gl.time_gpu(call)
-    print(f"gl.sgemm at {n}^3 on {gl.device_info().name}: single call {1e3 * one.median_ms:.0f} µs, back to back "
-          f"{1e3 * many.median_ms:.0f} µs per call, host time to issue one {1e3 * many.host_ms:.0f} µs"
-          + (" (host-bound)" if many.host_bound else ""))
+    us = lambda t: f"{1e3 * t.median_ms:.0f} µs (10th-90th percentile {1e3 * t.p10_ms:.0f}-{1e3 * t.p90_ms:.0f})"  # noqa: E731
+    print(f"gl.sgemm at {n}^3 on {gl.device_info().name}:\n  single call: {us(one)}\n  back to back: {us(many)} "
+          f"per call\n  host time to issue one: {1e3 * many.host_ms:.0f} µs" + (" (host-bound)" if many.host_bound else ""))
 
 # %% [markdown]
 # **Predict.** Five ways to call a product of two 256 x 256 matrices: `gl.sgemm(A, B, C)`;
@@ -330,6 +338,11 @@ library_report.call_costs_figure(costs, size=256);
 
 # %%
 costs
+
+# %% [markdown]
+# The cell before the prediction and this table are two separate measurements (the table's calls
+# run among other callers'), so their `gl.sgemm(A, B, C)` numbers at 256^2 agree only as far as their
+# spreads allow. The record of the shape suite says:
 
 # %%
 Markdown(library_report.overhead_sentence(rec))
@@ -354,7 +367,8 @@ print("in the recorded run:", sorted(set(rec.launch.values())) if rec.launch els
 # host's issue time (the table), so the GPU likely spent much of it waiting for Python (lesson 10
 # marked such timings host-bound). Two things follow for a library: pass C when you have one
 # (allocating it on every call cost more than the rest of the call), and, for many small products,
-# batch them into one launch or capture them in a CUDA graph (the CUTLASS profiler's option for when
+# batch them into one launch or capture them in a CUDA graph (a sequence of launches recorded once and
+# replayed by the driver with one call; the CUTLASS profiler's option for when
 # launch time is the bottleneck, [REFERENCES.md](REFERENCES.md#lesson-11)); neither is in `gl.sgemm`
 # yet.
 #
@@ -475,7 +489,9 @@ Markdown(library_report.split_k_sentence(rec))
 # $$t = \text{waves} \times \text{blocks per SM} \times \frac{\text{FLOP of one block}}{\text{one SM's rate}}
 #   \;+\; \text{for split-K: } \frac{\text{the reduction's bytes}}{\text{bandwidth}} + \text{one launch}$$
 #
-# where one SM's rate is the kernel's whole-GPU rate on a large square divided by the SMs. The
+# where one SM's rate is the kernel's whole-GPU rate on a large square divided by the SMs, and "one
+# launch" is the reduction kernel's own start on the GPU, a fixed 5 µs (`Model.launch_us`: an
+# assumed value, not measured; split-K runs two kernels, the product and the sum). The
 # formula captures the tail effect of section 3 and nothing else: not L2 reuse, not the clock, not
 # Python. Its numbers are measured by the shape suite's calibration:
 

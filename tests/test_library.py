@@ -77,6 +77,29 @@ def test_aligned_shape_whose_pointer_is_not_aligned_is_not_wide():
     np.testing.assert_allclose(C_d.copy_to_host(), 8.0)
 
 
+def test_plan_of_names_the_plan_sgemm_runs(monkeypatch):
+    """library.plan_of (lesson 11 prints it) gives the plan sgemm then runs, for aligned arrays,
+    odd shapes and a view one float off a 16-byte boundary; bad arrays get a clear error."""
+    ran = []
+    real = library._runner
+    monkeypatch.setattr(library, "_runner", lambda plan, *a: ran.append(plan) or real(plan, *a))
+    monkeypatch.setattr(library, "_RUNS", {})
+    aligned = cuda.to_device(np.ones((64, 64), np.float32))
+    view = cuda.to_device(np.ones((20, 33), np.float32))[:, 1:]
+    b32 = cuda.to_device(np.ones((32, 12), np.float32))
+    odd_a, odd_b = cuda.to_device(np.ones((33, 47), np.float32)), cuda.to_device(np.ones((47, 65), np.float32))
+    for A, B in ((aligned, aligned), (odd_a, odd_b), (view, b32)):
+        plan = library.plan_of(A, B)
+        library.sgemm(A, B)
+        assert ran[-1] == plan
+    assert library.plan_of(aligned, aligned).kernel == "wide"
+    assert library.plan_of(odd_a, odd_b).kernel == library.plan_of(view, b32).kernel == "any_shape"
+    with pytest.raises(TypeError, match="numba device array"):
+        library.plan_of(np.ones((4, 4), np.float32), aligned)
+    with pytest.raises(ValueError, match="shapes do not fit"):
+        library.plan_of(odd_a, aligned)
+
+
 # ---- every plan, split-K ------------------------------------------------------------------
 @pytest.mark.parametrize("plan,shape", [
     (Plan("wide", "64x64"), (20, 24, 12)),

@@ -288,7 +288,29 @@ def shapes_sentence(a, b):
     return (f"Over the {len(pairs)} shapes both ran, one call of `gl.sgemm` took {min(gl):.2f}x to {max(gl):.2f}x "
             f"as long on {b.device.name} as on {a.device.name}; one call of cuBLAS {min(cu):.2f}x to {max(cu):.2f}x "
             f"(furthest at {'x'.join(map(str, worst[0].shape))}: {worst[0].single_cublas.median_ms:.3f} ms on "
-            f"{a.device.name}, {worst[1].single_cublas.median_ms:.3f} ms on {b.device.name}).")
+            f"{a.device.name}, {worst[1].single_cublas.median_ms:.3f} ms on {b.device.name})." + single_call_caveat(a, b))
+
+
+def single_call_caveat(*records, caller="cuBLAS (nvmath wrapper)", tolerance=0.25):
+    """A sentence where a record's two single-call measurements of the same cuBLAS call disagree:
+    the shape suite's single call at n^3 and the per-call table's event time at n^2 (CUDA events
+    around one call on an idle GPU, both).  Empty when they agree within ``tolerance``."""
+    worst = None
+    for rec in records:
+        for o in rec.overhead or []:
+            row = next((r for r in rec.rows or [] if r.shape == [o.size] * 3 and r.single_cublas), None)
+            if row is None or o.caller != caller or not o.event_us:
+                continue
+            suite_us, table_us = 1e3 * row.single_cublas.median_ms, o.event_us
+            gap = max(suite_us, table_us) / min(suite_us, table_us)
+            if gap > 1 + tolerance and (worst is None or gap > worst[0]):
+                worst = (gap, rec.device.name, o.size, suite_us, table_us)
+    if worst is None:
+        return ""
+    gap, name, n, suite_us, table_us = worst
+    return (f" Read cuBLAS's single calls with care: in the {name} record one call at {n}^3 took {suite_us:.0f} µs "
+            f"in the shape suite and {table_us:.0f} µs in the same record's per-call table, measured the same way "
+            f"(CUDA events around one call, GPU idle); that {gap:.1f}x is not explained here.")
 
 
 def transpose_suite_markdown(suite, kernel="library"):

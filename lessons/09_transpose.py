@@ -181,7 +181,7 @@ check_transpose_all(functools.partial(t_wide.transpose, kernel=make_transpose_wi
 #
 # All rungs, cuBLAS `sgeam` and the float4 copy, on the same 8192x8192 matrix (256 MiB read and
 # 256 MiB written per call), in one run. Short kernels are timed in batches of
-# back-to-back calls so that Python's launch overhead is not counted.
+# back-to-back calls so that Python's [launch overhead](GLOSSARY.md#launch-overhead) is not counted.
 
 # %% [markdown]
 # **Predict, then measure.** The tracer found 32 wavefronts per column read of `tile[32][32]`
@@ -266,7 +266,7 @@ exercises.check("09-symmetrize", symmetrize)
 # microseconds in Python per call (lesson 11 measures it). `gemm_lessons.library.transpose(src,
 # dst)` is what a library makes of this lesson: the wide kernel when every row of both arrays
 # allows 16-byte accesses, `smem_padded_32x8` otherwise, each launched with little Python per
-# call (`gemm_lessons.launch.Launcher`). It takes any shape on the device:
+# call (through a [`Launcher`](GLOSSARY.md#launcher)). It takes any shape on the device:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -279,7 +279,7 @@ for rows, cols in [(64, 96), (61, 90), (33, 7)]:
 
 # %% [markdown]
 # `tools/transpose_suite.py` timed it against cuBLAS `sgeam` on a suite of shapes, as a user
-# calls it (single calls, the GPU idle before each) and back-to-back, next to the other
+# calls it ([single calls](GLOSSARY.md#single-call), the GPU idle before each) and back to back, next to the other
 # candidate kernels (all in `results/transpose-suite-<device>.json`). Where the matrices are
 # small, a call likely takes longer on the host than on the GPU (a 1024 x 1024 transpose moves
 # 8 MB: under 3 µs at this GPU's copy bandwidth, against tens of microseconds of Python per

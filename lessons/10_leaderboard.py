@@ -29,7 +29,7 @@ print("cuBLAS:", record.cublas_math_mode)
 # ## Every rung at every size
 #
 # Four square sizes and two non-square shapes. Each cell: TFLOPS (median) · % of cuBLAS in the
-# same run · % of the FP32 peak (SMs x 128 lanes x 2 FLOP x clock). "host-bound" marks timings
+# same run · % of the FP32 peak (SMs x 128 lanes x 2 FLOP x clock). "[host-bound](GLOSSARY.md#host-bound)" marks timings
 # where Python could not launch kernels as fast as the GPU finished them (small sizes): those
 # measure the launch overhead, not the kernel.
 
@@ -160,7 +160,8 @@ Markdown(leaderboard.devices_markdown(leaderboard.device_records()))
 #
 # The shape suite differs more between the two GPUs than the square sizes do. The sentence
 # under its table says which side moved: compare how far `gl.sgemm`'s time per call moved with
-# how far cuBLAS's did, and compare the single-call row with the back-to-back one.
+# how far cuBLAS's did, and compare the single-call row with the back-to-back one
+# ([single call, back to back](GLOSSARY.md#single-call): lesson 11 measures what a call costs).
 
 # %% [markdown]
 # ## Measure it on your GPU

@@ -226,3 +226,24 @@ def test_recorded_transpose_suite_checks_out():
             assert k["pct_sgeam"] > 100, r["shape"]
         else:
             assert 76.5 <= k["pct_sgeam"] < 84.5, r["shape"]
+
+
+def test_single_call_caveat_names_a_record_that_disagrees_with_itself():
+    """Lesson 10's warning on cuBLAS single calls: where a record's shape suite and its per-call
+    table (both CUDA events around one call) differ by more than 25%, the sentence gives both."""
+    rec = results.read(results.path_for("shapes", results.REFERENCE_DEVICE))
+    text = leaderboard.single_call_caveat(rec)
+    cublas = {o.size: o.event_us for o in rec.overhead if o.caller == "cuBLAS (nvmath wrapper)"}
+    suite = {r.shape[0]: 1e3 * r.single_cublas.median_ms for r in rec.rows
+             if r.shape[0] == r.shape[1] == r.shape[2] and r.shape[0] in cublas and r.single_cublas}
+    gaps = {n: max(suite[n], cublas[n]) / min(suite[n], cublas[n]) for n in suite}
+    n = max(gaps, key=gaps.get)
+    if gaps[n] > 1.25:
+        assert f"{n}^3 took {suite[n]:.0f} µs" in text and f"{cublas[n]:.0f} µs in the same record" in text
+    else:
+        assert text == ""
+    agreeing = copy.deepcopy(rec)
+    for o in agreeing.overhead:
+        if o.size in suite:
+            o.event_us = suite[o.size]
+    assert leaderboard.single_call_caveat(agreeing) == ""

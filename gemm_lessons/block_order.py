@@ -403,4 +403,26 @@ def report(device=None, directory=results.RESULTS_DIR):
     except FileNotFoundError:
         copy_gbs = None
     parts.append(" ".join(measured_sentences(record, counters, copy_gbs)))
+    if counters:
+        parts.append(model_versus_profiler(record, counters, l2_size(record)[0]))
     return "\n\n".join(parts)
+
+
+def model_versus_profiler(record, counters, l2_bytes):
+    """Where the model's DRAM reads at PROFILE_SIZE and the profiler's part: the ratio measured /
+    model per order, and each grouped order's change from row-major order in both."""
+    n = PROFILE_SIZE
+    resident = resident_blocks(record)
+    rows = [(g, counters[name]["dram__bytes_read.sum"], model(n, n, n, g, resident, l2_bytes).dram_bytes)
+            for g, name in groups_of(record) if name in counters]
+    if len(rows) < 2 or rows[0][0] != 1:
+        return ""
+    base_measured, base_model = rows[0][1], rows[0][2]
+    ratios = ", ".join(f"{measured / modelled:.1f}x " + ("in row-major order" if g == 1 else f"with GROUP_M = {g}")
+                       for g, measured, modelled in rows)
+    text = f"Model against profiler at {n}^3: the profiler measured {ratios} the model's DRAM reads. "
+    for g, measured, modelled in rows[1:]:
+        said, saw = _change(modelled, base_model), _change(measured, base_measured)
+        text += (f"For GROUP_M = {g} the model predicted {said:+.0f}% against row-major order, the profiler "
+                 f"measured {saw:+.0f}%. ")
+    return text.strip()

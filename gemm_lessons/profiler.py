@@ -624,6 +624,39 @@ def recorded(names, size=DEFAULT_SIZE, rows=ALL_ROWS, why="", note=None, directo
     return Profile(tuple(rec_size), rows, {col: counters.get(n) for col, n in names.items()}, label, note=note)
 
 
+def reading_08(prof=None):
+    """Lesson 08's reading of its two profiled kernels (dbuf, warptile), in words, from ``prof``
+    (default: the recorded counters): how far apart their durations are, whether DRAM was busy,
+    and the largest stall reason with what it means."""
+    prof = prof or recorded(["dbuf", "warptile"], rows=LESSON_ROWS["08"])
+    if any(prof.counters.get(n) is None for n in ("dbuf", "warptile")):
+        return "No counters of both kernels recorded: run `python -m gemm_lessons.profiler record` on a GPU."
+    t = {n: prof.value(n, "time") for n in ("dbuf", "warptile")}
+    dram = max(prof.value(n, "dram_throughput") for n in t)
+    occ = {n: (prof.value(n, "occupancy"), prof.value(n, "occupancy_theoretical")) for n in t}
+    top = {n: prof.top_stalls(n, 1)[0] for n in t}
+    text = (f"Reading the table ({prof.source}): one launch of `warptile` took {t['warptile'] / t['dbuf']:.3f}x "
+            f"as long as one of `dbuf` under the profiler: at this size the counters shown here do not tell the "
+            f"two kernels apart. "
+            if abs(t["warptile"] / t["dbuf"] - 1) < 0.02 else
+            f"Reading the table ({prof.source}): one launch of `warptile` took {t['warptile'] / t['dbuf']:.3f}x "
+            f"as long as one of `dbuf` under the profiler. ")
+    text += ("Achieved occupancy: " + " and ".join(f"{o[0]:.1f}%" for o in occ.values())
+             + f" of the {max(o[1] for o in occ.values()):.0f}% their registers allow (theoretical). ")
+    if dram < 20:
+        text += f"DRAM was at most {dram:.1f}% busy: DRAM bandwidth was not what held them back. "
+    top = {n: (r.replace("_", " "), v) for n, (r, v) in top.items()}
+    reasons = {r for r, _ in top.values()}
+    if reasons == {"not selected"}:
+        text += (f"The largest stall reason of both is *not selected* ({top['dbuf'][1]:.0f}% and "
+                 f"{top['warptile'][1]:.0f}% of active warp-cycles): a warp was ready to issue but its scheduler "
+                 "issued another warp's instruction: the schedulers had work to issue, which points at instruction "
+                 "issue, not memory, as the limit.")
+    else:
+        text += "Largest stall reasons: " + ", ".join(f"{n} {r} ({v:.0f}%)" for n, (r, v) in top.items()) + "."
+    return text
+
+
 # --- recording, on a GPU --------------------------------------------------------------------
 def record(out_dir=results.RESULTS_DIR, size=DEFAULT_SIZE, timeout=TIMEOUT_S):
     """Profile the kernels of lessons 01, 04, 06 and 08 (LESSON_CASES) with every counter of

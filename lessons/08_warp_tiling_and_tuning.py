@@ -207,6 +207,14 @@ gl.profile({"dbuf": ladder.SGEMM["dbuf"], "warptile": ladder.SGEMM["warptile"]},
            lesson="08")
 
 # %% [markdown]
+# What the recorded counters say, in words (the table above is measured now on a GPU; this reading
+# is of the recorded run, so the two can differ on another GPU):
+
+# %%
+from gemm_lessons import profiler
+Markdown(profiler.reading_08())
+
+# %% [markdown]
 # ## Block order and the L2 cache
 #
 # Every block of this kernel reads one **block-row** of A (its BM = 128 rows, all K columns) and
@@ -324,8 +332,18 @@ Markdown(block_order.report())
 # does not hold: after the first wave a block starts whenever another one finishes, not in clean
 # waves; the blocks of a wave need not move through K in step; the L2 may keep strips from one
 # wave for the next. Where a grouped order reads less from DRAM and the time does not change,
-# DRAM traffic was not what held the kernel back; once the counters are recorded, the last
-# sentence above gives the share of the DRAM bandwidth row-major order used.
+# DRAM traffic was not what held the kernel back; the sentence before the last gives the share
+# of the DRAM bandwidth row-major order used.
+#
+# The last sentence compares the model with the profiler order by order. The model's first-wave
+# picture gets the direction right for GROUP_M = 8 and 16 and undercounts every order's DRAM reads,
+# row-major order's most; for GROUP_M = 4 it predicts no gain, which the profiler contradicts.
+# Which of its assumptions fails, and by how much, this lesson did not measure: the model sees only
+# the first wave, while the profiler counts the whole launch, whose later waves start block by
+# block as earlier blocks finish. Also unexplained here: where a grouped order read less from DRAM
+# and still ran a little slower (the first sentence under the tables), its main loop is the same
+# instructions as row-major order's (`tests/test_sass_equal.py` compares the loops); what differs
+# lies outside it, among it the arithmetic that finds a block's tile.
 
 
 # %% [markdown]

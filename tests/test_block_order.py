@@ -244,3 +244,21 @@ def test_the_gpu_tool_writes_a_record_the_lesson_reads(tmp_path, monkeypatch):
                                           (16, "warptile_group16")]
     assert all(r.correct for r in rec.sgemm if r.kernel != "cublas")
     assert "| 40^3 | row-major | " in block_order.measured_markdown(rec)
+
+
+def test_lesson_08_reading_of_model_against_profiler_holds_for_the_record():
+    """Lesson 08 reads the recorded counters against the model: the model undercounts every
+    order's DRAM reads, row-major order's most; it gets GROUP_M = 8 and 16 right in direction;
+    for GROUP_M = 4 it predicts no gain where the profiler measured a large one."""
+    record = block_order.load_record()
+    counters = block_order.load_counters(record.device.name)
+    n, resident, l2 = block_order.PROFILE_SIZE, block_order.resident_blocks(record), block_order.l2_size(record)[0]
+    measured = {g: counters[name]["dram__bytes_read.sum"] for g, name in block_order.groups_of(record)}
+    modelled = {g: block_order.model(n, n, n, g, resident, l2).dram_bytes for g in measured}
+    ratio = {g: measured[g] / modelled[g] for g in measured}
+    assert min(ratio.values()) > 1 and max(ratio, key=ratio.get) == 1
+    for g in (8, 16):
+        assert modelled[g] < modelled[1] and measured[g] < measured[1]
+    assert modelled[4] / modelled[1] > 0.95 and measured[4] / measured[1] < 0.8
+    text = block_order.model_versus_profiler(record, counters, l2)
+    assert f"{ratio[1]:.1f}x in row-major order" in text and "GROUP_M = 4 the model predicted +1%" in text

@@ -402,3 +402,15 @@ def test_profile_kernels_for_real_on_the_gpu():
         assert prof.value(name, "dram_bytes") > 0 and prof.top_stalls(name)
     assert 1 <= prof.value("mine", "sectors_per_request") <= 32
     assert prof.value("mine", "shared_ld_instructions") == 0 < prof.value("reg2d", "shared_ld_wavefronts")
+
+
+def test_lesson_08_reading_follows_the_recorded_counters():
+    prof = profiler.recorded(["dbuf", "warptile"], rows=profiler.LESSON_ROWS["08"])
+    text = profiler.reading_08(prof)
+    ratio = prof.value("warptile", "time") / prof.value("dbuf", "time")
+    assert f"{ratio:.3f}x" in text
+    assert ("do not tell the two kernels apart" in text) == (abs(ratio - 1) < 0.02)
+    dram = max(prof.value(n, "dram_throughput") for n in ("dbuf", "warptile"))
+    assert (f"DRAM was at most {dram:.1f}% busy" in text) == (dram < 20)
+    tops = {prof.top_stalls(n, 1)[0][0] for n in ("dbuf", "warptile")}
+    assert ("The largest stall reason of both is *not selected*" in text) == (tops == {"not_selected"})

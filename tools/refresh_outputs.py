@@ -3,6 +3,12 @@
     GEMM_LESSONS_SIMULATOR=1 python tools/refresh_outputs.py [notebooks/01_naive.ipynb ...]
 Outputs of unmarked cells are cleared (they depend on the machine); with --keep-all every
 output is kept (used for notebooks executed on a GPU, see README).
+
+    GEMM_LESSONS_SIMULATOR=1 python tools/refresh_outputs.py --into --cell "block_order.report()" NB
+executes a copy of NB and writes into NB only the outputs of the cells whose source contains one
+of the --cell strings, plus (with --fill-empty) of code cells that have none: for cells rendered
+from the records, whose output is the same on the simulator and on a GPU, in a notebook whose
+other outputs came from a GPU.
 """
 import argparse
 import glob
@@ -26,12 +32,16 @@ def main():
     p.add_argument("paths", nargs="*")
     p.add_argument("--keep-all", action="store_true")
     p.add_argument("--timeout", type=int, default=1800)
+    p.add_argument("--into", action="store_true", help="copy outputs of chosen cells only (see --cell, --fill-empty)")
+    p.add_argument("--cell", action="append", default=[], help="with --into: a string the cell's source contains")
+    p.add_argument("--fill-empty", action="store_true", help="with --into: also code cells without outputs")
     args = p.parse_args()
     os.environ[TEXT_ENV] = "1"  # progress bars saved as they ended, not as a widget's first frame
     paths = args.paths or sorted(glob.glob(os.path.join(os.path.dirname(HERE), "notebooks", "*.ipynb")))
     failed = []
     for path in paths:
         nb = nbformat.read(path, as_version=4)
+        original = nbformat.read(path, as_version=4)
         try:
             NotebookClient(nb, timeout=args.timeout, kernel_name="python3",
                            resources={"metadata": {"path": os.path.dirname(os.path.abspath(path))}}).execute()
@@ -39,7 +49,19 @@ def main():
             print(f"FAILED {path}: {e}", file=sys.stderr)
             failed.append(path)
             continue
-        if not args.keep_all:
+        if args.into:
+            for mine, ran in zip(original.cells, nb.cells):
+                chosen = any(x in mine.source for x in args.cell) or (args.fill_empty and not mine.get("outputs"))
+                if mine.cell_type == "code" and chosen:
+                    count = mine.execution_count or ran.execution_count
+                    mine.outputs = ran.outputs
+                    mine.execution_count = count
+                    for o in mine.outputs:
+                        if "execution_count" in o:
+                            o.execution_count = count
+                    print(f"  {path}: outputs of cell {mine.source.splitlines()[0][:60]!r}")
+            nb = original
+        elif not args.keep_all:
             for c in nb.cells:
                 if c.cell_type == "code" and not c.source.startswith(NBVAL_CHECK):
                     c.outputs = []

@@ -455,3 +455,48 @@ def block_order(tiles_m, tiles_n, group_m, resident, ax=None):
                  f"read {int(rows.sum())} block-rows of A + {int(cols.sum())} block-columns of B "
                  f"({tiles_m} x {tiles_n} tiles of C)", fontsize=9)
     return ax
+
+
+def naive_transpose_warp_addresses(rows=64, cols=64, r=0, c0=0):
+    """Byte addresses that warp 0 of lesson 09's naive transpose reads in src and writes in dst
+    (rows x cols, float32, row-major): lane l has threadIdx.x = l, so c = c0 + l, at src row r;
+    it reads src[r, c] and writes dst[c, r]."""
+    lanes = range(32)
+    return [4 * (r * cols + c0 + l) for l in lanes], [4 * ((c0 + l) * rows + r) for l in lanes]
+
+
+def transpose_warp_access(rows=64, cols=64, ax=None):
+    """Lanes to addresses in the naive transpose: the warp's 32 reads lie along one row of src
+    (four 32-byte sectors), its 32 writes down one column of dst (a sector each)."""
+    read, write = naive_transpose_warp_addresses(rows, cols)
+    if ax is None:
+        _, ax = plt.subplots(1, 2, figsize=(11, 5.2), gridspec_kw={"width_ratios": [3.2, 1]})
+    show_r, show_c = 6, 40  # the part of src drawn: its first rows and columns
+    for axis, addrs, name, width, height, ld in ((ax[0], read, "src (read)", show_c, show_r, cols),
+                                                 (ax[1], write, "dst (write)", 10, 34, rows)):
+        fetched = {a // SECTOR_BYTES for a in addrs}
+        for y in range(height):
+            for x in range(width):
+                idx = y * ld + x
+                if idx * 4 // SECTOR_BYTES in fetched:  # part of a sector the warp fetches
+                    axis.add_patch(patches.Rectangle((x, y), 1, 1, fc="tab:orange", alpha=0.25, ec="none"))
+        for lane, a in enumerate(addrs):
+            y, x = divmod(a // 4, ld)
+            axis.add_patch(patches.Rectangle((x, y), 1, 1, fc="tab:blue", ec="white"))
+            axis.text(x + 0.5, y + 0.5, str(lane), ha="center", va="center", fontsize=6.5, color="white")
+        for x in range(0, width + 1, SECTOR_BYTES // 4):  # sector boundaries along a row
+            axis.axvline(x, color="black", lw=0.6)
+        axis.set_xlim(0, width)
+        axis.set_ylim(height, 0)
+        axis.set_aspect("equal")
+        axis.set_xticks(range(0, width + 1, 8))
+        axis.set_yticks(range(0, height + 1, 4 if height > 10 else 1))
+        axis.tick_params(labelsize=7)
+        axis.set_xlabel("column", fontsize=8)
+        axis.set_ylabel("row", fontsize=8)
+        axis.set_title(f"{name}: lanes 0-31 touch {len(fetched)} sectors\n({len(addrs) * 4} useful bytes of "
+                       f"{len(fetched) * SECTOR_BYTES} fetched)", fontsize=9)
+    ax[0].figure.text(0.01, 0.02, "blue: the float a lane (number) reads or writes; shaded: the rest of the 32-byte "
+                      "sectors the warp touches; black lines: sector boundaries (8 floats)", fontsize=8)
+    plt.tight_layout(rect=(0, 0.05, 1, 1))
+    return ax

@@ -28,7 +28,18 @@ measure.compare_transpose({}, shape=(8192, 8192))  # the ceilings: copy and cuBL
 #
 # `dst[c, r] = src[r, c]`. With `threadIdx.x` along the columns of `src`, a warp reads 128
 # contiguous bytes but writes 32 floats a whole row of `dst` apart: 32 sectors for 128 useful
-# bytes. Swapping the mapping only moves the problem to the reads.
+# bytes. Swapping the mapping only moves the problem to the reads. Warp 0 on a 64 x 64 matrix,
+# each lane's float numbered by the lane (a test checks these addresses against the kernel's
+# access log on the simulator):
+
+# %%
+figures.transpose_warp_access(64, 64);
+
+# %%
+# NBVAL_CHECK_OUTPUT
+read, write = figures.naive_transpose_warp_addresses(8192, 8192)
+print(f"8192 x 8192: one warp reads {figures.sectors(read)} sectors and writes {figures.sectors(write)} "
+      f"for 32 floats (128 bytes) each way")
 
 # %%
 # source: gemm_lessons/transpose/naive.py  (the package runs this same code; a test keeps the two identical)

@@ -190,3 +190,27 @@ def test_tracer_names_the_kernels_own_arrays_and_lines(rung, names):
     # in a notebook), without its comment
     assert st.source.startswith(names[0] + "[") and "#" not in st.source
     assert f"| `{st.source}` | st | {names[0]} |" in tr._repr_markdown_()
+
+
+@requires_simulator
+def test_lesson_09_lane_figure_draws_what_the_naive_transpose_does():
+    """figures.naive_transpose_warp_addresses (lesson 09's lanes-to-addresses figure) against the
+    access log of the package's naive transpose: warp 0 reads one row of src (4 sectors) and
+    writes one column of dst (32 sectors)."""
+    import numpy as np
+
+    from gemm_lessons.instruments import access_log
+    from gemm_lessons.transpose import naive
+
+    rows, cols = 40, 64
+    src = np.arange(rows * cols, dtype=np.float32).reshape(rows, cols)
+    log, out = access_log.log(lambda src, dst: naive.transpose(src, dst),
+                              {"src": src, "dst": np.zeros((cols, rows), np.float32)})
+    assert np.array_equal(out["dst"], src.T)
+    first = {i.op: i for i in log.global_instructions() if i.block == (0, 0, 0) and i.warp == 0}
+    read, write = figures.naive_transpose_warp_addresses(rows, cols)
+    assert first["ld"].addresses == read and first["st"].addresses == write
+    assert (figures.sectors(read), figures.sectors(write)) == (4, 32)
+    figures.transpose_warp_access(rows, cols)
+    import matplotlib.pyplot as plt
+    plt.close("all")

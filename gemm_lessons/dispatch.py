@@ -7,11 +7,14 @@ with three tile sizes, and the any-shape kernel with K split over 2..16 blocks (
 partial sums sgemm_kernels/splitk_reduce.py adds up).  ``choose`` picks the plan with the
 smallest estimated time under ``Model``:
 
-    time = waves x (blocks resident per SM) x (FLOP of one block) / (one SM's rate)
+    time = sum over waves of (blocks on the busiest SM) x (FLOP of one block) / (that SM's rate)
            + for split-K: the reduction's bytes / bandwidth + one more launch
 
-where a wave is every SM holding as many blocks as fit (``blocks_per_sm``) and one SM's rate is
-the kernel's whole-GPU rate on a large square problem divided by the SMs.  What the formula
+where a wave is every SM holding as many blocks as fit (``blocks_per_sm``), a full SM's rate is
+the kernel's whole-GPU rate on a large square problem divided by the SMs, and an SM holding
+fewer blocks (in a last, partly filled wave) runs at a rate between that and the measured rate
+of a lone block (``Speed.sm_rate``; without that measurement, 1/blocks_per_sm of a full SM's,
+so that a partly filled wave costs as much as a full one).  What the formula
 captures is the tail effect: a 256 x 12288 x 12288 product has 192 blocks of 128x128 for 132
 SMs holding 2 each, so a quarter of the GPU idles while the one wave runs; smaller tiles or
 split-K give more, shorter blocks.  It ignores what it cannot know cheaply (L2 reuse, the
@@ -77,6 +80,19 @@ class Speed:
     gflops: float  # whole-GPU rate on a large square problem
     blocks_per_sm: int  # resident blocks per SM (registers, shared memory, threads)
     measured: bool = False
+    # whole-GPU rate when every SM holds one block (a grid of exactly `sms` blocks, measured by
+    # python -m gemm_lessons.shapes); None: not measured, and a lone block is assumed to get
+    # 1/blocks_per_sm of its SM, as in a full wave
+    lone_gflops: float | None = None
+
+    def sm_rate(self, blocks, sms):
+        """FLOP/s of one SM holding ``blocks`` (1 .. blocks_per_sm) of these blocks: the measured
+        full rate, the lone rate, and a straight line between them (an assumption)."""
+        full = self.gflops * 1e9 / sms
+        lone = (self.lone_gflops * 1e9 / sms) if self.lone_gflops else full / self.blocks_per_sm
+        if self.blocks_per_sm <= 1:
+            return full
+        return lone + (full - lone) * (min(blocks, self.blocks_per_sm) - 1) / (self.blocks_per_sm - 1)
 
 
 # kernel/tiles -> Speed.  Measured: wide 128x128 (the last rung, 49.0 TFLOPS at 4096^3, 2 blocks
@@ -111,9 +127,12 @@ class Model:
         c, s = plan.config, self.speed(plan)
         gx, gy, splits = plan.grid(M, N)
         blocks = gx * gy * splits
-        waves = -(-blocks // (s.blocks_per_sm * self.sms))
+        full_waves, rest = divmod(blocks, s.blocks_per_sm * self.sms)
         block_flop = 2.0 * c.BM * c.BN * plan.k_chunk(K)
-        t = waves * s.blocks_per_sm * block_flop / (s.gflops * 1e9 / self.sms)
+        t = full_waves * s.blocks_per_sm * block_flop / s.sm_rate(s.blocks_per_sm, self.sms)
+        if rest:  # a partly filled wave: its busiest SM holds ceil(rest / sms) blocks
+            b = -(-rest // self.sms)
+            t += b * block_flop / s.sm_rate(b, self.sms)
         if splits > 1:
             t += 4.0 * M * N * (splits + 2) / (self.bandwidth_gbs * 1e9) + self.launch_us * 1e-6
         return t

@@ -598,12 +598,23 @@ def calibration_markdown(rec):
             continue
         body.append([c["plan"], f"{c['gflops'] / 1e3:.1f}", c.get("blocks_per_sm", ""), c.get("registers", ""),
                      c.get("local_bytes", ""), c.get("shared_bytes", "")])
+    lone = any("lone_gflops" in c for c in rec.calibration or [])
+    if lone:  # records since the model learnt partly filled waves
+        for row, c in zip(body, [c for c in rec.calibration or [] if "plan" in c]):
+            row.insert(2, f"{c['lone_gflops'] / 1e3:.1f}" if "lone_gflops" in c else "")
     copy = next((c["copy_gbs"] for c in rec.calibration or [] if "copy_gbs" in c), None)
     size = next((c["size"] for c in rec.calibration or [] if "size" in c), "?")
     tail = f"\n\nCopy bandwidth for the reduction's term: {copy:,.0f} GB/s." if copy else ""
+    if lone:
+        tail += (" One block per SM: a grid of exactly as many blocks as SMs, K = "
+                 f"{size}; the model uses it for a partly filled last wave.")
+    else:
+        tail += (" This record has no rate with one block per SM (measured since 2026-11-23): the model "
+                 "charges a partly filled last wave as much as a full one.")
+    head = ["kernel, tiles", "TFLOPS"] + (["TFLOPS, one block per SM"] if lone else []) + \
+        ["blocks/SM", "registers", "local bytes (spills)", "shared bytes"]
     return (f"**The dispatch model's calibration** ({size}^3, back to back), recorded on {label(rec)}\n\n"
-            + tables.markdown(["kernel, tiles", "TFLOPS", "blocks/SM", "registers", "local bytes (spills)",
-                               "shared bytes"], body, "lrrrrr") + tail)
+            + tables.markdown(head, body, "l" + "r" * (len(head) - 1)) + tail)
 
 
 def disagreements(rec):

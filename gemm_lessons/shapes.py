@@ -3,7 +3,9 @@
 One run, one process, on a GPU (about 4-6 minutes on an H100, ``--quick`` about 1):
 
   1. calibration (not with --quick): every kernel and tile size of gemm_lessons.dispatch timed
-     at a large square, with its occupancy from the driver and the copy bandwidth: the numbers
+     at a large square, with its occupancy from the driver, again with one block per SM (a grid of
+     exactly as many blocks as SMs: the rate of a partly filled last wave), and the copy
+     bandwidth: the numbers
      of dispatch.Model, which the rest of the run then uses, and which gl.sgemm reads back from
      the record afterwards (until then the model's numbers are provisional);
   2. per-call cost on small device arrays (128^2-1024^2): gl.sgemm, the last rung through
@@ -124,9 +126,31 @@ def check_product(A, B, C_out, alpha=1.0, rng=None):
     return bool(np.isfinite(got).all() and err <= tolerance(K)), err, how
 
 
+def lone_grid(sms):
+    """(tiles along M, tiles along N) of a grid of exactly ``sms`` blocks, as square as the
+    factors of ``sms`` allow (132 SMs: 12 x 11)."""
+    gy = max(d for d in range(1, int(sms ** 0.5) + 1) if sms % d == 0)
+    return sms // gy, gy
+
+
+def lone_block(plan, K, sms, repeats):
+    """The whole-GPU rate of ``plan`` when every SM holds one block: an M x N x K product whose
+    grid has exactly ``sms`` blocks (the block scheduler hands them out one per SM)."""
+    c = plan.config
+    tm, tn = lone_grid(sms)
+    M, N = tm * c.BM, tn * c.BN
+    rng = np.random.default_rng(4)
+    A, _ = random_device_matrix(M, K, rng)
+    B, _ = random_device_matrix(K, N, rng)
+    C = cuda.device_array((M, N), np.float32)
+    t = back_to_back(lambda: library.run_plan(plan, A, B, C), repeats)
+    return {"lone_shape": [M, N, K], "lone_gflops": 2.0 * M * N * K / (t.median_ms * 1e6), "lone_ms": t.median_ms}
+
+
 def calibrate(size, repeats, pbar, sms):
     """dispatch.Model measured here: each kernel/tile size at size^3 (split 1), its occupancy,
-    and the float4 copy's bandwidth for split-K's reduction."""
+    its rate with one block per SM (``lone_block``), and the float4 copy's bandwidth for
+    split-K's reduction."""
     from .benchmark import time_bandwidth
 
     rng = np.random.default_rng(2)
@@ -144,7 +168,9 @@ def calibrate(size, repeats, pbar, sms):
                 t = back_to_back(lambda: library.run_plan(plan, A, B, C), repeats)
                 row.update(gflops=2.0 * size ** 3 / (t.median_ms * 1e6), median_ms=t.median_ms,
                            blocks_per_sm=launcher.blocks_per_sm(), **(launcher.resources() or {}))
-                speeds[f"{kernel}/{tiles}"] = dispatch.Speed(row["gflops"], row["blocks_per_sm"], measured=True)
+                row.update(lone_block(plan, size, sms, repeats))
+                speeds[f"{kernel}/{tiles}"] = dispatch.Speed(row["gflops"], row["blocks_per_sm"], measured=True,
+                                                             lone_gflops=row["lone_gflops"])
             except Exception as e:  # noqa: BLE001 (recorded; the provisional number stays)
                 row["error"] = f"{type(e).__name__}: {e}"
             rows.append(row)

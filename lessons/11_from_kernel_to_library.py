@@ -486,10 +486,14 @@ Markdown(library_report.split_k_sentence(rec))
 # or 16 ways, since only the any-shape kernel can split K) and picks the
 # plan with the smallest estimate of a small cost model, `dispatch.Model`:
 #
-# $$t = \text{waves} \times \text{blocks per SM} \times \frac{\text{FLOP of one block}}{\text{one SM's rate}}
+# $$t = \sum_{\text{waves}} \text{blocks on the busiest SM} \times \frac{\text{FLOP of one block}}{\text{that SM's rate}}
 #   \;+\; \text{for split-K: } \frac{\text{the reduction's bytes}}{\text{bandwidth}} + \text{one launch}$$
 #
-# where one SM's rate is the kernel's whole-GPU rate on a large square divided by the SMs, and "one
+# where a full wave puts blocks-per-SM blocks on every SM, a full SM's rate is the kernel's
+# whole-GPU rate on a large square divided by the SMs, an SM left with fewer blocks in a partly
+# filled last wave runs at a rate between that and the rate of one block alone on an SM (measured
+# by the calibration where the record has it; a straight line between the two is an assumption),
+# and "one
 # launch" is the reduction kernel's own start on the GPU, a fixed 5 µs (`Model.launch_us`: an
 # assumed value, not measured; split-K runs two kernels, the product and the sum). The
 # formula captures the tail effect of section 3 and nothing else: not L2 reuse, not the clock, not
@@ -536,11 +540,13 @@ Markdown(library_report.plans_markdown(rec, (1024, 1024, 1024), model, top=6))
 
 # %% [markdown]
 # At 1024^3 the wide kernel with 64 x 128 tiles was the fastest, yet the model put it far above its
-# measured time. A likely cause: the formula charges every wave as if each SM held its full
-# complement of blocks and shared its rate among them; here there are about as many blocks as SMs,
-# so each block likely has an SM to itself and runs faster than the formula's share. A model that
-# knows this, or timing the few best candidates once per shape (what cuBLASLt lets a user do,
-# section 5), would choose better.
+# measured time. A likely cause: the recorded run's model charged every wave as if each SM held its
+# full complement of blocks and shared its rate among them; here there are about as many blocks as
+# SMs, so each block likely has an SM to itself and runs faster than that share. The model now
+# takes a partly filled wave at the rate of one block alone on an SM, where the calibration
+# measured it (the calibration sentence above says whether this record has it); whether that
+# fixes 1024^3 is for the next recorded run to show. Timing the few best candidates once per shape
+# (what cuBLASLt lets a user do, section 5) would be another way.
 #
 # **Honest about the shapes below 90%.**
 

@@ -125,6 +125,51 @@ def test_split_k_parts_cover_k_once():
 
 
 # ---- the dispatch rule ----------------------------------------------------------------------
+def _old_estimate_s(model, plan, M, N, K):
+    """The model before it knew partly filled waves: every wave charged as a full one."""
+    c, s = plan.config, model.speed(plan)
+    gx, gy, splits = plan.grid(M, N)
+    waves = -(-(gx * gy * splits) // (s.blocks_per_sm * model.sms))
+    t = waves * s.blocks_per_sm * 2.0 * c.BM * c.BN * plan.k_chunk(K) / (s.gflops * 1e9 / model.sms)
+    if splits > 1:
+        t += 4.0 * M * N * (splits + 2) / (model.bandwidth_gbs * 1e9) + model.launch_us * 1e-6
+    return t
+
+
+def test_without_a_lone_block_rate_a_partial_wave_costs_a_full_one():
+    """Records made before the calibration measured one block per SM keep their choices."""
+    m = dispatch.Model()
+    for shape in [(1024, 1024, 1024), (1000, 1000, 1000), (256, 12288, 12288), (64, 8192, 8192), (4096,) * 3,
+                  (3000, 5000, 700), (33, 65, 47)]:
+        for p in dispatch.candidates(*shape, True, m):
+            assert m.estimate_s(p, *shape) == pytest.approx(_old_estimate_s(m, p, *shape), rel=1e-12), (p, shape)
+
+
+def test_a_lone_block_rate_makes_a_partly_filled_wave_cheaper():
+    """With one block per SM measured at the full SM's rate, 128 blocks of 64 x 128 (3 fit per SM)
+    on 132 SMs take a third of a full wave's time; the SM rate is a straight line in between."""
+    from dataclasses import replace as dc_replace
+    m = dispatch.Model()
+    s = m.speeds["wide/64x128"]
+    fast = dc_replace(m, speeds={**m.speeds, "wide/64x128": dc_replace(s, lone_gflops=s.gflops)})
+    p = Plan("wide", "64x128")
+    assert fast.estimate_s(p, 1024, 1024, 1024) == pytest.approx(m.estimate_s(p, 1024, 1024, 1024) / 3)
+    lone = dc_replace(s, lone_gflops=0.6 * s.gflops)
+    rates = [lone.sm_rate(b, 132) for b in (1, 2, 3)]
+    assert rates[0] == pytest.approx(0.6 * s.gflops * 1e9 / 132) and rates[2] == pytest.approx(s.gflops * 1e9 / 132)
+    assert rates[1] == pytest.approx((rates[0] + rates[2]) / 2)
+    # full waves are unchanged by the lone rate: 36 x 11 tiles = 396 blocks = 3 per SM on 132 SMs
+    assert fast.estimate_s(p, 36 * 64, 11 * 128, 1024) == pytest.approx(m.estimate_s(p, 36 * 64, 11 * 128, 1024))
+    assert dispatch.Model.from_dict(fast.to_dict()).speeds["wide/64x128"].lone_gflops == s.gflops
+
+
+def test_lone_grid_has_one_block_per_sm():
+    for sms in (132, 108, 40, 46, 7):
+        tm, tn = shapes.lone_grid(sms)
+        assert tm * tn == sms and tm >= tn
+    assert shapes.lone_grid(132) == (12, 11)
+
+
 def test_dispatch_picks_each_path_with_the_provisional_model():
     m = dispatch.Model()
     assert "provisional" in m.source

@@ -22,7 +22,8 @@
 #   sanitize   compute-sanitizer memcheck + racecheck over every kernel (or $SANITIZE_ONLY) -> logs
 #   latency    python -m gemm_lessons.latency and the primer's compiler listing -> results/latency-<device>.json,
 #              results/primer-listing.json (copied to $OUT)
-#   notebooks  execute every notebook on the GPU, outputs kept -> $OUT/notebooks.tar
+#   notebooks  execute every notebook (or those of $NOTEBOOKS, e.g. "04 05") on the GPU, outputs kept
+#              -> $OUT/notebooks.tar
 # Logs go to $OUT/logs/ and come back as $OUT/logs.tar.
 set -uo pipefail
 mkdir -p "$OUT/logs"
@@ -108,9 +109,11 @@ for step in "$@"; do
       echo "listing rc=$?" >> "$OUT/logs/steps.log"
       cp results/latency-*.json results/primer-listing.json "$OUT/" 2>/dev/null ;;
     notebooks)
-      python3 tools/refresh_outputs.py --keep-all > "$OUT/logs/notebooks.log" 2>&1
-      echo "notebooks rc=$?" >> "$OUT/logs/steps.log"
-      tar cf "$OUT/notebooks.tar" notebooks/*.ipynb ;;
+      # NOTEBOOKS="04 05" executes only those lessons (a call has 10 minutes: a few lessons per call)
+      paths=$(for n in ${NOTEBOOKS:-}; do ls notebooks/${n}_*.ipynb; done)
+      GEMM_LESSONS_TEXT_PROGRESS=1 python3 tools/refresh_outputs.py --keep-all $paths > "$OUT/logs/notebooks.log" 2>&1
+      echo "notebooks ${NOTEBOOKS:-all} rc=$?" >> "$OUT/logs/steps.log"
+      tar cf "$OUT/notebooks.tar" ${paths:-notebooks/*.ipynb} ;;
   esac
 done
 tar cf "$OUT/logs.tar" -C "$OUT" logs && rm -r "$OUT/logs"

@@ -210,13 +210,21 @@ def plan_for(M, N, K, wide):
 
 def load_model(path=None):
     """The model recorded for this GPU by python -m gemm_lessons.shapes, else the provisional
-    one (with this GPU's number of SMs)."""
+    one (with this GPU's number of SMs); on the simulator, the one recorded on
+    results.REFERENCE_DEVICE."""
     from . import _backend
 
     base = Model()
     if path is None:
-        if _backend.SIMULATOR:
-            return base
+        if _backend.SIMULATOR:  # no GPU: the reference GPU's recorded model, so that plans match the lessons'
+            from . import results
+
+            path = results.path_for("shapes", results.REFERENCE_DEVICE)
+            model = load_model(path) if os.path.exists(path) else base
+            if model is not base:
+                model = replace(model, source=f"{model.source} on the {results.REFERENCE_DEVICE} "
+                                              "(recorded; the CUDA simulator has no GPU of its own)")
+            return model
         try:
             from . import results
             from .device import device_info

@@ -193,7 +193,8 @@ class CallCosts:
                 + tables.markdown(head, body, "l" + "r" * len(sizes))
                 + "\n\nissue: host time per call when calls are issued back to back (Python, checks, launch); "
                 "sync: host time for one call followed by a synchronize (the whole round trip); "
-                "event: CUDA events around one call on an idle GPU (getting the call to the GPU, plus the kernel). "
+                "event: CUDA events around one call on an idle GPU (getting the call to the GPU, plus the kernel; so it "
+                "should not be below the issue time, and where it is, that is not explained here). "
                 "Medians" + (" (the figure draws each one's 10th-90th percentile range as a whisker)" if self.spread(self.callers(), self.sizes()[0], "issue") else "")
                 + ".")
 
@@ -268,9 +269,9 @@ def overhead_sentence(rec, size=256):
         text += f"; `gl.sgemm(A, B)`, which allocates C on every call, took {g(alloc):.0f} µs"
     sizes = costs.sizes()
     big = max(sizes)
-    text += (f". The GPU's side of such a call is short: CUDA events around one `gl.sgemm(A, B, C)` call on an idle "
-             f"GPU measured {g(lib, 'event_us'):.0f} µs at {size}^2 and {costs.get(lib, big, 'event_us'):.0f} µs at "
-             f"{big}^2, host time included.")
+    text += (f". CUDA events around one `gl.sgemm(A, B, C)` call on an idle GPU measured {g(lib, 'event_us'):.0f} µs "
+             f"at {size}^2 and {costs.get(lib, big, 'event_us'):.0f} µs at {big}^2: getting the call to the GPU, plus "
+             "the kernel.")
     return text
 
 
@@ -609,7 +610,7 @@ def calibration_markdown(rec):
         tail += (" One block per SM: a grid of exactly as many blocks as SMs, K = "
                  f"{size}; the model uses it for a partly filled last wave.")
     else:
-        tail += (" This record has no rate with one block per SM (measured since 2026-11-23): the model "
+        tail += (" This record predates the calibration's rate with one block per SM: the model "
                  "charges a partly filled last wave as much as a full one.")
     head = ["kernel, tiles", "TFLOPS"] + (["TFLOPS, one block per SM"] if lone else []) + \
         ["blocks/SM", "registers", "local bytes (spills)", "shared bytes"]
@@ -690,7 +691,7 @@ def compiler_markdown(rec, plans=("wide 128x128", "any_shape 128x128", "any_shap
     from .inspect_kernel import sass_summary
 
     by_name = {str(p): p for p in dispatch.PLANS}
-    cols = ["LDG.E.128", "LDG.E", "STG.E", "LDS.128", "FFMA"]
+    cols = ["LDG.E.128", "LDG.E", "STG.E.128", "STG.E", "LDS.128", "FFMA"]
     body = []
     for name in plans:
         launcher = library.launcher_for(by_name[name])

@@ -72,8 +72,9 @@ except ValueError as e:
 # 16-byte loads from shared memory in the k-steps) and changes only the edges, where a library meets
 # arbitrary input. Every global load is one float with its own [predicate](GLOSSARY.md#predicate):
 # inside the matrix, and inside this block's range of k (`k_chunk`: section 3 uses it). Consecutive
-# threads still load consecutive addresses, with four times as many load instructions as the float4
-# loads. Where a row of A does not start on a 32-byte boundary (K not a multiple of 8), the 8 floats
+# threads still load neighbouring addresses (for A, 8 threads cover the 32 bytes of one slice row,
+# so a warp reads four such pieces from four rows), with four times as many load instructions as
+# the float4 loads. Where a row of A does not start on a 32-byte boundary (K not a multiple of 8), the 8 floats
 # of one slice row (32 bytes) straddle two 32-byte [sectors](GLOSSARY.md#sector), so the loads fetch
 # more sectors than they use; the rest of each sector belongs to a neighbouring slice and may still
 # be in a cache when that slice is loaded (this lesson does not measure it). The arrays may also be
@@ -309,28 +310,18 @@ Markdown(library_report.compiler_markdown(rec))
 #    kernel's time, unless the host cannot keep up (`Timing.host_bound` then says so).
 # 3. **issue time**: the host's clock around a batch of calls, without waiting for the GPU: Python's
 #    cost per call.
-
-# %%
-from gemm_lessons import shapes
-n = 256
-A_s, B_s = cuda.to_device(np.ones((n, n), np.float32)), cuda.to_device(np.ones((n, n), np.float32))
-C_s = cuda.device_array((n, n), np.float32)
-if gl.SIMULATOR:
-    print("CUDA simulator: nothing is timed here (the recorded numbers follow).")
-else:
-    call = lambda: gl.sgemm(A_s, B_s, C_s)  # noqa: E731
-    one = shapes.single_calls(call)
-    many = gl.time_gpu(call)
-    us = lambda t: f"{1e3 * t.median_ms:.0f} µs (10th-90th percentile {1e3 * t.p10_ms:.0f}-{1e3 * t.p90_ms:.0f})"  # noqa: E731
-    print(f"gl.sgemm at {n}^3 on {gl.device_info().name}:\n  single call: {us(one)}\n  back to back: {us(many)} "
-          f"per call\n  host time to issue one: {1e3 * many.host_ms:.0f} µs" + (" (host-bound)" if many.host_bound else ""))
+#
+# The table below measures the first and the third for five ways of calling (and a fourth number,
+# *sync*: the host's clock around one call followed by a synchronize); the shape suite of section 4
+# measures the first two for `gl.sgemm` and cuBLAS on every shape.
 
 # %% [markdown]
 # **Predict.** Five ways to call a product of two 256 x 256 matrices: `gl.sgemm(A, B, C)`;
 # `gl.sgemm(A, B)`, which also allocates C; the ladder's rung (its argument checks, then numba's
 # launch); its kernel launched by hand, `kernel[grid, block](...)`; and cuBLAS through nvmath-python's
 # wrapper. Which costs the host least, and by how much? On a GPU the next cell measures all five now
-# at four sizes (a few seconds; `shapes.measure_overhead`, what the shape suite runs).
+# at four sizes (under a minute on an H100, most of it compiling on the first call;
+# `shapes.measure_overhead`, what the shape suite runs).
 
 # %%
 costs = library_report.call_costs()
@@ -340,9 +331,7 @@ library_report.call_costs_figure(costs, size=256);
 costs
 
 # %% [markdown]
-# The cell before the prediction and this table are two separate measurements (the table's calls
-# run among other callers'), so their `gl.sgemm(A, B, C)` numbers at 256^2 agree only as far as their
-# spreads allow. The record of the shape suite says:
+# The shape suite's record, measured the same way:
 
 # %%
 Markdown(library_report.overhead_sentence(rec))
@@ -352,9 +341,10 @@ Markdown(library_report.overhead_sentence(rec))
 # argument types and keeps what every later call would otherwise rebuild: the compiled function's
 # handle, the stream, one launch configuration per grid. Each call then only flattens its arrays the
 # way numba does (pointer, shape, strides) and launches. The plan for a shape (which kernel, which
-# grid) is worked out on the first call at that shape and remembered. That is likely most of why
-# `gl.sgemm(A, B, C)` costs the host less than its own kernel launched the ordinary way (the
-# comparison above; `GEMM_LESSONS_PLAIN_LAUNCH=1` turns the Launcher off, to measure it directly).
+# grid) is worked out on the first call at that shape and remembered. Where `gl.sgemm(A, B, C)`
+# costs the host less than its own kernel launched the ordinary way (the recorded sentence above;
+# the table measured now may not separate the two at every size: compare their whiskers), that is
+# likely most of why (`GEMM_LESSONS_PLAIN_LAUNCH=1` turns the Launcher off, to measure it directly).
 # It relies on numba-cuda internals; where they differ, or on the simulator, a Launcher launches the
 # ordinary way and says so:
 
@@ -492,12 +482,13 @@ Markdown(library_report.split_k_sentence(rec))
 # where a full wave puts blocks-per-SM blocks on every SM, a full SM's rate is the kernel's
 # whole-GPU rate on a large square divided by the SMs, an SM left with fewer blocks in a partly
 # filled last wave runs at a rate between that and the rate of one block alone on an SM (measured
-# by the calibration where the record has it; a straight line between the two is an assumption),
-# and "one
-# launch" is the reduction kernel's own start on the GPU, a fixed 5 µs (`Model.launch_us`: an
-# assumed value, not measured; split-K runs two kernels, the product and the sum). The
-# formula captures the tail effect of section 3 and nothing else: not L2 reuse, not the clock, not
-# Python. Its numbers are measured by the shape suite's calibration:
+# by the calibration where the record has it; a straight line between the two is an assumption).
+# For split-K, "the reduction's bytes" are (s + 2) x M x N floats of 4 bytes: section 3's traffic
+# with C read as well (the model charges it whatever beta is), and "one launch" is the reduction
+# kernel's own start on the GPU, a fixed 5 µs (`Model.launch_us`: an assumed value, not measured;
+# split-K runs two kernels, the product and the sum). The formula captures the tail effect of
+# section 3 and the reduction's cost, and nothing else: not L2 reuse, not the clock, not Python.
+# Its numbers are measured by the shape suite's calibration:
 
 # %%
 Markdown(library_report.calibration_markdown(rec))
@@ -514,7 +505,7 @@ for r in rec.rows:
 # %% [markdown]
 # **The measurement: % of cuBLAS per shape.** Every shape, single calls and back to back, cuBLAS in
 # the same run. Hatched bars are host-bound: the host's time to issue one call (section 2, at the
-# nearest size) is within 80% of the time per call back to back, so the bar compares Python
+# nearest size) is at least 80% of the time per call back to back, so the bar compares Python
 # wrappers rather than kernels.
 
 # %%
@@ -543,8 +534,8 @@ Markdown(library_report.plans_markdown(rec, (1024, 1024, 1024), model, top=6))
 # measured time. A likely cause: the recorded run's model charged every wave as if each SM held its
 # full complement of blocks and shared its rate among them; here there are about as many blocks as
 # SMs, so each block likely has an SM to itself and runs faster than that share. The model now
-# takes a partly filled wave at the rate of one block alone on an SM, where the calibration
-# measured it (the calibration sentence above says whether this record has it); whether that
+# takes a partly filled wave at a rate between a full SM's and that of one block alone on an SM
+# (the formula above), where the calibration measured the latter (the calibration sentence above says whether this record has it); whether that
 # fixes 1024^3 is for the next recorded run to show. Timing the few best candidates once per shape
 # (what cuBLASLt lets a user do, section 5) would be another way.
 #

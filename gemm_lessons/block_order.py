@@ -284,11 +284,12 @@ def model_markdown(sizes, resident, l2_bytes, groups=(1,) + GROUPS):
         for g in groups:
             m = model(n, n, n, g, resident, l2_bytes)
             rows.append([f"{n}^3" if g == groups[0] else "", order_name(g), m.first.a_rows, m.first.b_cols,
-                         f"{100 * m.hit_rate:.1f}%", f"{m.slack:,.0f}", f"{m.dram_bytes / 1e9:.2f}",
+                         f"{100 * m.hit_rate:.1f}%", f"{int(m.slack):,}", f"{m.dram_bytes / 1e9:.2f}",
                          f"{m.requested_bytes / 1e9:.1f}"])
     return (f"The model, {resident} resident blocks, an L2 of {l2_bytes / 2**20:.0f} MiB\n\n"
-            + tables.markdown(["size", "block order", "first wave: rows of A", "columns of B", "hit rate",
-                               "slack (slices)", "DRAM read (GB)", "read through L2 (GB)"], rows, "llrrrrrr"))
+            + tables.markdown(["size", "block order", "first wave: block-rows of A", "block-columns of B",
+                               "first-wave hit rate", "slack (slices)", "DRAM read, whole product (GB)",
+                               "read through L2 (GB)"], rows, "llrrrrrr"))
 
 
 def model_sentence(n, resident, l2_bytes, groups=(1,) + GROUPS):
@@ -334,9 +335,13 @@ def measured_sentences(record, counters=None, copy_gbs=None):
             continue
         g, best = max(grouped, key=lambda x: x[1].gflops)
         change = _change(best.gflops, base.gflops)
-        gains.append((size, change))
+        apart = best.gflops_p10 is None or base.gflops_p90 is None or \
+            best.gflops_p10 > base.gflops_p90 or best.gflops_p90 < base.gflops_p10
+        gains.append((size, change if apart else 0.0))
         how = {"faster": "faster than", "slower": "slower than",
                "within": f"within {SAME:g}% of"}[_verdict(change)]
+        if _verdict(change) != "within" and not apart:
+            how = f"{'faster' if change > 0 else 'slower'} by the median, with p10-p90 ranges that overlap, than"
         pct = (f" ({best.pct_cublas:.1f}% of cuBLAS against {base.pct_cublas:.1f}%)"
                if best.pct_cublas is not None and base.pct_cublas is not None else "")
         out.append(f"At {size[0]}^3 the fastest grouped order, GROUP_M = {g}, ran at {best.gflops / 1e3:.2f} "
@@ -347,8 +352,8 @@ def measured_sentences(record, counters=None, copy_gbs=None):
             out.append("Grouping paid at " + ", ".join(f"{s[0]}^3" for s in paid) + f" on the {record.device.name}.")
         else:
             out.append(f"Grouping did not pay at these sizes on the {record.device.name}: no grouped order was more "
-                       f"than {SAME:g}% faster than row-major order, the margin this course counts as a measured "
-                       "change.")
+                       f"than {SAME:g}% faster than row-major order with p10-p90 ranges apart, the margin this course "
+                       "counts as a measured change.")
     if counters and "warptile" in counters:
         base = counters["warptile"]
         others = [(g, counters[name]) for g, name in groups_of(record) if g != 1 and name in counters]
@@ -367,8 +372,9 @@ def measured_sentences(record, counters=None, copy_gbs=None):
         text = (f"Row-major order read {base['dram__bytes_read.sum'] / 1e9:.2f} GB from DRAM in "
                 f"{seconds * 1e3:.1f} ms, {gbs:,.0f} GB/s")
         if copy_gbs:
-            text += (f", {100 * gbs / copy_gbs:.0f}% of the measured copy bandwidth ({copy_gbs:,.0f} GB/s, "
-                     "reads and writes)")
+            text += (f", {100 * gbs / copy_gbs:.0f}% of the copy bandwidth the benchmark measured on this GPU "
+                     f"({copy_gbs:,.0f} GB/s, results/{results.slug(record.device.name)}.json; a copy's rate counts its "
+                     "reads and writes together)")
         out.append(text + ".")
     return out
 

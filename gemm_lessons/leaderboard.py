@@ -326,6 +326,11 @@ def transpose_suite_markdown(suite, kernel="library"):
     text = (f"Over {s['shapes']} shapes ({s['ran']} correct), `{kernel}` ran at a geometric mean of "
             f"{s['geomean_single']:.0f}% of sgeam's speed in single calls and {s['geomean_back_to_back']:.0f}% "
             f"back-to-back (recorded on {suite['device']}, {suite['date'][:10]}). ")
+    big = results.transpose_suite_summary(suite, kernel, min_bytes=results.LARGE_TRANSPOSE_BYTES)
+    if big.get("ran") and big["ran"] < s["ran"]:
+        text += (f"Over the {big['ran']} of them that move at least {results.LARGE_TRANSPOSE_BYTES // 2**20} MiB "
+                 "(read plus written), where the kernels rather than the calls are likely compared: "
+                 f"{big['geomean_single']:.0f}% in single calls, {big['geomean_back_to_back']:.0f}% back-to-back. ")
     if below:
         text += ("Below 95% back-to-back: " + ", ".join(f"{shape(x)} ({v:.0f}%)" for v, x in sorted(below, key=lambda b: b[1]))
                  + ".")

@@ -626,32 +626,40 @@ def recorded(names, size=DEFAULT_SIZE, rows=ALL_ROWS, why="", note=None, directo
 
 def reading_08(prof=None):
     """Lesson 08's reading of its two profiled kernels (dbuf, warptile), in words, from ``prof``
-    (default: the recorded counters): how far apart their durations are, whether DRAM was busy,
-    and the largest stall reason with what it means."""
+    (default: the recorded counters): how far apart their durations and rates are, whether DRAM
+    was busy, and the largest stall reason with what it means."""
     prof = prof or recorded(["dbuf", "warptile"], rows=LESSON_ROWS["08"])
-    if any(prof.counters.get(n) is None for n in ("dbuf", "warptile")):
+    names = ("dbuf", "warptile")
+    if any(prof.counters.get(n) is None for n in names):
         return "No counters of both kernels recorded: run `python -m gemm_lessons.profiler record` on a GPU."
-    t = {n: prof.value(n, "time") for n in ("dbuf", "warptile")}
-    dram = max(prof.value(n, "dram_throughput") for n in t)
-    occ = {n: (prof.value(n, "occupancy"), prof.value(n, "occupancy_theoretical")) for n in t}
-    top = {n: prof.top_stalls(n, 1)[0] for n in t}
-    text = (f"Reading the table ({prof.source}): one launch of `warptile` took {t['warptile'] / t['dbuf']:.3f}x "
-            f"as long as one of `dbuf` under the profiler: at this size the counters shown here do not tell the "
-            f"two kernels apart. "
-            if abs(t["warptile"] / t["dbuf"] - 1) < 0.02 else
-            f"Reading the table ({prof.source}): one launch of `warptile` took {t['warptile'] / t['dbuf']:.3f}x "
-            f"as long as one of `dbuf` under the profiler. ")
-    text += ("Achieved occupancy: " + " and ".join(f"{o[0]:.1f}%" for o in occ.values())
-             + f" of the {max(o[1] for o in occ.values()):.0f}% their registers allow (theoretical). ")
+    t = {n: prof.value(n, "time") for n in names}
+    ratio = t["warptile"] / t["dbuf"]
+    rates = ("occupancy", "l2_hit", "dram_throughput")  # percentages
+    gap = max(abs(prof.value("warptile", r) - prof.value("dbuf", r)) for r in rates)
+    text = (f"Reading the table ({prof.source}): one launch of `warptile` took {ratio:.3f}x as long as one of "
+            f"`dbuf` under the profiler (the table rounds both to 0.01 ms)")
+    if abs(ratio - 1) < 0.02 and gap < 1:
+        text += (f", and their occupancy, L2 hit rate and DRAM throughput differ by at most {gap:.1f} points: "
+                 "these counters do not tell the two kernels apart. ")
+    else:
+        text += f"; their occupancy, L2 hit rate and DRAM throughput differ by up to {gap:.1f} points. "
+    occ = {n: (prof.value(n, "occupancy"), prof.value(n, "occupancy_theoretical")) for n in names}
+    text += ("Achieved occupancy: " + " and ".join(f"{occ[n][0]:.1f}% (`{n}`)" for n in names)
+             + f"; their registers allow {max(o[1] for o in occ.values()):.0f}% (theoretical). ")
+    dram = max(prof.value(n, "dram_throughput") for n in names)
     if dram < 20:
         text += f"DRAM was at most {dram:.1f}% busy: DRAM bandwidth was not what held them back. "
-    top = {n: (r.replace("_", " "), v) for n, (r, v) in top.items()}
+    top = {}
+    for n in names:
+        reason, share = prof.top_stalls(n, 1)[0]
+        top[n] = (reason.replace("_", " "), share)
     reasons = {r for r, _ in top.values()}
     if reasons == {"not selected"}:
         text += (f"The largest stall reason of both is *not selected* ({top['dbuf'][1]:.0f}% and "
                  f"{top['warptile'][1]:.0f}% of active warp-cycles): a warp was ready to issue but its scheduler "
-                 "issued another warp's instruction: the schedulers had work to issue, which points at instruction "
-                 "issue, not memory, as the limit.")
+                 "issued another warp's instruction, so there were ready warps to hide latency with. Whether "
+                 "instruction issue itself is then the limit, these counters do not show (an issue-slot "
+                 "utilisation counter would).")
     else:
         text += "Largest stall reasons: " + ", ".join(f"{n} {r} ({v:.0f}%)" for n, (r, v) in top.items()) + "."
     return text

@@ -191,13 +191,17 @@ def transpose_suite(device=REFERENCE_DEVICE, directory=RESULTS_DIR):
         return json.load(f)
 
 
-def transpose_suite_summary(suite, kernel="library"):
+LARGE_TRANSPOSE_BYTES = 64 * 2**20  # read + written: below this a call's host time rivals the kernel's
+
+
+def transpose_suite_summary(suite, kernel="library", min_bytes=0):
     """How ``kernel`` stood against sgeam over the suite: geometric means and the lowest shape,
-    for single calls and back-to-back, over the shapes where it ran correctly; and the shapes
-    where it was wrong or refused."""
+    for single calls and back-to-back, over the shapes where it ran correctly (and that move at
+    least ``min_bytes``, read plus written); and the shapes where it was wrong or refused."""
     import math
 
-    rows = [(r["shape"], r["kernels"].get(kernel, {})) for r in suite["rows"]]
+    rows = [(r["shape"], r["kernels"].get(kernel, {})) for r in suite["rows"]
+            if 8 * r["shape"][0] * r["shape"][1] >= min_bytes]
     ran = [(shape, k) for shape, k in rows if k.get("correct")]
     out = {"shapes": len(rows), "ran": len(ran),
            "not_run": [shape for shape, k in rows if not k.get("correct")]}

@@ -207,8 +207,8 @@ gl.profile({"dbuf": ladder.SGEMM["dbuf"], "warptile": ladder.SGEMM["warptile"]},
            lesson="08")
 
 # %% [markdown]
-# What the recorded counters say, in words (the table above is measured now on a GPU; this reading
-# is of the recorded run, so the two can differ on another GPU):
+# What the recorded counters say, in words (when this notebook runs on a GPU the table above is
+# measured then; this reading is always of the recorded run):
 
 # %%
 from gemm_lessons import profiler
@@ -226,9 +226,9 @@ Markdown(profiler.reading_08())
 # that happens: the L2 hit rate in the profiler's table above.
 #
 # A **[wave](GLOSSARY.md#wave)** is the set of blocks resident at once: SMs x blocks per SM.
-# CUDA promises no order in which the blocks of a launch start; in practice they start roughly
-# in the order of their linear index (`blockIdx.x` fastest, then `y`, then `z`), and the model
-# below assumes exactly that. So far `blockIdx.x` has run along a tile row of C: **row-major
+# CUDA promises no order in which the blocks of a launch start, and NVIDIA does not document its
+# block scheduler; the model below assumes that blocks start in the order of their linear index
+# (`blockIdx.x` fastest, then `y`, then `z`), the order the Triton tutorial assumes too. So far `blockIdx.x` has run along a tile row of C: **row-major
 # order**. A wave that holds more blocks than a tile row has tiles then covers whole tile rows,
 # one after the other: it reads few block-rows of A and every block-column of B.
 #
@@ -309,8 +309,8 @@ Markdown(block_order.model_markdown(block_order.SIZES, resident, l2_bytes) + "\n
          + block_order.model_sentence(8192, resident, l2_bytes))
 
 # %% [markdown]
-# **Predict.** Lesson 10's roofline found no memory ceiling holding the last rung down at
-# 4096^3. Will a grouped order that the model says reads less from DRAM make the kernel faster
+# **Predict.** The profiler's table above had DRAM at a small share of its peak at 4096^3 (lesson
+# 10's roofline comes to the same conclusion). Will a grouped order that the model says reads less from DRAM make the kernel faster
 # at 4096^3, 8192^3, 16384^3? And will the profiler's DRAM bytes fall as far as the model's?
 #
 # ### Measured
@@ -332,18 +332,19 @@ Markdown(block_order.report())
 # does not hold: after the first wave a block starts whenever another one finishes, not in clean
 # waves; the blocks of a wave need not move through K in step; the L2 may keep strips from one
 # wave for the next. Where a grouped order reads less from DRAM and the time does not change,
-# DRAM traffic was not what held the kernel back; the sentence before the last gives the share
-# of the DRAM bandwidth row-major order used.
+# DRAM traffic was not what held the kernel back; the sentence on row-major order's GB/s gives
+# the share of the DRAM bandwidth it used.
 #
-# The last sentence compares the model with the profiler order by order. The model's first-wave
-# picture gets the direction right for GROUP_M = 8 and 16 and undercounts every order's DRAM reads,
-# row-major order's most; for GROUP_M = 4 it predicts no gain, which the profiler contradicts.
-# Which of its assumptions fails, and by how much, this lesson did not measure: the model sees only
-# the first wave, while the profiler counts the whole launch, whose later waves start block by
-# block as earlier blocks finish. Also unexplained here: where a grouped order read less from DRAM
-# and still ran a little slower (the first sentence under the tables), its main loop is the same
-# instructions as row-major order's (`tests/test_sass_equal.py` compares the loops); what differs
-# lies outside it, among it the arithmetic that finds a block's tile.
+# The paragraph starting "Model against profiler" compares the two order by order. The model gets
+# the direction right for GROUP_M = 8 and 16 and undercounts every order's DRAM reads, row-major
+# order's most; for GROUP_M = 4 it predicts no gain, which the profiler contradicts. Which of its
+# assumptions fails, and by how much, this lesson did not measure: the model treats the launch as
+# clean waves whose blocks start together and move through K in step, and keeps nothing from one
+# wave to the next, while in the profiled launch later blocks start one by one as earlier ones
+# finish. Also unexplained here: at 8192^3 every grouped order read less from DRAM than row-major
+# order and still ran a little slower (the timings table). For GROUP_M = 8, its main loop is the
+# same instructions as row-major order's (`tests/test_sass_equal.py` compares the loops of those
+# two); what differs lies outside it, among it the arithmetic that finds a block's tile.
 
 
 # %% [markdown]

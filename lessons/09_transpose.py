@@ -28,8 +28,10 @@ measure.compare_transpose({}, shape=(8192, 8192))  # the ceilings: copy and cuBL
 #
 # `dst[c, r] = src[r, c]`. With `threadIdx.x` along the columns of `src`, a warp reads 128
 # contiguous bytes but writes 32 floats a whole row of `dst` apart: 32 sectors for 128 useful
-# bytes. Swapping the mapping only moves the problem to the reads. Warp 0 on a 64 x 64 matrix,
-# each lane's float numbered by the lane (a test checks these addresses against the kernel's
+# bytes. Swapping the mapping only moves the problem to the reads. The kernel runs in blocks of
+# 32 x 8 threads (`transpose/naive.py`), so warp 0 is the 32 threads with `threadIdx.y = 0`. Its
+# accesses on a 64 x 64 matrix, each lane's float numbered by the lane; the panels show the first
+# rows and columns of src and dst (a test checks the figure's formula against the kernel's
 # access log on the simulator):
 
 # %%
@@ -293,10 +295,11 @@ for rows, cols in [(64, 96), (61, 90), (33, 7)]:
 # calls it ([single calls](GLOSSARY.md#single-call), the GPU idle before each) and back to back, next to the other
 # candidate kernels (all in `results/transpose-suite-<device>.json`). Where the matrices are
 # small, a call likely takes longer on the host than on the GPU (a 1024 x 1024 transpose moves
-# 8 MB: under 3 µs at this GPU's copy bandwidth, against tens of microseconds of Python per
-# call), so there the ratios likely compare two ways of calling (ours, through a `Launcher`,
-# and nvmath-python's binding of cuBLAS), not two kernels: read the shapes of several hundred
-# MB for the kernels.
+# 8 MB: under 3 µs at this GPU's copy bandwidth, less than a call costs the host even through a
+# `Launcher`, lesson 11), so there the ratios likely compare two ways of calling (ours, through a
+# `Launcher`, and nvmath-python's binding of cuBLAS), not two kernels: read the large shapes for the
+# kernels (the sentence under the figure separates them). The figure shows the library against
+# sgeam; the record holds the other candidate kernels too.
 
 # %%
 from IPython.display import Markdown, display

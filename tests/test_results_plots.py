@@ -208,6 +208,11 @@ def test_transpose_suite_summary_and_sentence():
     text = leaderboard.transpose_suite_markdown(suite)
     assert "Below 95% back-to-back: 64x96 (50%)" in text and "Some GPU, 2026-11-23" in text
     assert "No shape stayed below" in leaderboard.transpose_suite_markdown(_suite([(100, 99)]))
+    assert "move at least" not in text  # every shape here is small
+    big = _suite([(100, 50), (400, 200)])
+    big["rows"][1]["shape"] = [4096, 4096]  # 128 MiB read plus written
+    text = leaderboard.transpose_suite_markdown(big)
+    assert "Over the 1 of them that move at least 64 MiB" in text and "400% in single calls, 200% back-to-back" in text
     ax = plots.transpose_suite(suite)
     assert "Some GPU" in ax.get_title() and len(ax.patches) == 4
 

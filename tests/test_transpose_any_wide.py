@@ -146,3 +146,22 @@ def test_any_wide_moves_16_bytes_wherever_it_can(rows, cols):
         assert wide == total and not per_segment
     if cols % 4 == 0:
         assert not scalar_loads
+
+
+@requires_simulator
+@pytest.mark.parametrize("rows, cols", [(64, 64), (65, 64), (67, 66), (66, 67)])
+def test_any_wide_shared_accesses_conflict_no_more_than_wide(rows, cols):
+    """The bank tracer on block (0, 0): staging_width picks, per shape, a staging row width whose
+    gather is at most 2-way, as lesson 09's `wide` (one width for every shape leaves some 4-way:
+    69 floats 65 x 64 and 67 x 66, 71 floats 67 x 64 and 65 x 66)."""
+    from gemm_lessons.instruments import access_log
+
+    src = np.random.default_rng(0).random((rows, cols), dtype=np.float32)
+    log, out = access_log.log(lambda src, dst: any_wide.transpose(src, dst),
+                              {"src": src, "dst": np.zeros((cols, rows), np.float32)})
+    assert np.array_equal(out["dst"], src.T)
+    trace = log.shared_trace((0, 0, 0), merge=())
+    for op in ("ld", "st"):
+        t = trace.totals(op)
+        assert t["wavefronts"] <= 2 * t["ideal"], (op, t)
+    assert max(r["degree"] for r in trace.by_site()) <= 2

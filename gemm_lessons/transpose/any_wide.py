@@ -35,16 +35,25 @@ from ..float4 import load1_flat, load4_flat, store1_flat, store4_flat
 from ..unroll import static, static_range, unrolled
 
 
-def staging_width(TILE):
-    """Floats per staging row: room for TILE/4 + 1 float4s (TILE + 4 floats), rounded up to an
-    odd number (1 mod 8), so that the store phase's gather (16 lanes reading rows 4 apart, as in
-    `wide`) spreads over 8 banks per half-warp, not 1 or 2."""
-    return TILE + 4 + (1 - (TILE + 4)) % 8
+def staging_width(TILE, rows=0, cols=0):
+    """Floats per staging row: room for TILE/4 + 1 float4s (TILE + 4 floats), and an odd number,
+    so that the store phase's gather (16 lanes reading tile rows 4 apart, as in `wide`) spreads a
+    half-warp over 8 banks, 2-way, as in `wide`.  The other half-warp reads the next column j + 1,
+    whose dst segment starts rows % 4 floats further on, so tile rows shifted by rows % 4; its
+    8 banks are the other half-warp's (4-way) when (rows % 4) * (WIDTH + cols % 4) % 4 == 1.
+    Of TILE + 5 and TILE + 7 (1 and 3 mod 4) one always avoids that: the shape picks it.
+    (Worked out for TILE = 64: 16 lanes per dst row, two rows per warp; the bank tracer checks
+    it, tests/test_transpose_any_wide.py.  Smaller tiles put more rows in a warp.)"""
+    for width in (TILE + 5, TILE + 7):
+        if (rows % 4) * (width + cols % 4) % 4 != 1:
+            return width
+    raise AssertionError("unreachable: the two widths differ by 2, so do their products mod 4")
 
 
 def make_transpose_any_wide(TILE=64, ROWS=16, WIDTH=None):
     """TILE/4 x ROWS threads move a TILE x TILE tile.  Thread (tx, ty) handles slot tx of tile
-    rows ty, ty + ROWS, ...; the 17th slot of each row is handled by the first TILE threads."""
+    rows ty, ty + ROWS, ...; the 17th slot of each row is handled by the first TILE threads.
+    WIDTH: floats per staging row (staging_width(TILE, rows, cols) picks it per shape)."""
     if TILE % 4 or TILE % ROWS or ROWS < 4:
         raise ValueError(f"any_wide needs TILE a multiple of 4 and of ROWS, and ROWS >= 4 (so that "
                          f"TILE/4 * ROWS threads can cover one extra slot per tile row): got TILE={TILE}, ROWS={ROWS}.")
@@ -155,7 +164,7 @@ def transpose(src, dst, TILE=64, ROWS=16, kernel=None):
     any rows, cols >= 1, both starting on 16-byte boundaries."""
     rows, cols = transpose_shapes(src, dst)  # dtype, 2-D, C-contiguous, dst's shape: clear errors
     require_aligned_bases(("src", src), ("dst", dst))
-    kernel = kernel or kernel_for(TILE, ROWS)
+    kernel = kernel or kernel_for(TILE, ROWS, staging_width(TILE, rows, cols))
     T = kernel.tile
     grid = ((cols + T - 1) // T, (rows + T - 1) // T)
     if grid[1] > 65535:

@@ -16,6 +16,12 @@ time (any_shape.py): one float, with none of the negative-index handling numba a
 ``X[i, j]`` (a compare and a select per index, and registers, in a loop that loads 8 scalars
 per slice); the caller promises indices inside the array.
 
+``load4_flat``/``store4_flat`` and ``load1_flat``/``store1_flat`` take one index into the array
+seen as a flat row-major run of floats (element i of a rows x cols array is [i // cols, i % cols]):
+a float4 may then straddle two rows, which is what a kernel needs when rows do not start on
+16-byte boundaries (transpose/any_wide.py).  They take C-contiguous arrays only (a compile-time
+TypeError otherwise); load4_flat/store4_flat need i a multiple of 4 and a 16-byte-aligned base.
+
 On the simulator the same names are plain Python functions doing scalar accesses.
 """
 from . import _backend
@@ -36,6 +42,22 @@ if _backend.SIMULATOR:
 
     def store1(arr, row, col, v):
         arr[row, col] = v
+
+    # flat index -> [row, column]: each element on its own, since a float4 may straddle two rows
+    # (one line per function, so that the access log can tell wide accesses from scalar ones)
+    def load4_flat(arr, i):
+        n = arr.shape[1]
+        return arr[divmod(i, n)], arr[divmod(i + 1, n)], arr[divmod(i + 2, n)], arr[divmod(i + 3, n)]
+
+    def store4_flat(arr, i, v0, v1, v2, v3):
+        n = arr.shape[1]
+        arr[divmod(i, n)], arr[divmod(i + 1, n)], arr[divmod(i + 2, n)], arr[divmod(i + 3, n)] = v0, v1, v2, v3
+
+    def load1_flat(arr, i):
+        return arr[divmod(i, arr.shape[1])]
+
+    def store1_flat(arr, i, v):
+        arr[divmod(i, arr.shape[1])] = v
 
 else:
     from llvmlite import ir
@@ -111,11 +133,77 @@ else:
 
         return sig, codegen
 
+    def _check_flat(arr, i):
+        if not (isinstance(arr, types.Array) and arr.dtype == types.float32 and arr.layout == "C"):
+            raise TypeError("load4_flat/store4_flat/load1_flat/store1_flat take a C-contiguous float32 array")
+        if not isinstance(i, types.Integer):
+            raise TypeError("load4_flat/store4_flat/load1_flat/store1_flat take an integer index")
+
+    def _flat_pointer(context, builder, sig, args):
+        """Pointer to element i of the array's data, counted row-major (C-contiguous arrays)."""
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        idx = context.cast(builder, args[1], sig.args[1], types.intp)
+        return builder.gep(ary.data, [idx], inbounds=True)
+
+    @intrinsic
+    def load4_flat(typingctx, arr, i):
+        _check_flat(arr, i)
+        sig = types.UniTuple(types.float32, 4)(arr, i)
+
+        def codegen(context, builder, sig, args):
+            ptr = _flat_pointer(context, builder, sig, args)
+            vec = ir.VectorType(ir.FloatType(), 4)
+            v = builder.load(builder.bitcast(ptr, vec.as_pointer(ptr.type.addrspace)), align=16)
+            items = [builder.extract_element(v, ir.Constant(ir.IntType(32), e)) for e in range(4)]
+            return context.make_tuple(builder, sig.return_type, items)
+
+        return sig, codegen
+
+    @intrinsic
+    def store4_flat(typingctx, arr, i, v0, v1, v2, v3):
+        _check_flat(arr, i)
+        sig = types.void(arr, i, v0, v1, v2, v3)
+
+        def codegen(context, builder, sig, args):
+            vec = ir.Constant(ir.VectorType(ir.FloatType(), 4), ir.Undefined)
+            for e, (v, t) in enumerate(zip(args[2:], sig.args[2:])):
+                vec = builder.insert_element(vec, context.cast(builder, v, t, types.float32),
+                                             ir.Constant(ir.IntType(32), e))
+            ptr = _flat_pointer(context, builder, sig, args)
+            builder.store(vec, builder.bitcast(ptr, vec.type.as_pointer(ptr.type.addrspace)), align=16)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def load1_flat(typingctx, arr, i):
+        _check_flat(arr, i)
+        sig = types.float32(arr, i)
+
+        def codegen(context, builder, sig, args):
+            return builder.load(_flat_pointer(context, builder, sig, args), align=4)
+
+        return sig, codegen
+
+    @intrinsic
+    def store1_flat(typingctx, arr, i, v):
+        _check_flat(arr, i)
+        sig = types.void(arr, i, v)
+
+        def codegen(context, builder, sig, args):
+            value = context.cast(builder, args[2], sig.args[2], types.float32)
+            builder.store(value, _flat_pointer(context, builder, sig, args), align=4)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
 
 # every value load4 and load1 return is a float32 (the GPU versions take float32 arrays only):
 # @unrolled stores them into float32 register arrays without a cast (gemm_lessons/unroll.py)
 load4.result_type = "float32"
 load1.result_type = "float32"
+load4_flat.result_type = "float32"
+load1_flat.result_type = "float32"
 
 
 def require_wide_alignment(*named_arrays):

@@ -3,6 +3,7 @@
     compute-sanitizer --tool memcheck python3 tools/sanitize.py
     compute-sanitizer --tool racecheck python3 tools/sanitize.py
     ... python3 tools/sanitize.py dbuf warptile      # only these kernels
+    ... python3 tools/sanitize.py any_wide            # transpose/any_wide.py alone (also library_transpose)
 """
 import os
 import sys
@@ -47,5 +48,20 @@ if not only or "library_transpose" in only:  # both kernels of library.transpose
         ok = np.array_equal(dst.copy_to_host(), src.T)
         failed += not ok
         print(f"library_transpose {R}x{C}: {'ok' if ok else 'WRONG'}", flush=True)
+if not only or "any_wide" in only:  # transpose/any_wide.py: 16-byte accesses on every shape
+    import numpy as np  # noqa: E402
+    from numba import cuda  # noqa: E402
+    from gemm_lessons.transpose import any_wide  # noqa: E402
+
+    # odd sides (rows starting mid-float4, ragged segment ends), a cut-short last float4
+    # (rows * cols % 4 != 0), edge tiles of every width, and aligned shapes
+    for R, C in T_SIZES + WIDE_T_SIZES + [(130, 63), (63, 130), (65, 67), (3, 5), (1, 4097)]:
+        for tile, threads_rows in ((64, 16), (64, 8)):
+            src = np.random.default_rng(R * C).random((R, C), dtype=np.float32)
+            dst = cuda.to_device(np.full((C, R), np.nan, np.float32))
+            any_wide.transpose(cuda.to_device(src), dst, TILE=tile, ROWS=threads_rows)
+            ok = np.array_equal(dst.copy_to_host(), src.T)
+            failed += not ok
+            print(f"any_wide {tile}x{threads_rows} {R}x{C}: {'ok' if ok else 'WRONG'}", flush=True)
 print(f"{failed} failed checks")
 sys.exit(1 if failed else 0)

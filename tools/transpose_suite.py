@@ -2,13 +2,17 @@
 copy of the same bytes, in one process, each result checked exactly.
 
     python3 tools/transpose_suite.py [--out DIR]  -> DIR/transpose-suite-<device>.json (default results/)
+    python3 tools/transpose_suite.py --kernels library anywide_64x16 --out DIR
+        # only these candidates (and cuBLAS sgeam); a partial record: keep it out of results/
 
 Times are back-to-back (time_gpu: batches of calls between CUDA events); the library and sgeam
 are also timed as single calls, the GPU idle before each, as a user calls them.
 Candidates: the lesson 09 rungs that accept the shape (`smem_padded_32x8`, `wide`), `wide` with
-the diagonal block order, a 64x64 tile moved by 64x8 threads, and `transpose.any_shape` (wide
-where each side's rows allow it) with three thread layouts.  Issue 14 item 6 asks for >= 95% of
-sgeam on every shape; this records where each candidate stands.
+the diagonal block order, a 64x64 tile moved by 64x8 threads, `transpose.any_shape` (wide
+where each side's rows allow it) with three thread layouts, and `transpose.any_wide` (16-byte
+accesses on every shape: the arrays seen flat, aligned float4s, a shifted staging row) with
+two.  Issue 14 item 6 asks for >= 95% of sgeam on every shape; this records where each
+candidate stands.
 """
 import argparse
 import json
@@ -22,7 +26,7 @@ from gemm_lessons import cublas, library, provenance, results
 from gemm_lessons.shapes import back_to_back, single_calls
 from gemm_lessons.copy import copy_kernel, copy_memcpy
 from gemm_lessons.counting import transpose_bytes
-from gemm_lessons.transpose import any_shape, smem_tile, wide
+from gemm_lessons.transpose import any_shape, any_wide, smem_tile, wide
 from numba import cuda
 
 SHAPES = [(8192, 8192), (8192, 4096), (4096, 8192), (4096, 4096), (2048, 2048), (1024, 1024),
@@ -42,13 +46,22 @@ def candidates():
         "any_64x16": lambda s, d: any_shape.transpose(s, d, TILE=64, ROWS=16),
         "any_64x8": lambda s, d: any_shape.transpose(s, d, TILE=64, ROWS=8),
         "any_32x8": lambda s, d: any_shape.transpose(s, d, TILE=32, ROWS=8),
+        "anywide_64x16": lambda s, d: any_wide.transpose(s, d, TILE=64, ROWS=16),
+        "anywide_64x8": lambda s, d: any_wide.transpose(s, d, TILE=64, ROWS=8),
     }
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--out", default=results.RESULTS_DIR)
+    p.add_argument("--kernels", nargs="+", metavar="NAME",
+                   help="time only these candidates (cublas_sgeam is always timed: the percentages are of it)")
     args = p.parse_args()
+    every = candidates()
+    unknown = set(args.kernels or ()) - set(every)
+    if unknown:
+        sys.exit(f"unknown candidates {sorted(unknown)}; known: {', '.join(every)}")
+    chosen = {k: fn for k, fn in every.items() if not args.kernels or k == "cublas_sgeam" or k in args.kernels}
     if gemm_lessons.SIMULATOR:
         sys.exit("the transpose suite times kernels: run it on a GPU")
     dev = cuda.get_current_device()
@@ -63,7 +76,7 @@ def main():
         copy = copy_kernel if C % 4 == 0 else copy_memcpy  # the float4 copy needs rows of 16-byte multiples
         t = back_to_back(lambda: copy(src, same), repeats=20, max_s=2)
         line = {"shape": [R, C], "copy": copy.__name__, "copy_gbs": nbytes / t.median_ms / 1e6, "kernels": {}}
-        for kname, fn in candidates().items():
+        for kname, fn in chosen.items():
             try:
                 dst.copy_to_device(np.full((C, R), np.nan, np.float32))
                 fn(src, dst)
@@ -89,7 +102,7 @@ def main():
         print(f"{R}x{C}: sgeam {sgeam['gbs']:,.0f} GB/s, copy {line['copy_gbs']:,.0f}; " + ", ".join(cells), flush=True)
         rows_out.append(line)
     record = {"device": name, "date": provenance.now(), "versions": provenance.versions(),
-              "git_commit": provenance.git_commit(), "command": "python3 tools/transpose_suite.py",
+              "git_commit": provenance.git_commit(), "command": " ".join(["python3 tools/transpose_suite.py"] + sys.argv[1:]),
               "rows": rows_out}
     os.makedirs(args.out, exist_ok=True)
     path = results.path_for("transpose-suite", name, directory=args.out)

@@ -4,17 +4,21 @@ The course was measured on an H100 (compute capability 9.0).  A student may open
 (7.5, Colab's free GPU), an A100 (8.0), an RTX 30xx (8.6) or an RTX 40xx / L4 (8.9).  For
 every kernel the lessons and the library launch, with the threads per block they launch it
 with, this module records what the compiler makes of it for each of those compute
-capabilities, offline: numba generates PTX for the target (libnvvm), ptxas assembles it for
-sm_XY, and ``ptxas -v`` reports registers, stack and spills per thread and static shared
-memory per block.  ``occupancy`` turns those into resident blocks per SM with the limits of
-that compute capability (``ARCHS``).
+capabilities, offline, the way numba-cuda compiles a kernel on a GPU: libnvvm makes LTO-IR for
+the target and nvJitLink optimises it at link time and assembles it for sm_XY (ptxas inside
+it reports registers, stack and spills per thread and static shared memory per block).  A
+kernel whose ``lto`` option is off would go as PTX through the ptxas program instead; here
+none is.  ``occupancy`` turns the facts into resident blocks per SM with the limits of that
+compute capability (``ARCHS``).
 
-    GEMM_LESSONS_SIMULATOR=0 python -m gemm_lessons.arch_facts --write   # compiles everything (minutes)
+    GEMM_LESSONS_SIMULATOR=0 python -m gemm_lessons.arch_facts --write   # compiles everything (an hour or so)
     python -m gemm_lessons.arch_facts                                    # the committed record, as tables
 
 ``--write`` writes results/arch-facts.json (the record), results/arch-facts.md (its tables)
-and the README's "Smaller GPUs" block.  tests/test_arch_facts.py checks the record against
-``occupancy`` and the kernel list without compiling anything.
+and the README's "Smaller GPUs" block; ``--rederive`` redoes everything computed from the
+compiler's facts (after a change to ``occupancy`` or ``ARCHS``) without compiling.
+tests/test_arch_facts.py checks the record against ``occupancy`` and the kernel list without
+compiling anything.
 
 Sources of the limits in ``ARCHS``:
   * CUDA C++ Programming Guide, table "Technical Specifications per Compute Capability"
@@ -30,9 +34,11 @@ Sources of the limits in ``ARCHS``:
     the table allows: 1 KB on 8.0, 8.6, 8.9 and 9.0 (the Ampere and Hopper tuning guides: "CUDA
     reserves 1 KB of shared memory per thread block"), none on 7.5 (a block may use all 64 KB).
 
-What this cannot see: the GPU's driver compiles numba's PTX itself (or through nvJitLink), so
-registers can differ slightly from this ptxas; the record compares its sm_90 facts with those
-recorded on the H100 (``h100_check``).
+What this cannot see: a GPU with other library versions (libnvvm, nvJitLink) may compile a
+little differently; the record compares its sm_90 facts with those the H100 recorded from its
+own compile (``h100_check``).  Compiled as PTX through ptxas instead, 3 of those 21 kernels came
+out different (reg2d: 52 bytes of spills where the H100 had none; results/experiments/): link-time
+optimisation matters.
 """
 import argparse
 import inspect
@@ -245,7 +251,7 @@ def kernel_specs(sweep=True):
     sgemm = (arr, arr, arr, types.float32, types.float32)
 
     def cap(kernel):
-        return kernel.targetoptions.get("max_registers")
+        return getattr(kernel, "targetoptions", {}).get("max_registers")  # plain cuda.jit on the simulator has none
 
     specs = []
     for group, table in (("rung", ladder.SGEMM), ("variant", ladder.VARIANTS)):
@@ -274,25 +280,30 @@ def missing_toolchain():
 
     if _backend.SIMULATOR:
         return ("the CUDA simulator is active: start Python with GEMM_LESSONS_SIMULATOR=0 (no GPU is needed; "
-                "numba makes PTX with libnvvm)")
-    import shutil
-
-    if shutil.which(offline_sass.PTXAS) is None:
-        return f"ptxas was not found: {offline_sass.GET_TOOLS}"
+                "numba compiles with libnvvm)")
     try:
         from numba.cuda.cudadrv import nvvm
 
         nvvm.NVVM()
     except Exception as e:  # noqa: BLE001 (any failure to load libnvvm means: no toolchain)
         return f"libnvvm cannot be loaded through numba ({e}): pip install numba-cuda[cu13]"
+    if offline_sass.nvjitlink_version() is None:
+        return ("nvJitLink cannot be loaded (numba-cuda compiles kernels through it when it is installed, and so "
+                "does this): pip install numba-cuda[cu13], which brings nvidia-nvjitlink")
     return None
 
 
 def compile_facts(kernel, argtypes, max_registers, arch):
-    """ptxas's resources of a numba kernel compiled for ``argtypes`` on ``arch`` (an Arch)."""
+    """The compiler's resources of a numba kernel compiled for ``argtypes`` on ``arch`` (an
+    Arch), the way numba-cuda compiles it on a GPU: through nvJitLink with link-time
+    optimisation when the kernel's ``lto`` option is on (numba-cuda's default where nvJitLink
+    is installed), else its PTX through ptxas."""
     from . import offline_sass
 
-    _, info = offline_sass.compile_sass(kernel, max_registers, cc=arch.cc_tuple, argtypes=argtypes, sass=False)
+    if kernel.targetoptions.get("lto"):
+        info = offline_sass.lto_link_info(kernel, max_registers, cc=arch.cc_tuple, argtypes=argtypes)
+    else:
+        _, info = offline_sass.compile_sass(kernel, max_registers, cc=arch.cc_tuple, argtypes=argtypes, sass=False)
     return offline_sass.ptxas_resources(info)
 
 
@@ -306,26 +317,35 @@ def kernel_row(facts, spec_threads, arch):
     return row
 
 
-def collect(archs=None, sweep=True, names=None, progress=True):
-    """The record (a dict): every kernel of kernel_specs() compiled for every arch."""
+def collect(archs=None, sweep=True, names=None, progress=True, checkpoint=None):
+    """The record (a dict): every kernel of kernel_specs() compiled for every arch.
+    ``checkpoint``: a JSON file of the facts compiled so far, read at the start and written
+    after each kernel, so that an interrupted run goes on where it stopped."""
     from . import offline_sass, provenance
 
     archs = [ARCHS[cc] for cc in (archs or ARCHS)]
     specs = [s for s in kernel_specs(sweep) if not names or s.name in names]
+    saved = json.load(open(checkpoint)) if checkpoint and os.path.exists(checkpoint) else {}
     done, kernels = {}, {}
     t0 = time.time()
     for i, spec in enumerate(specs):
         kernel, argtypes = spec.build()
         entry = {"group": spec.group, "lesson": spec.lesson, "threads": spec.threads,
-                 "max_registers": spec.max_registers, "argtypes": [str(t) for t in argtypes], "arch": {}}
+                 "max_registers": spec.max_registers, "argtypes": [str(t) for t in argtypes],
+                 "compiled_with": "nvJitLink (LTO)" if kernel.targetoptions.get("lto") else "ptxas", "arch": {}}
         same = []
         for arch in archs:
             key = (id(kernel), argtypes, arch.cc)  # a kernel listed twice is compiled once
             if key not in done:
-                done[key] = (spec.name, compile_facts(kernel, argtypes, spec.max_registers, arch))
+                facts = saved.get(f"{spec.name}|{arch.cc}") or compile_facts(kernel, argtypes, spec.max_registers, arch)
+                done[key] = (spec.name, facts)
             else:
                 same.append(done[key][0])
             entry["arch"][arch.cc] = kernel_row(done[key][1], spec.threads, arch)
+            saved[f"{spec.name}|{arch.cc}"] = done[key][1]
+        if checkpoint:
+            with open(checkpoint, "w") as f:
+                json.dump(saved, f)
         if same:
             entry["same_kernel_as"] = same[0]
         kernels[spec.name] = entry
@@ -334,9 +354,10 @@ def collect(archs=None, sweep=True, names=None, progress=True):
                   + ", ".join(f"{cc} {r['registers']} regs {r['blocks_per_sm']} blk"
                               for cc, r in entry["arch"].items()), flush=True)
     record = {
-        "what": "registers, spills and static shared memory from ptxas -v, offline, and the resident blocks per "
-                "SM they give (gemm_lessons.arch_facts.occupancy), for every kernel at the threads per block "
-                "its launcher uses",
+        "what": "registers, spills and static shared memory per kernel as the compiler reports them (ptxas -v, "
+                "run inside nvJitLink: numba-cuda's own way of compiling a kernel on a GPU), compiled offline, and "
+                "the resident blocks per SM they give (gemm_lessons.arch_facts.occupancy), for every kernel at "
+                "the threads per block its launcher uses",
         "command": "GEMM_LESSONS_SIMULATOR=0 python -m gemm_lessons.arch_facts --write",
         "date": provenance.now(),
         "git_commit": provenance.git_commit(),
@@ -453,7 +474,8 @@ def kernels_table(record, group=None, names=None, archs=None):
 def _versions_line(record):
     v = record["versions"]
     return (f"Compiled offline on {record['date'][:10]} (commit {str(record['git_commit'])[:12]}): numba-cuda "
-            f"{v.get('numba-cuda')}, numba {v.get('numba')}, NVVM {v.get('nvvm')}, ptxas {v.get('ptxas')}.")
+            f"{v.get('numba-cuda')}, numba {v.get('numba')}, NVVM IR {v.get('nvvm')}, nvJitLink {v.get('nvjitlink')} "
+            f"(kernels with numba's lto option: all here), ptxas {v.get('ptxas')} (the others).")
 
 
 def fits_sentence(record):
@@ -475,13 +497,13 @@ def markdown(record):
              "`gemm_lessons.arch_facts.occupancy` follows); reserved shared memory: per-SM capacity minus the "
              f"largest block ([Ampere tuning guide]({AMPERE_TUNING_GUIDE}): 1 KB per block).", "",
              limits_table(record), "",
-             "Each cell: registers per thread (r), spill stores/loads in bytes per thread when ptxas reports any, "
+             "Each cell: registers per thread (r), spill stores/loads in bytes per thread when the compiler reports any, "
              "then resident blocks per SM (resident warps as % of the SM's maximum, and what limits it). "
              "\"shared B\": static shared memory per block.", "",
              fits_sentence(record), ""]
     spills = {cc: s["spill"] for cc, s in record["summary"].items() if s["spill"]}
     if spills:
-        lines += ["Spills (ptxas, bytes per thread): " + "; ".join(f"{cc}: {', '.join(v)}" for cc, v in spills.items())
+        lines += ["Kernels that spill: " + "; ".join(f"{cc}: {', '.join(v)}" for cc, v in spills.items())
                   + ".", ""]
     for group, title in GROUPS:
         if any(k["group"] == group for k in record["kernels"].values()):
@@ -539,6 +561,7 @@ def main(argv=None):
     p.add_argument("--no-sweep", action="store_true", help="leave out lesson 08's 21 sweep configurations")
     p.add_argument("--only", nargs="*", help="compile only these kernels (printed, not written)")
     p.add_argument("--arch", nargs="*", choices=list(ARCHS), help="compute capabilities (default: all)")
+    p.add_argument("--checkpoint", metavar="JSON", help="keep the facts compiled so far here; a rerun resumes")
     p.add_argument("--rederive", action="store_true",
                    help="recompute blocks per SM, tables and README block from the record's compiler facts "
                         "(after a change to occupancy or ARCHS; compiles nothing)")
@@ -554,7 +577,7 @@ def main(argv=None):
     why_not = missing_toolchain()
     if why_not:
         sys.exit(f"cannot compile offline: {why_not}")
-    record = collect(args.arch, sweep=not args.no_sweep, names=args.only)
+    record = collect(args.arch, sweep=not args.no_sweep, names=args.only, checkpoint=args.checkpoint)
     if args.write and not args.only:
         write(record)
         print("wrote", os.path.relpath(RECORD), os.path.relpath(TABLES), "and the README block")

@@ -68,16 +68,20 @@ def missing_toolchain():
 
 
 def versions():
-    """numba, numba-cuda, NVVM and ptxas versions (what the counts depend on)."""
+    """numba, numba-cuda, NVVM, ptxas and nvJitLink versions (what the counts depend on)."""
     import importlib.metadata
 
     import numba
     from numba.cuda.cudadrv import nvvm
 
-    ptxas = subprocess.run([PTXAS, "--version"], capture_output=True, text=True).stdout.strip()
+    try:
+        ptxas = subprocess.run([PTXAS, "--version"], capture_output=True, text=True).stdout.strip()
+    except OSError:  # not installed: nvJitLink alone compiles numba's LTO kernels
+        ptxas = ""
     return {"numba": numba.__version__, "numba-cuda": importlib.metadata.version("numba-cuda"),
             "nvvm": ".".join(map(str, nvvm.NVVM().get_version())),
-            "ptxas": next((line for line in ptxas.splitlines() if "release" in line), ptxas or None)}
+            "ptxas": next((line for line in ptxas.splitlines() if "release" in line), ptxas or None),
+            "nvjitlink": nvjitlink_version()}
 
 
 def compile_sass(kernel, max_registers=None, cc=(9, 0), argtypes=None, sass=True):
@@ -96,11 +100,44 @@ def compile_sass(kernel, max_registers=None, cc=(9, 0), argtypes=None, sass=True
         with open(f"{d}/k.ptx", "w") as f:
             f.write(ptx)
         opts = ["-maxrregcount", str(max_registers)] if max_registers else []
-        info = subprocess.run([PTXAS, f"-arch={arch}", "-v", *opts, f"{d}/k.ptx", "-o", f"{d}/k.cubin"],
-                              capture_output=True, text=True, check=True).stderr
+        run = subprocess.run([PTXAS, f"-arch={arch}", "-v", *opts, f"{d}/k.ptx", "-o", f"{d}/k.cubin"],
+                             capture_output=True, text=True)
+        if run.returncode:  # e.g. a ptxas older than the PTX numba's libnvvm wrote
+            raise RuntimeError(f"{PTXAS} -arch={arch} failed for {kernel.__name__}: {run.stderr.strip()}")
+        info = run.stderr
         text = subprocess.run([CUOBJDUMP, "-sass", f"{d}/k.cubin"], capture_output=True, text=True,
                               check=True).stdout if sass else None
     return text, info
+
+
+def lto_link_info(kernel, max_registers=None, cc=(9, 0), argtypes=None):
+    """The ptxas report (``-v`` lines) of a numba kernel compiled the way numba-cuda compiles it
+    on a GPU when nvJitLink is installed (the kernel's ``lto`` option, then the default): libnvvm
+    makes LTO-IR for ``cc``, nvJitLink optimises it at link time and assembles it for sm_XY.
+    Needs no GPU.  This, not PTX through ptxas, reproduces the registers and spills the H100
+    recorded (results/arch-facts.json, h100_check)."""
+    from cuda.core import Linker, LinkerOptions, ObjectCode
+    from numba import cuda, types
+
+    if argtypes is None:
+        arr = types.Array(types.float32, 2, "C")
+        argtypes = (arr, arr, arr, types.float32, types.float32)
+    ltoir, _ = cuda.compile(kernel.py_func, types.void(*argtypes), cc=cc, output="ltoir", device=False, abi="numba")
+    options = LinkerOptions(arch=f"sm_{cc[0]}{cc[1]}", link_time_optimization=True, max_register_count=max_registers,
+                            verbose=True)
+    linker = Linker(ObjectCode.from_ltoir(ltoir, name=kernel.__name__), options=options)
+    linker.link("cubin")
+    return linker.get_info_log()
+
+
+def nvjitlink_version():
+    """nvJitLink's version as "13.0", or None when it cannot be loaded."""
+    try:
+        from cuda.bindings import nvjitlink
+
+        return ".".join(map(str, nvjitlink.version()))
+    except Exception:  # noqa: BLE001 (not installed, or no library behind the bindings)
+        return None
 
 
 def ptxas_resources(info):

@@ -99,7 +99,9 @@ def this_gpu_markdown(gpu=None):
         text = f"**This GPU: {gpu['name']}**, {', '.join(facts)} ({gpu['source']})."
     if gpu["compute_capability"] and gpu["compute_capability"] != "9.0":
         text += (" The limits this primer quotes are those documented for compute capability 9.0; where they "
-                 f"differ on this GPU, the [Programming Guide's table]({CC_TABLE}) has its own.")
+                 f"differ on this GPU, the [Programming Guide's table]({CC_TABLE}) has its own, and "
+                 "`results/arch-facts.md` (`python -m gemm_lessons.arch_facts`) applies those of compute "
+                 "capabilities 7.5 to 9.0 to every kernel of the course: registers, spills and blocks per SM.")
     return text
 
 

@@ -123,15 +123,19 @@ SM_LIMITS_CC90 = {"registers": 65536, "shared_bytes": 228 * 1024, "threads": 204
 
 
 def blocks_per_sm(registers, shared_bytes, threads, limits=SM_LIMITS_CC90):
-    """(How many blocks fit on one SM, which resource decides): registers are allocated per warp
-    in units of 256, so a thread's count is rounded up to a multiple of 8.  The resource is
-    "registers", "shared memory", "threads" or "blocks"; where two or more allow the same,
-    smallest count, all of them, joined by " = " (``"registers = threads"``: either alone would
-    stop at that count)."""
+    """(How many blocks fit on one SM, which resource decides). Registers are allocated per warp
+    in units of 256 (a thread's count is rounded up to a multiple of 8), from one of the SM's
+    four quarters (sub-partitions, 16,384 registers each on 9.0), and a warp cannot straddle
+    two: at 172 registers a warp takes 5,632, so 2 warps fit per quarter, 8 per SM, where one
+    pool of 65,536 would hold 11 (gemm_lessons.arch_facts.occupancy does the same for other
+    compute capabilities).  The resource is "registers", "shared memory", "threads" or
+    "blocks"; where two or more allow the same, smallest count, all of them, joined by " = "
+    (``"registers = threads"``: either alone would stop at that count)."""
     warps = -(-threads // 32)
     regs_per_warp = -(-registers * 32 // 256) * 256
+    warps_by_registers = limits["registers"] // 4 // regs_per_warp * 4 if registers else None
     by = {
-        "registers": limits["registers"] // (regs_per_warp * warps) if registers else limits["blocks"],
+        "registers": warps_by_registers // warps if registers else limits["blocks"],
         "shared memory": limits["shared_bytes"] // (shared_bytes + limits["shared_reserved_per_block"]),
         "threads": limits["threads"] // threads,
         "blocks": limits["blocks"],

@@ -38,6 +38,10 @@ NBVAL_CHECK = "# NBVAL_CHECK_OUTPUT"  # first line of a cell whose output nbval 
 FORMAT = "py:percent"
 PAIRING = "notebooks///ipynb,lessons///py:percent"  # as in jupytext.toml
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
+# What Google Colab reads to open a notebook on a GPU runtime, as Colab itself saves it
+# (Runtime > Change runtime type > T4 GPU, the free one: compute capability 7.5, whose
+# compiler facts are in results/arch-facts.md)
+COLAB_METADATA = {"accelerator": "GPU", "colab": {"provenance": [], "gpuType": "T4"}}
 
 
 # --- kernel cells -------------------------------------------------------------------------
@@ -166,6 +170,10 @@ def build_notebook(source_path):
         nb.metadata = old.metadata
     nb.metadata.setdefault("kernelspec", KERNELSPEC)
     nb.metadata.setdefault("language_info", {"name": "python"})
+    nb.metadata.setdefault("accelerator", COLAB_METADATA["accelerator"])
+    colab = nb.metadata.setdefault("colab", {})
+    for key, value in COLAB_METADATA["colab"].items():
+        colab.setdefault(key, value)
     nb.metadata.setdefault("jupytext", {})["formats"] = PAIRING
     for key in ("notebook_metadata_filter", "cell_metadata_filter", "text_representation"):
         nb.metadata["jupytext"].pop(key, None)

@@ -51,23 +51,34 @@ _ARRAY = {"C": types.Array(types.float32, 2, "C"), "A": types.Array(types.float3
 _LAUNCHERS = {}
 
 
+def kernel_spec(kind, tiles, layout):
+    """(numba kernel, argument types, threads per block) of one kernel the library launches:
+    ``kind`` "wide", "any_shape" or "reduce", ``tiles`` a key of dispatch.TILES ("" for the
+    reduction), ``layout`` "C" or "A" (strided rows).  The wide kernel takes C-contiguous arrays only."""
+    arr, f32 = _ARRAY[layout], types.float32
+    if kind == "wide":
+        cfg = dispatch.TILES[tiles]
+        return warptile.kernel_for(cfg), (arr, arr, arr, f32, f32), cfg.threads
+    if kind == "any_shape":
+        cfg = dispatch.TILES[tiles]
+        kernel = _ANY_SHAPE.get(cfg) or _ANY_SHAPE.setdefault(cfg, any_shape.make_kernel(cfg))
+        return kernel, (arr, arr, arr, f32, f32, types.int64), cfg.threads
+    # the split-K reduction: workspace (always C-contiguous) into C
+    return splitk_reduce.sgemm_splitk_reduce, (_ARRAY["C"], arr, f32, f32), splitk_reduce.THREADS
+
+
+# every (kind, tiles, layout) that _runner can launch: what gemm_lessons.arch_facts compiles
+KERNEL_KEYS = ([("wide", t, "C") for t in dispatch.TILES]
+               + [("any_shape", t, layout) for t in dispatch.TILES for layout in ("C", "A")]
+               + [("reduce", "", layout) for layout in ("C", "A")])
+
+
 def _launcher(kind, tiles, layout):
     """The Launcher of one kernel for one tile size and array layout ("C" or "A"), made once."""
     key = (kind, tiles, layout)
     launcher = _LAUNCHERS.get(key)
     if launcher is None:
-        arr, f32 = _ARRAY[layout], types.float32
-        if kind == "wide":
-            cfg = dispatch.TILES[tiles]
-            launcher = Launcher(warptile.kernel_for(cfg), (arr, arr, arr, f32, f32), cfg.threads)
-        elif kind == "any_shape":
-            cfg = dispatch.TILES[tiles]
-            kernel = _ANY_SHAPE.get(cfg) or _ANY_SHAPE.setdefault(cfg, any_shape.make_kernel(cfg))
-            launcher = Launcher(kernel, (arr, arr, arr, f32, f32, types.int64), cfg.threads)
-        else:  # the split-K reduction: workspace (always C-contiguous) into C
-            launcher = Launcher(splitk_reduce.sgemm_splitk_reduce, (_ARRAY["C"], arr, f32, f32),
-                                splitk_reduce.THREADS)
-        _LAUNCHERS[key] = launcher
+        launcher = _LAUNCHERS[key] = Launcher(*kernel_spec(kind, tiles, layout))
     return launcher
 
 

@@ -29,6 +29,8 @@ PATHS = {
     "experiment-log": "experiments/{name}-{device}.txt",  # what a one-off probe printed
     "latency": "latency-{device}.json",  # python -m gemm_lessons.latency (the primer)
     "primer-listing": "primer-listing.json",  # python -m gemm_lessons.primer.listing (one device)
+    "arch-facts": "arch-facts.json",  # python -m gemm_lessons.arch_facts: offline, every compute capability
+    "arch-facts-tables": "arch-facts.md",  # ... its tables
     "rewrite": "rewrite-{device}.json",  # tools/compare_rewrite.py: rewritten vs generated kernels
     "shapes-quick": "shapes-quick-{device}.json",  # python -m gemm_lessons.shapes --quick
     "shapes": "shapes-{device}.json",  # python -m gemm_lessons.shapes: gl.sgemm vs cuBLAS, dispatch model

@@ -486,7 +486,8 @@ display(Markdown(hierarchy.cc90_limits_markdown()))
 
 # %% [markdown]
 # `inspect_kernel.blocks_per_sm` does the arithmetic with these compute capability 9.0 limits:
-# a warp's registers are rounded up to the allocation unit, each block's shared memory gets the
+# a warp's registers are rounded up to the allocation unit and come out of one of the SM's four
+# quarters (its sub-partitions, 16,384 registers each), each block's shared memory gets the
 # reserved bytes added, and the smallest of the four counts wins.
 
 # %%

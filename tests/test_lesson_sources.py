@@ -66,3 +66,21 @@ def test_drift_is_detected(tmp_path):
     nb.cells = [nbformat.v4.new_code_cell(text.replace("acc += A[row, k] * B[k, col]", "acc += 1"))]
     nbformat.write(nb, str(tmp_path / "x.ipynb"))
     assert lesson_source.drift(str(tmp_path)) == [("x.ipynb", "gemm_lessons/sgemm_kernels/naive.py")]
+
+
+def test_every_notebook_opens_on_a_colab_gpu_runtime():
+    """Colab reads the notebook's metadata to pick a GPU runtime (T4, compute capability 7.5)."""
+    import json
+
+    notebooks = glob.glob(os.path.join(lesson_source.NOTEBOOK_DIR, "*.ipynb"))
+    assert notebooks
+    for path in notebooks:
+        meta = json.load(open(path))["metadata"]
+        assert meta.get("accelerator") == "GPU", path
+        assert meta.get("colab", {}).get("gpuType") == "T4" and meta["colab"].get("provenance") == [], path
+
+
+def test_build_adds_the_colab_metadata_to_a_new_notebook(tmp_path, monkeypatch):
+    monkeypatch.setattr(lesson_source, "NOTEBOOK_DIR", str(tmp_path))  # no stored notebook to copy it from
+    nb = lesson_source.build_notebook(lesson_source.lesson_sources()[0])
+    assert nb.metadata["accelerator"] == "GPU" and nb.metadata["colab"] == {"provenance": [], "gpuType": "T4"}

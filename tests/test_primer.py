@@ -185,3 +185,4 @@ def test_this_gpu_reads_the_records(tmp_path, monkeypatch):
     assert (gpu["compute_capability"], gpu["sm_count"], gpu["warp_size"]) == ("8.0", 108, 32) and gpu["simulator"]
     text = hierarchy.this_gpu_markdown(gpu)
     assert "compute capability **8.0**" in text and "documented for compute capability 9.0" in text
+    assert "results/arch-facts.md" in text  # where a smaller GPU's limits meet the course's kernels

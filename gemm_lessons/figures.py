@@ -495,8 +495,8 @@ def transpose_warp_access(rows=64, cols=64, ax=None):
         axis.set_xlabel("column", fontsize=8)
         axis.set_ylabel("row", fontsize=8)
         moved = "read" if "read" in name else "written"
-        axis.set_title(f"{name}: lanes 0-31 touch {len(fetched)} sectors\n({len(addrs) * 4} bytes {moved} in "
-                       f"sectors of {len(fetched) * SECTOR_BYTES} bytes)", fontsize=9)
+        axis.set_title(f"{name}: lanes 0-31 touch {len(fetched)} sectors\n({len(addrs) * 4} bytes {moved}; "
+                       f"the sectors hold {len(fetched) * SECTOR_BYTES})", fontsize=9)
     ax[0].figure.text(0.01, 0.02, "blue: the float a lane (number) reads or writes; shaded: the rest of the 32-byte "
                       "sectors the warp touches; black lines: sector boundaries (8 floats)", fontsize=8)
     plt.tight_layout(rect=(0, 0.05, 1, 1))

@@ -529,7 +529,7 @@ def readme_block(record):
     text = [BEGIN,
             f"{fits_sentence(record)} Blocks per SM at the lessons' launch configurations (cell: registers, "
             f"spills if any: blocks per SM (% of the SM's warps, limit)); every kernel, the library's and the "
-            f"sweep's included, with the limits used, in [`results/arch-facts.md`](results/arch-facts.md). "
+            f"sweep's included, with the limits used, in `results/arch-facts.md`. "
             + _versions_line(record), "",
             kernels_table(record, names=README_RUNGS, archs=README_ARCHS), END]
     return "\n".join(text)

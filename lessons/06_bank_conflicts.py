@@ -27,7 +27,8 @@ measure.recorded(["vec", "cublas"])  # where we start; this lesson's rung is mea
 # lives in bank `(a // 4) % 32`. Each bank delivers one word per cycle, so a warp-wide access is
 # served in **wavefronts**:
 #
-# * 4-byte accesses (`LDS.32`): all 32 lanes in one phase;
+# * 4-byte accesses (`LDS.32` in these labels; the SASS and the tables write it `LDS`): all 32 lanes
+#   in one phase;
 # * 8-byte accesses (`LDS.64`): two phases, lanes 0-15 then 16-31;
 # * 16-byte accesses (`LDS.128`): four phases of 8 lanes;
 # * lanes reading the *same* word share it (**broadcast**); a phase costs as many wavefronts as
@@ -66,7 +67,7 @@ plt.tight_layout()
 # %% [markdown]
 # ## Warp shapes in the outer-product kernels
 #
-# In lessons 04-05 each thread reads a row piece of the B tile (`sB[k, ...]`) with `LDS.128`.
+# In lesson 05 each thread reads a row piece of the B tile (`sB[k, ...]`) with `LDS.128`.
 # Which 8 threads share a phase depends on how lanes are laid out over the block's threads:
 #
 # * **2 x 16, lanes along columns** (lesson 05's `vec`): the 8 threads of a phase read 16 bytes
@@ -147,8 +148,11 @@ for r in truth.rows:
 
 # %% [markdown]
 # **Reading the table.** Instruction counts agree everywhere: the tracer reconstructs the
-# warp-wide instructions the compiler emitted. Wavefronts agree for every 4-byte access and for
-# 16-byte accesses without repeated addresses. Two kinds of difference remain, both explained:
+# warp-wide instructions the compiler emitted. Wavefronts agree for the GEMMs' 4-byte accesses and
+# for 16-byte accesses without repeated addresses. Two kinds of difference remain: the first has a
+# measured rule, the second only a hypothesis. (The transpose rows are lesson 09's kernels, a matrix
+# transpose through a shared tile, here because their column reads are the textbook bank
+# conflict; lesson 09 builds them.)
 #
 # * **Paired 16-byte loads are cheaper than the documented rule says.** In `smem_tile` (every
 #   lane reads the same `sA` float4) and in `vec` (lanes 0-15 share one `sAT` float4, 16-31
@@ -162,7 +166,7 @@ for r in truth.rows:
 # * **A few extra wavefronts in the 32x32-thread transposes** (about 0.05-0.1% unpadded, about 5%
 #   padded; also 5 of 3,072 store wavefronts in `vec_split`), absent with 32x8 threads. The
 #   addresses cannot produce them (the padded tile is conflict-free by construction), and they
-#   change from run to run (two runs gave +1,204 and +554 unpadded, +1,487 and +1,553 padded),
+#   change from run to run (an earlier run, not recorded, gave other counts than the table's),
 #   which a property of the addresses could not do. ncu counts every extra wavefront as a
 #   "conflict", whatever delayed it; that warps of the 1024-thread blocks contend for the
 #   shared-memory pipeline is our hypothesis, not something measured here.
@@ -170,7 +174,8 @@ for r in truth.rows:
 # %% [markdown]
 # ## Padding and the float4 GEMM
 #
-# Padding fixed the transpose. Why not pad the GEMM tiles too? Two reasons, both computable:
+# Padding removes the conflicts of a column read (the figures above; lesson 09's transpose relies
+# on it). Why not pad the GEMM tiles too? Two reasons, both computable:
 #
 # 1. **Alignment.** A 16-byte access must start on a 16-byte boundary. With rows of 128 + 1
 #    floats, row k starts at byte `4*129*k = 516*k`, a multiple of 16 only when k is a multiple
@@ -235,7 +240,8 @@ exercises.compare_prediction(my_speedup, table.speedup("vec_split", "vec"), "vec
 # same counters from the notebook, for any launch, at the size measured above. Divide wavefronts
 # by instructions: a conflict-free `LDS.128` takes 4 (2 where lanes pair up, as above), and every
 # wavefront beyond the ideal counts as a bank conflict. The
-# [stall reasons](GLOSSARY.md#stall-reasons) say what the warps of each kernel waited for.
+# [stall reasons](GLOSSARY.md#stall-reasons) say where the warps' cycles went (*not selected*
+# means ready, waiting only for its turn).
 
 # %%
 gl.profile({"vec": ladder.SGEMM["vec"], "vec_split": ladder.SGEMM["vec_split"]}, size=(4096, 4096, 4096),
@@ -257,8 +263,9 @@ gl.profile({"vec": ladder.SGEMM["vec"], "vec_split": ladder.SGEMM["vec_split"]},
 # impossible), and rewrite `col_of(j)`, the tile column of a thread's result column `j`
 # (`j = 0..7`; the same function places the loads of `sB` and the stores of C). The check runs
 # the kernel against the float64 reference, then traces one block: no conflicts, all loads
-# 16-byte (on a GPU: `LDS.128` in the SASS; the tracer then runs in a child process on the
-# simulator).
+# 16-byte as the tracer sees the layout (on a GPU the tracer runs in a child process on the
+# simulator, and the check also reports how many loads the compiler made `LDS.128` in the SASS,
+# without judging it: whether NVVM merges four neighbouring loads is its choice, lesson 07).
 
 # %%
 import numpy as np
@@ -359,7 +366,8 @@ plots.rung_versus_size("vec_split");
 # * A warp-wide shared access costs as many wavefronts as its worst bank holds distinct words,
 #   per phase; broadcasts are free. The tracer applies that to any kernel, no changes needed.
 # * The GPU's counters agree instruction for instruction, and wavefront for wavefront once one
-#   measured rule (paired 16-byte loads) is added: every remaining difference is explained above.
+#   measured rule (paired 16-byte loads) is added, except a few extra wavefronts in the 1024-thread
+#   transposes and in the stores at 4096^3 (above: a hypothesis, not a measurement).
 # * Fixes: padding (transpose), a different lane layout (4x8), or splitting a thread's tile
 #   (8x8 -> four 4x4). Padding by one float breaks 16-byte alignment; a wide-load GEMM pads by
 #   a multiple of 4 floats, or not at all.

@@ -4,7 +4,8 @@
 # **Where we are.** Lesson 06's kernel computes 512 FMAs per thread per slice of K, but every
 # slice starts the same way: all threads load A and B from global memory, *wait* for it, store
 # it into shared memory, meet at a barrier, compute, and meet at a barrier again. While they
-# wait, the FP32 units idle (two blocks per SM can cover for each other only partly).
+# wait, the FP32 units likely idle (two blocks per SM can cover for each other only partly; this
+# lesson does not profile it).
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -25,8 +26,9 @@ measure.recorded(["vec_split", "cublas"])  # where we start; this lesson's rung 
 # Give the block two shared buffers. While the threads compute from buffer 0, the loads of the
 # *next* slice are already in flight into registers; after the compute they go into buffer 1,
 # one barrier, and the roles swap. The global-memory latency now hides behind 512 FMAs, and a
-# slice needs one barrier instead of two. The price: 8 more registers per thread (the staged
-# float4s of A and B) and twice the shared memory.
+# slice needs one barrier instead of two. The price: more registers per thread (the staged
+# float4s of A and B are held across the compute; the compiler-facts tables below count them) and
+# twice the shared memory.
 
 # %%
 figures.double_buffer_timeline();
@@ -158,12 +160,13 @@ exercises.compare_prediction(my_ratio, first.speedup("dbuf_indexed", "vec_split"
 # %% [markdown]
 # On the H100 this first attempt ran slower than `vec_split` (the table above). Ask the
 # compiler what changed: the indexed version has fewer `LDS.128`, 4-byte `LDS` in their place,
-# and more registers. With `buf` a runtime value in every index, NVVM could no longer prove
-# that four neighbouring shared loads form one aligned 16-byte load (lesson 05's merging).
-# This comparison does not say which difference costs the time: the kernel also changed its
-# schedule (the next slice's loads under the compute). The second attempt below keeps every
-# shared load 16 bytes wide with the same schedule; how it fares is the test of whether the
-# lost wide loads, not double buffering itself, were the likely cost.
+# and more registers. A likely reason: with `buf` a runtime value in every index, NVVM could not
+# prove for most loads that four neighbouring shared loads form one aligned 16-byte load (lesson
+# 05's merging; it still merged a few). This comparison does not say which difference costs the
+# time: the kernel also changed its schedule (the next slice's loads under the compute). The
+# second attempt below keeps every shared load 16 bytes wide with the same schedule, but it also
+# differs in other ways (its load guard, its full unrolling, its padding and register cap: compare
+# the two cells), so how it fares points at the lost wide loads without isolating them.
 
 # %%
 inspect_kernel.compiler_facts({"vec_split": ladder.SGEMM["vec_split"].kernel,
@@ -485,7 +488,8 @@ gl.check_all(functools.partial(warptile.sgemm, kernel=my_dbuf), name="dbuf",
 #
 # Four kernels from `make_kernel` above differ in one thing each: one buffer (two barriers per
 # slice) or two; the guard around the staging loads written three ways. Lesson 06's kernel is
-# the baseline. (On a GPU this compiles four big kernels first: the progress bar shows how long.)
+# the baseline. (On a GPU this first compiles the kernels not compiled yet: the progress bar shows
+# how long.)
 
 # %%
 configs = {"dbuf_one_buffer": replace(dbuf.DBUF_CONFIG, stages=1), "dbuf": dbuf.DBUF_CONFIG,
@@ -670,8 +674,10 @@ plots.rung_versus_size("dbuf");
 # ## Takeaway
 #
 # * Double buffering overlaps the next slice's global loads with this slice's compute, and
-#   halves the barriers. Measured here it is the largest single step since lesson 05.
-# * It is fragile: a runtime buffer index cost the 16-byte shared loads, and a short-circuit
+#   halves the barriers (the speedup is in the tables above; `dbuf_one_buffer`, the same code with
+#   one buffer, two barriers and no prefetch, was already faster than `vec_split`, so part of the
+#   step is not double buffering).
+# * It is fragile: a runtime buffer index likely cost the 16-byte shared loads, and a short-circuit
 #   `and` around the loads cost spills. Write the code so the compiler has nothing to guess
 #   (separate buffers, explicit `load4`, one condition), then confirm in the SASS.
 # * Next (lesson 08): the other fields of `TileConfig`: how the threads of a warp are laid out

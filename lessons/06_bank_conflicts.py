@@ -248,6 +248,13 @@ gl.profile({"vec": ladder.SGEMM["vec"], "vec_split": ladder.SGEMM["vec_split"]},
            lesson="06")
 
 # %% [markdown]
+# Read the table with the measurement before it: the split removed most of the load conflicts
+# (the wavefront and conflict rows), while the time improved far less (the speedup measured
+# above). So shared-load wavefronts were not what mainly held `vec` back at this size. Where the
+# largest stall reason is *not selected* (as in the recorded run), the most common wait was a
+# ready warp's turn to issue, not shared memory. Lessons 07 and 08 go after what remains.
+
+# %% [markdown]
 # ## Exercise 06-conflict-free: a kernel without bank conflicts
 #
 # Lesson 05's exercise kernel (64 x 64 tile, 64 threads, 8x8 results each) as given here runs

@@ -160,7 +160,7 @@ exercises.compare_prediction(my_ratio, first.speedup("dbuf_indexed", "vec_split"
 # %% [markdown]
 # On the H100 this first attempt ran slower than `vec_split` (the table above). Ask the
 # compiler what changed: the indexed version has fewer `LDS.128`, 4-byte `LDS` in their place,
-# and more registers. A likely reason: with `buf` a runtime value in every index, NVVM could not
+# and more registers. A likely reason: with `buf` a runtime value in every index, [NVVM](GLOSSARY.md#nvvm) could not
 # prove for most loads that four neighbouring shared loads form one aligned 16-byte load (lesson
 # 05's merging; it still merged a few). This comparison does not say which difference costs the
 # time: the kernel also changed its schedule (the next slice's loads under the compute). The
@@ -191,7 +191,7 @@ inspect_kernel.compiler_facts({"vec_split": ladder.SGEMM["vec_split"].kernel,
 #    the stores into the other buffer: the loads are in flight during all 8 k-steps.
 # 4. **Guards without real branches.** Loads outside A or B must read zeros. How the condition
 #    is written matters (measured below): `if row_ok & (k < K):` is one condition, which the
-#    compiler turns into a *predicated* load; `if row_ok and k < K:` is Python's short-circuit
+#    compiler turns into a *[predicated](GLOSSARY.md#predicate)* load; `if row_ok and k < K:` is Python's short-circuit
 #    `and`, two branches, and with the loads in the middle of unrolled code that costs.
 
 # %%
@@ -522,7 +522,7 @@ inspect_kernel.compiler_facts(my_kernels, threads={name: 256 for name in my_kern
 #   prologue's, and one for each of the two slices its main loop handles per trip; 2 for the
 #   one-buffer kernel's loop of one slice). The register count stays at the cap of
 #   128, so two blocks still fit on an SM.
-# * **The short-circuit guard** (`and`) made the compiler spill (local memory, `LDL`/`STL` in
+# * **The short-circuit guard** (`and`) made the compiler [spill](GLOSSARY.md#register-spill) (local memory, `LDL`/`STL` in
 #   the SASS): the two branches split the unrolled code into pieces, and the values staged
 #   across them no longer fitted in 128 registers. Same idea, very different speed.
 # * **Clamp + select** avoids the condition entirely but costs a few instructions per load

@@ -374,7 +374,7 @@ plots.rung_versus_size("vec_split");
 #   per phase; broadcasts are free. The tracer applies that to any kernel, no changes needed.
 # * The GPU's counters agree instruction for instruction, and wavefront for wavefront once one
 #   measured rule (paired 16-byte loads) is added, except a few extra wavefronts in the 1024-thread
-#   transposes and in the stores at 4096^3 (above: a hypothesis, not a measurement).
+#   transposes (above: a hypothesis, not a measurement).
 # * Fixes: padding (transpose), a different lane layout (4x8), or splitting a thread's tile
 #   (8x8 -> four 4x4). Padding by one float breaks 16-byte alignment; a wide-load GEMM pads by
 #   a multiple of 4 floats, or not at all.

@@ -310,7 +310,8 @@ def single_call_caveat(*records, caller="cuBLAS (nvmath wrapper)", tolerance=0.2
     gap, name, n, suite_us, table_us = worst
     return (f" Read cuBLAS's single calls with care: in the {name} record one call at {n}^3 took {suite_us:.0f} µs "
             f"in the shape suite and {table_us:.0f} µs in the same record's per-call table, measured the same way "
-            f"(CUDA events around one call, GPU idle); that {gap:.1f}x is not explained here.")
+            f"(CUDA events around one call, GPU idle); that {gap:.1f}x is not explained here, and the single-call "
+            "geometric means above include that shape.")
 
 
 def transpose_suite_markdown(suite, kernel="library"):

@@ -31,8 +31,9 @@ print(gl.banner())
 # ## The machine
 #
 # `gl.device_info()` asks the driver for the number of streaming multiprocessors (SMs), the
-# compute capability and the clock. The number of FP32 lanes per SM comes from NVIDIA's
-# throughput table for that compute capability (128 on Hopper). Each lane finishes one fused
+# compute capability and the clock (the highest, boost clock). The number of FP32 lanes per SM
+# (here a lane is one FP32 unit, not a thread of a warp) comes from NVIDIA's throughput table
+# for that compute capability (128 on Hopper). Each lane finishes one fused
 # multiply-add (FMA, 2 FLOP) per clock:
 #
 # $$\text{peak} = \text{SMs} \times \text{lanes per SM} \times 2 \times \text{clock}$$
@@ -47,7 +48,7 @@ rec_dev = record.device
 print(f"recorded on {results.label(record)}:")
 print(f"  {rec_dev.sm_count} SMs x {rec_dev.fp32_lanes_per_sm} lanes x 2 FLOP x {rec_dev.clock_mhz:.0f} MHz"
       f" = {rec_dev.peak_gflops / 1e3:.1f} TFLOPS peak FP32")
-print(f"  DRAM: {rec_dev.memory_bus_bits}-bit bus x 2 x {rec_dev.memory_clock_mhz:.0f} MHz"
+print(f"  DRAM: {rec_dev.memory_bus_bits}-bit bus x 2 transfers per clock x {rec_dev.memory_clock_mhz:.0f} MHz / 8 bits"
       f" = {rec_dev.memory_bandwidth_gbs:,.0f} GB/s (theoretical)")
 
 # %% [markdown]
@@ -80,8 +81,8 @@ exercises.check("00-flops", answer)
 # %% [markdown]
 # ## Counting the bytes: arithmetic intensity
 #
-# A perfect kernel reads A and B once and writes C once (and reads C too when beta is not 0):
-# $4(MK + KN + MN)$ bytes. The ratio FLOP / byte is the problem's
+# A perfect kernel reads A and B once and writes C once: $4(MK + KN + MN)$ bytes (with beta not 0
+# it reads C too, 4MN bytes more; the table below takes beta = 0). The ratio FLOP / byte is the problem's
 # **[arithmetic intensity](GLOSSARY.md#arithmetic-intensity)**. It grows with size: SGEMM at
 # 4096^3 does hundreds of FLOP per byte (the table below). The roofline's
 # **[ridge point](GLOSSARY.md#ridge-point)** is the intensity at which moving the bytes at full
@@ -194,9 +195,9 @@ plots.versus_size(measure.merge(bw, sweep), kernels=["cublas"]);
 # * SGEMM's intensity grows with size: at 4096^3 the work is compute-bound *if* each value is
 #   read from DRAM only a few times. The naive kernel of lesson 01 asks global memory for each
 #   value of A N times and for each value of B M times: 4,096 times each at 4096^3; lessons
-#   02-05 remove those loads one idea at a time.
-# * cuBLAS sets the bar. Every speed claim in this series is a ratio against cuBLAS measured
-#   in the same run.
+#   02-03 cut those global loads, lessons 04-05 the shared-memory loads and instructions.
+# * cuBLAS sets the bar. Every speed claim about a kernel in this series is a ratio against
+#   cuBLAS measured in the same run (lesson 10 adds the FP32 peak and a second GPU).
 
 # %% [markdown]
 # ## Sources and further reading

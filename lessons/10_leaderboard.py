@@ -89,7 +89,8 @@ Markdown(leaderboard.roofline_markdown(record, counters))
 # %% [markdown]
 # ## What each technique was worth
 #
-# Each row compares two kernels that differ in one technique, timed in the same run at 4096^3
+# Each row compares two kernels named after the technique that separates them (some rows change
+# more than one thing: the label says what), timed in the same run at 4096^3
 # (✅ more than 2 % faster, ❌ more than 2 % slower, ≈ within 2 %). Lesson 05's steps were
 # timed in a run of their own on the same GPU (`python -m gemm_lessons.lesson05_steps`): a
 # pair this benchmark run did not time comes from there, marked †, both kernels still from one run.
@@ -209,9 +210,10 @@ exercises.check("10-next-step", next_step)
 #   registers, best as a square outer product (03, 04); a transposed A tile, 128-bit loads and
 #   compile-time unrolling of the k-step (05); conflict-free shared reads (06); two shared buffers with the next
 #   slice's loads under the compute (07); a register cap that keeps two blocks per SM (04, 08).
-# * **Bad, measured:** lifting the register cap (04, 08); writing out more than the compiler
-#   needs (05, k-loop); a runtime buffer index (07); a short-circuit `and` around loads (07);
-#   deeper slices that push the kernel into spills (08).
+# * **Bad, measured:** lifting the register cap (04, 08); a runtime buffer index (07); a
+#   short-circuit `and` around loads, which made the compiler spill (07); in the sweep, some tile
+#   shapes and slice depths (08: the sweep's table above, among them one where one buffer beat
+#   two).
 # * **Neutral here:** 16x16 vs 32x32 shared tiles (02), warp layout and padding of the A tile
 #   (08): no measurable change (for the warp layout the bank model predicted none; without
 #   padding it predicts 2-way conflicts on the A-tile stores, too few to show in the time).

@@ -4,6 +4,7 @@
     compute-sanitizer --tool racecheck python3 tools/sanitize.py
     ... python3 tools/sanitize.py dbuf warptile      # only these kernels
     ... python3 tools/sanitize.py any_wide            # transpose/any_wide.py alone (also library_transpose)
+    ... python3 tools/sanitize.py grouped             # lesson 08's grouped block orders (GROUP_M 4, 8, 16)
 """
 import os
 import sys
@@ -36,6 +37,14 @@ for name, rung in ladder.TRANSPOSE.items():
         res = problems.check_transpose(rung, R, C, name=name)
         failed += not res.passed
         print(res.message(), flush=True)
+if not only or "grouped" in only:  # lesson 08's grouped block orders (TileConfig.group_m)
+    from gemm_lessons import block_order  # noqa: E402
+
+    for name, rung in block_order.rungs(block_order.GROUPS).items():
+        for M, N, K in WIDE_SGEMM_SIZES:
+            res = problems.check(rung, M, N, K, 1.5, -0.5, name=name)
+            failed += not res.passed
+            print(res.message(), flush=True)
 if not only or "library_transpose" in only:  # both kernels of library.transpose, every side alignment
     import numpy as np  # noqa: E402
     from numba import cuda  # noqa: E402

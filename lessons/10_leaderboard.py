@@ -1,11 +1,13 @@
 # %% [markdown]
 # # 10 · The leaderboard: every rung against cuBLAS
 #
-# Nine lessons, eight rungs. This notebook puts them all side by side, from one benchmark run
-# in which every rung, every side variant and cuBLAS were timed in the same process on the same
-# inputs, each result checked against cuBLAS: `python -m gemm_lessons.bench` on a GPU writes
-# `results/<device>.json` and the plots. Without a GPU, the recorded run is shown, labelled with
-# its device and date.
+# Lessons 01-08 built eight SGEMM rungs, lesson 09 the transposes. This notebook puts them all
+# side by side. The main table comes from one benchmark run in which every rung, every side
+# variant and cuBLAS were timed in the same process on the same inputs, each result checked
+# against cuBLAS: `python -m gemm_lessons.bench` on a GPU writes `results/<device>.json` and the
+# plots. Other sections read other records, each labelled with its own device and date: lesson
+# 05's steps, lesson 08's tile sweep, the shape suite of lesson 11, and a second GPU. Without a
+# GPU, the recorded runs are shown.
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none

@@ -221,7 +221,7 @@ def load_model(path=None):
 
             path = results.path_for("shapes", results.REFERENCE_DEVICE)
             model = load_model(path) if os.path.exists(path) else base
-            if model is not base:
+            if any(s.measured for s in model.speeds.values()):  # not the provisional fallback
                 model = replace(model, source=f"{model.source} on the {results.REFERENCE_DEVICE} "
                                               "(recorded; the CUDA simulator has no GPU of its own)")
             return model

@@ -133,9 +133,8 @@ def blocks_per_sm(registers, shared_bytes, threads, limits=SM_LIMITS_CC90):
     (``"registers = threads"``: either alone would stop at that count)."""
     warps = -(-threads // 32)
     regs_per_warp = -(-registers * 32 // 256) * 256
-    warps_by_registers = limits["registers"] // 4 // regs_per_warp * 4 if registers else None
-    by = {
-        "registers": warps_by_registers // warps if registers else limits["blocks"],
+    by = {  # registers: whole warps per quarter (4 per SM), then whole blocks
+        "registers": limits["registers"] // 4 // regs_per_warp * 4 // warps if registers else limits["blocks"],
         "shared memory": limits["shared_bytes"] // (shared_bytes + limits["shared_reserved_per_block"]),
         "threads": limits["threads"] // threads,
         "blocks": limits["blocks"],

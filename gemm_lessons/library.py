@@ -134,15 +134,16 @@ def sgemm(A, B, C=None, alpha=1.0, beta=0.0):
 def _layout(A, B, C, M, N, K):
     """(wide, contiguous) for arrays whose rows are contiguous, else None.  contiguous: all three
     C-contiguous (strides (4 * columns, 4)), not rows of a larger array; wide: also K and N
-    multiples of 4 and every array on a 16-byte boundary, so the 16-byte loads may be used."""
+    multiples of 4 and every array on a 16-byte boundary, so the 16-byte loads may be used.
+    C None stands for the fresh C-contiguous allocation sgemm would make (aligned)."""
     a0, a1 = A.strides
     b0, b1 = B.strides
-    c0, c1 = C.strides
+    c0, c1 = C.strides if C is not None else (4 * N, 4)
     if not ((a1 == 4 or K == 1) and (b1 == 4 or N == 1) and (c1 == 4 or N == 1) and a0 > 0 and b0 > 0 and c0 > 0):
         return None
     contiguous = (a0 == 4 * K or M == 1) and (b0 == 4 * N or K == 1) and (c0 == 4 * N or M == 1)
     wide = (contiguous and not (K & 3 or N & 3)
-            and not ((_pointer(A) | _pointer(B) | _pointer(C)) & 15))
+            and not ((_pointer(A) | _pointer(B) | (_pointer(C) if C is not None else 0)) & 15))
     return wide, contiguous
 
 
@@ -157,7 +158,7 @@ def plan_of(A, B, C=None):
     if B.shape[0] != K or (C is not None and tuple(C.shape) != (M, N)):
         raise ValueError(f"shapes do not fit: A {tuple(A.shape)}, B {tuple(B.shape)}"
                          + (f", C {tuple(C.shape)}" if C is not None else "") + " (need A: MxK, B: KxN, C: MxN)")
-    layout = _layout(A, B, C if C is not None else cuda.device_array((M, N), np.float32), M, N, K)
+    layout = _layout(A, B, C, M, N, K)
     if layout is None:
         raise ValueError("an array's rows are not contiguous (a transposed view, a slice with a step): "
                          "gl.sgemm refuses it; pass a C-contiguous copy")

@@ -195,7 +195,7 @@ class CallCosts:
                 "sync: host time for one call followed by a synchronize (the whole round trip); "
                 "event: CUDA events around one call on an idle GPU (getting the call to the GPU, plus the kernel; so it "
                 "should not be below the issue time, and where it is, that is not explained here). "
-                "Medians" + (" (the figure draws each one's 10th-90th percentile range as a whisker)" if self.spread(self.callers(), self.sizes()[0], "issue") else "")
+                "Medians" + (" (the figure draws each one's 10th-90th percentile range as a whisker)" if self.sizes() and self.spread(self.callers(), self.sizes()[0], "issue") else "")
                 + ".")
 
     def __repr__(self):

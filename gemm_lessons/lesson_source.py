@@ -152,6 +152,28 @@ def _inputs(nb):
     return [(c.cell_type, c.source) for c in nb.cells]
 
 
+def tidy_streams(nb):
+    """Each cell's printed text as a student's JupyterLab shows it: consecutive stream outputs of
+    one name (stdout, stderr) merged, and a line rewritten with carriage returns (a progress bar's
+    frames) kept as its last frame, as JupyterLab draws it. Returns the notebook, changed in place."""
+    for cell in nb.cells:
+        merged = []
+        for out in cell.get("outputs", []):
+            last = merged[-1] if merged else None
+            if (out.get("output_type") == "stream" and last is not None
+                    and last.get("output_type") == "stream" and last.get("name") == out.get("name")):
+                last["text"] = last["text"] + out["text"]
+            else:
+                merged.append(out)
+        for out in merged:
+            if out.get("output_type") == "stream":
+                text = out["text"].replace("\r\n", "\n")
+                out["text"] = "\n".join(line.rsplit("\r", 1)[-1] for line in text.split("\n"))
+        if "outputs" in cell:
+            cell["outputs"] = [o for o in merged if o.get("output_type") != "stream" or o["text"].strip()]
+    return nb
+
+
 def build_notebook(source_path):
     """The notebook for a lesson source: its cells, with the stored outputs of unchanged cells."""
     nb = read(source_path)

@@ -43,3 +43,33 @@ def test_outputs_are_for_students(path):
             plain = out.get("data", {}).get("text/plain", "")
             if "application/vnd.jupyter.widget-view+json" in out.get("data", {}):
                 assert not FROZEN_BAR.search(json.dumps(plain)), f"cell {i}: a progress bar saved at 0%"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
+def test_printed_text_is_as_jupyterlab_shows_it(path):
+    """A progress bar's frames are not stored one by one (tools/refresh_outputs.py tidies them)."""
+    nb = nbformat.read(path, as_version=4)
+    for i, cell in enumerate(nb.cells):
+        outs = cell.get("outputs", [])
+        for before, out in zip(outs, outs[1:]):
+            assert not (before.output_type == out.output_type == "stream" and before.name == out.name), \
+                f"cell {i}: consecutive {out.name} outputs (run lesson_source.tidy_streams)"
+        for out in outs:
+            if out.output_type == "stream":
+                assert "\r" not in out.text, f"cell {i}: carriage returns (a progress bar's frames) in {out.name}"
+
+
+def test_tidy_streams_keeps_what_a_student_sees():
+    from gemm_lessons.lesson_source import tidy_streams
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("x")
+    cell.outputs = [nbformat.v4.new_output("stream", name="stderr", text="bar:   0%\r"),
+                    nbformat.v4.new_output("stream", name="stderr", text="bar:  50%\rbar: 100%"),
+                    nbformat.v4.new_output("stream", name="stderr", text="\n"),
+                    nbformat.v4.new_output("stream", name="stdout", text="a\r\nb\n"),
+                    nbformat.v4.new_output("display_data", data={"text/plain": "t"}),
+                    nbformat.v4.new_output("stream", name="stderr", text="\r\n")]
+    nb.cells = [cell]
+    outs = tidy_streams(nb).cells[0].outputs
+    assert [(o.output_type, o.get("name"), o.get("text")) for o in outs] == [
+        ("stream", "stderr", "bar: 100%\n"), ("stream", "stdout", "a\nb\n"), ("display_data", None, None)]

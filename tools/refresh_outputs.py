@@ -18,7 +18,7 @@ import sys
 import nbformat
 from nbclient import NotebookClient
 
-from gemm_lessons.lesson_source import NBVAL_CHECK
+from gemm_lessons.lesson_source import NBVAL_CHECK, tidy_streams
 from gemm_lessons.progress import TEXT_ENV
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -66,7 +66,7 @@ def main():
                 if c.cell_type == "code" and not c.source.startswith(NBVAL_CHECK):
                     c.outputs = []
                     c.execution_count = None
-        nbformat.write(nb, path)
+        nbformat.write(tidy_streams(nb), path)
         print("executed", path)
     return 1 if failed else 0
 

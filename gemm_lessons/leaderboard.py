@@ -291,6 +291,58 @@ def shapes_sentence(a, b):
             f"{a.device.name}, {worst[1].single_cublas.median_ms:.3f} ms on {b.device.name})." + single_call_caveat(a, b))
 
 
+def grid_blocks(name, size):
+    """Blocks in a rung's grid at ``size`` = (M, N, K): ceil(M / BM) x ceil(N / BN), from its tile."""
+    from . import counting
+
+    BM, BN, _, _ = counting.RUNG_TILES[name]
+    M, N, _ = size
+    return -(-M // BM) * -(-N // BN)
+
+
+def small_grid_markdown(record, small=(1024, 1024, 1024), large=(4096, 4096, 4096)):
+    """Why some rungs slow down at a small size: their grids, from their tiles, against the SM
+    count, with each rung's speed at ``small`` as a share of its speed at ``large``. Only rungs
+    timed at both sizes, not host-bound, with a known tile. Empty when none launches fewer blocks
+    than the GPU has SMs at ``small``."""
+    from . import counting
+
+    sms = record.device.sm_count
+
+    def speed(name, size):
+        rows = [r for r in sgemm_rows(record, name, size) if r.gflops is not None and not r.host_bound]
+        return rows[0].gflops / 1e3 if rows else None
+
+    names = [n for n in list(record.ladder or []) + ["reg1d_64x64"]
+             if n in counting.RUNG_TILES and not n.startswith("naive")  # its tile is a model, not its grid
+             and speed(n, small) and speed(n, large)]
+    if not sms or not any(grid_blocks(n, small) < sms for n in names):
+        return ""
+    dims = "x".join(map(str, small))
+    rows = [[f"`{n}`", "x".join(map(str, counting.RUNG_TILES[n][:2])), f"{grid_blocks(n, small):,}",
+             f"{speed(n, small):.2f}", f"{speed(n, large):.2f}", f"{100 * speed(n, small) / speed(n, large):.0f}%"]
+            for n in names]
+    few = [n for n in names if grid_blocks(n, small) < sms]
+    text = (f"**Why some rungs slow down at {dims}.** A rung's grid has ceil(M/BM) x ceil(N/BN) blocks, "
+            f"one per BM x BN tile of C. At {dims} the rungs with {', '.join(sorted({'x'.join(map(str, counting.RUNG_TILES[n][:2])) for n in few}))} "
+            f"tiles launch {', '.join(sorted({f'{grid_blocks(n, small):,}' for n in few}))} blocks, and "
+            f"{record.device.name} has {sms} SMs: at least {sms - min(grid_blocks(n, small) for n in few)} SMs get no block at all. "
+            f"Host-bound timings are left out ({label(record)}).\n\n"
+            + tables.markdown(["rung", "tile (BM x BN)", f"blocks at {dims}", f"TFLOPS at {dims}",
+                               f"TFLOPS at {'x'.join(map(str, large))}", "small as % of large"], rows, "llrrrr"))
+    a, b = "reg1d", "reg1d_64x64"
+    if a in names and b in names:
+        text += (f"\n\n`{a}` and `{b}` are the same code with 128x128 and 64x64 tiles. At "
+                 f"{'x'.join(map(str, large))} the larger tile is {'faster' if speed(a, large) > speed(b, large) else 'not faster'} "
+                 f"({speed(a, large):.2f} against {speed(b, large):.2f} TFLOPS); at {dims}, where the 64x64 tile "
+                 f"launches {grid_blocks(b, small):,} blocks and the 128x128 one {grid_blocks(a, small):,}, the smaller tile "
+                 f"is {'faster' if speed(b, small) > speed(a, small) else 'not faster'} ({speed(b, small):.2f} against "
+                 f"{speed(a, small):.2f}). Idle SMs are the likely cause; the shares in the last column are not "
+                 "the share of SMs with work, since a busy SM also holds fewer blocks to hide latency with, "
+                 "and nothing here measures that split.")
+    return text
+
+
 def single_call_caveat(*records, caller="cuBLAS (nvmath wrapper)", tolerance=0.25):
     """A sentence where a record's two single-call measurements of the same cuBLAS call disagree:
     the shape suite's single call at n^3 and the per-call table's event time at n^2 (CUDA events

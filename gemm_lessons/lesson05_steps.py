@@ -88,6 +88,10 @@ class NotRecorded:
 
     __repr__ = _repr_markdown_
 
+    def issue_reading(self):
+        """Nothing to read: the message says why."""
+        return ""
+
     def plot(self, ax=None):
         """Nothing to draw: the message says why."""
         return None
@@ -204,6 +208,37 @@ class Summary:
              "instructions per slice (compiled main loop)"], rows, "llrrrrr")
 
     __repr__ = _repr_markdown_
+
+    def issue_reading(self):
+        """Markdown text: each step against the ceiling issue slots alone would set (FFMA's share of
+        the instructions per slice x the FP32 peak: one instruction per scheduler per cycle),
+        and the steps whose speed and FFMA share moved apart (more than 2 % either way)."""
+        peak = self.comparison.peak_gflops
+        rows, shares = [], []
+        for n, _, t, _, _, _ in self.rows():
+            ps = self.per_slice(n)
+            if ps and peak:
+                ceiling = ps[1] / 100 * peak / 1e3
+                rows.append([f"`{n}`", f"{ps[1]:.0f}%", f"{ceiling:.1f}", f"{t:.2f}", f"{100 * t / ceiling:.0f}%"])
+                shares.append((n, ps[1], t))
+        if not rows:
+            return ""
+        apart = []
+        for (a, sa, ta), (b, sb, tb) in zip(shares, shares[1:]):
+            gained, rose = tb / ta - 1 > 0.02, sb / sa - 1 > 0.02
+            if gained != rose:
+                apart.append(f"`{b}` {100 * (tb / ta - 1):+.0f}% in speed with FFMA's share "
+                             f"{'up' if rose else 'about the same'} ({sa:.0f}% to {sb:.0f}%)")
+        text = ("If issue slots alone set the pace, a step could reach at most FFMA's share of the "
+                f"instructions times the FP32 peak ({peak / 1e3:.1f} TFLOPS), {self.comparison.source}.\n\n"
+                + tables.markdown(["step", "FFMA share", "issue ceiling (TFLOPS)", "TFLOPS", "of that ceiling"],
+                                  rows, "lrrrr"))
+        best = max(shares, key=lambda x: x[2] / (x[1] / 100 * peak / 1e3))
+        text += (f"\n\nNo step reached more than {100 * best[2] / (best[1] / 100 * peak / 1e3):.0f}% of its issue "
+                 f"ceiling (`{best[0]}`).")
+        if apart:
+            text += " Where speed and FFMA's share moved apart (more than 2 % one way, not the other): " + "; ".join(apart) + "."
+        return text
 
     def plot(self, ax=None):
         """Bars of TFLOPS per step, cuBLAS and the FP32 peak as lines (plots.ladder)."""

@@ -116,7 +116,8 @@ exercises.check("00-intensity", answer)
 # %% [markdown]
 # ## Measured copy bandwidth
 #
-# The theoretical DRAM figure above is never reached. What matters is what a kernel can get:
+# The theoretical DRAM figure above is an upper bound; the copy below shows how much of it a
+# kernel gets. What matters is that measured figure:
 # we time a copy of a 8192x8192 float32 matrix (256 MiB read, 256 MiB written) two ways:
 # our own numba kernel moving 16 bytes per thread (`gemm_lessons/copy.py`) and `cudaMemcpy`
 # device-to-device. Bandwidth counts bytes read + written.
@@ -176,11 +177,13 @@ if cub is not None:
 #
 # Black: the roofline, `min(peak, measured copy bandwidth x intensity)`, on a log-log chart; the
 # dotted line marks the ridge point (worked out above). A kernel left of it is memory-bound at
-# best, right of it compute-bound. SGEMM at 4096^3 sits far to the right, so cuBLAS can only be
-# limited by the FP32 units, and it stays below the nominal peak (the fraction is printed above).
+# best, right of it compute-bound. SGEMM at 4096^3 sits far to the right, so the memory ceiling
+# of this chart does not hold cuBLAS down; only the nominal FP32 peak is above it, and cuBLAS
+# stays below that peak (the fraction is printed above).
 # Why is not measured in this course. Two likely contributors, as hypotheses: the SM clock under
 # full load may sit below the boost clock the peak assumes, and some issue slots go to loads and
-# address arithmetic instead of `FFMA`. Every later lesson places its kernel on this chart.
+# address arithmetic instead of `FFMA`. Lesson 10 puts every kernel of the series on this chart,
+# each at the arithmetic intensity it really achieves.
 
 # %%
 plots.roofline(measure.merge(bw, sweep));
@@ -194,10 +197,12 @@ plots.versus_size(measure.merge(bw, sweep), kernels=["cublas"]);
 # * Peak FP32 = SMs x lanes x 2 x clock; copy bandwidth is measured, not read off a data sheet.
 # * SGEMM's intensity grows with size: at 4096^3 the work is compute-bound *if* each value is
 #   read from DRAM only a few times. The naive kernel of lesson 01 asks global memory for each
-#   value of A N times and for each value of B M times: 4,096 times each at 4096^3; lessons
-#   02-03 cut those global loads, lessons 04-05 the shared-memory loads and instructions.
+#   value of A N times and for each value of B M times: 4,096 times each at 4096^3. Lesson 02
+#   cuts those global loads with shared-memory tiles, lesson 03 with larger tiles; lessons 03-04
+#   cut the shared-memory loads per FMA, lessons 05-08 the instructions around the FMAs.
 # * cuBLAS sets the bar. Every speed claim about a kernel in this series is a ratio against
-#   cuBLAS measured in the same run (lesson 10 adds the FP32 peak and a second GPU).
+#   cuBLAS measured in the same run; the tables also give each kernel's share of the nominal
+#   FP32 peak, and lesson 10 adds a second GPU.
 
 # %% [markdown]
 # ## Sources and further reading

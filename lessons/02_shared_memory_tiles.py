@@ -189,8 +189,10 @@ exercises.compare_prediction(my_speedup, table.speedup("smem_tile", "naive"), "s
                              table.source)
 
 # %% [markdown]
-# The load count is a model with one cost. Where the measurement falls short of it, look at
-# what it leaves out. Many of the naive kernel's repeated loads are served by the L1 and L2
+# Compare the second ratio printed above with the load count: a 32x32 tile asks global memory
+# for half as many values as a 16x16 one, and on the H100 this notebook was run on it was no
+# faster. The load count is a model with one cost. Where the measurement falls short of it,
+# look at what it leaves out. Many of the naive kernel's repeated loads are served by the L1 and L2
 # caches, not by DRAM, so its $2MNK$ loads cost less than $2MNK$ trips to memory (lesson 01's
 # profile, recorded: the next cell). And the tiled kernel pays costs the count does not see: two
 # shared-memory values per FMA (the trace above) and two barriers per slice.
@@ -216,9 +218,10 @@ else:
 # One of the source write-ups, [[2]](REFERENCES.md#seed-001), reports that 64x64 tiles ran about
 # 50% faster than 32x32 but gave less accurate results, cause unknown. A 64x64 block has 4096 threads, four times the limit of
 # 1024 threads per block: the launch fails. In CUDA C++ a failed launch is silent unless you
-# check for the error, so the "kernel" did nothing (hence fast) and C kept whatever it held
-# (hence "inaccurate"). numba checks launches and raises; our launcher refuses the size before
-# trying. (The CUDA simulator does not enforce the limit, so this cell shows the launcher's
+# check for the error. A likely reading, which we cannot test without the write-up's code: the
+# "kernel" did nothing, so the time measured was that of a launch that never ran, and C kept
+# whatever it held, which the write-up read as "inaccurate". numba checks launches and raises;
+# our launcher refuses the size before trying. (The CUDA simulator does not enforce the limit, so this cell shows the launcher's
 # error there.)
 
 # %%
@@ -312,7 +315,8 @@ exercises.check("02-kernel", my_tiled)
 # %% [markdown]
 # ## Across sizes
 #
-# The recorded benchmark timed every rung at four square sizes in one run. This lesson's rung,
+# The recorded benchmark timed every [rung](GLOSSARY.md#rung) (each lesson's kernel) at four
+# square sizes in one run. This lesson's rung,
 # the rung before it and cuBLAS:
 
 # %%

@@ -145,9 +145,9 @@ my_speedup = None  # your prediction: replace None with a number (for example 2.
 # %% [markdown]
 # ## Measure
 #
-# The 64x64 version is the classic textbook choice (512 threads, 8 results each). On the GPU we
-# recorded it was *no faster* than 32x32 shared-memory tiles; the 128x128 tile with 16 results
-# per thread is. Run it to see it on your GPU.
+# The 64x64 version is the classic textbook choice (512 threads, 8 results each). On the H100
+# this notebook was run on it was *no faster* than 32x32 shared-memory tiles; the 128x128 tile
+# with 16 results per thread is. Run it to see it on your GPU.
 
 # %%
 table = measure.compare({
@@ -167,17 +167,22 @@ exercises.compare_prediction(my_speedup, table.speedup("reg1d", "smem_tile"), "r
 
 # %% [markdown]
 # The `reg1d_64x64` row tests the same model a second time: its ratio of shared-memory values per
-# FMA against `smem_tile` is 2 / (9/8) = 1.78, and the table shows how close that came. A ratio
-# of load counts predicts a speedup only when those loads are what the kernel waits for; how many
-# blocks fit on an SM (the compiler facts below show it for both tile shapes) and how much work
-# each thread has between barriers count too, and a load count sees neither.
+# FMA against `smem_tile` is 2 / (9/8) = 1.78, and the table shows how close that came: on the
+# H100, not at all. A ratio of load counts predicts a speedup only when those loads are what the
+# kernel waits for, and here they are not. What else differs between the two tiles is not
+# measured here: the work each thread has between barriers (8 results against 16), the global
+# loads per FMA (lesson 02's formula: half as many at 128x128), and the blocks an SM holds (the
+# compiler facts below: on the H100 both tiles keep 1,024 threads on an SM, as one block of
+# 1,024 or two of 512, so the thread count alone does not separate them).
 
 # %% [markdown]
 # ## Look inside
 #
 # Registers per thread, local memory (0 means the accumulators stayed in registers: nothing
 # spilled), blocks per SM (for 1,024-thread blocks at 128x128, 512-thread blocks at 64x64) and
-# the SASS instruction mix of the compiled kernels.
+# the [SASS](GLOSSARY.md#sass) instruction mix of the compiled kernels. The instruction columns
+# count instructions in the compiled code, not how often they run: a loop body's `FFMA` are
+# counted once however many times the loop turns ([compiler facts](GLOSSARY.md#compiler-facts)).
 
 # %%
 kernels = {"reg1d": reg1d_128, "reg1d_64x64": reg1d_64}
@@ -242,7 +247,8 @@ exercises.check("03-kernel", make_my_reg1d_rows())
 # %% [markdown]
 # ## Across sizes
 #
-# The recorded benchmark timed every rung at four square sizes in one run. This lesson's rung,
+# The recorded benchmark timed every [rung](GLOSSARY.md#rung) (each lesson's kernel) at four
+# square sizes in one run. This lesson's rung,
 # the rung before it and cuBLAS:
 
 # %%

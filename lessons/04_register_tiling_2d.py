@@ -144,10 +144,13 @@ gl.check_all(functools.partial(reg2d.sgemm, kernel=reg2d_contiguous), name="reg2
 # %% [markdown]
 # ### Look inside with the bank tracer: spread vs side by side
 #
-# The tracer runs one block of each layout on the simulator (K = 8). With the 8x8 results side by
-# side, the 16 threads along a block row read `sB` 8 words apart, and a warp's two rows of
-# threads read `sA` 64 words apart: both land in few banks. Spread, the same reads are
-# conflict-free.
+# The tracer ([bank tracer](GLOSSARY.md#bank-tracer)) runs one block of each layout on the
+# simulator (K = 8) and counts, for each shared-memory access of a warp, the
+# [wavefronts](GLOSSARY.md#wavefront) it takes (passes of shared memory: a 4-byte access takes
+# one when the warp's addresses fall in distinct [banks](GLOSSARY.md#bank), more when some
+# share a bank, a [bank conflict](GLOSSARY.md#bank-conflict)). With the 8x8 results side by side, the 16
+# threads along a block row read `sB` 8 words apart, and a warp's two rows of threads read `sA`
+# 64 words apart: both land in few banks. Spread, the same reads are conflict-free.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -286,7 +289,7 @@ exercises.check("04-ratio", answer)
 # A small version of the kernel above: a 32 x 32 tile with BK = 8 and 64 threads, each thread's
 # TM x TN = 4 x 4 results side by side (rows `t_row` .. `t_row + 3` and columns `t_col` ..
 # `t_col + 3` of the tile), the accumulators in a 2-D local array `acc[i, j]`. The staging is
-# given. Write the products of one slice: for each `k`, fill the registers `a_reg` and `b_reg`
+# given. Write the products of one [slice](GLOSSARY.md#k-step): for each `k`, fill the registers `a_reg` and `b_reg`
 # from shared memory, then update all TM x TN accumulators from registers.
 #
 # The check runs your kernel against the float64 reference, then on the simulator counts its
@@ -351,7 +354,8 @@ exercises.check("04-kernel", make_my_reg2d())
 # %% [markdown]
 # ## Across sizes
 #
-# The recorded benchmark timed every rung at four square sizes in one run. This lesson's rung,
+# The recorded benchmark timed every [rung](GLOSSARY.md#rung) (each lesson's kernel) at four
+# square sizes in one run. This lesson's rung,
 # the rung before it and cuBLAS:
 
 # %%

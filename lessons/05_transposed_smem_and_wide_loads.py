@@ -6,7 +6,8 @@
 # per thread per slice. This lesson's kernel, `vec`, moves 16 bytes per instruction wherever
 # it can. It differs from lesson 04's `reg2d` in five changes; the lesson makes them one at a
 # time, each a kernel of its own, looks at what the compiler made of each, and measures each
-# against the one before, so that the whole jump is explained step by step.
+# against the one before, so that the whole jump is measured step by step (not every step's
+# gain is explained: the lesson says where it is not).
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -47,9 +48,9 @@ figures.transposed_tile();
 #   read the SASS.
 # * **Global memory**: numba tells LLVM nothing about the alignment of an array's data pointer,
 #   so four neighbouring global loads stay four `LDG.E`. `gemm_lessons/float4.py` adds two
-#   small numba *intrinsics* ([glossary](GLOSSARY.md#intrinsic): functions whose body is
-#   that emit specific instructions instead of being called), `load4` and `store4`, that emit one `<4 x float>` load or store
-#   with 16-byte alignment. The price: every row must start on a 16-byte boundary, so this rung
+#   small numba *intrinsics* ([glossary](GLOSSARY.md#intrinsic): functions that the compiler
+#   replaces by specific instructions where they are called), `load4` and `store4`, that emit
+#   one `<4 x float>` load or store with 16-byte alignment. The price: every row must start on a 16-byte boundary, so this rung
 #   requires K and N to be multiples of 4, and says so (ValueError) otherwise.
 # * **Unrolling, said out loud**: *unrolling* a loop means writing its body out once per
 #   iteration, so the loop counter becomes a constant in each copy. That matters here for one
@@ -115,7 +116,9 @@ my_speedup = None  # your prediction: replace None with a number (for example 1.
 # `reg2d_contiguous` (`make_sgemm_reg2d(SPREAD=False)`, no new code) they are side by side, and
 # its 8 values of B for one k are neighbours in `sB[k, :]`. Its 8 values of A are still a
 # column of `sA[m, k]`, BK floats apart. Every load is still 4 bytes wide: this step only
-# makes the later ones possible.
+# makes the later ones possible. Read the *local bytes* and `LDL`/`STL` columns of the compiler
+# facts too: on the H100 this lesson ran on, the compiler spilled part of `reg2d_contiguous`'s
+# registers to local memory; the next step removes that.
 
 # %%
 lesson05_steps.compiler_facts({"reg2d": reg2d.sgemm_reg2d, "reg2d_contiguous": reg2d.kernel_for(SPREAD=False)})
@@ -134,7 +137,9 @@ lesson05_steps.measure_step("reg2d_contiguous")  # both from the package; on the
 # of its 16 shared loads with integer instructions, at every k-step, and each `LDS` reads from a
 # register holding a whole address; in that of `reg2d_unrolled`, the 16 addresses are two base
 # registers plus constant offsets, and the k-step loop is shorter (`tests/test_lesson05_steps.py`
-# checks both). The **inner loop** column below shows what the GPU's compiler made.
+# checks both). The **inner loop** column below shows what the GPU's compiler made, and the
+# *local bytes* column a second difference: `reg2d_unrolled` spills nothing, so part of this
+# step's gain may come from the spill it removes (not measured apart).
 #
 # The diff is against lesson 04's factory `make_sgemm_reg2d`, whose `SPREAD=False` sets
 # `ROW_STEP = COL_STEP = 1`, `ROW_SPAN = TM` and `COL_SPAN = TN`: its `t_row + i * ROW_STEP` is
@@ -401,8 +406,10 @@ lesson05_steps.measure_step("wide_loads", {
 # thread, after the main loop, so they are unlikely to explain a large speedup on their own. On
 # the H100 run recorded here, this step is also where the shared reads became `LDS.128` (steps 3
 # and 4 kept 4-byte `LDS` there), and its main loop is shorter (the summary's instructions per
-# slice): that, not the stores, is the likely source of most of this step's gain. What made
-# the compiler merge the reads here and not in step 4 we did not find out. Three other differences in the diff change nothing at `vec`'s
+# slice). Which of the three (wider stores, wider shared reads, fewer instructions) made how
+# much of this step's gain is not measured here; the summary below sets the instruction counts
+# against the speeds. What made the compiler merge the reads here and not in step 4 we did not
+# find out. Three other differences in the diff change nothing at `vec`'s
 # defaults: it carries lesson 06's `split` switch (with `split=False`, `ROW_GAP = COL_GAP = 4`
 # and `SPAN = 8`, so `t_row + (i % 4 + i // 4 * ROW_GAP)` is `t_row + i`), the `unroll_k`
 # switch measured at the end of the lesson, and no register cap: at its register count the cap
@@ -421,7 +428,8 @@ assert BM * BK == 4 * THREADS and BK * BN == 4 * THREADS  # one float4 of each t
 
 def make_sgemm_vec(unroll_k=False, split=False):
     """unroll_k: write out the k-loop too; measured on an H100 that was slower: with k a
-    constant in every index, NVVM no longer merged the shared loads into LDS.128 (lesson 05).
+    constant in every index, NVVM did not merge the shared loads into LDS.128 (lesson 05;
+    why, we did not find out).
     split: a thread's 8x8 results are four 4x4 pieces, BM/2 rows and BN/2 columns apart
     (lesson 06): then 8 neighbouring threads read 128 contiguous bytes."""
     ROW_GAP = BM // 2 if split else 4  # rows from a thread's first 4 result rows to its next 4
@@ -552,7 +560,7 @@ print(f"loads: {t['instructions']} warp instructions, {t['wavefronts']} wavefron
 #
 # Every step and cuBLAS in one run at 4096^3 (the package's kernels). **x the step before** is
 # the step's speedup; **share of the jump** is the TFLOPS it gained, as a share of all the TFLOPS
-# gained from `reg2d` to `vec` (the shares add up to 100%). The split depends on the order: the
+# gained from `reg2d` to `vec` (the shares add up to 100%, up to rounding). The split depends on the order: the
 # changes work together (the 16-byte shared reads needed steps 1 and 3, and, judging from the
 # offline SASS, the compile-time unrolling of step 2), so another order would share the jump out
 # differently. **instructions per slice** is read off the compiled main loop: the loop around
@@ -566,11 +574,24 @@ steps
 steps.plot();
 
 # %% [markdown]
-# Where the TFLOPS grew as FFMA's share of the instructions grew, a likely reason is issue:
-# each of an SM's four warp schedulers issues at most one instruction per cycle, and every
-# instruction that is not an `FFMA` takes a slot an `FFMA` could have used. The table shows the
-# two side by side; it does not measure the cause, and the instructions differ in more than
-# their number (the width of the loads, for one).
+# ### Is it issue slots?
+#
+# Each of an SM's four warp schedulers issues at most one instruction per cycle to 32 lanes:
+# 128 lanes in all, exactly the SM's FP32 lanes. Every instruction that is not an `FFMA` takes a
+# slot an `FFMA` could have used, so a step whose instructions were issued back to back, never
+# waiting, could reach FFMA's share of its instructions times the FP32 peak, and no more. The
+# next cell sets each step against that *issue ceiling*.
+
+# %%
+Markdown(steps.issue_reading())
+
+# %% [markdown]
+# A step far below its issue ceiling is not held down by issue slots alone: its warps also
+# wait (for shared and global loads, at barriers), and this lesson does not measure how long
+# (lesson 08's profiler table shows where the last rung's warps wait). A step whose speed and
+# FFMA share moved apart (the last line above) shows the same: the number of instructions is
+# not the whole story, and the instructions differ in more than their number (the width of the
+# loads, for one).
 
 # %% [markdown]
 # ## Measure: your prediction, and the k-loop written out too
@@ -599,8 +620,8 @@ exercises.compare_prediction(my_speedup, table.speedup("vec", "reg2d"), "vec vs 
 # and `FFMA`, with 0 bytes of local memory. `FFMA` counts instructions in the code: one k-step's
 # 64 in the loop body plus 64 in the `beta != 0` epilogue, as in lesson 04. Then compare with the
 # fully unrolled variant (`unroll_k=True`): its `FFMA` count shows all eight k-steps written out,
-# but with k a constant in every index the compiler no longer merged the shared loads, so every
-# value arrives through a 4-byte `LDS` (lesson 07 shows how to make the 16-byte shared loads
+# but the compiler did not merge its shared loads (why, we did not find out: steps 3 and 4,
+# with k not a constant, kept 4-byte `LDS` too), so every value arrives through a 4-byte `LDS` (lesson 07 shows how to make the 16-byte shared loads
 # explicit, so they survive full unrolling). More unrolling is not automatically better: read
 # the SASS, then measure.
 

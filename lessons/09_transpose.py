@@ -20,7 +20,7 @@ print(gl.banner())
 # %%
 from gemm_lessons.instruments import shared_tracer
 from gemm_lessons.transpose import naive as t_naive, smem_tile as t_tile, wide as t_wide
-measure.compare_transpose({}, shape=(8192, 8192))  # the ceilings: copy and cuBLAS
+measure.compare_transpose({}, shape=(8192, 8192))  # the references: a copy of the same bytes, and cuBLAS sgeam
 
 
 # %% [markdown]
@@ -65,8 +65,10 @@ check_transpose_all(functools.partial(t_naive.transpose, kernel=transpose_naive)
 # ## Through a shared-memory tile
 #
 # A block reads a 32x32 tile with coalesced row reads into shared memory, then writes it out
-# with coalesced row writes to `dst`, reading the tile **by columns**. Global memory is now
-# happy both ways; shared memory is not: a column of a `[32][32]` float tile lies in one bank.
+# with coalesced row writes to `dst`, reading the tile **by columns**. Both global accesses are
+# now rows, read and written a warp at a time (the exercise at the end of this lesson checks the
+# sectors of such a kernel); shared memory is not so lucky: a column of a `[32][32]` float tile
+# lies in one bank.
 # With one float of padding per row (`[32][33]`), row l starts in bank l and the column read is
 # conflict-free. The tracer shows both, on the kernel itself.
 
@@ -192,12 +194,12 @@ check_transpose_all(functools.partial(t_wide.transpose, kernel=make_transpose_wi
 # %% [markdown]
 # ## Measure
 #
-# All rungs, cuBLAS `sgeam` and the float4 copy, on the same 8192x8192 matrix (256 MiB read and
+# All [rungs](GLOSSARY.md#rung) (this lesson's kernels), cuBLAS `sgeam` and the float4 copy, on the same 8192x8192 matrix (256 MiB read and
 # 256 MiB written per call), in one run. Short kernels are timed in batches of
 # back-to-back calls so that Python's [launch overhead](GLOSSARY.md#launch-overhead) is not counted.
 
 # %% [markdown]
-# **Predict, then measure.** The tracer found 32 wavefronts per column read of `tile[32][32]`
+# **Predict, then measure.** The tracer found 32 [wavefronts](GLOSSARY.md#wavefront) per column read of `tile[32][32]`
 # and 1 of `tile[32][33]`. How many times the bandwidth of `smem_tile` do you expect
 # `smem_padded` to reach? On a GPU the next cell measures every rung now; on the simulator it
 # shows the recorded GPU result.
@@ -275,8 +277,8 @@ exercises.check("09-symmetrize", symmetrize)
 # ## The library's transpose: every shape
 #
 # `wide` refuses a matrix whose sides are not multiples of 4 (a row must start on a 16-byte
-# boundary), and each lesson launch goes through `kernel[grid, block]`, which spends tens of
-# microseconds in Python per call (lesson 11 measures it). `gemm_lessons.library.transpose(src,
+# boundary), and each lesson launch goes through `kernel[grid, block]`, whose Python work per
+# call can take longer than a small transpose takes on the GPU (lesson 11 measures it). `gemm_lessons.library.transpose(src,
 # dst)` is what a library makes of this lesson: the wide kernel when every row of both arrays
 # allows 16-byte accesses, `smem_padded_32x8` otherwise, each launched with little Python per
 # call (through a [`Launcher`](GLOSSARY.md#launcher)). It takes any shape on the device:
@@ -297,9 +299,11 @@ for rows, cols in [(64, 96), (61, 90), (33, 7)]:
 # small, a call likely takes longer on the host than on the GPU (a 1024 x 1024 transpose moves
 # 8 MB: under 3 µs at this GPU's copy bandwidth, less than a call costs the host even through a
 # `Launcher`, lesson 11), so there the ratios likely compare two ways of calling (ours, through a
-# `Launcher`, and nvmath-python's binding of cuBLAS), not two kernels: read the large shapes for the
-# kernels (the sentence under the figure separates them). The figure shows the library against
-# sgeam; the record holds the other candidate kernels too.
+# `Launcher`, and nvmath-python's binding of cuBLAS), not two kernels. The kernels are compared
+# best on the large shapes back to back, where calls queue while the GPU works; even on large
+# shapes single calls still include each call's cost on the host, and the two can differ (the
+# sentence with the figure gives both). The figure shows the library against sgeam; the record
+# holds the other candidate kernels too.
 
 # %%
 from IPython.display import Markdown, display

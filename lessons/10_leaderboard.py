@@ -47,6 +47,9 @@ plots.ladder(record, size=(8192, 8192, 8192));
 # %%
 plots.versus_size(record);
 
+# %%
+Markdown(leaderboard.small_grid_markdown(record))
+
 # %% [markdown]
 # ## The roofline, with every rung where it really is
 #
@@ -153,10 +156,11 @@ Markdown(leaderboard.devices_markdown(leaderboard.device_records()))
 # of them is held down by DRAM bandwidth (for the naive kernel this agrees with the roofline
 # above, which put it far below its DRAM ceiling). The transposes are memory-bound, yet they
 # do not all move: the `wide` rung follows the copy and cuBLAS's `sgeam` nearly does, the others
-# gain less, and a transpose that did not speed up at all (the last sentence lists them) is held
-# by something other than DRAM bandwidth. For `smem_tile` lesson 09 found one likely part of it:
-# its column reads of `tile[32][32]` are 32-way bank conflicts, and shared memory's bandwidth is
-# the same on both GPUs (the first table). The conflicts alone do not account for its speed
+# gain less, and a transpose that gained 5% or less while the copy gained far more (the last
+# sentence lists them) is held by something other than DRAM bandwidth. For `smem_tile` lesson 09
+# found one likely part of it: its column reads of `tile[32][32]` are 32-way bank conflicts, and
+# shared memory's nominal bandwidth is the same on both GPUs (the first table: the same SM count
+# and clock, from the records, not measured). The conflicts alone do not account for its speed
 # (at 33 wavefronts per 32 elements the SMs could move about twice its GB/s), and the middle
 # cases (the naive kernel, the padded tiles) are not explained here. Both GPUs' FP32 peak comes
 # from their nominal clock; nothing recorded the clock while the kernels ran.
@@ -192,7 +196,8 @@ print("every rung has a lesson:", all(r.lesson for r in ladder.SGEMM.values()))
 # `kernel`, the one with the largest gain, returned as `(kernel with it, change in %)`, or
 # `None` when no row from `kernel` gained more than 2 % at that size (a change within 2 % is
 # not a measured gain: the table marks it ≈). The check asks about every kernel of the table
-# at every recorded size and compares with the record; the answer differs from size to size.
+# at every recorded size where the record timed both kernels of one of its rows, and compares
+# with the record; the answer differs from size to size.
 
 # %%
 def next_step(kernel, size):

@@ -63,14 +63,15 @@ def test_register_tiled_rungs_read_each_tile_once(name):
 
 @requires_simulator
 @pytest.mark.parametrize("name, shape", [("naive", (24, 40, 16)), ("smem_tile16", (32, 48, 64)),
-                                         ("reg1d", (256, 128, 16)), ("reg2d", (256, 128, 16))])
+                                         ("reg1d", (256, 128, 16)), ("reg1d_64x64", (128, 64, 16)),
+                                         ("reg2d", (256, 128, 16))])
 def test_the_roofline_traffic_model_counts_global_reads(name, shape):
     c = global_loads.count_global_accesses({**ladder.SGEMM, **ladder.VARIANTS}[name], *shape)
     assert c["global_reads"] == counting.sgemm_traffic(name, *shape)["global"]
 
 
 @requires_simulator
-@pytest.mark.parametrize("name", ["smem_tile16", "reg1d", "reg2d"])
+@pytest.mark.parametrize("name", ["smem_tile16", "reg1d", "reg1d_64x64", "reg2d"])
 def test_the_roofline_traffic_model_counts_shared_reads(name):
     from gemm_lessons.instruments import shared_tracer
 

@@ -205,6 +205,21 @@ def test_10_solution_passes_and_wrong_answers_fail():
     _fails(check_cell("10-next-step", student_version=True, extra=_extra_10()), "NotImplementedError")
 
 
+def test_10_feedback_quotes_a_pair_at_the_largest_size_not_host_bound():
+    from gemm_lessons import ladder, results
+    record = results.load()
+    cases = exercises.next_step_cases(record)
+    kernel, size = exercises.next_step_example(record, cases)
+    assert exercises.next_step_answer(record, kernel, size) is not None
+    with_it = exercises.next_step_answer(record, kernel, size)[0]
+    assert not any(r.host_bound for k in (kernel, with_it) for r in results.sgemm_rows(record, k, size))
+    assert kernel in ladder.SGEMM or kernel in ladder.VARIANTS
+    larger = [c for c in cases if c[1] > size and exercises.next_step_answer(record, *c)]
+    for k, s in larger:  # every answer at a larger size involves a host-bound row
+        w = exercises.next_step_answer(record, k, s)[0]
+        assert any(r.host_bound for x in (k, w) for r in results.sgemm_rows(record, x, s))
+
+
 def test_prediction_says_how_close_and_where_measured():
     p = exercises.compare_prediction(1.5, 2.0, "vec vs reg2d", "recorded on GPU X, 2026-01-01")
     assert "you predicted 1.5" in repr(p) and "25% below" in repr(p) and "recorded on GPU X" in repr(p)

@@ -300,6 +300,20 @@ def test_the_summary_gives_each_step_its_share_of_the_jump():
 
 
 @requires_simulator
+def test_the_issue_reading_sets_each_step_against_ffma_share_times_peak():
+    loop = {"inner": 83, "inner_FFMA": 64, "inner_LDS": 4, "outer_rest": 59}
+    s = lesson05_steps.summary(record=_record(TIMES, loop=loop))
+    text = s.issue_reading()
+    peak = s.comparison.peak_gflops
+    n, share = s.per_slice("vec")
+    ceiling = share / 100 * peak / 1e3
+    assert f"| `vec` | {share:.0f}% | {ceiling:.1f} | 30.00 | {100 * 30 / ceiling:.0f}% |" in text
+    assert "`reg2d` |" not in text  # no compiler facts recorded for it: no row
+    assert f"No step reached more than" in text
+    assert lesson05_steps.NotRecorded("x", "y").issue_reading() == ""
+
+
+@requires_simulator
 def test_the_summary_plot_draws_one_bar_per_step():
     import matplotlib
 

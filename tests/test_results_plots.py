@@ -252,3 +252,42 @@ def test_single_call_caveat_names_a_record_that_disagrees_with_itself():
         if o.size in suite:
             o.event_us = suite[o.size]
     assert leaderboard.single_call_caveat(agreeing) == ""
+
+
+def test_small_grid_note_counts_blocks_from_the_tiles_and_reads_the_record(record):
+    """Lesson 10's reading of 1024^3: the 128x128-tile rungs launch fewer blocks than the GPU has SMs."""
+    from gemm_lessons import counting
+    assert leaderboard.grid_blocks("reg1d", (1024, 1024, 1024)) == 64
+    assert leaderboard.grid_blocks("reg1d_64x64", (1000, 1000, 7)) == 16 * 16
+    assert leaderboard.grid_blocks("smem_tile", (1024, 1024, 1024)) == 1024
+    text = leaderboard.small_grid_markdown(record)
+    sms = record.device.sm_count
+    assert f"has {sms} SMs: at least {sms - 64} SMs get no block" in text
+    for name in ("reg1d", "reg1d_64x64", "smem_tile"):
+        small = results.sgemm_rows(record, name, (1024, 1024, 1024))[0]
+        assert f"| `{name}` | " in text and f"{small.gflops / 1e3:.2f}" in text
+    assert "`naive`" not in text  # its tile is a model of its reads, not its grid
+    assert not any(f"| `{r.kernel}` |" in text for r in record.sgemm if r.host_bound and r.size == (1024, 1024, 1024))
+    # a GPU with fewer SMs than blocks: nothing to explain
+    assert leaderboard.small_grid_markdown(replace(record, device=replace(record.device, sm_count=64))) == ""
+
+
+def test_readme_reading_of_the_any_wide_experiment():
+    """README: transpose/any_wide (64x16) against sgeam and the library, one H100 run, back to back,
+    on the shapes with a side that is not a multiple of 4."""
+    import json
+    path = results.path_for("transpose-experiment", "NVIDIA H100 80GB HBM3", name="anywide")
+    assert results.kind_of(path) == "transpose-experiment"
+    suite = json.load(open(path))
+    odd = {tuple(r["shape"]): r["kernels"] for r in suite["rows"] if r["shape"][0] % 4 or r["shape"][1] % 4}
+    assert len(odd) == 5 and all(k[n]["correct"] for k in odd.values() for n in ("library", "anywide_64x16"))
+    wide = {s: k["anywide_64x16"]["pct_sgeam"] for s, k in odd.items()}
+    lib = {s: k["library"]["pct_sgeam"] for s, k in odd.items()}
+    others = [s for s in odd if s != (3001, 4999)]
+    assert round(min(wide[s] for s in others)) == 89 and round(max(wide[s] for s in others)) == 103
+    assert round(min(lib[s] for s in others)) == 77 and round(max(lib[s] for s in others)) == 84
+    assert all(wide[s] > lib[s] for s in others)
+    assert round(wide[(3001, 4999)]) == 66 and round(lib[(3001, 4999)]) == 80
+    readme = open(os.path.join(os.path.dirname(results.RESULTS_DIR), "README.md")).read()
+    assert ("89-103% of `sgeam` on four of the five shapes" in readme and "77-84% in the same run" in readme
+            and "66% on 3001x4999 (the\nlibrary: 80%)" in readme)

@@ -11,6 +11,9 @@ import warnings as _warnings
 # them is noise for a student.  Timings are taken at sizes that fill the GPU.
 _warnings.filterwarnings("ignore", message=r".*Grid size .* will likely result in GPU under-utilization")
 from ._backend import SIMULATOR
+
+if SIMULATOR:
+    from . import _simulator  # noqa: F401  (one shared array per kernel line, under a lock)
 from .convenience import sgemm
 from .device import DeviceInfo, banner, device_info
 from .problems import SgemmProblem, check, check_all

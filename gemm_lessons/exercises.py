@@ -972,12 +972,22 @@ def next_step_answer(record, kernel, size):
 
 def next_step_cases(record):
     """(kernel, size) pairs the 10-next-step check asks about: every 'without' kernel of the
-    technique table at every recorded size where both sides were timed."""
+    technique table at every recorded size where both sides were timed, except where a kernel of
+    one of its rows was host-bound (such a pair compares launch costs, not techniques)."""
     from . import leaderboard
+    from .results import sgemm_rows
 
-    sizes = sorted({r.size for r in record.sgemm})
-    return [(before, size) for size in sizes
-            for before in sorted({b for _, _, b, _, _, _, _ in leaderboard.technique_effects(record, size)})]
+    def host_bound(kernel, size):
+        return any(r.host_bound for r in sgemm_rows(record, kernel, size))
+
+    cases = []
+    for size in sorted({r.size for r in record.sgemm}):
+        effects = leaderboard.technique_effects(record, size)
+        for before in sorted({b for _, _, b, _, _, _, _ in effects}):
+            pairs = [(b, a) for _, _, b, a, _, _, _ in effects if b == before]
+            if not any(host_bound(k, size) for pair in pairs for k in pair):
+                cases.append((before, size))
+    return cases
 
 
 def next_step_example(record, cases):

@@ -320,6 +320,7 @@ def small_grid_markdown(record, small=(1024, 1024, 1024), large=(4096, 4096, 409
         return ""
     dims = "x".join(map(str, small))
     rows = [[f"`{n}`", "x".join(map(str, counting.RUNG_TILES[n][:2])), f"{grid_blocks(n, small):,}",
+             f"{100 * min(grid_blocks(n, small), sms) / sms:.0f}%",
              f"{speed(n, small):.2f}", f"{speed(n, large):.2f}", f"{100 * speed(n, small) / speed(n, large):.0f}%"]
             for n in names]
     few = [n for n in names if grid_blocks(n, small) < sms]
@@ -328,8 +329,9 @@ def small_grid_markdown(record, small=(1024, 1024, 1024), large=(4096, 4096, 409
             f"tiles launch {', '.join(sorted({f'{grid_blocks(n, small):,}' for n in few}))} blocks, and "
             f"{record.device.name} has {sms} SMs: at least {sms - min(grid_blocks(n, small) for n in few)} SMs get no block at all. "
             f"Host-bound timings are left out ({label(record)}).\n\n"
-            + tables.markdown(["rung", "tile (BM x BN)", f"blocks at {dims}", f"TFLOPS at {dims}",
-                               f"TFLOPS at {'x'.join(map(str, large))}", "small as % of large"], rows, "llrrrr"))
+            + tables.markdown(["rung", "tile (BM x BN)", f"blocks at {dims}", "SMs with a block (at most)",
+                               f"TFLOPS at {dims}", f"TFLOPS at {'x'.join(map(str, large))}", "small as % of large"],
+                              rows, "llrrrrr"))
     a, b = "reg1d", "reg1d_64x64"
     if a in names and b in names:
         text += (f"\n\n`{a}` and `{b}` are the same code with 128x128 and 64x64 tiles. At "
@@ -337,9 +339,10 @@ def small_grid_markdown(record, small=(1024, 1024, 1024), large=(4096, 4096, 409
                  f"({speed(a, large):.2f} against {speed(b, large):.2f} TFLOPS); at {dims}, where the 64x64 tile "
                  f"launches {grid_blocks(b, small):,} blocks and the 128x128 one {grid_blocks(a, small):,}, the smaller tile "
                  f"is {'faster' if speed(b, small) > speed(a, small) else 'not faster'} ({speed(b, small):.2f} against "
-                 f"{speed(a, small):.2f}). Idle SMs are the likely cause; the shares in the last column are not "
-                 "the share of SMs with work, since a busy SM also holds fewer blocks to hide latency with, "
-                 "and nothing here measures that split.")
+                 f"{speed(a, small):.2f}). Idle SMs are the likely cause. The last column need not equal the "
+                 "share of SMs with a block: a busy SM may hold fewer blocks than at the large size to hide "
+                 "latency with (which lowers it), or run its block faster with fewer SMs competing for L2 and "
+                 "DRAM (which raises it), and nothing here measures either.")
     return text
 
 

@@ -237,7 +237,8 @@ class Summary:
         text += (f"\n\nNo step reached more than {100 * best[2] / (best[1] / 100 * peak / 1e3):.0f}% of its issue "
                  f"ceiling (`{best[0]}`).")
         if apart:
-            text += " Where speed and FFMA's share moved apart (more than 2 % one way, not the other): " + "; ".join(apart) + "."
+            text += (" Where speed and FFMA's share moved apart (one changed by more than 2 % of its value, the "
+                     "other did not): " + "; ".join(apart) + ".")
         return text
 
     def plot(self, ax=None):

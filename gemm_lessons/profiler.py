@@ -624,6 +624,47 @@ def recorded(names, size=DEFAULT_SIZE, rows=ALL_ROWS, why="", note=None, directo
     return Profile(tuple(rec_size), rows, {col: counters.get(n) for col, n in names.items()}, label, note=note)
 
 
+def reading_04(prof=None, traced_conflicts=None, size=DEFAULT_SIZE, tile=(128, 128, 8)):
+    """Lesson 04's reading of its profiled kernels in words, from ``prof`` (default: the recorded
+    counters): what lifting the register cap changed (blocks/SM, occupancy, waits on global
+    memory, time), and the bank-conflict row against the tracer: ``traced_conflicts``, the
+    tracer's load conflicts of `reg2d_contiguous` in one block and one slice (BM x BN x BK =
+    ``tile``), times the blocks and slices of ``size``."""
+    names = ("reg2d", "reg2d_uncapped", "reg2d_contiguous")
+    prof = prof or recorded(list(names), size=size, rows=LESSON_ROWS["04"])
+    if any(prof.counters.get(n) is None for n in names):
+        return "No counters of the three kernels recorded: run `python -m gemm_lessons.profiler record` on a GPU."
+    v = {n: {r: prof.value(n, r) for r in ("time", "blocks_per_sm", "occupancy", "shared_ld_conflicts")}
+         for n in names}
+    waits = {n: dict(prof.top_stalls(n, 10)) for n in names}
+    a, b, c = names
+    text = (f"Reading the table ({prof.source}): without the register cap, `{b}` fits "
+            f"{v[b]['blocks_per_sm']:.0f} block(s) per SM against {v[a]['blocks_per_sm']:.0f}, its achieved "
+            f"occupancy is {v[b]['occupancy']:.1f}% against {v[a]['occupancy']:.1f}%, its warps spent "
+            f"{waits[b].get('long_scoreboard', 0):.0f}% of their cycles waiting on global or local memory (long "
+            f"scoreboard) against {waits[a].get('long_scoreboard', 0):.0f}%, and one launch took "
+            f"{v[b]['time'] / v[a]['time']:.2f}x as long, as fewer resident warps hiding less of the loads' latency "
+            "would make it (the counters show the waits, not their cause). ")
+    M, N, K = size
+    BM, BN, BK = tile
+    blocks, slices = -(-M // BM) * -(-N // BN), -(-K // BK)
+    if traced_conflicts is not None and v[c]["shared_ld_conflicts"]:
+        expected = traced_conflicts * blocks * slices
+        text += (f"The bank-conflict row: the tracer's {traced_conflicts:,} conflicts of `{c}` in one block and "
+                 f"one slice, times {blocks:,} blocks and {slices:,} slices, make {expected / 1e6:,.1f} M; the "
+                 f"profiler counted {v[c]['shared_ld_conflicts'] / 1e6:,.1f} M "
+                 f"({100 * v[c]['shared_ld_conflicts'] / expected:.2f}% of it). ")
+    if v[a]["shared_ld_conflicts"]:
+        text += (f"For `{a}`, where the tracer finds none, the profiler counted {v[a]['shared_ld_conflicts']:,.0f}, "
+                 f"{v[a]['shared_ld_conflicts'] / (blocks * slices):.2f} per block and slice: conflicts the "
+                 "addresses do not explain (lesson 06 meets such extras too). ")
+    top_c = prof.top_stalls(c, 1)[0]
+    text += (f"`{c}`'s largest stall reason is {top_c[0].replace('_', ' ')} ({top_c[1]:.0f}%)"
+             + (": waiting on shared memory, as its conflicts suggest" if top_c[0] == "short_scoreboard" else "")
+             + f"; its launch took {v[c]['time'] / v[a]['time']:.2f}x as long as `{a}`'s.")
+    return text
+
+
 def reading_08(prof=None):
     """Lesson 08's reading of its two profiled kernels (dbuf, warptile), in words, from ``prof``
     (default: the recorded counters): how far apart their durations and rates are, whether DRAM

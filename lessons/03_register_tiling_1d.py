@@ -169,11 +169,11 @@ exercises.compare_prediction(my_speedup, table.speedup("reg1d", "smem_tile"), "r
 # The `reg1d_64x64` row tests the same model a second time: its ratio of shared-memory values per
 # FMA against `smem_tile` is 2 / (9/8) = 1.78, and the table shows how close that came: on the
 # H100, not at all. A ratio of load counts predicts a speedup only when those loads are what the
-# kernel waits for, and here they are not. What else differs between the two tiles is not
-# measured here: the work each thread has between barriers (8 results against 16), the global
-# loads per FMA (lesson 02's formula: half as many at 128x128), and the blocks an SM holds (the
-# compiler facts below: on the H100 both tiles keep 1,024 threads on an SM, as one block of
-# 1,024 or two of 512, so the thread count alone does not separate them).
+# kernel waits for; the 0.98x suggests that here they are not. What else differs between
+# `reg1d_64x64` and `smem_tile` is not measured here: the work each thread has between barriers
+# (8 results against 1), the global loads (lesson 02's formula: half as many with 64x64 tiles as
+# with 32x32 ones), and the threads an SM holds (the compiler facts below show the two `reg1d`
+# kernels; lesson 02's show `smem_tile`).
 
 # %% [markdown]
 # ## Look inside
@@ -181,8 +181,10 @@ exercises.compare_prediction(my_speedup, table.speedup("reg1d", "smem_tile"), "r
 # Registers per thread, local memory (0 means the accumulators stayed in registers: nothing
 # spilled), blocks per SM (for 1,024-thread blocks at 128x128, 512-thread blocks at 64x64) and
 # the [SASS](GLOSSARY.md#sass) instruction mix of the compiled kernels. The instruction columns
-# count instructions in the compiled code, not how often they run: a loop body's `FFMA` are
-# counted once however many times the loop turns ([compiler facts](GLOSSARY.md#compiler-facts)).
+# count instructions in the compiled code, not how often they run: a loop body's `FFMA` appear
+# once for each copy of the body the compiler wrote (it may write a loop out twice), and the
+# `beta != 0` branch after the loop has `FFMA` of its own, one per result
+# ([compiler facts](GLOSSARY.md#compiler-facts); lesson 04 reads such a table line by line).
 
 # %%
 kernels = {"reg1d": reg1d_128, "reg1d_64x64": reg1d_64}

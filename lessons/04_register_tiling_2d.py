@@ -202,7 +202,8 @@ exercises.compare_prediction(my_speedup, table.speedup("reg2d", "reg1d"), "reg2d
 # How many warps each SM keeps resident: `reg2d`'s 64 accumulators take registers, which decide
 # how many of its 256-thread blocks fit on an SM, against `reg1d`'s 1,024-thread blocks (the
 # compiler facts below, with both); fewer resident warps hide less of the global loads' latency.
-# And what the warps do wait for: the profiler's stall reasons, further down.
+# And what the warps do wait for: the profiler's stall reasons of `reg2d` and its two variants,
+# further down (`reg1d` is not profiled there, so they do not settle that gap either).
 
 # %% [markdown]
 # ## Look inside: registers, spills, occupancy
@@ -265,10 +266,18 @@ display(Markdown(" ".join(text)))
 # row with the tracer above, which found conflicts in one block of `reg2d_contiguous` only.
 
 # %%
-gl.profile({"reg2d": functools.partial(reg2d.sgemm, kernel=reg2d_default),
-            "reg2d_uncapped": functools.partial(reg2d.sgemm, kernel=reg2d_uncapped),
-            "reg2d_contiguous": functools.partial(reg2d.sgemm, kernel=reg2d_contiguous)},
-           size=(4096, 4096, 4096), lesson="04")
+prof04 = gl.profile({"reg2d": functools.partial(reg2d.sgemm, kernel=reg2d_default),
+                     "reg2d_uncapped": functools.partial(reg2d.sgemm, kernel=reg2d_uncapped),
+                     "reg2d_contiguous": functools.partial(reg2d.sgemm, kernel=reg2d_contiguous)},
+                    size=(4096, 4096, 4096), lesson="04")
+prof04
+
+# %%
+from IPython.display import Markdown
+from gemm_lessons import profiler
+# the tracer's conflicts of reg2d_contiguous in one block and one slice (the tracer cell above)
+traced = shared_tracer.trace_rung("reg2d_contiguous", (128, 128, 8), merge=False).totals("ld")["conflicts"]
+Markdown(profiler.reading_04(prof04, traced))
 
 # %% [markdown]
 # ## Exercises

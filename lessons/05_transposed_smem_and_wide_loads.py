@@ -116,8 +116,8 @@ my_speedup = None  # your prediction: replace None with a number (for example 1.
 # `reg2d_contiguous` (`make_sgemm_reg2d(SPREAD=False)`, no new code) they are side by side, and
 # its 8 values of B for one k are neighbours in `sB[k, :]`. Its 8 values of A are still a
 # column of `sA[m, k]`, BK floats apart. Every load is still 4 bytes wide: this step only
-# makes the later ones possible. Read the *local bytes* and `LDL`/`STL` columns of the compiler
-# facts too: on the H100 this lesson ran on, the compiler spilled part of `reg2d_contiguous`'s
+# makes the later ones possible. Read the *local bytes* and [`LDL`/`STL`](GLOSSARY.md#ldl)
+# (local-memory loads and stores) columns of the compiler facts too: on the H100 this lesson ran on, the compiler spilled part of `reg2d_contiguous`'s
 # registers to local memory; the next step removes that.
 
 # %%
@@ -138,8 +138,9 @@ lesson05_steps.measure_step("reg2d_contiguous")  # both from the package; on the
 # register holding a whole address; in that of `reg2d_unrolled`, the 16 addresses are two base
 # registers plus constant offsets, and the k-step loop is shorter (`tests/test_lesson05_steps.py`
 # checks both). The **inner loop** column below shows what the GPU's compiler made, and the
-# *local bytes* column a second difference: `reg2d_unrolled` spills nothing, so part of this
-# step's gain may come from the spill it removes (not measured apart).
+# *local bytes* column a second difference: `reg2d_unrolled` spills nothing. Whether the spill it
+# removes mattered, these numbers cannot say: step 1 added it and ran at the same speed, but its
+# k-step loop got shorter at the same time.
 #
 # The diff is against lesson 04's factory `make_sgemm_reg2d`, whose `SPREAD=False` sets
 # `ROW_STEP = COL_STEP = 1`, `ROW_SPAN = TM` and `COL_SPAN = TN`: its `t_row + i * ROW_STEP` is
@@ -301,6 +302,31 @@ lesson05_steps.measure_step("transposed_a", {
     "transposed_a": functools.partial(transposed_a.sgemm, kernel=sgemm_transposed_a)})
 
 # %% [markdown]
+# Where did step 3's gain come from, if not from wider loads? Not from fewer instructions: in
+# the H100's compiler facts above the two kernels have the same counts. The bank tracer
+# ([bank tracer](GLOSSARY.md#bank-tracer): one block, K = 8, every shared load 4 bytes wide as
+# the H100's compiler left them) counts the passes of shared memory, the
+# [wavefronts](GLOSSARY.md#wavefront), of both kernels:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from gemm_lessons.instruments import shared_tracer
+for name in ("reg2d_unrolled", "transposed_a"):
+    t = shared_tracer.trace_rung(name, (128, 128, 8), merge=False)  # merge=False: 4-byte accesses
+    ld, st = t.totals("ld"), t.totals("st")
+    print(f"{name:<15} loads: {ld['wavefronts']} wavefronts ({ld['conflicts']} from conflicts); "
+          f"stores: {st['wavefronts']} ({st['conflicts']} from conflicts)")
+
+# %% [markdown]
+# The A reads of `reg2d_unrolled` are a column of `sA`, and two threads of a warp read the same
+# bank (2-way [conflicts](GLOSSARY.md#bank-conflict), as in lesson 04's contiguous layout);
+# `transposed_a` reads a row of `sAT`, conflict-free, and saves 512 load wavefronts per block
+# and slice. Its stores, each value scattered to its transposed place, cost 224 more, and stores
+# are 64 warp instructions per slice against 1,024 loads. Fewer shared-memory passes per slice
+# (3,136 before, 2,848 after, about 9% fewer) is the likely source of step 3's gain; nothing
+# here times the two effects apart. The `sB` reads stay 4-way in both: lesson 06 removes those.
+
+# %% [markdown]
 # ### Step 4: 16-byte global loads for staging (`wide_loads`)
 #
 # Each slice, a thread has staged 4 values of A and 4 of B with 4-byte loads, each with its own
@@ -406,8 +432,8 @@ lesson05_steps.measure_step("wide_loads", {
 # thread, after the main loop, so they are unlikely to explain a large speedup on their own. On
 # the H100 run recorded here, this step is also where the shared reads became `LDS.128` (steps 3
 # and 4 kept 4-byte `LDS` there), and its main loop is shorter (the summary's instructions per
-# slice). Which of the three (wider stores, wider shared reads, fewer instructions) made how
-# much of this step's gain is not measured here; the summary below sets the instruction counts
+# slice; most of the instructions it saves are the 16 `LDS` that became 4 `LDS.128`). How much
+# of this step's gain each change made is not measured here; the summary below sets the instruction counts
 # against the speeds. What made the compiler merge the reads here and not in step 4 we did not
 # find out. Three other differences in the diff change nothing at `vec`'s
 # defaults: it carries lesson 06's `split` switch (with `split=False`, `ROW_GAP = COL_GAP = 4`
@@ -427,9 +453,8 @@ assert BM * BK == 4 * THREADS and BK * BN == 4 * THREADS  # one float4 of each t
 
 
 def make_sgemm_vec(unroll_k=False, split=False):
-    """unroll_k: write out the k-loop too; measured on an H100 that was slower: with k a
-    constant in every index, NVVM did not merge the shared loads into LDS.128 (lesson 05;
-    why, we did not find out).
+    """unroll_k: write out the k-loop too; measured on an H100 that was slower, and NVVM did
+    not merge its shared loads into LDS.128 (lesson 05; why, we did not find out).
     split: a thread's 8x8 results are four 4x4 pieces, BM/2 rows and BN/2 columns apart
     (lesson 06): then 8 neighbouring threads read 128 contiguous bytes."""
     ROW_GAP = BM // 2 if split else 4  # rows from a thread's first 4 result rows to its next 4
@@ -620,8 +645,9 @@ exercises.compare_prediction(my_speedup, table.speedup("vec", "reg2d"), "vec vs 
 # and `FFMA`, with 0 bytes of local memory. `FFMA` counts instructions in the code: one k-step's
 # 64 in the loop body plus 64 in the `beta != 0` epilogue, as in lesson 04. Then compare with the
 # fully unrolled variant (`unroll_k=True`): its `FFMA` count shows all eight k-steps written out,
-# but the compiler did not merge its shared loads (why, we did not find out: steps 3 and 4,
-# with k not a constant, kept 4-byte `LDS` too), so every value arrives through a 4-byte `LDS` (lesson 07 shows how to make the 16-byte shared loads
+# but the compiler did not merge its shared loads, so every value arrives through a 4-byte `LDS`
+# (we did not find out why; a constant k is not the whole story, since steps 3 and 4 did not
+# merge theirs either) (lesson 07 shows how to make the 16-byte shared loads
 # explicit, so they survive full unrolling). More unrolling is not automatically better: read
 # the SASS, then measure.
 

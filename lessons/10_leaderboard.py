@@ -195,9 +195,10 @@ print("every rung has a lesson:", all(r.lesson for r in ladder.SGEMM.values()))
 # timed in the same run. Write `next_step(kernel, size)`: among the rows that start from
 # `kernel`, the one with the largest gain, returned as `(kernel with it, change in %)`, or
 # `None` when no row from `kernel` gained more than 2 % at that size (a change within 2 % is
-# not a measured gain: the table marks it ≈). The check asks about every kernel of the table
-# at every recorded size where the record timed both kernels of one of its rows, and compares
-# with the record; the answer differs from size to size.
+# not a measured gain: the table marks it ≈). The function sees this record's rows only (not
+# the † rows of lesson 05's steps run). The check asks about every kernel of the table at every
+# recorded size where the record timed both kernels of its rows, none of them host-bound, and
+# compares with the record; the answer differs from size to size.
 
 # %%
 def next_step(kernel, size):

@@ -214,6 +214,9 @@ def test_10_feedback_quotes_a_pair_at_the_largest_size_not_host_bound():
     with_it = exercises.next_step_answer(record, kernel, size)[0]
     assert not any(r.host_bound for k in (kernel, with_it) for r in results.sgemm_rows(record, k, size))
     assert kernel in ladder.SGEMM or kernel in ladder.VARIANTS
+    for k, sz in cases:  # no case asks about a host-bound pair
+        assert not any(r.host_bound for r in results.sgemm_rows(record, k, sz))
+    assert any(r.host_bound for r in record.sgemm)  # the record has some: the rule is exercised
     larger = [c for c in cases if c[1] > size and exercises.next_step_answer(record, *c)]
     for k, s in larger:  # every answer at a larger size involves a host-bound row
         w = exercises.next_step_answer(record, k, s)[0]

@@ -415,3 +415,21 @@ def test_lesson_08_reading_follows_the_recorded_counters():
     assert (f"DRAM was at most {dram:.1f}% busy" in text) == (dram < 20)
     tops = {prof.top_stalls(n, 1)[0][0] for n in ("dbuf", "warptile")}
     assert ("The largest stall reason of both is *not selected*" in text) == (tops == {"not_selected"})
+
+
+def test_lesson_04_reading_follows_the_recorded_counters_and_the_tracer():
+    names = ["reg2d", "reg2d_uncapped", "reg2d_contiguous"]
+    prof = profiler.recorded(names, rows=profiler.LESSON_ROWS["04"])
+    text = profiler.reading_04(prof, traced_conflicts=2048)
+    ratio = prof.value("reg2d_uncapped", "time") / prof.value("reg2d", "time")
+    assert f"one launch took {ratio:.2f}x as long" in text
+    assert f"fits {prof.value('reg2d_uncapped', 'blocks_per_sm'):.0f} block(s) per SM against " \
+           f"{prof.value('reg2d', 'blocks_per_sm'):.0f}" in text
+    expected = 2048 * (4096 // 128) ** 2 * (4096 // 8)  # per block and slice x blocks x slices
+    counted = prof.value("reg2d_contiguous", "shared_ld_conflicts")
+    assert f"make {expected / 1e6:,.1f} M; the profiler counted {counted / 1e6:,.1f} M" in text
+    assert abs(counted / expected - 1) < 0.001  # the tracer's count, scaled, is the profiler's
+    assert f"{prof.value('reg2d', 'shared_ld_conflicts'):,.0f}" in text
+    # without recorded counters of all three: says what to run
+    assert "run `python -m gemm_lessons.profiler record`" in profiler.reading_04(
+        profiler.recorded(["reg2d"], rows=profiler.LESSON_ROWS["04"]))

@@ -266,6 +266,7 @@ def test_small_grid_note_counts_blocks_from_the_tiles_and_reads_the_record(recor
     for name in ("reg1d", "reg1d_64x64", "smem_tile"):
         small = results.sgemm_rows(record, name, (1024, 1024, 1024))[0]
         assert f"| `{name}` | " in text and f"{small.gflops / 1e3:.2f}" in text
+    assert f"| `reg1d` | 128x128 | 64 | {100 * 64 / sms:.0f}% |" in text
     assert "`naive`" not in text  # its tile is a model of its reads, not its grid
     assert not any(f"| `{r.kernel}` |" in text for r in record.sgemm if r.host_bound and r.size == (1024, 1024, 1024))
     # a GPU with fewer SMs than blocks: nothing to explain

@@ -734,14 +734,6 @@ def _sass_lds_report(kernel):
                   "four loads into one is its choice: the tracer judges the layout)")
 
 
-def _sass_lds128(kernel):
-    wide, narrow = _lds_widths(kernel)
-    if wide and not narrow:
-        return True, f"the SASS loads shared memory only with LDS.128 ({wide} of them)"
-    return False, (f"the SASS has {wide} LDS.128 and {narrow} 4-byte LDS: some shared loads did not become "
-                   "16-byte loads. Are a thread's 8 values of A contiguous in the A tile, starting at a multiple of 4?")
-
-
 # ----------------------------------------------------------------------------- lesson 05
 @exercise("05-transpose-a", "x_d is element (m, a_c + d) of the A tile, with m = a_r + p * A_STEP: transposed, it "
                             "goes to row a_c + d, column m of sAT. In the k-step a thread's 8 values of A are "
@@ -751,7 +743,7 @@ def _(kernel):
     if not ok:
         return False, right
     if not _backend.SIMULATOR:
-        return _on_gpu("05-transpose-a", kernel, right, _sass_lds128)
+        return _on_gpu("05-transpose-a", kernel, right, _sass_lds_report)
     trace = _log_sgemm("05-transpose-a", kernel, 64, 64, 8).shared_trace(merge=("ld",))
     narrow = [i for i in trace.instructions if i.op == "ld" and i.width != 16]
     if narrow:
@@ -760,8 +752,8 @@ def _(kernel):
                        "of A must be neighbours in shared memory, starting at a multiple of 4 floats: the "
                        "transposed tile.")
     return True, (right + "; every shared load of the k-step is a 16-byte access (the tracer, one block: "
-                  f"{_sites(trace, lambda i: i.op == 'ld')}): the transposed A tile works. (On the simulator the "
-                  "tracer stands in for the compiler; on a GPU this check looks for LDS.128 in the SASS.)")
+                  f"{_sites(trace, lambda i: i.op == 'ld')}): the transposed A tile works. (The tracer judges the "
+                  "layout; on a GPU this check also reports how many LDS.128 the compiler made of it.)")
 
 
 # ----------------------------------------------------------------------------- lesson 06

@@ -683,10 +683,11 @@ exercises.check("05-stage-a", stage_a)
 # 2. in the k-step, where a thread's 8 values of A for step `k` (tile rows `t_row + i`) are read.
 #
 # The check runs your kernel on two awkward shapes against the float64 reference, then checks
-# the technique: on the simulator the tracer must see every shared load of the k-step as a
-# 16-byte access (four neighbouring, aligned floats per lane, which the compiler turns into
-# `LDS.128`); on a GPU the SASS must load shared memory only with `LDS.128`. An A tile stored
-# untransposed gives the right result and fails the second part.
+# the technique: the tracer must see every shared load of the k-step as a 16-byte access (four
+# neighbouring, aligned floats per lane, which the compiler *may* turn into `LDS.128`); on a
+# GPU it runs the tracer in a second process, on the simulator, and also reports how many
+# `LDS.128` the GPU's compiler made (steps 3 and 4 showed that it does not always merge). An A
+# tile stored untransposed gives the right result and fails the second part.
 
 # %%
 import numpy as np

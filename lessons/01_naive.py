@@ -44,9 +44,10 @@ figures.warp_access(coalesced=False);
 
 # %% [markdown]
 # **Predict.** Per k-step a warp needs 1 + 4 = 5 sectors with the coalesced mapping and
-# 32 + 1 = 33 with the other: about 6.6x more traffic through L1/L2. Caches soften this (the
-# rows of A are reused by neighbouring warps), so expect the uncoalesced kernel to be slower, but
-# by less than 6.6x. Either way the kernel performs $2MNK$ global loads, two per FMA, which is
+# 32 + 1 = 33 with the other: about 6.6x more sectors requested from the L1 cache. Caches soften
+# this (the rows of A are reused by neighbouring warps, so many requests never leave L1), so
+# expect the uncoalesced kernel to be slower, but by less than 6.6x; the profile below shows the
+# sectors per request and what reached L2 and DRAM for both. Either way the kernel performs $2MNK$ global loads, two per FMA, which is
 # lesson 02's problem.
 
 # %%
@@ -96,8 +97,9 @@ def sgemm_naive(A, B, C, alpha, beta):
 # **[relative error](GLOSSARY.md#relative-error)** $\|C - C_{ref}\|_F / \|C_{ref}\|_F$, where
 # $\|X\|_F$, the Frobenius norm, is the square root of the sum of the squares of X's elements: one
 # number for the whole matrix, about the size of float32 rounding when the kernel is right. Before
-# each run C is filled with a special NaN ("poison"): any element the kernel forgets to write
-# is reported as *unwritten*, with its position.
+# each run with beta = 0, C is filled with a special NaN ("poison"): any element the kernel
+# forgets to write is reported as *unwritten*, with its position. With beta != 0 the kernel must
+# read C, so C holds its random input instead.
 
 # %%
 from gemm_lessons.sgemm_kernels import naive, naive_uncoalesced

@@ -168,8 +168,9 @@ for r in truth.rows:
 #   addresses cannot produce them (the padded tile is conflict-free by construction), and they
 #   change from run to run (an earlier run, not recorded, gave other counts than the table's),
 #   which a property of the addresses could not do. ncu counts every extra wavefront as a
-#   "conflict", whatever delayed it; that warps of the 1024-thread blocks contend for the
-#   shared-memory pipeline is our hypothesis, not something measured here.
+#   "conflict", whatever delayed it; that warps contend for the shared-memory pipeline (most
+#   extras are in the 1024-thread blocks, but `vec_split`'s 256-thread blocks have a few too) is
+#   our hypothesis, not something measured here.
 
 # %% [markdown]
 # ## Padding and the float4 GEMM
@@ -202,7 +203,9 @@ for label, regs, smem in [("vec (102 registers, 8 KiB)", 102, 8192),
 
 # %% [markdown]
 # For lesson 05's kernel the register file decides occupancy, so a little padding would cost
-# nothing there; the misalignment is what rules it out. For a kernel near a shared-memory
+# nothing there. What rules out one float of padding is the misalignment (a multiple of 4 floats
+# keeps every row 16-byte aligned), and padding rows would not remove `vec`'s `sB` read conflict
+# anyway: its lanes read 32 bytes apart within one row (above). For a kernel near a shared-memory
 # boundary (the third and fourth lines: 256 threads; an SM of this GPU has 228 KiB of shared
 # memory and reserves 1 KiB more per block, so 5 x 45 KiB fit and 5 x 46 KiB do not), one
 # kilobyte of padding costs a whole block per SM, a fifth of the SM's warps here: the
@@ -373,8 +376,10 @@ plots.rung_versus_size("vec_split");
 # * A warp-wide shared access costs as many wavefronts as its worst bank holds distinct words,
 #   per phase; broadcasts are free. The tracer applies that to any kernel, no changes needed.
 # * The GPU's counters agree instruction for instruction, and wavefront for wavefront once one
-#   measured rule (paired 16-byte loads) is added, except a few extra wavefronts in the 1024-thread
-#   transposes (above: a hypothesis, not a measurement).
+#   measured rule (paired 16-byte loads) is added, except a few extra wavefronts, mostly in the
+#   1024-thread transposes (above: a hypothesis, not a measurement). At 4096^3 the profiler's
+#   store wavefronts of `vec` and `vec_split` are a few percent above the tracer's count scaled to
+#   the whole grid; that gap is not explained here.
 # * Fixes: padding (transpose), a different lane layout (4x8), or splitting a thread's tile
 #   (8x8 -> four 4x4). Padding by one float breaks 16-byte alignment; a wide-load GEMM pads by
 #   a multiple of 4 floats, or not at all.

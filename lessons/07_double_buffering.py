@@ -25,10 +25,10 @@ measure.recorded(["vec_split", "cublas"])  # where we start; this lesson's rung 
 #
 # Give the block two shared buffers. While the threads compute from buffer 0, the loads of the
 # *next* slice are already in flight into registers; after the compute they go into buffer 1,
-# one barrier, and the roles swap. The global-memory latency now hides behind 512 FMAs, and a
-# slice needs one barrier instead of two. The price: more registers per thread (the staged
-# float4s of A and B are held across the compute; the compiler-facts tables below count them) and
-# twice the shared memory.
+# one barrier, and the roles swap. The global-memory latency can now hide behind a slice's
+# compute (512 FMAs per thread), and a slice needs one barrier instead of two. The price: more
+# registers per thread (the staged float4s of A and B are held across the compute; the
+# compiler-facts tables below give the registers per thread) and twice the shared memory.
 
 # %%
 figures.double_buffer_timeline();
@@ -460,8 +460,11 @@ def make_kernel(cfg):
 
 
 # %% [markdown]
-# The rung of this lesson keeps lesson 06's arrangement of threads (a warp covers 16 rows x
-# 128 columns as 2 x 16 lanes, 8x8 results per thread) and adds the second buffer:
+# The rung of this lesson is one configuration of lesson 08's configurable kernel
+# (`TileConfig`): 8x8 results per thread, a warp covering a 16 x 128 [warp tile](GLOSSARY.md#warp-tile),
+# and the second buffer. It is not lesson 06's arrangement of threads exactly: there a thread's
+# two 4-row pieces lie half a tile apart, here they lie closer (the expanded source below shows
+# where), one more difference between the two attempts of this lesson. Its configuration:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -523,12 +526,14 @@ inspect_kernel.compiler_facts(my_kernels, threads={name: 256 for name in my_kern
 #   one-buffer kernel's loop of one slice). The register count stays at the cap of
 #   128, so two blocks still fit on an SM.
 # * **The short-circuit guard** (`and`) made the compiler [spill](GLOSSARY.md#register-spill) (local memory, `LDL`/`STL` in
-#   the SASS): the two branches split the unrolled code into pieces, and the values staged
-#   across them no longer fitted in 128 registers. Same idea, very different speed.
-# * **Clamp + select** avoids the condition entirely but costs a few instructions per load
-#   (`min`, select); the predicated `if ... & ...` was a little faster.
+#   the SASS). A likely reason: the two branches split the unrolled code into pieces, and the
+#   values staged across them no longer fitted in 128 registers; the table shows the spills,
+#   not why the compiler made them. Same idea, very different speed.
+# * **Clamp + select** avoids the condition entirely; its instruction counts in the table are
+#   those of `dbuf`, and the predicated `if ... & ...` was a little faster.
 # * **The first attempt** lost some `LDS.128` and ran slower than lesson 06's kernel; `dbuf`,
-#   with every shared load 16 bytes wide, runs faster. The two attempts differ in more than
+#   with every shared load 16 bytes wide (no kernel of the second table has a 4-byte `LDS`
+#   column: a column appears only where some kernel has that instruction), runs faster. The two attempts differ in more than
 #   their loads, so this points at the wide loads without proving it: double buffering likely
 #   pays only if it keeps them.
 #

@@ -271,7 +271,8 @@ exercises.check("01-kernel", my_naive_1d)
 # %% [markdown]
 # ## Across sizes
 #
-# The recorded benchmark timed every rung at four square sizes in one run. This lesson's rung
+# The recorded benchmark timed every [rung](GLOSSARY.md#rung) (each lesson's kernel) at four
+# square sizes in one run. This lesson's rung
 # and cuBLAS:
 
 # %%

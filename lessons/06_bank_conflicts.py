@@ -364,7 +364,8 @@ exercises.check("06-conflict-free", sgemm_ex06)
 # %% [markdown]
 # ## Across sizes
 #
-# The recorded benchmark timed every rung at four square sizes in one run. This lesson's rung,
+# The recorded benchmark timed every [rung](GLOSSARY.md#rung) (each lesson's kernel) at four
+# square sizes in one run. This lesson's rung,
 # the rung before it and cuBLAS:
 
 # %%

@@ -96,6 +96,12 @@ print(f"compute/memory ratio of a warp's x-by-y tile, 2/(1/x+1/y): 32x64 -> "
       f"{counting.compute_to_memory_ratio(32, 64):.2f}, 16x128 -> {counting.compute_to_memory_ratio(16, 128):.2f}")
 
 # %% [markdown]
+# The last line compares the two warp shapes with lesson 04's compute-to-memory ratio, applied to
+# a whole warp: a warp's 32 threads with 8x8 results each cover 32 x 64 results with lanes 4 x 8,
+# 16 x 128 with lanes 2 x 16. The squarer tile reads fewer distinct shared values per FMA (its
+# ratio is higher). The split keeps 2 x 16 and removes the conflict; lesson 08 makes the warp's
+# tile shape a parameter.
+#
 # Try it yourself: the explorer redraws the map for other warp shapes, widths and paddings.
 
 # %%

@@ -128,6 +128,12 @@ gl.check_all(functools.partial(smem_tile.sgemm, tile=16, kernel=tiled16), name="
 #
 # Here one 32x32 block with K = 64: the `sA[ty, k]` reads are broadcasts (a warp is one row
 # `ty`), merged four at a time; the `sB[k, tx]` reads are 32 neighbouring words. No bank conflicts.
+# The tracer prices a 16-byte load at 4 wavefronts at least, one per quarter of the warp
+# (8 lanes, one [phase](GLOSSARY.md#phase) each), even when every lane reads the same 16 bytes:
+# its ideal column counts those 4. The GPU does better on these broadcasts: lesson 06 compares
+# the tracer with the GPU's own counters on this very kernel, finds fewer load wavefronts than
+# the tracer counts here, and adds the rule that explains it (when neighbouring lanes share an
+# address, a 16-byte load takes half the passes).
 # The cell after the table divides the totals by the block's **[warp-FMAs](GLOSSARY.md#warp-fma)**:
 # a warp-FMA is one FMA instruction of a warp, 32 FMAs, one per thread.
 

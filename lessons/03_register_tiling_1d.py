@@ -23,7 +23,8 @@ measure.recorded(["smem_tile", "reg1d", "cublas"])
 #
 # Give each thread TM elements of C in one column instead of one element. At each k it reads
 # **one** value of `sB` into a register and uses it TM times, against TM values of `sA` (which
-# all threads of a warp read at the same address: a broadcast, one transaction).
+# all threads of a warp read at the same address: a broadcast, one
+# [wavefront](GLOSSARY.md#wavefront) for a 4-byte load).
 #
 # With fewer threads per output, the block can cover a bigger tile of C for the same thread
 # count: here 1024 threads x 16 results = a 128x128 tile, 16 times the area of lesson 02's 32x32

@@ -99,6 +99,10 @@ Markdown(leaderboard.roofline_markdown(record, counters))
 # (✅ more than 2 % faster, ❌ more than 2 % slower, ≈ within 2 %). Lesson 05's steps were
 # timed in a run of their own on the same GPU (`python -m gemm_lessons.lesson05_steps`): a
 # pair this benchmark run did not time comes from there, marked †, both kernels still from one run.
+# The 2 % threshold does not look at the spread of the timings: where a kernel's
+# [p10-p90](GLOSSARY.md#p10-p90) range is wider than a few percent (the cell below that prints
+# the last rung's p10-p90 at 8192^3 shows one), a ✅ or ❌ of a few percent is no firmer than
+# that range.
 
 # %%
 from gemm_lessons import lesson05_steps

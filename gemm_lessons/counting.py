@@ -46,7 +46,8 @@ def transpose_bytes(rows, cols, itemsize=4):
 # per k-step a thread reads TM values of A and TN of B from shared memory (reg1d: TM of A and one
 # of B; naive: no shared memory, every value from global memory, as if BM = BN = 1)
 RUNG_TILES = {"naive": (1, 1, 1, 1), "naive_uncoalesced": (1, 1, 1, 1), "smem_tile": (32, 32, 1, 1),
-              "smem_tile16": (16, 16, 1, 1), "reg1d": (128, 128, 16, 1), "reg1d_64x64": (64, 64, 8, 1), "reg2d": (128, 128, 8, 8),
+              "smem_tile16": (16, 16, 1, 1), "reg1d": (128, 128, 16, 1), "reg1d_64x64": (64, 64, 8, 1),
+              "reg2d": (128, 128, 8, 8),
               "vec": (128, 128, 8, 8), "vec_split": (128, 128, 8, 8), "dbuf": (128, 128, 8, 8),
               "warptile": (128, 128, 8, 8)}
 

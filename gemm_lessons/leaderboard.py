@@ -318,31 +318,41 @@ def small_grid_markdown(record, small=(1024, 1024, 1024), large=(4096, 4096, 409
              and speed(n, small) and speed(n, large)]
     if not sms or not any(grid_blocks(n, small) < sms for n in names):
         return ""
-    dims = "x".join(map(str, small))
-    rows = [[f"`{n}`", "x".join(map(str, counting.RUNG_TILES[n][:2])), f"{grid_blocks(n, small):,}",
-             f"{100 * min(grid_blocks(n, small), sms) / sms:.0f}%",
+    def dims(size):
+        return "x".join(map(str, size))
+
+    def tile(name):
+        return dims(counting.RUNG_TILES[name][:2])
+
+    rows = [[f"`{n}`", tile(n), f"{grid_blocks(n, small):,}", f"{100 * min(grid_blocks(n, small), sms) / sms:.0f}%",
              f"{speed(n, small):.2f}", f"{speed(n, large):.2f}", f"{100 * speed(n, small) / speed(n, large):.0f}%"]
             for n in names]
     few = [n for n in names if grid_blocks(n, small) < sms]
-    text = (f"**Why some rungs slow down at {dims}.** A rung's grid has ceil(M/BM) x ceil(N/BN) blocks, "
-            f"one per BM x BN tile of C. At {dims} the rungs with {', '.join(sorted({'x'.join(map(str, counting.RUNG_TILES[n][:2])) for n in few}))} "
-            f"tiles launch {', '.join(sorted({f'{grid_blocks(n, small):,}' for n in few}))} blocks, and "
-            f"{record.device.name} has {sms} SMs: at least {sms - min(grid_blocks(n, small) for n in few)} SMs get no block at all. "
+    tiles = ", ".join(sorted({tile(n) for n in few}))
+    launched = ", ".join(sorted({f"{grid_blocks(n, small):,}" for n in few}))
+    idle = sms - min(grid_blocks(n, small) for n in few)
+    text = (f"**Why some rungs slow down at {dims(small)}.** A rung's grid has ceil(M/BM) x ceil(N/BN) blocks, "
+            f"one per BM x BN tile of C. At {dims(small)} the rungs with {tiles} tiles launch {launched} blocks, "
+            f"and {record.device.name} has {sms} SMs: at least {idle} SMs get no block at all. "
             f"Host-bound timings are left out ({label(record)}).\n\n"
-            + tables.markdown(["rung", "tile (BM x BN)", f"blocks at {dims}", "SMs with a block (at most)",
-                               f"TFLOPS at {dims}", f"TFLOPS at {'x'.join(map(str, large))}", "small as % of large"],
+            + tables.markdown(["rung", "tile (BM x BN)", f"blocks at {dims(small)}", "SMs with a block (at most)",
+                               f"TFLOPS at {dims(small)}", f"TFLOPS at {dims(large)}", "small as % of large"],
                               rows, "llrrrrr"))
-    a, b = "reg1d", "reg1d_64x64"
-    if a in names and b in names:
-        text += (f"\n\n`{a}` and `{b}` are the same code with 128x128 and 64x64 tiles. At "
-                 f"{'x'.join(map(str, large))} the larger tile is {'faster' if speed(a, large) > speed(b, large) else 'not faster'} "
-                 f"({speed(a, large):.2f} against {speed(b, large):.2f} TFLOPS); at {dims}, where the 64x64 tile "
-                 f"launches {grid_blocks(b, small):,} blocks and the 128x128 one {grid_blocks(a, small):,}, the smaller tile "
-                 f"is {'faster' if speed(b, small) > speed(a, small) else 'not faster'} ({speed(b, small):.2f} against "
-                 f"{speed(a, small):.2f}). Idle SMs are the likely cause. The last column need not equal the "
-                 "share of SMs with a block: a busy SM may hold fewer blocks than at the large size to hide "
-                 "latency with (which lowers it), or run its block faster with fewer SMs competing for L2 and "
-                 "DRAM (which raises it), and nothing here measures either.")
+    big, little = "reg1d", "reg1d_64x64"  # the same code with 128x128 and 64x64 tiles
+    if big in names and little in names:
+        big_wins_large = speed(big, large) > speed(little, large)
+        little_wins_small = speed(little, small) > speed(big, small)
+        text += (f"\n\n`{big}` and `{little}` are the same code with 128x128 and 64x64 tiles. At {dims(large)} "
+                 f"the larger tile is {'faster' if big_wins_large else 'not faster'} ({speed(big, large):.2f} "
+                 f"against {speed(little, large):.2f} TFLOPS); at {dims(small)}, where the 64x64 tile launches "
+                 f"{grid_blocks(little, small):,} blocks and the 128x128 one {grid_blocks(big, small):,}, the smaller "
+                 f"tile is {'faster' if little_wins_small else 'not faster'} ({speed(little, small):.2f} against "
+                 f"{speed(big, small):.2f}).")
+        if big_wins_large and little_wins_small:
+            text += (" Idle SMs are the likely cause. The last column need not equal the share of SMs with a "
+                     "block: a busy SM may hold fewer blocks than at the large size to hide latency with (which "
+                     "lowers it), or run its block faster with fewer SMs competing for L2 and DRAM (which raises "
+                     "it), and nothing here measures either.")
     return text
 
 

@@ -519,6 +519,10 @@ inspect_kernel.compiler_facts(my_kernels, threads={name: 256 for name in my_kern
 # %% [markdown]
 # What the two tables say, read together:
 #
+# * **Reading the FFMA column**: it counts instructions in the compiled code, not how often they
+#   run. `vec_split`'s 128 are one k-step's 64 in its loop plus 64 in the `beta != 0` epilogue;
+#   `dbuf_one_buffer`'s 576 are a slice's 8 k-steps written out (8 x 64) plus those 64; `dbuf`'s
+#   1,088 are the two slices of one trip (16 x 64) plus 64. Every kernel does the same FMAs.
 # * **Two buffers** are the big step, against the same kernel with one buffer: likely because
 #   the next slice's loads are in flight during the compute, and one barrier per slice instead
 #   of two (the SASS counts 3 `BAR` for dbuf: the

@@ -568,7 +568,10 @@ lesson05_steps.measure_step("vec", {
 # into 32 [banks](GLOSSARY.md#bank), and a warp's 16-byte loads are served a quarter warp (8
 # threads) at a time, one [phase](GLOSSARY.md#phase) each. The `sAT` reads are conflict-free,
 # but the `sB` reads are not: the 8 threads of a phase read 16 bytes each, 32 bytes apart, two
-# to a bank ([bank conflict](GLOSSARY.md#bank-conflict)). Lesson 06 removes that.
+# to a bank ([bank conflict](GLOSSARY.md#bank-conflict)). Lesson 06 removes that. The stores
+# that fill the tiles conflict too (the `st` rows: the scattered `sAT` stores 2-way, the `sB`
+# stores 4-way), but there are far fewer of them per slice than loads (the two **total** rows);
+# lesson 06's exercise removes the same kind of `sAT` store conflict by padding the tile.
 
 # %%
 from gemm_lessons.instruments import shared_tracer

@@ -984,25 +984,17 @@ def next_step_cases(record):
 
 def next_step_example(record, cases):
     """The case the feedback quotes: one with a gain, at the largest size, from the latest rung,
-    where neither kernel of the pair was host-bound (a pair timed while Python could not keep
-    the GPU busy compares launch costs, not techniques), or None."""
+    or None. ``cases`` come from next_step_cases, which already leaves out host-bound pairs."""
     from . import ladder
-    from .results import sgemm_rows
 
     order = list(ladder.SGEMM) + list(ladder.VARIANTS)
-
-    def host_bound(kernel, size):
-        return any(r.host_bound for r in sgemm_rows(record, kernel, size))
 
     def latest_first(case):
         kernel, size = case
         return size, order.index(kernel) if kernel in order else -1
 
-    for kernel, size in sorted(cases, key=latest_first, reverse=True):
-        answer = next_step_answer(record, kernel, size)
-        if answer and not (host_bound(kernel, size) or host_bound(answer[0], size)):
-            return kernel, size
-    return None
+    return next((case for case in sorted(cases, key=latest_first, reverse=True)
+                 if next_step_answer(record, *case)), None)
 
 
 @exercise("10-next-step", "leaderboard.technique_effects(record, size) lists (technique, lesson, without, with, "

@@ -318,6 +318,7 @@ def small_grid_markdown(record, small=(1024, 1024, 1024), large=(4096, 4096, 409
              and speed(n, small) and speed(n, large)]
     if not sms or not any(grid_blocks(n, small) < sms for n in names):
         return ""
+
     def dims(size):
         return "x".join(map(str, size))
 

@@ -220,11 +220,11 @@ class Summary:
             if ps and peak:
                 ceiling = ps[1] / 100 * peak / 1e3
                 rows.append([f"`{n}`", f"{ps[1]:.0f}%", f"{ceiling:.1f}", f"{t:.2f}", f"{100 * t / ceiling:.0f}%"])
-                shares.append((n, ps[1], t))
+                shares.append((n, ps[1], t, ceiling))
         if not rows:
             return ""
         apart = []
-        for (a, sa, ta), (b, sb, tb) in zip(shares, shares[1:]):
+        for (a, sa, ta, _), (b, sb, tb, _) in zip(shares, shares[1:]):
             gained, rose = tb / ta - 1 > 0.02, sb / sa - 1 > 0.02
             if gained != rose:
                 apart.append(f"`{b}` {100 * (tb / ta - 1):+.0f}% in speed with FFMA's share "
@@ -233,9 +233,8 @@ class Summary:
                 f"instructions times the FP32 peak ({peak / 1e3:.1f} TFLOPS), {self.comparison.source}.\n\n"
                 + tables.markdown(["step", "FFMA share", "issue ceiling (TFLOPS)", "TFLOPS", "of that ceiling"],
                                   rows, "lrrrr"))
-        best = max(shares, key=lambda x: x[2] / (x[1] / 100 * peak / 1e3))
-        text += (f"\n\nNo step reached more than {100 * best[2] / (best[1] / 100 * peak / 1e3):.0f}% of its issue "
-                 f"ceiling (`{best[0]}`).")
+        name, _, t, ceiling = max(shares, key=lambda s: s[2] / s[3])
+        text += f"\n\nNo step reached more than {100 * t / ceiling:.0f}% of its issue ceiling (`{name}`)."
         if apart:
             text += (" Where speed and FFMA's share moved apart (one changed by more than 2 % of its value, the "
                      "other did not): " + "; ".join(apart) + ".")

@@ -305,11 +305,11 @@ def test_the_issue_reading_sets_each_step_against_ffma_share_times_peak():
     s = lesson05_steps.summary(record=_record(TIMES, loop=loop))
     text = s.issue_reading()
     peak = s.comparison.peak_gflops
-    n, share = s.per_slice("vec")
+    _, share = s.per_slice("vec")
     ceiling = share / 100 * peak / 1e3
     assert f"| `vec` | {share:.0f}% | {ceiling:.1f} | 30.00 | {100 * 30 / ceiling:.0f}% |" in text
     assert "`reg2d` |" not in text  # no compiler facts recorded for it: no row
-    assert f"No step reached more than" in text
+    assert "No step reached more than" in text
     assert lesson05_steps.NotRecorded("x", "y").issue_reading() == ""
 
 

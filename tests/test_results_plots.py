@@ -256,7 +256,6 @@ def test_single_call_caveat_names_a_record_that_disagrees_with_itself():
 
 def test_small_grid_note_counts_blocks_from_the_tiles_and_reads_the_record(record):
     """Lesson 10's reading of 1024^3: the 128x128-tile rungs launch fewer blocks than the GPU has SMs."""
-    from gemm_lessons import counting
     assert leaderboard.grid_blocks("reg1d", (1024, 1024, 1024)) == 64
     assert leaderboard.grid_blocks("reg1d_64x64", (1000, 1000, 7)) == 16 * 16
     assert leaderboard.grid_blocks("smem_tile", (1024, 1024, 1024)) == 1024

@@ -60,3 +60,60 @@ def sgemm_traffic(name, M, N, K):
     BM, BN, TM, TN = RUNG_TILES[name]
     shared = 0 if name.startswith("naive") else M * N * K * (1 / TM + 1 / TN)
     return {"global": tiled_global_loads(M, N, K, BM, BN), "shared": shared}
+
+
+def shared_wavefront_ms(wavefronts, sm_count, clock_mhz):
+    """Milliseconds that ``wavefronts`` take if each SM's shared memory serves one per clock
+    (32 banks x 4 bytes per clock: the CUDA C++ Programming Guide's shared-memory sections) and
+    the work is spread over every SM.  At the device's highest clock: a lower bound."""
+    return wavefronts / (sm_count * clock_mhz * 1e6) * 1e3
+
+
+def transpose_conflict_reading(table, unpadded, padded, unpadded_kernel="smem_tile",
+                               padded_kernel="smem_padded"):
+    """Markdown: is the padded tile's speedup what its saved shared-memory wavefronts are worth?
+
+    ``unpadded`` and ``padded`` are shared_tracer traces of one block of each kernel; ``table`` a
+    measure.compare_transpose table timing both on the same matrix.  The estimate adds, to the
+    padded kernel's measured time, the time of the extra wavefronts of the unpadded one at one
+    wavefront per SM per clock (shared_wavefront_ms)."""
+    rows = {r.kernel: r for r in table.rows}
+    if unpadded_kernel not in rows or padded_kernel not in rows:
+        return f"No timing of `{unpadded_kernel}` and `{padded_kernel}` to read ({table.source})."
+    fast, slow, dev = rows[padded_kernel], rows[unpadded_kernel], table.record.device
+    ld_u, ld_p = unpadded.totals("ld"), padded.totals("ld")
+    blocks = fast.rows * fast.cols / (32 * ld_u["instructions"])  # each warp-wide read moves 32 elements
+
+    def per_block(t):
+        return t.totals("ld")["wavefronts"] + t.totals("st")["wavefronts"]
+
+    times = ld_u["wavefronts"] // max(ld_p["wavefronts"], 1)
+    extra = (per_block(unpadded) - per_block(padded)) * blocks
+    extra_ms = shared_wavefront_ms(extra, dev.sm_count, dev.clock_mhz)
+    estimate = fast.median_ms + extra_ms
+    return (
+        f"**Why not {times}x?** The conflicts slow one thing only: the "
+        f"shared-memory column reads ({ld_u['wavefronts']:,} wavefronts per block instead of {ld_p['wavefronts']:,}). "
+        f"Both kernels read and write the same {transpose_bytes(fast.rows, fast.cols) / 2**20:,.0f} MiB of DRAM and "
+        f"store their tiles without conflicts. Over the {blocks:,.0f} blocks of a {fast.rows}x{fast.cols} matrix, the "
+        f"unpadded tile costs {extra / 1e6:,.1f} M more wavefronts. If each of the {dev.sm_count} SMs serves one "
+        f"wavefront per clock ([32 banks of 4 bytes each per clock](https://docs.nvidia.com/cuda/"
+        f"cuda-c-programming-guide/index.html#shared-memory-5-x)) at its highest clock ({dev.clock_mhz:,.0f} MHz), they take at least "
+        f"**{extra_ms:.3f} ms**.\n\n"
+        f"| | ms per call |\n|---|---:|\n"
+        f"| `{padded_kernel}`, measured | {fast.median_ms:.3f} |\n"
+        f"| + the extra wavefronts | {extra_ms:.3f} |\n"
+        f"| = estimate for `{unpadded_kernel}` | {estimate:.3f} ({estimate / fast.median_ms:.2f}x) |\n"
+        f"| `{unpadded_kernel}`, measured | {slow.median_ms:.3f} ({slow.median_ms / fast.median_ms:.2f}x) |\n\n"
+        f"The measured difference, {slow.median_ms - fast.median_ms:.3f} ms, is "
+        f"{100 * (slow.median_ms - fast.median_ms) / extra_ms:.0f}% of the extra wavefronts' estimated time "
+        f"({table.source}). "
+        + ("The estimate is higher than the measurement: likely, part of the extra shared-memory work "
+           "overlaps with waits that the padded kernel has as well (DRAM, barriers); this is not measured."
+           if estimate > slow.median_ms else
+           "The measurement is higher than the estimate: the clock under load is below its highest, "
+           "or something besides the wavefronts costs time too.")
+        + f" Either way, shared memory is a small part of the padded kernel's {fast.median_ms:.3f} ms: its "
+        f"{per_block(padded) * blocks / 1e6:,.1f} M wavefronts take "
+        f"{shared_wavefront_ms(per_block(padded) * blocks, dev.sm_count, dev.clock_mhz):.3f} ms at that rate. "
+        f"Making a small part of the time {times}x cheaper gives far less than {times}x.")

@@ -61,8 +61,10 @@ def table(record, sizes=None):
 
 class Effect(tuple):
     """(technique, lesson, without, with, TFLOPS without, TFLOPS with, change in %), and
-    ``source``: the label of the run that timed the pair when it is not the main record."""
+    ``source``: the label of the run that timed the pair when it is not the main record, and
+    ``ranges``: the p10-p90 TFLOPS of both, ((without p10, p90), (with p10, p90)), when recorded."""
     source = None
+    ranges = None
 
 
 def _run_name(record):
@@ -82,6 +84,9 @@ def technique_effects(record, size=(4096, 4096, 4096), extra=()):
             if b and a and b[0].gflops is not None and a[0].gflops is not None:
                 tb, ta = b[0].gflops / 1e3, a[0].gflops / 1e3
                 row = Effect((what, lesson, before, after, tb, ta, 100 * (ta / tb - 1)))
+                if None not in (b[0].gflops_p10, b[0].gflops_p90, a[0].gflops_p10, a[0].gflops_p90):
+                    row.ranges = ((b[0].gflops_p10 / 1e3, b[0].gflops_p90 / 1e3),
+                                  (a[0].gflops_p10 / 1e3, a[0].gflops_p90 / 1e3))
                 if rec is not record:
                     row.source = _run_name(rec)
                 out.append(row)
@@ -107,13 +112,30 @@ def sweep_effects(sweep):
     return sorted(out, key=lambda r: -abs(r[4]))
 
 
+def effect_mark(effect):
+    """✅ faster, ❌ slower, ≈ neither, by the p10-p90 ranges of the two kernels: faster when the
+    slowest tenth of the samples with the technique (its p10) beat the fastest tenth without (p90),
+    slower the other way round; ≈ when the ranges overlap.  Without recorded ranges, 2 % either way."""
+    ranges, pct = getattr(effect, "ranges", None), effect[6]
+    if ranges is None:
+        return "✅" if pct > 2 else ("❌" if pct < -2 else "≈")
+    (b10, b90), (a10, a90) = ranges
+    return "✅" if a10 > b90 else ("❌" if a90 < b10 else "≈")
+
+
+def _tflops_range(value, rng):
+    return f"{value:.2f}" + (f" ({rng[0]:.2f}-{rng[1]:.2f})" if rng else "")
+
+
 def effects_markdown(effects):
-    """The effects as a table; pairs timed in another run are marked † and that run named below."""
-    rows = [[what, lesson, before, after + (" †" if getattr(e, "source", None) else ""), f"{tb:.2f} → {ta:.2f}",
-             f"{'✅' if pct > 2 else ('❌' if pct < -2 else '≈')} {pct:+.1f}%"]
+    """The effects as a table, TFLOPS with their p10-p90 ranges and effect_mark's mark; pairs timed in
+    another run are marked † and that run named below."""
+    rows = [[what, lesson, before, after + (" †" if getattr(e, "source", None) else ""),
+             f"{_tflops_range(tb, e.ranges and e.ranges[0])} → {_tflops_range(ta, e.ranges and e.ranges[1])}",
+             f"{effect_mark(e)} {pct:+.1f}%"]
             for e in effects for what, lesson, before, after, tb, ta, pct in [e]]
     notes = sorted({e.source for e in effects if getattr(e, "source", None)})
-    head = ["technique", "lesson", "without", "with", "TFLOPS without → with", "change"]
+    head = ["technique", "lesson", "without", "with", "TFLOPS without → with (p10-p90)", "change"]
     return (tables.markdown(head, rows, "llllrr")
             + "".join(f"\n\n† timed together in another run: {n}" for n in notes))
 

@@ -51,6 +51,7 @@ BLOCK_LIMITS = {"registers": "launch__occupancy_limit_registers",  # blocks per 
                 "shared memory": "launch__occupancy_limit_shared_mem",
                 "warps": "launch__occupancy_limit_warps",
                 "blocks": "launch__occupancy_limit_blocks"}
+SHARED_CONFIG = "launch__shared_mem_config_size"  # bytes of shared memory the driver set aside per SM for the launch
 GLOBAL_LD_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
 GLOBAL_LD_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"  # one per warp-wide load instruction
 L1_HIT = "l1tex__t_sector_hit_rate.pct"
@@ -58,6 +59,7 @@ L2_BYTES = "lts__t_bytes.sum"
 L2_HIT = "lts__t_sector_hit_rate.pct"
 DRAM_READ, DRAM_WRITE = "dram__bytes_read.sum", "dram__bytes_write.sum"
 DRAM_THROUGHPUT = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
+ISSUE_ACTIVE = "smsp__issue_active.avg.pct_of_peak_sustained_active"  # cycles a scheduler issued, of its active ones
 SHARED = {(op, what): metric for op in ("ld", "st") for what, metric in [
     ("instructions", f"smsp__inst_executed_op_shared_{op}.sum"),
     ("wavefronts", f"l1tex__data_pipe_lsu_wavefronts_mem_shared_op_{op}.sum"),
@@ -163,7 +165,8 @@ ROWS = {
     "time": Row("duration (one launch, under ncu)", (TIME,), _one(TIME), fmt_time),
     "registers": Row("[registers](GLOSSARY.md#register) per thread", (REGISTERS,), _one(REGISTERS),
                      lambda v: f"{v:.0f}"),
-    "blocks_per_sm": Row("[blocks/SM](GLOSSARY.md#blocks-per-sm), limited by", tuple(BLOCK_LIMITS.values()),
+    "blocks_per_sm": Row("[blocks/SM](GLOSSARY.md#blocks-per-sm), limited by",
+                         tuple(BLOCK_LIMITS.values()) + (SHARED_CONFIG,),
                          _blocks_per_sm, None),  # formatted with the limiting resource, in Profile
     "occupancy_theoretical": Row("theoretical [occupancy](GLOSSARY.md#occupancy)", (OCC_THEORETICAL,),
                                  _one(OCC_THEORETICAL), fmt_pct),
@@ -177,6 +180,8 @@ ROWS = {
     "dram_bytes": Row("[DRAM](GLOSSARY.md#dram) traffic, read + written", (DRAM_READ, DRAM_WRITE),
                       _sum(DRAM_READ, DRAM_WRITE), fmt_bytes),
     "dram_throughput": Row("DRAM throughput, % of peak", (DRAM_THROUGHPUT,), _one(DRAM_THROUGHPUT), fmt_pct),
+    "issue_active": Row("[issue](GLOSSARY.md#issue) slots busy: cycles a scheduler issued an instruction",
+                        (ISSUE_ACTIVE,), _one(ISSUE_ACTIVE), fmt_pct),
     **{f"shared_{op}_{what}": Row(
         f"shared {'loads' if op == 'ld' else 'stores'}: "
         + {"instructions": "warp instructions", "wavefronts": "[wavefronts](GLOSSARY.md#wavefront)",
@@ -188,12 +193,12 @@ STALLS = "stalls"  # in a lesson's rows: the top stall reasons
 
 # What each lesson's table shows: what the lesson's text is about.
 LESSON_ROWS = {
-    "01": ("time", "sectors_per_request", "l1_hit", "l2_bytes", "l2_hit", "dram_bytes", STALLS),
+    "01": ("time", "sectors_per_request", "l1_hit", "l2_bytes", "l2_hit", "dram_bytes", "issue_active", STALLS),
     "04": ("time", "registers", "blocks_per_sm", "occupancy_theoretical", "occupancy", "shared_ld_conflicts", STALLS),
     "06": ("time", "shared_ld_instructions", "shared_ld_wavefronts", "shared_ld_conflicts",
            "shared_st_instructions", "shared_st_wavefronts", "shared_st_conflicts", STALLS),
     "08": ("time", "registers", "blocks_per_sm", "occupancy_theoretical", "occupancy", "l2_hit", "dram_throughput",
-           STALLS),
+           "issue_active", STALLS),
 }
 ALL_ROWS = tuple(ROWS) + (STALLS,)
 # The kernels each lesson profiles (ladder names): what `record` profiles for the recorded file.
@@ -645,6 +650,7 @@ def reading_04(prof=None, traced_conflicts=None, size=DEFAULT_SIZE, tile=(128, 1
             f"scoreboard) against {waits[a].get('long_scoreboard', 0):.0f}%, and one launch took "
             f"{v[b]['time'] / v[a]['time']:.2f}x as long, as fewer resident warps hiding less of the loads' latency "
             "would make it (the counters show the waits, not their cause). ")
+    text += shared_limit_reading(prof, a, b)
     M, N, K = size
     BM, BN, BK = tile
     blocks, slices = -(-M // BM) * -(-N // BN), -(-K // BK)
@@ -662,6 +668,32 @@ def reading_04(prof=None, traced_conflicts=None, size=DEFAULT_SIZE, tile=(128, 1
     text += (f"`{c}`'s largest stall reason is {top_c[0].replace('_', ' ')} ({top_c[1]:.0f}%)"
              + (": waiting on shared memory, as its conflicts suggest" if top_c[0] == "short_scoreboard" else "")
              + f"; its launch took {v[c]['time'] / v[a]['time']:.2f}x as long as `{a}`'s.")
+    return text
+
+
+def shared_limit_reading(prof, a, b):
+    """Why kernel ``b``'s blocks/SM names shared memory as a limit when kernel ``a``, with the same
+    shared arrays, fits more blocks by shared memory: ncu counts that limit against the shared memory
+    the driver set aside for the launch (SHARED_CONFIG, where recorded).  Empty when it does not."""
+    limit = {n: (prof.counters.get(n) or {}).get(BLOCK_LIMITS["shared memory"]) for n in (a, b)}
+    reg = (prof.counters.get(b) or {}).get(BLOCK_LIMITS["registers"])
+    if None in (limit[a], limit[b], reg) or not limit[b] < limit[a] or limit[b] != reg:
+        return ""
+    config = {n: (prof.counters.get(n) or {}).get(SHARED_CONFIG) for n in (a, b)}
+    text = (f"The table also names shared memory as a limit of `{b}`: {limit[b]:.0f} block(s) per SM against "
+            f"{limit[a]:.0f} for `{a}`, whose shared arrays are the same size. ncu counts that limit against the "
+            "shared memory the driver set aside on each SM for the launch (the rest of the same storage serves as "
+            "L1 cache; the driver chooses the split, see the [CUDA C++ Programming Guide on the shared memory "
+            "carveout](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#shared-memory-8-x))")
+    if None not in config.values():
+        text += (f". It set aside {config[b] / 1024:,.0f} KiB for `{b}` against {config[a] / 1024:,.0f} KiB for "
+                 f"`{a}`: " + ("less, enough for the blocks the registers allow. The registers set the limit; the "
+                               "shared-memory limit follows it. " if config[b] < config[a] else
+                               "not less, so the split does not explain the lower limit. "))
+    else:
+        text += (". A likely reading, not recorded here (the record has no `launch__shared_mem_config_size`): "
+                 "the driver set aside shared memory for the one block the registers allow, so the registers set "
+                 "the limit and the shared-memory limit follows it. ")
     return text
 
 
@@ -698,12 +730,28 @@ def reading_08(prof=None):
     if reasons == {"not selected"}:
         text += (f"The largest stall reason of both is *not selected* ({top['dbuf'][1]:.0f}% and "
                  f"{top['warptile'][1]:.0f}% of active warp-cycles): a warp was ready to issue but its scheduler "
-                 "issued another warp's instruction, so there were ready warps to hide latency with. Whether "
-                 "instruction issue itself is then the limit, these counters do not show (an issue-slot "
-                 "utilisation counter would).")
+                 "issued another warp's instruction, so there were ready warps to hide latency with. "
+                 + issue_reading(prof, names))
     else:
         text += "Largest stall reasons: " + ", ".join(f"{n} {r} ({v:.0f}%)" for n, (r, v) in top.items()) + "."
     return text
+
+
+def issue_reading(prof, names):
+    """One sentence: were the schedulers' issue slots full (ISSUE_ACTIVE) for ``names``?  80% or more of
+    the active cycles counts as full (at most one instruction per scheduler per cycle)."""
+    busy = {n: prof.value(n, "issue_active") for n in names}
+    if any(v is None for v in busy.values()):
+        return ("Whether instruction issue itself was the limit, these counters do not show (the record has no "
+                "issue-slot counter).")
+    shown = " and ".join(f"{v:.0f}% (`{n}`)" for n, v in busy.items())
+    if min(busy.values()) >= 80:
+        return (f"The schedulers issued an instruction in {shown} of their active cycles, close to the limit of "
+                "one per cycle: the number of instructions to issue is what held them back.")
+    if max(busy.values()) < 80:
+        return (f"The schedulers issued an instruction in {shown} of their active cycles, short of the limit of "
+                "one per cycle: issue slots alone were not the limit, and these counters do not say what was.")
+    return f"The schedulers issued an instruction in {shown} of their active cycles (the limit is one per cycle)."
 
 
 # --- recording, on a GPU --------------------------------------------------------------------

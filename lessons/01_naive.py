@@ -179,6 +179,7 @@ facts
 
 # %%
 from IPython.display import Markdown, display
+from gemm_lessons import profiler
 
 # What the table above and the profile before it say, in sentences made from their numbers
 sass = (facts.facts.get("naive") or {}).get("sass") or {}
@@ -208,11 +209,11 @@ if l1 is not None and dram and stalls:
     if stalls[0][0] in memory:
         text.append("The warps waited mostly for global memory: the loads are what held this kernel back.")
     else:
-        text.append("The most frequent one is not a wait for global memory. Warps that are ready but not picked, "
-                    "or that wait for a busy arithmetic pipe, point to a kernel with more instructions to issue "
-                    "than the SM can take. Likely culprits: the two loads per `FFMA` and the integer arithmetic "
-                    "that computes their addresses (the table above counts only the loads). Lesson 02 removes "
-                    "most of those loads.")
+        text.append("The most frequent one is not a wait for global memory: warps were ready but not picked, "
+                    "or waited for a busy arithmetic pipe. " + profiler.issue_reading(prof, ["naive"]))
+        if (prof.value("naive", "issue_active") or 0) >= 80:
+            text.append("Likely culprits: the two loads per `FFMA` and the integer arithmetic that computes their "
+                        "addresses (the table above counts only the loads). Lesson 02 removes most of those loads.")
 display(Markdown("\n\n".join(text)))
 
 # %% [markdown]

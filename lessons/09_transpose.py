@@ -216,6 +216,10 @@ exercises.compare_prediction(my_ratio, table.gbs("smem_padded") / table.gbs("sme
                              "smem_padded vs smem_tile at 8192x8192 (times the GB/s)", table.source)
 
 # %%
+from IPython.display import Markdown
+Markdown(counting.transpose_conflict_reading(table, unpadded, padded))
+
+# %%
 best = max(ladder.TRANSPOSE, key=table.gbs)
 print(f"best rung: {best}, {table.gbs(best):,.0f} GB/s = {100 * table.gbs(best) / table.gbs('cublas_sgeam'):.0f}% "
       f"of cuBLAS sgeam and {100 * table.gbs(best) / table.gbs('copy_float4'):.0f}% of the copy ({table.source})")

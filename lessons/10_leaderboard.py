@@ -95,14 +95,13 @@ Markdown(leaderboard.roofline_markdown(record, counters))
 # ## What each technique was worth
 #
 # Each row compares two kernels named after the technique that separates them (some rows change
-# more than one thing: the label says what), timed in the same run at 4096^3
-# (✅ more than 2 % faster, ❌ more than 2 % slower, ≈ within 2 %). Lesson 05's steps were
-# timed in a run of their own on the same GPU (`python -m gemm_lessons.lesson05_steps`): a
-# pair this benchmark run did not time comes from there, marked †, both kernels still from one run.
-# The 2 % threshold does not look at the spread of the timings: where a kernel's
-# [p10-p90](GLOSSARY.md#p10-p90) range is wider than a few percent (the cell below that prints
-# the last rung's p10-p90 at 8192^3 shows one), a ✅ or ❌ of a few percent is no firmer than
-# that range.
+# more than one thing: the label says what), timed in the same run at 4096^3. Each kernel's
+# TFLOPS come with their [p10-p90](GLOSSARY.md#p10-p90) range, and the mark reads the two
+# ranges: ✅ faster when the range with the technique lies wholly above the range without it,
+# ❌ slower when it lies wholly below, ≈ when the ranges overlap (the difference is within the
+# spread of the samples). Lesson 05's steps were timed in a run of their own on the same GPU
+# (`python -m gemm_lessons.lesson05_steps`): a pair this benchmark run did not time comes
+# from there, marked †, both kernels still from one run.
 
 # %%
 from gemm_lessons import lesson05_steps

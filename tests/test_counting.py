@@ -80,3 +80,37 @@ def test_the_roofline_traffic_model_counts_shared_reads(name):
     t = shared_tracer.trace_rung(name, (M, N, K), merge=False)
     reads = sum(len(i.addresses) for i in t.instructions if i.op == "ld")
     assert reads == counting.sgemm_traffic(name, M, N, K)["shared"]
+
+
+def test_shared_wavefront_time_is_one_per_sm_per_clock():
+    # 2 SMs at 1 MHz serve 2e6 wavefronts a second: 4e6 of them take 2 s
+    assert counting.shared_wavefront_ms(4e6, 2, 1) == pytest.approx(2000)
+
+
+class _Trace:
+    def __init__(self, ld, st):
+        self._t = {"ld": {"instructions": 32, "wavefronts": ld}, "st": {"instructions": 32, "wavefronts": st}}
+
+    def totals(self, op):
+        return self._t[op]
+
+
+def _table(padded_ms, unpadded_ms, n=8192):
+    from types import SimpleNamespace as NS
+    rows = [NS(kernel="smem_padded", rows=n, cols=n, median_ms=padded_ms),
+            NS(kernel="smem_tile", rows=n, cols=n, median_ms=unpadded_ms)]
+    return NS(rows=rows, record=NS(device=NS(sm_count=132, clock_mhz=1980.0)), source="a test")
+
+
+def test_transpose_conflict_reading_adds_the_extra_wavefronts_to_the_padded_time():
+    unpadded, padded = _Trace(1024, 32), _Trace(32, 32)
+    # 8192^2 elements, 32 column reads of 32 elements per block: 65,536 blocks, 992 extra each
+    extra_ms = 992 * 65536 / (132 * 1980e6) * 1e3
+    text = counting.transpose_conflict_reading(_table(0.395, 0.576), unpadded, padded)
+    assert "Why not 32x?" in text and "65,536 blocks" in text and "65.0 M more wavefronts" in text
+    assert f"**{extra_ms:.3f} ms**" in text and f"{0.395 + extra_ms:.3f}" in text
+    assert f"{100 * (0.576 - 0.395) / extra_ms:.0f}% of the extra" in text
+    assert "overlaps" in text  # the estimate (0.644 ms) is above the measurement
+    assert "below its highest" in counting.transpose_conflict_reading(_table(0.395, 0.9), unpadded, padded)
+    assert "No timing" in counting.transpose_conflict_reading(_table(0.395, 0.5, n=64).__class__(
+        rows=[], record=None, source="x"), unpadded, padded)

@@ -433,3 +433,31 @@ def test_lesson_04_reading_follows_the_recorded_counters_and_the_tracer():
     # without recorded counters of all three: says what to run
     assert "run `python -m gemm_lessons.profiler record`" in profiler.reading_04(
         profiler.recorded(["reg2d"], rows=profiler.LESSON_ROWS["04"]))
+
+
+def test_issue_reading_says_whether_the_issue_slots_were_full():
+    def prof(*busy):
+        counters = {f"k{i}": ({profiler.ISSUE_ACTIVE: b} if b is not None else {}) for i, b in enumerate(busy)}
+        return profiler.Profile((1, 1, 1), ("issue_active",), counters, "test")
+    full = profiler.issue_reading(prof(91.0, 85.0), ["k0", "k1"])
+    assert "91% (`k0`) and 85% (`k1`)" in full and "held them back" in full
+    assert "were not the limit" in profiler.issue_reading(prof(40.0), ["k0"])
+    assert "held them back" not in profiler.issue_reading(prof(90.0, 50.0), ["k0", "k1"])
+    assert "no issue-slot counter" in profiler.issue_reading(prof(None), ["k0"])
+    assert "| [issue](GLOSSARY.md#issue) slots busy" in prof(91.0)._repr_markdown_()
+
+
+def test_shared_limit_reading_names_the_drivers_split_only_when_it_applies():
+    lim = profiler.BLOCK_LIMITS
+
+    def prof(config=None):
+        a = {lim["shared memory"]: 7.0, lim["registers"]: 2.0}
+        b = {lim["shared memory"]: 1.0, lim["registers"]: 1.0}
+        if config:
+            a[profiler.SHARED_CONFIG], b[profiler.SHARED_CONFIG] = config
+        return profiler.Profile((1, 1, 1), ("blocks_per_sm",), {"a": a, "b": b}, "test")
+    assert "A likely reading, not recorded here" in profiler.shared_limit_reading(prof(), "a", "b")
+    measured = profiler.shared_limit_reading(prof((102400.0, 16384.0)), "a", "b")
+    assert "16 KiB for `b` against 100 KiB for `a`: less" in measured and "likely" not in measured
+    assert "does not explain" in profiler.shared_limit_reading(prof((16384.0, 16384.0)), "a", "b")
+    assert profiler.shared_limit_reading(prof(), "b", "a") == ""  # a's limit is not the lower one

@@ -373,7 +373,7 @@ def measured_sentences(record, counters=None, copy_gbs=None):
                 f"{seconds * 1e3:.1f} ms, {gbs:,.0f} GB/s")
         if copy_gbs:
             text += (f", {100 * gbs / copy_gbs:.0f}% of the copy bandwidth the benchmark measured on this GPU "
-                     f"({copy_gbs:,.0f} GB/s, results/{results.slug(record.device.name)}.json; a copy's rate counts its "
+                     f"({copy_gbs:,.0f} GB/s, in the benchmark's record of this GPU; a copy's rate counts its "
                      "reads and writes together)")
         out.append(text + ".")
     return out
@@ -386,7 +386,7 @@ def l2_size(record=None):
     """(bytes, where the number comes from): the driver's L2 size in the record, else assumed."""
     recorded = record.extra.get("l2_bytes") if record is not None else None
     if recorded:
-        return recorded, f"{recorded / 2**20:.0f} MiB, the L2 the driver reported on {record.device.name}"
+        return recorded, f"{recorded / 2**20:.0f} MiB, as the driver reported it"
     return ASSUMED_L2_BYTES, (f"{ASSUMED_L2_BYTES / 2**20:.0f} MiB, assumed (an H100's L2; the block-order "
                               "record will hold the size the driver reports)")
 

@@ -700,7 +700,7 @@ def _simulator_only(exercise_id, kernel, name=None):
         ok, message = run_on_simulator(code, "the technique check")
     except Exception as e:  # noqa: BLE001 (the GPU part has already been checked)
         return None, f"(the simulator part could not run in a child process: {str(e)[-300:]})"
-    return ok, "on the simulator (child process): " + message
+    return ok, "on the CUDA simulator (in a separate process): " + message.rstrip(".")
 
 
 def _on_gpu(exercise_id, kernel, right_msg, sass_part=None):

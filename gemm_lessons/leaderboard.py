@@ -9,8 +9,6 @@ import os
 from . import ladder, results, tables
 from .records import TuningRecord
 from .results import label, sgemm_rows
-from .sgemm_kernels.warptile import TileConfig
-from .tuning import SWEEP_BASE
 
 # (technique, lesson, the kernel without it, the kernel with it): pairs timed in the same run
 TECHNIQUES = [
@@ -94,24 +92,6 @@ def technique_effects(record, size=(4096, 4096, 4096), extra=()):
     return out
 
 
-def sweep_effects(sweep):
-    """The same for single changes in the recorded tile sweep: each pair of configurations
-    that differ in one field (both timed in the same run), from the sweep's base value of that
-    field to the other value."""
-    rows = {r.label: r for r in sweep.rows if r.gflops}
-    configs = {lab: TileConfig(**r.config) for lab, r in rows.items()}
-    out = []
-    for lab, cfg in configs.items():
-        for other_lab, other in configs.items():
-            diff = [f for f in cfg.__dataclass_fields__ if getattr(cfg, f) != getattr(other, f)]
-            if len(diff) == 1 and getattr(other, diff[0]) == getattr(SWEEP_BASE, diff[0]):
-                f = diff[0]
-                out.append((f"{f}: {getattr(other, f)} -> {getattr(cfg, f)}", other_lab,
-                            rows[other_lab].gflops / 1e3, rows[lab].gflops / 1e3,
-                            100 * (rows[lab].gflops / rows[other_lab].gflops - 1)))
-    return sorted(out, key=lambda r: -abs(r[4]))
-
-
 def effect_mark(effect):
     """✅ faster, ❌ slower, ≈ neither, by the p10-p90 ranges of the two kernels: faster when the
     slowest tenth of the samples with the technique (its p10) beat the fastest tenth without (p90),
@@ -138,11 +118,6 @@ def effects_markdown(effects):
     head = ["technique", "lesson", "without", "with", "TFLOPS without → with (p10-p90)", "change"]
     return (tables.markdown(head, rows, "llllrr")
             + "".join(f"\n\n† timed together in another run: {n}" for n in notes))
-
-
-def sweep_markdown(effects, top=12):
-    rows = [[change, base, f"{tb:.2f} → {ta:.2f}", f"{pct:+.1f}%"] for change, base, tb, ta, pct in effects[:top]]
-    return tables.markdown(["one change", "in configuration", "TFLOPS before → after", "change"], rows, "llrr")
 
 
 def roofline_rows(record, counters=None, size=(4096, 4096, 4096)):

@@ -138,14 +138,17 @@ def edges_sentence(rec):
     if wide and odd and "gflops" in wide and "gflops" in odd:
         text += (f" The calibration at {wide['size']}^3 put the any-shape kernel at {odd['gflops'] / 1e3:.1f} TFLOPS "
                  f"against {wide['gflops'] / 1e3:.1f} for the wide kernel with the same tiles "
-                 f"({100 * odd['gflops'] / wide['gflops']:.0f}%), on the same aligned square: the edge loads cost "
-                 "that much even where every load could have been 16 bytes wide. At the odd shape it reached "
-                 f"{tflops(ODD_SHAPE, b.single_gl.median_ms):.1f} TFLOPS in single calls: the kernel, more than the "
-                 "shape, sets the price.")
-        if odd.get("local_bytes"):
-            text += (f" The compiler gave it {odd.get('registers')} registers and {odd['local_bytes']} bytes of local "
-                     "memory per thread (spills) where the wide kernel has "
-                     f"{wide.get('local_bytes', 0)}: a likely part of that cost, not measured on its own.")
+                 f"({100 * odd['gflops'] / wide['gflops']:.0f}%), on the same aligned square, where every load "
+                 "could have been 16 bytes wide: the any-shape kernel is that much slower before any odd edge. At the "
+                 f"odd shape it reached {tflops(ODD_SHAPE, b.single_gl.median_ms):.1f} TFLOPS in single calls: the "
+                 "kernel, more than the shape, sets the price.")
+        what = "its scalar, predicated global loads and stores"
+        if odd.get("local_bytes") and not wide.get("local_bytes"):
+            what += (f" and its spills (the compiler gave it {odd.get('registers')} registers and "
+                     f"{odd['local_bytes']} bytes of local memory per thread, the wide kernel "
+                     f"{wide.get('registers')} and {wide.get('local_bytes', 0)})")
+        text += (f" Among its differences from the wide kernel are {what}; how much of the cost each one takes was "
+                 "not measured.")
     return text
 
 
@@ -250,6 +253,100 @@ def call_costs_figure(costs, size=256, ax=None):
     return ax
 
 
+def recorded_costs(rec):
+    """The record's per-call costs as a CallCosts."""
+    return CallCosts(rec.overhead or [], f"recorded on {label(rec)}")
+
+
+def _find(names, text):
+    return next((c for c in names if c.startswith(text)), None)
+
+
+def issue_less_count(costs, a, b):
+    """([sizes where ``a`` took less issue time than ``b``], sizes where both were measured), the
+    times compared as the table shows them (whole µs: equal there is not less)."""
+    sizes = [n for n in costs.sizes()
+             if not (math.isnan(costs.get(a, n)) or math.isnan(costs.get(b, n)))]
+    return [n for n in sizes if round(costs.get(a, n)) < round(costs.get(b, n))], sizes
+
+
+def cheapest(costs, size, what="issue_us"):
+    """(caller, µs) with the least ``what`` at ``size``, or (None, nan)."""
+    got = [(c, costs.get(c, size, what)) for c in costs.callers()]
+    got = [(c, v) for c, v in got if not math.isnan(v)]
+    return min(got, key=lambda x: x[1]) if got else (None, float("nan"))
+
+
+def below_issue(costs, what):
+    """[(caller, size, its ``what`` µs, its issue µs)] where ``what`` ("sync_us" or "event_us") is
+    below the issue time, as the table shows them (whole µs)."""
+    out = []
+    for c in costs.callers():
+        for n in costs.sizes():
+            v, issue = costs.get(c, n, what), costs.get(c, n)
+            if not (math.isnan(v) or math.isnan(issue)) and round(v) < round(issue):
+                out.append((c, n, v, issue))
+    return out
+
+
+def call_costs_notes(costs, rec=None, size=256, lib="gl.sgemm(A, B, C)"):
+    """What the per-call table shows, read off it: how far each caller's issue time moved over the
+    sizes, event over issue per size, the cells where a round trip or a bracketed call came out
+    below the issue time, the caller that cost the host least at ``size``, and at how many sizes
+    ``lib`` cost the host less than each other caller, in this run and (``rec``) in the record."""
+    names, sizes = costs.callers(), costs.sizes()
+    if not names or not sizes:
+        return ""
+    runs = [("this run" if costs.measured_now else "the record", costs)]
+    if rec is not None and costs.measured_now and rec.overhead:
+        runs.append(("the record", recorded_costs(rec)))
+    lines = []
+    spans = []
+    for c in names:
+        vals = [costs.get(c, n) for n in sizes if not math.isnan(costs.get(c, n))]
+        if vals:
+            spans.append(f"{c} {min(vals):.0f} to {max(vals):.0f} µs")
+    lines.append(f"Issue time over the {len(sizes)} sizes, lowest to highest: " + "; ".join(spans) + ".")
+    ratios = []
+    for n in sizes:
+        r = [costs.get(c, n, "event_us") / costs.get(c, n) for c in names
+             if costs.get(c, n) and not math.isnan(costs.get(c, n, "event_us") / costs.get(c, n))]
+        if r:
+            ratios.append(f"{n}^2 {min(r):.1f} to {max(r):.1f}")
+    lines.append(f"Event time / issue time, lowest to highest over the {len(names)} callers: "
+                 + "; ".join(ratios) + ".")
+    low = []
+    for what, name in (("sync_us", "sync"), ("event_us", "event")):
+        found = below_issue(costs, what)
+        low.append(f"{name} below issue: " + ("; ".join(f"{c} at {n}^2 ({v:.0f} against {i:.0f} µs)"
+                                                        for c, n, v, i in found) if found else "nowhere"))
+    lines.append(low[0][0].upper() + low[0][1:] + ". " + low[1][0].upper() + low[1][1:] + ".")
+    if lib in names:
+        lines.append(f"The plans `{lib}` ran (`dispatch.plan_for`; split-K is two kernels): "
+                     + "; ".join(f"{n}^2 {dispatch.plan_for(n, n, n, True)}" for n in sizes) + ".")
+    best = [(where, *cheapest(t, size)) for where, t in runs]
+    text = f"Least issue time at {size}^2: " + ", ".join(f"{c} ({v:.0f} µs) in {where}" for where, c, v in best)
+    if len(best) > 1:
+        text += ": the two runs " + ("agree" if best[0][1] == best[1][1] else "disagree")
+    lines.append(text + ".")
+    head = (f"**Reading the table above**, {costs.source}"
+            + (f"; the record: {label(rec)}" if len(runs) > 1 else "") + "\n\n")
+    out = head + "\n".join("* " + line for line in lines)
+    if lib in names:
+        body = []
+        for other in names:
+            if other == lib:
+                continue
+            row_ = [other]
+            for _, t in runs:
+                less, both = issue_less_count(t, lib, other)
+                row_.append(f"{len(less)} of {len(both)}")
+            body.append(row_)
+        out += ("\n\n" + tables.markdown([f"{lib} took less issue time than", *(f"sizes, {w}" for w, _ in runs)],
+                                          body, "l" + "r" * len(runs)))
+    return out
+
+
 def overhead_sentence(rec, size=256):
     """The per-call costs at ``size`` in one generated sentence (from the record)."""
     costs = CallCosts(rec.overhead or [], "")
@@ -323,6 +420,24 @@ def waves(shape, plan, model):
             "last_wave": (blocks - (n - 1) * slots) / slots, "k_per_block": plan.k_chunk(K)}
 
 
+def last_wave_sentence(shape, plan, model):
+    """How ``model`` charges ``plan``'s last wave at ``shape``: blocks, slots, how full the wave is,
+    the blocks on its busiest SM and the share of a full SM's rate the model gives that SM."""
+    w = waves(shape, plan, model)
+    rest = w["blocks"] - (w["waves"] - 1) * w["slots"]
+    busiest = -(-rest // model.sms)
+    s = model.speed(plan)
+    share = s.sm_rate(busiest, model.sms) / s.sm_rate(s.blocks_per_sm, model.sms)
+    how = ("between a full SM's and the calibration's rate of one block alone on an SM" if s.lone_gflops else
+           f"1/{s.blocks_per_sm} of a full SM per block, as in a full wave: no rate of one block alone on an SM "
+           "was measured")
+    plural = lambda n, word: f"{n} {word}" + ("" if n == 1 else "s")  # noqa: E731
+    return (f"{plan} at {shape_name(shape)}: {plural(w['blocks'], 'block')} for {w['slots']} slots "
+            f"({w['blocks_per_sm']} per SM x {model.sms} SMs), {plural(w['waves'], 'wave')}, the last "
+            f"{100 * w['last_wave']:.0f}% full; the busiest SM of the last wave holds {plural(busiest, 'block')}, and "
+            f"the model gives that SM {share:.2f} of a full SM's rate ({how}).")
+
+
 def waves_figure(shape, plans, model, ax=None):
     """For each plan, one strip per resident block slot over the SMs: how the first wave fills
     the GPU (blocks handed out one per SM first: an assumption, the hardware's order is not
@@ -379,17 +494,36 @@ def split_k_gain(r):
     return min(whole) / min(split) if split and whole else float("nan")
 
 
+def split_k_best(r):
+    """(fastest plan without split-K, its ms, fastest plan with split-K, its ms) of a ShapeRow whose
+    plans were timed (back to back), or None."""
+    timed = {p: ms for p, ms in (r.plans_ms or {}).items() if isinstance(ms, float)}
+    whole = [p for p in timed if " split " not in p]
+    split = [p for p in timed if " split " in p]
+    if not (whole and split):
+        return None
+    w, s = min(whole, key=timed.get), min(split, key=timed.get)
+    return w, timed[w], s, timed[s]
+
+
+def split_k_compared(r):
+    """The two plans split_k_gain compares at ``r``'s shape, with their times (back to back)."""
+    best = split_k_best(r)
+    if best is None:
+        return ""
+    whole, w_ms, split, s_ms = best
+    shape = tuple(r.shape)
+    return (f"the fastest plan without split-K, {whole}, took {w_ms:.3f} ms ({tflops(shape, w_ms):.1f} TFLOPS); "
+            f"the fastest with it, {split}, {s_ms:.3f} ms ({tflops(shape, s_ms):.1f} TFLOPS): {w_ms / s_ms:.2f}x as "
+            "fast.")
+
+
 def split_k_sentence(rec, shape=SKINNY_SHAPE):
     r = row(rec, shape)
-    if r is None or not r.plans_ms:
+    if r is None or split_k_best(r) is None:
         return ""
-    timed = {p: ms for p, ms in r.plans_ms.items() if isinstance(ms, float)}
-    whole = min((p for p in timed if " split " not in p), key=timed.get)
-    split = min((p for p in timed if " split " in p), key=timed.get)
-    text = (f"At {shape_name(shape)} ({label(rec)}, back to back) the fastest plan without split-K, {whole}, took "
-            f"{timed[whole]:.3f} ms ({tflops(shape, timed[whole]):.1f} TFLOPS); the fastest with it, {split}, "
-            f"{timed[split]:.3f} ms ({tflops(shape, timed[split]):.1f} TFLOPS): {timed[whole] / timed[split]:.2f}x as "
-            f"fast. gl.sgemm chose {r.plan}")
+    text = (f"At {shape_name(shape)} ({label(rec)}, back to back) " + split_k_compared(r)
+            + f" gl.sgemm chose {r.plan}")
     if r.pct_cublas_single:
         text += (f", which ran at {r.pct_cublas_single:.0f}% of cuBLAS in single calls and "
                  f"{r.pct_cublas_back_to_back:.0f}% back to back")
@@ -404,6 +538,7 @@ class ShapeTable:
     source: str
     measured_now: bool = False
     rec: object = field(default=None, repr=False)
+    all_plans: bool = False  # every candidate plan was timed: the table names the two split_k_gain compares
 
     def get(self, shape):
         return next((r for r in self.rows if tuple(r.shape) == tuple(shape)), None)
@@ -436,9 +571,12 @@ class ShapeTable:
                          f"{c.median_ms:.3f}" if c else "",
                          f"{r.pct_cublas_single:.1f}%" if r.pct_cublas_single else "",
                          f"{r.pct_cublas_back_to_back:.1f}%" if r.pct_cublas_back_to_back else ""])
+        timed = [f"Every candidate plan timed at {shape_name(r.shape)}, back to back: {split_k_compared(r)}"
+                 for r in self.rows if self.all_plans and not r.error and split_k_best(r)]
         return (f"**gl.sgemm against cuBLAS**, {self.source}\n\n"
-                + tables.markdown(["M x N x K", "plan", "check", "gl.sgemm ms, single call", "cuBLAS ms",
-                                   "% of cuBLAS, single", "% of cuBLAS, back to back"], body, "lllrrrr"))
+                + tables.markdown(["M x N x K", "plan", "check", "gl.sgemm ms, single call", "cuBLAS ms, single call",
+                                   "% of cuBLAS, single", "% of cuBLAS, back to back"], body, "lllrrrr")
+                + "".join(f"\n\n{t}" for t in timed))
 
     def __repr__(self):
         return self._repr_markdown_()
@@ -452,7 +590,7 @@ def measure_shapes(shapes, all_plans=False, repeats=20, rec=None, progress=True)
         rec = rec or load()
         rows = [row(rec, s) for s in shapes]
         return ShapeTable([r for r in rows if r is not None],
-                          f"recorded on {label(rec)} (not measured here: CUDA simulator)", False, rec)
+                          f"recorded on {label(rec)} (not measured here: CUDA simulator)", False, rec, all_plans)
     from . import shapes as suite
     from .device import device_info
     from .progress import bar
@@ -463,35 +601,67 @@ def measure_shapes(shapes, all_plans=False, repeats=20, rec=None, progress=True)
         rows.append(suite.measure_shape("lesson", tuple(s), repeats, pbar, all_plans))
         pbar.update()
     pbar.close()
-    return ShapeTable(rows, f"measured on {device_info().name} now", True)
+    return ShapeTable(rows, f"measured on {device_info().name} now", True, all_plans=all_plans)
 
 
 # ---------------------------------------------------------------------------------- dispatch
+CALLERS = {"gl": "gl.sgemm(A, B, C)", "cublas": "cuBLAS (nvmath wrapper)"}
+
+
+def issue_near(rec, r, who="gl"):
+    """(size, issue µs) of the record's issue time for ``who`` ("gl" or "cublas") on square
+    matrices of the size nearest ``r``'s (within 10%; squares only), or None."""
+    M, N, K = r.shape
+    if not (M == N == K):
+        return None
+    sizes = [o for o in rec.overhead or [] if o.caller == CALLERS[who] and o.issue_us and abs(o.size - M) <= 0.1 * M]
+    if not sizes:
+        return None
+    o = min(sizes, key=lambda o: abs(o.size - M))
+    return o.size, o.issue_us
+
+
 def host_bound(rec, r, who="gl"):
     """Whether ``who``'s ("gl" or "cublas") back-to-back time at ``r``'s shape is within reach of
     the host's time to issue one call, measured on square matrices of the nearest size (within
     10%): then it times Python, not the kernel (the rule of gemm_lessons.timing)."""
     stats = getattr(r, f"back_to_back_{who}", None)
-    if stats is None:
+    near = issue_near(rec, r, who)
+    if stats is None or near is None:
         return False
-    M, N, K = r.shape
-    if not (M == N == K):
-        return False
-    caller = "gl.sgemm(A, B, C)" if who == "gl" else "cuBLAS (nvmath wrapper)"
-    sizes = [o for o in rec.overhead or [] if o.caller == caller and o.issue_us and abs(o.size - M) <= 0.1 * M]
-    if not sizes:
-        return False
-    issue_ms = min(sizes, key=lambda o: abs(o.size - M)).issue_us * 1e-3
-    return issue_ms >= HOST_BOUND * stats.median_ms
+    return near[1] * 1e-3 >= HOST_BOUND * stats.median_ms
+
+
+def host_bound_lines(rec):
+    """One line per host-bound measurement of the suite: the issue time it rests on and the time
+    per call back to back."""
+    lines = []
+    for r in rec.rows or []:
+        for who, name in (("gl", "gl.sgemm"), ("cublas", "cuBLAS")):
+            if not r.error and host_bound(rec, r, who):
+                n, issue = issue_near(rec, r, who)
+                per_call = getattr(r, f"back_to_back_{who}").median_ms * 1e3
+                lines.append(f"{shape_name(r.shape)}, {name}: {issue:.0f} µs to issue one call at {n}^2 (section 2's "
+                             f"record), {per_call:.0f} µs per call back to back ({100 * issue / per_call:.0f}%)")
+    return lines
+
+
+# the suite's groups (records.ShapeRow.group) as the table names them: the record's "odd" are the
+# shapes whose sides are not powers of 2 (some of them multiples of 4, which the next column shows)
+GROUPS = {"square": "square", "odd": "not powers of 2", "skinny": "skinny"}
 
 
 def suite_markdown(rec):
-    """Every shape of the suite: the plan gl.sgemm chose, the fastest plan where every plan was
-    timed, the times of one call, and % of cuBLAS single and back to back (host-bound flagged)."""
+    """Every shape of the suite: its group, whether K and N are multiples of 4 (the wide kernel's
+    condition), the plan gl.sgemm chose, the fastest plan where every plan was timed, the times of
+    one call, and % of cuBLAS single and back to back (host-bound flagged, the numbers behind each
+    flag listed under the table)."""
     body = []
     for r in rec.rows or []:
+        group = GROUPS.get(r.group, r.group)
+        four = "yes" if is_wide(r.shape) else "no"
         if r.error:
-            body.append([shape_name(r.shape), r.group, r.plan or "", "FAILED", "", "", "", ""])
+            body.append([shape_name(r.shape), group, four, r.plan or "", "FAILED", "", "", "", ""])
             continue
         flags = [w for w, bound in (("gl.sgemm", host_bound(rec, r, "gl")), ("cuBLAS", host_bound(rec, r, "cublas")))
                  if bound]
@@ -499,14 +669,17 @@ def suite_markdown(rec):
         if flags:
             b2b += f" (host-bound: {', '.join(flags)})"
         fastest = "" if not r.best_plan else ("same" if r.best_plan == r.plan else r.best_plan)
-        body.append([shape_name(r.shape), r.group, r.plan or "", fastest,
+        body.append([shape_name(r.shape), group, four, r.plan or "", fastest,
                      f"{r.single_gl.median_ms:.3f}" if r.single_gl else "",
                      f"{r.single_cublas.median_ms:.3f}" if r.single_cublas else "",
                      f"{r.pct_cublas_single:.1f}%" if r.pct_cublas_single else "", b2b])
+    bound = host_bound_lines(rec)
+    tail = ("\n\nHost-bound: the host's issue time at the nearest size measured is at least "
+            f"{100 * HOST_BOUND:.0f}% of the time per call back to back. " + "; ".join(bound) + ".") if bound else ""
     return (f"**The shape suite**, recorded on {label(rec)} (`{rec.command}`)\n\n"
-            + tables.markdown(["M x N x K", "group", "plan chosen", "fastest plan timed", "gl.sgemm ms (single)",
-                               "cuBLAS ms (single)", "% of cuBLAS, single", "% of cuBLAS, back to back"],
-                              body, "llllrrrl"))
+            + tables.markdown(["M x N x K", "group", "K, N multiples of 4", "plan chosen", "fastest plan timed",
+                               "gl.sgemm ms (single)", "cuBLAS ms (single)", "% of cuBLAS, single",
+                               "% of cuBLAS, back to back"], body, "lllllrrrl") + tail)
 
 
 def pct_figure(rec, ax=None):
@@ -662,14 +835,61 @@ def below_markdown(rec, threshold=LOW_PCT):
         if tuple(r.shape) not in shapes:
             continue
         bound = [w for w in ("gl", "cublas") if host_bound(rec, r, w)]
-        note = (" (back to back host-bound for " + " and ".join("gl.sgemm" if w == "gl" else "cuBLAS" for w in bound)
-                + ")") if bound else ""
+        note = (" (back to back host-bound for " + " and ".join(
+            f"{'gl.sgemm' if w == 'gl' else 'cuBLAS'}: {issue_near(rec, r, w)[1]:.0f} µs to issue one call at "
+            f"{issue_near(rec, r, w)[0]}^2 against {getattr(r, f'back_to_back_{w}').median_ms * 1e3:.0f} µs per call"
+            for w in bound) + ")") if bound else ""
         lines.append(f"* **{shape_name(r.shape)}** ({r.plan}): {r.pct_cublas_single:.1f}% single, "
                      f"{r.pct_cublas_back_to_back:.1f}% back to back{note}; gl.sgemm {r.single_gl.median_ms:.3f} ms "
                      f"single, {r.back_to_back_gl.median_ms:.3f} ms back to back; cuBLAS "
                      f"{r.single_cublas.median_ms:.3f} ms single, {r.back_to_back_cublas.median_ms:.3f} ms back to back")
     head = f"Shapes below {threshold:.0f}% of cuBLAS in single calls or back to back ({label(rec)}):\n\n"
     return head + ("\n".join(lines) if lines else "* none")
+
+
+def unexplained(rec, ahead=110.0, slow_single=2.0):
+    """What the suite shows and this lesson has no measurement to explain: [(kind, row, who)] with
+    kind "ahead" (gl.sgemm above ``ahead``% of cuBLAS back to back, neither host-bound) or "single"
+    (one call of ``who``, "gl" or "cublas", took more than ``slow_single`` times its time per call
+    back to back)."""
+    out = []
+    for r in rec.rows or []:
+        if r.error:
+            continue
+        if (r.pct_cublas_back_to_back and r.pct_cublas_back_to_back > ahead
+                and not (host_bound(rec, r, "gl") or host_bound(rec, r, "cublas"))):
+            out.append(("ahead", r, None))
+        for who in ("gl", "cublas"):
+            one, b2b = getattr(r, f"single_{who}"), getattr(r, f"back_to_back_{who}")
+            if one and b2b and one.median_ms > slow_single * b2b.median_ms:
+                out.append(("single", r, who))
+    return out
+
+
+def unexplained_markdown(rec, ahead=110.0, slow_single=2.0):
+    """unexplained() as a list, with the numbers each item rests on."""
+    lines = []
+    flop = lambda r: 2.0 * r.shape[0] * r.shape[1] * r.shape[2]  # noqa: E731
+    for kind, r, who in unexplained(rec, ahead, slow_single):
+        if kind == "ahead":
+            lines.append(f"**{shape_name(r.shape)}**: gl.sgemm at {r.pct_cublas_back_to_back:.1f}% of cuBLAS back to "
+                         f"back ({r.back_to_back_gl.median_ms:.3f} ms against {r.back_to_back_cublas.median_ms:.3f} ms "
+                         f"per call) and {r.pct_cublas_single:.1f}% in single calls; neither host-bound")
+            continue
+        name = "gl.sgemm" if who == "gl" else "cuBLAS"
+        one, b2b = getattr(r, f"single_{who}"), getattr(r, f"back_to_back_{who}")
+        text = (f"**{shape_name(r.shape)}**, {name}: one call took {one.median_ms:.3f} ms (10th to 90th percentile of "
+                f"{one.n} calls: {one.p10_ms:.3f} to {one.p90_ms:.3f} ms), {one.median_ms / b2b.median_ms:.1f}x its "
+                f"{b2b.median_ms:.3f} ms per call back to back")
+        near = [o for o in rec.rows or [] if o is not r and not o.error and getattr(o, f"single_{who}")
+                and abs(flop(o) / flop(r) - 1) <= 0.1]
+        if near:
+            text += "; at " + ", ".join(f"{shape_name(o.shape)} ({100 * (flop(o) / flop(r) - 1):+.0f}% work) one call "
+                                        f"took {getattr(o, f'single_{who}').median_ms:.3f} ms" for o in near)
+        lines.append(text)
+    head = (f"Not explained by this lesson ({label(rec)}): gl.sgemm above {ahead:.0f}% of cuBLAS back to back where "
+            f"neither is host-bound, and single calls more than {slow_single:.0f}x the same call back to back:\n\n")
+    return head + ("\n".join("* " + line for line in lines) if lines else "* none")
 
 
 def compiler_markdown(rec, plans=("wide 128x128", "any_shape 128x128", "any_shape 64x64")):

@@ -101,15 +101,171 @@ def _blank(value):
 
 
 def table_markdown(rows, top=None):
+    """The rows as a table, fastest first (the ``top`` fastest only, if given), then the rows
+    without a timing (invalid, or not timed on the simulator)."""
     timed = sorted([r for r in rows if r.gflops], key=lambda r: -r.gflops)
     others = [r for r in rows if not r.gflops]
     body = [[r.label, f"{r.gflops / 1e3:.2f}" if r.gflops else "", f"{r.pct_cublas:.1f}%" if r.pct_cublas else "",
-             _blank(r.registers), _blank(r.local_bytes),
+             _blank(r.threads), _blank(r.registers), _blank(r.local_bytes),
              f"{r.blocks_per_sm} ({r.limited_by})" if r.blocks_per_sm else "",
              r.invalid or ("WRONG RESULT" if r.correct is False else "")]
             for r in (timed[:top] if top else timed) + others]
-    return tables.markdown(["configuration", "TFLOPS", "% cuBLAS", "registers", "spill bytes", "blocks/SM", "note"],
-                           body, "lrrrrrl")
+    return tables.markdown(["configuration", "TFLOPS", "% cuBLAS", "threads", "registers", "spill bytes", "blocks/SM",
+                            "note"], body, "lrrrrrrl")
+
+
+def runs_sentence(sweep):
+    """Where and when the recorded sweep ran, in how many runs, and the cuBLAS each run timed
+    (a row's % of cuBLAS is against the cuBLAS of its own run)."""
+    commits = sorted({r.git_commit[:7] for r in sweep.runs if r.git_commit})
+    cublas = {}  # cuBLAS of a run -> how many rows that run timed, in the record's order
+    for r in sweep.rows:
+        if r.gflops and r.cublas_gflops_same_run:
+            cublas[r.cublas_gflops_same_run] = cublas.get(r.cublas_gflops_same_run, 0) + 1
+    timed = sum(cublas.values())
+    text = (f"Recorded on {sweep.device.name}, {sweep.date[:10]}, at {'x'.join(map(str, sweep.size))}: "
+            f"{timed} configurations timed in {len(sweep.runs)} run{'s' if len(sweep.runs) != 1 else ''}"
+            + (f" (commit {', '.join(commits)})" if commits else "") + ".")
+    if len(cublas) > 1:
+        text += (" cuBLAS, timed in each run: " + ", ".join(f"{g / 1e3:.2f} TFLOPS (the run of {n} configurations)"
+                                                           for g, n in cublas.items()) + ".")
+    return text
+
+
+def _fields(fields):
+    return (fields,) if isinstance(fields, str) else tuple(fields)
+
+
+def single_changes(rows, fields, before):
+    """Pairs (a, b) of timed rows whose configurations differ in ``fields`` and nothing else
+    (a field name, or a tuple of names that change together such as ("WM", "WN")), ``a`` the
+    one with the values ``before`` (a value, or a tuple of values)."""
+    fields = _fields(fields)
+    before = (before,) if len(fields) == 1 else tuple(before)
+    timed = [(r, TileConfig(**r.config)) for r in rows if r.config and r.gflops]
+    out = []
+    for a, ca in timed:
+        if tuple(getattr(ca, f) for f in fields) != before:
+            continue
+        for b, cb in timed:
+            if {f for f in TileConfig.__dataclass_fields__ if getattr(ca, f) != getattr(cb, f)} == set(fields):
+                out.append((a, b))
+    return out
+
+
+def same_run(a, b):
+    """Whether two rows of a recorded sweep were timed in the same run (the same cuBLAS timing)."""
+    return a.cublas_gflops_same_run is not None and a.cublas_gflops_same_run == b.cublas_gflops_same_run
+
+
+def ranges_apart(a, b):
+    """Whether the p10-p90 ranges of two rows do not overlap."""
+    return a.gflops_p90 < b.gflops_p10 or b.gflops_p90 < a.gflops_p10
+
+
+def change_pct(a, b):
+    """b's TFLOPS against a's, in % (from the unrounded timings)."""
+    return 100 * (b.gflops / a.gflops - 1)
+
+
+# The single changes lesson 08 reads, each (fields, value before the change): one buffer -> two,
+# BK 8 -> 16, the register cap off, a 64-row block, lesson 07's warp layout, no padding,
+# spread staging, the predicated if.
+CHANGES = [("stages", 1), ("BK", 8), ("max_registers", 128), ("BM", 128), (("WM", "WN"), (32, 64)),
+           ("pad_a", 4), ("spread", False), ("guard", "select")]
+
+
+def changes_markdown(rows, changes=CHANGES):
+    """Every pair of timed configurations that differ in one change of ``changes`` (see
+    single_changes): TFLOPS before and after, the change (from the unrounded timings), whether
+    the two were timed in the same run and then whether their p10-p90 ranges are apart, and
+    threads, registers, spill bytes and blocks per SM, "before → after" where they differ."""
+    def both(x, y):
+        return f"{_blank(x)}" if x == y else f"{_blank(x)} → {_blank(y)}"
+
+    body = []
+    for fields, before in changes:
+        names = _fields(fields)
+        for a, b in single_changes(rows, fields, before):
+            ca, cb = TileConfig(**a.config), TileConfig(**b.config)
+            values = ["x".join(str(getattr(c, f)) for f in names) for c in (ca, cb)]
+            runs = ("different runs" if not same_run(a, b)
+                    else "same run, ranges apart" if ranges_apart(a, b) else "same run, ranges overlap")
+            body.append([f"{'x'.join(names)}: {values[0]} → {values[1]}", a.label,
+                         f"{a.gflops / 1e3:.2f} → {b.gflops / 1e3:.2f}", f"{change_pct(a, b):+.1f}%", runs,
+                         both(a.threads, b.threads), both(a.registers, b.registers),
+                         both(a.local_bytes, b.local_bytes), both(a.blocks_per_sm, b.blocks_per_sm)])
+    return tables.markdown(["one change", "in configuration", "TFLOPS before → after", "change", "timed in",
+                            "threads", "registers", "spill bytes", "blocks/SM"], body, "llrrlrrrr")
+
+
+def pieces_16_bytes(addresses):
+    """(different 16-byte pieces of shared memory a warp-wide access touches, the most any
+    quarter warp (8 lanes) touches): ``addresses`` are byte addresses per lane, None inactive."""
+    def pieces(lanes):
+        return len({a // 16 for a in lanes if a is not None})
+
+    return pieces(addresses), max(pieces(addresses[q:q + 8]) for q in range(0, len(addresses), 8))
+
+
+def shared_traffic(configs, shape=(128, 128, 8)):
+    """Block 0 of each TileConfig's kernel at ``shape``, traced on the simulator (lesson 06's
+    shared-memory tracer and bank model; in a child process on a machine with a GPU): one dict
+    per configuration with its label, the load and store totals (instructions, wavefronts,
+    ideal, conflicts) and the worst conflict degree of any store."""
+    from .instruments import shared_tracer
+    from .instruments.simulator_process import run_on_simulator
+
+    if not _backend.SIMULATOR:
+        code = ("import json; from gemm_lessons import tuning; "
+                "from gemm_lessons.sgemm_kernels.warptile import TileConfig; "
+                f"print(json.dumps(tuning.shared_traffic([TileConfig(**c) for c in {[asdict(c) for c in configs]!r}], "
+                f"{tuple(shape)!r})))")
+        return run_on_simulator(code, "tracing")
+    from numba import cuda
+
+    M, N, K = shape
+    rng = np.random.default_rng(0)
+    A = cuda.to_device(rng.standard_normal((M, K)).astype(np.float32))
+    B = cuda.to_device(rng.standard_normal((K, N)).astype(np.float32))
+    C = cuda.device_array((M, N), np.float32)
+    out = []
+    for cfg in configs:
+        t = shared_tracer.trace(lambda: warptile.sgemm(A, B, C, config=cfg), merge=("ld", "st"))
+        stores = [i.cost.degree for i in t.instructions if i.op == "st"]
+        out.append({"label": cfg.short(), "loads": t.totals("ld"), "stores": t.totals("st"),
+                    "worst_store_degree": max(stores, default=0)})
+    return out
+
+
+def traffic_markdown(traffic):
+    """shared_traffic's result as a table."""
+    body = [[t["label"], t["loads"]["wavefronts"], t["loads"]["conflicts"], t["stores"]["wavefronts"],
+             t["stores"]["conflicts"],
+             f"{t['worst_store_degree']}-way" if t["worst_store_degree"] > 1 else "no conflict"] for t in traffic]
+    return tables.markdown(["configuration (one block)", "load wavefronts", "from conflicts", "store wavefronts",
+                            "from conflicts", "worst store"], body, "lrrrrl")
+
+
+def range_sentence(table, kernel, near=2.0):
+    """How far ``kernel``'s p10 and p90 lie from its median in a measure.compare table, next to
+    cuBLAS's; a p10 more than ``near`` % below the median is called out."""
+    row = next(r for r in table.rows if r.kernel == kernel)
+    below = 100 * (1 - row.gflops_p10 / row.gflops)
+    above = 100 * (row.gflops_p90 / row.gflops - 1)
+    text = (f"`{kernel}`: median {row.gflops / 1e3:.2f} TFLOPS, p10 {row.gflops_p10 / 1e3:.2f} ({below:.1f}% below "
+            f"the median), p90 {row.gflops_p90 / 1e3:.2f} ({above:.1f}% above)")
+    ref = next((r for r in table.rows if r.kernel == "cublas"), None)
+    if ref is not None:
+        text += f"; cuBLAS's p10 is {100 * (1 - ref.gflops_p10 / ref.gflops):.1f}% below its median"
+    text += "."
+    if below > near:
+        text += (f" About one repeat in ten of `{kernel}` ran at its p10 or slower: more than {near:g}% below the "
+                 "median. The median, which the course compares, does not move with those slow repeats; why they "
+                 "were slow, this lesson did not measure.")
+    else:
+        text += f" Its p10 lies within {near:g}% of the median: the repeats ran at about the same speed."
+    return text
 
 
 def heatmap(rows, x, y, ax=None, title=None, fixed=None):

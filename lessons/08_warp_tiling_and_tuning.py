@@ -1,23 +1,20 @@
 # %% [markdown]
 # # 08 · Warp tiles and tuning: let a sweep choose
 #
-# **Where we are.** Lesson 07's kernel is a `TileConfig` away from many others: the same
-# `make_kernel` can cut the block tile differently among warps and threads, make slices deeper,
-# drop the register cap, or stage loads differently. Which choices matter? Measure them all.
+# **Where we are.** Lesson 07's kernel is a `TileConfig` away from many others: `make_kernel`,
+# lesson 07's function that compiles the kernel for a `TileConfig`, can cut the block tile
+# differently among warps and threads, make slices deeper, drop the register cap, or stage loads
+# differently. Which choices matter? Measure them all.
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
-from gemm_lessons import counting, exercises, figures, inspect_kernel, ladder, measure, plots, results
-from gemm_lessons.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
-import functools
+from gemm_lessons import exercises, figures, inspect_kernel, ladder, measure, plots, results
 import numpy as np
-from numba import cuda, float32
 # %matplotlib inline
 print(gl.banner())
 
 # %%
 from gemm_lessons import leaderboard, tuning
-from gemm_lessons.sgemm_kernels import warptile
 from gemm_lessons.sgemm_kernels.warptile import TileConfig
 measure.recorded(["dbuf", "cublas"])  # where we start; this lesson's rung is measured below
 
@@ -39,9 +36,10 @@ figures.warp_tiles(WM=32, WN=64, ax=ax[1])
 plt.tight_layout()
 
 # %% [markdown]
-# **Predict** with lesson 06's bank model: in one `LDS.128` of B, how many different 16-byte
-# addresses does a warp present, with 2 x 16 lanes and with 4 x 8? Does it change the number of
-# wavefronts? The tracer answers for one block of each kernel:
+# **Predict** with lesson 06's bank model: in one `LDS.128` of B, and in one of A, how many
+# different 16-byte addresses does a warp present, with 2 x 16 lanes and with 4 x 8? Does it
+# change the number of wavefronts? The tracer answers for one block of each kernel (warp 0's
+# first `LDS.128` from each tile):
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -51,13 +49,32 @@ for name in ["dbuf", "warptile"]:
     ld, st = t.totals("ld"), t.totals("st")
     print(f"{name:<9} loads: {ld['instructions']} instructions, {ld['wavefronts']} wavefronts, "
           f"{ld['conflicts']} from conflicts; stores: {st['wavefronts']} wavefronts, {st['conflicts']} from conflicts")
+    for tile, array in (("A", "sA0"), ("B", "sB0")):
+        ins = t.first("ld", array)
+        in_warp, in_quarter = tuning.pieces_16_bytes(ins.addresses)
+        print(f"          first LDS.128 of {tile}: {in_warp} different 16-byte addresses in the warp, "
+              f"at most {in_quarter} in a quarter warp, {ins.cost.wavefronts} wavefronts")
 
 # %% [markdown]
-# Both are conflict-free: a quarter warp (8 lanes) of a 16-byte load reads 8 different
-# 16-byte pieces of one 128-byte row in both layouts. On this kernel the warp layout should
-# not matter for shared memory; the sweep will say whether it matters at all.
+# The answer, from the lines above: with 2 x 16 lanes a warp presents 16 different 16-byte
+# addresses of B and 2 of A; with 4 x 8 lanes, 8 of B and 4 of A. The wavefronts do not change.
+# The bank model serves an `LDS.128` a quarter warp (8 lanes) at a time, and in both layouts a
+# quarter warp reads at most 8 different pieces of B, on different banks, and one piece of A,
+# which its 8 lanes share (a [broadcast](GLOSSARY.md#broadcast)). Each quarter warp is one
+# wavefront: four per instruction in both kernels, none from conflicts. On this kernel the warp
+# layout should not matter for shared memory; the sweep will say whether it matters at all.
 #
 # ## Configurations, and the rules they must obey
+#
+# A configuration's label lists its fields. `128x128x8` is BM x BN x BK (the block tile and the
+# slice depth), `warp 32x64` is WM x WN, `thread 8x8` is TM x TN. `stages` is the number of
+# shared buffers: 1 (two barriers per slice) or 2 (lesson 07's double buffering). `pad` is
+# `pad_a`, the floats of padding at the end of each row of the transposed A tile (lesson 06).
+# `regs` is `max_registers`, the register cap (`None`: no cap). Two fields show only where they
+# differ from `TileConfig()`. **`spread`** stages the next slice float4 by float4 through the
+# k-steps of the compute, each store half a slice after its load, instead of all loads before
+# the first k-step and all stores after the last (both forms are in lesson 07's `make_kernel`).
+# **`guard`** is how the loads avoid reading outside A and B (the recorded sweep below).
 #
 # `TileConfig.validate()` checks a configuration before anything is compiled: a warp has
 # exactly 32 lanes, tiles divide evenly, the staged float4s divide among the threads, shared
@@ -77,10 +94,10 @@ for bad in [dict(WM=64, WN=64), dict(TM=6), dict(BK=64), dict(BM=64, BN=128, WM=
 # `tuning.sweep(configs)` validates each configuration, compiles it, checks it against a
 # float64 reference at an awkward shape (259 x 132 x 68), and on a GPU times it at 4096^3 next
 # to cuBLAS, with registers, spills and blocks per SM from the compiler. A progress bar shows
-# where it is: compiling one of these kernels takes seconds, so the full sweep of
-# `tuning.lesson_configs()` (21 configurations) is run from the command line,
-# `python -m gemm_lessons.tuning`, and recorded. Here, a small sweep (on the simulator: checks
-# only):
+# where it is: each configuration takes a while to compile, check and time, so the full sweep of
+# `tuning.lesson_configs()` is run from the command line, `python -m gemm_lessons.tuning`, and
+# recorded. Here, a small sweep of four: on a GPU it checks and times them; on the simulator it
+# only validates and checks them.
 
 # %%
 small = [TileConfig(), TileConfig(WM=16, WN=128), TileConfig(BK=16), TileConfig(WM=64, WN=64)]
@@ -95,48 +112,90 @@ print([(r.label, r.invalid[:40] if r.invalid else r.correct) for r in rows if r.
 # %% [markdown]
 # ## The recorded sweep
 #
-# Four tile shapes, two slice depths (BK), one or two buffers: the heatmap shows TFLOPS and
-# % of cuBLAS (all timed in the same run as cuBLAS). Each row names its register cap
-# (`max_registers`, lesson 04): the sweep did not use one cap for every shape, so compare cells
-# within a row, or rows with the same cap. The sweep was run with the clamped-load
-# guard of lesson 07 (`guard="select"`) throughout; the predicated `if` of lesson 07, timed
-# as one of the single changes (the full list: `tuning.table_markdown` below and
-# `results/tuning-*.json`), became the default.
+# The full sweep is a grid and a few single changes. The grid: four tile shapes, two slice
+# depths (BK 8 or 16), one or two buffers; the heatmap shows its TFLOPS and % of cuBLAS. Each
+# row of the heatmap names its register cap (`max_registers`, lesson 04): the sweep did not use
+# one cap for every shape, so compare cells within a row, or rows with the same cap. Each single
+# change changes one field of the sweep's base configuration, `tuning.SWEEP_BASE`: `TileConfig()`
+# with `guard="select"`.
+#
+# Every configuration but one guards its loads with lesson 07's **clamped loads**,
+# `guard="select"` ("guard select" in the label): the address is clamped into the matrix, and
+# the value replaced by 0 where the float4 lies outside it, with no condition around the load.
+# The exception is the single change to lesson 07's **predicated `if`**, `guard="if"`: one
+# condition around the load, which the compiler can turn into a
+# [predicated](GLOSSARY.md#predicate) load (it runs only in the lanes where the condition holds,
+# without a branch). `guard="if"` is `TileConfig()`'s default, so labels leave it out.
+#
+# The sweep can run in parts, each timing cuBLAS too. The line below says how many runs the
+# record holds; a row's % of cuBLAS is against the cuBLAS of its own run.
 
 # %%
 sweep = leaderboard.load_sweep()
-print(f"recorded on {sweep.device.name}, {sweep.date[:10]}, size {sweep.size}, "
-      f"{len(sweep.rows)} configurations, {len(sweep.runs)} runs (commits "
-      f"{', '.join(sorted({r.git_commit for r in sweep.runs}))})")
+print(tuning.runs_sentence(sweep))
 grid_rows = [r for r in sweep.rows if r.config["guard"] == "select" and not r.config["spread"]
              and r.config["pad_a"] == 4]
 tuning.heatmap(grid_rows,  # one row per tile shape and register cap: capped and uncapped are not mixed
                x=tuning.depth_buffers, y=tuning.tile_shape_and_cap,
                title=f"SGEMM 4096^3, TFLOPS and % of cuBLAS ({sweep.device.name})");
 
-# %%
-Markdown(leaderboard.sweep_markdown(leaderboard.sweep_effects(sweep), top=12))
+# %% [markdown]
+# Every pair of recorded configurations that differ in one of these changes (`tuning.CHANGES`),
+# before → after. "timed in" says whether the two were timed in the same run: p10-p90 ranges
+# compare only within a run ([p10-p90](GLOSSARY.md#p10-p90)). This lesson counts a change as
+# measured when it is over 2% and, within a run, the ranges are apart. Threads, registers, spill
+# bytes and blocks per SM show "before → after" where they differ.
 
 # %%
-Markdown(tuning.table_markdown(sweep.rows, top=8))
+Markdown(tuning.changes_markdown(sweep.rows))
 
 # %% [markdown]
-# How to read it:
+# Every configuration of the sweep, fastest first:
+
+# %%
+Markdown(tuning.table_markdown(sweep.rows))
+
+# %% [markdown]
+# And lesson 06's bank model on the padding: one block of the sweep's base configuration, with and
+# without it, traced.
+
+# %%
+from dataclasses import replace
+Markdown(tuning.traffic_markdown(tuning.shared_traffic([tuning.SWEEP_BASE, replace(tuning.SWEEP_BASE, pad_a=0)])))
+
+# %% [markdown]
+# How to read them (the rows named are those of the table of single changes):
 #
-# * **Two buffers need BK = 8 here.** At BK = 16 the two-buffer kernels spill under the cap of
-#   128 registers (see the spill column), and the gain of the second buffer disappears.
-# * **The register cap decides the occupancy.** Without it the compiler takes a few more than
-#   128 registers, only one block of 256 threads fits on an SM, and the kernel is slower.
-# * **Warp layout and padding: no measurable effect** on this kernel. For the warp layout the
-#   bank model predicted it (both layouts are conflict-free, the trace above). Without padding
-#   the model predicts 2-way conflicts on the stores into the transposed A tile (lesson 06), yet
-#   the speed did not change: those stores are a small share of the shared-memory traffic
-#   (TM/4 + TN/4 loads per k-step against a few stores per slice). The 8x16 thread tiles (128 threads, over 200 registers) and the 64x128 block were
-#   slower.
-# * **Staging spread through the compute** (`spread=True`) lowered the register pressure at
-#   BK = 16 a little, but cost time at BK = 8.
+# * **Two buffers** (`stages: 1 → 2`). At BK = 8 the second buffer made the kernels with 8x8
+#   thread tiles clearly faster, in both warp layouts and in the 64x128 block; for the 8x16
+#   thread tiles it changed little. At BK = 16 it did not pay in the capped 128x128 kernels: with
+#   two buffers they spill (the spill bytes column), and their gain stays within 2%. In the
+#   uncapped 64x128 block at BK = 16, two buffers made the kernel much slower, with no spills and
+#   with blocks per SM falling just as at BK = 8, where the second buffer made the same block
+#   faster. The record does not explain that drop, and this lesson did not profile it. All these
+#   pairs were timed in different runs of the sweep.
+# * **The register cap** (`max_registers: 128 → None`). Without it the compiler took a few more
+#   than 128 registers, only one block of 256 threads fitted on an SM instead of two (the
+#   blocks/SM column), and the kernel was slower (the two were timed in different runs).
+# * **Block and thread tiles.** Without a cap, the 64x128 block (128 threads) was faster than
+#   the 128x128 block, with more blocks per SM (`BM: 128 → 64`), but slower than the sweep's base
+#   configuration, a 128x128 block with the cap (the full table). The 8x16 thread tiles
+#   (128 threads, over 200 registers: the full table) never came near the fastest kernels; only
+#   with one buffer at BK = 8 did they beat the 8x8 thread tiles (the heatmap).
+# * **Warp layout and padding: no measurable effect** on this kernel (the `WMxWN` and `pad_a`
+#   rows: within 2%, each pair timed in the same run). For the warp layout the bank model
+#   predicted it (both layouts are conflict-free, the trace at the top). Without padding, the
+#   stores into the transposed A tile conflict 2-way (the trace above), yet the speed did not
+#   change: in the trace those stores are a small share of the shared-memory wavefronts, far
+#   fewer than the loads.
+# * **Spread staging** (`spread: False → True`). At BK = 16 it cut the spill bytes and ran a
+#   little faster; at BK = 8, where nothing spilled, it was slower. Both pairs were timed in
+#   different runs.
+# * **The guard** (`guard: select → if`, same run, ranges apart): the predicated `if` was faster
+#   than clamped loads. It is the only single change that made the sweep's base configuration
+#   more than 2% faster.
 #
-# The best configuration becomes the default `TileConfig()`, the last rung (`warptile`) and the
+# The fastest configuration becomes the default `TileConfig()`, the last rung (`warptile`) and the
 # kernel behind `gl.sgemm`:
 
 # %%
@@ -191,9 +250,22 @@ exercises.compare_prediction(my_ratio, table.speedup("warptile", "dbuf"), "warpt
 big = measure.compare({"warptile": ladder.SGEMM["warptile"]}, size=(8192, 8192, 8192))
 big
 
-# %%
-inspect_kernel.compiler_facts({"warptile": ladder.SGEMM["warptile"].kernel}, threads={"warptile": 256})
+# %% [markdown]
+# How spread out were those repeats? The p10-p90 column, in words (with cuBLAS's, timed in the
+# same run):
 
+# %%
+Markdown(tuning.range_sentence(big, "warptile"))
+
+# %%
+inspect_kernel.compiler_facts({"dbuf": ladder.SGEMM["dbuf"].kernel, "warptile": ladder.SGEMM["warptile"].kernel},
+                              threads={"dbuf": 256, "warptile": 256})
+
+# %% [markdown]
+# Reading the compiler facts: `warptile` differs from `dbuf` only in WM x WN, that is, in which
+# lane computes which 4x4 pieces. Compare the two rows. Where they agree in every column
+# (registers, spills, blocks per SM, instruction counts), the two kernels run the same number of
+# each instruction on different addresses, and nothing in this table tells them apart.
 # %% [markdown]
 # ## Look through the profiler
 #
@@ -207,8 +279,9 @@ gl.profile({"dbuf": ladder.SGEMM["dbuf"], "warptile": ladder.SGEMM["warptile"]},
            lesson="08")
 
 # %% [markdown]
-# What the recorded counters say, in words (when this notebook runs on a GPU the table above is
-# measured then; this reading is always of the recorded run):
+# What the recorded counters say, in words. This reading is of the recorded profiler run, which
+# it names, not of the table above: when this notebook runs on a GPU, the table above is measured
+# at that moment, and its numbers can differ a little from the ones quoted here.
 
 # %%
 from gemm_lessons import profiler
@@ -273,12 +346,15 @@ plt.tight_layout()
 # (G, tile columns, groups), and block (x, y, z) computes tile row z * G + x, tile column y (the
 # first lines of the kernel in lesson 07's cell). In the order of their linear index, x fastest,
 # the blocks walk down G rows of a column, then the next column, then the next group: Triton's
-# order (`tests/test_block_order.py` checks it for hundreds of grid shapes, and the kernel's
-# results on the simulator). When G does not divide the tile rows, the last group has fewer rows
-# and its spare blocks return at once. Triton's form would cost the kernel integer divisions by
-# numbers known only at run time; the 3-D grid costs none, and the kernel's main loop keeps the
-# same instructions (`tests/test_sass_equal.py` compares the loops with and without GROUP_M = 8,
-# compiled offline for sm_90, the H100's architecture).
+# order (a test, [`test_block_order.py`](../tests/test_block_order.py), checks it for hundreds of
+# grid shapes, and the kernel's results on the simulator). When G does not divide the tile rows,
+# the last group has fewer rows and its spare blocks return at once. Triton's form needs integer
+# divisions by numbers known only at run time; the 3-D grid needs none: a multiply and an add,
+# and a check for the spare blocks. The kernel's main loop keeps the same instructions (a test,
+# [`test_sass_equal.py`](../tests/test_sass_equal.py), compiles the loops with and without
+# GROUP_M = 8 offline for sm_90, the H100's architecture, and compares them). Whether the few
+# instructions outside the loop cost time, the timings below cannot say apart from the change of
+# order.
 #
 # ### A model of the first wave
 #
@@ -309,18 +385,20 @@ Markdown(block_order.model_markdown(block_order.SIZES, resident, l2_bytes) + "\n
          + block_order.model_sentence(8192, resident, l2_bytes))
 
 # %% [markdown]
-# **Predict.** The profiler's table above had DRAM at a small share of its peak at 4096^3 (lesson
-# 10's roofline comes to the same conclusion). Will a grouped order that the model says reads less from DRAM make the kernel faster
-# at 4096^3, 8192^3, 16384^3? And will the profiler's DRAM bytes fall as far as the model's?
+# **Predict.** The profiler's table above had DRAM at a small share of its peak at 4096^3. Will a
+# grouped order that the model says reads less from DRAM make the kernel faster at 4096^3,
+# 8192^3, 16384^3? And will the profiler's DRAM bytes fall as far as the model's?
 #
 # ### Measured
 #
-# `tools/l2order.py` (the `l2order` step of `tools/gpu_run.sh`) checks every order, then times
-# the kernel in row-major order and with GROUP_M = 4, 8 and 16, next to cuBLAS in the same run,
-# at 4096^3, 8192^3 and 16384^3; then Nsight Compute profiles one launch of each at 8192^3,
+# A script run on the GPU, [`tools/l2order.py`](../tools/l2order.py), checks every order, then
+# times the kernel in row-major order and with GROUP_M = 4, 8 and 16, next to cuBLAS in the same
+# run, at 4096^3, 8192^3 and 16384^3; then Nsight Compute profiles one launch of each at 8192^3,
 # with the caches flushed before each launch: the L2 hit rate over every sector the L2 served
 # (reads and writes), the hit rate of the SMs' reads alone, and the bytes read from DRAM. The
-# cell renders what was recorded, and says so when nothing was.
+# cell renders what was recorded, and says so when nothing was. Its percentages and ratios are
+# computed from the unrounded measurements, so one recomputed from the rounded numbers in its
+# tables can differ in the last digit.
 
 # %%
 Markdown(block_order.report())
@@ -342,9 +420,10 @@ Markdown(block_order.report())
 # clean waves whose blocks start together and move through K in step, and keeps nothing from one
 # wave to the next, while in the profiled launch later blocks start one by one as earlier ones
 # finish. Also unexplained here: at 8192^3 every grouped order read less from DRAM than row-major
-# order and still ran a little slower (the timings table). For GROUP_M = 8, its main loop is the
-# same instructions as row-major order's (`tests/test_sass_equal.py` compares the loops of those
-# two); what differs lies outside it, among it the arithmetic that finds a block's tile.
+# order and still ran a little slower, within 2% (the timings table). For GROUP_M = 8, its main
+# loop is the same instructions as row-major order's (the test named above compares the loops of
+# those two); what differs lies outside it: the few instructions that find a block's tile, and
+# which blocks meet in the L2. Which of them cost the time, this lesson did not measure.
 
 
 # %% [markdown]
@@ -354,8 +433,9 @@ Markdown(block_order.report())
 # below, `row_of(i)` and `col_of(j)` (the tile row of a thread's result row `i`, the tile
 # column of its result column `j`, for `i, j = 0..7`) use lesson 07's arrangement: threads in
 # rows of 16, so a warp covers 16 rows x 128 columns, and per k-step it reads 16 values of A and
-# 128 of B from shared memory. Rewrite them for **warp tiles** of WM x WN = 32 x 64: warp `w`
-# owns one half of the block tile (32 x 64), its lanes form an LM x LN = 4 x 8 grid,
+# 128 of B from shared memory. Rewrite them for **warp tiles** of WM x WN = 32 x 64: each warp
+# owns one half of the block tile (32 x 64), warp 0 the left half (tile columns 0-63) and warp 1
+# the right half (columns 64-127); its lanes form an LM x LN = 4 x 8 grid,
 # and each lane's 8x8 results are 4x4 pieces LM * 4 rows and LN * 4 columns apart (lesson 06's
 # split, one level up). The check runs the kernel against the float64 reference, then traces one
 # block: each warp must read WM + WN = 96 distinct floats of shared memory per k-step, with no
@@ -372,7 +452,7 @@ BM, BN, BK, TM, TN = 32, 128, 8, 8, 8  # the check launches ceil(N/128) x ceil(M
 WM, WN = 32, 64                        # the warp tile
 LM, LN = WM // TM, WN // TN            # 4 x 8 lanes
 THREADS = (BM // WM) * (BN // WN) * 32  # 64
-A_STEP = THREADS // (BK // 4)           # 64: one float4 of A per thread
+A_STEP = THREADS // (BK // 4)           # 32: rows between a thread's float4s of A (it stages only one)
 B_STEP = THREADS // (BN // 4)           # 2: four float4s of B per thread, 2 rows apart
 A_ROW = BM + 4                          # padded rows of the transposed A tile (exercise 06)
 
@@ -465,9 +545,12 @@ plots.rung_versus_size("warptile");
 # * One kernel written for a whole family of configurations, plus a sweep, turns guesses into
 #   measurements: every configuration is checked
 #   for correctness first, and rejected with a reason if it cannot work.
-# * On this kernel the decisive choices were the ones that keep the compiler within 128
-#   registers without spilling (BK = 8 with two buffers, the cap itself) and the form of the
-#   load guard; warp layout and padding did not measurably matter.
+# * On this kernel the largest effects in the sweep came with the buffers, the slice depth and
+#   the register cap, the choices that decide whether the compiler spills and how many blocks fit
+#   on an SM; one large drop (two buffers at BK = 16 in the 64x128 block) the record does not
+#   explain. The load guard gave the last step: the predicated `if` was the only single change
+#   that made the sweep's base configuration more than 2% faster (the `guard` row). Warp layout
+#   and padding did not measurably matter.
 # * Block order decides which blocks meet in the L2 cache: a grouped order (Triton's) can read
 #   fewer strips of A and B per wave when a group's patch of C is squarer than a row-major wave
 #   (not at every GROUP_M: see the model's table). What it was worth on the recorded GPU is in
@@ -477,8 +560,9 @@ plots.rung_versus_size("warptile");
 # %% [markdown]
 # ## Sources and further reading
 #
-# * The source articles this lesson re-tells and tests: [[3]](REFERENCES.md#seed-002) (their origins and what each
-#   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
+# * The source article this lesson re-tells and tests: [[3]](REFERENCES.md#seed-002), a GEMM
+#   tutorial with hand-drawn figures (warp shapes 2x16 and 4x8, a warp-tiled kernel); its origin
+#   and what it covers are in [REFERENCES.md](REFERENCES.md#source-articles).
 # * Block order: the Triton matmul tutorial, [L2 Cache Optimizations](https://triton-lang.org/main/getting-started/tutorials/03-matrix-multiplication.html#l2-cache-optimizations).
 # * What to read next: [REFERENCES.md, lesson 08](REFERENCES.md#lessons-07-08).
 # * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are

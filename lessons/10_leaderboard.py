@@ -108,13 +108,14 @@ from gemm_lessons import lesson05_steps
 Markdown(leaderboard.effects_markdown(leaderboard.technique_effects(record, extra=[lesson05_steps.load(record.device.name)])))
 
 # %% [markdown]
-# And the single changes of lesson 08's tile sweep (a separate run; each pair from the same
-# run):
+# And the single changes of lesson 08's tile sweep, a record of its own. Its configurations were
+# timed in more than one run: the "timed in" column says which pairs were timed together (only
+# those can be compared as firmly as the pairs above).
 
 # %%
+from gemm_lessons import tuning
 sweep = leaderboard.load_sweep()
-print(f"tile sweep recorded on {sweep.device.name}, {sweep.date[:10]}")
-Markdown(leaderboard.sweep_markdown(leaderboard.sweep_effects(sweep), top=10))
+Markdown(tuning.runs_sentence(sweep) + "\n\n" + tuning.changes_markdown(sweep.rows))
 
 # %% [markdown]
 # ## What the last rung is made of, and what limits it

@@ -27,16 +27,18 @@ from gemm_lessons.library_report import ODD_SHAPE, REFERENCE_SHAPE, SKINNY_SHAPE
 measure.recorded(["warptile", "cublas"])  # where we start
 
 # %% [markdown]
-# The library's own record is the **shape suite**: `python -m gemm_lessons.shapes` on a GPU (a few
-# minutes on an H100) times `gl.sgemm` against cuBLAS on squares from 512 to 16384, odd sizes and
-# skinny shapes, single calls and back to back, times every candidate kernel on most of them, and
-# measures the numbers the dispatch rule uses. It writes `results/shapes-<device>.json`; most
-# numbers below come from it, and the cells that can measure now do so on a GPU.
+# The library's own record is the **shape suite**: `python -m gemm_lessons.shapes` on a GPU times
+# `gl.sgemm` against cuBLAS on squares from 512 to 16384, odd sizes and skinny shapes, single calls
+# and back to back, times every candidate kernel on most of them, and measures the numbers the
+# dispatch rule uses (the next cell prints how long the recorded run took). It writes
+# `results/shapes-<device>.json`; most numbers below come from it, and the cells that can measure
+# now do so on a GPU.
 
 # %%
 rec = library_report.load()
 print(f"shape suite: {library_report.label(rec)}, commit {rec.git_commit}, `{rec.command}`")
 print(", ".join(f"{k} {v}" for k, v in (rec.versions or {}).items()))
+print("seconds the run took:", ", ".join(f"{k} {v:.0f}" for k, v in (rec.seconds or {}).items()))
 
 # %% [markdown]
 # ## 1 · Edges and alignment
@@ -66,19 +68,23 @@ except ValueError as e:
     print("ValueError:", e)
 
 # %% [markdown]
-# **What the library does instead.** Where K or N is not a multiple of 4, or an array is not
-# C-contiguous and 16-byte aligned, `gl.sgemm` runs the **any-shape kernel**. It keeps everything
-# that made lesson 08 fast (block, warp and thread tiles from a `TileConfig`, two shared buffers,
-# 16-byte loads from shared memory in the k-steps) and changes only the edges, where a library meets
-# arbitrary input. Every global load is one float with its own [predicate](GLOSSARY.md#predicate):
-# inside the matrix, and inside this block's range of k (`k_chunk`: section 3 uses it). Consecutive
-# threads still load neighbouring addresses (for A, 8 threads cover the 32 bytes of one slice row,
-# so a warp reads four such pieces from four rows), with four times as many load instructions as
-# the float4 loads. Where a row of A does not start on a 32-byte boundary (K not a multiple of 8), the 8 floats
-# of one slice row (32 bytes) straddle two 32-byte [sectors](GLOSSARY.md#sector), so the loads fetch
-# more sectors than they use; the rest of each sector belongs to a neighbouring slice and may still
-# be in a cache when that slice is loaded (this lesson does not measure it). The arrays may also be
-# typed `'A'` (any strides), which is how a slice of a larger matrix works.
+# **What the library does instead.** Where K and N are multiples of 4 and the arrays C-contiguous
+# and 16-byte aligned, `gl.sgemm` may run lesson 08's last rung, which the library calls the **wide
+# kernel** (its global loads are 16 bytes wide; section 4 says how the library chooses). Elsewhere
+# it runs the **any-shape kernel**. It keeps everything that made lesson 08 fast (block, warp and
+# thread tiles from a `TileConfig`, two shared buffers, 16-byte loads from shared memory in the
+# k-steps) and changes only the edges, where a library meets arbitrary input. Every global load is
+# one float with its own [predicate](GLOSSARY.md#predicate): inside the matrix, and inside this
+# block's range of k (`k_chunk`: section 3 uses it). Consecutive threads still load neighbouring
+# addresses (for A, 8 threads cover the 32 bytes of one slice row, so a warp reads four such pieces
+# from four rows), with four times as many load instructions as the float4 loads. Where a row of A
+# does not start on a 32-byte boundary (K not a multiple of 8), the 8 floats of one slice row (32
+# bytes) straddle two 32-byte [sectors](GLOSSARY.md#sector), so the loads fetch more sectors than
+# they use; the rest of each sector belongs to a neighbouring slice and may still be in a cache when
+# that slice is loaded (this lesson does not measure it). The arrays may also be typed `'A'` (any
+# strides), which is how a slice of a larger matrix works. In the code, `cfg.pad_a` is lesson 06's
+# [padding](GLOSSARY.md#padding): extra floats (4 in lesson 08's configurations) at the end of each
+# row of the transposed A tile, against bank conflicts in the stores into it.
 
 # %%
 from numba import boolean
@@ -236,7 +242,8 @@ print("a view 4 bytes off a 16-byte boundary: right:",
       problems.compare("view", C_view, big[:, 1:].astype(np.float64) @ B_host, 1.0, 0.0, 32).passed)
 
 # %%
-# library.plan_of: the plan gl.sgemm runs for these arrays (their shape, layout and alignment decide)
+# library.plan_of: the plan gl.sgemm runs for these arrays (their shape, layout and alignment decide);
+# a plan reads kernel (wide or any_shape), tiles BM x BN, and for split-K its number of parts (section 3)
 print("the plans gl.sgemm chose here:")
 for M, N, K in [(33, 65, 47), (9, 6, 1)]:
     plan = library.plan_of(cuda.device_array((M, K), np.float32), cuda.device_array((K, N), np.float32))
@@ -266,8 +273,10 @@ exercises.compare_prediction(my_odd_pct, edges.pct_cublas(ODD_SHAPE), "gl.sgemm 
                              "(single calls)", edges.source)
 
 # %% [markdown]
-# The record, and its calibration (the model's numbers, section 4), which separates the kernel from
-# the shape: it timed both kernels with the same tiles on the same aligned 4096^3.
+# The record, and its **calibration**: the shape suite's first step, which times every kernel and
+# tile size of the library back to back on one aligned square, to get the rates the dispatch model
+# of section 4 ranks plans with. It separates the kernel from the shape: both kernels with the same
+# tiles on the same aligned square.
 
 # %%
 Markdown(library_report.edges_sentence(rec))
@@ -282,12 +291,14 @@ Markdown(library_report.edges_sentence(rec))
 Markdown(library_report.compiler_markdown(rec))
 
 # %% [markdown]
-# With 128 x 128 tiles the any-shape kernel has the same register cap as the last rung (two blocks
-# per SM) and stages (BM x BK + BK x BN) / threads = (128 x 8 + 8 x 128) / 256 = 8 floats per thread
-# per slice with 8 load instructions, where the wide kernel needs 2; under that cap the compiler
-# spilled. Both are likely parts of the cost measured above; this lesson did
-# not measure them one at a time. cuBLAS slowed down far less at the odd shape (the sentence above):
-# it likely has kernels of its own for unaligned data (section 5).
+# With 128 x 128 tiles (256 threads, and [BK](GLOSSARY.md#bm-bn-bk) = 8: a slice of A and B is 8
+# values of k deep, as in lesson 08) the any-shape kernel has the same register cap as the last rung
+# (two blocks per SM) and stages (BM x BK + BK x BN) / threads = (128 x 8 + 8 x 128) / 256 = 8
+# floats per thread per slice with 8 load instructions, where the wide kernel needs 2; under that
+# cap the compiler spilled. These are the two differences the tables show, and the sentence above
+# names both without weighing them: this lesson did not measure what each one costs. cuBLAS slowed
+# down far less at the odd shape (the sentence above): it likely has kernels of its own for
+# unaligned data (section 5).
 #
 # ## 2 · What a call costs, and how to measure it
 #
@@ -320,8 +331,8 @@ Markdown(library_report.compiler_markdown(rec))
 # `gl.sgemm(A, B)`, which also allocates C; the ladder's rung (its argument checks, then numba's
 # launch); its kernel launched by hand, `kernel[grid, block](...)`; and cuBLAS through nvmath-python's
 # wrapper. Which costs the host least, and by how much? On a GPU the next cell measures all five now
-# at four sizes (under a minute on an H100, most of it compiling on the first call;
-# `shapes.measure_overhead`, what the shape suite runs).
+# at four sizes (`shapes.measure_overhead`, what the shape suite runs; the progress bar shows how
+# long it takes).
 
 # %%
 costs = library_report.call_costs()
@@ -330,8 +341,19 @@ library_report.call_costs_figure(costs, size=256);
 # %%
 costs
 
+# %%
+Markdown(library_report.call_costs_notes(costs, rec))
+
 # %% [markdown]
-# The shape suite's record, measured the same way:
+# Each number is a median of one run's samples, and runs differ. The ladder's rung and
+# `kernel[grid, block]` launch the same one kernel at every size, so the host's work per call does
+# not depend on the size: how far their issue times move over the four sizes (the first line above)
+# shows how much these medians move from one measurement to the next. A sync or event time below
+# the issue time should not happen, since both bracket the host's work for the call; where the
+# lines above list one, this lesson does not explain it. So a difference between two callers
+# smaller than that movement ranks nothing: where this run and the record disagree on which caller
+# costs the host least at 256^2 (the line above), neither run answers the prediction on its own.
+# The record's numbers, from the shape suite:
 
 # %%
 Markdown(library_report.overhead_sentence(rec))
@@ -341,10 +363,12 @@ Markdown(library_report.overhead_sentence(rec))
 # argument types and keeps what every later call would otherwise rebuild: the compiled function's
 # handle, the stream, one launch configuration per grid. Each call then only flattens its arrays the
 # way numba does (pointer, shape, strides) and launches. The plan for a shape (which kernel, which
-# grid) is worked out on the first call at that shape and remembered. Where `gl.sgemm(A, B, C)`
-# costs the host less than its own kernel launched the ordinary way (the recorded sentence above;
-# the table measured now may not separate the two at every size: compare their whiskers), that is
-# likely most of why (`GEMM_LESSONS_PLAIN_LAUNCH=1` turns the Launcher off, to measure it directly).
+# grid) is worked out on the first call at that shape and remembered. `gl.sgemm(A, B, C)` checks its
+# arrays, looks up its plan and launches one kernel, or two with split-K (the plans listed above),
+# where `kernel[grid, block]` launches the last rung's one kernel through numba. The table above
+# counts the sizes at which `gl.sgemm(A, B, C)` still cost the host less, in this run and in the
+# record. The Launcher, which replaces numba's launch in `gl.sgemm`, is the likely reason; this
+# lesson did not measure `gl.sgemm` with it turned off (`GEMM_LESSONS_PLAIN_LAUNCH=1` does that).
 # It relies on numba-cuda internals; where they differ, or on the simulator, a Launcher launches the
 # ordinary way and says so:
 
@@ -353,10 +377,11 @@ print(library.launcher_for(dispatch.Plan("wide", "128x128")))
 print("in the recorded run:", sorted(set(rec.launch.values())) if rec.launch else "not recorded")
 
 # %% [markdown]
-# At the smaller sizes the call is most of the cost: a single call's event time is not far above the
-# host's issue time (the table), so the GPU likely spent much of it waiting for Python (lesson 10
-# marked such timings host-bound). Two things follow for a library: pass C when you have one
-# (allocating it on every call cost more than the rest of the call), and, for many small products,
+# At 128^2 to 512^2 a single call's event time is of the same order as the host's issue time (the
+# event / issue line above): the host's part is a large share of the whole call, so these event
+# times say little about the kernels (lesson 10 marked such timings host-bound). Two things follow
+# for a library: pass C when you have one (`gl.sgemm(A, B)`, which allocates C, cost the host more
+# than `gl.sgemm(A, B, C)` at every size counted in the table above), and, for many small products,
 # batch them into one launch or capture them in a CUDA graph (a sequence of launches recorded once and
 # replayed by the driver with one call; the CUTLASS profiler's option for when
 # launch time is the bottleneck, [REFERENCES.md](REFERENCES.md#lesson-11)); neither is in `gl.sgemm`
@@ -364,10 +389,11 @@ print("in the recorded run:", sorted(set(rec.launch.values())) if rec.launch els
 #
 # ## 3 · Split-K: when C is too small to fill the GPU
 #
-# **The idea.** A block computes one BM x BN tile of C over all of K. At 64 x 8192 x 8192, C holds
-# 64 x 8192 elements: 64 tiles of 128 x 128. The last rung's register cap lets two such blocks share
-# an SM (lesson 08), so one [wave](GLOSSARY.md#wave) of blocks on an H100 would need a few hundred;
-# with 64, most of the GPU idles while each block walks through all 8192 values of k (a
+# **The idea.** A block computes one BM x BN tile of C over all of K. At 64 x 8192 x 8192 with
+# 128 x 128 tiles, C is one row of 8192 / 128 = 64 tiles, each only half used (M = 64 is less than
+# BM = 128): 64 blocks. The last rung's register cap lets two such blocks share an SM (lesson 08), so
+# one [wave](GLOSSARY.md#wave) of blocks on an H100 would need a few hundred (the figure below counts
+# the slots); with 64, most of the GPU idles while each block walks through all 8192 values of k (a
 # [tail effect](GLOSSARY.md#tail-effect) with no wave before it). Smaller tiles give more blocks,
 # but each block then reuses less of what it loads (lesson 02's formula).
 # [Split-K](GLOSSARY.md#split-k) cuts K instead: with s parts there are s times as many blocks, each
@@ -389,10 +415,13 @@ library_report.waves_figure(SKINNY_SHAPE, [P["wide 128x128"], P["wide 64x128"], 
 # (Blocks per SM and the SM count are the recorded model's, measured on its GPU; the figure hands
 # blocks out one per SM first, an assumption: the hardware's order is not documented.)
 #
-# **The kernels.** The first half is the any-shape kernel above: block z of the grid sums k from
-# `z * k_chunk` to `min(K, (z + 1) * k_chunk)` (its `k_begin`, `k_end`) and writes rows `z * M ...`
-# of a workspace of splits x M rows (its `out0`). The second half adds the parts, in a fixed order,
-# and applies alpha and beta once:
+# **The kernels.** The first half is the any-shape kernel above, launched with s layers of blocks
+# along z: layer z sums its own contiguous chunk of k, `k_chunk` values long (`k_begin`, `k_end` in
+# its code), and writes its partial tile into the z-th M rows of a workspace of s x M rows (`out0`).
+# The library works `k_chunk` out on the host (`Plan.k_chunk`): K / s rounded up to a multiple of BK,
+# so that every part but the last is made of whole slices and only the last has a ragged end (the
+# check below prints one). The second half adds the parts, in a fixed order, and applies alpha and
+# beta once:
 
 # %%
 # source: gemm_lessons/sgemm_kernels/splitk_reduce.py  (the package runs this same code; a test keeps the two identical)
@@ -415,9 +444,8 @@ def sgemm_splitk_reduce(W, C, alpha, beta):
 # %% [markdown]
 # Why a workspace and a second kernel rather than each block adding its part into C with an atomic
 # add: the result is the same, bit for bit, on every call (floating-point addition is not
-# associative, and atomics add in whatever order the blocks finish); C needs no pass that scales it
-# by beta first; and the extra traffic is small next to the product itself in the shapes where
-# splitting pays.
+# associative, and atomics add in whatever order the blocks finish); and C needs no pass that scales
+# it by beta first.
 #
 # **Check** split-K built from this lesson's two cells (the any-shape kernel with four parts along z,
 # then the reduction) on a small C with a long K, against float64:
@@ -446,8 +474,8 @@ print("the library's plan, right:", problems.check(
 # **Predict, then measure.** At 64 x 8192 x 8192, how many times as fast as the fastest plan
 # without split-K do you expect the fastest split-K plan to be? (The waves figure above is a
 # guide; the reduction and the second launch are not in it.) On a GPU the next cell times every
-# candidate plan now, back to back (seconds; compiling the library's kernels the first time takes
-# longer); on the simulator it shows the recorded times.
+# candidate plan now, back to back, and names the two plans it compares (the progress bar shows how
+# long it takes); on the simulator it shows the recorded times.
 
 # %%
 my_split_gain = None  # your prediction: times as fast (for example 2)
@@ -479,23 +507,35 @@ Markdown(library_report.split_k_sentence(rec))
 # $$t = \sum_{\text{waves}} \text{blocks on the busiest SM} \times \frac{\text{FLOP of one block}}{\text{that SM's rate}}
 #   \;+\; \text{for split-K: } \frac{\text{the reduction's bytes}}{\text{bandwidth}} + \text{one launch}$$
 #
-# where a full wave puts blocks-per-SM blocks on every SM, a full SM's rate is the kernel's
-# whole-GPU rate on a large square divided by the SMs, an SM left with fewer blocks in a partly
-# filled last wave runs at a rate between that and the rate of one block alone on an SM (measured
-# by the calibration where the record has it; a straight line between the two is an assumption).
+# where a full wave puts blocks-per-SM blocks on every SM and a full SM's rate is the kernel's
+# whole-GPU rate on a large square divided by the SMs. What rate an SM left with fewer blocks in a
+# partly filled last wave gets depends on what the calibration measured. Without a rate for one
+# block alone on an SM, each block gets 1/blocks-per-SM of a full SM's rate, as in a full wave: a
+# partly filled wave costs as much as a full one. With it, the model takes a rate on a straight line
+# between the two (an assumption). The line under the calibration table below says which of the two
+# the record has; every estimate and choice in this section comes from the record's model.
 # For split-K, "the reduction's bytes" are (s + 2) x M x N floats of 4 bytes: section 3's traffic
 # with C read as well (the model charges it whatever beta is), and "one launch" is the reduction
 # kernel's own start on the GPU, a fixed 5 µs (`Model.launch_us`: an assumed value, not measured;
 # split-K runs two kernels, the product and the sum). The formula captures the tail effect of
 # section 3 and the reduction's cost, and nothing else: not L2 reuse, not the clock, not Python.
-# Its numbers are measured by the shape suite's calibration:
+# Its rates are measured by the shape suite's calibration:
 
 # %%
 Markdown(library_report.calibration_markdown(rec))
 
+# %% [markdown]
+# **Candidates.** Not every plan may run every shape. `dispatch.candidates` keeps the wide kernel
+# only where K and N are multiples of 4 and the arrays aligned (and then leaves out the unsplit
+# any-shape kernel, which would do the same with more load instructions), and split-K into s parts
+# only where each part gets at least `Model.min_k_per_split` values of k (a chosen value, not a
+# measured one; the cell prints it) and the last part is not empty. The model then picks the
+# candidate with the smallest estimate:
+
 # %%
 # NBVAL_CHECK_OUTPUT
-print(f"{len(dispatch.PLANS)} plans; the recorded model's choice per shape of the suite:")
+print(f"{len(dispatch.PLANS)} plans; split-K needs at least {model.min_k_per_split} values of k per part")
+print("per shape of the suite: how many plans are candidates, and the recorded model's choice among them:")
 for r in rec.rows:
     M, N, K = r.shape
     wide = library_report.is_wide(r.shape)
@@ -504,9 +544,12 @@ for r in rec.rows:
 
 # %% [markdown]
 # **The measurement: % of cuBLAS per shape.** Every shape, single calls and back to back, cuBLAS in
-# the same run. Hatched bars are host-bound: the host's time to issue one call (section 2, at the
-# nearest size) is at least 80% of the time per call back to back, so the bar compares Python
-# wrappers rather than kernels.
+# the same run. Hatched bars are host-bound: the host's time to issue one call (section 2's record,
+# at the nearest square size) is at least 80% of the time per call back to back, so the bar compares
+# Python wrappers rather than kernels; the line under the table gives the two numbers behind each
+# flag. In the table, the group is the suite's own: squares, shapes whose sides are not powers of 2,
+# and skinny shapes; the next column says whether K and N are multiples of 4, which the wide kernel
+# needs.
 
 # %%
 library_report.pct_figure(rec);
@@ -531,13 +574,20 @@ Markdown(library_report.plans_markdown(rec, (1024, 1024, 1024), model, top=6))
 
 # %% [markdown]
 # At 1024^3 the wide kernel with 64 x 128 tiles was the fastest, yet the model put it far above its
-# measured time. A likely cause: the recorded run's model charged every wave as if each SM held its
-# full complement of blocks and shared its rate among them; here there are about as many blocks as
-# SMs, so each block likely has an SM to itself and runs faster than that share. The model now
-# takes a partly filled wave at a rate between a full SM's and that of one block alone on an SM
-# (the formula above), where the calibration measured the latter (the calibration sentence above says whether this record has it); whether that
-# fixes 1024^3 is for the next recorded run to show. Timing the few best candidates once per shape
-# (what cuBLASLt lets a user do, section 5) would be another way.
+# measured time. How the record's model charged that plan:
+
+# %%
+Markdown(library_report.last_wave_sentence((1024, 1024, 1024), P["wide 64x128"], model))
+
+# %% [markdown]
+# So each block of that plan likely had an SM to itself, and the model charged it the share of an
+# SM it would get in a full wave. A block alone on an SM may well run faster than that share: a
+# likely cause of the overestimate, but this record did not measure the rate of a lone block, so it
+# is not shown here. The library's code can now price a partly filled last wave with that rate where
+# a calibration has measured it; none of the records in results/ has that rate yet, so whether it
+# fixes 1024^3 is not shown either. Another way is to time the few best candidates once per shape, as
+# cuBLASLt (cuBLAS's interface for matrix products that exposes its choice of algorithm, section 5)
+# lets a caller do.
 #
 # **Honest about the shapes below 90%.**
 
@@ -547,14 +597,26 @@ Markdown(library_report.below_markdown(rec))
 # %% [markdown]
 # * **The odd shape** is section 1: the any-shape kernel, which on an aligned square already ran at
 #   the share of the wide kernel that the calibration table shows; the shape itself adds little.
-# * **The skinny shapes with a long K** owe most of their speed to split-K (section 3) and still
-#   stay below: only the any-shape kernel can split K, so they pay for its scalar loads too (likely),
-#   besides the reduction and the second launch. A wide kernel with split-K is the next plan to add.
-# * **1000^3 and 1024^3** are where the rule chose a slower plan (the sentence above the figure); at
-#   these sizes Python's part of a call is also a large share (section 2). Compare each library's
-#   single-call time with its back-to-back time in the list: where one call took much longer than
-#   the same call back to back, the single-call % of cuBLAS (above 100% at 1024^3) compares costs
-#   per call more than kernels.
+# * **The skinny shapes with a long K** run split-K plans (section 3 measured what split-K gains at
+#   64 x 8192 x 8192) and still stay below: only the any-shape kernel can split K, so they likely pay
+#   for its scalar loads too (not measured), besides the reduction and the second launch. A wide
+#   kernel with split-K is the next plan to add.
+# * **1000^3 and 1024^3** are where the rule chose a slower plan (the sentence above the figure). At
+#   1000^3 cuBLAS's back-to-back time is also host-bound (the line under the suite's table). Compare
+#   each library's single-call time with its back-to-back time in the list: where one call took much
+#   longer than the same call back to back, the single-call % of cuBLAS (above 100% at 1024^3)
+#   compares costs per call more than kernels.
+#
+# **What this lesson does not explain.** Results of the suite that no measurement here accounts for:
+
+# %%
+Markdown(library_report.unexplained_markdown(rec))
+
+# %% [markdown]
+# Where gl.sgemm beat cuBLAS back to back with neither host-bound, this lesson cannot say why: it did
+# not see which kernel cuBLAS chose for the shape. Where one cuBLAS call took several times its
+# time back to back, the spread of the single calls shows it was not one slow call among fast ones;
+# what cuBLAS does in a single call that it does not do back to back was not measured.
 #
 # The dispatch rule was made from measurements and then checked against more measurements; the
 # checking found two shapes where it was wrong and named the likely reason. That is the method of
@@ -612,12 +674,20 @@ for rows_, cols_ in [(12, 8), (7, 12), (13, 5)]:
 #
 # 1. `sgemm_partial(A, B, W)` is launched with one layer of blocks per part along z
 #    (`cuda.gridDim.z` parts); the blocks with `cuda.blockIdx.z == z` compute part z, each thread
-#    its sum into `W[z, row, col]`. The parts cut K into contiguous chunks of ceil(K / parts)
-#    values of k (the last chunk may be shorter) and together cover every k exactly once. Set
-#    this thread's range of k.
-# 2. `splitk_reduce(W, C, alpha, beta)`: one thread per element of C, with the same mapping;
+#    its sum into `W[z, row, col]`. Unlike the library's kernel, it gets no `k_chunk` argument:
+#    work the chunk out in the kernel, from K and the number of parts. The rule: part z takes the
+#    z-th of consecutive chunks of one length, cut off at K, and the parts together cover every k
+#    exactly once; the length is the shortest for which the parts reach K (so the last part may
+#    come out shorter). There are no slices here, so do not round the length to a multiple of BK
+#    as the library does. Before you write it: which k does each part sum for K = 50 in 3 parts
+#    (the check's first shape)? And which would each of 3 parts sum with the library's rounding,
+#    BK = 8? (`dispatch.Plan("any_shape", "64x64", 3).k_chunk(50)` tells you the library's chunk,
+#    once you have worked it out.)
+# 2. `splitk_reduce(W, C, alpha, beta)`: one thread per element of C, on the same grid as the
+#    first kernel without its z (the cell gives each thread its row and col);
 #    C = alpha x (W[0] + W[1] + ...) + beta x C, reading C only when beta != 0 (C may then hold
-#    anything, NaN included).
+#    anything, NaN included). The library's reduction above walks a 2-D workspace with a loop over
+#    rows; here the workspace is 3-D and each thread has one element of C.
 #
 # The check launches both with 16 x 16 threads per block on two shapes that are not multiples of
 # the block (19x37x50 in 3 parts, 9x20x64 in 4) and compares C with float64. Then it checks the technique: each part of W
@@ -685,10 +755,10 @@ exercises.check("11-split-k", split_k)
 #   be done once (`Launcher`, the remembered plan).
 # * **Fill the GPU.** When C has fewer tiles than the GPU has block slots, split K: more blocks, a
 #   workspace and a reduction; on the skinny shape measured here, by the factor section 3 shows.
-# * **Choose per shape, then check the choice.** A model of waves and rates ranked most plans well
-#   and chose a slower plan at the shapes section 4 names; timing the candidates found that out.
-#   cuBLAS is the same idea with far more kernels: a heuristic over many specialised kernels,
-#   cached per problem.
+# * **Choose per shape, then check the choice.** A model of waves and rates chose the fastest timed
+#   plan on most shapes and a slower one at the shapes section 4 names; timing the candidates found
+#   that out. cuBLAS is the same idea with far more kernels: a heuristic over many specialised
+#   kernels, cached per problem.
 
 # %% [markdown]
 # ## Sources and further reading

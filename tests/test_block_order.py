@@ -276,3 +276,12 @@ def test_lesson_08_reading_of_model_against_profiler_holds_for_the_record():
     # "at 8192^3 every grouped order read less from DRAM than row-major order and still ran a little slower"
     speed = {g: block_order._row(record, name, (n, n, n)).gflops for g, name in block_order.groups_of(record)}
     assert all(measured[g] < measured[1] and speed[g] < speed[1] for g in measured if g != 1)
+
+
+def test_l2_size_says_where_it_comes_from_without_repeating_the_device():
+    record = block_order.load_record()
+    size, text = block_order.l2_size(record)
+    if record is not None and record.extra.get("l2_bytes"):
+        assert size == record.extra["l2_bytes"] and text == f"{size / 2**20:.0f} MiB, as the driver reported it"
+    assert block_order.l2_size(None) == (block_order.ASSUMED_L2_BYTES, block_order.l2_size(None)[1])
+    assert "assumed" in block_order.l2_size(None)[1]

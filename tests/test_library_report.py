@@ -118,3 +118,88 @@ def test_figures_draw():
                  lambda: lr.pct_figure(REC), lambda: lr.model_figure(REC, model)):
         draw()
         plt.close("all")
+
+
+def _costs(table, measured_now=True):
+    """A CallCosts from {caller: {size: (issue, sync, event)}}."""
+    rows = [OverheadRow(caller=c, size=n, issue_us=i, sync_us=s, event_us=e)
+            for c, by_size in table.items() for n, (i, s, e) in by_size.items()]
+    return lr.CallCosts(rows, "measured now" if measured_now else "recorded", measured_now)
+
+
+def test_call_costs_notes_read_the_table_and_compare_runs():
+    now = _costs({"gl.sgemm(A, B, C)": {128: (11, 26, 23), 256: (39, 52, 36)},
+                  "warptile kernel[grid, block] (numba dispatch only)": {128: (35, 60, 66), 256: (39, 88, 63)},
+                  "cuBLAS (nvmath wrapper)": {128: (39, 48, 31), 256: (31, 30, 49)}})
+    assert lr.cheapest(now, 256) == ("cuBLAS (nvmath wrapper)", 31)
+    assert lr.issue_less_count(now, "gl.sgemm(A, B, C)", "warptile kernel[grid, block] (numba dispatch only)") == \
+        ([128], [128, 256])  # 39 against 39: equal as the table shows it, not less
+    assert [(c, n) for c, n, _, _ in lr.below_issue(now, "event_us")] == [
+        ("gl.sgemm(A, B, C)", 256), ("cuBLAS (nvmath wrapper)", 128)]
+    assert [(c, n) for c, n, _, _ in lr.below_issue(now, "sync_us")] == [("cuBLAS (nvmath wrapper)", 256)]
+    text = lr.call_costs_notes(now, REC)
+    assert "gl.sgemm(A, B, C) 11 to 39 µs" in text and "128^2 0.8 to 2.1" in text
+    assert "cuBLAS (nvmath wrapper) (31 µs) in this run" in text
+    rec_best = lr.cheapest(lr.recorded_costs(REC), 256)[0]
+    assert ("the two runs agree" if rec_best == "cuBLAS (nvmath wrapper)" else "the two runs disagree") in text
+    assert "| 1 of 2 |" in text and "sizes, the record" in text
+    alone = lr.call_costs_notes(lr.recorded_costs(REC), REC)  # the record only (the simulator): no comparison
+    assert "this run" not in alone and "two runs" not in alone
+
+
+def test_the_shape_table_names_the_plans_split_k_gain_compares():
+    r = lr.row(REC, lr.SKINNY_SHAPE)
+    table = lr.ShapeTable([r], "recorded", all_plans=True)
+    whole, w_ms, split, s_ms = lr.split_k_best(r)
+    text = table._repr_markdown_()
+    assert f"{whole}, took {w_ms:.3f} ms" in text and f"{split}, {s_ms:.3f} ms" in text
+    assert f"{table.split_k_gain(lr.SKINNY_SHAPE):.2f}x as fast" in text and "cuBLAS ms, single call" in text
+    assert "without split-K" not in lr.ShapeTable([r], "recorded")._repr_markdown_()  # plans not timed in this table
+
+
+def test_host_bound_flags_carry_their_numbers():
+    r = lr.row(REC, (1000, 1000, 1000))
+    for who in ("gl", "cublas"):
+        if lr.host_bound(REC, r, who):
+            n, issue = lr.issue_near(REC, r, who)
+            line = next(x for x in lr.host_bound_lines(REC) if x.startswith("1000x1000x1000"))
+            assert f"{issue:.0f} µs to issue one call at {n}^2" in line
+            assert issue * 1e-3 >= lr.HOST_BOUND * getattr(r, f"back_to_back_{who}").median_ms
+    text = lr.suite_markdown(REC)
+    assert "| odd |" not in text and "K, N multiples of 4" in text
+    assert all(line in text for line in lr.host_bound_lines(REC))
+
+
+def test_unexplained_lists_what_the_rules_pick():
+    found = lr.unexplained(REC)
+    for kind, r, who in found:
+        if kind == "ahead":
+            assert r.pct_cublas_back_to_back > 110
+            assert not (lr.host_bound(REC, r, "gl") or lr.host_bound(REC, r, "cublas"))
+        else:
+            assert getattr(r, f"single_{who}").median_ms > 2 * getattr(r, f"back_to_back_{who}").median_ms
+    text = lr.unexplained_markdown(REC)
+    assert text.count("\n* ") == max(1, len(found))
+
+
+def test_last_wave_sentence_is_the_models_arithmetic():
+    model = lr.recorded_model(REC)
+    plan = dispatch.Plan("wide", "64x128")
+    shape = (1024, 1024, 1024)
+    w = lr.waves(shape, plan, model)
+    text = lr.last_wave_sentence(shape, plan, model)
+    assert f"{w['blocks']} blocks for {w['slots']} slots" in text
+    M, N, K = shape
+    s = model.speed(plan)
+    busiest = -(-w["blocks"] // model.sms) if w["waves"] == 1 else None
+    if busiest is not None:  # one wave: the estimate is that SM's blocks at the rate the sentence states
+        flop = 2.0 * plan.config.BM * plan.config.BN * plan.k_chunk(K)
+        assert model.estimate_s(plan, M, N, K) == pytest.approx(busiest * flop / s.sm_rate(busiest, model.sms))
+        share = s.sm_rate(busiest, model.sms) / s.sm_rate(s.blocks_per_sm, model.sms)
+        assert f"{share:.2f} of a full SM's rate" in text
+    assert ("one block alone on an SM was measured" in text) == (not s.lone_gflops)
+
+
+def test_edges_sentence_names_causes_without_weighing_them():
+    text = lr.edges_sentence(REC)
+    assert "not measured" in text and "the edge loads cost" not in text

@@ -747,7 +747,8 @@ def issue_reading(prof, names):
     shown = " and ".join(f"{v:.0f}% (`{n}`)" for n, v in busy.items())
     if min(busy.values()) >= 80:
         return (f"The schedulers issued an instruction in {shown} of their active cycles, close to the limit of "
-                "one per cycle: the number of instructions to issue is what held them back.")
+                "one per cycle: issuing instructions is the likely limit (a kernel that issues fewer for the same work "
+                "would tell).")
     if max(busy.values()) < 80:
         return (f"The schedulers issued an instruction in {shown} of their active cycles, short of the limit of "
                 "one per cycle: issue slots alone were not the limit, and these counters do not say what was.")

@@ -440,9 +440,9 @@ def test_issue_reading_says_whether_the_issue_slots_were_full():
         counters = {f"k{i}": ({profiler.ISSUE_ACTIVE: b} if b is not None else {}) for i, b in enumerate(busy)}
         return profiler.Profile((1, 1, 1), ("issue_active",), counters, "test")
     full = profiler.issue_reading(prof(91.0, 85.0), ["k0", "k1"])
-    assert "91% (`k0`) and 85% (`k1`)" in full and "held them back" in full
+    assert "91% (`k0`) and 85% (`k1`)" in full and "the likely limit" in full
     assert "were not the limit" in profiler.issue_reading(prof(40.0), ["k0"])
-    assert "held them back" not in profiler.issue_reading(prof(90.0, 50.0), ["k0", "k1"])
+    assert "likely limit" not in profiler.issue_reading(prof(90.0, 50.0), ["k0", "k1"])
     assert "no issue-slot counter" in profiler.issue_reading(prof(None), ["k0"])
     assert "| [issue](GLOSSARY.md#issue) slots busy" in prof(91.0)._repr_markdown_()
 

@@ -1248,6 +1248,13 @@ def _answer_name(answer):
 
 
 # ----------------------------------------------------------------------------- predict, then measure
+def _shown(x):
+    """3 significant digits, zeros kept (1.00, not 1), whole numbers with thousands separators."""
+    if float(x).is_integer():
+        return f"{int(x):,}"
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:#.3g}"
+
+
 @dataclass
 class Prediction:
     what: str
@@ -1257,15 +1264,15 @@ class Prediction:
 
     def _text(self):
         if self.predicted is None or self.predicted is Ellipsis:
-            return f"no prediction written yet; {self.what}: {self.measured:.3g} ({self.source})."
+            return f"no prediction written yet; {self.what}: {_shown(self.measured)} ({self.source})."
         try:
             p = float(self.predicted)
         except (TypeError, ValueError):
-            return f"your prediction {self.predicted!r} is not a number; {self.what}: {self.measured:.3g} ({self.source})."
+            return f"your prediction {self.predicted!r} is not a number; {self.what}: {_shown(self.measured)} ({self.source})."
         if self.measured != self.measured:
-            return f"you predicted {p:.3g}; {self.what} has no measurement here ({self.source})."
+            return f"you predicted {_shown(p)}; {self.what} has no measurement here ({self.source})."
         off = 100 * (p / self.measured - 1) if self.measured else float("inf")
-        return (f"you predicted {p:.3g}; {self.what}: {self.measured:.3g} ({self.source}). "
+        return (f"you predicted {_shown(p)}; {self.what}: {_shown(self.measured)} ({self.source}). "
                 f"Your prediction is {abs(off):.0f}% {'above' if off > 0 else 'below'} it.")
 
     def __repr__(self):

@@ -810,7 +810,8 @@ def dispatch_sentence(rec):
             f"{s.get('incorrect', 0)} wrong. ")
     if "geomean_pct_cublas_single" in s:
         text += (f"Geometric mean {s['geomean_pct_cublas_single']:.1f}% of cuBLAS in single calls, "
-                 f"{s['geomean_pct_cublas_back_to_back']:.1f}% back to back. ")
+                 f"{s['geomean_pct_cublas_back_to_back']:.1f}% back to back (over every shape, those where "
+                 "a caller was host-bound included: there the ratio compares costs per call more than kernels). ")
     if timed:
         text += f"Every plan was timed on {timed} shapes; the plan chosen was the fastest on {timed - len(dis)} of them"
         if dis:

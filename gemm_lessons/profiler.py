@@ -671,6 +671,47 @@ def reading_04(prof=None, traced_conflicts=None, size=DEFAULT_SIZE, tile=(128, 1
     return text
 
 
+def reading_01(prof=None):
+    """Lesson 01's reading of its profiled kernels in words, from ``prof`` (default: the recorded
+    counters): what the loads cost `naive` (L1, DRAM bytes and rate against the bytes of a kernel
+    that reads A and B once and writes C once), its largest stall reasons with the issue-slot
+    counter, and why `naive_uncoalesced` took longer (issue rate, sectors per load, its stalls)."""
+    from .counting import sgemm_min_bytes
+
+    a, b = "naive", "naive_uncoalesced"
+    prof = prof or recorded([a, b], rows=LESSON_ROWS["01"])
+    if prof.counters.get(a) is None:
+        return "No counters of `naive` recorded: run `python -m gemm_lessons.profiler record` on a GPU."
+    v = {n: {r: prof.value(n, r) for r in ("time", "l1_hit", "dram_bytes", "issue_active", "sectors_per_request")}
+         for n in (a, b) if prof.counters.get(n) is not None}
+    ideal = sgemm_min_bytes(*prof.size)
+    t, dram = v[a]["time"], v[a]["dram_bytes"]
+    stalls = prof.top_stalls(a)
+    top = " and ".join(f"*{r.replace('_', ' ')}* ({p:.0f}%)" for r, p in stalls[:2])
+    text = (f"Two global loads per FMA is what lesson 02 cuts. What do they cost here ({prof.source})? `naive`'s "
+            f"L1 hit rate was {v[a]['l1_hit']:.0f}%, and DRAM moved {dram / 1e9:.1f} GB in {fmt_time(t)} "
+            f"({dram / t:,.0f} GB/s), {dram / ideal:.0f} times the {ideal / 1e6:.0f} MB of a kernel that reads A "
+            f"and B once and writes C once. Its most frequent stall reasons: {top}.")
+    if stalls and stalls[0][0] in ("long_scoreboard", "lg_throttle"):
+        text += " The warps waited mostly for global memory: the loads are what held this kernel back."
+    else:
+        text += (" The most frequent one is not a wait for global memory: warps were ready but not picked, or "
+                 "waited for a busy arithmetic pipe (which pipe, these counters do not say). "
+                 + issue_reading(prof, [a]))
+    if b in v and v[b]["issue_active"] and v[a]["issue_active"]:
+        top_b = prof.top_stalls(b, 1)[0]
+        text += (f"\n\nThe uncoalesced kernel has the same code with the two thread indices swapped. Its "
+                 f"schedulers issued an instruction in {v[b]['issue_active']:.1f}% of their active cycles against "
+                 f"{v[a]['issue_active']:.1f}% for `naive` ({v[a]['issue_active'] / v[b]['issue_active']:.2f}x as often), and one "
+                 f"launch took {v[b]['time'] / t:.2f}x as long. Its warps mostly waited with "
+                 f"*{top_b[0].replace('_', ' ')}* ({top_b[1]:.0f}%): each of its warp-wide loads touched "
+                 f"{v[b]['sectors_per_request']:.1f} sectors against {v[a]['sectors_per_request']:.1f}, while DRAM "
+                 f"moved about the same bytes ({v[b]['dram_bytes'] / 1e9:.1f} GB against {dram / 1e9:.1f} GB): the "
+                 "caches served the extra sectors. A likely reading: the L1 handles a load's sectors one after "
+                 "another, so loads of 16 sectors fill its queue, and the warps wait to issue their next load.")
+    return text
+
+
 def shared_limit_reading(prof, a, b):
     """Why kernel ``b``'s blocks/SM names shared memory as a limit when kernel ``a``, with the same
     shared arrays, fits more blocks by shared memory: ncu counts that limit against the shared memory

@@ -189,31 +189,14 @@ if ffma >= 2 and ldg == 2 * (ffma - 1) + 1:
     text.append(
         f"The code holds {ffma} `FFMA` and {ldg} `LDG.E` ({facts.source}). {ldg - 1} = 2 x {ffma - 1} of the loads "
         f"feed the {ffma - 1} `FFMA` of the k-loop, one load of A and one of B each: the compiler wrote the loop's "
-        "body out several times and added a loop for the leftover k-steps (the full listing, "
+        "body out several times (the main loop) and added a second loop for the leftover k-steps (the full listing, "
         "`sgemm_naive.inspect_sass()` on a GPU, shows both loops). After the loops, when beta is not 0, one more "
         "`LDG.E` reads C and one more `FFMA` computes `alpha*acc + beta*C`; the "
         f"{stg} `STG.E` are the stores of the two branches (beta 0 or not).")
 elif sass:
     text.append(f"The code holds {ffma} `FFMA` and {ldg} `LDG.E` ({facts.source}): the k-loop's `FFMA` each take "
                 "two loads, one of A and one of B; the rest are C's read and stores after the loop.")
-l1, dram = prof.value("naive", "l1_hit"), prof.value("naive", "dram_bytes")
-stalls = prof.top_stalls("naive")
-if l1 is not None and dram and stalls:
-    ideal = counting.sgemm_min_bytes(4096, 4096, 4096)
-    memory = {"long_scoreboard", "lg_throttle"}
-    top = " and ".join(f"*{r.replace('_', ' ')}* ({p:.0f}%)" for r, p in stalls[:2])
-    text.append(
-        f"Two loads per FMA is what lesson 02 cuts. What do they cost here? In the profile above, `naive`'s L1 "
-        f"hit rate was {l1:.0f}%, and DRAM moved {dram / 1e9:.0f} GB, {dram / ideal:.0f} times the "
-        f"{ideal / 1e6:.0f} MB of a kernel that reads each value once. Its most frequent stall reasons: {top}.")
-    if stalls[0][0] in memory:
-        text.append("The warps waited mostly for global memory: the loads are what held this kernel back.")
-    else:
-        text.append("The most frequent one is not a wait for global memory: warps were ready but not picked, "
-                    "or waited for a busy arithmetic pipe. " + profiler.issue_reading(prof, ["naive"]))
-        if (prof.value("naive", "issue_active") or 0) >= 80:
-            text.append("Likely culprits: the two loads per `FFMA` and the integer arithmetic that computes their "
-                        "addresses (the table above counts only the loads). Lesson 02 removes most of those loads.")
+text.append(profiler.reading_01(prof))
 display(Markdown("\n\n".join(text)))
 
 # %% [markdown]

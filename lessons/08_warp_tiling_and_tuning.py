@@ -178,19 +178,21 @@ Markdown(tuning.traffic_markdown(tuning.shared_traffic([tuning.SWEEP_BASE, repla
 #   than 128 registers, only one block of 256 threads fitted on an SM instead of two (the
 #   blocks/SM column), and the kernel was slower (the two were timed in different runs).
 # * **Block and thread tiles.** Without a cap, the 64x128 block (128 threads) was faster than
-#   the 128x128 block, with more blocks per SM (`BM: 128 → 64`), but slower than the sweep's base
-#   configuration, a 128x128 block with the cap (the full table). The 8x16 thread tiles
-#   (128 threads, over 200 registers: the full table) never came near the fastest kernels; only
-#   with one buffer at BK = 8 did they beat the 8x8 thread tiles (the heatmap).
+#   the 128x128 block, with more blocks per SM (`BM: 128 → 64`; the two were timed in different
+#   runs), but slower than the sweep's base configuration, a 128x128 block with the cap (the full
+#   table). The 8x16 thread tiles (128 threads, over 200 registers: the full table) never came
+#   near the fastest kernels; they beat the capped 128x128 block's 8x8 thread tiles only with one
+#   buffer at BK = 8 (the heatmap).
 # * **Warp layout and padding: no measurable effect** on this kernel (the `WMxWN` and `pad_a`
 #   rows: within 2%, each pair timed in the same run). For the warp layout the bank model
 #   predicted it (both layouts are conflict-free, the trace at the top). Without padding, the
 #   stores into the transposed A tile conflict 2-way (the trace above), yet the speed did not
 #   change: in the trace those stores are a small share of the shared-memory wavefronts, far
 #   fewer than the loads.
-# * **Spread staging** (`spread: False → True`). At BK = 16 it cut the spill bytes and ran a
-#   little faster; at BK = 8, where nothing spilled, it was slower. Both pairs were timed in
-#   different runs.
+# * **Spread staging** (`spread: False → True`). At BK = 16 it cut the spill bytes, and the
+#   configuration with it was timed a little faster; at BK = 8, where nothing spilled, slower
+#   (the `spread` rows). Both pairs were timed in different runs, so differences this small are
+#   not firm.
 # * **The guard** (`guard: select → if`, same run, ranges apart): the predicated `if` was faster
 #   than clamped loads. It is the only single change that made the sweep's base configuration
 #   more than 2% faster.
@@ -231,8 +233,9 @@ except TypeError as e:
 # %% [markdown]
 # **Predict, then measure.** `warptile` is `dbuf` with 4 x 8 lanes per warp instead of 2 x 16,
 # and the configuration the sweep chose. How many times as fast as `dbuf` do you expect it at
-# 4096^3? On a GPU the next cell measures both now; on the simulator it shows the recorded GPU
-# result.
+# 4096^3? The sweep above has what you need: find the rows that differ from `warptile`'s
+# configuration only in the warp tile. On a GPU the next cell measures both now; on the
+# simulator it shows the recorded GPU result.
 
 # %%
 my_ratio = None  # your prediction: replace None with a number (for example 1.05)
@@ -546,9 +549,10 @@ plots.rung_versus_size("warptile");
 #   measurements: every configuration is checked
 #   for correctness first, and rejected with a reason if it cannot work.
 # * On this kernel the largest effects in the sweep came with the buffers, the slice depth and
-#   the register cap, the choices that decide whether the compiler spills and how many blocks fit
-#   on an SM; one large drop (two buffers at BK = 16 in the 64x128 block) the record does not
-#   explain. The load guard gave the last step: the predicated `if` was the only single change
+#   the register cap. Only the cap's effect shows in the compiler's columns (fewer blocks per SM);
+#   the second buffer and BK = 16 changed the speed of the capped 128x128 block with the same
+#   registers, spills and blocks per SM, and one large drop (two buffers at BK = 16 in the
+#   64x128 block) the record does not explain. The load guard gave the last step: the predicated `if` was the only single change
 #   that made the sweep's base configuration more than 2% faster (the `guard` row). Warp layout
 #   and padding did not measurably matter.
 # * Block order decides which blocks meet in the L2 cache: a grouped order (Triton's) can read

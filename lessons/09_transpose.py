@@ -130,13 +130,25 @@ plt.tight_layout()
 # ## More work per thread, wider accesses
 #
 # * **32x8 threads** for a 32x32 tile: each thread moves 4 elements. Fewer, fuller threads; more
-#   independent loads in flight per thread before the barrier.
+#   independent loads in flight per thread before the barrier (the likely reason it is faster;
+#   not measured here).
 # * **Wide**: a 64x64 tile moved by 16x16 threads, each reading four float4 along `src` rows
 #   (`LDG.128`) and writing four float4 along `dst` rows (`STG.128`), gathering each float4 from
 #   a column of the padded tile. Rows must start on 16-byte boundaries, so rows and columns must
-#   be multiples of 4 (ValueError otherwise). The gathering reads hit 2-way conflicts (a thread
-#   reads 4 consecutive tile rows; 16 threads span 64 rows = 2 rows per bank): the ncu table in
-#   lesson 06 confirms it, and the measurement decides whether it matters.
+#   be multiples of 4 (ValueError otherwise). The padded tile is 65 floats wide, and the tracer
+#   finds 2-way conflicts in both the gathering reads and the tile stores (the cell below; the
+#   `transpose wide` row of lesson 06's ncu table counts the same on the GPU). No
+#   rung here removes them, so the measurement below bounds what they can cost (`wide` against
+#   the copy of the same bytes); it does not measure it.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+wide_trace = shared_tracer.trace_rung("transpose:wide", (64, 64), merge=False)
+for op, what in (("st", "tile stores"), ("ld", "gathering reads")):
+    tot = wide_trace.totals(op)
+    worst = max(i.cost.degree for i in wide_trace.instructions if i.op == op)
+    print(f"wide, one 64x64 block, {what}: {tot['instructions']} instructions, {tot['wavefronts']} wavefronts "
+          f"(ideal {tot['ideal']}), worst {worst}-way")
 
 # %%
 from gemm_lessons.float4 import load4, store4  # lesson 05's 16-byte load/store intrinsics

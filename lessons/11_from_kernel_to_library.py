@@ -71,9 +71,9 @@ except ValueError as e:
 # **What the library does instead.** Where K and N are multiples of 4 and the arrays C-contiguous
 # and 16-byte aligned, `gl.sgemm` may run lesson 08's last rung, which the library calls the **wide
 # kernel** (its global loads are 16 bytes wide; section 4 says how the library chooses). Elsewhere
-# it runs the **any-shape kernel**. It keeps everything that made lesson 08 fast (block, warp and
-# thread tiles from a `TileConfig`, two shared buffers, 16-byte loads from shared memory in the
-# k-steps) and changes only the edges, where a library meets arbitrary input. Every global load is
+# it runs the **any-shape kernel**. It keeps lesson 08's structure (block, warp and thread tiles
+# from a `TileConfig`, two shared buffers, 16-byte loads from shared memory in the k-steps) and
+# changes how it reads global memory, so that any shape and alignment works. Every global load is
 # one float with its own [predicate](GLOSSARY.md#predicate): inside the matrix, and inside this
 # block's range of k (`k_chunk`: section 3 uses it). Consecutive threads still load neighbouring
 # addresses (for A, 8 threads cover the 32 bytes of one slice row, so a warp reads four such pieces
@@ -419,8 +419,8 @@ library_report.waves_figure(SKINNY_SHAPE, [P["wide 128x128"], P["wide 64x128"], 
 # along z: layer z sums its own contiguous chunk of k, `k_chunk` values long (`k_begin`, `k_end` in
 # its code), and writes its partial tile into the z-th M rows of a workspace of s x M rows (`out0`).
 # The library works `k_chunk` out on the host (`Plan.k_chunk`): K / s rounded up to a multiple of BK,
-# so that every part but the last is made of whole slices and only the last has a ragged end (the
-# check below prints one). The second half adds the parts, in a fixed order, and applies alpha and
+# so that every part but the last is made of whole slices and only the last may have a ragged
+# end (the cell below prints the chunk length for K = 600 in 4 parts). The second half adds the parts, in a fixed order, and applies alpha and
 # beta once:
 
 # %%
@@ -563,7 +563,9 @@ Markdown(library_report.dispatch_sentence(rec))
 # %% [markdown]
 # **Where the rule was wrong.** The suite timed every candidate plan on the shapes up to
 # 2 x 4096^3 FLOP. Each point below is one plan at one shape: the model's estimate against the
-# measured time. Points on the diagonal are plans the model ranked by their real speed; the ringed
+# measured time. Points on the diagonal are plans whose time the model estimated exactly; what
+# matters for choosing is the order, which the model can get right with every point off the
+# diagonal, as long as faster plans get lower estimates. The ringed
 # point of each colour is the plan chosen, the starred one the fastest.
 
 # %%
@@ -638,7 +640,8 @@ Markdown(library_report.unexplained_markdown(rec))
 #   estimate alone can miss.
 # * **The knobs are this lesson's.** An algorithm's configuration names its tile, its split-K count
 #   and reduction scheme, its number of pipeline stages (double buffering is two) and the order in
-#   which blocks walk C ("CTA swizzling": lesson 08's [block order](GLOSSARY.md#block-order)). A
+#   which blocks walk C ("CTA swizzling", CTA being NVIDIA's name for a thread block: lesson
+#   08's [block order](GLOSSARY.md#block-order)). A
 #   request states the alignment of each matrix in bytes and the workspace it may use: section 1's
 #   and section 3's constraints.
 # * **CUTLASS**, NVIDIA's open-source templates for the same kernels, instantiates a kernel per tile

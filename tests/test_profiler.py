@@ -461,3 +461,19 @@ def test_shared_limit_reading_names_the_drivers_split_only_when_it_applies():
     assert "16 KiB for `b` against 100 KiB for `a`: less" in measured and "likely" not in measured
     assert "does not explain" in profiler.shared_limit_reading(prof((16384.0, 16384.0)), "a", "b")
     assert profiler.shared_limit_reading(prof(), "b", "a") == ""  # a's limit is not the lower one
+
+
+def test_lesson_01_reading_follows_the_recorded_counters():
+    prof = profiler.recorded(["naive", "naive_uncoalesced"], rows=profiler.LESSON_ROWS["01"])
+    text = profiler.reading_01(prof)
+    dram, t = prof.value("naive", "dram_bytes"), prof.value("naive", "time")
+    assert f"DRAM moved {dram / 1e9:.1f} GB in {profiler.fmt_time(t)} ({dram / t:,.0f} GB/s)" in text
+    assert "reads A and B once and writes C once" in text
+    ia, ib = prof.value("naive", "issue_active"), prof.value("naive_uncoalesced", "issue_active")
+    if ia and ib:
+        assert f"{ia / ib:.2f}x as often" in text
+        assert f"took {prof.value('naive_uncoalesced', 'time') / t:.2f}x as long" in text
+        assert f"touched {prof.value('naive_uncoalesced', 'sectors_per_request'):.1f} sectors" in text
+    memory = prof.top_stalls("naive", 1)[0][0] in ("long_scoreboard", "lg_throttle")
+    assert ("waited mostly for global memory" in text) == memory
+    assert "No counters of `naive`" in profiler.reading_01(profiler.recorded(["no_such"], rows=("time",)))

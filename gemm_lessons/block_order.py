@@ -372,9 +372,9 @@ def measured_sentences(record, counters=None, copy_gbs=None):
         text = (f"Row-major order read {base['dram__bytes_read.sum'] / 1e9:.2f} GB from DRAM in "
                 f"{seconds * 1e3:.1f} ms, {gbs:,.0f} GB/s")
         if copy_gbs:
-            text += (f", {100 * gbs / copy_gbs:.0f}% of the copy bandwidth the benchmark measured on this GPU "
-                     f"({copy_gbs:,.0f} GB/s, in the benchmark's record of this GPU; a copy's rate counts its "
-                     "reads and writes together)")
+            text += (f", {100 * gbs / copy_gbs:.0f}% of the rate of a plain device-to-device copy on this GPU "
+                     f"({copy_gbs:,.0f} GB/s, from `python -m gemm_lessons.bench`'s record, which times one; a "
+                     "copy's rate counts its reads and writes together)")
         out.append(text + ".")
     return out
 

@@ -74,7 +74,9 @@ for name in ["dbuf", "warptile"]:
 # differ from `TileConfig()`. **`spread`** stages the next slice float4 by float4 through the
 # k-steps of the compute, each store half a slice after its load, instead of all loads before
 # the first k-step and all stores after the last (both forms are in lesson 07's `make_kernel`).
-# **`guard`** is how the loads avoid reading outside A and B (the recorded sweep below).
+# **`guard`** is how the loads avoid reading outside A and B: `"if"` skips a load outside the
+# matrix (a predicated `if`), `"select"` clamps the address into the matrix and then keeps or
+# zeroes the value (lesson 07's clamped loads; the recorded sweep below compares the two).
 #
 # `TileConfig.validate()` checks a configuration before anything is compiled: a warp has
 # exactly 32 lanes, tiles divide evenly, the staged float4s divide among the threads, shared
@@ -113,7 +115,9 @@ print([(r.label, r.invalid[:40] if r.invalid else r.correct) for r in rows if r.
 # ## The recorded sweep
 #
 # The full sweep is a grid and a few single changes. The grid: four tile shapes, two slice
-# depths (BK 8 or 16), one or two buffers; the heatmap shows its TFLOPS and % of cuBLAS. Each
+# depths (BK 8 or 16), one or two buffers; the heatmap shows its TFLOPS and % of cuBLAS (with
+# one more row: a single change, the 128x128 block without the register cap, has the grid's
+# form too). Each
 # row of the heatmap names its register cap (`max_registers`, lesson 04): the sweep did not use
 # one cap for every shape, so compare cells within a row, or rows with the same cap. Each single
 # change changes one field of the sweep's base configuration, `tuning.SWEEP_BASE`: `TileConfig()`

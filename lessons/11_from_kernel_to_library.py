@@ -81,8 +81,9 @@ except ValueError as e:
 # does not start on a 32-byte boundary (K not a multiple of 8), the 8 floats of one slice row (32
 # bytes) straddle two 32-byte [sectors](GLOSSARY.md#sector), so the loads fetch more sectors than
 # they use; the rest of each sector belongs to a neighbouring slice and may still be in a cache when
-# that slice is loaded (this lesson does not measure it). The arrays may also be typed `'A'` (any
-# strides), which is how a slice of a larger matrix works. In the code, `cfg.pad_a` is lesson 06's
+# that slice is loaded (this lesson does not measure it). The kernel is also compiled for arrays
+# of any strides (numba's layout `'A'`, against `'C'` for C-contiguous arrays, whose rows lie one
+# after another in memory), which is how a slice of a larger matrix works. In the code, `cfg.pad_a` is lesson 06's
 # [padding](GLOSSARY.md#padding): extra floats (4 in lesson 08's configurations) at the end of each
 # row of the transposed A tile, against bank conflicts in the stores into it.
 
@@ -514,8 +515,9 @@ Markdown(library_report.split_k_sentence(rec))
 # partly filled wave costs as much as a full one. With it, the model takes a rate on a straight line
 # between the two (an assumption). The line under the calibration table below says which of the two
 # the record has; every estimate and choice in this section comes from the record's model.
-# For split-K, "the reduction's bytes" are (s + 2) x M x N floats of 4 bytes: section 3's traffic
-# with C read as well (the model charges it whatever beta is), and "one launch" is the reduction
+# For split-K, "the reduction's bytes" are (s + 2) x M x N floats of 4 bytes: section 3's
+# reduction traffic with C read as well (the model charges it whatever beta is); the parts' own
+# writes to the workspace, s x M x N more, are not charged. "One launch" is the reduction
 # kernel's own start on the GPU, a fixed 5 µs (`Model.launch_us`: an assumed value, not measured;
 # split-K runs two kernels, the product and the sum). The formula captures the tail effect of
 # section 3 and the reduction's cost, and nothing else: not L2 reuse, not the clock, not Python.

@@ -169,11 +169,12 @@ for r in truth.rows:
 #   ["Unexpected shared memory bank conflict"](https://forums.developer.nvidia.com/t/unexpected-shared-memory-bank-conflict/77228);
 #   the H100 counts agree). With that rule added
 #   (`paired_loads=True`), the tracer matches every 16-byte case exactly.
-# * **A few extra wavefronts in the 32x32-thread transposes** (about 0.05-0.1% unpadded, about 5%
-#   padded; also 5 of 3,072 store wavefronts in `vec_split`), absent with 32x8 threads. The
+# * **A few extra wavefronts in the 32x32-thread transposes** (a few hundredths of a percent
+#   unpadded, about 5% padded: the table; also 5 of 3,072 store wavefronts in `vec_split`), absent with 32x8 threads. The
 #   addresses cannot produce them (the padded tile is conflict-free by construction), and they
-#   change from run to run (an earlier run, not recorded, gave other counts than the table's),
-#   which a property of the addresses could not do. ncu counts every extra wavefront as a
+#   are not a multiple of the number of blocks, as they would be if the addresses (the same in
+#   every block) caused them. (Whether they change from run to run, the course has not
+#   recorded.) ncu counts every extra wavefront as a
 #   "conflict", whatever delayed it; that warps contend for the shared-memory pipeline (most
 #   extras are in the 1024-thread blocks, but `vec_split`'s 256-thread blocks have a few too) is
 #   our hypothesis, not something measured here.
@@ -260,7 +261,7 @@ gl.profile({"vec": ladder.SGEMM["vec"], "vec_split": ladder.SGEMM["vec_split"]},
 # Read the table with the measurement before it: the split removed most of the load conflicts
 # (the wavefront and conflict rows), while the time improved far less (the speedup measured
 # above). So shared-load wavefronts were not what mainly held `vec` back at this size. Where the
-# largest stall reason is *not selected* (as in the recorded run), the most common wait was a
+# largest stall reason is *not selected* (the profile above says whether it is), the most common wait was a
 # ready warp's turn to issue, not shared memory. Lessons 07 and 08 go after what remains.
 
 # %% [markdown]

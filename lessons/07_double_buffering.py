@@ -4,8 +4,8 @@
 # **Where we are.** Lesson 06's kernel computes 512 FMAs per thread per slice of K, but every
 # slice starts the same way: all threads load A and B from global memory, *wait* for it, store
 # it into shared memory, meet at a barrier, compute, and meet at a barrier again. While they
-# wait, the FP32 units likely idle (two blocks per SM can cover for each other only partly; this
-# lesson does not profile it).
+# wait, the FP32 units likely idle (a second block on the SM may compute meanwhile, but this
+# lesson does not profile how much it covers).
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -161,8 +161,8 @@ exercises.compare_prediction(my_ratio, first.speedup("dbuf_indexed", "vec_split"
 # On the H100 this first attempt ran slower than `vec_split` (the table above). Ask the
 # compiler what changed: the indexed version has fewer `LDS.128`, 4-byte `LDS` in their place,
 # and more registers. A likely reason: with `buf` a runtime value in every index, [NVVM](GLOSSARY.md#nvvm) could not
-# prove for most loads that four neighbouring shared loads form one aligned 16-byte load (lesson
-# 05's merging; it still merged a few). This comparison does not say which difference costs the
+# prove for some loads that four neighbouring shared loads form one aligned 16-byte load (lesson
+# 05's merging; it merged the others: the table's `LDS.128` and `LDS` columns). This comparison does not say which difference costs the
 # time: the kernel also changed its schedule (the next slice's loads under the compute). The
 # second attempt below keeps every shared load 16 bytes wide with the same schedule, but it also
 # differs in other ways (its load guard, its full unrolling, its padding and register cap: compare
@@ -191,8 +191,10 @@ inspect_kernel.compiler_facts({"vec_split": ladder.SGEMM["vec_split"].kernel,
 #    the stores into the other buffer: the loads are in flight during all 8 k-steps.
 # 4. **Guards without real branches.** Loads outside A or B must read zeros. How the condition
 #    is written matters (measured below): `if row_ok & (k < K):` is one condition, which the
-#    compiler turns into a *[predicated](GLOSSARY.md#predicate)* load; `if row_ok and k < K:` is Python's short-circuit
-#    `and`, two branches, and with the loads in the middle of unrolled code that costs.
+#    compiler can turn into a *[predicated](GLOSSARY.md#predicate)* load (likely here; the
+#    tables below show speed and instruction counts, not predicates); `if row_ok and k < K:` is
+#    Python's short-circuit `and`, two branches, and with the loads in the middle of unrolled
+#    code that costs.
 
 # %%
 from dataclasses import dataclass, fields
@@ -542,8 +544,9 @@ inspect_kernel.compiler_facts(my_kernels, threads={name: 256 for name in my_kern
 #   pays only if it keeps them.
 #
 # Source article [[4]](REFERENCES.md#seed-003) warned that double buffering written naively can
-# lose to register spills. Both failure modes, the spills and the lost wide loads, are in this
-# lesson's tables, each with the compiler's evidence beside it.
+# lose to register spills. This lesson's tables show spills too, though from another cause (the
+# short-circuit `and` around the loads, not the second buffer), and the double-buffered first
+# attempt's lost wide loads, each with the compiler's evidence beside it.
 
 # %% [markdown]
 # ## Exercise 07-double-buffer: write the double-buffered main loop
@@ -682,8 +685,8 @@ plots.rung_versus_size("dbuf");
 # %% [markdown]
 # ## Takeaway
 #
-# * Double buffering overlaps the next slice's global loads with this slice's compute, and
-#   halves the barriers (the speedup is in the tables above; `dbuf_one_buffer`, the same code with
+# * Double buffering is meant to overlap the next slice's global loads with this slice's compute
+#   (this lesson measured the speed, not the overlap), and it halves the barriers (the speedup is in the tables above; `dbuf_one_buffer`, the same code with
 #   one buffer, two barriers and no prefetch, was already faster than `vec_split`, so part of the
 #   step is not double buffering).
 # * It is fragile: a runtime buffer index likely cost the 16-byte shared loads, and a short-circuit

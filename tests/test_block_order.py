@@ -187,7 +187,7 @@ def test_a_faster_grouped_order_and_the_counters(tmp_path):
     assert "Grouping paid at 8192^3 on the Test GPU." in text
     assert "GROUP_M = 8 read the least from DRAM: 4.00 GB against 8.00 GB in row-major order (-50%)" in text
     assert "with an L2 hit rate of 90.0% against 80.0%" in text
-    assert "Row-major order read 8.00 GB from DRAM in 20.0 ms, 400 GB/s, 20% of the copy bandwidth" in text
+    assert "Row-major order read 8.00 GB from DRAM in 20.0 ms, 400 GB/s, 20% of the rate of a plain device-to-device copy" in text
     table = block_order.counters_markdown(rec, counters, 50 * 2**20)
     assert "| grouped, GROUP_M = 8 | 20.00 | 90.0% | 90.0% | 4.00 |" in table
     report = block_order.report(directory=str(tmp_path))

@@ -44,6 +44,18 @@ def _choose():
 
 SIMULATOR, REASON = _choose()
 
+# Set by tools/refresh_outputs.py --into while it runs a notebook on the simulator to fill a few
+# cells of a notebook executed on a GPU: those cells then say where their numbers came from.
+FILLED_ENV = "GEMM_LESSONS_FILLED_FROM_RECORD"
+
+
+def not_measured_why():
+    """Why a table shows recorded numbers instead of measuring: on the simulator, that; in a cell
+    filled from the records into a notebook executed on a GPU (FILLED_ENV), that."""
+    if os.environ.get(FILLED_ENV):
+        return "filled in from the record: not measured in this notebook's GPU run"
+    return "not measured here: CUDA simulator"
+
 if SIMULATOR:
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
     if "numba.cuda" in sys.modules:

@@ -1,5 +1,6 @@
 """Look inside: what the compiler made of a kernel (registers, local memory, SASS)."""
 import collections
+import os
 import re
 
 from . import _backend, results, tables
@@ -192,7 +193,8 @@ def compiler_facts(kernels, threads=None, record=None, loops=False):
     if _backend.SIMULATOR:
         record = record or results.load()
         facts = {name: record.compiler[name] for name in kernels if name in record.compiler}
-        return CompilerFacts(facts, "recorded on " + results.label(record), threads, loops)
+        why = "" if not os.environ.get(_backend.FILLED_ENV) else f" ({_backend.not_measured_why()})"
+        return CompilerFacts(facts, "recorded on " + results.label(record) + why, threads, loops)
     for k in kernels.values():
         if not k.overloads:  # never launched in this process: compile it for float32 matrices
             k.compile(SGEMM_SIGNATURE)

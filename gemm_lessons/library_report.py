@@ -212,7 +212,7 @@ def call_costs(sizes=(128, 256, 512, 1024), rec=None, progress=True):
     if _backend.SIMULATOR:
         rec = rec or load()
         rows = [r for r in rec.overhead or [] if r.size in sizes]
-        return CallCosts(rows, f"recorded on {label(rec)} (not measured here: CUDA simulator)")
+        return CallCosts(rows, f"recorded on {label(rec)} ({_backend.not_measured_why()})")
     from . import shapes
     from .device import device_info
     from .progress import bar
@@ -590,7 +590,7 @@ def measure_shapes(shapes, all_plans=False, repeats=20, rec=None, progress=True)
         rec = rec or load()
         rows = [row(rec, s) for s in shapes]
         return ShapeTable([r for r in rows if r is not None],
-                          f"recorded on {label(rec)} (not measured here: CUDA simulator)", False, rec, all_plans)
+                          f"recorded on {label(rec)} ({_backend.not_measured_why()})", False, rec, all_plans)
     from . import shapes as suite
     from .device import device_info
     from .progress import bar

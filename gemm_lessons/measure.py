@@ -82,7 +82,7 @@ def recorded(kernels, size=(4096, 4096, 4096), record=None):
     """The recorded results for ``kernels`` at ``size`` (newest results file by default)."""
     record = record or results.load()
     rows = [r for name in kernels for r in results.sgemm_rows(record, name, size)]
-    where = " (not measured here: CUDA simulator)" if _backend.SIMULATOR else " (from results/)"
+    where = f" ({_backend.not_measured_why()})" if _backend.SIMULATOR else " (from results/)"
     return Comparison(tuple(size), rows,
                       source=f"recorded on {results.label(record)}{where}",
                       peak_gflops=record.device.peak_gflops)
@@ -104,11 +104,14 @@ class Table:
 
     @property
     def source(self):
-        how = "measured" if self.measured_now else "recorded (not measured here: CUDA simulator)"
+        how = "measured" if self.measured_now else f"recorded ({_backend.not_measured_why()})"
         return f"{how} on {results.label(self.record)}"
 
     def gbs(self, kernel):
         return next((r.gbs for r in self.rows if r.kernel == kernel), float("nan"))
+
+    def __repr__(self):  # short: the record behind a recorded table holds every run's rows
+        return f"<Table {self.title!r}: {len(self.rows)} rows, {self.source}>"
 
     def _repr_markdown_(self):
         rows = self.rows

@@ -550,7 +550,7 @@ def profile(launches, size=DEFAULT_SIZE, lesson=None, timeout=TIMEOUT_S):
     # recorded counters are looked up by rung name: the value where it is one, else the column's name
     names = {name: launch if isinstance(launch, str) else name for name, launch in cases.items()}
     if _backend.SIMULATOR:
-        return recorded(names, size, rows, why="not measured here: CUDA simulator")
+        return recorded(names, size, rows, why=_backend.not_measured_why())
     try:
         return _measured(cases, size, rows, timeout)
     except ProfilerUnavailable as e:
@@ -682,7 +682,8 @@ def reading_01(prof=None):
     prof = prof or recorded([a, b], rows=LESSON_ROWS["01"])
     if prof.counters.get(a) is None:
         return "No counters of `naive` recorded: run `python -m gemm_lessons.profiler record` on a GPU."
-    v = {n: {r: prof.value(n, r) for r in ("time", "l1_hit", "dram_bytes", "issue_active", "sectors_per_request")}
+    v = {n: {r: prof.value(n, r) for r in ("time", "l1_hit", "dram_bytes", "issue_active", "sectors_per_request",
+                                            "l2_bytes")}
          for n in (a, b) if prof.counters.get(n) is not None}
     ideal = sgemm_min_bytes(*prof.size)
     t, dram = v[a]["time"], v[a]["dram_bytes"]
@@ -701,14 +702,18 @@ def reading_01(prof=None):
     if b in v and v[b]["issue_active"] and v[a]["issue_active"]:
         top_b = prof.top_stalls(b, 1)[0]
         text += (f"\n\nThe uncoalesced kernel has the same code with the two thread indices swapped. Its "
-                 f"schedulers issued an instruction in {v[b]['issue_active']:.1f}% of their active cycles against "
-                 f"{v[a]['issue_active']:.1f}% for `naive` ({v[a]['issue_active'] / v[b]['issue_active']:.2f}x as often), and one "
-                 f"launch took {v[b]['time'] / t:.2f}x as long. Its warps mostly waited with "
-                 f"*{top_b[0].replace('_', ' ')}* ({top_b[1]:.0f}%): each of its warp-wide loads touched "
-                 f"{v[b]['sectors_per_request']:.1f} sectors against {v[a]['sectors_per_request']:.1f}, while DRAM "
-                 f"moved about the same bytes ({v[b]['dram_bytes'] / 1e9:.1f} GB against {dram / 1e9:.1f} GB): the "
-                 "caches served the extra sectors. A likely reading: the L1 handles a load's sectors one after "
-                 "another, so loads of 16 sectors fill its queue, and the warps wait to issue their next load.")
+                 f"schedulers issued an instruction in {v[b]['issue_active']:.2f}% of their active cycles, `naive`'s "
+                 f"in {v[a]['issue_active']:.2f}%: {v[a]['issue_active'] / v[b]['issue_active']:.2f}x as often; and "
+                 f"one launch of the uncoalesced kernel took {v[b]['time'] / t:.2f}x as long. With the same code to "
+                 f"run, the time went with the issue rate. Its warps mostly waited with "
+                 f"*{top_b[0].replace('_', ' ')}* ({top_b[1]:.0f}%). Its warp-wide loads touched "
+                 f"{v[b]['sectors_per_request']:.1f} sectors on average against {v[a]['sectors_per_request']:.1f} "
+                 "(the figure at the top: A's loads touch 32 each), yet L2 traffic "
+                 f"({v[b]['l2_bytes'] / 1e9:.1f} GB against {v[a]['l2_bytes'] / 1e9:.1f} GB) and DRAM traffic "
+                 f"({v[b]['dram_bytes'] / 1e9:.1f} GB against {dram / 1e9:.1f} GB) stayed about the same: the L1 "
+                 f"served the extra sectors (hit rate {v[b]['l1_hit']:.0f}% against {v[a]['l1_hit']:.0f}%). A likely "
+                 "reading: the L1 handles a load's sectors one after another, so loads that touch 32 sectors fill "
+                 "its queue, and the warps wait to issue their next load.")
     return text
 
 

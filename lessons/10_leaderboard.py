@@ -198,8 +198,8 @@ print("every rung has a lesson:", all(r.lesson for r in ladder.SGEMM.values()))
 # kernel without it, the kernel with it, TFLOPS without, TFLOPS with, change in %), each pair
 # timed in the same run. Write `next_step(kernel, size)`: among the rows that start from
 # `kernel`, the one with the largest gain, returned as `(kernel with it, change in %)`, or
-# `None` when no row from `kernel` gained more than 2 % at that size (a change within 2 % is
-# not a measured gain: the table marks it ≈). The function sees this record's rows only (not
+# `None` when no row from `kernel` gained more than 2 % at that size (the exercise's rule: a
+# gain of 2 % or less does not count, whether or not the two p10-p90 ranges overlap). The function sees this record's rows only (not
 # the † rows of lesson 05's steps run). The check asks about every kernel of the table at every
 # recorded size where the record timed both kernels of its rows, none of them host-bound, and
 # compares with the record; the answer differs from size to size.
@@ -227,7 +227,8 @@ exercises.check("10-next-step", next_step)
 #   shapes and slice depths (08: the sweep's table above, among them one where one buffer beat
 #   two).
 # * **Neutral here:** 16x16 vs 32x32 shared tiles (02), warp layout and padding of the A tile
-#   (08): no measurable change (for the warp layout the bank model predicted none; without
+#   (08): changes of 1% or less, most within the spread of the samples (the sweep's "timed in"
+#   column says where the ranges were apart all the same) (for the warp layout the bank model predicted none; without
 #   padding it predicts 2-way conflicts on the A-tile stores, too few to show in the time).
 
 # %% [markdown]

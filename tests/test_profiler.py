@@ -473,7 +473,7 @@ def test_lesson_01_reading_follows_the_recorded_counters():
     if ia and ib:
         assert f"{ia / ib:.2f}x as often" in text
         assert f"took {prof.value('naive_uncoalesced', 'time') / t:.2f}x as long" in text
-        assert f"touched {prof.value('naive_uncoalesced', 'sectors_per_request'):.1f} sectors" in text
+        assert f"touched {prof.value('naive_uncoalesced', 'sectors_per_request'):.1f} sectors on average" in text
     memory = prof.top_stalls("naive", 1)[0][0] in ("long_scoreboard", "lg_throttle")
     assert ("waited mostly for global memory" in text) == memory
     assert "No counters of `naive`" in profiler.reading_01(profiler.recorded(["no_such"], rows=("time",)))

@@ -94,3 +94,11 @@ def test_path_for_builds_every_kind_of_results_file():
 def test_bench_refuses_on_the_simulator():
     with pytest.raises(SystemExit, match="needs a GPU"):
         bench.main(["--no-plots"])
+
+
+def test_recorded_numbers_say_why_they_are_not_measured(monkeypatch):
+    from gemm_lessons import _backend
+    monkeypatch.delenv(_backend.FILLED_ENV, raising=False)
+    assert _backend.not_measured_why() == "not measured here: CUDA simulator"
+    monkeypatch.setenv(_backend.FILLED_ENV, "1")  # tools/refresh_outputs.py --into --gpu-notebook
+    assert "not measured in this notebook's GPU run" in _backend.not_measured_why()

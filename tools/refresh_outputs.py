@@ -8,7 +8,8 @@ output is kept (used for notebooks executed on a GPU, see README).
 executes a copy of NB and writes into NB only the outputs of the cells whose source contains one
 of the --cell strings, plus (with --fill-empty) of code cells that have none: for cells rendered
 from the records, whose output is the same on the simulator and on a GPU, in a notebook whose
-other outputs came from a GPU.
+other outputs came from a GPU (say so with --gpu-notebook: recorded numbers in those cells are
+then labelled as filled in from the record).
 """
 import argparse
 import glob
@@ -18,6 +19,7 @@ import sys
 import nbformat
 from nbclient import NotebookClient
 
+from gemm_lessons._backend import FILLED_ENV
 from gemm_lessons.lesson_source import NBVAL_CHECK, tidy_streams
 from gemm_lessons.progress import TEXT_ENV
 
@@ -35,8 +37,13 @@ def main():
     p.add_argument("--into", action="store_true", help="copy outputs of chosen cells only (see --cell, --fill-empty)")
     p.add_argument("--cell", action="append", default=[], help="with --into: a string the cell's source contains")
     p.add_argument("--fill-empty", action="store_true", help="with --into: also code cells without outputs")
+    p.add_argument("--gpu-notebook", action="store_true",
+                   help="with --into: the notebook was executed on a GPU; recorded numbers in the filled cells "
+                        "say they were filled in from the record, not measured in its GPU run")
     args = p.parse_args()
     os.environ[TEXT_ENV] = "1"  # progress bars saved as they ended, not as a widget's first frame
+    if args.gpu_notebook:
+        os.environ[FILLED_ENV] = "1"  # the kernel inherits it: see _backend.not_measured_why
     paths = args.paths or sorted(glob.glob(os.path.join(os.path.dirname(HERE), "notebooks", "*.ipynb")))
     failed = []
     for path in paths:

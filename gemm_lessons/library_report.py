@@ -140,8 +140,11 @@ def edges_sentence(rec):
                  f"against {wide['gflops'] / 1e3:.1f} for the wide kernel with the same tiles "
                  f"({100 * odd['gflops'] / wide['gflops']:.0f}%), on the same aligned square, where every load "
                  "could have been 16 bytes wide: the any-shape kernel is that much slower before any odd edge. At the "
-                 f"odd shape it reached {tflops(ODD_SHAPE, b.single_gl.median_ms):.1f} TFLOPS in single calls: the "
-                 "kernel, more than the shape, sets the price.")
+                 + (f"odd shape it reached {tflops(ODD_SHAPE, b.back_to_back_gl.median_ms):.1f} TFLOPS back to back, "
+                    "timed as the calibration was, "
+                    if b.back_to_back_gl else "")
+                 + f"{tflops(ODD_SHAPE, b.single_gl.median_ms):.1f} in single calls: the kernel, more than the shape, "
+                 "sets the price.")
         what = "its scalar, predicated global loads and stores"
         if odd.get("local_bytes") and not wide.get("local_bytes"):
             what += (f" and its spills (the compiler gave it {odd.get('registers')} registers and "

@@ -30,6 +30,9 @@ def test_edges_sentence_is_the_records_arithmetic():
     assert f"{b.single_gl.median_ms / a.single_gl.median_ms:.2f}x as long" in text
     wide, odd = lr.calibration(REC, "wide 128x128"), lr.calibration(REC, b.plan)
     assert f"{odd['gflops'] / 1e3:.1f} TFLOPS" in text and f"{100 * odd['gflops'] / wide['gflops']:.0f}%" in text
+    flop = 2.0 * lr.ODD_SHAPE[0] * lr.ODD_SHAPE[1] * lr.ODD_SHAPE[2]
+    if b.back_to_back_gl:  # compared with the calibration as it was timed: back to back
+        assert f"{flop / (b.back_to_back_gl.median_ms * 1e9):.1f} TFLOPS back to back, timed as the calibration" in text
     assert f"{b.pct_cublas_single:.1f}%" in lr.edges_markdown(REC)
 
 

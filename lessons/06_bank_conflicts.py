@@ -202,8 +202,10 @@ try:
 except ValueError as e:
     print("16-byte access on a padded row:", e)
 from gemm_lessons.inspect_kernel import blocks_per_sm
-for label, regs, smem in [("vec (102 registers, 8 KiB)", 102, 8192),
-                          ("vec with padded tiles (+2 x 8 floats)", 102, 8192 + 2 * 8 * 4),
+vec_facts = results.load().compiler["vec"]  # the compiler's facts of vec in the benchmark's record
+regs, smem = vec_facts["registers"], vec_facts["shared_bytes"]
+for label, regs, smem in [(f"vec ({regs} registers, {smem // 1024} KiB)", regs, smem),
+                          ("vec with padded tiles (+2 x 8 floats)", regs, smem + 2 * 8 * 4),
                           ("a 44 KiB-per-block kernel (32 registers)", 32, 44 * 1024),
                           ("the same + 1 KiB of padding", 32, 45 * 1024)]:
     print(f"{label:<40} -> %d block(s) per SM, limited by %s" % blocks_per_sm(regs, smem, 256))

@@ -644,8 +644,8 @@ def host_bound_lines(rec):
             if not r.error and host_bound(rec, r, who):
                 n, issue = issue_near(rec, r, who)
                 per_call = getattr(r, f"back_to_back_{who}").median_ms * 1e3
-                lines.append(f"{shape_name(r.shape)}, {name}: {issue:.0f} µs to issue one call at {n}^2 (section 2's "
-                             f"record), {per_call:.0f} µs per call back to back ({100 * issue / per_call:.0f}%)")
+                lines.append(f"{shape_name(r.shape)}, {name}: {issue:.0f} µs to issue one call at {n}^2 (the record's "
+                             f"per-call costs, of which section 2 shows 256^2), {per_call:.0f} µs per call back to back ({100 * issue / per_call:.0f}%)")
     return lines
 
 

@@ -546,8 +546,8 @@ for r in rec.rows:
 
 # %% [markdown]
 # **The measurement: % of cuBLAS per shape.** Every shape, single calls and back to back, cuBLAS in
-# the same run. Hatched bars are host-bound: the host's time to issue one call (section 2's record,
-# at the nearest square size) is at least 80% of the time per call back to back, so the bar compares
+# the same run. Hatched bars are host-bound: the host's time to issue one call (from the record's
+# per-call costs, of which section 2 shows one size; here at the nearest square size) is at least 80% of the time per call back to back, so the bar compares
 # Python wrappers rather than kernels; the line under the table gives the two numbers behind each
 # flag. In the table, the group is the suite's own: squares, shapes whose sides are not powers of 2,
 # and skinny shapes; the next column says whether K and N are multiples of 4, which the wide kernel

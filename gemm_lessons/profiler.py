@@ -525,6 +525,12 @@ def _child(job_path):
     print(CHILD_LINE + json.dumps({"device": device_info().name, "cases": [n for n, _ in job["cases"]]}), flush=True)
 
 
+def ncu_label(version):
+    """'Nsight Compute 2025.3.1' from ncu's version line ('Version 2025.3.1.0 (build ...) ...')."""
+    found = re.search(r"(\d+\.\d+\.\d+)", version or "")
+    return f"Nsight Compute {found.group(1)}" if found else "Nsight Compute"
+
+
 def _measured(cases, size, rows, timeout):
     from .device import device_info
 
@@ -532,7 +538,7 @@ def _measured(cases, size, rows, timeout):
     launches, unknown, _ = run_ncu(cases, size, metrics_for(rows), timeout)
     counters = {name: {k: v for k, v in launch.items() if k != "kernel"} for name, launch in zip(cases, launches)}
     version = ncu_version(ncu)
-    source = f"measured now on {device_info().name} ({version or 'ncu'}, --clock-control none)"
+    source = f"measured now on {device_info().name} ({ncu_label(version)}; the GPU's clocks left as they were)"
     if unknown:
         source += f"; not available here: {', '.join(unknown)}"
     return Profile(tuple(size), rows, counters, source,

@@ -477,3 +477,8 @@ def test_lesson_01_reading_follows_the_recorded_counters():
     memory = prof.top_stalls("naive", 1)[0][0] in ("long_scoreboard", "lg_throttle")
     assert ("waited mostly for global memory" in text) == memory
     assert "No counters of `naive`" in profiler.reading_01(profiler.recorded(["no_such"], rows=("time",)))
+
+
+def test_the_ncu_version_is_shown_short():
+    assert profiler.ncu_label("Version 2025.3.1.0 (build 36398880) (public-release)") == "Nsight Compute 2025.3.1"
+    assert profiler.ncu_label(None) == "Nsight Compute"

@@ -232,7 +232,7 @@ def test_measured_counters_come_from_ncus_output(monkeypatch):
     prof = gl.profile({"mine": "naive", "reg2d": "reg2d"}, lesson="01")
     rows = _csv_rows(ROOFLINE)
     assert prof.note is None and prof.source.startswith("measured now on ")
-    assert "Version 2025.3.0.0" in prof.source
+    assert "Nsight Compute 2025.3.0" in prof.source
     assert prof.value("mine", "l2_bytes") == _number(rows[(0, "lts__t_bytes.sum")])
     dram = _number(rows[(3, "dram__bytes_read.sum")]) + _number(rows[(3, "dram__bytes_write.sum")])
     assert prof.value("reg2d", "dram_bytes") == dram

@@ -689,7 +689,7 @@ def reading_01(prof=None):
     if prof.counters.get(a) is None:
         return "No counters of `naive` recorded: run `python -m gemm_lessons.profiler record` on a GPU."
     v = {n: {r: prof.value(n, r) for r in ("time", "l1_hit", "dram_bytes", "issue_active", "sectors_per_request",
-                                            "l2_bytes")}
+                                            "l2_bytes", "l2_hit")}
          for n in (a, b) if prof.counters.get(n) is not None}
     ideal = sgemm_min_bytes(*prof.size)
     t, dram = v[a]["time"], v[a]["dram_bytes"]
@@ -698,7 +698,15 @@ def reading_01(prof=None):
     text = (f"Two global loads per FMA is what lesson 02 cuts. What do they cost here ({prof.source})? `naive`'s "
             f"L1 hit rate was {v[a]['l1_hit']:.0f}%, and DRAM moved {dram / 1e9:.1f} GB in {fmt_time(t)} "
             f"({dram / t:,.0f} GB/s), {dram / ideal:.0f} times the {ideal / 1e6:.0f} MB of a kernel that reads A "
-            f"and B once and writes C once. Its most frequent stall reasons: {top}.")
+            "and B once and writes C once.")
+    if v[a]["l2_bytes"] and v[a]["l2_hit"] is not None:
+        missed = v[a]["l2_bytes"] * (1 - v[a]["l2_hit"] / 100)
+        if missed > 1.1 * dram:
+            text += (f" Its L2 misses ({v[a]['l2_bytes'] / 1e9:.1f} GB of L2 traffic times a miss rate of "
+                     f"{100 - v[a]['l2_hit']:.0f}%) come to {missed / 1e9:.1f} GB, more than DRAM moved; where the "
+                     "difference came from, these counters do not say (one possibility: the L2 is built of two "
+                     "partitions, and a sector that misses in one can come from the other).")
+    text += f" Its most frequent stall reasons: {top}."
     if stalls and stalls[0][0] in ("long_scoreboard", "lg_throttle"):
         text += " The warps waited mostly for global memory: the loads are what held this kernel back."
     else:

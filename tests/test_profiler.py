@@ -482,3 +482,10 @@ def test_lesson_01_reading_follows_the_recorded_counters():
 def test_the_ncu_version_is_shown_short():
     assert profiler.ncu_label("Version 2025.3.1.0 (build 36398880) (public-release)") == "Nsight Compute 2025.3.1"
     assert profiler.ncu_label(None) == "Nsight Compute"
+
+
+def test_lesson_01_reading_names_l2_misses_above_dram_as_unexplained():
+    prof = profiler.recorded(["naive"], rows=profiler.LESSON_ROWS["01"])
+    l2, hit, dram = (prof.value("naive", r) for r in ("l2_bytes", "l2_hit", "dram_bytes"))
+    text = profiler.reading_01(prof)
+    assert ("more than DRAM moved" in text) == (l2 * (1 - hit / 100) > 1.1 * dram)

@@ -49,10 +49,15 @@ SIMULATOR, REASON = _choose()
 FILLED_ENV = "GEMM_LESSONS_FILLED_FROM_RECORD"
 
 
+def filled_from_record():
+    """Whether this process fills cells from the records into a notebook executed on a GPU."""
+    return bool(os.environ.get(FILLED_ENV))
+
+
 def not_measured_why():
-    """Why a table shows recorded numbers instead of measuring: on the simulator, that; in a cell
-    filled from the records into a notebook executed on a GPU (FILLED_ENV), that."""
-    if os.environ.get(FILLED_ENV):
+    """Why a table shows recorded numbers instead of measuring: the simulator has no GPU, or (with
+    FILLED_ENV set) the cell was filled from the records into a notebook executed on a GPU."""
+    if filled_from_record():
         return "filled in from the record: not measured in this notebook's GPU run"
     return "not measured here: CUDA simulator"
 

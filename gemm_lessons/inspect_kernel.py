@@ -1,6 +1,5 @@
 """Look inside: what the compiler made of a kernel (registers, local memory, SASS)."""
 import collections
-import os
 import re
 
 from . import _backend, results, tables
@@ -193,7 +192,7 @@ def compiler_facts(kernels, threads=None, record=None, loops=False):
     if _backend.SIMULATOR:
         record = record or results.load()
         facts = {name: record.compiler[name] for name in kernels if name in record.compiler}
-        why = "" if not os.environ.get(_backend.FILLED_ENV) else f" ({_backend.not_measured_why()})"
+        why = f" ({_backend.not_measured_why()})" if _backend.filled_from_record() else ""
         return CompilerFacts(facts, "recorded on " + results.label(record) + why, threads, loops)
     for k in kernels.values():
         if not k.overloads:  # never launched in this process: compile it for float32 matrices

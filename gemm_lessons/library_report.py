@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _backend, dispatch, results, tables
+from . import _backend, counting, dispatch, results, tables
 
 REFERENCE_SHAPE = (4096, 4096, 4096)  # the aligned square the odd shape is compared with
 ODD_SHAPE = (4095, 4097, 4093)  # the same work with nothing a multiple of 4
@@ -208,6 +208,9 @@ class CallCosts:
         return self._repr_markdown_()
 
 
+CALL_COST_SIZE = 256  # the size at which lesson 11's section 2 reads the per-call costs
+
+
 def call_costs(sizes=(128, 256, 512, 1024), rec=None, progress=True):
     """The per-call cost of gl.sgemm, the ladder's rung, its kernel launched by numba and cuBLAS:
     measured now on a GPU (shapes.measure_overhead, about 2 s on an H100), the record's rows on the
@@ -226,7 +229,7 @@ def call_costs(sizes=(128, 256, 512, 1024), rec=None, progress=True):
     return CallCosts(rows, f"measured on {device_info().name} now", True)
 
 
-def call_costs_figure(costs, size=256, ax=None):
+def call_costs_figure(costs, size=CALL_COST_SIZE, ax=None):
     """Per-call cost of each caller at one size: the host's time to issue a call, and the CUDA-event
     time around one call on an idle GPU."""
     import matplotlib.pyplot as plt
@@ -292,7 +295,7 @@ def below_issue(costs, what):
     return out
 
 
-def call_costs_notes(costs, rec=None, size=256, lib="gl.sgemm(A, B, C)"):
+def call_costs_notes(costs, rec=None, size=CALL_COST_SIZE, lib="gl.sgemm(A, B, C)"):
     """What the per-call table shows, read off it: how far each caller's issue time moved over the
     sizes, event over issue per size, the cells where a round trip or a bracketed call came out
     below the issue time, the caller that cost the host least at ``size``, and at how many sizes
@@ -350,7 +353,7 @@ def call_costs_notes(costs, rec=None, size=256, lib="gl.sgemm(A, B, C)"):
     return out
 
 
-def overhead_sentence(rec, size=256):
+def overhead_sentence(rec, size=CALL_COST_SIZE):
     """The per-call costs at ``size`` in one generated sentence (from the record)."""
     costs = CallCosts(rec.overhead or [], "")
     names = costs.callers()
@@ -608,7 +611,8 @@ def measure_shapes(shapes, all_plans=False, repeats=20, rec=None, progress=True)
 
 
 # ---------------------------------------------------------------------------------- dispatch
-CALLERS = {"gl": "gl.sgemm(A, B, C)", "cublas": "cuBLAS (nvmath wrapper)"}
+CALLERS = {"gl": "gl.sgemm(A, B, C)", "cublas": "cuBLAS (nvmath wrapper)"}  # as the per-call costs name them
+WHO = {"gl": "gl.sgemm", "cublas": "cuBLAS"}  # as the suite's tables name them
 
 
 def issue_near(rec, r, who="gl"):
@@ -635,17 +639,23 @@ def host_bound(rec, r, who="gl"):
     return near[1] * 1e-3 >= HOST_BOUND * stats.median_ms
 
 
+def host_bound_evidence(rec, r, who):
+    """(size, issue µs, µs per call back to back): what host_bound compared for ``who`` at ``r``."""
+    n, issue = issue_near(rec, r, who)
+    return n, issue, getattr(r, f"back_to_back_{who}").median_ms * 1e3
+
+
 def host_bound_lines(rec):
     """One line per host-bound measurement of the suite: the issue time it rests on and the time
     per call back to back."""
     lines = []
     for r in rec.rows or []:
-        for who, name in (("gl", "gl.sgemm"), ("cublas", "cuBLAS")):
+        for who, name in WHO.items():
             if not r.error and host_bound(rec, r, who):
-                n, issue = issue_near(rec, r, who)
-                per_call = getattr(r, f"back_to_back_{who}").median_ms * 1e3
+                n, issue, per_call = host_bound_evidence(rec, r, who)
                 lines.append(f"{shape_name(r.shape)}, {name}: {issue:.0f} µs to issue one call at {n}^2 (the record's "
-                             f"per-call costs, of which section 2 shows 256^2), {per_call:.0f} µs per call back to back ({100 * issue / per_call:.0f}%)")
+                             f"per-call costs, of which section 2 shows {CALL_COST_SIZE}^2), {per_call:.0f} µs per "
+                             f"call back to back ({100 * issue / per_call:.0f}%)")
     return lines
 
 
@@ -666,8 +676,7 @@ def suite_markdown(rec):
         if r.error:
             body.append([shape_name(r.shape), group, four, r.plan or "", "FAILED", "", "", "", ""])
             continue
-        flags = [w for w, bound in (("gl.sgemm", host_bound(rec, r, "gl")), ("cuBLAS", host_bound(rec, r, "cublas")))
-                 if bound]
+        flags = [name for who, name in WHO.items() if host_bound(rec, r, who)]
         b2b = f"{r.pct_cublas_back_to_back:.1f}%" if r.pct_cublas_back_to_back else ""
         if flags:
             b2b += f" (host-bound: {', '.join(flags)})"
@@ -840,9 +849,8 @@ def below_markdown(rec, threshold=LOW_PCT):
             continue
         bound = [w for w in ("gl", "cublas") if host_bound(rec, r, w)]
         note = (" (back to back host-bound for " + " and ".join(
-            f"{'gl.sgemm' if w == 'gl' else 'cuBLAS'}: {issue_near(rec, r, w)[1]:.0f} µs to issue one call at "
-            f"{issue_near(rec, r, w)[0]}^2 against {getattr(r, f'back_to_back_{w}').median_ms * 1e3:.0f} µs per call"
-            for w in bound) + ")") if bound else ""
+            f"{WHO[w]}: {issue:.0f} µs to issue one call at {n}^2 against {per_call:.0f} µs per call"
+            for w in bound for n, issue, per_call in [host_bound_evidence(rec, r, w)]) + ")") if bound else ""
         lines.append(f"* **{shape_name(r.shape)}** ({r.plan}): {r.pct_cublas_single:.1f}% single, "
                      f"{r.pct_cublas_back_to_back:.1f}% back to back{note}; gl.sgemm {r.single_gl.median_ms:.3f} ms "
                      f"single, {r.back_to_back_gl.median_ms:.3f} ms back to back; cuBLAS "
@@ -873,14 +881,16 @@ def unexplained(rec, ahead=110.0, slow_single=2.0):
 def unexplained_markdown(rec, ahead=110.0, slow_single=2.0):
     """unexplained() as a list, with the numbers each item rests on."""
     lines = []
-    flop = lambda r: 2.0 * r.shape[0] * r.shape[1] * r.shape[2]  # noqa: E731
+    def flop(r):
+        return counting.sgemm_flops(*r.shape)
+
     for kind, r, who in unexplained(rec, ahead, slow_single):
         if kind == "ahead":
             lines.append(f"**{shape_name(r.shape)}**: gl.sgemm at {r.pct_cublas_back_to_back:.1f}% of cuBLAS back to "
                          f"back ({r.back_to_back_gl.median_ms:.3f} ms against {r.back_to_back_cublas.median_ms:.3f} ms "
                          f"per call) and {r.pct_cublas_single:.1f}% in single calls; neither host-bound")
             continue
-        name = "gl.sgemm" if who == "gl" else "cuBLAS"
+        name = WHO[who]
         one, b2b = getattr(r, f"single_{who}"), getattr(r, f"back_to_back_{who}")
         text = (f"**{shape_name(r.shape)}**, {name}: one call took {one.median_ms:.3f} ms (10th to 90th percentile of "
                 f"{one.n} calls: {one.p10_ms:.3f} to {one.p90_ms:.3f} ms), {one.median_ms / b2b.median_ms:.1f}x its "

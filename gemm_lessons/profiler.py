@@ -797,19 +797,22 @@ def reading_08(prof=None):
     return text
 
 
+ISSUE_FULL = 80.0  # % of active cycles with an instruction issued that issue_reading calls full
+
+
 def issue_reading(prof, names):
-    """One sentence: were the schedulers' issue slots full (ISSUE_ACTIVE) for ``names``?  80% or more of
-    the active cycles counts as full (at most one instruction per scheduler per cycle)."""
+    """One sentence: were the schedulers' issue slots full (ISSUE_ACTIVE) for ``names``?  ISSUE_FULL %
+    or more of the active cycles counts as full (at most one instruction per scheduler per cycle)."""
     busy = {n: prof.value(n, "issue_active") for n in names}
     if any(v is None for v in busy.values()):
         return ("Whether instruction issue itself was the limit, these counters do not show (the record has no "
                 "issue-slot counter).")
     shown = " and ".join(f"{v:.0f}% (`{n}`)" for n, v in busy.items())
-    if min(busy.values()) >= 80:
+    if min(busy.values()) >= ISSUE_FULL:
         return (f"The schedulers issued an instruction in {shown} of their active cycles, close to the limit of "
                 "one per cycle: issuing instructions is the likely limit (a kernel that issues fewer for the same work "
                 "would tell).")
-    if max(busy.values()) < 80:
+    if max(busy.values()) < ISSUE_FULL:
         return (f"The schedulers issued an instruction in {shown} of their active cycles, short of the limit of "
                 "one per cycle: issue slots alone were not the limit, and these counters do not say what was.")
     return f"The schedulers issued an instruction in {shown} of their active cycles (the limit is one per cycle)."

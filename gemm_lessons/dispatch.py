@@ -1,14 +1,22 @@
 """Which kernel gl.sgemm launches for a shape: a rule made of measured numbers.
 
 cuBLAS is not one kernel but hundreds, and a heuristic that picks one per call.  gl.sgemm has
-a handful of plans (``PLANS``): lesson 08's warptile kernel (``wide``: 16-byte accesses, for
-aligned K and N) or the any-shape kernel (sgemm_kernels/any_shape.py: scalar edge loads), each
-with three tile sizes, and the any-shape kernel with K split over 2..16 blocks (split-K, whose
-partial sums sgemm_kernels/splitk_reduce.py adds up).  ``choose`` picks the plan with the
-smallest estimated time under ``Model``:
+a handful of plans (``PLANS``), each with three tile sizes:
+
+  * ``wide``: lesson 08's warptile kernel (16-byte accesses: K and N multiples of 4, C-contiguous
+    16-byte-aligned arrays), whole or with K split over 2..16 blocks (split-K, whose partial sums
+    sgemm_kernels/splitk_reduce.py adds up);
+  * ``any_shape``: sgemm_kernels/any_shape.py (scalar, predicated global loads: any shape, any
+    alignment, strided rows), whole or split the same way;
+  * ``padded``: where the wide kernel may not run, copies of A and B with zeros around them
+    (sides multiples of 4, sgemm_kernels/pad_copy.py), the wide kernel into a workspace, and the
+    M x N part of it copied into C.
+
+``choose`` picks the plan with the smallest estimated time under ``Model``:
 
     time = sum over waves of (blocks on the busiest SM) x (FLOP of one block) / (that SM's rate)
            + for split-K: the reduction's bytes / bandwidth + one more launch
+           + for padded: the copies' bytes / bandwidth + three more launches
 
 where a wave is every SM holding as many blocks as fit (``blocks_per_sm``), a full SM's rate is
 the kernel's whole-GPU rate on a large square problem divided by the SMs, and an SM holding
@@ -44,15 +52,15 @@ TILES = {
     # stages 16 scalars per thread here, spilled 288 bytes (offline SASS, sm_90)
     "64x64": TileConfig(BM=64, BN=64, WM=32, WN=64, max_registers=None),
 }
-KERNELS = ("wide", "any_shape")
+KERNELS = ("wide", "any_shape")  # the kernels the calibration times (padded runs the wide one)
 SPLITS = (1, 2, 3, 4, 6, 8, 12, 16)
 
 
 @dataclass(frozen=True)
 class Plan:
-    kernel: str  # "wide" (warptile.py, needs aligned K and N) or "any_shape"
+    kernel: str  # "wide" (warptile.py, needs aligned K and N), "any_shape" or "padded"
     tiles: str  # a key of TILES
-    split: int = 1  # blocks along K (any_shape only); > 1 adds the reduction kernel
+    split: int = 1  # blocks along K (wide and any_shape); > 1 adds the reduction kernel
 
     @property
     def config(self):
@@ -71,8 +79,14 @@ class Plan:
         return f"{self.kernel} {self.tiles}" + (f" split {self.split}" if self.split > 1 else "")
 
 
-PLANS = ([Plan("wide", t) for t in TILES]
-         + [Plan("any_shape", t, s) for t in TILES for s in SPLITS])
+PLANS = ([Plan("wide", t, s) for t in TILES for s in SPLITS]
+         + [Plan("any_shape", t, s) for t in TILES for s in SPLITS]
+         + [Plan("padded", t) for t in TILES])
+
+
+def padded_sides(N, K):
+    """(N4, K4): N and K rounded up to multiples of 4, the padded plan's workspace sides."""
+    return (N + 3) // 4 * 4, (K + 3) // 4 * 4
 
 
 @dataclass(frozen=True)
@@ -120,10 +134,16 @@ class Model:
     source: str = "provisional (see gemm_lessons.dispatch: not measured on this GPU)"
 
     def speed(self, plan):
-        return self.speeds[f"{plan.kernel}/{plan.tiles}"]
+        kernel = "wide" if plan.kernel == "padded" else plan.kernel
+        return self.speeds[f"{kernel}/{plan.tiles}"]
 
     def estimate_s(self, plan, M, N, K):
         """Seconds the model gives ``plan`` for an M x N x K product (a ranking, see the doc)."""
+        if plan.kernel == "padded":  # the wide kernel on the padded sides, plus the copies
+            N4, K4 = padded_sides(N, K)
+            floats = M * K + M * K4 + K * N + K4 * N4 + M * N4 + 2 * M * N  # read and written
+            return (self.estimate_s(Plan("wide", plan.tiles), M, N4, K4)
+                    + 4.0 * floats / (self.bandwidth_gbs * 1e9) + 3 * self.launch_us * 1e-6)
         c, s = plan.config, self.speed(plan)
         gx, gy, splits = plan.grid(M, N)
         blocks = gx * gy * splits
@@ -148,19 +168,18 @@ class Model:
 
 
 def candidates(M, N, K, wide, model=None):
-    """The plans that can run M x N x K: wide only when ``wide`` (K and N multiples of 4,
-    C-contiguous 16-byte-aligned arrays); split-K only where each part gets at least
-    ``model.min_k_per_split`` of K (below that the partial sums' traffic and the second launch
-    cannot pay) and the last part is not empty."""
+    """The plans that can run M x N x K: when ``wide`` (K and N multiples of 4, C-contiguous
+    16-byte-aligned arrays) the wide kernel's (the any-shape kernel would do the same with more
+    load instructions), else the any-shape kernel's and the padded ones; split-K only where each
+    part gets at least ``model.min_k_per_split`` of K (below that the partial sums' traffic and
+    the second launch cannot pay) and the last part is not empty."""
     min_k = (model or _model_now()).min_k_per_split
     out = []
     for p in PLANS:
-        if p.kernel == "wide" and not wide:
+        if (p.kernel == "wide") != wide:
             continue
         if p.split > 1 and (K < p.split * min_k or p.k_chunk(K) * (p.split - 1) >= K):
             continue
-        if p.kernel == "any_shape" and p.split == 1 and wide:
-            continue  # the wide kernel does the same with fewer instructions
         out.append(p)
     return out
 

@@ -7,10 +7,11 @@ What it adds to the ladder's last rung, and where each part lives:
   * any shape, any alignment, row-strided views (a slice of a larger matrix): the wide kernel
     (warptile.py, 16-byte accesses) when K and N are multiples of 4 and every array is
     C-contiguous and 16-byte aligned; otherwise the any-shape kernel
-    (sgemm_kernels/any_shape.py).  Nothing goes through the host.
-  * a plan per shape (gemm_lessons.dispatch.choose): tile size, and split-K for small M x N
-    with a long K (sgemm_kernels/splitk_reduce.py adds the partial sums, kept in a workspace
-    this module allocates once per shape and reuses).
+    (sgemm_kernels/any_shape.py), or for large products the wide kernel on zero-padded copies
+    (sgemm_kernels/pad_copy.py).  Nothing goes through the host.
+  * a plan per shape (gemm_lessons.dispatch.choose): kernel, tile size, and split-K for small
+    M x N with a long K (sgemm_kernels/splitk_reduce.py adds the partial sums).  Workspaces
+    (partial sums, padded copies) are allocated once per shape and reused.
   * little Python per call: the checks are a few attribute reads and comparisons, the plan is
     remembered per shape, and kernels are launched through gemm_lessons.launch.Launcher
     (compiled once for explicit types, no per-call typing or launch-configuration objects).
@@ -25,6 +26,8 @@ is the same idea for lesson 09's transpose: 16-byte loads and stores where every
 arrays allows them (transpose/any_shape.py in its wide form), lesson 09's 4-byte padded-tile
 kernel elsewhere.
 """
+from dataclasses import replace
+
 import numpy as np
 from numba import cuda
 from numba.cuda import types
@@ -32,7 +35,7 @@ from numba.cuda import types
 from . import _backend, dispatch
 from .arrays import is_device_array
 from .launch import Launcher
-from .sgemm_kernels import any_shape, splitk_reduce, warptile
+from .sgemm_kernels import any_shape, pad_copy, splitk_reduce, warptile
 from .transpose import any_shape as transpose_any, smem_tile as transpose_tile
 
 _F32 = np.dtype(np.float32)
@@ -53,12 +56,16 @@ _LAUNCHERS = {}
 
 def kernel_spec(kind, tiles, layout):
     """(numba kernel, argument types, threads per block) of one kernel the library launches:
-    ``kind`` "wide", "any_shape" or "reduce", ``tiles`` a key of dispatch.TILES ("" for the
-    reduction), ``layout`` "C" or "A" (strided rows).  The wide kernel takes C-contiguous arrays only."""
+    ``kind`` "wide", "wide_split" (the wide kernel with split_k), "any_shape", "reduce" or "pad",
+    ``tiles`` a key of dispatch.TILES ("" for the reduction and the padding copy), ``layout``
+    "C" or "A" (strided rows).  The wide kernels take C-contiguous arrays only."""
     arr, f32 = _ARRAY[layout], types.float32
-    if kind == "wide":
+    if kind in ("wide", "wide_split"):
         cfg = dispatch.TILES[tiles]
-        return warptile.kernel_for(cfg), (arr, arr, arr, f32, f32), cfg.threads
+        kernel = warptile.kernel_for(replace(cfg, split_k=True) if kind == "wide_split" else cfg)
+        return kernel, (arr, arr, arr, f32, f32), cfg.threads
+    if kind == "pad":  # src (any layout) into a fresh, C-contiguous workspace
+        return pad_copy.pad_copy, (arr, _ARRAY["C"]), pad_copy.THREADS
     if kind == "any_shape":
         cfg = dispatch.TILES[tiles]
         kernel = _ANY_SHAPE.get(cfg) or _ANY_SHAPE.setdefault(cfg, any_shape.make_kernel(cfg))
@@ -68,9 +75,9 @@ def kernel_spec(kind, tiles, layout):
 
 
 # every (kind, tiles, layout) that _runner can launch: what gemm_lessons.arch_facts compiles
-KERNEL_KEYS = ([("wide", t, "C") for t in dispatch.TILES]
+KERNEL_KEYS = ([(kind, t, "C") for kind in ("wide", "wide_split") for t in dispatch.TILES]
                + [("any_shape", t, layout) for t in dispatch.TILES for layout in ("C", "A")]
-               + [("reduce", "", layout) for layout in ("C", "A")])
+               + [(kind, "", layout) for kind in ("reduce", "pad") for layout in ("C", "A")])
 
 
 def _launcher(kind, tiles, layout):
@@ -84,17 +91,19 @@ def _launcher(kind, tiles, layout):
 
 _ANY_SHAPE = {}
 _WORKSPACE = {}
-WORKSPACE_LIMIT = 2 * 2**30  # bytes of split-K workspaces kept between calls
+WORKSPACE_LIMIT = 2 * 2**30  # bytes of workspaces kept between calls
 
 
-def _workspace(rows, cols):
-    """A rows x cols float32 device array for split-K's partial sums, reused between calls of
-    the same shape (allocating one per call would cost more than the launch)."""
-    w = _WORKSPACE.get((rows, cols))
+def _workspace(role, rows, cols):
+    """A rows x cols float32 device array for one ``role`` (split-K's partial sums "W", the
+    padded copies "A" and "B"), reused between calls of the same shape (allocating one per call
+    would cost more than the launch).  C-contiguous and 16-byte aligned, as the wide kernel needs."""
+    key = (role, rows, cols)
+    w = _WORKSPACE.get(key)
     if w is None:
         if sum(x.size for x in _WORKSPACE.values()) * 4 + rows * cols * 4 > WORKSPACE_LIMIT:
             _WORKSPACE.clear()
-        w = _WORKSPACE[(rows, cols)] = cuda.device_array((rows, cols), np.float32)
+        w = _WORKSPACE[key] = cuda.device_array((rows, cols), np.float32)
     return w
 
 
@@ -177,22 +186,47 @@ def _runner(plan, M, N, K, contiguous):
     """run(A, B, C, alpha, beta) for ``plan`` at M x N x K: launchers and grids looked up once."""
     layout = "C" if contiguous else "A"
     gx, gy, split = plan.grid(M, N)
+    if plan.kernel == "padded":
+        return _padded_runner(plan, M, N, K, layout)
     if plan.kernel == "wide":
-        launcher, grid = _launcher("wide", plan.tiles, "C"), (gx, gy)
-        return lambda A, B, C, alpha, beta: launcher(grid, A, B, C, alpha, beta)
-    main = _launcher("any_shape", plan.tiles, layout)
+        main = _launcher("wide_split" if split > 1 else "wide", plan.tiles, "C")
+        grid, extra = (gx, gy, split), ()  # the wide kernel's block z finds its chunk of k from the grid
+    else:
+        main = _launcher("any_shape", plan.tiles, layout)
+        grid, extra = (gx, gy, split), (plan.k_chunk(K),)
+    if split == 1 and extra:
+        k = extra[0]
+        return lambda A, B, C, alpha, beta: main(grid, A, B, C, alpha, beta, k)
     if split == 1:
-        grid = (gx, gy, 1)
-        return lambda A, B, C, alpha, beta: main(grid, A, B, C, alpha, beta, K)
-    reduce, grid, reduce_grid, chunk = _launcher("reduce", "", layout), (gx, gy, split), splitk_reduce.grid(M, N), \
-        plan.k_chunk(K)
+        return lambda A, B, C, alpha, beta: main(grid, A, B, C, alpha, beta)
+    reduce, reduce_grid = _launcher("reduce", "", layout), splitk_reduce.grid(M, N)
 
     def run_split_k(A, B, C, alpha, beta):
-        W = _workspace(split * M, N)  # looked up per call: the cache may have been cleared
-        main(grid, A, B, W, 1.0, 0.0, chunk)
+        W = _workspace("W", split * M, N)  # looked up per call: the cache may have been cleared
+        main(grid, A, B, W, 1.0, 0.0, *extra)
         reduce(reduce_grid, W, C, alpha, beta)
 
     return run_split_k
+
+
+def _padded_runner(plan, M, N, K, layout):
+    """The padded plan: A and B copied into zero-padded workspaces (sides multiples of 4), the
+    wide kernel into an M x N4 workspace, its M x N part into C with alpha and beta (the
+    reduction of one part)."""
+    N4, K4 = dispatch.padded_sides(N, K)
+    pad, wide = _launcher("pad", "", layout), _launcher("wide", plan.tiles, "C")
+    reduce = _launcher("reduce", "", layout)
+    grid, grid_a, grid_b = plan.grid(M, N4)[:2], pad_copy.grid(M, K4), pad_copy.grid(K4, N4)
+    reduce_grid = splitk_reduce.grid(M, N)
+
+    def run_padded(A, B, C, alpha, beta):
+        Ap, Bp, W = _workspace("A", M, K4), _workspace("B", K4, N4), _workspace("W", M, N4)
+        pad(grid_a, A, Ap)
+        pad(grid_b, B, Bp)
+        wide(grid, Ap, Bp, W, 1.0, 0.0)
+        reduce(reduce_grid, W, C, alpha, beta)
+
+    return run_padded
 
 
 _RUNS = {}
@@ -201,7 +235,9 @@ _RUNS = {}
 def launcher_for(plan, contiguous=True):
     """The Launcher of ``plan``'s main kernel (compiled on first use): its ``fast`` flag, its
     compiled kernel's occupancy (``blocks_per_sm``)."""
-    return _launcher(plan.kernel, plan.tiles, "C" if contiguous or plan.kernel == "wide" else "A")
+    if plan.kernel == "any_shape":
+        return _launcher("any_shape", plan.tiles, "C" if contiguous else "A")
+    return _launcher("wide_split" if plan.split > 1 else "wide", plan.tiles, "C")
 
 
 def _checked_call(A, B, C, alpha, beta):

@@ -47,8 +47,11 @@ def test_odd_shapes_use_the_any_shape_kernel_and_never_the_host(monkeypatch):
     p = problems.SgemmProblem(5, 7, 3)
     assert dispatch.plan_for(5, 7, 3, False).kernel == "any_shape"
     library.sgemm(p.A_d, p.B_d, p.reset_output())
+    C_padded = cuda.device_array((5, 7), np.float32)
+    library.run_plan(Plan("padded", "64x64"), p.A_d, p.B_d, C_padded)  # the large shapes' path, here small
     monkeypatch.undo()
     assert problems.compare("gl", p.C_d.copy_to_host(), p.reference, 1.0, 0.0, 3).passed
+    assert problems.compare("padded", C_padded.copy_to_host(), p.reference, 1.0, 0.0, 3).passed
 
 
 @requires_simulator
@@ -107,11 +110,25 @@ def test_plan_of_names_the_plan_sgemm_runs(monkeypatch):
     (Plan("any_shape", "64x64", 3), (5, 7, 50)),      # parts of 24, 24 and 2 k
     (Plan("any_shape", "128x128", 2), (3, 5, 19)),   # ragged both ways
     (Plan("any_shape", "64x128", 1), (13, 3, 10)),
+    (Plan("wide", "64x64", 3), (12, 8, 100)),        # the wide kernel split: parts of 40, 40 and 20 k
+    (Plan("padded", "64x64"), (5, 7, 50)),           # zero-padded copies: 5 x 8 x 52 through the wide kernel
 ])
 def test_each_plan_is_correct(plan, shape):
     for alpha, beta in ((1.0, 0.0), (-0.5, 2.0)):
         res = problems.check(plan_runner(plan), *shape, alpha, beta)
         assert res.passed, res.message()
+
+
+def test_padded_plan_writes_its_zeros_every_call():
+    """The padded plan's workspaces are reused between calls: the padding copy rewrites every
+    element, so what a workspace held before (NaN here) cannot leak into the product."""
+    M, N, K = 6, 5, 7
+    N4, K4 = dispatch.padded_sides(N, K)
+    assert (N4, K4) == (8, 8)
+    for role, rows, cols in (("A", M, K4), ("B", K4, N4), ("W", M, N4)):
+        library._workspace(role, rows, cols).copy_to_device(np.full((rows, cols), np.nan, np.float32))
+    res = problems.check(plan_runner(Plan("padded", "64x64")), M, N, K, 1.5, -0.5)
+    assert res.passed, res.message()
 
 
 def test_split_k_parts_cover_k_once():
@@ -174,8 +191,9 @@ def test_dispatch_picks_each_path_with_the_provisional_model():
     m = dispatch.Model()
     assert "provisional" in m.source
     assert dispatch.choose(4096, 4096, 4096, True, m) == Plan("wide", "128x128")  # large square: the last rung
-    assert dispatch.choose(4095, 4097, 4093, False, m).kernel == "any_shape"       # odd: no 16-byte loads
-    assert dispatch.choose(4095, 4097, 4093, False, m).split == 1
+    # odd and large: the wide kernel on zero-padded copies, whose bytes are small next to the product
+    assert dispatch.choose(4095, 4097, 4093, False, m) == Plan("padded", "128x128")
+    assert dispatch.choose(33, 65, 47, False, m).kernel == "any_shape"  # odd and small: the copies cost more
     assert dispatch.choose(64, 8192, 8192, True, m).split > 1                    # small M, long K: split-K
     assert dispatch.choose(8192, 64, 8192, True, m).split > 1                    # small N, long K
     assert dispatch.choose(256, 12288, 12288, True, m) != Plan("wide", "128x128")  # 192 tiles: a wave's tail
@@ -185,11 +203,14 @@ def test_dispatch_picks_each_path_with_the_provisional_model():
 
 
 def test_dispatch_follows_the_measurements():
-    """The rule is the numbers: a model in which split-K's kernel is slow never splits."""
-    slow = {k: dispatch.Speed(v.gflops / 100 if k.startswith("any_shape") else v.gflops, v.blocks_per_sm)
-            for k, v in dispatch.PROVISIONAL.items()}
-    m = dispatch.Model(speeds=slow, source="test")
-    assert dispatch.choose(64, 8192, 8192, True, m).kernel == "wide"
+    """The rule is the numbers: where copies and partial sums move at 1 GB/s, nothing is padded
+    or split; where the any-shape kernel is as fast as the wide one, padding cannot pay."""
+    m = dispatch.Model(bandwidth_gbs=1.0, source="test")
+    assert dispatch.choose(64, 8192, 8192, True, m).split == 1
+    assert dispatch.choose(4095, 4097, 4093, False, m).kernel == "any_shape"
+    same = {k: dispatch.PROVISIONAL[k.replace("any_shape", "wide")] for k in dispatch.PROVISIONAL}
+    m = dispatch.Model(speeds=same, source="test")
+    assert dispatch.choose(4095, 4097, 4093, False, m).kernel == "any_shape"
 
 
 def test_dispatch_reads_a_recorded_model(tmp_path):
@@ -360,7 +381,7 @@ def test_shape_benchmark_gpu_paths_run_with_stand_in_timers(monkeypatch, tmp_pat
     monkeypatch.setattr(cublas, "available", lambda: True)
     monkeypatch.setattr(cublas, "sgemm", lambda A, B, C: lib(A, B, C))  # a stand-in for cuBLAS
     monkeypatch.setattr(benchmark, "time_bandwidth", lambda **k: [pytypes.SimpleNamespace(gbs=1000.0)])
-    monkeypatch.setattr(dispatch, "PLANS", [Plan("wide", "64x64"), Plan("any_shape", "64x64", 2)])
+    monkeypatch.setattr(dispatch, "PLANS", [Plan("wide", "64x64"), Plan("wide", "64x64", 2)])
     monkeypatch.setattr(dispatch, "TILES", {"64x64": dispatch.TILES["64x64"]})  # the simulator is slow
     monkeypatch.setattr(library, "_RUNS", {})
     pbar = bar(100, "", False)
@@ -374,7 +395,7 @@ def test_shape_benchmark_gpu_paths_run_with_stand_in_timers(monkeypatch, tmp_pat
     row = shapes.measure_shape("odd", (5, 8, 300), 1, pbar, all_plans=True)
     assert row.error is None and row.correct
     assert row.pct_cublas_single == 100.0 and row.single_gl.median_ms == 1.0
-    assert set(row.plans_ms) == {"wide 64x64", "any_shape 64x64 split 2"} and row.best_plan
+    assert set(row.plans_ms) == {"wide 64x64", "wide 64x64 split 2"} and row.best_plan
     rec = records.ShapesRecord(device=records.Device(name="stand-in"), date="2026-01-01", timed=True,
                                rows=[row], overhead=over)
     rec.summary = shapes.summarise(rec.rows)

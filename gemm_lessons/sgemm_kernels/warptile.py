@@ -25,6 +25,10 @@ What lessons 07 and 08 add to lesson 06's kernel:
   * the transposed A tile gets ``pad_a`` extra floats per row: the four scalar stores that
     transpose a float4 of A then avoid a 2-way bank conflict (lesson 06's padding; measured
     in 08: no change in speed).
+  * split-K (lesson 11, ``split_k``, for gl.sgemm): with s blocks along the grid's z, block z
+    sums only k in [z * chunk, (z + 1) * chunk), chunk = K / s rounded up to a multiple of BK,
+    and writes rows z*M .. z*M + M-1 of C, which is then an (s*M) x N workspace of partial sums
+    (sgemm_kernels/splitk_reduce.py adds them up).  Without it, k runs over all of K into C.
   * block order (lesson 08, ``group_m``): with group_m = 1 block (x, y) computes tile (row y,
     column x) of C, row-major order; with group_m = G > 1 the grid is (G, tile columns, groups)
     and block (x, y, z) computes tile (row z * G + x, column y): in the order of their linear
@@ -62,6 +66,7 @@ class TileConfig:
     guard: str = "if"        # how loads outside A and B are avoided: "if", "select" or "and"
     max_registers: int = 128  # register cap per thread (None: the compiler decides)
     group_m: int = 1         # block order: 1 row-major; G > 1 groups of G tile rows (block_order.py)
+    split_k: bool = False    # block z sums only its part of k into rows z*M.. of C (gl.sgemm, lesson 11)
 
     @property
     def lanes(self):  # (LM, LN): how the 32 lanes of a warp tile the warp tile
@@ -88,7 +93,7 @@ class TileConfig:
         """ValueError naming the first rule the configuration breaks (checked before compiling)."""
         rules = [
             (all(isinstance(getattr(self, f.name), int) and getattr(self, f.name) > 0
-                 for f in fields(self) if f.name not in ("pad_a", "max_registers", "spread", "guard")),
+                 for f in fields(self) if f.name not in ("pad_a", "max_registers", "spread", "guard", "split_k")),
              "sizes must be positive integers"),
             (self.TM % 4 == 0 and self.TN % 4 == 0, "TM and TN must be multiples of 4 (4x4 pieces)"),
             (self.BK % 4 == 0, "BK must be a multiple of 4 (A is read 4 floats at a time along k)"),
@@ -109,6 +114,7 @@ class TileConfig:
             (self.TM * self.TN <= 128, "more than 128 results per thread cannot stay in registers"),
             (self.max_registers is None or 64 <= self.max_registers <= 255,
              "max_registers must be None or 64..255"),
+            (not (self.split_k and self.group_m > 1), "split_k and group_m > 1 both need the grid's z"),
         ]
         for ok, message in rules:
             if not ok:
@@ -120,7 +126,8 @@ class TileConfig:
                 f"stages {self.stages} pad {self.pad_a} regs {self.max_registers}"
                 + (" spread" if self.spread and self.stages == 2 else "")
                 + ("" if self.guard == "if" else f" guard {self.guard}")
-                + ("" if self.group_m == 1 else f" group {self.group_m}"))
+                + ("" if self.group_m == 1 else f" group {self.group_m}")
+                + (" split_k" if self.split_k else ""))
 
 
 GUARDS = ("if", "select", "and")
@@ -136,7 +143,7 @@ def make_kernel(cfg):
     A_STEP = cfg.threads // (BK // 4)      #   A_STEP rows apart
     B_LOADS = BK * BN // 4 // cfg.threads  # ... and of the B tile, B_STEP rows apart
     B_STEP = cfg.threads // (BN // 4)
-    STAGES, GUARD, GROUP_M = cfg.stages, cfg.guard, cfg.group_m
+    STAGES, GUARD, GROUP_M, SPLIT_K = cfg.stages, cfg.guard, cfg.group_m, cfg.split_k
 
     def load_at(u):  # the k-step before which staged float4 u (A's first, then B's) is loaded
         return u * BK // (A_LOADS + B_LOADS) if cfg.spread else 0
@@ -162,6 +169,12 @@ def make_kernel(cfg):
             col0 = cuda.blockIdx.y * BN
         M, K = A.shape
         N = B.shape[1]
+        k_begin, k_end, c_row0 = 0, K, 0  # the k this block sums; its first row of C
+        if static(SPLIT_K):  # block z: its chunk of k (a multiple of BK), into rows z*M.. of C (lesson 11)
+            chunk = (K + cuda.gridDim.z * BK - 1) // (cuda.gridDim.z * BK) * BK
+            k_begin = cuda.blockIdx.z * chunk
+            k_end = min(K, k_begin + chunk)
+            c_row0 = cuda.blockIdx.z * M
         if static(GROUP_M > 1):
             if row0 >= M:  # a last group with fewer rows: this block has no tile
                 return
@@ -216,11 +229,11 @@ def make_kernel(cfg):
 
         def load_a(i, k0):  # global -> registers: A's float4 i of the slice starting at k0
             xa[i, 0], xa[i, 1], xa[i, 2], xa[i, 3] = load_float4(
-                A, row0 + a_r + i * A_STEP, k0 + a_c, a_ok[i], k0 + a_c < K, a_row[i], min(k0 + a_c, K - 4))
+                A, row0 + a_r + i * A_STEP, k0 + a_c, a_ok[i], k0 + a_c < k_end, a_row[i], min(k0 + a_c, K - 4))
 
         def load_b(j, k0):
             xb[j, 0], xb[j, 1], xb[j, 2], xb[j, 3] = load_float4(
-                B, k0 + b_r + j * B_STEP, col0 + b_c, b_ok, k0 + b_r + j * B_STEP < K,
+                B, k0 + b_r + j * B_STEP, col0 + b_c, b_ok, k0 + b_r + j * B_STEP < k_end,
                 min(k0 + b_r + j * B_STEP, K - 1), b_col)
 
         def store_a(i, sA):  # registers -> shared: A transposed, four scalar stores
@@ -270,25 +283,26 @@ def make_kernel(cfg):
                     k_step(sA, sB, k)
 
         if static(STAGES == 1):
-            for k0 in range(0, K, BK):
+            for k0 in range(k_begin, k_end, BK):
                 stage(k0, sA0, sB0)
                 cuda.syncthreads()
                 for k in static_range(BK):
                     k_step(sA0, sB0, k)
                 cuda.syncthreads()
         else:
-            stage(0, sA0, sB0)  # prologue: slice 0 into buffer 0
+            stage(k_begin, sA0, sB0)  # prologue: the first slice into buffer 0
             cuda.syncthreads()
-            for k0 in range(0, K, 2 * BK):
+            for k0 in range(k_begin, k_end, 2 * BK):
                 compute_and_stage(sA0, sB0, k0 + BK, sA1, sB1)  # from buffer 0; the next slice into buffer 1
                 cuda.syncthreads()  # buffer 1 full; everyone is done with buffer 0
-                if k0 + BK >= K:
+                if k0 + BK >= k_end:
                     break
                 compute_and_stage(sA1, sB1, k0 + 2 * BK, sA0, sB0)
                 cuda.syncthreads()
         for i in static_range(TM):
             row = row0 + a_base + (i // 4 * LM * 4 + i % 4)  # 4x4 pieces, LM*4 rows apart
             if row < M:
+                row += c_row0  # split_k: block z's rows of the workspace
                 for j in static_range(0, TN, 4):
                     col = col0 + b_base + j // 4 * LN * 4
                     if col < N:

@@ -1,7 +1,7 @@
 """Which kernel gl.sgemm launches for a shape: a rule made of measured numbers.
 
 cuBLAS is not one kernel but hundreds, and a heuristic that picks one per call.  gl.sgemm has
-a handful of plans (``PLANS``), each with three tile sizes:
+a handful of plans (``PLANS``), each with the tile sizes of ``TILES``:
 
   * ``wide``: lesson 08's warptile kernel (16-byte accesses: K and N multiples of 4, C-contiguous
     16-byte-aligned arrays), whole or with K split over 2..16 blocks (split-K, whose partial sums
@@ -43,11 +43,13 @@ from dataclasses import asdict, dataclass, field, replace
 
 from .sgemm_kernels.warptile import TileConfig
 
-# Tile sizes, largest first: the last rung (lesson 08's sweep winner), and two smaller ones
+# Tile sizes, largest first: the last rung (lesson 08's sweep winner), and three smaller ones
 # for problems whose 128x128 grid leaves SMs idle.
 TILES = {
     "128x128": TileConfig(),
     "64x128": TileConfig(BM=64, max_registers=None),  # 128 threads; 85% of cuBLAS in the sweep
+    # its mirror, for a narrow C (N = 64: a 64x128 tile would be half empty); warp tiles 64 x 32
+    "128x64": TileConfig(BN=64, WM=64, WN=32, max_registers=None),
     # 64 threads, 8x8 results each; no register cap: capped at 128 the any-shape kernel, which
     # stages 16 scalars per thread here, spilled 288 bytes (offline SASS, sm_90)
     "64x64": TileConfig(BM=64, BN=64, WM=32, WN=64, max_registers=None),
@@ -89,6 +91,14 @@ def padded_sides(N, K):
     return (N + 3) // 4 * 4, (K + 3) // 4 * 4
 
 
+def padded_copy_floats(M, N, K):
+    """Floats the padded plan's copies read and write besides the product: A (M x K) into M x K4,
+    B (K x N) into K4 x N4, and the M x N4 result into C (C read too, as the reduction's term
+    charges it whatever beta is)."""
+    N4, K4 = padded_sides(N, K)
+    return M * K + M * K4 + K * N + K4 * N4 + M * N4 + 2 * M * N
+
+
 @dataclass(frozen=True)
 class Speed:
     gflops: float  # whole-GPU rate on a large square problem
@@ -120,6 +130,8 @@ PROVISIONAL = {
     "any_shape/128x128": Speed(44000.0, 2),
     "any_shape/64x128": Speed(39600.0, 3),
     "any_shape/64x64": Speed(31500.0, 4),  # 217 registers (offline SASS): 4 blocks of 64 threads
+    "wide/128x64": Speed(44000.0, 3),  # guessed: 64x128's numbers
+    "any_shape/128x64": Speed(39600.0, 3),
 }
 
 
@@ -141,9 +153,7 @@ class Model:
         """Seconds the model gives ``plan`` for an M x N x K product (a ranking, see the doc)."""
         if plan.kernel == "padded":  # the wide kernel on the padded sides, plus the copies
             N4, K4 = padded_sides(N, K)
-            floats = M * K + M * K4 + K * N + K4 * N4 + M * N4 + 2 * M * N  # read and written
-            return (self.estimate_s(Plan("wide", plan.tiles), M, N4, K4)
-                    + 4.0 * floats / (self.bandwidth_gbs * 1e9) + 3 * self.launch_us * 1e-6)
+            return self.estimate_s(Plan("wide", plan.tiles), M, N4, K4) + self.padding_s(M, N, K)
         c, s = plan.config, self.speed(plan)
         gx, gy, splits = plan.grid(M, N)
         blocks = gx * gy * splits
@@ -156,6 +166,11 @@ class Model:
         if splits > 1:
             t += 4.0 * M * N * (splits + 2) / (self.bandwidth_gbs * 1e9) + self.launch_us * 1e-6
         return t
+
+    def padding_s(self, M, N, K):
+        """What the padded plan adds to the wide kernel: its copies' bytes at the copy bandwidth
+        and three more launches (two copies in, one out)."""
+        return 4.0 * padded_copy_floats(M, N, K) / (self.bandwidth_gbs * 1e9) + 3 * self.launch_us * 1e-6
 
     def to_dict(self):
         return {**asdict(self), "speeds": {k: asdict(v) for k, v in self.speeds.items()}}

@@ -121,37 +121,74 @@ def edges_markdown(rec, shapes=(REFERENCE_SHAPE, ODD_SHAPE)):
     return f"**Edges: the aligned square and the odd shape**, recorded on {label(rec)}\n\n" + table
 
 
+def kernel_cost_sentence(rec, tiles="128x128"):
+    """The any-shape kernel against the wide kernel on the calibration's aligned square (the
+    record's numbers): what the scalar loads cost before any odd edge."""
+    wide, odd = calibration(rec, f"wide {tiles}"), calibration(rec, f"any_shape {tiles}")
+    if not (wide and odd and "gflops" in wide and "gflops" in odd):
+        return ""
+    text = (f"The shape suite's calibration ({label(rec)}) timed both kernels with {tiles.replace('x', ' x ')} tiles "
+            f"on the same aligned {wide['size']}^3 square, where every load could have been 16 bytes wide: the "
+            f"any-shape kernel ran at {odd['gflops'] / 1e3:.1f} TFLOPS against {wide['gflops'] / 1e3:.1f} for the "
+            f"wide kernel ({100 * odd['gflops'] / wide['gflops']:.0f}%), that much slower before any odd edge.")
+    what = "its scalar, predicated global loads and stores"
+    if odd.get("local_bytes") and not wide.get("local_bytes"):
+        what += (f" and its spills (the compiler gave it {odd.get('registers')} registers and "
+                 f"{odd['local_bytes']} bytes of local memory per thread, the wide kernel "
+                 f"{wide.get('registers')} and {wide.get('local_bytes', 0)})")
+    return text + (f" Among its differences from the wide kernel are {what}; how much of the cost each one takes was "
+                   "not measured.")
+
+
+def padding_sentence(shape=ODD_SHAPE, tiles="128x128"):
+    """What the padded plan does at ``shape``: the padded sides and the floats its copies move,
+    next to the product's own FLOP (a formula, no measurement)."""
+    M, N, K = shape
+    N4, K4 = dispatch.padded_sides(N, K)
+    floats = dispatch.padded_copy_floats(M, N, K)
+    return (f"At {shape_name(shape)} the padded plan copies A into {M} x {K4} and B into {K4} x {N4} floats, runs "
+            f"the wide kernel ({tiles.replace('x', ' x ')} tiles) on {shape_name((M, N4, K4))} into a {M} x {N4} "
+            f"workspace and copies its {M} x {N} part into C: the copies read and write {floats / 1e6:.1f} M floats "
+            f"({4 * floats / 1e6:.0f} MB, `dispatch.padded_copy_floats`), for a product of "
+            f"{counting.sgemm_flops(*shape) / 1e9:.0f} GFLOP.")
+
+
 def edges_sentence(rec):
-    """The cost of the odd shape in one generated paragraph (from the record)."""
+    """The cost of the odd shape in one generated paragraph (from the record): both shapes' single
+    calls, the plans timed at the odd shape, and what the padded plan cost against the model."""
     a, b = row(rec, REFERENCE_SHAPE), row(rec, ODD_SHAPE)
     if not (a and b and a.single_gl and b.single_gl):
         return ""
-    flop = (ODD_SHAPE[0] * ODD_SHAPE[1] * ODD_SHAPE[2]) / (REFERENCE_SHAPE[0] * REFERENCE_SHAPE[1] * REFERENCE_SHAPE[2])
+    flop = counting.sgemm_flops(*ODD_SHAPE) / counting.sgemm_flops(*REFERENCE_SHAPE)
     t_gl = b.single_gl.median_ms / a.single_gl.median_ms
     text = (f"{shape_name(ODD_SHAPE)} has {100 * (1 - flop):.2f}% less work than {shape_name(REFERENCE_SHAPE)}, yet "
-            f"one call of `gl.sgemm` took {t_gl:.2f}x as long ({b.single_gl.median_ms:.2f} ms against "
+            f"one call of `gl.sgemm` ({b.plan}) took {t_gl:.2f}x as long ({b.single_gl.median_ms:.2f} ms against "
             f"{a.single_gl.median_ms:.2f} ms)")
     if a.single_cublas and b.single_cublas:
         text += f"; cuBLAS took {b.single_cublas.median_ms / a.single_cublas.median_ms:.2f}x as long"
     text += f" ({label(rec)})."
-    wide, odd = calibration(rec, f"wide {b.plan.split()[1]}"), calibration(rec, b.plan)
-    if wide and odd and "gflops" in wide and "gflops" in odd:
-        text += (f" The calibration at {wide['size']}^3 put the any-shape kernel at {odd['gflops'] / 1e3:.1f} TFLOPS "
-                 f"against {wide['gflops'] / 1e3:.1f} for the wide kernel with the same tiles "
-                 f"({100 * odd['gflops'] / wide['gflops']:.0f}%), on the same aligned square, where every load "
-                 "could have been 16 bytes wide: the any-shape kernel is that much slower before any odd edge. At the "
-                 + (f"odd shape it reached {tflops(ODD_SHAPE, b.back_to_back_gl.median_ms):.1f} TFLOPS back to back, "
-                    "timed as the calibration was, "
-                    if b.back_to_back_gl else "")
-                 + f"{tflops(ODD_SHAPE, b.single_gl.median_ms):.1f} in single calls: the kernel, more than the shape, "
-                 "sets the price.")
-        what = "its scalar, predicated global loads and stores"
-        if odd.get("local_bytes") and not wide.get("local_bytes"):
-            what += (f" and its spills (the compiler gave it {odd.get('registers')} registers and "
-                     f"{odd['local_bytes']} bytes of local memory per thread, the wide kernel "
-                     f"{wide.get('registers')} and {wide.get('local_bytes', 0)})")
-        text += (f" Among its differences from the wide kernel are {what}; how much of the cost each one takes was "
-                 "not measured.")
+    timed = {p: ms for p, ms in (b.plans_ms or {}).items() if isinstance(ms, float)}
+    best = {kind: min((p for p in timed if p.startswith(kind)), key=timed.get, default=None)
+            for kind in ("padded", "any_shape")}
+    if best["padded"] and best["any_shape"]:
+        text += (f" Back to back, the fastest padded plan ({best['padded']}) took {timed[best['padded']]:.3f} ms and "
+                 f"the fastest plan of the any-shape kernel ({best['any_shape']}) {timed[best['any_shape']]:.3f} ms.")
+    plan = next((p for p in dispatch.PLANS if str(p) == b.plan), None)
+    if plan is not None and plan.kernel == "padded" and a.back_to_back_gl and b.back_to_back_gl and rec.model:
+        model = recorded_model(rec)
+        M, N, K = ODD_SHAPE
+        N4, K4 = dispatch.padded_sides(N, K)
+        extra = b.back_to_back_gl.median_ms - a.back_to_back_gl.median_ms
+        wide_ms = 1e3 * (model.estimate_s(dispatch.Plan("wide", plan.tiles), M, N4, K4)
+                         - model.estimate_s(dispatch.Plan("wide", plan.tiles), *REFERENCE_SHAPE))
+        text += (f" Back to back the padded plan took {extra:.3f} ms more than the wide kernel at "
+                 f"{shape_name(REFERENCE_SHAPE)}. The model of section 4 charges the copies "
+                 f"{1e3 * model.padding_s(M, N, K):.3f} ms (their bytes at the calibration's copy bandwidth, "
+                 f"{model.bandwidth_gbs:,.0f} GB/s, and three launches of {model.launch_us:.0f} µs) and the wide "
+                 f"kernel on {shape_name((M, N4, K4))} {wide_ms:+.3f} ms against {shape_name(REFERENCE_SHAPE)}"
+                 + (f": {extra - 1e3 * model.padding_s(M, N, K) - wide_ms:.3f} ms of the difference is not in the "
+                    "model, and this lesson did not time the copies on their own."
+                    if extra > 1e3 * model.padding_s(M, N, K) + wide_ms else "."))
     return text
 
 
@@ -813,6 +850,28 @@ def disagreements(rec):
     return out
 
 
+def costliest_disagreement(rec):
+    """The shape where the plan chosen lost the most time to the fastest plan timed, or None."""
+    dis = [d for d in disagreements(rec) if d[2]]
+    return max(dis, key=lambda d: 1 - d[4] / d[2])[0] if dis else None
+
+
+def estimate_sentence(rec, shape, model=None):
+    """At ``shape``: the model's estimates of the plan chosen and of the fastest plan timed, next to
+    their measured times (back to back)."""
+    r = row(rec, shape)
+    if r is None or not r.plans_ms or not r.best_plan or r.best_plan == r.plan:
+        return ""
+    model = model or recorded_model(rec)
+    by_name = {str(p): p for p in dispatch.PLANS}
+    parts = []
+    for what, name in (("chosen", r.plan), ("fastest", r.best_plan)):
+        est = 1e3 * model.estimate_s(by_name[name], *shape)
+        parts.append(f"the {what} plan, {name}, at {est:.3f} ms against {r.plans_ms[name]:.3f} ms measured "
+                     f"({100 * (est / r.plans_ms[name] - 1):+.0f}%)")
+    return f"At {shape_name(shape)} the model estimated " + " and ".join(parts) + "."
+
+
 def dispatch_sentence(rec):
     """Where the dispatch rule and the measurements disagreed, and the shapes below LOW_PCT."""
     s = rec.summary or {}
@@ -851,10 +910,21 @@ def below_markdown(rec, threshold=LOW_PCT):
         note = (" (back to back host-bound for " + " and ".join(
             f"{WHO[w]}: {issue:.0f} µs to issue one call at {n}^2 against {per_call:.0f} µs per call"
             for w in bound for n, issue, per_call in [host_bound_evidence(rec, r, w)]) + ")") if bound else ""
-        lines.append(f"* **{shape_name(r.shape)}** ({r.plan}): {r.pct_cublas_single:.1f}% single, "
-                     f"{r.pct_cublas_back_to_back:.1f}% back to back{note}; gl.sgemm {r.single_gl.median_ms:.3f} ms "
-                     f"single, {r.back_to_back_gl.median_ms:.3f} ms back to back; cuBLAS "
-                     f"{r.single_cublas.median_ms:.3f} ms single, {r.back_to_back_cublas.median_ms:.3f} ms back to back")
+        text = (f"* **{shape_name(r.shape)}** ({r.plan}): {r.pct_cublas_single:.1f}% single, "
+                f"{r.pct_cublas_back_to_back:.1f}% back to back{note}; gl.sgemm {r.single_gl.median_ms:.3f} ms "
+                f"single, {r.back_to_back_gl.median_ms:.3f} ms back to back; cuBLAS "
+                f"{r.single_cublas.median_ms:.3f} ms single, {r.back_to_back_cublas.median_ms:.3f} ms back to back")
+        if r.best_plan and r.best_plan != r.plan and r.plans_ms:
+            text += (f". Not the fastest plan timed: {r.best_plan} took {r.plans_ms[r.best_plan]:.3f} ms back to back "
+                     f"against {r.plans_ms[r.plan]:.3f}")
+        M, N, K = r.shape
+        mirror = row(rec, (N, M, K)) if M != N else None
+        if mirror is not None and mirror.pct_cublas_back_to_back:
+            text += (f". Its mirror, {shape_name(mirror.shape)} (same work, M and N swapped; {mirror.plan}), ran at "
+                     f"{mirror.pct_cublas_single:.1f}% single and {mirror.pct_cublas_back_to_back:.1f}% back to back "
+                     f"(gl.sgemm {mirror.back_to_back_gl.median_ms:.3f} ms, cuBLAS "
+                     f"{mirror.back_to_back_cublas.median_ms:.3f} ms back to back)")
+        lines.append(text)
     head = f"Shapes below {threshold:.0f}% of cuBLAS in single calls or back to back ({label(rec)}):\n\n"
     return head + ("\n".join(lines) if lines else "* none")
 

@@ -71,7 +71,8 @@ except ValueError as e:
 # **What the library does instead.** Where K and N are multiples of 4 and the arrays C-contiguous
 # and 16-byte aligned, `gl.sgemm` may run lesson 08's last rung, which the library calls the **wide
 # kernel** (its global loads are 16 bytes wide; section 4 says how the library chooses). Elsewhere
-# it runs the **any-shape kernel**. It keeps lesson 08's structure (block, warp and thread tiles
+# it runs the **any-shape kernel**, or, for a large product, the wide kernel on padded copies of A
+# and B (further down in this section). The any-shape kernel keeps lesson 08's structure (block, warp and thread tiles
 # from a `TileConfig`, two shared buffers, 16-byte loads from shared memory in the k-steps) and
 # changes how it reads global memory, so that any shape and alignment works. Every global load is
 # one float with its own [predicate](GLOSSARY.md#predicate): inside the matrix, and inside this
@@ -255,32 +256,13 @@ print(f"  for comparison, a fresh 20x32 array instead of the view: "
 print("with the dispatch model", dispatch.model().source)
 
 # %% [markdown]
-# **Predict, then measure.** 4095 x 4097 x 4093 is the same work as 4096^3, give or take a
-# tenth of a percent, but nothing in it is a multiple of 4: `gl.sgemm` runs the any-shape kernel with
-# 128 x 128 tiles. What % of cuBLAS do you expect it to reach there (lesson 08's kernel was close to
-# cuBLAS at 4096^3)? On a GPU the next cell measures both shapes now, as the shape suite does (a
-# check against float64, then single calls and back to back, cuBLAS in the same run); on the
-# simulator it shows the recorded result.
+# **What the any-shape kernel costs.** The shape suite's first step, its **calibration**, times every
+# kernel and tile size of the library back to back on one aligned square, to get the rates the
+# dispatch model of section 4 ranks plans with. It separates the kernel from the shape: both kernels
+# with the same tiles on the same aligned square.
 
 # %%
-my_odd_pct = None  # your prediction: gl.sgemm at 4095x4097x4093, % of cuBLAS (for example 90)
-
-# %%
-edges = library_report.measure_shapes([REFERENCE_SHAPE, ODD_SHAPE])
-edges
-
-# %%
-exercises.compare_prediction(my_odd_pct, edges.pct_cublas(ODD_SHAPE), "gl.sgemm at 4095x4097x4093, % of cuBLAS "
-                             "(single calls)", edges.source)
-
-# %% [markdown]
-# The record, and its **calibration**: the shape suite's first step, which times every kernel and
-# tile size of the library back to back on one aligned square, to get the rates the dispatch model
-# of section 4 ranks plans with. It separates the kernel from the shape: both kernels with the same
-# tiles on the same aligned square.
-
-# %%
-Markdown(library_report.edges_sentence(rec))
+Markdown(library_report.kernel_cost_sentence(rec))
 
 # %% [markdown]
 # **Look inside.** What the compiler made of the library's kernels: registers, local memory (a
@@ -297,9 +279,79 @@ Markdown(library_report.compiler_markdown(rec))
 # (two blocks per SM) and stages (BM x BK + BK x BN) / threads = (128 x 8 + 8 x 128) / 256 = 8
 # floats per thread per slice with 8 load instructions, where the wide kernel needs 2; under that
 # cap the compiler spilled. These are the two differences the tables show, and the sentence above
-# names both without weighing them: this lesson did not measure what each one costs. cuBLAS slowed
-# down far less at the odd shape (the sentence above): it likely has kernels of its own for
-# unaligned data (section 5).
+# names both without weighing them: this lesson did not measure what each one costs.
+#
+# **A second way: pad, then run the wide kernel.** A large product can afford to make aligned copies
+# of its inputs. `gl.sgemm`'s **padded plan** copies A into an M x K4 array and B into a K4 x N4 array,
+# where K4 and N4 are K and N rounded up to multiples of 4, with zeros in the added columns and rows;
+# it runs the wide kernel on the copies into an M x N4 [workspace](GLOSSARY.md#workspace) (a scratch
+# array the library allocates once per shape and reuses), and copies the workspace's first N columns
+# into C with the reduction kernel of section 3 (with one part, it applies alpha and beta and nothing
+# else). The zeros change nothing: each added column of A meets an added row of B, and their products
+# are 0. The copies touch every element of A, B and C once or twice, against 2 x M x N x K
+# floating-point operations for the product: small next to a large product, more than the any-shape
+# kernel's slower loads cost for a small one. Section 4's model weighs the two. The copy kernel (the
+# package's `gemm_lessons/sgemm_kernels/pad_copy.py`) gives each thread one element of the
+# destination, consecutive threads consecutive columns:
+
+# %%
+# source: gemm_lessons/sgemm_kernels/pad_copy.py  (the package runs this same code; a test keeps the two identical)
+@cuda.jit
+def pad_copy(src, dst):
+    rows, cols = src.shape
+    col = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    if col >= dst.shape[1]:
+        return
+    for row in range(cuda.blockIdx.y, dst.shape[0], cuda.gridDim.y):
+        if row < rows and col < cols:
+            dst[row, col] = src[row, col]
+        else:
+            dst[row, col] = np.float32(0.0)
+
+# %%
+# NBVAL_CHECK_OUTPUT
+small = np.arange(1, 16, dtype=np.float32).reshape(3, 5)
+padded = cuda.device_array((3, 8), np.float32)  # 5 columns rounded up to 8
+pad_copy[(1, 3), 128](cuda.to_device(small), padded)
+print("a 3 x 5 matrix padded to 3 x 8:")
+print(padded.copy_to_host())
+pad_plan = dispatch.Plan("padded", "64x64")  # the padded plan with 64 x 64 tiles, run by the library
+res = problems.check(lambda A, B, C, alpha=1.0, beta=0.0: library.run_plan(pad_plan, A, B, C, alpha, beta),
+                     33, 65, 47, 1.5, -0.5, name=str(pad_plan))
+print(f"{pad_plan} at 33x65x47 (alpha 1.5, beta -0.5): right: {res.passed}")
+
+# %%
+Markdown(library_report.padding_sentence(ODD_SHAPE))
+
+# %% [markdown]
+# **Predict, then measure.** 4095 x 4097 x 4093 is the same work as 4096^3, give or take a
+# tenth of a percent, but nothing in it is a multiple of 4. `gl.sgemm` runs the plan section 4's
+# model picks for it (the table the next cell prints names it; with the H100's record, the padded
+# plan with 128 x 128 tiles). What % of cuBLAS do you expect it to reach there (lesson 08's kernel
+# was close to cuBLAS at 4096^3)? On a GPU the next cell measures both shapes now, as the shape suite
+# does (a check against float64, then single calls and back to back, cuBLAS in the same run); on
+# the simulator it shows the recorded result.
+
+# %%
+my_odd_pct = None  # your prediction: gl.sgemm at 4095x4097x4093, % of cuBLAS (for example 90)
+
+# %%
+edges = library_report.measure_shapes([REFERENCE_SHAPE, ODD_SHAPE])
+edges
+
+# %%
+exercises.compare_prediction(my_odd_pct, edges.pct_cublas(ODD_SHAPE), "gl.sgemm at 4095x4097x4093, % of cuBLAS "
+                             "(single calls)", edges.source)
+
+# %% [markdown]
+# The record's numbers for the same two shapes, with every plan the suite timed at the odd one:
+
+# %%
+Markdown(library_report.edges_sentence(rec))
+
+# %% [markdown]
+# cuBLAS's own slowdown at the odd shape is in the first sentence above; it likely has kernels of
+# its own for unaligned data (section 5), which this lesson cannot see.
 #
 # ## 2 · What a call costs, and how to measure it
 #
@@ -409,8 +461,8 @@ library_report.split_k_diagram(splits=4);
 # %%
 model = library_report.recorded_model(rec)
 P = {str(p): p for p in dispatch.PLANS}
-library_report.waves_figure(SKINNY_SHAPE, [P["wide 128x128"], P["wide 64x128"], P["any_shape 64x64 split 4"],
-                                           P["any_shape 64x64 split 8"]], model);
+library_report.waves_figure(SKINNY_SHAPE, [P["wide 128x128"], P["wide 64x128"], P["wide 64x128 split 4"],
+                                           P["wide 64x128 split 6"]], model);
 
 # %% [markdown]
 # (Blocks per SM and the SM count are the recorded model's, measured on its GPU; the figure hands
@@ -421,7 +473,11 @@ library_report.waves_figure(SKINNY_SHAPE, [P["wide 128x128"], P["wide 64x128"], 
 # its code), and writes its partial tile into the z-th M rows of a workspace of s x M rows (`out0`).
 # The library works `k_chunk` out on the host (`Plan.k_chunk`): K / s rounded up to a multiple of BK,
 # so that every part but the last is made of whole slices and only the last may have a ragged
-# end (the cell below prints the chunk length for K = 600 in 4 parts). The second half adds the parts, in a fixed order, and applies alpha and
+# end (the cell below prints the chunk length for K = 600 in 4 parts). The library splits the wide
+# kernel the same way where the wide kernel may run: with `TileConfig(split_k=True)`, block z of
+# lesson 08's kernel works out the same chunk from the number of layers (`cuda.gridDim.z`) and
+# writes rows z x M onwards of the workspace (the lines under `if static(SPLIT_K)` in lesson 07's
+# listing of the kernel). The second half adds the parts, in a fixed order, and applies alpha and
 # beta once:
 
 # %%
@@ -500,13 +556,15 @@ Markdown(library_report.split_k_sentence(rec))
 # ## 4 · Dispatch: a plan per shape
 #
 # **The idea.** The library has a handful of kernels and needs a rule that picks one per shape.
-# `gemm_lessons.dispatch` lists its **plans** (`dispatch.PLANS`: the wide kernel with three tile
-# sizes, unsplit; the any-shape kernel with the same three, each with K split 1, 2, 3, 4, 6, 8, 12
-# or 16 ways, since only the any-shape kernel can split K) and picks the
-# plan with the smallest estimate of a small cost model, `dispatch.Model`:
+# `gemm_lessons.dispatch` lists its **plans** (`dispatch.PLANS`: the wide kernel and the any-shape
+# kernel, each with four tile sizes (`dispatch.TILES`: 128 x 128, 64 x 128, its mirror 128 x 64 for
+# a narrow C, and 64 x 64) and K split 1, 2, 3, 4, 6, 8, 12 or 16 ways, and the padded plan of
+# section 1 with the same four tile sizes) and picks the plan with the smallest estimate
+# of a small cost model, `dispatch.Model`:
 #
 # $$t = \sum_{\text{waves}} \text{blocks on the busiest SM} \times \frac{\text{FLOP of one block}}{\text{that SM's rate}}
-#   \;+\; \text{for split-K: } \frac{\text{the reduction's bytes}}{\text{bandwidth}} + \text{one launch}$$
+#   \;+\; \text{for split-K: } \frac{\text{the reduction's bytes}}{\text{bandwidth}} + \text{one launch}
+#   \;+\; \text{for padded: } \frac{\text{the copies' bytes}}{\text{bandwidth}} + \text{three launches}$$
 #
 # where a full wave puts blocks-per-SM blocks on every SM and a full SM's rate is the kernel's
 # whole-GPU rate on a large square divided by the SMs. What rate an SM left with fewer blocks in a
@@ -519,17 +577,21 @@ Markdown(library_report.split_k_sentence(rec))
 # reduction traffic with C read as well (the model charges it whatever beta is); the parts' own
 # writes to the workspace, s x M x N more, are not charged. "One launch" is the reduction
 # kernel's own start on the GPU, a fixed 5 µs (`Model.launch_us`: an assumed value, not measured;
-# split-K runs two kernels, the product and the sum). The formula captures the tail effect of
-# section 3 and the reduction's cost, and nothing else: not L2 reuse, not the clock, not Python.
+# split-K runs two kernels, the product and the sum). For the padded plan, the first term is the
+# wide kernel's at the padded sides (M x N4 x K4), "the copies' bytes" are section 1's
+# (`dispatch.padded_copy_floats`, 4 bytes each) and the three launches are the two copies in and the
+# one out. The formula captures the tail effect of section 3 and the copies' and the reduction's
+# traffic, and nothing else: not L2 reuse, not the clock, not Python.
 # Its rates are measured by the shape suite's calibration:
 
 # %%
 Markdown(library_report.calibration_markdown(rec))
 
 # %% [markdown]
-# **Candidates.** Not every plan may run every shape. `dispatch.candidates` keeps the wide kernel
-# only where K and N are multiples of 4 and the arrays aligned (and then leaves out the unsplit
-# any-shape kernel, which would do the same with more load instructions), and split-K into s parts
+# **Candidates.** Not every plan may run every shape. Where K and N are multiples of 4 and the
+# arrays aligned, `dispatch.candidates` keeps the wide kernel's plans only (the any-shape kernel
+# would do the same with more load instructions, and padding would copy for nothing); elsewhere it
+# keeps the any-shape kernel's plans and the padded ones. It keeps split-K into s parts
 # only where each part gets at least `Model.min_k_per_split` values of k (a chosen value, not a
 # measured one; the cell prints it) and the last part is not empty. The model then picks the
 # candidate with the smallest estimate:
@@ -574,24 +636,29 @@ Markdown(library_report.dispatch_sentence(rec))
 library_report.model_figure(rec, model);
 
 # %%
-Markdown(library_report.plans_markdown(rec, (1024, 1024, 1024), model, top=6))
+WORST = library_report.costliest_disagreement(rec)  # the shape where the choice lost the most time
+Markdown(library_report.plans_markdown(rec, WORST, model, top=6) if WORST else "The plan chosen was the fastest "
+         "timed on every shape.")
+
+# %%
+Markdown(library_report.estimate_sentence(rec, WORST, model) if WORST else "")
 
 # %% [markdown]
-# At 1024^3 the wide kernel with 64 x 128 tiles was the fastest, yet the model put it far above its
-# measured time. How the record's model charged that plan:
+# The model charges a block for its share of the k-loop and nothing else: not its prologue (the
+# first slice loaded before any arithmetic), not the writing of its tile of C, not the time a
+# launch takes to fill the GPU. Those weigh more when blocks are short, as they are in a small
+# product cut into many parts: a likely reason for the underestimates of split-K plans on small
+# shapes, which this lesson did not measure. The rate of a partly filled last wave is the one thing
+# about block counts that the calibration measured; how the record's model charges such a wave,
+# for one plan at 1024^3:
 
 # %%
 Markdown(library_report.last_wave_sentence((1024, 1024, 1024), P["wide 64x128"], model))
 
 # %% [markdown]
-# So each block of that plan likely had an SM to itself, and the model charged it the share of an
-# SM it would get in a full wave. A block alone on an SM may well run faster than that share: a
-# likely cause of the overestimate, but this record did not measure the rate of a lone block, so it
-# is not shown here. The library's code can now price a partly filled last wave with that rate where
-# a calibration has measured it; none of the records in results/ has that rate yet, so whether it
-# fixes 1024^3 is not shown either. Another way is to time the few best candidates once per shape, as
-# cuBLASLt (cuBLAS's interface for matrix products that exposes its choice of algorithm, section 5)
-# lets a caller do.
+# Where a rule and a measurement disagree, another way is to time the few best candidates once per
+# shape, as cuBLASLt (cuBLAS's interface for matrix products that exposes its choice of algorithm,
+# section 5) lets a caller do.
 #
 # **Honest about the shapes below 90%.**
 
@@ -599,17 +666,12 @@ Markdown(library_report.last_wave_sentence((1024, 1024, 1024), P["wide 64x128"],
 Markdown(library_report.below_markdown(rec))
 
 # %% [markdown]
-# * **The odd shape** is section 1: the any-shape kernel, which on an aligned square already ran at
-#   the share of the wide kernel that the calibration table shows; the shape itself adds little.
-# * **The skinny shapes with a long K** run split-K plans (section 3 measured what split-K gains at
-#   64 x 8192 x 8192) and still stay below: only the any-shape kernel can split K, so they likely pay
-#   for its scalar loads too (not measured), besides the reduction and the second launch. A wide
-#   kernel with split-K is the next plan to add.
-# * **1000^3 and 1024^3** are where the rule chose a slower plan (the sentence above the figure). At
-#   1000^3 cuBLAS's back-to-back time is also host-bound (the line under the suite's table). Compare
-#   each library's single-call time with its back-to-back time in the list: where one call took much
-#   longer than the same call back to back, the single-call % of cuBLAS (above 100% at 1024^3)
-#   compares costs per call more than kernels.
+# Each line gives what the record shows about the shape: whether a caller was
+# [host-bound](GLOSSARY.md#host-bound) back to back (then the ratio compares Python wrappers as much
+# as kernels), whether the rule missed a faster plan, and the same shape with M and N swapped where
+# the suite has it. Why a chosen plan ran at the speed it did (stalls, L2 hits, the waves of blocks)
+# is a question for a profile of that plan next to cuBLAS's kernel (lesson 08's profiler), which
+# this lesson did not take.
 #
 # **What this lesson does not explain.** Results of the suite that no measurement here accounts for:
 
@@ -618,12 +680,12 @@ Markdown(library_report.unexplained_markdown(rec))
 
 # %% [markdown]
 # Where gl.sgemm beat cuBLAS back to back with neither host-bound, this lesson cannot say why: it did
-# not see which kernel cuBLAS chose for the shape. Where one cuBLAS call took several times its
-# time back to back, the spread of the single calls shows it was not one slow call among fast ones;
-# what cuBLAS does in a single call that it does not do back to back was not measured.
+# not see which kernel cuBLAS chose for the shape. Where a single call took several times the same
+# call back to back (the list gives the spread of the single calls), what happens in a single call
+# that does not happen back to back was not measured.
 #
 # The dispatch rule was made from measurements and then checked against more measurements; the
-# checking found two shapes where it was wrong and named the likely reason. That is the method of
+# checking found where it was wrong (the sentence above the figure) and named a likely reason. That is the method of
 # the whole course, applied to a library.
 #
 # ## 5 · Why cuBLAS is many kernels plus heuristics
@@ -753,8 +815,8 @@ exercises.check("11-split-k", split_k)
 # ## Takeaway
 #
 # * **Edges cost.** 16-byte loads need K and N multiples of 4 and aligned arrays; scalar,
-#   predicated loads take every shape at a measured price (section 1), which cuBLAS pays far less
-#   of.
+#   predicated loads take every shape at a measured price, and a large product can instead pay for
+#   aligned, zero-padded copies and keep the fast kernel (section 1).
 # * **A call is not free.** In Python, what happens before the GPU starts can take longer than a
 #   small kernel; measure it three ways (single call, back to back, issue time), and skip what can
 #   be done once (`Launcher`, the remembered plan).

@@ -112,6 +112,8 @@ def test_plan_of_names_the_plan_sgemm_runs(monkeypatch):
     (Plan("any_shape", "64x128", 1), (13, 3, 10)),
     (Plan("wide", "64x64", 3), (12, 8, 100)),        # the wide kernel split: parts of 40, 40 and 20 k
     (Plan("padded", "64x64"), (5, 7, 50)),           # zero-padded copies: 5 x 8 x 52 through the wide kernel
+    (Plan("wide", "128x64", 2), (9, 8, 40)),         # the narrow tile, split
+    (Plan("any_shape", "128x64"), (7, 5, 9)),
 ])
 def test_each_plan_is_correct(plan, shape):
     for alpha, beta in ((1.0, 0.0), (-0.5, 2.0)):
@@ -196,6 +198,7 @@ def test_dispatch_picks_each_path_with_the_provisional_model():
     assert dispatch.choose(33, 65, 47, False, m).kernel == "any_shape"  # odd and small: the copies cost more
     assert dispatch.choose(64, 8192, 8192, True, m).split > 1                    # small M, long K: split-K
     assert dispatch.choose(8192, 64, 8192, True, m).split > 1                    # small N, long K
+    assert dispatch.choose(8192, 64, 8192, True, m).tiles == "128x64"            # ... in tiles as narrow as C
     assert dispatch.choose(256, 12288, 12288, True, m) != Plan("wide", "128x128")  # 192 tiles: a wave's tail
     small = dispatch.choose(256, 256, 64, True, m)                               # too little K to split
     assert small.split == 1 and small.tiles != "128x128"

@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 
 from conftest import requires_simulator  # noqa: E402
 from gemm_lessons import dispatch, library_report as lr  # noqa: E402
-from gemm_lessons.records import OverheadRow, ShapeRow, Stats  # noqa: E402
+from gemm_lessons.records import Device, OverheadRow, ShapeRow, ShapesRecord, Stats  # noqa: E402
 
 REC = lr.load()
 
@@ -27,13 +27,28 @@ def test_the_record_has_what_the_lesson_reads():
 def test_edges_sentence_is_the_records_arithmetic():
     a, b = lr.row(REC, lr.REFERENCE_SHAPE), lr.row(REC, lr.ODD_SHAPE)
     text = lr.edges_sentence(REC)
-    assert f"{b.single_gl.median_ms / a.single_gl.median_ms:.2f}x as long" in text
-    wide, odd = lr.calibration(REC, "wide 128x128"), lr.calibration(REC, b.plan)
-    assert f"{odd['gflops'] / 1e3:.1f} TFLOPS" in text and f"{100 * odd['gflops'] / wide['gflops']:.0f}%" in text
-    flop = 2.0 * lr.ODD_SHAPE[0] * lr.ODD_SHAPE[1] * lr.ODD_SHAPE[2]
-    if b.back_to_back_gl:  # compared with the calibration as it was timed: back to back
-        assert f"{flop / (b.back_to_back_gl.median_ms * 1e9):.1f} TFLOPS back to back, timed as the calibration" in text
+    assert f"{b.single_gl.median_ms / a.single_gl.median_ms:.2f}x as long" in text and b.plan in text
+    timed = {p: ms for p, ms in b.plans_ms.items() if isinstance(ms, float)}
+    for kind in ("padded", "any_shape"):  # the fastest plan of each way to take the odd shape
+        best = min((p for p in timed if p.startswith(kind)), key=timed.get)
+        assert f"({best}) took {timed[best]:.3f} ms" in text or f"({best}) {timed[best]:.3f} ms" in text
+    if b.plan.startswith("padded"):  # the padded plan's extra time against the model's charge
+        model = lr.recorded_model(REC)
+        extra = b.back_to_back_gl.median_ms - a.back_to_back_gl.median_ms
+        assert f"{extra:.3f} ms more" in text
+        assert f"{1e3 * model.padding_s(*lr.ODD_SHAPE):.3f} ms" in text
+    cost = lr.kernel_cost_sentence(REC)
+    wide, odd = lr.calibration(REC, "wide 128x128"), lr.calibration(REC, "any_shape 128x128")
+    assert f"{odd['gflops'] / 1e3:.1f} TFLOPS" in cost and f"{100 * odd['gflops'] / wide['gflops']:.0f}%" in cost
     assert f"{b.pct_cublas_single:.1f}%" in lr.edges_markdown(REC)
+
+
+def test_padding_sentence_is_the_formula():
+    M, N, K = lr.ODD_SHAPE
+    text = lr.padding_sentence()
+    assert f"{M} x 4096 and B into 4096 x 4100" in text
+    floats = M * K + M * 4096 + K * N + 4096 * 4100 + M * 4100 + 2 * M * N
+    assert dispatch.padded_copy_floats(M, N, K) == floats and f"{floats / 1e6:.1f} M floats" in text
 
 
 def test_waves_count_blocks_slots_and_the_last_wave():
@@ -204,5 +219,33 @@ def test_last_wave_sentence_is_the_models_arithmetic():
 
 
 def test_edges_sentence_names_causes_without_weighing_them():
-    text = lr.edges_sentence(REC)
+    text = lr.kernel_cost_sentence(REC)
     assert "not measured" in text and "the edge loads cost" not in text
+
+
+def test_costliest_disagreement_and_its_estimates():
+    dis = lr.disagreements(REC)
+    worst = lr.costliest_disagreement(REC)
+    if not dis:
+        assert worst is None and lr.estimate_sentence(REC, lr.REFERENCE_SHAPE) == ""
+        return
+    loss = {sh: 1 - bms / ms for sh, _, ms, _, bms in dis}
+    assert loss[worst] == max(loss.values())
+    r, model = lr.row(REC, worst), lr.recorded_model(REC)
+    text = lr.estimate_sentence(REC, worst, model)
+    by_name = {str(p): p for p in dispatch.PLANS}
+    for name in (r.plan, r.best_plan):
+        assert f"{name}, at {1e3 * model.estimate_s(by_name[name], *worst):.3f} ms against {r.plans_ms[name]:.3f}" in text
+
+
+def test_below_markdown_names_the_mirror_shape():
+    rows = [ShapeRow(shape=[8, 2, 16], group="skinny", plan="wide 64x64", pct_cublas_single=50.0,
+                     pct_cublas_back_to_back=60.0, single_gl=Stats(median_ms=2.0, p10_ms=2.0, p90_ms=2.0, n=1), back_to_back_gl=Stats(median_ms=2.0, p10_ms=2.0, p90_ms=2.0, n=1),
+                     single_cublas=Stats(median_ms=1.0, p10_ms=1.0, p90_ms=1.0, n=1), back_to_back_cublas=Stats(median_ms=1.2, p10_ms=1.2, p90_ms=1.2, n=1)),
+            ShapeRow(shape=[2, 8, 16], group="skinny", plan="wide 64x128", pct_cublas_single=95.0,
+                     pct_cublas_back_to_back=97.0, single_gl=Stats(median_ms=1.0, p10_ms=1.0, p90_ms=1.0, n=1), back_to_back_gl=Stats(median_ms=1.0, p10_ms=1.0, p90_ms=1.0, n=1),
+                     single_cublas=Stats(median_ms=0.95, p10_ms=0.95, p90_ms=0.95, n=1), back_to_back_cublas=Stats(median_ms=0.97, p10_ms=0.97, p90_ms=0.97, n=1))]
+    rec = ShapesRecord(device=Device(name="stand-in"), date="2026-01-01", timed=True, rows=rows)
+    text = lr.below_markdown(rec)
+    assert "**8x2x16**" in text and "Its mirror, 2x8x16" in text and "95.0% single and 97.0% back to back" in text
+    assert "**2x8x16**" not in text

@@ -9,6 +9,7 @@ on the simulator those return the recorded numbers, labelled as such.  Every num
 states comes from here, so it follows the record.
 """
 import math
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,6 +33,12 @@ def load(device=None):
 
 def label(rec):
     return results.label(rec)
+
+
+def command(rec):
+    """The command that made the record, a directory given to --out shown as DIR (a path on the
+    machine that ran it means nothing to a reader)."""
+    return re.sub(r"(--out[ =])\S+", r"\1DIR", rec.command or "")
 
 
 def shape_name(shape):
@@ -171,8 +178,9 @@ def edges_sentence(rec):
     best = {kind: min((p for p in timed if p.startswith(kind)), key=timed.get, default=None)
             for kind in ("padded", "any_shape")}
     if best["padded"] and best["any_shape"]:
-        text += (f" Back to back, the fastest padded plan ({best['padded']}) took {timed[best['padded']]:.3f} ms and "
-                 f"the fastest plan of the any-shape kernel ({best['any_shape']}) {timed[best['any_shape']]:.3f} ms.")
+        text += (f" In the suite's sweep of every candidate plan (a few calls back to back each), the fastest padded "
+                 f"plan ({best['padded']}) took {timed[best['padded']]:.3f} ms and the fastest plan of the any-shape "
+                 f"kernel ({best['any_shape']}) {timed[best['any_shape']]:.3f} ms.")
     plan = next((p for p in dispatch.PLANS if str(p) == b.plan), None)
     if plan is not None and plan.kernel == "padded" and a.back_to_back_gl and b.back_to_back_gl and rec.model:
         model = recorded_model(rec)
@@ -181,7 +189,8 @@ def edges_sentence(rec):
         extra = b.back_to_back_gl.median_ms - a.back_to_back_gl.median_ms
         wide_ms = 1e3 * (model.estimate_s(dispatch.Plan("wide", plan.tiles), M, N4, K4)
                          - model.estimate_s(dispatch.Plan("wide", plan.tiles), *REFERENCE_SHAPE))
-        text += (f" Back to back the padded plan took {extra:.3f} ms more than the wide kernel at "
+        text += (f" In the suite's own back-to-back timing of the two shapes, the padded plan took {extra:.3f} ms "
+                 f"more than the wide kernel at "
                  f"{shape_name(REFERENCE_SHAPE)}. The model of section 4 charges the copies "
                  f"{1e3 * model.padding_s(M, N, K):.3f} ms (their bytes at the calibration's copy bandwidth, "
                  f"{model.bandwidth_gbs:,.0f} GB/s, and three launches of {model.launch_us:.0f} µs) and the wide "
@@ -725,7 +734,7 @@ def suite_markdown(rec):
     bound = host_bound_lines(rec)
     tail = ("\n\nHost-bound: the host's issue time at the nearest size measured is at least "
             f"{100 * HOST_BOUND:.0f}% of the time per call back to back. " + "; ".join(bound) + ".") if bound else ""
-    return (f"**The shape suite**, recorded on {label(rec)} (`{rec.command}`)\n\n"
+    return (f"**The shape suite**, recorded on {label(rec)} (`{command(rec)}`)\n\n"
             + tables.markdown(["M x N x K", "group", "K, N multiples of 4", "plan chosen", "fastest plan timed",
                                "gl.sgemm ms (single)", "cuBLAS ms (single)", "% of cuBLAS, single",
                                "% of cuBLAS, back to back"], body, "lllllrrrl") + tail)
@@ -827,7 +836,7 @@ def calibration_markdown(rec):
             row.insert(2, f"{c['lone_gflops'] / 1e3:.1f}" if "lone_gflops" in c else "")
     copy = next((c["copy_gbs"] for c in rec.calibration or [] if "copy_gbs" in c), None)
     size = next((c["size"] for c in rec.calibration or [] if "size" in c), "?")
-    tail = f"\n\nCopy bandwidth for the reduction's term: {copy:,.0f} GB/s." if copy else ""
+    tail = f"\n\nCopy bandwidth for the reduction's and the padding copies' terms: {copy:,.0f} GB/s." if copy else ""
     if lone:
         tail += (" One block per SM: a grid of exactly as many blocks as SMs, K = "
                  f"{size}; the model uses it for a partly filled last wave.")
@@ -886,7 +895,7 @@ def dispatch_sentence(rec):
     if timed:
         text += f"Every plan was timed on {timed} shapes; the plan chosen was the fastest on {timed - len(dis)} of them"
         if dis:
-            parts = [f"{shape_name(sh)}: chose {p} ({ms:.3f} ms), fastest {b} ({bms:.3f} ms, "
+            parts = [f"{shape_name(sh)}: chose {p} ({ms:.4f} ms), fastest {b} ({bms:.4f} ms, "
                      f"{100 * (1 - bms / ms):.0f}% less time)" for sh, p, ms, b, bms in dis]
             text += "; not on " + "; ".join(parts)
         text += "."
@@ -915,8 +924,8 @@ def below_markdown(rec, threshold=LOW_PCT):
                 f"single, {r.back_to_back_gl.median_ms:.3f} ms back to back; cuBLAS "
                 f"{r.single_cublas.median_ms:.3f} ms single, {r.back_to_back_cublas.median_ms:.3f} ms back to back")
         if r.best_plan and r.best_plan != r.plan and r.plans_ms:
-            text += (f". Not the fastest plan timed: {r.best_plan} took {r.plans_ms[r.best_plan]:.3f} ms back to back "
-                     f"against {r.plans_ms[r.plan]:.3f}")
+            text += (f". Not the fastest plan timed: {r.best_plan} took {r.plans_ms[r.best_plan]:.4f} ms back to back "
+                     f"against {r.plans_ms[r.plan]:.4f}")
         M, N, K = r.shape
         mirror = row(rec, (N, M, K)) if M != N else None
         if mirror is not None and mirror.pct_cublas_back_to_back:

@@ -36,7 +36,7 @@ measure.recorded(["warptile", "cublas"])  # where we start
 
 # %%
 rec = library_report.load()
-print(f"shape suite: {library_report.label(rec)}, commit {rec.git_commit}, `{rec.command}`")
+print(f"shape suite: {library_report.label(rec)}, commit {rec.git_commit}, `{library_report.command(rec)}`")
 print(", ".join(f"{k} {v}" for k, v in (rec.versions or {}).items()))
 print("seconds the run took:", ", ".join(f"{k} {v:.0f}" for k, v in (rec.seconds or {}).items()))
 
@@ -417,7 +417,7 @@ Markdown(library_report.overhead_sentence(rec))
 # handle, the stream, one launch configuration per grid. Each call then only flattens its arrays the
 # way numba does (pointer, shape, strides) and launches. The plan for a shape (which kernel, which
 # grid) is worked out on the first call at that shape and remembered. `gl.sgemm(A, B, C)` checks its
-# arrays, looks up its plan and launches one kernel, or two with split-K (the plans listed above),
+# arrays, looks up its plan and launches one kernel (two with split-K, four with the padded plan),
 # where `kernel[grid, block]` launches the last rung's one kernel through numba. The table above
 # counts the sizes at which `gl.sgemm(A, B, C)` still cost the host less, in this run and in the
 # record. The Launcher, which replaces numba's launch in `gl.sgemm`, is the likely reason; this

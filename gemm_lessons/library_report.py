@@ -156,7 +156,8 @@ def padding_sentence(shape=ODD_SHAPE, tiles="128x128"):
     return (f"At {shape_name(shape)} the padded plan copies A into {M} x {K4} and B into {K4} x {N4} floats, runs "
             f"the wide kernel ({tiles.replace('x', ' x ')} tiles) on {shape_name((M, N4, K4))} into a {M} x {N4} "
             f"workspace and copies its {M} x {N} part into C: the copies read and write {floats / 1e6:.1f} M floats "
-            f"({4 * floats / 1e6:.0f} MB, `dispatch.padded_copy_floats`), for a product of "
+            f"({4 * floats / 1e6:.0f} MB, `dispatch.padded_copy_floats`; C counted as read too, as the model charges "
+            "it whatever beta is), for a product of "
             f"{counting.sgemm_flops(*shape) / 1e9:.0f} GFLOP.")
 
 
@@ -189,12 +190,16 @@ def edges_sentence(rec):
         extra = b.back_to_back_gl.median_ms - a.back_to_back_gl.median_ms
         wide_ms = 1e3 * (model.estimate_s(dispatch.Plan("wide", plan.tiles), M, N4, K4)
                          - model.estimate_s(dispatch.Plan("wide", plan.tiles), *REFERENCE_SHAPE))
+        tiles = dispatch.TILES[plan.tiles]
+        blocks = [-(-m // tiles.BM) * -(-n // tiles.BN) for m, n in ((M, N4), REFERENCE_SHAPE[:2])]
         text += (f" In the suite's own back-to-back timing of the two shapes, the padded plan took {extra:.3f} ms "
                  f"more than the wide kernel at "
                  f"{shape_name(REFERENCE_SHAPE)}. The model of section 4 charges the copies "
                  f"{1e3 * model.padding_s(M, N, K):.3f} ms (their bytes at the calibration's copy bandwidth, "
                  f"{model.bandwidth_gbs:,.0f} GB/s, and three launches of {model.launch_us:.0f} µs) and the wide "
-                 f"kernel on {shape_name((M, N4, K4))} {wide_ms:+.3f} ms against {shape_name(REFERENCE_SHAPE)}"
+                 f"kernel on {shape_name((M, N4, K4))} {wide_ms:+.3f} ms against {shape_name(REFERENCE_SHAPE)} "
+                 f"({blocks[0]} blocks against {blocks[1]}, {100 * (blocks[0] / blocks[1] - 1):.0f}% more; the model "
+                 "charges only the busiest SM of each wave, which holds as many blocks in both)"
                  + (f": {extra - 1e3 * model.padding_s(M, N, K) - wide_ms:.3f} ms of the difference is not in the "
                     "model, and this lesson did not time the copies on their own."
                     if extra > 1e3 * model.padding_s(M, N, K) + wide_ms else "."))
@@ -341,6 +346,18 @@ def below_issue(costs, what):
     return out
 
 
+def event_above_sync(costs):
+    """[(caller, size, event µs, sync µs)] where the event time is above the round trip's (whole µs):
+    the events are recorded inside the round trip, so only different samples can put it there."""
+    out = []
+    for c in costs.callers():
+        for n in costs.sizes():
+            e, sync = costs.get(c, n, "event_us"), costs.get(c, n, "sync_us")
+            if not (math.isnan(e) or math.isnan(sync)) and round(e) > round(sync):
+                out.append((c, n, e, sync))
+    return out
+
+
 def call_costs_notes(costs, rec=None, size=CALL_COST_SIZE, lib="gl.sgemm(A, B, C)"):
     """What the per-call table shows, read off it: how far each caller's issue time moved over the
     sizes, event over issue per size, the cells where a round trip or a bracketed call came out
@@ -373,6 +390,10 @@ def call_costs_notes(costs, rec=None, size=CALL_COST_SIZE, lib="gl.sgemm(A, B, C
         low.append(f"{name} below issue: " + ("; ".join(f"{c} at {n}^2 ({v:.0f} against {i:.0f} µs)"
                                                         for c, n, v, i in found) if found else "nowhere"))
     lines.append(low[0][0].upper() + low[0][1:] + ". " + low[1][0].upper() + low[1][1:] + ".")
+    above = event_above_sync(costs)
+    lines.append("Event above sync (the events are recorded inside the host's round trip, so the two medians come "
+                 "from different calls): " + ("; ".join(f"{c} at {n}^2 ({e:.0f} against {v:.0f} µs)"
+                                                     for c, n, e, v in above) if above else "nowhere") + ".")
     if lib in names:
         lines.append(f"The plans `{lib}` ran (`dispatch.plan_for`; split-K is two kernels): "
                      + "; ".join(f"{n}^2 {dispatch.plan_for(n, n, n, True)}" for n in sizes) + ".")
@@ -480,7 +501,9 @@ def last_wave_sentence(shape, plan, model):
     busiest = -(-rest // model.sms)
     s = model.speed(plan)
     share = s.sm_rate(busiest, model.sms) / s.sm_rate(s.blocks_per_sm, model.sms)
-    how = ("between a full SM's and the calibration's rate of one block alone on an SM" if s.lone_gflops else
+    how = (("the calibration's rate of one block alone on an SM" if busiest == 1 else
+            "on the straight line, in blocks per SM, between the calibration's rate of one block alone on an SM "
+            "and a full SM's") if s.lone_gflops else
            f"1/{s.blocks_per_sm} of a full SM per block, as in a full wave: no rate of one block alone on an SM "
            "was measured")
     plural = lambda n, word: f"{n} {word}" + ("" if n == 1 else "s")  # noqa: E731
@@ -893,13 +916,38 @@ def dispatch_sentence(rec):
                  f"{s['geomean_pct_cublas_back_to_back']:.1f}% back to back (over every shape, those where "
                  "a caller was host-bound included: there the ratio compares costs per call more than kernels). ")
     if timed:
-        text += f"Every plan was timed on {timed} shapes; the plan chosen was the fastest on {timed - len(dis)} of them"
+        text += (f"Every plan was timed on {timed} shapes (the median of a few calls back to back each, no spread "
+                 "recorded: a difference of a percent or two may not repeat); the plan chosen was the fastest on "
+                 f"{timed - len(dis)} of them")
         if dis:
             parts = [f"{shape_name(sh)}: chose {p} ({ms:.4f} ms), fastest {b} ({bms:.4f} ms, "
                      f"{100 * (1 - bms / ms):.0f}% less time)" for sh, p, ms, b, bms in dis]
             text += "; not on " + "; ".join(parts)
         text += "."
     return text
+
+
+def single_call_sentence(rec, min_ms=1.0):
+    """How much longer a single call took than the same call back to back, for gl.sgemm and for
+    cuBLAS, on the shapes whose calls take at least ``min_ms`` (where launching is a small part):
+    the single-call % of cuBLAS moves with both."""
+    pairs = {who: [] for who in ("gl", "cublas")}
+    for r in rec.rows or []:
+        for who in pairs:
+            one, b2b = getattr(r, f"single_{who}"), getattr(r, f"back_to_back_{who}")
+            if one and b2b and b2b.median_ms >= min_ms:
+                pairs[who].append((one.median_ms / b2b.median_ms - 1, r))
+    if not (pairs["gl"] and pairs["cublas"]):
+        return ""
+    def span(who):
+        v = sorted(pairs[who], key=lambda x: x[0])
+        lo, hi = v[0], v[-1]
+        return (f"{WHO[who]} {100 * lo[0]:+.0f}% ({shape_name(lo[1].shape)}) to {100 * hi[0]:+.0f}% "
+                f"({shape_name(hi[1].shape)})")
+    return (f"Single call against back to back, on the {len(pairs['gl'])} shapes whose calls take at least "
+            f"{min_ms:g} ms ({label(rec)}): {span('gl')}; {span('cublas')}. Where one library's single calls take "
+            "longer than its calls back to back and the other's do not, the single-call % of cuBLAS moves with "
+            "that difference, not with the kernels.")
 
 
 def below(rec, kind="single", threshold=LOW_PCT):
@@ -967,7 +1015,8 @@ def unexplained_markdown(rec, ahead=110.0, slow_single=2.0):
         if kind == "ahead":
             lines.append(f"**{shape_name(r.shape)}**: gl.sgemm at {r.pct_cublas_back_to_back:.1f}% of cuBLAS back to "
                          f"back ({r.back_to_back_gl.median_ms:.3f} ms against {r.back_to_back_cublas.median_ms:.3f} ms "
-                         f"per call) and {r.pct_cublas_single:.1f}% in single calls; neither host-bound")
+                         f"per call) and {r.pct_cublas_single:.1f}% in single calls; neither host-bound. Why is not "
+                         "known here: the suite did not see which kernel cuBLAS chose for the shape.")
             continue
         name = WHO[who]
         one, b2b = getattr(r, f"single_{who}"), getattr(r, f"back_to_back_{who}")
@@ -979,7 +1028,7 @@ def unexplained_markdown(rec, ahead=110.0, slow_single=2.0):
         if near:
             text += "; at " + ", ".join(f"{shape_name(o.shape)} ({100 * (flop(o) / flop(r) - 1):+.0f}% work) one call "
                                         f"took {getattr(o, f'single_{who}').median_ms:.3f} ms" for o in near)
-        lines.append(text)
+        lines.append(text + ". What a single call does that a call back to back does not was not measured.")
     head = (f"Not explained by this lesson ({label(rec)}): gl.sgemm above {ahead:.0f}% of cuBLAS back to back where "
             f"neither is host-bound, and single calls more than {slow_single:.0f}x the same call back to back:\n\n")
     return head + ("\n".join("* " + line for line in lines) if lines else "* none")

@@ -502,8 +502,9 @@ gl.check_all(functools.partial(warptile.sgemm, kernel=my_dbuf), name="dbuf",
 # %% [markdown]
 # ## Measure: when double buffering helps, and when it does not
 #
-# Four kernels from `make_kernel` above differ in one thing each: one buffer (two barriers per
-# slice) or two; the guard around the staging loads written three ways. Lesson 06's kernel is
+# Four kernels from `make_kernel` above differ in one setting each: one buffer or two (one buffer
+# also means two barriers per slice and no loads in flight during the compute); the guard around
+# the staging loads written three ways. Lesson 06's kernel is
 # the baseline. (On a GPU this first compiles the kernels not compiled yet: the progress bar shows
 # how long.)
 
@@ -533,26 +534,32 @@ inspect_kernel.compiler_facts(my_kernels, threads={name: 256 for name in my_kern
 # What the two tables say, read together:
 #
 # * **Reading the FFMA column**: it counts instructions in the compiled code, not how often they
-#   run. `vec_split`'s 128 are one k-step's 64 in its loop plus 64 in the `beta != 0` epilogue;
+#   run. `vec_split`'s 128 are one k-step's 64 in its loop plus 64 in the `beta != 0` epilogue
+#   (the code after the k-loop that writes C, here reading C when beta is not 0);
 #   `dbuf_one_buffer`'s 576 are a slice's 8 k-steps written out (8 x 64) plus those 64; `dbuf`'s
 #   1,088 are the two slices of one trip (16 x 64) plus 64. Every kernel does the same FMAs.
 # * **Two buffers** are the big step, against the same kernel with one buffer: likely because
 #   the next slice's loads are in flight during the compute, and one barrier per slice instead
 #   of two (the SASS counts 3 `BAR` for dbuf: the
 #   prologue's, and one for each of the two slices its main loop handles per trip; 2 for the
-#   one-buffer kernel's loop of one slice). The register count stays at the cap of
-#   128, so two blocks still fit on an SM.
+#   one-buffer kernel's loop of one slice). The register count rises to the cap of
+#   128 (the one-buffer kernel used fewer), and two blocks still fit on an SM: the table cannot show
+#   what the second buffer would have cost without the cap.
 # * **The short-circuit guard** (`and`) made the compiler [spill](GLOSSARY.md#register-spill) (local memory, `LDL`/`STL` in
 #   the SASS). A likely reason: the two branches split the unrolled code into pieces, and the
 #   values staged across them no longer fitted in 128 registers; the table shows the spills,
 #   not why the compiler made them. Same idea, very different speed.
-# * **Clamp + select** avoids the condition entirely; its instruction counts in the table are
-#   those of `dbuf`, and the predicated `if ... & ...` was a little faster.
+# * **Clamp + select** keeps a condition but no branch around the load (the address is clamped
+#   into the matrix and the value replaced by 0 outside it); its instruction counts in the table
+#   are those of `dbuf`, and the single-condition `if ... & ...` was a little faster, for a reason
+#   these tables do not show.
 # * **The first attempt** lost some `LDS.128` and ran slower than lesson 06's kernel; `dbuf`,
 #   with every shared load 16 bytes wide (no kernel of the second table has a 4-byte `LDS`
-#   column: a column appears only where some kernel has that instruction), runs faster. The two attempts differ in more than
-#   their loads, so this points at the wide loads without proving it: double buffering likely
-#   pays only if it keeps them.
+#   column: a column appears only where some kernel has that instruction), runs faster. The two
+#   attempts differ in more than their loads (the first guards its loads with a short-circuit
+#   `and`, which cost this lesson's `dbuf_short_circuit` spills; it also keeps a runtime k-loop,
+#   no padding, no register cap and another layout of threads), so this points at the wide loads
+#   without proving it.
 #
 # Source article [[4]](REFERENCES.md#seed-003) warned that double buffering written naively can
 # lose to register spills. This lesson's tables show spills too, though from another cause (the
@@ -700,8 +707,8 @@ plots.rung_versus_size("dbuf");
 #   (this lesson measured the speed, not the overlap), and it halves the barriers (the speedup is in the tables above; `dbuf_one_buffer`, the same code with
 #   one buffer, two barriers and no prefetch, was already faster than `vec_split`, so part of the
 #   step is not double buffering).
-# * It is fragile: a runtime buffer index likely cost the 16-byte shared loads, and a short-circuit
-#   `and` around the loads cost spills. Write the code so the compiler has nothing to guess
+# * It is fragile: the first attempt, with a runtime buffer index, lost 16-byte shared loads, and a
+#   short-circuit `and` around the loads cost spills. Write the code so the compiler has nothing to guess
 #   (separate buffers, explicit `load4`, one condition), then confirm in the SASS.
 # * Next (lesson 08): the other fields of `TileConfig`: how the threads of a warp are laid out
 #   (warp tiles), the depth of a slice, the register cap, and a sweep that picks the best.

@@ -245,7 +245,7 @@ print("a view 4 bytes off a 16-byte boundary: right:",
 
 # %%
 # library.plan_of: the plan gl.sgemm runs for these arrays (their shape, layout and alignment decide);
-# a plan reads kernel (wide or any_shape), tiles BM x BN, and for split-K its number of parts (section 3)
+# a plan reads kernel (wide, any_shape or padded), tiles BM x BN, and for split-K its number of parts (section 3)
 print("the plans gl.sgemm chose here:")
 for M, N, K in [(33, 65, 47), (9, 6, 1)]:
     plan = library.plan_of(cuda.device_array((M, K), np.float32), cuda.device_array((K, N), np.float32))
@@ -278,8 +278,9 @@ Markdown(library_report.compiler_markdown(rec))
 # values of k deep, as in lesson 08) the any-shape kernel has the same register cap as the last rung
 # (two blocks per SM) and stages (BM x BK + BK x BN) / threads = (128 x 8 + 8 x 128) / 256 = 8
 # floats per thread per slice with 8 load instructions, where the wide kernel needs 2; under that
-# cap the compiler spilled. These are the two differences the tables show, and the sentence above
-# names both without weighing them: this lesson did not measure what each one costs.
+# cap the compiler spilled. These are the differences the tables show (scalar loads, scalar stores,
+# spills), and the sentence above names them without weighing them: this lesson did not measure what
+# each one costs.
 #
 # **A second way: pad, then run the wide kernel.** A large product can afford to make aligned copies
 # of its inputs. `gl.sgemm`'s **padded plan** copies A into an M x K4 array and B into a K4 x N4 array,
@@ -289,8 +290,13 @@ Markdown(library_report.compiler_markdown(rec))
 # into C with the reduction kernel of section 3 (with one part, it applies alpha and beta and nothing
 # else). The zeros change nothing: each added column of A meets an added row of B, and their products
 # are 0. The copies touch every element of A, B and C once or twice, against 2 x M x N x K
-# floating-point operations for the product: small next to a large product, more than the any-shape
-# kernel's slower loads cost for a small one. Section 4's model weighs the two. The copy kernel (the
+# floating-point operations for the product: small next to a large product, large next to a small
+# one. Which costs less for a given shape, the copies or the any-shape kernel's slower loads, is
+# for section 4's model to estimate; the suite has one odd shape, measured below. Three more
+# things: M is not padded (the wide kernel already leaves out rows past M, lesson 07's guards); the
+# result goes through a workspace because C's rows (N floats) need not start on 16-byte boundaries;
+# and this padding of whole matrices in global memory is not lesson 06's padding of the rows of a
+# shared tile (`pad_a` above), which only shifts banks. The copy kernel (the
 # package's `gemm_lessons/sgemm_kernels/pad_copy.py`) gives each thread one element of the
 # destination, consecutive threads consecutive columns:
 
@@ -382,8 +388,8 @@ Markdown(library_report.edges_sentence(rec))
 # %% [markdown]
 # **Predict.** Five ways to call a product of two 256 x 256 matrices: `gl.sgemm(A, B, C)`;
 # `gl.sgemm(A, B)`, which also allocates C; the ladder's rung (its argument checks, then numba's
-# launch); its kernel launched by hand, `kernel[grid, block](...)`; and cuBLAS through nvmath-python's
-# wrapper. Which costs the host least, and by how much? On a GPU the next cell measures all five now
+# launch); its kernel launched by hand, `kernel[grid, block](...)`; and cuBLAS through the wrapper
+# of nvmath-python (NVIDIA's Python bindings to its math libraries, cuBLAS among them). Which costs the host least, and by how much? On a GPU the next cell measures all five now
 # at four sizes (`shapes.measure_overhead`, what the shape suite runs; the progress bar shows how
 # long it takes).
 
@@ -475,9 +481,9 @@ library_report.waves_figure(SKINNY_SHAPE, [P["wide 128x128"], P["wide 64x128"], 
 # so that every part but the last is made of whole slices and only the last may have a ragged
 # end (the cell below prints the chunk length for K = 600 in 4 parts). The library splits the wide
 # kernel the same way where the wide kernel may run: with `TileConfig(split_k=True)`, block z of
-# lesson 08's kernel works out the same chunk from the number of layers (`cuda.gridDim.z`) and
-# writes rows z x M onwards of the workspace (the lines under `if static(SPLIT_K)` in lesson 07's
-# listing of the kernel). The second half adds the parts, in a fixed order, and applies alpha and
+# the kernel of lessons 07 and 08 (lesson 07 lists its code) works out the same chunk from the
+# number of layers (`cuda.gridDim.z`) and writes rows z x M onwards of the workspace (the lines
+# under `if static(SPLIT_K)`). The second half adds the parts, in a fixed order, and applies alpha and
 # beta once:
 
 # %%
@@ -570,8 +576,10 @@ Markdown(library_report.split_k_sentence(rec))
 # whole-GPU rate on a large square divided by the SMs. What rate an SM left with fewer blocks in a
 # partly filled last wave gets depends on what the calibration measured. Without a rate for one
 # block alone on an SM, each block gets 1/blocks-per-SM of a full SM's rate, as in a full wave: a
-# partly filled wave costs as much as a full one. With it, the model takes a rate on a straight line
-# between the two (an assumption). The line under the calibration table below says which of the two
+# partly filled wave costs as much as a full one. With it, an SM holding b blocks gets a rate on a
+# straight line in b, from the one-block rate at b = 1 to a full SM's at b = blocks per SM (an
+# assumption). Summing waves as if each ended before the next began is another: on the GPU a block
+# starts whenever another finishes. The line under the calibration table below says which of the two
 # the record has; every estimate and choice in this section comes from the record's model.
 # For split-K, "the reduction's bytes" are (s + 2) x M x N floats of 4 bytes: section 3's
 # reduction traffic with C read as well (the model charges it whatever beta is); the parts' own
@@ -622,6 +630,9 @@ library_report.pct_figure(rec);
 Markdown(library_report.suite_markdown(rec))
 
 # %%
+Markdown(library_report.single_call_sentence(rec))
+
+# %%
 Markdown(library_report.dispatch_sentence(rec))
 
 # %% [markdown]
@@ -644,13 +655,14 @@ Markdown(library_report.plans_markdown(rec, WORST, model, top=6) if WORST else "
 Markdown(library_report.estimate_sentence(rec, WORST, model) if WORST else "")
 
 # %% [markdown]
-# The model charges a block for its share of the k-loop and nothing else: not its prologue (the
-# first slice loaded before any arithmetic), not the writing of its tile of C, not the time a
-# launch takes to fill the GPU. Those weigh more when blocks are short, as they are in a small
-# product cut into many parts: a likely reason for the underestimates of split-K plans on small
-# shapes, which this lesson did not measure. The rate of a partly filled last wave is the one thing
-# about block counts that the calibration measured; how the record's model charges such a wave,
-# for one plan at 1024^3:
+# The table shows the model wrong in both directions at the same shape: some plans estimated
+# below their measured time, others above, and the order of close plans changed. The model
+# charges a block for its share of the k-loop and nothing else: not its prologue (the first slice
+# loaded before any arithmetic), not the writing of its tile of C, not the time a launch takes to
+# fill the GPU; and for a partly filled last wave it draws a straight line between two measured
+# rates. Which of these simplifications caused which error was not measured. How the record's
+# model charges a partly filled wave, for one plan at 1024^3 (a **slot** is room for one resident
+# block on an SM):
 
 # %%
 Markdown(library_report.last_wave_sentence((1024, 1024, 1024), P["wide 64x128"], model))
@@ -666,10 +678,9 @@ Markdown(library_report.last_wave_sentence((1024, 1024, 1024), P["wide 64x128"],
 Markdown(library_report.below_markdown(rec))
 
 # %% [markdown]
-# Each line gives what the record shows about the shape: whether a caller was
-# [host-bound](GLOSSARY.md#host-bound) back to back (then the ratio compares Python wrappers as much
-# as kernels), whether the rule missed a faster plan, and the same shape with M and N swapped where
-# the suite has it. Why a chosen plan ran at the speed it did (stalls, L2 hits, the waves of blocks)
+# Each line gives, where they apply: whether a caller was [host-bound](GLOSSARY.md#host-bound) back
+# to back (then the ratio compares Python wrappers as much as kernels), whether the rule missed a
+# faster plan, and the same shape with M and N swapped where the suite has it and it ran above 90%. Why a chosen plan ran at the speed it did (stalls, L2 hits, the waves of blocks)
 # is a question for a profile of that plan next to cuBLAS's kernel (lesson 08's profiler), which
 # this lesson did not take.
 #
@@ -679,14 +690,9 @@ Markdown(library_report.below_markdown(rec))
 Markdown(library_report.unexplained_markdown(rec))
 
 # %% [markdown]
-# Where gl.sgemm beat cuBLAS back to back with neither host-bound, this lesson cannot say why: it did
-# not see which kernel cuBLAS chose for the shape. Where a single call took several times the same
-# call back to back (the list gives the spread of the single calls), what happens in a single call
-# that does not happen back to back was not measured.
-#
 # The dispatch rule was made from measurements and then checked against more measurements; the
-# checking found where it was wrong (the sentence above the figure) and named a likely reason. That is the method of
-# the whole course, applied to a library.
+# checking found where it was wrong (the sentence above the figure) and says what it cannot
+# explain. That is the method of the whole course, applied to a library.
 #
 # ## 5 · Why cuBLAS is many kernels plus heuristics
 #
@@ -696,8 +702,8 @@ Markdown(library_report.unexplained_markdown(rec))
 # * **A heuristic picks a kernel per problem.** cuBLASLt "uses heuristics to pick the most suitable
 #   matmul kernel" from the problem sizes, the GPU and other parameters; working that out costs host
 #   time, so the documentation recommends asking once and reusing the answer, and cuBLASLt keeps a
-#   cache of the kernels chosen per problem. `gl.sgemm` remembers its plan per shape for the same
-#   reason (`dispatch.plan_for`).
+#   cache of the kernels chosen per problem. `gl.sgemm` remembers its plan per shape and layout for
+#   the same reason (`dispatch.plan_for`).
 # * **It ranks candidates, and lets you time them.** `cublasLtMatmulAlgoGetHeuristic` returns
 #   candidate algorithms in order of increasing *estimated* time; a caller may time several and keep
 #   the fastest, which is what the shape suite did with every plan, and what section 4 shows an
@@ -761,8 +767,8 @@ for rows_, cols_ in [(12, 8), (7, 12), (13, 5)]:
 # must hold the sum over its own chunk of k, so a version where part 0 sums all of K and the others
 # write zeros (the right C, no split) fails. On the simulator the access log also checks that each
 # part reads only its own chunk of A and B, and that the reduction reads each partial sum once,
-# leaves C unread when beta == 0 and makes coalesced warp-wide accesses: the traffic section 3's
-# model charges for the reduction.
+# leaves C unread when beta == 0 and makes coalesced warp-wide accesses: the traffic section 3
+# counts for the reduction.
 
 # %%
 import numpy as np

@@ -250,3 +250,19 @@ def test_below_markdown_names_the_mirror_shape():
     text = lr.below_markdown(rec)
     assert "**8x2x16**" in text and "Its mirror, 2x8x16" in text and "95.0% single and 97.0% back to back" in text
     assert "**2x8x16**" not in text
+
+
+def test_single_call_sentence_is_the_records_ratios():
+    text = lr.single_call_sentence(REC)
+    for who in ("gl", "cublas"):
+        ratios = [getattr(r, f"single_{who}").median_ms / getattr(r, f"back_to_back_{who}").median_ms - 1
+                  for r in REC.rows if getattr(r, f"back_to_back_{who}") and getattr(r, f"back_to_back_{who}").median_ms >= 1]
+        assert f"{100 * min(ratios):+.0f}%" in text and f"{100 * max(ratios):+.0f}%" in text
+
+
+def test_event_above_sync_reads_the_table():
+    costs = lr.recorded_costs(REC)
+    found = lr.event_above_sync(costs)
+    for c, n, e, sync in found:
+        assert round(e) > round(sync) == round(costs.get(c, n, "sync_us"))
+    assert "Event above sync" in lr.call_costs_notes(costs, REC)

@@ -116,4 +116,6 @@ for step in "$@"; do
       tar cf "$OUT/notebooks.tar" ${paths:-notebooks/*.ipynb} ;;
   esac
 done
+cat "$OUT/logs/steps.log"  # each step's rc (the tests' summary line) also on stdout: the call's output keeps it
+# the logs come back as $OUT/logs.tar; a command that runs this script must not write a logs.tar of its own
 tar cf "$OUT/logs.tar" -C "$OUT" logs && rm -r "$OUT/logs"

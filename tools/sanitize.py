@@ -5,6 +5,7 @@
     ... python3 tools/sanitize.py dbuf warptile      # only these kernels
     ... python3 tools/sanitize.py any_wide            # transpose/any_wide.py alone (also library_transpose)
     ... python3 tools/sanitize.py grouped             # lesson 08's grouped block orders (GROUP_M 4, 8, 16)
+    ... python3 tools/sanitize.py library_plans       # gl.sgemm's plans: wide and any-shape, split, padded
 """
 import os
 import sys
@@ -57,6 +58,19 @@ if not only or "library_transpose" in only:  # both kernels of library.transpose
         ok = np.array_equal(dst.copy_to_host(), src.T)
         failed += not ok
         print(f"library_transpose {R}x{C}: {'ok' if ok else 'WRONG'}", flush=True)
+if not only or "library_plans" in only:  # gl.sgemm's plans: every kernel and tile, split and padded
+    from gemm_lessons import dispatch, library  # noqa: E402
+
+    def plan_runner(plan):
+        return lambda A, B, C, alpha=1.0, beta=0.0: library.run_plan(plan, A, B, C, alpha, beta)
+
+    for tiles in dispatch.TILES:
+        for plan in (dispatch.Plan("wide", tiles), dispatch.Plan("wide", tiles, 3), dispatch.Plan("any_shape", tiles),
+                     dispatch.Plan("any_shape", tiles, 3), dispatch.Plan("padded", tiles)):
+            for M, N, K in WIDE_SGEMM_SIZES if plan.kernel == "wide" else SGEMM_SIZES:
+                res = problems.check(plan_runner(plan), M, N, K, 1.5, -0.5, name=str(plan))
+                failed += not res.passed
+                print(res.message(), flush=True)
 if not only or "any_wide" in only:  # transpose/any_wide.py: 16-byte accesses on every shape
     import numpy as np  # noqa: E402
     from numba import cuda  # noqa: E402

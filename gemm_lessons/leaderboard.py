@@ -285,7 +285,19 @@ def shapes_sentence(a, b):
     return (f"Over the {len(pairs)} shapes both ran, one call of `gl.sgemm` took {min(gl):.2f}x to {max(gl):.2f}x "
             f"as long on {b.device.name} as on {a.device.name}; one call of cuBLAS {min(cu):.2f}x to {max(cu):.2f}x "
             f"(furthest at {'x'.join(map(str, worst[0].shape))}: {worst[0].single_cublas.median_ms:.3f} ms on "
-            f"{a.device.name}, {worst[1].single_cublas.median_ms:.3f} ms on {b.device.name})." + single_call_caveat(a, b))
+            f"{a.device.name}, {worst[1].single_cublas.median_ms:.3f} ms on {b.device.name})." + single_call_caveat(a, b)
+            + versions_caveat(a, b, pairs))
+
+
+def versions_caveat(a, b, pairs):
+    """A sentence where the two shape suites ran different commits and chose different plans: their
+    gl.sgemm times then compare versions of the library as much as GPUs."""
+    differ = [x for x, y in pairs if x.plan != y.plan]
+    if a.git_commit == b.git_commit and not differ:
+        return ""
+    return (f" The two suites ran different versions of `gl.sgemm` (commit {a.git_commit} on {a.device.name}, "
+            f"{b.git_commit} on {b.device.name}), which chose different plans on {len(differ)} of the {len(pairs)} "
+            "shapes: where they did, its times compare the two versions as much as the two GPUs.")
 
 
 def grid_blocks(name, size):

@@ -170,8 +170,10 @@ Markdown(leaderboard.devices_markdown(leaderboard.device_records()))
 # from their nominal clock; nothing recorded the clock while the kernels ran.
 #
 # The shape suite differs more between the two GPUs than the square sizes do. The sentence
-# under its table says which side moved: compare how far `gl.sgemm`'s time per call moved with
-# how far cuBLAS's did, and compare the single-call row with the back-to-back one
+# under its table says which side moved, and whether the two suites ran the same version of
+# `gl.sgemm` (where they did not, its rows compare versions of the library as much as GPUs):
+# compare how far `gl.sgemm`'s time per call moved with how far cuBLAS's did, and compare the
+# single-call row with the back-to-back one
 # ([single call, back to back](GLOSSARY.md#single-call): lesson 11 measures what a call costs).
 
 # %% [markdown]

@@ -291,3 +291,18 @@ def test_readme_reading_of_the_any_wide_experiment():
     readme = open(os.path.join(os.path.dirname(results.RESULTS_DIR), "README.md")).read()
     assert ("89-103% of `sgeam` on four of the five shapes" in readme and "77-84% in the same run" in readme
             and "66% on 3001x4999 (the\nlibrary: 80%)" in readme)
+
+
+def test_shapes_sentence_says_when_the_two_suites_ran_different_code():
+    from gemm_lessons import leaderboard
+    from gemm_lessons.records import Device, ShapeRow, ShapesRecord, Stats
+
+    def rec(name, commit, plan):
+        st = Stats(median_ms=1.0, p10_ms=1.0, p90_ms=1.0, n=1)
+        row = ShapeRow(shape=[8, 8, 8], group="square", plan=plan, single_gl=st, single_cublas=st)
+        return ShapesRecord(device=Device(name=name), date="2026-01-01", timed=True, git_commit=commit, rows=[row])
+
+    same = leaderboard.shapes_sentence(rec("A", "abc", "wide 64x64"), rec("B", "abc", "wide 64x64"))
+    assert "different versions" not in same
+    other = leaderboard.shapes_sentence(rec("A", "abc", "wide 64x64"), rec("B", "def", "any_shape 64x64 split 2"))
+    assert "commit abc on A, def on B" in other and "different plans on 1 of the 1 shapes" in other

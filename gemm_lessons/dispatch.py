@@ -185,9 +185,10 @@ class Model:
 def candidates(M, N, K, wide, model=None):
     """The plans that can run M x N x K: when ``wide`` (K and N multiples of 4, C-contiguous
     16-byte-aligned arrays) the wide kernel's (the any-shape kernel would do the same with more
-    load instructions), else the any-shape kernel's and the padded ones; split-K only where each
-    part gets at least ``model.min_k_per_split`` of K (below that the partial sums' traffic and
-    the second launch cannot pay) and the last part is not empty."""
+    load instructions), else the any-shape kernel's and the padded ones; split-K into s parts only
+    where K >= s * ``model.min_k_per_split`` (below that the partial sums' traffic and the second
+    launch cannot pay; after rounding to BK the last part may get fewer) and the last part is not
+    empty."""
     min_k = (model or _model_now()).min_k_per_split
     out = []
     for p in PLANS:

@@ -142,9 +142,22 @@ def kernel_cost_sentence(rec, tiles="128x128"):
     if odd.get("local_bytes") and not wide.get("local_bytes"):
         what += (f" and its spills (the compiler gave it {odd.get('registers')} registers and "
                  f"{odd['local_bytes']} bytes of local memory per thread, the wide kernel "
-                 f"{wide.get('registers')} and {wide.get('local_bytes', 0)})")
+                 f"{wide.get('registers')} and {wide.get('local_bytes', 0)}" + _spills_offline(f"any_shape {tiles}") + ")")
     return text + (f" Among its differences from the wide kernel are {what}; how much of the cost each one takes was "
                    "not measured.")
+
+
+def _spills_offline(plan, cc="9.0"):
+    """"; the offline compile ..." with the spill stores and loads ptxas reported for ``plan``'s kernel
+    (results/arch-facts.json), or "" where the record has none."""
+    try:
+        from . import arch_facts
+
+        row = arch_facts.load()["kernels"][f"gl.sgemm {plan}"]["arch"][cc]
+    except Exception:  # noqa: BLE001 (no record, or no such kernel in it)
+        return ""
+    return (f"; the offline compile for sm_{cc.replace('.', '')} in results/arch-facts.json reports "
+            f"{row['spill_store_bytes']} bytes of spill stores and {row['spill_load_bytes']} of spill loads")
 
 
 def padding_sentence(shape=ODD_SHAPE, tiles="128x128"):
@@ -192,10 +205,15 @@ def edges_sentence(rec):
                          - model.estimate_s(dispatch.Plan("wide", plan.tiles), *REFERENCE_SHAPE))
         tiles = dispatch.TILES[plan.tiles]
         blocks = [-(-m // tiles.BM) * -(-n // tiles.BN) for m, n in ((M, N4), REFERENCE_SHAPE[:2])]
-        text += (f" In the suite's own back-to-back timing of the two shapes, the padded plan took {extra:.3f} ms "
-                 f"more than the wide kernel at "
-                 f"{shape_name(REFERENCE_SHAPE)}. The model of section 4 charges the copies "
-                 f"{1e3 * model.padding_s(M, N, K):.3f} ms (their bytes at the calibration's copy bandwidth, "
+        sweep = timed.get(b.plan)
+        text += (f" In the suite's own back-to-back timing of the two shapes ({b.back_to_back_gl.n} samples each), the padded plan took "
+                 f"{b.back_to_back_gl.median_ms:.3f} ms against {a.back_to_back_gl.median_ms:.3f} ms for the wide "
+                 + (f"kernel at {shape_name(REFERENCE_SHAPE)}, {extra:.3f} ms more (the sweep's {sweep:.3f} ms for the "
+                    f"same plan differs from it by {abs(100 * (sweep / b.back_to_back_gl.median_ms - 1)):.0f}%: how far two "
+                    "timings of one plan moved here). The model of section 4 charges "
+                    if sweep else f"kernel at {shape_name(REFERENCE_SHAPE)}, {extra:.3f} ms more. The model of "
+                    "section 4 charges "))
+        text += (f"the copies {1e3 * model.padding_s(M, N, K):.3f} ms (their bytes at the calibration's copy bandwidth, "
                  f"{model.bandwidth_gbs:,.0f} GB/s, and three launches of {model.launch_us:.0f} µs) and the wide "
                  f"kernel on {shape_name((M, N4, K4))} {wide_ms:+.3f} ms against {shape_name(REFERENCE_SHAPE)} "
                  f"({blocks[0]} blocks against {blocks[1]}, {100 * (blocks[0] / blocks[1] - 1):.0f}% more; the model "
@@ -973,7 +991,8 @@ def below_markdown(rec, threshold=LOW_PCT):
                 f"{r.single_cublas.median_ms:.3f} ms single, {r.back_to_back_cublas.median_ms:.3f} ms back to back")
         if r.best_plan and r.best_plan != r.plan and r.plans_ms:
             text += (f". Not the fastest plan timed: {r.best_plan} took {r.plans_ms[r.best_plan]:.4f} ms back to back "
-                     f"against {r.plans_ms[r.plan]:.4f}")
+                     f"against {r.plans_ms[r.plan]:.4f} ms in the sweep; at that time it would have reached "
+                     f"{100 * r.back_to_back_cublas.median_ms / r.plans_ms[r.best_plan]:.1f}% of cuBLAS back to back")
         M, N, K = r.shape
         mirror = row(rec, (N, M, K)) if M != N else None
         if mirror is not None and mirror.pct_cublas_back_to_back:

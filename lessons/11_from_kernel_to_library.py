@@ -210,7 +210,8 @@ def make_kernel(cfg=TileConfig()):
 # **Check.** First the cell above: `make_kernel` with the library's smallest tiles (64 x 64, 64
 # threads), launched by hand on a shape where nothing is a multiple of 4 or of a tile. Then
 # `gl.sgemm` itself, on such shapes and on a view that starts one float into its array (K and N
-# multiples of 4, but not 16-byte aligned). All against the float64 reference with alpha and beta;
+# multiples of 4, but not 16-byte aligned). All against the float64 reference, with alpha and beta
+# (the view with alpha 1, beta 0);
 # C is [poisoned](GLOSSARY.md#poison) first so that an unwritten element shows.
 
 # %%
@@ -356,8 +357,11 @@ exercises.compare_prediction(my_odd_pct, edges.pct_cublas(ODD_SHAPE), "gl.sgemm 
 Markdown(library_report.edges_sentence(rec))
 
 # %% [markdown]
-# cuBLAS's own slowdown at the odd shape is in the first sentence above; it likely has kernels of
-# its own for unaligned data (section 5), which this lesson cannot see.
+# cuBLAS's own slowdown at the odd shape is in the first sentence above. Which kernel cuBLAS ran
+# there this lesson cannot see; NVIDIA's libraries build kernels per alignment (section 5), so it
+# may well have one for unaligned data. This run's single-call % of cuBLAS and the record's can
+# differ by several points through cuBLAS's single-call time alone (compare the cuBLAS columns; the
+# record's single calls against its back-to-back ones are in section 4).
 #
 # ## 2 · What a call costs, and how to measure it
 #
@@ -410,8 +414,9 @@ Markdown(library_report.call_costs_notes(costs, rec))
 # shows how much these medians move from one measurement to the next. A sync or event time below
 # the issue time should not happen, since both bracket the host's work for the call; where the
 # lines above list one, this lesson does not explain it. So a difference between two callers
-# smaller than that movement ranks nothing: where this run and the record disagree on which caller
-# costs the host least at 256^2 (the line above), neither run answers the prediction on its own.
+# smaller than that movement ranks nothing, in this run or in the record; and where the two runs
+# name different callers as the cheapest at 256^2 (the line above), the answer to the prediction
+# depends on the run.
 # The record's numbers, from the shape suite:
 
 # %%
@@ -436,8 +441,8 @@ print(library.launcher_for(dispatch.Plan("wide", "128x128")))
 print("in the recorded run:", sorted(set(rec.launch.values())) if rec.launch else "not recorded")
 
 # %% [markdown]
-# At 128^2 to 512^2 a single call's event time is of the same order as the host's issue time (the
-# event / issue line above): the host's part is a large share of the whole call, so these event
+# At every size measured, a single call's event time is at most a few times the host's issue time
+# (the event / issue line above): the host's part is a large share of the whole call, so these event
 # times say little about the kernels (lesson 10 marked such timings host-bound). Two things follow
 # for a library: pass C when you have one (`gl.sgemm(A, B)`, which allocates C, cost the host more
 # than `gl.sgemm(A, B, C)` at every size counted in the table above), and, for many small products,
@@ -452,7 +457,7 @@ print("in the recorded run:", sorted(set(rec.launch.values())) if rec.launch els
 # 128 x 128 tiles, C is one row of 8192 / 128 = 64 tiles, each only half used (M = 64 is less than
 # BM = 128): 64 blocks. The last rung's register cap lets two such blocks share an SM (lesson 08), so
 # one [wave](GLOSSARY.md#wave) of blocks on an H100 would need a few hundred (the figure below counts
-# the slots); with 64, most of the GPU idles while each block walks through all 8192 values of k (a
+# the **slots**, a slot being room for one resident block on an SM); with 64, most of the GPU idles while each block walks through all 8192 values of k (a
 # [tail effect](GLOSSARY.md#tail-effect) with no wave before it). Smaller tiles give more blocks,
 # but each block then reuses less of what it loads (lesson 02's formula).
 # [Split-K](GLOSSARY.md#split-k) cuts K instead: with s parts there are s times as many blocks, each
@@ -584,7 +589,8 @@ Markdown(library_report.split_k_sentence(rec))
 # For split-K, "the reduction's bytes" are (s + 2) x M x N floats of 4 bytes: section 3's
 # reduction traffic with C read as well (the model charges it whatever beta is); the parts' own
 # writes to the workspace, s x M x N more, are not charged. "One launch" is the reduction
-# kernel's own start on the GPU, a fixed 5 µs (`Model.launch_us`: an assumed value, not measured;
+# kernel's own start on the GPU (the gap between two kernels on the GPU, not the host's issue time
+# of section 2), a fixed 5 µs (`Model.launch_us`: an assumed value, not measured;
 # split-K runs two kernels, the product and the sum). For the padded plan, the first term is the
 # wide kernel's at the padded sides (M x N4 x K4), "the copies' bytes" are section 1's
 # (`dispatch.padded_copy_floats`, 4 bytes each) and the three launches are the two copies in and the
@@ -600,8 +606,9 @@ Markdown(library_report.calibration_markdown(rec))
 # arrays aligned, `dispatch.candidates` keeps the wide kernel's plans only (the any-shape kernel
 # would do the same with more load instructions, and padding would copy for nothing); elsewhere it
 # keeps the any-shape kernel's plans and the padded ones. It keeps split-K into s parts
-# only where each part gets at least `Model.min_k_per_split` values of k (a chosen value, not a
-# measured one; the cell prints it) and the last part is not empty. The model then picks the
+# only where K is at least s x `Model.min_k_per_split` (a chosen value, not a measured one; the cell
+# prints it), so that each part gets about that many values of k or more (after the rounding of
+# section 3 the last part may get fewer), and the last part is not empty. The model then picks the
 # candidate with the smallest estimate:
 
 # %%

@@ -165,8 +165,9 @@ exercises.compare_prediction(my_ratio, first.speedup("dbuf_indexed", "vec_split"
 # 05's merging; it merged the others: the table's `LDS.128` and `LDS` columns). This comparison does not say which difference costs the
 # time: the kernel also changed its schedule (the next slice's loads under the compute). The
 # second attempt below keeps every shared load 16 bytes wide with the same schedule, but it also
-# differs in other ways (its load guard, its full unrolling, its padding and register cap: compare
-# the two cells), so how it fares points at the lost wide loads without isolating them.
+# differs in other ways (its load guard, its full unrolling, its padding and register cap, the
+# layout of its threads, separate shared arrays and two slices per trip of the loop: compare the
+# two cells), so how it fares points at the lost wide loads without isolating them.
 
 # %%
 inspect_kernel.compiler_facts({"vec_split": ladder.SGEMM["vec_split"].kernel,
@@ -580,7 +581,10 @@ inspect_kernel.compiler_facts(my_kernels, threads={name: 256 for name in my_kern
 #
 # Write the main loop: a prologue that puts slice 0 into buffer 0, then for every slice: start
 # the next slice's loads, compute from the current buffer, store the next slice into the
-# *other* buffer, and **one** `cuda.syncthreads()`. The check runs the kernel against the float64
+# *other* buffer, and **one** `cuda.syncthreads()`. Keep which buffer is "current" out of runtime
+# values (an index into one shared array, as in the first attempt, whose compiler facts show what
+# that cost): handle two slices per trip of the loop, buffer 0 then buffer 1, as `make_kernel`
+# does (the check below does not look for this). The check runs the kernel against the float64
 # reference, then records one block on the simulator (K = 32, four slices) with the access log:
 # no race (no shared word written by one thread and touched by another between the same two
 # barriers), at most one barrier per slice plus the prologue's, and the next slice's global

@@ -188,17 +188,15 @@ def _runner(plan, M, N, K, contiguous):
     gx, gy, split = plan.grid(M, N)
     if plan.kernel == "padded":
         return _padded_runner(plan, M, N, K, layout)
+    grid = (gx, gy, split)
     if plan.kernel == "wide":
         main = _launcher("wide_split" if split > 1 else "wide", plan.tiles, "C")
-        grid, extra = (gx, gy, split), ()  # the wide kernel's block z finds its chunk of k from the grid
+        extra = ()  # the wide kernel's block z finds its chunk of k from the grid
     else:
         main = _launcher("any_shape", plan.tiles, layout)
-        grid, extra = (gx, gy, split), (plan.k_chunk(K),)
-    if split == 1 and extra:
-        k = extra[0]
-        return lambda A, B, C, alpha, beta: main(grid, A, B, C, alpha, beta, k)
+        extra = (plan.k_chunk(K),)
     if split == 1:
-        return lambda A, B, C, alpha, beta: main(grid, A, B, C, alpha, beta)
+        return lambda A, B, C, alpha, beta: main(grid, A, B, C, alpha, beta, *extra)
     reduce, reduce_grid = _launcher("reduce", "", layout), splitk_reduce.grid(M, N)
 
     def run_split_k(A, B, C, alpha, beta):

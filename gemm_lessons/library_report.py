@@ -203,24 +203,25 @@ def edges_sentence(rec):
         extra = b.back_to_back_gl.median_ms - a.back_to_back_gl.median_ms
         wide_ms = 1e3 * (model.estimate_s(dispatch.Plan("wide", plan.tiles), M, N4, K4)
                          - model.estimate_s(dispatch.Plan("wide", plan.tiles), *REFERENCE_SHAPE))
-        tiles = dispatch.TILES[plan.tiles]
-        blocks = [-(-m // tiles.BM) * -(-n // tiles.BN) for m, n in ((M, N4), REFERENCE_SHAPE[:2])]
+        blocks = [math.prod(plan.grid(M, N4)), math.prod(plan.grid(*REFERENCE_SHAPE[:2]))]
+        copies_ms = 1e3 * model.padding_s(M, N, K)
         sweep = timed.get(b.plan)
-        text += (f" In the suite's own back-to-back timing of the two shapes ({b.back_to_back_gl.n} samples each), the padded plan took "
-                 f"{b.back_to_back_gl.median_ms:.3f} ms against {a.back_to_back_gl.median_ms:.3f} ms for the wide "
-                 + (f"kernel at {shape_name(REFERENCE_SHAPE)}, {extra:.3f} ms more (the sweep's {sweep:.3f} ms for the "
-                    f"same plan differs from it by {abs(100 * (sweep / b.back_to_back_gl.median_ms - 1)):.0f}%: how far two "
-                    "timings of one plan moved here). The model of section 4 charges "
-                    if sweep else f"kernel at {shape_name(REFERENCE_SHAPE)}, {extra:.3f} ms more. The model of "
-                    "section 4 charges "))
-        text += (f"the copies {1e3 * model.padding_s(M, N, K):.3f} ms (their bytes at the calibration's copy bandwidth, "
-                 f"{model.bandwidth_gbs:,.0f} GB/s, and three launches of {model.launch_us:.0f} µs) and the wide "
-                 f"kernel on {shape_name((M, N4, K4))} {wide_ms:+.3f} ms against {shape_name(REFERENCE_SHAPE)} "
-                 f"({blocks[0]} blocks against {blocks[1]}, {100 * (blocks[0] / blocks[1] - 1):.0f}% more; the model "
-                 "charges only the busiest SM of each wave, which holds as many blocks in both)"
-                 + (f": {extra - 1e3 * model.padding_s(M, N, K) - wide_ms:.3f} ms of the difference is not in the "
-                    "model, and this lesson did not time the copies on their own."
-                    if extra > 1e3 * model.padding_s(M, N, K) + wide_ms else "."))
+        text += (f" In the suite's own back-to-back timing of the two shapes ({b.back_to_back_gl.n} samples each), "
+                 f"the padded plan took {b.back_to_back_gl.median_ms:.3f} ms against {a.back_to_back_gl.median_ms:.3f} "
+                 f"ms for the wide kernel at {shape_name(REFERENCE_SHAPE)}, {extra:.3f} ms more")
+        if sweep:
+            text += (f" (the sweep's {sweep:.3f} ms for the same plan differs from it by "
+                     f"{abs(100 * (sweep / b.back_to_back_gl.median_ms - 1)):.0f}%: how far two timings of one plan "
+                     "moved here)")
+        text += (f". The model of section 4 charges the copies {copies_ms:.3f} ms (their bytes at the calibration's "
+                 f"copy bandwidth, {model.bandwidth_gbs:,.0f} GB/s, and three launches of {model.launch_us:.0f} µs) "
+                 f"and the wide kernel on {shape_name((M, N4, K4))} {wide_ms:+.3f} ms against "
+                 f"{shape_name(REFERENCE_SHAPE)} ({blocks[0]} blocks against {blocks[1]}, "
+                 f"{100 * (blocks[0] / blocks[1] - 1):.0f}% more; the model charges only the busiest SM of each wave, "
+                 "which holds as many blocks in both)")
+        rest = extra - copies_ms - wide_ms
+        text += (f": {rest:.3f} ms of the difference is not in the model, and this lesson did not time the copies on "
+                 "their own." if rest > 0 else ".")
     return text
 
 
@@ -352,28 +353,28 @@ def cheapest(costs, size, what="issue_us"):
     return min(got, key=lambda x: x[1]) if got else (None, float("nan"))
 
 
-def below_issue(costs, what):
-    """[(caller, size, its ``what`` µs, its issue µs)] where ``what`` ("sync_us" or "event_us") is
-    below the issue time, as the table shows them (whole µs)."""
+def cells_below(costs, what, than):
+    """[(caller, size, its ``what`` µs, its ``than`` µs)] where one column of the per-call table is
+    below another in the same cell, as the table shows them (whole µs)."""
     out = []
     for c in costs.callers():
         for n in costs.sizes():
-            v, issue = costs.get(c, n, what), costs.get(c, n)
-            if not (math.isnan(v) or math.isnan(issue)) and round(v) < round(issue):
-                out.append((c, n, v, issue))
+            v, w = costs.get(c, n, what), costs.get(c, n, than)
+            if not (math.isnan(v) or math.isnan(w)) and round(v) < round(w):
+                out.append((c, n, v, w))
     return out
+
+
+def below_issue(costs, what):
+    """[(caller, size, its ``what`` µs, its issue µs)] where ``what`` ("sync_us" or "event_us") is
+    below the issue time."""
+    return cells_below(costs, what, "issue_us")
 
 
 def event_above_sync(costs):
-    """[(caller, size, event µs, sync µs)] where the event time is above the round trip's (whole µs):
-    the events are recorded inside the round trip, so only different samples can put it there."""
-    out = []
-    for c in costs.callers():
-        for n in costs.sizes():
-            e, sync = costs.get(c, n, "event_us"), costs.get(c, n, "sync_us")
-            if not (math.isnan(e) or math.isnan(sync)) and round(e) > round(sync):
-                out.append((c, n, e, sync))
-    return out
+    """[(caller, size, event µs, sync µs)] where the event time is above the round trip's: the
+    events are recorded inside the round trip, so only different samples can put it there."""
+    return [(c, n, e, sync) for c, n, sync, e in cells_below(costs, "sync_us", "event_us")]
 
 
 def call_costs_notes(costs, rec=None, size=CALL_COST_SIZE, lib="gl.sgemm(A, B, C)"):

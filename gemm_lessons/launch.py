@@ -10,9 +10,15 @@ launchers in front, gl.sgemm cost 90-130 us per call on an H100 (issue 14).
 A library calls a few kernels with the same argument types over and over, so all of that but
 the last step can be done once.  ``Launcher`` compiles its kernel for an explicit signature
 (eagerly: the first call pays for compiling, no later call types anything), keeps the compiled
-function's cuda.core handle, the default stream and one LaunchConfig per grid, and passes each
-numba device array the way numba itself flattens it (meminfo, parent, size, itemsize, data
-pointer, shape, strides: ``numba.cuda.dispatcher._Kernel._prepare_args``).
+function's handle and the default stream, and passes each numba device array the way numba
+itself flattens it (meminfo, parent, size, itemsize, data pointer, shape, strides:
+``numba.cuda.dispatcher._Kernel._prepare_args``).  Two ways to launch, ``via``:
+  * "driver" (the default): the arguments are packed with one ``struct.pack_into`` into a
+    buffer made once, whose array of parameter addresses is made once too, and the driver's
+    cuLaunchKernel (cuda-bindings) is called with that array's address: nothing per call but
+    the packing and the call.
+  * "cuda.core": cuda.core's ``launch`` with one LaunchConfig per grid; it converts every
+    argument on every call.
 
 Those are numba-cuda internals (0.30).  If anything is not where this expects it, or on the
 simulator, or with GEMM_LESSONS_PLAIN_LAUNCH=1 set, a Launcher launches the ordinary way,
@@ -20,6 +26,7 @@ simulator, or with GEMM_LESSONS_PLAIN_LAUNCH=1 set, a Launcher launches the ordi
 """
 import ctypes
 import os
+import struct
 
 import numpy as np
 from numba import cuda
@@ -35,26 +42,45 @@ def _marshal_array(x):
     return (0, 0, x.size, x.dtype.itemsize, x.device_ctypes_pointer.value, *x.shape, *x.strides)
 
 
-def _marshaller(numba_type):
+# each flattened value in an 8-byte slot of the parameter buffer (a float32 uses the first 4 bytes)
+_ARRAY_SLOTS = "qqqqQqqqq"  # meminfo, parent, size, itemsize, data pointer (unsigned), shape x2, strides x2
+_SLOTS = {"float32": "f4x", "int64": "q"}
+
+
+def _slots(numba_type):
+    from numba.cuda import types
+
+    if isinstance(numba_type, types.Array):
+        if numba_type.ndim != 2:
+            raise NotImplementedError("Launcher passes 2-D arrays only")
+        return _ARRAY_SLOTS
+    return _SLOTS[str(numba_type)]
+
+
+def _marshaller(numba_type, raw=False):
+    """The flattened values of one argument: ctypes scalars for cuda.core (which would otherwise
+    pass a Python float as a double), plain Python numbers for the packed buffer (raw)."""
     from numba.cuda import types
 
     if isinstance(numba_type, types.Array):
         return _marshal_array
     if numba_type == types.float32:
-        return lambda v: (ctypes.c_float(v),)
+        return (lambda v: (v,)) if raw else (lambda v: (ctypes.c_float(v),))
     if numba_type == types.int64:
-        return lambda v: (ctypes.c_int64(v),)
+        return (lambda v: (v,)) if raw else (lambda v: (ctypes.c_int64(v),))
     raise NotImplementedError(f"Launcher cannot pass a {numba_type}")
 
 
 class Launcher:
     """``Launcher(kernel, argtypes, block)(grid, *args)``: launch ``kernel`` (a numba CUDA
     dispatcher) compiled for ``argtypes`` (numba types) with ``block`` threads per block on the
-    default stream."""
+    default stream.  ``via``: "driver" or "cuda.core" (see the module doc)."""
 
-    def __init__(self, kernel, argtypes, block):
-        self.kernel, self.argtypes, self.block = kernel, tuple(argtypes), block
-        self.fast, self.why_plain = False, None
+    def __init__(self, kernel, argtypes, block, via="driver"):
+        if via not in ("driver", "cuda.core"):
+            raise ValueError(f'via must be "driver" or "cuda.core", got {via!r}')
+        self.kernel, self.argtypes, self.block, self.via = kernel, tuple(argtypes), block, via
+        self.fast, self.why_plain, self.why_not_driver = False, None, None
         if _backend.SIMULATOR:
             self.why_plain = "the CUDA simulator"
         elif os.environ.get(PLAIN_ENV) == "1":
@@ -76,8 +102,31 @@ class Launcher:
         self._handle = compiled._codelibrary.get_cufunc().kernel
         self._launch, self._LaunchConfig = launch, LaunchConfig
         self._stream = driver._to_core_stream(0)
-        self._marshal = [_marshaller(t) for t in self.argtypes]
+        self._marshal = [_marshaller(t, raw=self.via == "driver") for t in self.argtypes]
         self._configs = {}
+        if self.via == "driver":
+            try:
+                self._prepare_driver()
+            except Exception as e:  # cuda-bindings not as expected: cuda.core's launch still works
+                self.via, self.why_not_driver = "cuda.core", repr(e)
+                self._marshal = [_marshaller(t) for t in self.argtypes]
+
+    def _prepare_driver(self):
+        from cuda.bindings import driver as cu
+
+        fmt = "<" + "".join(_slots(t) for t in self.argtypes)
+        self._pack = struct.Struct(fmt).pack_into
+        n = struct.calcsize(fmt) // 8
+        self._params = ctypes.create_string_buffer(8 * n)  # the values, rewritten on every call
+        base = ctypes.addressof(self._params)
+        self._addresses = (ctypes.c_void_p * n)(*(base + 8 * i for i in range(n)))  # made once
+        self._params_address = ctypes.addressof(self._addresses)
+        # a CUkernel (cuda.core's handle), which cuLaunchKernel takes in place of a CUfunction
+        self._function = cu.CUfunction(int(self._handle.handle))
+        self._stream_handle = cu.CUstream(int(self._stream.handle))
+        block = self.block if isinstance(self.block, tuple) else (self.block,)
+        self._block3 = tuple(block) + (1,) * (3 - len(block))
+        self._cuLaunchKernel, self._SUCCESS = cu.cuLaunchKernel, cu.CUresult.CUDA_SUCCESS
 
     def config(self, grid):
         """cuda.core's LaunchConfig for ``grid`` (made once per grid)."""
@@ -96,7 +145,17 @@ class Launcher:
         flat = []
         for marshal, value in zip(self._marshal, args):
             flat.extend(marshal(value))
-        self._launch(self._stream, self.config(grid), self._handle, *flat)
+        if self.via == "cuda.core":
+            self._launch(self._stream, self.config(grid), self._handle, *flat)
+            return
+        self._pack(self._params, 0, *flat)
+        g = grid if isinstance(grid, tuple) else (grid,)
+        gx, gy, gz = tuple(g) + (1,) * (3 - len(g))
+        bx, by, bz = self._block3
+        err, = self._cuLaunchKernel(self._function, gx, gy, gz, bx, by, bz, 0, self._stream_handle,
+                                    self._params_address, 0)
+        if err != self._SUCCESS:
+            raise RuntimeError(f"cuLaunchKernel failed for {self!r} with grid {grid}: {err!r}")
 
     def blocks_per_sm(self):
         """Resident blocks per SM of the compiled kernel (the driver's occupancy calculator);
@@ -116,5 +175,5 @@ class Launcher:
                 "shared_bytes": k.shared_mem_per_block}
 
     def __repr__(self):
-        how = "fast" if self.fast else f"plain ({self.why_plain})"
+        how = f"fast, via {self.via}" if self.fast else f"plain ({self.why_plain})"
         return f"<Launcher {getattr(self.kernel, '__name__', self.kernel)} {how}>"

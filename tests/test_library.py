@@ -274,6 +274,34 @@ def test_fast_launch_passes_arrays_as_numba_does():
     assert library.launcher_for(Plan("wide", "128x128")).fast
 
 
+def test_launcher_refuses_an_unknown_way_to_launch():
+    with pytest.raises(ValueError, match="driver"):
+        launch.Launcher(*library.kernel_spec("reduce", "", "C"), via="ctypes")
+
+
+@requires_gpu
+def test_launcher_launches_through_the_driver():
+    """The default path packs every flattened value in an 8-byte slot: as many slots as numba's
+    flattening gives values, and the driver path is the one in use (not a silent fallback)."""
+    l = library.launcher_for(Plan("wide", "128x128"))
+    assert l.fast and l.via == "driver", l.why_not_driver
+    x = cuda.device_array((4, 8), np.float32)
+    assert launch._slots(library._ARRAY["C"]) and len(launch._slots(library._ARRAY["C"])) == len(launch._marshal_array(x))
+
+
+@requires_gpu
+@pytest.mark.parametrize("shape", [(128, 128, 128), (64, 1024, 4096), (300, 260, 130), (1027, 1030, 1031)])
+def test_driver_and_cuda_core_launches_agree(monkeypatch, shape):
+    """One-kernel, split-K, any-shape and padded plans give the same bits launched either way."""
+    p = problems.SgemmProblem(*shape)
+    by_driver = p.run(lib)
+    monkeypatch.setattr(library, "_LAUNCHERS", {})
+    monkeypatch.setattr(library, "_RUNS", {})
+    monkeypatch.setattr(library, "Launcher", lambda *a: launch.Launcher(*a, via="cuda.core"))
+    by_core = p.run(lib)
+    np.testing.assert_array_equal(by_driver, by_core)
+
+
 @requires_gpu
 def test_fast_launch_matches_plain_launch(monkeypatch):
     p = problems.SgemmProblem(300, 260, 130)

@@ -13,10 +13,13 @@ the last step can be done once.  ``Launcher`` compiles its kernel for an explici
 function's handle and the default stream, and passes each numba device array the way numba
 itself flattens it (meminfo, parent, size, itemsize, data pointer, shape, strides:
 ``numba.cuda.dispatcher._Kernel._prepare_args``).  Two ways to launch, ``via``:
-  * "driver" (the default): the arguments are packed with one ``struct.pack_into`` into a
-    buffer made once, whose array of parameter addresses is made once too, and the driver's
-    cuLaunchKernel (cuda-bindings) is called with that array's address: nothing per call but
-    the packing and the call.
+  * "driver" (the default): each argument has its slots in a parameter buffer made once, whose
+    array of parameter addresses is made once too, and the driver's cuLaunchKernel
+    (cuda-bindings) is called with that array's address.  An argument is flattened and packed
+    into its slots only when it is not the one packed there last time (the same array object,
+    held by a weak reference, or an equal scalar): flattening an array costs more than a
+    microsecond of Python (tools/launch_probe.py), and a library passes the same arrays and
+    scalars call after call.
   * "cuda.core": cuda.core's ``launch`` with one LaunchConfig per grid; it converts every
     argument on every call.
 
@@ -27,6 +30,7 @@ simulator, or with GEMM_LESSONS_PLAIN_LAUNCH=1 set, a Launcher launches the ordi
 import ctypes
 import os
 import struct
+import weakref
 
 import numpy as np
 from numba import cuda
@@ -114,19 +118,42 @@ class Launcher:
     def _prepare_driver(self):
         from cuda.bindings import driver as cu
 
-        fmt = "<" + "".join(_slots(t) for t in self.argtypes)
-        self._pack = struct.Struct(fmt).pack_into
-        n = struct.calcsize(fmt) // 8
-        self._params = ctypes.create_string_buffer(8 * n)  # the values, rewritten on every call
+        self._writers, offset = [], 0
+        for t, marshal in zip(self.argtypes, self._marshal):
+            fmt = "<" + _slots(t)
+            self._writers.append((struct.Struct(fmt).pack_into, offset, fmt.endswith(_ARRAY_SLOTS), marshal))
+            offset += struct.calcsize(fmt)
+        n = offset // 8
+        self._params = ctypes.create_string_buffer(8 * n)  # the values
         base = ctypes.addressof(self._params)
         self._addresses = (ctypes.c_void_p * n)(*(base + 8 * i for i in range(n)))  # made once
         self._params_address = ctypes.addressof(self._addresses)
+        self._packed = [None] * len(self.argtypes)  # what each argument's slots hold now
         # a CUkernel (cuda.core's handle), which cuLaunchKernel takes in place of a CUfunction
         self._function = cu.CUfunction(int(self._handle.handle))
         self._stream_handle = cu.CUstream(int(self._stream.handle))
         block = self.block if isinstance(self.block, tuple) else (self.block,)
         self._block3 = tuple(block) + (1,) * (3 - len(block))
         self._cuLaunchKernel, self._SUCCESS = cu.cuLaunchKernel, cu.CUresult.CUDA_SUCCESS
+
+    def _pack_changed(self, args):
+        """Write into the parameter buffer the arguments that differ from what it holds."""
+        params, packed = self._params, self._packed
+        for i, (pack, offset, is_array, marshal) in enumerate(self._writers):
+            value, held = args[i], packed[i]
+            if is_array:
+                if held is not None and held() is value:
+                    continue
+                pack(params, offset, *marshal(value))
+                try:
+                    packed[i] = weakref.ref(value)
+                except TypeError:  # an object without weak references: packed on every call
+                    packed[i] = None
+            else:
+                if held is not None and held[0] == value:
+                    continue
+                pack(params, offset, value)
+                packed[i] = (value,)
 
     def config(self, grid):
         """cuda.core's LaunchConfig for ``grid`` (made once per grid)."""
@@ -142,13 +169,13 @@ class Launcher:
             args = [_SCALARS[str(t)](v) if str(t) in _SCALARS else v for t, v in zip(self.argtypes, args)]
             self.kernel[grid, self.block](*args)
             return
-        flat = []
-        for marshal, value in zip(self._marshal, args):
-            flat.extend(marshal(value))
         if self.via == "cuda.core":
+            flat = []
+            for marshal, value in zip(self._marshal, args):
+                flat.extend(marshal(value))
             self._launch(self._stream, self.config(grid), self._handle, *flat)
             return
-        self._pack(self._params, 0, *flat)
+        self._pack_changed(args)
         g = grid if isinstance(grid, tuple) else (grid,)
         gx, gy, gz = tuple(g) + (1,) * (3 - len(g))
         bx, by, bz = self._block3

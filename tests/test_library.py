@@ -290,6 +290,27 @@ def test_launcher_launches_through_the_driver():
 
 
 @requires_gpu
+def test_driver_launch_repacks_only_what_changed():
+    """The parameter buffer keeps the last arguments: a new array (even one that may reuse a
+    freed one's id) or a new scalar must reach the kernel; the same ones are not packed again."""
+    from gemm_lessons.sgemm_kernels import splitk_reduce
+
+    l = library._launcher("reduce", "", "C")  # C = alpha * W + beta * C (one part)
+    grid = splitk_reduce.grid(4, 8)
+    full = lambda v: cuda.to_device(np.full((4, 8), v, np.float32))  # noqa: E731
+    W, C1, C2 = full(1), full(0), full(0)
+    l(grid, W, C1, 2.0, 0.0)
+    assert (C1.copy_to_host() == 2).all()
+    W = full(3)  # the old W is freed; the new one may get its id
+    l(grid, W, C1, 2.0, 0.0)
+    assert (C1.copy_to_host() == 6).all()
+    l(grid, W, C2, 1.0, 0.0)
+    assert (C2.copy_to_host() == 3).all() and (C1.copy_to_host() == 6).all()
+    l(grid, W, C2, 1.0, 1.0)
+    assert (C2.copy_to_host() == 6).all()
+
+
+@requires_gpu
 @pytest.mark.parametrize("shape", [(128, 128, 128), (64, 1024, 4096), (300, 260, 130), (1027, 1030, 1031)])
 def test_driver_and_cuda_core_launches_agree(monkeypatch, shape):
     """One-kernel, split-K, any-shape and padded plans give the same bits launched either way."""

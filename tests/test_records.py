@@ -84,6 +84,7 @@ def test_path_for_builds_every_kind_of_results_file():
     assert results.path_for("reproducibility", H100, "run-a", directory="/tmp") == \
         "/tmp/reproducibility/nvidia-h100-80gb-hbm3-run-a.json"
     assert results.path_for("experiment", H100, "dbuf") in COMMITTED
+    assert results.kind_of(results.path_for("launch-probe", H100)) == "launch-probe"
     for kind in ("banks", "ncu-banks", "ncu-transpose", "sanitizer", "reproducibility-report"):
         assert results.path_for(kind, H100) in COMMITTED, kind
     with pytest.raises(ValueError, match="name"):

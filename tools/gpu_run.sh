@@ -19,7 +19,7 @@
 #   profiler   the profiler inside the lessons (gl.profile): tests/test_profiler.py, whose GPU test profiles
 #              real kernels under ncu -> logs/profiler-tests.log; then the counters of lessons 01, 04, 06
 #              and 08 recorded -> $OUT/ncu-lessons-<device>.csv (for results/), their tables -> logs/profiler-tables.md
-#   sanitize   compute-sanitizer memcheck + racecheck over every kernel (or $SANITIZE_ONLY) -> logs
+#   sanitize   compute-sanitizer memcheck + racecheck (or $SANITIZE_TOOLS) over every kernel (or $SANITIZE_ONLY) -> logs
 #   latency    python -m gemm_lessons.latency and the primer's compiler listing -> results/latency-<device>.json,
 #              results/primer-listing.json (copied to $OUT)
 #   notebooks  execute every notebook (or those of $NOTEBOOKS, e.g. "04 05") on the GPU, outputs kept
@@ -91,10 +91,11 @@ for step in "$@"; do
           > "$OUT/logs/profiler-tables.md" 2> "$OUT/logs/profiler-record.err"
       echo "profiler record rc=$?" >> "$OUT/logs/steps.log" ;;
     sanitize)
-      for tool in memcheck racecheck; do
+      for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
         # --report-api-errors no: cuda-bindings probes driver entry points with cuGetProcAddress and
         # some probes fail by design; those host-side API errors are not kernel errors
-        compute-sanitizer --tool $tool --report-api-errors no python3 tools/sanitize.py ${SANITIZE_ONLY:-} > "$OUT/logs/sanitizer-$tool.log" 2>&1
+        timeout "${SANITIZE_TIMEOUT:-560}" compute-sanitizer --tool $tool --report-api-errors no \
+          python3 tools/sanitize.py ${SANITIZE_ONLY:-} > "$OUT/logs/sanitizer-$tool${SANITIZE_TILES:+-${SANITIZE_TILES// /-}}.log" 2>&1
         echo "sanitize $tool rc=$?" >> "$OUT/logs/steps.log"
       done ;;
     rewrite)

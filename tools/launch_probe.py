@@ -1,6 +1,6 @@
 """Where gl.sgemm's per-call time goes, on a GPU: each part timed alone, in one process.
 
-    python3 tools/launch_probe.py [--out DIR]   -> DIR/launch-probe-<device>.json (default: print only)
+    python3 tools/launch_probe.py [--out DIR]   -> DIR/experiments/launch-probe-<device>.json (default: print only)
 
 Host time per call ("issue": the call returns, nothing waits for the GPU), median of 10
 batches of 200 calls with a synchronize between batches, for:
@@ -121,8 +121,8 @@ def main():
     for k, v in T.items():
         print(f"{k:70s} {v}", flush=True)
     if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        path = os.path.join(args.out, f"launch-probe-{results.slug(record['device'])}.json")
+        path = results.path_for("launch-probe", record["device"], directory=args.out)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:
             json.dump(record, f, indent=1)
         print("wrote", path)

@@ -6,6 +6,7 @@
     ... python3 tools/sanitize.py any_wide            # transpose/any_wide.py alone (also library_transpose)
     ... python3 tools/sanitize.py grouped             # lesson 08's grouped block orders (GROUP_M 4, 8, 16)
     ... python3 tools/sanitize.py library_plans       # gl.sgemm's plans: wide and any-shape, split, padded
+                                                      # (SANITIZE_TILES="128x64 64x64": those tiles only)
 """
 import os
 import sys
@@ -64,7 +65,8 @@ if not only or "library_plans" in only:  # gl.sgemm's plans: every kernel and ti
     def plan_runner(plan):
         return lambda A, B, C, alpha=1.0, beta=0.0: library.run_plan(plan, A, B, C, alpha, beta)
 
-    for tiles in dispatch.TILES:
+    # SANITIZE_TILES="128x64 64x64": only those tile sizes (a call on the GPU machine has 10 minutes)
+    for tiles in os.environ.get("SANITIZE_TILES", "").split() or dispatch.TILES:
         for plan in (dispatch.Plan("wide", tiles), dispatch.Plan("wide", tiles, 3), dispatch.Plan("any_shape", tiles),
                      dispatch.Plan("any_shape", tiles, 3), dispatch.Plan("padded", tiles)):
             for M, N, K in WIDE_SGEMM_SIZES if plan.kernel == "wide" else SGEMM_SIZES:

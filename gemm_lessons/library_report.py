@@ -464,6 +464,57 @@ def overhead_sentence(rec, size=CALL_COST_SIZE):
     return text
 
 
+def launch_probe(device=None):
+    """The record of tools/launch_probe.py for ``device`` (default: the reference GPU), or None."""
+    import json
+    import os
+
+    path = results.path_for("launch-probe", device or results.REFERENCE_DEVICE)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def launch_probe_sentence(probe=None, rec=None):
+    """What tools/launch_probe.py measured, part by part, in generated sentences; with ``rec`` (the
+    shape suite's record), its issue times of the same call next to the probe's."""
+    probe = probe if probe is not None else launch_probe()
+    if not probe:
+        return ("No launch probe is recorded for this GPU (`python3 tools/launch_probe.py --out results` "
+                "on one records it).")
+    T = probe["timings"]
+
+    def get(prefix):
+        key = next(k for k in T if k.startswith(prefix))
+        plan = re.search(r"\(([^)]*)\)$", key)
+        return T[key]["median_us"], plan.group(1) if plan else ""
+
+    (d1, p1), (d2, p2) = get("gl.sgemm 128^2 via driver"), get("gl.sgemm 512^2 via driver")
+    (c1, _), (c2, _) = get("gl.sgemm 128^2 via cuda.core"), get("gl.sgemm 512^2 via cuda.core")
+    (k1, _), (k2, _) = get("checks + plan look-up only 128^2"), get("checks + plan look-up only 512^2")
+    flat, _ = get("flattening three arrays")
+    text = (f"Measured part by part (`tools/launch_probe.py`, {probe['device']}, {probe['date'][:10]}, commit "
+            f"{probe['git_commit']}; host time per call, the median of 10 batches of 200 calls): `gl.sgemm(A, B, C)` "
+            f"took {d1:.1f} µs at 128^2 ({p1}: one kernel) and {d2:.1f} µs at 512^2 ({p2}: two kernels) launching "
+            f"through the driver, and {c1:.1f} and {c2:.1f} µs with the same Launchers going through cuda.core's "
+            f"`launch`. Its checks and plan look-up alone took {k1:.1f} and {k2:.1f} µs: the launches are most of "
+            f"a call. Flattening three arrays, which the driver path skips for arrays a Launcher was given on its "
+            f"last call, took {flat:.1f} µs.")
+    if any(k.startswith("torch.matmul") and "median_us" in T[k] for k in T):
+        (t1, _), (t2, _) = get("torch.matmul(a, b, out=c) 128^2"), get("torch.matmul(a, b, out=c) 512^2")
+        text += (f" For scale, `torch.matmul(a, b, out=c)` on torch tensors took {t1:.1f} and {t2:.1f} µs in the "
+                 "same process.")
+    costs = CallCosts(rec.overhead or [], "") if rec is not None else None
+    lib = next((c for c in costs.callers() if c.startswith("gl.sgemm(A, B, C)")), None) if costs else None
+    if lib and {128, 512} <= set(costs.sizes()):
+        text += (f" The shape suite's run ({label(rec)}, commit {rec.git_commit}; batches of 20 calls) measured the "
+                 f"same call at {costs.get(lib, 128, 'issue_us'):.1f} and {costs.get(lib, 512, 'issue_us'):.1f} µs: "
+                 "two runs of one call, in different processes and batch sizes, differ by that much, so neither "
+                 "number is the cost to a microsecond.")
+    return text
+
+
 # ---------------------------------------------------------------------------------- split-K
 def split_k_diagram(splits=4, ax=None):
     """A (M x K) cut into ``splits`` column chunks, B into as many row chunks, each pair a partial

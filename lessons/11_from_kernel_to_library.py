@@ -425,9 +425,12 @@ Markdown(library_report.overhead_sentence(rec))
 # %% [markdown]
 # **What the library skips.** `gemm_lessons.launch.Launcher` compiles a kernel once for explicit
 # argument types and keeps what every later call would otherwise rebuild: the compiled function's
-# handle, the stream, one launch configuration per grid. Each call then only flattens its arrays the
-# way numba does (pointer, shape, strides) and launches. The plan for a shape (which kernel, which
-# grid) is worked out on the first call at that shape and remembered. `gl.sgemm(A, B, C)` checks its
+# handle, the stream, and a buffer for the kernel's parameters with the list of their addresses
+# that the driver's launch call (`cuLaunchKernel`) takes. An array is flattened the way numba does
+# it (pointer, shape, strides) into its slots of that buffer, and only when it is not the array the
+# Launcher was given last time (the same for a scalar); then the driver is called. The plan for a
+# shape (which kernel, which grid) is worked out on the first call at that shape and remembered.
+# `gl.sgemm(A, B, C)` checks its
 # arrays, looks up its plan and launches one kernel (two with split-K, four with the padded plan),
 # where `kernel[grid, block]` launches the last rung's one kernel through numba. The table above
 # counts the sizes at which `gl.sgemm(A, B, C)` still cost the host less, in this run and in the
@@ -439,6 +442,12 @@ Markdown(library_report.overhead_sentence(rec))
 # %%
 print(library.launcher_for(dispatch.Plan("wide", "128x128")))
 print("in the recorded run:", sorted(set(rec.launch.values())) if rec.launch else "not recorded")
+
+# %% [markdown]
+# Where the rest of a call goes was measured separately, each part alone:
+
+# %%
+Markdown(library_report.launch_probe_sentence(rec=rec))
 
 # %% [markdown]
 # At every size measured, a single call's event time is at most a few times the host's issue time

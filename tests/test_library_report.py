@@ -266,3 +266,23 @@ def test_event_above_sync_reads_the_table():
     for c, n, e, sync in found:
         assert round(e) > round(sync) == round(costs.get(c, n, "sync_us"))
     assert "Event above sync" in lr.call_costs_notes(costs, REC)
+
+
+def test_launch_probe_sentence_reads_the_probe_record():
+    import json
+
+    from gemm_lessons import results
+
+    probe = lr.launch_probe()
+    assert probe is not None and probe["device"] == results.REFERENCE_DEVICE
+    T = probe["timings"]
+    text = lr.launch_probe_sentence(probe, lr.load())
+    driver = T["gl.sgemm 128^2 via driver (wide 64x128)"]["median_us"]
+    assert f"took {driver:.1f} µs at 128^2 (wide 64x128: one kernel)" in text
+    assert f"commit {probe['git_commit']}" in text and "cuda.core" in text and "torch.matmul" in text
+    # every check of the probe passed: both launch paths right, and bit for bit the same
+    assert all(c["correct"] and c["same_as_driver"] in (None, True) for c in probe["checks"])
+    assert {c["via"] for c in probe["checks"]} == {"driver", "cuda.core"}
+    # without a record: says so instead of inventing numbers
+    assert "No launch probe" in lr.launch_probe_sentence({})
+    assert json.dumps(probe)  # plain JSON

@@ -70,6 +70,20 @@ def test_sanitizer_summary_is_clean():
     assert "FAIL" not in text.replace("0 failed", "")
 
 
+def test_sanitizer_record_covers_every_library_plan():
+    """README: gl.sgemm's plans ran under memcheck and racecheck, every kernel kind on every tile."""
+    from gemm_lessons import dispatch
+
+    text = open(results.path_for("sanitizer", "NVIDIA H100 80GB HBM3")).read()
+    part = text[text.index("== third run"):]
+    assert part.count("RACECHECK SUMMARY: 0 hazards displayed") == 2 and "ERROR SUMMARY: 0 errors" in part
+    for tiles in dispatch.TILES:
+        for plan in (f"wide {tiles}", f"wide {tiles} split 3", f"any_shape {tiles}", f"any_shape {tiles} split 3",
+                     f"padded {tiles}"):
+            assert sum(line.startswith(f"PASS {plan} ") and line[len(f"PASS {plan} "):][:1].isdigit()
+                       for line in part.splitlines()) == 4, plan
+
+
 def test_bank_ground_truth_agrees_with_the_tracer():
     truth = results.load_banks()
     for row in truth.rows:

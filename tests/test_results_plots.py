@@ -84,6 +84,15 @@ def test_sanitizer_record_covers_every_library_plan():
                        for line in part.splitlines()) == 4, plan
 
 
+def test_sanitizer_record_covers_the_kernels_added_after_its_first_run():
+    text = open(results.path_for("sanitizer", "NVIDIA H100 80GB HBM3")).read()
+    part = text[text.index("== fourth run"):]
+    assert "RACECHECK SUMMARY: 0 hazards displayed" in part and "ERROR SUMMARY: 0 errors" in part
+    for name in ("reg2d_unrolled", "transposed_a", "wide_loads", "warptile_group4", "warptile_group8",
+                 "warptile_group16"):
+        assert f"PASS {name} " in part, name
+
+
 def test_bank_ground_truth_agrees_with_the_tracer():
     truth = results.load_banks()
     for row in truth.rows:

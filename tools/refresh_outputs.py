@@ -15,6 +15,7 @@ import argparse
 import glob
 import os
 import sys
+import time
 
 import nbformat
 from nbclient import NotebookClient
@@ -27,6 +28,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # the notebook kernels import this checkout's gemm_lessons, whatever copy is installed
 os.environ["PYTHONPATH"] = os.pathsep.join(
     [os.path.dirname(HERE)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+
+
+def _cell_timer(path):
+    start = [time.perf_counter()]
+
+    def done(cell, cell_index, **_):
+        now = time.perf_counter()
+        first = (cell.source.splitlines() or [""])[0][:60]
+        print(f"{os.path.basename(path)} cell {cell_index}: {now - start[0]:6.1f} s  {first!r}", file=sys.stderr, flush=True)
+        start[0] = now
+
+    return done
 
 
 def main():
@@ -49,9 +62,11 @@ def main():
     for path in paths:
         nb = nbformat.read(path, as_version=4)
         original = nbformat.read(path, as_version=4)
+        client = NotebookClient(nb, timeout=args.timeout, kernel_name="python3",
+                                resources={"metadata": {"path": os.path.dirname(os.path.abspath(path))}})
+        client.on_cell_executed = _cell_timer(path)  # seconds per cell on stderr: which cell a slow run spent on
         try:
-            NotebookClient(nb, timeout=args.timeout, kernel_name="python3",
-                           resources={"metadata": {"path": os.path.dirname(os.path.abspath(path))}}).execute()
+            client.execute()
         except Exception as e:  # keep going: report every failing notebook, write none of them
             print(f"FAILED {path}: {e}", file=sys.stderr)
             failed.append(path)

@@ -22,7 +22,8 @@
 #   sanitize   compute-sanitizer memcheck + racecheck (or $SANITIZE_TOOLS) over every kernel (or $SANITIZE_ONLY) -> logs
 #   latency    python -m gemm_lessons.latency and the primer's compiler listing -> results/latency-<device>.json,
 #              results/primer-listing.json (copied to $OUT)
-#   notebooks  execute every notebook (or those of $NOTEBOOKS, e.g. "04 05") on the GPU, outputs kept
+#   notebooks  execute every notebook (or those of $NOTEBOOKS, e.g. "04 05") on the GPU, outputs kept; seconds per
+#              cell in logs/notebooks.log; $CELL_TIMEOUT interrupts a cell that runs longer (its traceback logged)
 #              -> $OUT/notebooks.tar
 # Logs go to $OUT/logs/ and come back as $OUT/logs.tar.
 set -uo pipefail
@@ -112,7 +113,10 @@ for step in "$@"; do
     notebooks)
       # NOTEBOOKS="04 05" executes only those lessons (a call has 10 minutes: a few lessons per call)
       paths=$(for n in ${NOTEBOOKS:-}; do ls notebooks/${n}_*.ipynb; done)
-      GEMM_LESSONS_TEXT_PROGRESS=1 python3 tools/refresh_outputs.py --keep-all $paths > "$OUT/logs/notebooks.log" 2>&1
+      # CELL_TIMEOUT=120: a cell running longer is interrupted and its traceback logged (lesson 06 stalled
+      # here in its widget cell, or the one after, on 2026-11-24, while nbval ran all of it in the same session)
+      GEMM_LESSONS_TEXT_PROGRESS=1 python3 tools/refresh_outputs.py --keep-all --timeout "${CELL_TIMEOUT:-1800}" $paths \
+        > "$OUT/logs/notebooks.log" 2>&1
       echo "notebooks ${NOTEBOOKS:-all} rc=$?" >> "$OUT/logs/steps.log"
       tar cf "$OUT/notebooks.tar" ${paths:-notebooks/*.ipynb} ;;
   esac

@@ -46,7 +46,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("paths", nargs="*")
     p.add_argument("--keep-all", action="store_true")
-    p.add_argument("--timeout", type=int, default=1800)
+    p.add_argument("--timeout", type=int, default=1800, help="seconds one cell may run")
     p.add_argument("--into", action="store_true", help="copy outputs of chosen cells only (see --cell, --fill-empty)")
     p.add_argument("--cell", action="append", default=[], help="with --into: a string the cell's source contains")
     p.add_argument("--fill-empty", action="store_true", help="with --into: also code cells without outputs")
@@ -62,7 +62,9 @@ def main():
     for path in paths:
         nb = nbformat.read(path, as_version=4)
         original = nbformat.read(path, as_version=4)
-        client = NotebookClient(nb, timeout=args.timeout, kernel_name="python3",
+        # interrupt_on_timeout: a cell past --timeout gets a KeyboardInterrupt, whose traceback (in the
+        # FAILED line below) shows where it was stuck
+        client = NotebookClient(nb, timeout=args.timeout, kernel_name="python3", interrupt_on_timeout=True,
                                 resources={"metadata": {"path": os.path.dirname(os.path.abspath(path))}})
         client.on_cell_executed = _cell_timer(path)  # seconds per cell on stderr: which cell a slow run spent on
         try:

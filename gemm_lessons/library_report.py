@@ -410,8 +410,8 @@ def call_costs_notes(costs, rec=None, size=CALL_COST_SIZE, lib="gl.sgemm(A, B, C
                                                         for c, n, v, i in found) if found else "nowhere"))
     lines.append(low[0][0].upper() + low[0][1:] + ". " + low[1][0].upper() + low[1][1:] + ".")
     above = event_above_sync(costs)
-    lines.append("Event above sync (the events are recorded inside the host's round trip, so the two medians come "
-                 "from different calls): " + ("; ".join(f"{c} at {n}^2 ({e:.0f} against {v:.0f} µs)"
+    lines.append("Event above sync (the two come from separate sets of calls, so slower calls in the event set can "
+                 "put its median above the sync median; not explained here): " + ("; ".join(f"{c} at {n}^2 ({e:.0f} against {v:.0f} µs)"
                                                      for c, n, e, v in above) if above else "nowhere") + ".")
     if lib in names:
         lines.append(f"The plans `{lib}` ran (`dispatch.plan_for`; split-K is two kernels): "

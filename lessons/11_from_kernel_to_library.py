@@ -386,8 +386,9 @@ Markdown(library_report.edges_sentence(rec))
 #    cost per call.
 #
 # The table below measures the first and the third for five ways of calling (and a fourth number,
-# *sync*: the host's clock around one call followed by a synchronize); the shape suite of section 4
-# measures the first two for `gl.sgemm` and cuBLAS on every shape.
+# *sync*: the host's clock around one call followed by a synchronize), each from its own set of
+# calls; the shape suite of section 4 runs the same table for its record and measures the first two
+# for `gl.sgemm` and cuBLAS on every shape.
 
 # %% [markdown]
 # **Predict.** Five ways to call a product of two 256 x 256 matrices: `gl.sgemm(A, B, C)`;
@@ -437,7 +438,8 @@ Markdown(library_report.overhead_sentence(rec))
 # record. The Launcher, which replaces numba's launch in `gl.sgemm`, is the likely reason; this
 # lesson did not measure `gl.sgemm` with it turned off (`GEMM_LESSONS_PLAIN_LAUNCH=1` does that).
 # It relies on numba-cuda internals; where they differ, or on the simulator, a Launcher launches the
-# ordinary way and says so:
+# ordinary way (numba's `kernel[grid, block]`) and says so: "fast" below means its own path,
+# "plain" the ordinary way:
 
 # %%
 print(library.launcher_for(dispatch.Plan("wide", "128x128")))
@@ -450,11 +452,11 @@ print("in the recorded run:", sorted(set(rec.launch.values())) if rec.launch els
 Markdown(library_report.launch_probe_sentence(rec=rec))
 
 # %% [markdown]
-# At every size measured, a single call's event time is at most a few times the host's issue time
-# (the event / issue line above): the host's part is a large share of the whole call, so these event
-# times say little about the kernels (lesson 10 marked such timings host-bound). Two things follow
-# for a library: pass C when you have one (`gl.sgemm(A, B)`, which allocates C, cost the host more
-# than `gl.sgemm(A, B, C)` at every size counted in the table above), and, for many small products,
+# Where a single call's event time is near its issue time (the event / issue line above gives the
+# ratios), the host's part is most of the call and the event time says little about the kernel;
+# the kernels' own times are the back-to-back timings of the shape suite (section 4). Two things
+# follow for a library: pass C when you have one (`gl.sgemm(A, B)`, which allocates C, cost the host
+# more than `gl.sgemm(A, B, C)` at every size counted in the table above), and, for many small products,
 # batch them into one launch or capture them in a CUDA graph (a sequence of launches recorded once and
 # replayed by the driver with one call; the CUTLASS profiler's option for when
 # launch time is the bottleneck, [REFERENCES.md](REFERENCES.md#lesson-11)); neither is in `gl.sgemm`

@@ -30,6 +30,7 @@ simulator, or with GEMM_LESSONS_PLAIN_LAUNCH=1 set, a Launcher launches the ordi
 import ctypes
 import os
 import struct
+import threading
 import weakref
 
 import numpy as np
@@ -135,6 +136,7 @@ class Launcher:
         block = self.block if isinstance(self.block, tuple) else (self.block,)
         self._block3 = tuple(block) + (1,) * (3 - len(block))
         self._cuLaunchKernel, self._SUCCESS = cu.cuLaunchKernel, cu.CUresult.CUDA_SUCCESS
+        self._lock = threading.Lock()  # one buffer per Launcher: two threads must not interleave
 
     def _pack_changed(self, args):
         """Write into the parameter buffer the arguments that differ from what it holds."""
@@ -175,12 +177,13 @@ class Launcher:
                 flat.extend(marshal(value))
             self._launch(self._stream, self.config(grid), self._handle, *flat)
             return
-        self._pack_changed(args)
         g = grid if isinstance(grid, tuple) else (grid,)
         gx, gy, gz = tuple(g) + (1,) * (3 - len(g))
         bx, by, bz = self._block3
-        err, = self._cuLaunchKernel(self._function, gx, gy, gz, bx, by, bz, 0, self._stream_handle,
-                                    self._params_address, 0)
+        with self._lock:  # the driver copies the parameters at the launch: the buffer is free after it
+            self._pack_changed(args)
+            err, = self._cuLaunchKernel(self._function, gx, gy, gz, bx, by, bz, 0, self._stream_handle,
+                                        self._params_address, 0)
         if err != self._SUCCESS:
             raise RuntimeError(f"cuLaunchKernel failed for {self!r} with grid {grid}: {err!r}")
 

@@ -484,3 +484,55 @@ def test_library_transpose_explains_bad_input():
     if gl.SIMULATOR:  # on a GPU .T is a transposed copy, C-contiguous (see test_inputs.py)
         with pytest.raises(ValueError, match="strides"):
             library.transpose(cuda.to_device(np.zeros((4, 6), np.float32)).T)
+
+
+def test_driver_path_packs_what_numba_passes_without_a_gpu(monkeypatch):
+    """The driver path's parameter buffer, read back through its address list as the driver
+    would: each flattened value in its slot, float32 scalars in 4 bytes, and a new array or
+    scalar repacked while the same ones are not (on the CPU: the driver call is a stand-in)."""
+    import ctypes
+    from types import SimpleNamespace
+
+    from numba.cuda import types
+
+    class FakeArray:  # what _marshal_array reads from a numba device array
+        def __init__(self, ptr, shape):
+            self.device_ctypes_pointer = SimpleNamespace(value=ptr)
+            self.shape, self.size = shape, shape[0] * shape[1]
+            self.strides, self.dtype = (4 * shape[1], 4), np.dtype(np.float32)
+
+    arr = types.Array(types.float32, 2, "C")
+    l = launch.Launcher.__new__(launch.Launcher)
+    l.kernel, l.why_plain = SimpleNamespace(__name__="fake_kernel"), None
+    l.argtypes, l.block, l.via = (arr, arr, types.float32, types.int64), (16, 8), "driver"
+    l._marshal = [launch._marshaller(t, raw=True) for t in l.argtypes]
+    l._handle, l._stream = SimpleNamespace(handle=0), SimpleNamespace(handle=0)
+    l._prepare_driver()
+    l.fast = True
+    seen = []
+
+    def fake_launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        ptrs = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
+        read = lambda i, c: ctypes.cast(ptrs[i], ctypes.POINTER(c))[0]  # noqa: E731
+        values = [read(i, ctypes.c_int64) for i in range(18)] + [read(18, ctypes.c_float), read(19, ctypes.c_int64)]
+        seen.append(((gx, gy, gz), (bx, by, bz), values))
+        return (l._SUCCESS,)
+
+    l._cuLaunchKernel = fake_launch
+    X, Y = FakeArray(4096, (3, 5)), FakeArray(8192, (5, 2))
+    l((2, 3), X, Y, 1.5, 7)
+    assert seen[-1][0] == (2, 3, 1) and seen[-1][1] == (16, 8, 1)
+    assert seen[-1][2] == [0, 0, 15, 4, 4096, 3, 5, 20, 4, 0, 0, 10, 4, 8192, 5, 2, 8, 4, 1.5, 7]
+    held = list(l._packed)
+    l((2, 3), X, Y, 1.5, 7)  # the same arguments: nothing repacked, the same values passed
+    assert seen[-1][2] == seen[-2][2] and [h() if callable(h) else h for h in l._packed] == \
+        [h() if callable(h) else h for h in held]
+    Z = FakeArray(12288, (3, 5))
+    l((2, 3), Z, Y, 2.0, 7)  # a new first array and a new scalar reach the kernel
+    assert seen[-1][2][4] == 12288 and seen[-1][2][18] == 2.0 and seen[-1][2][13] == 8192
+    del Z  # a freed array is not mistaken for a later one with the same id
+    l((2, 3), FakeArray(16384, (3, 5)), Y, 2.0, 7)
+    assert seen[-1][2][4] == 16384
+    l._cuLaunchKernel = lambda *a: ("an error",)
+    with pytest.raises(RuntimeError, match="cuLaunchKernel failed"):
+        l((1, 1), X, Y, 1.0, 0)

@@ -9,6 +9,7 @@ import os
 from . import ladder, results, tables
 from .records import TuningRecord
 from .results import label, sgemm_rows
+from .timing import range_order
 
 # (technique, lesson, the kernel without it, the kernel with it): pairs timed in the same run
 TECHNIQUES = [
@@ -99,8 +100,7 @@ def effect_mark(effect):
     ranges, pct = getattr(effect, "ranges", None), effect[6]
     if ranges is None:
         return "✅" if pct > 2 else ("❌" if pct < -2 else "≈")
-    (b10, b90), (a10, a90) = ranges
-    return "✅" if a10 > b90 else ("❌" if a90 < b10 else "≈")
+    return {1: "✅", -1: "❌", 0: "≈"}[range_order(*ranges)]
 
 
 def _tflops_range(value, rng):

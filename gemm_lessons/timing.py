@@ -26,6 +26,14 @@ class _NotMeasured:
 NOT_MEASURED = _NotMeasured()
 
 
+def range_order(before, after):
+    """+1 when the whole ``after`` range (p10, p90) lies above ``before``'s, -1 when it lies below,
+    0 when the two overlap: the one rule by which the lessons call a timed change faster or
+    slower (lesson 08's single changes, lesson 10's effects)."""
+    (b10, b90), (a10, a90) = before, after
+    return 1 if a10 > b90 else (-1 if a90 < b10 else 0)
+
+
 @dataclass
 class Timing:
     """Milliseconds per call: ``samples`` each average ``batch`` back-to-back calls."""

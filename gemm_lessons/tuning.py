@@ -28,6 +28,7 @@ from .inspect_kernel import blocks_per_sm, resources
 from .problems import check
 from .progress import bar
 from .records import Device, TuningRecord, TuningRow, TuningRun
+from .timing import range_order
 from .sgemm_kernels import warptile
 from .sgemm_kernels.warptile import TileConfig
 
@@ -159,8 +160,8 @@ def same_run(a, b):
 
 
 def ranges_apart(a, b):
-    """Whether the p10-p90 ranges of two rows do not overlap."""
-    return a.gflops_p90 < b.gflops_p10 or b.gflops_p90 < a.gflops_p10
+    """Whether the p10-p90 ranges of two rows do not overlap (timing.range_order)."""
+    return range_order((a.gflops_p10, a.gflops_p90), (b.gflops_p10, b.gflops_p90)) != 0
 
 
 def change_pct(a, b):

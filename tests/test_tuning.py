@@ -251,3 +251,22 @@ def test_warptile_is_dbuf_with_another_warp_tile():
     assert replace(dbuf.DBUF_CONFIG, WM=32, WN=64) == TileConfig() == ladder.SGEMM["warptile"].kernel.config
     assert (dbuf.DBUF_CONFIG.WM, dbuf.DBUF_CONFIG.WN) == (16, 128)
     assert replace(tuning.SWEEP_BASE, guard="if") == TileConfig() and tuning.SWEEP_BASE.guard == "select"
+
+
+def test_one_rule_calls_a_timed_change_faster_or_slower():
+    """timing.range_order is the rule of both lesson 08's single changes (tuning.ranges_apart) and
+    lesson 10's effects (leaderboard.effect_mark): apart only when the p10-p90 ranges do not overlap."""
+    from types import SimpleNamespace
+
+    from gemm_lessons import leaderboard
+    from gemm_lessons.timing import range_order
+
+    assert range_order((1, 2), (3, 4)) == 1 and range_order((3, 4), (1, 2)) == -1
+    assert range_order((1, 3), (2, 4)) == 0 and range_order((1, 2), (2, 3)) == 0  # touching ranges overlap
+    row = lambda lo, hi: SimpleNamespace(gflops_p10=lo, gflops_p90=hi)  # noqa: E731
+    for before, after in [((1, 2), (3, 4)), ((3, 4), (1, 2)), ((1, 3), (2, 4))]:
+        effect = type("E", (tuple,), {})(("t", "08", "a", "b", 1.0, 1.0, 0.0))
+        effect.ranges = (before, after)
+        mark = leaderboard.effect_mark(effect)
+        assert (mark != "≈") == tuning.ranges_apart(row(*before), row(*after))
+        assert mark == {1: "✅", -1: "❌", 0: "≈"}[range_order(before, after)]

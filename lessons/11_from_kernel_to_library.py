@@ -410,14 +410,17 @@ Markdown(library_report.call_costs_notes(costs, rec))
 
 # %% [markdown]
 # Each number is a median of one run's samples, and runs differ. The ladder's rung and
-# `kernel[grid, block]` launch the same one kernel at every size, so the host's work per call does
-# not depend on the size: how far their issue times move over the four sizes (the first line above)
-# shows how much these medians move from one measurement to the next. A sync or event time below
-# the issue time should not happen, since both bracket the host's work for the call; where the
-# lines above list one, this lesson does not explain it. So a difference between two callers
-# smaller than that movement ranks nothing, in this run or in the record; and where the two runs
-# name different callers as the cheapest at 256^2 (the line above), the answer to the prediction
-# depends on the run.
+# `kernel[grid, block]` do the same host work at every size (the same checks and one launch of the
+# same kernel; only the grid's numbers change), so their issue times should not depend on the size.
+# How far they moved over the four sizes (the first line above) is this lesson's yardstick for how
+# much a median moves between measurements; take the larger of the two, since one slow size is
+# enough to show that a median can move that far. A difference between two callers smaller than
+# that ranks nothing, in this run or in the record. The count table above does not apply the
+# yardstick: it counts every size where `gl.sgemm(A, B, C)` came out lower, however small the
+# difference. A sync or event time below the issue time should not happen, since both bracket the
+# host's work for a call; where the lines above list one, this lesson does not explain it. Where the
+# two runs name different callers as the cheapest at 256^2 (the line above says whether they do),
+# the answer to the prediction depends on the run.
 # The record's numbers, from the shape suite:
 
 # %%

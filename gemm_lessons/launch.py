@@ -62,17 +62,17 @@ def _slots(numba_type):
     return _SLOTS[str(numba_type)]
 
 
-def _marshaller(numba_type, raw=False):
-    """The flattened values of one argument: ctypes scalars for cuda.core (which would otherwise
-    pass a Python float as a double), plain Python numbers for the packed buffer (raw)."""
+def _marshaller(numba_type):
+    """The flattened values of one argument for cuda.core's launch: scalars as ctypes values
+    (cuda.core would otherwise pass a Python float as a double)."""
     from numba.cuda import types
 
     if isinstance(numba_type, types.Array):
         return _marshal_array
     if numba_type == types.float32:
-        return (lambda v: (v,)) if raw else (lambda v: (ctypes.c_float(v),))
+        return lambda v: (ctypes.c_float(v),)
     if numba_type == types.int64:
-        return (lambda v: (v,)) if raw else (lambda v: (ctypes.c_int64(v),))
+        return lambda v: (ctypes.c_int64(v),)
     raise NotImplementedError(f"Launcher cannot pass a {numba_type}")
 
 
@@ -107,22 +107,21 @@ class Launcher:
         self._handle = compiled._codelibrary.get_cufunc().kernel
         self._launch, self._LaunchConfig = launch, LaunchConfig
         self._stream = driver._to_core_stream(0)
-        self._marshal = [_marshaller(t, raw=self.via == "driver") for t in self.argtypes]
+        self._marshal = [_marshaller(t) for t in self.argtypes]
         self._configs = {}
         if self.via == "driver":
             try:
                 self._prepare_driver()
             except Exception as e:  # cuda-bindings not as expected: cuda.core's launch still works
                 self.via, self.why_not_driver = "cuda.core", repr(e)
-                self._marshal = [_marshaller(t) for t in self.argtypes]
 
     def _prepare_driver(self):
         from cuda.bindings import driver as cu
 
-        self._writers, offset = [], 0
-        for t, marshal in zip(self.argtypes, self._marshal):
+        self._writers, offset = [], 0  # (pack_into of the argument's slots, its offset, is it an array)
+        for t in self.argtypes:
             fmt = "<" + _slots(t)
-            self._writers.append((struct.Struct(fmt).pack_into, offset, fmt.endswith(_ARRAY_SLOTS), marshal))
+            self._writers.append((struct.Struct(fmt).pack_into, offset, fmt.endswith(_ARRAY_SLOTS)))
             offset += struct.calcsize(fmt)
         n = offset // 8
         self._params = ctypes.create_string_buffer(8 * n)  # the values
@@ -141,12 +140,12 @@ class Launcher:
     def _pack_changed(self, args):
         """Write into the parameter buffer the arguments that differ from what it holds."""
         params, packed = self._params, self._packed
-        for i, (pack, offset, is_array, marshal) in enumerate(self._writers):
+        for i, (pack, offset, is_array) in enumerate(self._writers):
             value, held = args[i], packed[i]
             if is_array:
                 if held is not None and held() is value:
                     continue
-                pack(params, offset, *marshal(value))
+                pack(params, offset, *_marshal_array(value))
                 try:
                     packed[i] = weakref.ref(value)
                 except TypeError:  # an object without weak references: packed on every call

@@ -505,7 +505,6 @@ def test_driver_path_packs_what_numba_passes_without_a_gpu(monkeypatch):
     l = launch.Launcher.__new__(launch.Launcher)
     l.kernel, l.why_plain = SimpleNamespace(__name__="fake_kernel"), None
     l.argtypes, l.block, l.via = (arr, arr, types.float32, types.int64), (16, 8), "driver"
-    l._marshal = [launch._marshaller(t, raw=True) for t in l.argtypes]
     l._handle, l._stream = SimpleNamespace(handle=0), SimpleNamespace(handle=0)
     l._prepare_driver()
     l.fast = True

@@ -24,6 +24,7 @@ import numpy as np  # noqa: E402
 
 import gemm_lessons  # noqa: E402,F401  (chooses the GPU before numba.cuda is imported)
 from gemm_lessons import dispatch, launch, library, provenance, results  # noqa: E402
+from gemm_lessons.device import device_info  # noqa: E402
 from gemm_lessons.shapes import POISON, check_product, random_device_matrix  # noqa: E402
 from numba import cuda  # noqa: E402
 
@@ -57,10 +58,8 @@ def main():
     if gemm_lessons.SIMULATOR:
         sys.exit("the launch probe times launches: run it on a GPU")
     rng = np.random.default_rng(7)
-    record = {"device": cuda.get_current_device().name.decode() if isinstance(cuda.get_current_device().name, bytes)
-              else cuda.get_current_device().name,
-              "date": provenance.now(), "versions": provenance.versions(), "git_commit": provenance.git_commit(),
-              "checks": [], "timings": {}}
+    record = {"device": device_info().name, "date": provenance.now(), "versions": provenance.versions(),
+              "git_commit": provenance.git_commit(), "checks": [], "timings": {}}
     # correctness first: each plan kind, both launch paths, against float64 and each other
     outs = {}
     for via in ("driver", "cuda.core"):

@@ -466,14 +466,7 @@ def overhead_sentence(rec, size=CALL_COST_SIZE):
 
 def launch_probe(device=None):
     """The record of tools/launch_probe.py for ``device`` (default: the reference GPU), or None."""
-    import json
-    import os
-
-    path = results.path_for("launch-probe", device or results.REFERENCE_DEVICE)
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        return json.load(f)
+    return results.plain_record("launch-probe", device or results.REFERENCE_DEVICE)
 
 
 def launch_probe_sentence(probe=None, rec=None):

@@ -185,15 +185,21 @@ def roofline_counters(device=None, directory=RESULTS_DIR):
     return out
 
 
-def transpose_suite(device=REFERENCE_DEVICE, directory=RESULTS_DIR):
-    """The recorded transpose suite (tools/transpose_suite.py) of ``device``, a dict, or None."""
+def plain_record(kind, device=REFERENCE_DEVICE, directory=RESULTS_DIR):
+    """A record of ``kind`` kept as plain JSON (no record class: the transpose suite, the launch
+    probe) for ``device``, a dict, or None when there is none."""
     import json
 
-    path = path_for("transpose-suite", device, directory=directory)
+    path = path_for(kind, device, directory=directory)
     if not os.path.exists(path):
         return None
     with open(path) as f:
         return json.load(f)
+
+
+def transpose_suite(device=REFERENCE_DEVICE, directory=RESULTS_DIR):
+    """The recorded transpose suite (tools/transpose_suite.py) of ``device``, a dict, or None."""
+    return plain_record("transpose-suite", device, directory)
 
 
 LARGE_TRANSPOSE_BYTES = 64 * 2**20  # read + written: below this a call's host time rivals the kernel's

@@ -30,6 +30,18 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     [os.path.dirname(HERE)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 
 
+class _Client(NotebookClient):
+    """nbclient without its stand-in for ipywidgets' Output widget.  That stand-in sends the
+    widget's state back to the kernel on the shell channel while the client waits for the cell's
+    reply there, a known cause of hangs (jupyter/nbclient#312, a cell with an Output widget); lesson
+    06's widget cell stalled in this script on a GPU machine (2026-11-24) while nbval, which has no
+    stand-in, ran it in under a second.  Without it, what a widget draws when the cell runs is an
+    ordinary output of the cell: a reader without a live kernel sees the picture too."""
+
+    def on_comm_open_jupyter_widget(self, msg):
+        return None  # the widget's state is still recorded (NotebookClient.handle_comm_msg)
+
+
 def _cell_timer(path):
     start = [time.perf_counter()]
 
@@ -64,7 +76,7 @@ def main():
         original = nbformat.read(path, as_version=4)
         # interrupt_on_timeout: a cell past --timeout gets a KeyboardInterrupt, whose traceback (in the
         # FAILED line below) shows where it was stuck
-        client = NotebookClient(nb, timeout=args.timeout, kernel_name="python3", interrupt_on_timeout=True,
+        client = _Client(nb, timeout=args.timeout, kernel_name="python3", interrupt_on_timeout=True,
                                 resources={"metadata": {"path": os.path.dirname(os.path.abspath(path))}})
         client.on_cell_executed = _cell_timer(path)  # seconds per cell on stderr: which cell a slow run spent on
         try:

@@ -58,7 +58,8 @@ def forms(plan, M, N):
         one = Launcher(warptile.kernel_for(c), (ARR, ARR, ARR, F32, F32, ARR, library._COUNTERS), c.threads)
         out[name] = (lambda one: lambda A, B, C, alpha, beta: one(
             grid, A, B, C, alpha, beta, W, library._arrivals(grid[0] * grid[1])))(one)
-        out[name].registers = one.kernel.get_regs_per_thread(one.argtypes)
+        regs = one.kernel.get_regs_per_thread()  # one compiled signature: its count
+        out[name].registers = regs if isinstance(regs, int) else None
     return out
 
 

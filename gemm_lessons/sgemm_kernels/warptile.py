@@ -310,15 +310,7 @@ def make_kernel(cfg):
                 store4(C, row, col, alpha * v0 + beta * o0, alpha * v1 + beta * o1,
                        alpha * v2 + beta * o2, alpha * v3 + beta * o3)
 
-        if static(not SERIAL):
-            for i in static_range(TM):
-                row = row0 + a_base + (i // 4 * LM * 4 + i % 4)  # 4x4 pieces, LM*4 rows apart
-                if row < M:
-                    for j in static_range(0, TN, 4):
-                        col = col0 + b_base + j // 4 * LN * 4
-                        if col < N:  # split_k: block z's rows c_row0 + .. of the workspace
-                            store_c(row + c_row0, col, acc[i, j], acc[i, j + 1], acc[i, j + 2], acc[i, j + 3])
-        else:  # split-K in one launch (lesson 11): the parts meet in W, rows z*M.., the tile's last block adds them
+        if static(SERIAL):  # split-K in one launch (lesson 11): the parts meet in W, rows z*M.., the tile's last block adds them
             parts = cuda.gridDim.z
             for i in static_range(TM):
                 row = row0 + a_base + (i // 4 * LM * 4 + i % 4)
@@ -337,20 +329,34 @@ def make_kernel(cfg):
             if last[0] == 0:
                 return  # another block of this tile will add the parts
             cuda.threadfence()
-            for i in static_range(TM):  # the last block: part 0 + part 1 + ..., in that order, as
-                row = row0 + a_base + (i // 4 * LM * 4 + i % 4)  # splitk_reduce.py adds them
-                if row < M:
+            # the last block: acc = part 0 + part 1 + ..., in that order, as splitk_reduce.py adds them
+            # (W holds this block's part too); p outside, so each trip has TM*TN/4 independent loads
+            for i in static_range(TM):
+                row = row0 + a_base + (i // 4 * LM * 4 + i % 4)
+                for j in static_range(0, TN, 4):
+                    col = col0 + b_base + j // 4 * LN * 4
+                    if row < M:
+                        if col < N:
+                            acc[i, j], acc[i, j + 1], acc[i, j + 2], acc[i, j + 3] = load4_l2(W, row, col)
+            for p in range(1, parts):
+                for i in static_range(TM):
+                    row = row0 + a_base + (i // 4 * LM * 4 + i % 4)
                     for j in static_range(0, TN, 4):
                         col = col0 + b_base + j // 4 * LN * 4
-                        if col < N:
-                            t0, t1, t2, t3 = load4_l2(W, row, col)  # not from L1: other SMs wrote W
-                            for p in range(1, parts):
-                                v0, v1, v2, v3 = load4_l2(W, p * M + row, col)
-                                t0 += v0
-                                t1 += v1
-                                t2 += v2
-                                t3 += v3
-                            store_c(row, col, t0, t1, t2, t3)
+                        if row < M:
+                            if col < N:
+                                v0, v1, v2, v3 = load4_l2(W, p * M + row, col)  # not from L1: other SMs wrote W
+                                acc[i, j] += v0
+                                acc[i, j + 1] += v1
+                                acc[i, j + 2] += v2
+                                acc[i, j + 3] += v3
+        for i in static_range(TM):
+            row = row0 + a_base + (i // 4 * LM * 4 + i % 4)  # 4x4 pieces, LM*4 rows apart
+            if row < M:
+                for j in static_range(0, TN, 4):
+                    col = col0 + b_base + j // 4 * LN * 4
+                    if col < N:  # split_k alone: block z's rows c_row0 + .. of the workspace
+                        store_c(row + c_row0, col, acc[i, j], acc[i, j + 1], acc[i, j + 2], acc[i, j + 3])
 
     sgemm_warptile.config = cfg
     return sgemm_warptile

@@ -4,11 +4,10 @@ cuBLAS is not one kernel but hundreds, and a heuristic that picks one per call. 
 a handful of plans (``PLANS``), each with the tile sizes of ``TILES``:
 
   * ``wide``: lesson 08's warptile kernel (16-byte accesses: K and N multiples of 4, C-contiguous
-    16-byte-aligned arrays), whole or with K split over 2..16 blocks (split-K in one launch: the
-    last block of each tile adds the partial sums, ``TileConfig.serial``);
+    16-byte-aligned arrays), whole or with K split over 2..16 blocks (split-K, whose partial sums
+    sgemm_kernels/splitk_reduce.py adds up);
   * ``any_shape``: sgemm_kernels/any_shape.py (scalar, predicated global loads: any shape, any
-    alignment, strided rows), whole or split into a workspace whose partial sums a second kernel,
-    sgemm_kernels/splitk_reduce.py, adds up;
+    alignment, strided rows), whole or split the same way;
   * ``padded``: where the wide kernel may not run, copies of A and B with zeros around them
     (sides multiples of 4, sgemm_kernels/pad_copy.py), the wide kernel into a workspace, and the
     M x N part of it copied into C.
@@ -16,7 +15,7 @@ a handful of plans (``PLANS``), each with the tile sizes of ``TILES``:
 ``choose`` picks the plan with the smallest estimated time under ``Model``:
 
     time = sum over waves of (blocks on the busiest SM) x (FLOP of one block) / (that SM's rate)
-           + for split-K: the reduction's bytes / bandwidth (+ one more launch for any_shape)
+           + for split-K: the reduction's bytes / bandwidth + one more launch
            + for padded: the copies' bytes / bandwidth + three more launches
 
 where a wave is every SM holding as many blocks as fit (``blocks_per_sm``), a full SM's rate is
@@ -164,11 +163,8 @@ class Model:
         if rest:  # a partly filled wave: its busiest SM holds ceil(rest / sms) blocks
             b = -(-rest // self.sms)
             t += b * block_flop / s.sm_rate(b, self.sms)
-        if splits > 1:  # the parts read back and C read and written; the wide kernel adds them itself
-            if plan.kernel == "wide":  # the last block of a tile reads the other splits - 1 parts
-                t += 4.0 * M * N * (splits + 1) / (self.bandwidth_gbs * 1e9)
-            else:  # splitk_reduce.py reads every part, in a launch of its own
-                t += 4.0 * M * N * (splits + 2) / (self.bandwidth_gbs * 1e9) + self.launch_us * 1e-6
+        if splits > 1:
+            t += 4.0 * M * N * (splits + 2) / (self.bandwidth_gbs * 1e9) + self.launch_us * 1e-6
         return t
 
     def padding_s(self, M, N, K):

@@ -22,11 +22,6 @@ a float4 may then straddle two rows, which is what a kernel needs when rows do n
 16-byte boundaries (transpose/any_wide.py).  They take C-contiguous arrays only (a compile-time
 TypeError otherwise); load4_flat/store4_flat need i a multiple of 4 and a 16-byte-aligned base.
 
-``load4_l2`` is ``load4`` from global memory through the L2 cache only (PTX ``ld.global.cg``,
-never cached in the SM's L1, which is not kept coherent with other SMs' writes): for data that
-other blocks of the same launch wrote, after a fence and a count say it is complete (the parts
-of the one-launch split-K, warptile.py).  It is ordered after the fence (an asm with effects).
-
 On the simulator the same names are plain Python functions doing scalar accesses.
 """
 from . import _backend
@@ -47,8 +42,6 @@ if _backend.SIMULATOR:
 
     def store1(arr, row, col, v):
         arr[row, col] = v
-
-    load4_l2 = load4  # the simulator has no caches
 
     # flat index -> [row, column]: each element on its own, since a float4 may straddle two rows
     # (one line per function, so that the access log can tell wide accesses from scalar ones)
@@ -93,23 +86,6 @@ else:
         def codegen(context, builder, sig, args):
             v = builder.load(_vector_pointer(context, builder, sig, args), align=16)
             items = [builder.extract_element(v, ir.Constant(ir.IntType(32), i)) for i in range(4)]
-            return context.make_tuple(builder, sig.return_type, items)
-
-        return sig, codegen
-
-    @intrinsic
-    def load4_l2(typingctx, arr, row, col):
-        _check(arr, row, col)
-        sig = types.UniTuple(types.float32, 4)(arr, row, col)
-
-        def codegen(context, builder, sig, args):
-            f = ir.FloatType()
-            ptr = _vector_pointer(context, builder, sig, args)
-            fnty = ir.FunctionType(ir.LiteralStructType([f, f, f, f]), [ptr.type])
-            asm = ir.InlineAsm(fnty, "ld.global.cg.v4.f32 {$0, $1, $2, $3}, [$4];", "=f,=f,=f,=f,l,~{memory}",
-                               side_effect=True)
-            v = builder.call(asm, [ptr])
-            items = [builder.extract_value(v, i) for i in range(4)]
             return context.make_tuple(builder, sig.return_type, items)
 
         return sig, codegen

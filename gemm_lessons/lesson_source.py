@@ -90,7 +90,7 @@ def kernel_function(path):
     beta):`` to the end of its body), dedented: a kernel defined inside a factory function reads
     like one defined at module level."""
     lines = region(path).split("\n")
-    start = next((i for i, line in enumerate(lines) if re.match(r"\s*def sgemm_\w*\(A, B, C, alpha, beta[,)]", line)),
+    start = next((i for i, line in enumerate(lines) if re.match(r"\s*def sgemm_\w*\(A, B, C, alpha, beta\):", line)),
                  None)
     if start is None:
         raise ValueError(f"{path}: no 'def sgemm_...(A, B, C, alpha, beta):' in its lesson-cell region")

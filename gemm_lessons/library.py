@@ -10,12 +10,8 @@ What it adds to the ladder's last rung, and where each part lives:
     (sgemm_kernels/any_shape.py), or for large products the wide kernel on zero-padded copies
     (sgemm_kernels/pad_copy.py).  Nothing goes through the host.
   * a plan per shape (gemm_lessons.dispatch.choose): kernel, tile size, and split-K for small
-    M x N with a long K.  The wide kernel splits K in one launch (``TileConfig.serial``: each
-    block writes its partial sums to a workspace, the last block of each tile adds them, counted
-    with an atomic counter per tile that wraps back to 0 for the next call); the any-shape kernel
-    leaves them in the workspace for a second kernel, sgemm_kernels/splitk_reduce.py.  Both add
-    part 0 + part 1 + ... in that order, so a result does not depend on which block finished
-    first.  Workspaces (partial sums, padded copies, the counters) are allocated once and reused.
+    M x N with a long K (sgemm_kernels/splitk_reduce.py adds the partial sums).  Workspaces
+    (partial sums, padded copies) are allocated once per shape and reused.
   * little Python per call: the checks are a few attribute reads and comparisons, the plan is
     remembered per shape, and kernels are launched through gemm_lessons.launch.Launcher
     (compiled once for explicit types, no per-call typing or launch-configuration objects).
@@ -55,23 +51,19 @@ else:
         return x.device_ctypes_pointer.value or 0
 
 _ARRAY = {"C": types.Array(types.float32, 2, "C"), "A": types.Array(types.float32, 2, "A")}
-_COUNTERS = types.Array(types.uint32, 1, "C")
 _LAUNCHERS = {}
 
 
 def kernel_spec(kind, tiles, layout):
     """(numba kernel, argument types, threads per block) of one kernel the library launches:
-    ``kind`` "wide", "wide_split" (the wide kernel with split_k in one launch, ``serial``), "any_shape",
-    "reduce" or "pad",
+    ``kind`` "wide", "wide_split" (the wide kernel with split_k), "any_shape", "reduce" or "pad",
     ``tiles`` a key of dispatch.TILES ("" for the reduction and the padding copy), ``layout``
     "C" or "A" (strided rows).  The wide kernels take C-contiguous arrays only."""
     arr, f32 = _ARRAY[layout], types.float32
-    if kind == "wide":
+    if kind in ("wide", "wide_split"):
         cfg = dispatch.TILES[tiles]
-        return warptile.kernel_for(cfg), (arr, arr, arr, f32, f32), cfg.threads
-    if kind == "wide_split":  # ... plus the workspace of partial sums and the counters of arrivals per tile
-        cfg = replace(dispatch.TILES[tiles], split_k=True, serial=True)
-        return warptile.kernel_for(cfg), (arr, arr, arr, f32, f32, _ARRAY["C"], _COUNTERS), cfg.threads
+        kernel = warptile.kernel_for(replace(cfg, split_k=True) if kind == "wide_split" else cfg)
+        return kernel, (arr, arr, arr, f32, f32), cfg.threads
     if kind == "pad":  # src (any layout) into a fresh, C-contiguous workspace
         return pad_copy.pad_copy, (arr, _ARRAY["C"]), pad_copy.THREADS
     if kind == "any_shape":
@@ -113,17 +105,6 @@ def _workspace(role, rows, cols):
             _WORKSPACE.clear()
         w = _WORKSPACE[key] = cuda.device_array((rows, cols), np.float32)
     return w
-
-
-_ARRIVALS = []
-
-
-def _arrivals(tiles):
-    """The one-launch split-K's counters, one per tile of C, all 0 (every launch leaves them at 0
-    again): one array for every shape, as calls on the default stream run one after another."""
-    if not _ARRIVALS or _ARRIVALS[0].size < tiles:
-        _ARRIVALS[:] = [cuda.to_device(np.zeros(max(tiles, 4096), np.uint32))]
-    return _ARRIVALS[0]
 
 
 def sgemm(A, B, C=None, alpha=1.0, beta=0.0):
@@ -216,12 +197,6 @@ def _runner(plan, M, N, K, contiguous):
         extra = (plan.k_chunk(K),)
     if split == 1:
         return lambda A, B, C, alpha, beta: main(grid, A, B, C, alpha, beta, *extra)
-    if plan.kernel == "wide":  # one launch: the last block of each tile adds the parts
-
-        def run_serial(A, B, C, alpha, beta):
-            main(grid, A, B, C, alpha, beta, _workspace("W", split * M, N), _arrivals(gx * gy))
-
-        return run_serial
     reduce, reduce_grid = _launcher("reduce", "", layout), splitk_reduce.grid(M, N)
 
     def run_split_k(A, B, C, alpha, beta):

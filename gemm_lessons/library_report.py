@@ -668,6 +668,61 @@ def split_k_sentence(rec, shape=SKINNY_SHAPE):
     return text + "."
 
 
+def splitk_probe(device=None):
+    """The record of tools/splitk_probe.py (split-K in one launch against two) for ``device``."""
+    return results.plain_record("splitk-probe", device or results.REFERENCE_DEVICE)
+
+
+def splitk_probe_facts(probe):
+    """{(shape, plan): (back-to-back ratio, single-call ratio, host µs saved, same bits)}: one
+    launch's time over two launches' for each pair the probe timed."""
+    out = {}
+    for r in probe["rows"]:
+        two, one = r["forms"]["two launches"], r["forms"]["one launch"]
+        out[tuple(r["shape"]), r["plan"]] = (
+            one["back_to_back"]["median_ms"] / two["back_to_back"]["median_ms"],
+            one["single"]["median_ms"] / two["single"]["median_ms"],
+            two["issue_us"] - one["issue_us"], one["same_bits_as_two_launches"] and one["correct"])
+    return out
+
+
+def _longer(ratio):
+    return f"{100 * (ratio - 1):.0f}% longer" if ratio >= 1 else f"{100 * (1 - ratio):.0f}% less time"
+
+
+def splitk_probe_sentence(probe=None):
+    """What the one-launch split-K measured against two launches, in a generated sentence."""
+    probe = probe if probe is not None else splitk_probe()
+    if not probe:
+        return "No split-K probe is recorded for this GPU."
+    facts = splitk_probe_facts(probe)
+    b2b, single, saved = ([f[i] for f in facts.values()] for i in range(3))
+    slower = sum(r > 1 for r in b2b)
+    chosen = sum(r["chosen"] for r in probe["rows"])
+    text = (f"Measured (`tools/splitk_probe.py`, {probe['device']}, {probe['date'][:10]}, commit "
+            f"{probe['git_commit']}; {len(facts)} pairs of a shape and a split plan, {chosen} of them the plan "
+            f"dispatch chose): back to back, one launch took from {_longer(min(b2b))} to {_longer(max(b2b))} than "
+            f"two launches (longer on {slower} of the {len(facts)} pairs); one call at a time, from "
+            f"{_longer(min(single))} to {_longer(max(single))}. "
+            + ("It gave the same bits as two launches, and the right product, on every pair. " if all(
+                f[3] for f in facts.values()) else "It did NOT give the same bits as two launches on every pair. ")
+            + f"It saved {float(np.median(saved)):.1f} µs of host time per call (the median; "
+            f"{min(saved):.1f} to {max(saved):.1f} µs).")
+    regs = probe.get("offline_sm90")
+    if regs:
+        K = regs["kernels"]
+        parts = []
+        for tiles in dict.fromkeys(name.split()[0] for name in K):
+            one, two = K[f"{tiles} one launch"], K[f"{tiles} two launches"]
+            spills = (f", {one['spill_store_bytes']} bytes of spill stores where two launches have "
+                      f"{two['spill_store_bytes']}" if one["spill_store_bytes"] != two["spill_store_bytes"] else "")
+            parts.append(f"{tiles}: {one['registers']} registers per thread and {one['blocks_per_sm']} blocks per SM "
+                         f"against {two['registers']} and {two['blocks_per_sm']}{spills}")
+        text += (f" The compiler's counts for the two forms of the kernel (compiled offline for sm_90 at commit "
+                 f"{regs['git_commit']}, one launch against two): " + "; ".join(parts) + ".")
+    return text
+
+
 # ---------------------------------------------------------------------------------- measured now
 @dataclass
 class ShapeTable:

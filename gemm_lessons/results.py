@@ -28,7 +28,7 @@ PATHS = {
     # tools/transpose_suite.py --kernels ... (a few candidates: a partial suite, kept apart)
     "transpose-experiment": "experiments/transpose-suite-{name}-{device}.json",
     "launch-probe": "experiments/launch-probe-{device}.json",  # tools/launch_probe.py: gl.sgemm's call, part by part
-    "splitk-probe": "experiments/splitk-probe-{device}.json",  # tools/splitk_probe.py: split-K in one launch or two
+    "splitk-probe": "experiments/splitk-probe{suffix}-{device}.json",  # tools/splitk_probe.py: split-K in one launch or two
     "experiment": "experiments/{name}-{device}.json",  # a bench run of a few kernels ("l2order": tools/l2order.py)
     "experiment-log": "experiments/{name}-{device}.txt",  # what a one-off probe printed
     "latency": "latency-{device}.json",  # python -m gemm_lessons.latency (the primer)

@@ -37,10 +37,6 @@ function's source before numba sees it:
   ``return value`` becomes ``target = value``, and its local names get a ``_helper`` suffix where
   they would collide.  (numba can inline such closures itself, but lesson 08's kernel then took
   minutes to compile instead of seconds.)
-* A parameter annotated ``static(cond)`` (``W: static(SERIAL) = None``) is kept only where
-  ``cond`` is true: one kernel whose configurations take different arguments (warptile.py's
-  one-launch split-K takes two more).  Give it a default, so that the plain function (below)
-  can be called without it.
 * Outside ``@unrolled`` (a plain Python call, the simulator without the decorator),
   ``static_range`` is ``range`` and ``static`` returns its argument: the function means the same.
 
@@ -100,7 +96,6 @@ def unrolled(fn):
                if _has_contents(cell)}
     expander = _Expander(fn.__globals__, closure, node, filename, first_line - 1, lines)
     node = expander.generic_visit(node)
-    defaults = _static_parameters(node, fn.__defaults__)
     _RegisterArrays(expander).scalarize(node)
     _fill_empty_blocks(node)
     ast.fix_missing_locations(node)
@@ -117,34 +112,13 @@ def unrolled(fn):
     factory_code = next(c for c in module_code.co_consts if isinstance(c, types.CodeType))
     code = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType) and c.co_name == fn.__name__)
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
-    new = types.FunctionType(code, fn.__globals__, fn.__name__, defaults,
+    new = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__,
                              tuple(cells[v] for v in code.co_freevars))
     new.__kwdefaults__ = fn.__kwdefaults__
     new.__qualname__, new.__module__, new.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
     new.__unrolled_source__ = text
     new.__unrolled_from__ = fn
     return new
-
-
-def _static_parameters(fn_node, defaults):
-    """Drop the parameters whose annotation static(cond) came out false, and the annotation of
-    those kept; the default values of the parameters left (positional parameters only)."""
-    args = fn_node.args
-    defaults = list(defaults or ())
-    first_default = len(args.args) - len(defaults)
-    kept, kept_defaults, kept_default_nodes = [], [], []
-    for i, a in enumerate(args.args):
-        decided = isinstance(a.annotation, ast.Constant) and isinstance(a.annotation.value, bool)
-        if decided and not a.annotation.value:
-            continue
-        if decided:
-            a.annotation = None
-        kept.append(a)
-        if i >= first_default:
-            kept_defaults.append(defaults[i - first_default])
-            kept_default_nodes.append(args.defaults[i - first_default])
-    args.args, args.defaults = kept, kept_default_nodes
-    return tuple(kept_defaults) or None
 
 
 _parsed = {}  # code -> (file, first line, lines, tree): a factory's kernel is parsed once

@@ -180,11 +180,8 @@ inspect_kernel.compiler_facts({"vec_split": ladder.SGEMM["vec_split"].kernel,
 # `make_kernel(config)` below (the package's `gemm_lessons/sgemm_kernels/warptile.py`) builds
 # the kernel for a `TileConfig`: the kernel reads the configuration's sizes as constants, and
 # `static_range` writes out every k-step of a slice. Lesson 08 explores the other fields, and
-# lesson 11 uses the last two, `split_k` and `serial` (a block sums only its part of k, and the
-# last block of a tile adds the parts; at their defaults, off, the kernel sums all of k as
-# before, and the parameters `W` and `arrivals` that only `serial` uses do not exist: a
-# parameter annotated `static(...)` is kept only where its condition holds). For double
-# buffering it does four things differently:
+# lesson 11 uses the last one, `split_k` (a block sums only its part of k; at its default, off,
+# the kernel sums all of k as before). For double buffering it does four things differently:
 #
 # 1. **Two separate shared arrays per tile** (`sA0`, `sA1`, `sB0`, `sB1`), and the main loop
 #    handles *two* slices per trip (compute from 0 while filling 1, barrier, compute from 1
@@ -225,7 +222,6 @@ class TileConfig:
     max_registers: int = 128  # register cap per thread (None: the compiler decides)
     group_m: int = 1         # block order: 1 row-major; G > 1 groups of G tile rows (block_order.py)
     split_k: bool = False    # block z sums only its part of k into rows z*M.. of C (gl.sgemm, lesson 11)
-    serial: bool = False     # with split_k: the parts go to a workspace, a tile's last block adds them (lesson 11)
 
     @property
     def lanes(self):  # (LM, LN): how the 32 lanes of a warp tile the warp tile
@@ -252,7 +248,7 @@ class TileConfig:
         """ValueError naming the first rule the configuration breaks (checked before compiling)."""
         rules = [
             (all(isinstance(getattr(self, f.name), int) and getattr(self, f.name) > 0
-                 for f in fields(self) if f.name not in ("pad_a", "max_registers", "spread", "guard", "split_k", "serial")),
+                 for f in fields(self) if f.name not in ("pad_a", "max_registers", "spread", "guard", "split_k")),
              "sizes must be positive integers"),
             (self.TM % 4 == 0 and self.TN % 4 == 0, "TM and TN must be multiples of 4 (4x4 pieces)"),
             (self.BK % 4 == 0, "BK must be a multiple of 4 (A is read 4 floats at a time along k)"),
@@ -274,7 +270,6 @@ class TileConfig:
             (self.max_registers is None or 64 <= self.max_registers <= 255,
              "max_registers must be None or 64..255"),
             (not (self.split_k and self.group_m > 1), "split_k and group_m > 1 both need the grid's z"),
-            (self.split_k or not self.serial, "serial is a way of adding split_k's parts: it needs split_k"),
         ]
         for ok, message in rules:
             if not ok:
@@ -287,7 +282,7 @@ class TileConfig:
                 + (" spread" if self.spread and self.stages == 2 else "")
                 + ("" if self.guard == "if" else f" guard {self.guard}")
                 + ("" if self.group_m == 1 else f" group {self.group_m}")
-                + (" split_k" if self.split_k else "") + (" serial" if self.serial else ""))
+                + (" split_k" if self.split_k else ""))
 
 
 GUARDS = ("if", "select", "and")
@@ -303,7 +298,7 @@ def make_kernel(cfg):
     A_STEP = cfg.threads // (BK // 4)      #   A_STEP rows apart
     B_LOADS = BK * BN // 4 // cfg.threads  # ... and of the B tile, B_STEP rows apart
     B_STEP = cfg.threads // (BN // 4)
-    STAGES, GUARD, GROUP_M, SPLIT_K, SERIAL = cfg.stages, cfg.guard, cfg.group_m, cfg.split_k, cfg.serial
+    STAGES, GUARD, GROUP_M, SPLIT_K = cfg.stages, cfg.guard, cfg.group_m, cfg.split_k
 
     def load_at(u):  # the k-step before which staged float4 u (A's first, then B's) is loaded
         return u * BK // (A_LOADS + B_LOADS) if cfg.spread else 0
@@ -313,7 +308,7 @@ def make_kernel(cfg):
 
     @jit(max_registers=cfg.max_registers)
     @unrolled
-    def sgemm_warptile(A, B, C, alpha, beta, W: static(SERIAL) = None, arrivals: static(SERIAL) = None):
+    def sgemm_warptile(A, B, C, alpha, beta):
         sA0 = cuda.shared.array((BK, A_ROW), float32)  # A tile, transposed: sA0[k, m]
         if static(STAGES == 2):
             sA1 = cuda.shared.array((BK, A_ROW), float32)
@@ -334,8 +329,7 @@ def make_kernel(cfg):
             chunk = (K + cuda.gridDim.z * BK - 1) // (cuda.gridDim.z * BK) * BK
             k_begin = cuda.blockIdx.z * chunk
             k_end = min(K, k_begin + chunk)
-            if static(not SERIAL):
-                c_row0 = cuda.blockIdx.z * M
+            c_row0 = cuda.blockIdx.z * M
         if static(GROUP_M > 1):
             if row0 >= M:  # a last group with fewer rows: this block has no tile
                 return
@@ -460,61 +454,20 @@ def make_kernel(cfg):
                     break
                 compute_and_stage(sA1, sB1, k0 + 2 * BK, sA0, sB0)
                 cuda.syncthreads()
-        def store_c(row, col, v0, v1, v2, v3):  # C[row, col:col+4] = alpha * v + beta * C[row, col:col+4]
-            if beta == 0:  # C is not read (it may hold anything, NaN included)
-                store4(C, row, col, alpha * v0, alpha * v1, alpha * v2, alpha * v3)
-            else:
-                o0, o1, o2, o3 = load4(C, row, col)
-                store4(C, row, col, alpha * v0 + beta * o0, alpha * v1 + beta * o1,
-                       alpha * v2 + beta * o2, alpha * v3 + beta * o3)
-
-        if static(SERIAL):  # split-K in one launch (lesson 11): the parts meet in W, rows z*M.., the tile's last block adds them
-            parts = cuda.gridDim.z
-            for i in static_range(TM):
-                row = row0 + a_base + (i // 4 * LM * 4 + i % 4)
-                if row < M:
-                    for j in static_range(0, TN, 4):
-                        col = col0 + b_base + j // 4 * LN * 4
-                        if col < N:
-                            store4(W, cuda.blockIdx.z * M + row, col, acc[i, j], acc[i, j + 1], acc[i, j + 2], acc[i, j + 3])
-            cuda.threadfence()  # this block's part is visible to every block before it is counted
-            cuda.syncthreads()
-            last = cuda.shared.array(1, int32)
-            if tid == 0:  # atomic.inc counts 0, 1, .., parts - 1, then wraps to 0: ready for the next call
-                tile = cuda.blockIdx.y * cuda.gridDim.x + cuda.blockIdx.x
-                last[0] = cuda.atomic.inc(arrivals, tile, uint32(parts - 1)) == parts - 1
-            cuda.syncthreads()
-            if last[0] == 0:
-                return  # another block of this tile will add the parts
-            cuda.threadfence()
-            # the last block: acc = part 0 + part 1 + ..., in that order, as splitk_reduce.py adds them
-            # (W holds this block's part too); p outside, so each trip has TM*TN/4 independent loads
-            for i in static_range(TM):
-                row = row0 + a_base + (i // 4 * LM * 4 + i % 4)
-                for j in static_range(0, TN, 4):
-                    col = col0 + b_base + j // 4 * LN * 4
-                    if row < M:
-                        if col < N:
-                            acc[i, j], acc[i, j + 1], acc[i, j + 2], acc[i, j + 3] = load4_l2(W, row, col)
-            for p in range(1, parts):
-                for i in static_range(TM):
-                    row = row0 + a_base + (i // 4 * LM * 4 + i % 4)
-                    for j in static_range(0, TN, 4):
-                        col = col0 + b_base + j // 4 * LN * 4
-                        if row < M:
-                            if col < N:
-                                v0, v1, v2, v3 = load4_l2(W, p * M + row, col)  # not from L1: other SMs wrote W
-                                acc[i, j] += v0
-                                acc[i, j + 1] += v1
-                                acc[i, j + 2] += v2
-                                acc[i, j + 3] += v3
         for i in static_range(TM):
             row = row0 + a_base + (i // 4 * LM * 4 + i % 4)  # 4x4 pieces, LM*4 rows apart
             if row < M:
+                row += c_row0  # split_k: block z's rows of the workspace
                 for j in static_range(0, TN, 4):
                     col = col0 + b_base + j // 4 * LN * 4
-                    if col < N:  # split_k alone: block z's rows c_row0 + .. of the workspace
-                        store_c(row + c_row0, col, acc[i, j], acc[i, j + 1], acc[i, j + 2], acc[i, j + 3])
+                    if col < N:
+                        if beta == 0:
+                            store4(C, row, col, alpha * acc[i, j], alpha * acc[i, j + 1],
+                                   alpha * acc[i, j + 2], alpha * acc[i, j + 3])
+                        else:
+                            o0, o1, o2, o3 = load4(C, row, col)
+                            store4(C, row, col, alpha * acc[i, j] + beta * o0, alpha * acc[i, j + 1] + beta * o1,
+                                   alpha * acc[i, j + 2] + beta * o2, alpha * acc[i, j + 3] + beta * o3)
 
     sgemm_warptile.config = cfg
     return sgemm_warptile

@@ -578,6 +578,28 @@ Markdown(library_report.plans_markdown(rec, SKINNY_SHAPE, model, top=10))
 Markdown(library_report.split_k_sentence(rec))
 
 # %% [markdown]
+# **One launch instead of two?** The second kernel costs a launch and a pass over the
+# workspace. CUTLASS offers a way without it, which it calls *serial* split-K: every block writes
+# its part to the workspace, then adds one to a counter that belongs to its tile of C (an atomic
+# add, so no two blocks get the same count); the block that finds itself last adds the parts, in
+# order (the same bits as the two-kernel sum), and writes C. We built that into the wide kernel
+# (commit 1fc2bd8, `TileConfig.serial`; a first form, commit c8d6942, whose last block waited
+# for one load at a time, is recorded as `results/experiments/splitk-probe-run1-*.json`) and timed
+# it against the two launches, on the same plans and shapes, in one process:
+
+# %%
+Markdown(library_report.splitk_probe_sentence())
+
+# %% [markdown]
+# So the library kept two launches, and the kernel of lessons 07 and 08 lost `serial` again (the
+# probe, `tools/splitk_probe.py`, runs at commit 1fc2bd8). Where the time goes was not
+# profiled. Two differences are visible without a profiler: in one launch, the last block of each
+# tile adds all the parts alone, after the other blocks of its tile are done, while the
+# reduction kernel spreads that work over every SM; and the kernel with the extra code needs
+# more registers (the compiler's counts at the end of the measurement above): fewer blocks fit
+# on an SM, or, under a register cap, values spill to local memory.
+
+# %% [markdown]
 # ## 4 · Dispatch: a plan per shape
 #
 # **The idea.** The library has a handful of kernels and needs a rule that picks one per shape.

@@ -54,49 +54,6 @@ def test_odd_shapes_use_the_any_shape_kernel_and_never_the_host(monkeypatch):
     assert problems.compare("padded", C_padded.copy_to_host(), p.reference, 1.0, 0.0, 3).passed
 
 
-@pytest.mark.parametrize("M,N,K,split,tiles", [(70, 72, 200, 3, "64x64"), (64, 64, 100, 2, "64x64")]
-                         + ([(300, 260, 1032, 4, "128x128"), (1000, 1000, 1000, 4, "128x128"),
-                             (64, 4096, 4096, 8, "64x128"), (4096, 64, 4096, 6, "128x64")]
-                            if not _backend.SIMULATOR else []))
-def test_split_k_in_one_launch_is_the_two_kernel_sum_bit_for_bit(M, N, K, split, tiles):
-    """The wide kernel's serial split-K (the last block of a tile adds the parts, in order) gives
-    the same bits as the parts left in a workspace and added by splitk_reduce.py, with alpha and
-    beta, twice in a row (the counters wrap back to 0), and matches the float64 reference."""
-    from dataclasses import replace
-
-    from gemm_lessons.launch import Launcher
-    from gemm_lessons.sgemm_kernels import splitk_reduce, warptile
-
-    plan = Plan("wide", tiles, split)
-    p = problems.SgemmProblem(M, N, K)
-    C0 = np.random.default_rng(2).standard_normal((M, N)).astype(np.float32)
-    cfg = replace(dispatch.TILES[tiles], split_k=True)
-    arr, f32 = library._ARRAY["C"], library.types.float32
-    two = Launcher(warptile.kernel_for(cfg), (arr, arr, arr, f32, f32), cfg.threads)
-    W = cuda.device_array((split * M, N), np.float32)
-    outs = {}
-    for alpha, beta in ((1.0, 0.0), (2.0, 0.5)):
-        C = cuda.to_device(C0)
-        two(plan.grid(M, N), p.A_d, p.B_d, W, 1.0, 0.0)
-        library._launcher("reduce", "", "C")(splitk_reduce.grid(M, N), W, C, alpha, beta)
-        outs["two", beta] = C.copy_to_host()
-        for call in (1, 2):
-            C = cuda.to_device(C0)
-            library.run_plan(plan, p.A_d, p.B_d, C, alpha, beta)
-            outs["one", beta, call] = C.copy_to_host()
-    for beta in (0.0, 0.5):
-        for call in (1, 2):
-            np.testing.assert_array_equal(outs["one", beta, call].view(np.uint32), outs["two", beta].view(np.uint32))
-    assert (library._ARRIVALS[0].copy_to_host() == 0).all()  # every counter wrapped back to 0
-    assert problems.compare("serial", outs["one", 0.0, 1], p.reference, 1.0, 0.0, K).passed
-
-
-def test_serial_needs_split_k():
-    with pytest.raises(ValueError, match="needs split_k"):
-        TileConfig(serial=True).validate()
-    assert "serial" in TileConfig(split_k=True, serial=True).validate().short()
-
-
 @requires_simulator
 def test_slices_misaligned_and_row_strided():
     """Views into larger arrays: rows not 16-byte aligned, row stride larger than the row."""
@@ -193,9 +150,7 @@ def _old_estimate_s(model, plan, M, N, K):
     gx, gy, splits = plan.grid(M, N)
     waves = -(-(gx * gy * splits) // (s.blocks_per_sm * model.sms))
     t = waves * s.blocks_per_sm * 2.0 * c.BM * c.BN * plan.k_chunk(K) / (s.gflops * 1e9 / model.sms)
-    if splits > 1 and plan.kernel == "wide":  # one launch: the last block reads the other parts
-        t += 4.0 * M * N * (splits + 1) / (model.bandwidth_gbs * 1e9)
-    elif splits > 1:  # and a reduction kernel
+    if splits > 1:
         t += 4.0 * M * N * (splits + 2) / (model.bandwidth_gbs * 1e9) + model.launch_us * 1e-6
     return t
 

@@ -2,6 +2,7 @@
 print is the record's, the rules they apply (host-bound, waves, split-K gain) are right, and on
 the simulator nothing claims to be measured."""
 import copy
+import os
 import math
 import re
 
@@ -286,3 +287,18 @@ def test_launch_probe_sentence_reads_the_probe_record():
     # without a record: says so instead of inventing numbers
     assert "No launch probe" in lr.launch_probe_sentence({})
     assert json.dumps(probe)  # plain JSON
+
+
+def test_the_one_launch_split_k_record_backs_what_readme_and_lesson_11_say():
+    """README and lesson 11: split-K stays two launches because one launch was slower back to
+    back on every shape and plan the probe timed, with the same bits."""
+    probe = lr.splitk_probe()
+    assert probe and probe["kind"] == "splitk-probe" and probe["git_commit"] and probe["versions"]["numba_cuda"]
+    facts = lr.splitk_probe_facts(probe)
+    assert len(facts) >= 10 and all(b2b > 1 and same for b2b, _, _, same in facts.values())
+    readme = open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "README.md")).read()
+    assert "slower back to back on every\n  shape and plan timed" in readme
+    text = lr.splitk_probe_sentence(probe)
+    assert f"longer on {len(facts)} of the {len(facts)} pairs" in text and "same bits" in text
+    from gemm_lessons.sgemm_kernels.warptile import TileConfig
+    assert "serial" not in TileConfig.__dataclass_fields__  # the library kept two launches

@@ -100,26 +100,6 @@ def test_static_value_and_empty_blocks():
     assert "total = 6" in expanded_source(make(4))
 
 
-def test_a_parameter_annotated_static_exists_only_where_its_condition_holds():
-    """One kernel whose configurations take different arguments (warptile.py's serial split-K)."""
-    import inspect
-
-    def make(extra):
-        @unrolled
-        def f(a, b, w: static(extra) = None, n: static(extra) = 3):
-            if static(extra):
-                return a + b + w + n
-            return a + b
-
-        return f
-
-    with_extra, without = make(True), make(False)
-    assert str(inspect.signature(with_extra)) == "(a, b, w=None, n=3)" and with_extra(1, 2, 3) == 9
-    assert str(inspect.signature(without)) == "(a, b)" and without(1, 2) == 3
-    with pytest.raises(TypeError):
-        without(1, 2, 3)
-
-
 def test_closure_variables_stay_live_closure_variables():
     def factory(scale):
         def helper(v):

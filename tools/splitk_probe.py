@@ -1,11 +1,17 @@
-"""Split-K in one launch or in two, on a GPU: the same plans timed both ways in one process.
+"""An experiment that was not kept: split-K in one launch against two, on a GPU.
 
-    python3 tools/splitk_probe.py [--out DIR]   -> DIR/experiments/splitk-probe-<device>.json (default: print only)
+    git checkout 1fc2bd8 && python3 tools/splitk_probe.py [--out DIR]
+        -> DIR/experiments/splitk-probe-<device>.json (default: print only)
 
-gl.sgemm's wide kernel splits K in one launch (``TileConfig.serial``: each block writes its
-part to a workspace, the last block of each tile adds the parts); before, it wrote the parts
-and a second kernel (sgemm_kernels/splitk_reduce.py) added them.  For each (shape, plan), both
-forms and (for the tiles without a register cap) the one-launch form capped at 128 registers:
+gl.sgemm's split-K launches the wide kernel, which writes each block's partial sums to a
+workspace, then sgemm_kernels/splitk_reduce.py, which adds them.  Commits c8d6942 and 1fc2bd8
+tried the one-launch form CUTLASS calls serial split-K (``TileConfig.serial``: each block
+writes its part, a counter per tile, incremented atomically, tells the last block of the tile
+to add the parts, in order, so the result is the same bit for bit).  It saved about a
+microsecond of host time per call and cost GPU time on every shape and plan timed here, so the
+library kept two launches and the kernel lost ``serial`` again (results/README.md, lesson 11):
+the probe needs those commits to run.  For each (shape, plan), both forms and (for the tiles
+without a register cap) the one-launch form capped at 128 registers:
   * checked: against a float64 product, and one launch against two bit for bit (alpha 1, beta 0
     and alpha 2, beta 0.5 on a random C);
   * timed back to back (CUDA events around batches, gemm_lessons.shapes.back_to_back) and one
@@ -83,6 +89,8 @@ def main():
     args = p.parse_args()
     if gemm_lessons.SIMULATOR:
         sys.exit("the split-K probe times kernels: run it on a GPU")
+    if "serial" not in warptile.TileConfig.__dataclass_fields__:
+        sys.exit("TileConfig has no `serial` here: the probe runs at commit 1fc2bd8 (see its docstring)")
     t_start = time.perf_counter()
     rng = np.random.default_rng(11)
     rows, failures = [], []

@@ -1,0 +1,90 @@
+"""gl.sgemm's kernels next to cuBLAS's under Nsight Compute, at the shapes where gl.sgemm is slowest.
+
+    ncu --clock-control none --profile-from-start off --csv --print-units base \
+        --metrics "$(python3 tools/ncu_vs_cublas.py metrics)" python3 tools/ncu_vs_cublas.py run > ncu.csv
+    python3 tools/ncu_vs_cublas.py table ncu.csv        # one row per kernel: the counters side by side
+
+``run`` makes the operands of each shape, warms every call up outside the profiled range, then
+between cuda.profile_start() and profile_stop() makes each call once: gl.sgemm (the plan
+dispatch chooses, every kernel it launches), the wide kernel whole (no split) and cuBLAS
+(nvmath-python).  The counters: the time of each kernel, its grid and block, registers, achieved
+occupancy, issue slots used, the FMA pipe's share of cycles, DRAM bytes, the L2 hit rate and the
+top warp stall reasons (gemm_lessons.profiler's metric names; Nsight Compute's Profiling Guide,
+https://docs.nvidia.com/nsight-compute/ProfilingGuide/).  The clocks are left as they are.
+"""
+import sys
+
+import os
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+SHAPES = [(1024, 1024, 1024), (1000, 1000, 1000), (16384, 16384, 16384)]
+METRICS = ["gpu__time_duration.sum", "launch__grid_size", "launch__block_size", "launch__registers_per_thread",
+           "launch__waves_per_multiprocessor", "sm__warps_active.avg.pct_of_peak_sustained_active",
+           "smsp__issue_active.avg.pct_of_peak_sustained_active",
+           "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+           "dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sector_hit_rate.pct",
+           "sm__throughput.avg.pct_of_peak_sustained_elapsed"]
+
+
+def metrics():
+    from gemm_lessons import profiler
+
+    return METRICS + list(profiler.STALL_METRICS)
+
+
+def run():
+    import numpy as np
+
+    import gemm_lessons  # noqa: F401  (chooses the GPU first)
+    from gemm_lessons import cublas, dispatch, library
+    from gemm_lessons.shapes import random_device_matrix
+    from numba import cuda
+
+    rng = np.random.default_rng(3)
+    for M, N, K in SHAPES:
+        A, _ = random_device_matrix(M, K, rng)
+        B, _ = random_device_matrix(K, N, rng)
+        C = cuda.device_array((M, N), np.float32)
+        calls = {"gl.sgemm " + str(dispatch.plan_for(M, N, K, True)): lambda: library.sgemm(A, B, C),
+                 "wide 128x128 (no split)": lambda: library.run_plan(dispatch.Plan("wide", "128x128"), A, B, C),
+                 "cublas": lambda: cublas.sgemm(A, B, C)}
+        for fn in calls.values():
+            for _ in range(3):
+                fn()
+        cuda.synchronize()
+        for name, fn in calls.items():
+            print(f"# call {M}x{N}x{K} {name}", flush=True)
+            cuda.profile_start()
+            fn()
+            cuda.synchronize()
+            cuda.profile_stop()
+
+
+def table(path):
+    from gemm_lessons import results
+
+    text = open(path).read()
+    calls = [line[len("# call "):] for line in text.splitlines() if line.startswith("# call ")]
+    rows = results.parse_ncu_csv(text)
+    print("calls in order:", calls)
+    for r in rows:
+        stalls = sorted(((v, k) for k, v in r.items() if "warp_issue_stalled" in k and isinstance(v, float)
+                         and "selected" not in k), reverse=True)[:3]
+        print(f"{r['kernel'][:50]:50s} {r.get('gpu__time_duration.sum', 0) / 1e3:9.1f} us grid {r.get('launch__grid_size')}"
+              f" block {r.get('launch__block_size')} regs {r.get('launch__registers_per_thread')}"
+              f" waves {r.get('launch__waves_per_multiprocessor')} occ {r.get('sm__warps_active.avg.pct_of_peak_sustained_active')}"
+              f" issue {r.get('smsp__issue_active.avg.pct_of_peak_sustained_active')}"
+              f" fma {r.get('sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active')}"
+              f" L2hit {r.get('lts__t_sector_hit_rate.pct')} dram_rd {r.get('dram__bytes_read.sum')}"
+              f" stalls {[(k.split('stalled_')[1].split('_per')[0], round(v, 1)) for v, k in stalls]}")
+
+
+if __name__ == "__main__":
+    what = sys.argv[1] if len(sys.argv) > 1 else "run"
+    if what == "metrics":
+        print(",".join(metrics()))
+    elif what == "run":
+        run()
+    else:
+        table(sys.argv[2])

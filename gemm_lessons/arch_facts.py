@@ -475,7 +475,9 @@ def _versions_line(record):
     v = record["versions"]
     return (f"Compiled offline on {record['date'][:10]} (commit {str(record['git_commit'])[:12]}): numba-cuda "
             f"{v.get('numba-cuda')}, numba {v.get('numba')}, NVVM IR {v.get('nvvm')}, nvJitLink {v.get('nvjitlink')} "
-            f"(kernels with numba's lto option: all here), ptxas {v.get('ptxas')} (the others).")
+            f"(kernels with numba's lto option: all here), ptxas {v.get('ptxas')} (the others)."
+            + "".join(f" {name} was added later with the same toolchain ({k['added']})."
+                      for name, k in record["kernels"].items() if k.get("added")))
 
 
 def fits_sentence(record):

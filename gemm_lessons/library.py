@@ -10,7 +10,8 @@ What it adds to the ladder's last rung, and where each part lives:
     (sgemm_kernels/any_shape.py), or for large products the wide kernel on zero-padded copies
     (sgemm_kernels/pad_copy.py).  Nothing goes through the host.
   * a plan per shape (gemm_lessons.dispatch.choose): kernel, tile size, and split-K for small
-    M x N with a long K (sgemm_kernels/splitk_reduce.py adds the partial sums).  Workspaces
+    M x N with a long K (sgemm_kernels/splitk_reduce.py adds the partial sums, or
+    splitk_reduce_wide.py, 16 bytes at a time, after the wide kernel).  Workspaces
     (partial sums, padded copies) are allocated once per shape and reused.
   * little Python per call: the checks are a few attribute reads and comparisons, the plan is
     remembered per shape, and kernels are launched through gemm_lessons.launch.Launcher
@@ -35,7 +36,7 @@ from numba.cuda import types
 from . import _backend, dispatch
 from .arrays import is_device_array
 from .launch import Launcher
-from .sgemm_kernels import any_shape, pad_copy, splitk_reduce, warptile
+from .sgemm_kernels import any_shape, pad_copy, splitk_reduce, splitk_reduce_wide, warptile
 from .transpose import any_shape as transpose_any, smem_tile as transpose_tile
 
 _F32 = np.dtype(np.float32)
@@ -56,7 +57,8 @@ _LAUNCHERS = {}
 
 def kernel_spec(kind, tiles, layout):
     """(numba kernel, argument types, threads per block) of one kernel the library launches:
-    ``kind`` "wide", "wide_split" (the wide kernel with split_k), "any_shape", "reduce" or "pad",
+    ``kind`` "wide", "wide_split" (the wide kernel with split_k), "any_shape", "reduce", "reduce_wide"
+    (16-byte accesses, the wide plans') or "pad",
     ``tiles`` a key of dispatch.TILES ("" for the reduction and the padding copy), ``layout``
     "C" or "A" (strided rows).  The wide kernels take C-contiguous arrays only."""
     arr, f32 = _ARRAY[layout], types.float32
@@ -70,6 +72,8 @@ def kernel_spec(kind, tiles, layout):
         cfg = dispatch.TILES[tiles]
         kernel = _ANY_SHAPE.get(cfg) or _ANY_SHAPE.setdefault(cfg, any_shape.make_kernel(cfg))
         return kernel, (arr, arr, arr, f32, f32, types.int64), cfg.threads
+    if kind == "reduce_wide":  # the wide plans' reduction: 16-byte accesses, C-contiguous aligned C
+        return splitk_reduce_wide.sgemm_splitk_reduce_wide, (_ARRAY["C"], _ARRAY["C"], f32, f32), splitk_reduce_wide.THREADS
     # the split-K reduction: workspace (always C-contiguous) into C
     return splitk_reduce.sgemm_splitk_reduce, (_ARRAY["C"], arr, f32, f32), splitk_reduce.THREADS
 
@@ -77,7 +81,8 @@ def kernel_spec(kind, tiles, layout):
 # every (kind, tiles, layout) that _runner can launch: what gemm_lessons.arch_facts compiles
 KERNEL_KEYS = ([(kind, t, "C") for kind in ("wide", "wide_split") for t in dispatch.TILES]
                + [("any_shape", t, layout) for t in dispatch.TILES for layout in ("C", "A")]
-               + [(kind, "", layout) for kind in ("reduce", "pad") for layout in ("C", "A")])
+               + [(kind, "", layout) for kind in ("reduce", "pad") for layout in ("C", "A")]
+               + [("reduce_wide", "", "C")])
 
 
 def _launcher(kind, tiles, layout):
@@ -197,7 +202,10 @@ def _runner(plan, M, N, K, contiguous):
         extra = (plan.k_chunk(K),)
     if split == 1:
         return lambda A, B, C, alpha, beta: main(grid, A, B, C, alpha, beta, *extra)
-    reduce, reduce_grid = _launcher("reduce", "", layout), splitk_reduce.grid(M, N)
+    if plan.kernel == "wide":  # C-contiguous, aligned, N a multiple of 4: the 16-byte reduction
+        reduce, reduce_grid = _launcher("reduce_wide", "", "C"), splitk_reduce_wide.grid(M, N)
+    else:
+        reduce, reduce_grid = _launcher("reduce", "", layout), splitk_reduce.grid(M, N)
 
     def run_split_k(A, B, C, alpha, beta):
         W = _workspace("W", split * M, N)  # looked up per call: the cache may have been cleared

@@ -535,3 +535,23 @@ def test_driver_path_packs_what_numba_passes_without_a_gpu(monkeypatch):
     l._cuLaunchKernel = lambda *a: ("an error",)
     with pytest.raises(RuntimeError, match="cuLaunchKernel failed"):
         l((1, 1), X, Y, 1.0, 0)
+
+
+@pytest.mark.parametrize("M,N,splits,beta", [(5, 8, 3, 0.0), (7, 516, 2, 0.5)]
+                         + ([(1024, 1024, 4, 0.0), (1000, 1000, 4, 0.5), (64, 8192, 6, 0.0)] if not _backend.SIMULATOR else []))
+def test_wide_reduction_is_the_scalar_one_bit_for_bit(M, N, splits, beta):
+    """splitk_reduce_wide.py (16-byte accesses, the wide plans') adds the parts in the same order
+    with the same formula as splitk_reduce.py: the same bits."""
+    from gemm_lessons.sgemm_kernels import splitk_reduce, splitk_reduce_wide
+
+    rng = np.random.default_rng(M + N)
+    W = cuda.to_device(rng.standard_normal((splits * M, N)).astype(np.float32))
+    C0 = rng.standard_normal((M, N)).astype(np.float32)
+    out = []
+    for kind, grid in (("reduce", splitk_reduce.grid(M, N)), ("reduce_wide", splitk_reduce_wide.grid(M, N))):
+        C = cuda.to_device(C0)
+        library._launcher(kind, "", "C")(grid, W, C, 1.5, beta)
+        out.append(C.copy_to_host())
+    np.testing.assert_array_equal(out[0].view(np.uint32), out[1].view(np.uint32))
+    ref = 1.5 * W.copy_to_host().reshape(splits, M, N).astype(np.float64).sum(0) + beta * C0
+    assert np.abs(out[1] - ref).max() <= 1e-5 * np.abs(ref).max()

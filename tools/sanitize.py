@@ -6,6 +6,7 @@
     ... python3 tools/sanitize.py any_wide            # transpose/any_wide.py alone (also library_transpose)
     ... python3 tools/sanitize.py grouped             # lesson 08's grouped block orders (GROUP_M 4, 8, 16)
     ... python3 tools/sanitize.py library_plans       # gl.sgemm's plans: wide and any-shape, split, padded
+    ... python3 tools/sanitize.py library_split       # the wide kernel's split plans only (2 and 3 parts)
                                                       # (SANITIZE_TILES="128x64 64x64": those tiles only)
 """
 import os
@@ -59,7 +60,7 @@ if not only or "library_transpose" in only:  # both kernels of library.transpose
         ok = np.array_equal(dst.copy_to_host(), src.T)
         failed += not ok
         print(f"library_transpose {R}x{C}: {'ok' if ok else 'WRONG'}", flush=True)
-if not only or "library_plans" in only:  # gl.sgemm's plans: every kernel and tile, split and padded
+if not only or "library_plans" in only or "library_split" in only:  # gl.sgemm's plans (library_split: wide split-K only)
     from gemm_lessons import dispatch, library  # noqa: E402
 
     def plan_runner(plan):
@@ -67,8 +68,11 @@ if not only or "library_plans" in only:  # gl.sgemm's plans: every kernel and ti
 
     # SANITIZE_TILES="128x64 64x64": only those tile sizes (a call on the GPU machine has 10 minutes)
     for tiles in os.environ.get("SANITIZE_TILES", "").split() or dispatch.TILES:
-        for plan in (dispatch.Plan("wide", tiles), dispatch.Plan("wide", tiles, 3), dispatch.Plan("any_shape", tiles),
-                     dispatch.Plan("any_shape", tiles, 3), dispatch.Plan("padded", tiles)):
+        plans = (dispatch.Plan("wide", tiles), dispatch.Plan("wide", tiles, 3), dispatch.Plan("any_shape", tiles),
+                 dispatch.Plan("any_shape", tiles, 3), dispatch.Plan("padded", tiles))
+        if only == {"library_split"}:  # the wide kernel split in 2 and 3, then splitk_reduce_wide.py
+            plans = (dispatch.Plan("wide", tiles, 2), dispatch.Plan("wide", tiles, 3))
+        for plan in plans:
             for M, N, K in WIDE_SGEMM_SIZES if plan.kernel == "wide" else SGEMM_SIZES:
                 res = problems.check(plan_runner(plan), M, N, K, 1.5, -0.5, name=str(plan))
                 failed += not res.passed

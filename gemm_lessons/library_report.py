@@ -9,6 +9,7 @@ on the simulator those return the recorded numbers, labelled as such.  Every num
 states comes from here, so it follows the record.
 """
 import math
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -721,6 +722,139 @@ def splitk_probe_sentence(probe=None):
         text += (f" The compiler's counts for the two forms of the kernel (compiled offline for sm_90 at commit "
                  f"{regs['git_commit']}, one launch against two): " + "; ".join(parts) + ".")
     return text
+
+
+_PROBE_LINE = re.compile(r"^(\d+) (\S+ \S+ split \d+) (.+?)\s+single ([\d.]+) \(([\d.]+)-([\d.]+)\)\s+"
+                         r"b2b ([\d.]+) \(([\d.]+)-([\d.]+)\)\s*$")
+
+
+def reduce_wide_probe(device=None):
+    """tools/reduce_wide_probe.py's recorded output: (its header, [{size, plan, call, pass, single,
+    b2b}]) with (median, p10, p90) in ms, ``pass`` 1 or 2 (each size ran twice), or None."""
+    path = results.path_for("reduce-wide-probe", device or results.REFERENCE_DEVICE)
+    if not os.path.exists(path):
+        return None
+    header, rows, seen = [], [], {}
+    for line in open(path):
+        if line.startswith("#"):
+            header.append(line[1:].strip())
+            continue
+        m = _PROBE_LINE.match(line.strip())
+        if m:
+            size, plan, call = int(m.group(1)), m.group(2), m.group(3).strip()
+            seen[size, call] = seen.get((size, call), 0) + 1
+            rows.append({"size": size, "plan": plan, "call": call, "pass": seen[size, call],
+                         "single": tuple(float(m.group(i)) for i in (4, 5, 6)),
+                         "b2b": tuple(float(m.group(i)) for i in (7, 8, 9))})
+    return " ".join(header), rows
+
+
+def _probe(rows, size, call, kind, which=1):
+    return next(r[kind][0] for r in rows if r["size"] == size and r["call"] == call and r["pass"] == which)
+
+
+def reduce_wide_sentence(probe=None):
+    """The two reductions side by side, back to back, from tools/reduce_wide_probe.py's record."""
+    probe = probe or reduce_wide_probe()
+    if not probe:
+        return ""
+    header, rows = probe
+    parts = []
+    for size in (1024, 1000):
+        get = lambda call: min(_probe(rows, size, call, "b2b", w) for w in (1, 2))  # noqa: E731
+        parts.append(f"at {size}^3 the product kernel alone took {get('main alone'):.4f} ms, with the one-float "
+                     f"reduction after it {get('main+reduce'):.4f} ms, with the 16-byte one {get('main+reduce_wide'):.4f} "
+                     f"ms, and cuBLAS {get('cublas'):.4f} ms")
+    return (f"Back to back ({_probe_source(header)}; each shape timed in two passes, the faster median of the "
+            "two): " + "; ".join(parts) + ".")
+
+
+def _probe_source(header):
+    """"`tools/reduce_wide_probe.py`, <device>, <date>, commit <sha>" from the record's header."""
+    m = re.search(r"on (.+?), (\d{4}-\d\d-\d\d)[^,]*, commit (\w+)", header)
+    return f"`tools/reduce_wide_probe.py`, {m.group(1)}, {m.group(2)}, commit {m.group(3)}" if m else header
+
+
+_PROBE_CALLS = {"main alone": "the product kernel alone", "cublas": "cuBLAS",
+                "main+reduce": "the product and the one-float reduction",
+                "main+reduce_wide": "the product and the 16-byte reduction"}
+
+
+def probe_outliers_sentence(probe=None, factor=1.5):
+    """Calls whose median in one pass of tools/reduce_wide_probe.py was ``factor`` times or more the
+    other pass's: how often one process's timing of the same call jumps, on that machine."""
+    probe = probe or reduce_wide_probe()
+    if not probe:
+        return ""
+    header, rows = probe
+    out = []
+    for r in rows:
+        if r["pass"] != 1:
+            continue
+        for kind, what in (("single", "one call at a time"), ("b2b", "back to back")):
+            a, b = r[kind][0], _probe(rows, r["size"], r["call"], kind, 2)
+            if max(a, b) >= factor * min(a, b):
+                out.append(f"{_PROBE_CALLS.get(r['call'], r['call'])} at {r['size']}^3, {what}: {a:.4f} ms in one "
+                           f"pass, {b:.4f} ms in the other")
+    n = len(rows) * 2
+    return (f"In a run of {_probe_source(header)} (each of {len(rows) // 2} calls timed both ways in two passes "
+            f"a few seconds apart: {n} medians), {len(out)} medians were "
+            f"{factor:g} times or more the same call's in the other pass: " + "; ".join(out) + ". "
+            f"gl.sgemm at 1024^3 one call at a time took {_probe(rows, 1024, 'gl.sgemm', 'single', 1):.4f} and "
+            f"{_probe(rows, 1024, 'gl.sgemm', 'single', 2):.4f} ms there. Such jumps hit cuBLAS and gl.sgemm alike, "
+            "so one run's outlier says little about either library; what causes them was not measured.")
+
+
+def ncu_versus_cublas(device=None):
+    """tools/ncu_vs_cublas.py's recorded profile: (its header line, [(call, kernel counters)]), or None."""
+    path = results.path_for("ncu-vs-cublas", device or results.REFERENCE_DEVICE)
+    if not os.path.exists(path):
+        return None
+    text = open(path).read()
+    header = next((line[1:].strip() for line in text.splitlines() if line.startswith("# tools/")), "")
+    calls = [line[len("# call "):] for line in text.splitlines() if line.startswith("# call ")]
+    kernels = results.parse_ncu_csv(text)
+    pairs = []
+    for call in calls:  # gl.sgemm's split plans launch two kernels, the other calls one
+        for _ in range(2 if "split" in call.split(" (")[0].split("gl.sgemm")[-1] and "gl.sgemm" in call else 1):
+            pairs.append((call, kernels[len(pairs)]))
+    return header, pairs
+
+
+def _kernel_label(name):
+    if "splitk_reduce" in name:
+        return "split-K reduction (one float per thread)"
+    if "warptile" in name:
+        return "warptile (the product)"
+    m = re.search(r"tilesize(\d+x\d+)x\d+|sgemm_(\d+x\d+)_", name)
+    return f"cuBLAS, tiles {m.group(1) or m.group(2)}" if m else "cuBLAS"
+
+
+def ncu_versus_cublas_markdown(profile=None):
+    """The recorded profile as a table: one row per kernel of each call."""
+    profile = profile or ncu_versus_cublas()
+    if not profile:
+        return "No profile of gl.sgemm next to cuBLAS is recorded for this GPU (`tools/ncu_vs_cublas.py`)."
+    header, pairs = profile
+    from . import profiler
+
+    lines = [f"**gl.sgemm's kernels next to cuBLAS's under Nsight Compute** ({header}):", "",
+             "| shape | call | kernel | µs (under ncu) | blocks | registers | achieved occupancy | issue slots used "
+             "| FMA pipe busy | L2 hit rate | DRAM read | top stall reasons |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for call, k in pairs:
+        shape, who = call.split(" ", 1)
+        stalls = sorted(((v, m) for m, v in k.items() if "warp_issue_stalled" in m and isinstance(v, float)
+                         and "_selected_" not in m), reverse=True)[:2]
+        stall_text = ", ".join(f"{profiler._stall_reason(m).replace('_', ' ')} {v:.0f}%" for v, m in stalls)
+        lines.append(
+            f"| {shape} | {who} | {_kernel_label(k['kernel'])} | {k['gpu__time_duration.sum'] / 1e3:,.1f} "
+            f"| {k['launch__grid_size']:,.0f} | {k['launch__registers_per_thread']:.0f} "
+            f"| {k['sm__warps_active.avg.pct_of_peak_sustained_active']:.1f}% "
+            f"| {k['smsp__issue_active.avg.pct_of_peak_sustained_active']:.1f}% "
+            f"| {k['sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active']:.1f}% "
+            f"| {k['lts__t_sector_hit_rate.pct']:.1f}% | {k['dram__bytes_read.sum'] / 1e6:,.1f} MB | {stall_text} |")
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------------- measured now

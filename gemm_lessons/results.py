@@ -28,6 +28,7 @@ PATHS = {
     # tools/transpose_suite.py --kernels ... (a few candidates: a partial suite, kept apart)
     "transpose-experiment": "experiments/transpose-suite-{name}-{device}.json",
     "ncu-vs-cublas": "experiments/ncu-vs-cublas-{device}.csv",  # tools/ncu_vs_cublas.py: gl.sgemm's kernels next to cuBLAS's
+    "reduce-wide-probe": "experiments/reduce-wide-probe-{device}.txt",  # tools/reduce_wide_probe.py's output
     "launch-probe": "experiments/launch-probe-{device}.json",  # tools/launch_probe.py: gl.sgemm's call, part by part
     "splitk-probe": "experiments/splitk-probe{suffix}-{device}.json",  # tools/splitk_probe.py: split-K in one launch or two
     "experiment": "experiments/{name}-{device}.json",  # a bench run of a few kernels ("l2order": tools/l2order.py)

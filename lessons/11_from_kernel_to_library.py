@@ -578,6 +578,19 @@ Markdown(library_report.plans_markdown(rec, SKINNY_SHAPE, model, top=10))
 Markdown(library_report.split_k_sentence(rec))
 
 # %% [markdown]
+# **Sixteen bytes at a time.** The reduction above moves one float per thread, which any C
+# allows. Profiled next to cuBLAS at 1000^3 and 1024^3 (the table in section 4), it took about a
+# quarter of gl.sgemm's time on the GPU. Where the wide kernel ran, C is C-contiguous, 16-byte
+# aligned and N a multiple of 4, so the library adds those plans' parts with
+# `gemm_lessons/sgemm_kernels/splitk_reduce_wide.py`: the same loop, each thread four neighbouring
+# columns with lesson 05's 16-byte `load4` and `store4`. It gives the same bits as the one-float
+# kernel when beta is 0; with beta, the compiler fuses the multiply-adds of the two kernels
+# differently, and they differ by at most one rounding (a test checks both). Timed side by side:
+
+# %%
+Markdown(library_report.reduce_wide_sentence())
+
+# %% [markdown]
 # **One launch instead of two?** The second kernel costs a launch and a pass over the
 # workspace. CUTLASS offers a way without it, which it calls *serial* split-K: every block writes
 # its part to the workspace, then adds one to a counter that belongs to its tile of C (an atomic
@@ -723,14 +736,37 @@ Markdown(library_report.below_markdown(rec))
 # %% [markdown]
 # Each line gives, where they apply: whether a caller was [host-bound](GLOSSARY.md#host-bound) back
 # to back (then the ratio compares Python wrappers as much as kernels), whether the rule missed a
-# faster plan, and the same shape with M and N swapped where the suite has it and it ran above 90%. Why a chosen plan ran at the speed it did (stalls, L2 hits, the waves of blocks)
-# is a question for a profile of that plan next to cuBLAS's kernel (lesson 08's profiler), which
-# this lesson did not take.
+# faster plan, and the same shape with M and N swapped where the suite has it and it ran above 90%.
+#
+# Why a chosen plan runs at the speed it does is a question for a profile of its kernels next to
+# cuBLAS's. `tools/ncu_vs_cublas.py` profiles gl.sgemm, the wide kernel without a split, and cuBLAS
+# at 1024^3, 1000^3 and 16384^3 (the profiler runs each kernel alone with its caches emptied
+# first, so its times are not the suite's; the columns are the counters of lesson 08's profiler
+# and the [stall reasons](GLOSSARY.md#stall-reasons) of the primer):
+
+# %%
+Markdown(library_report.ncu_versus_cublas_markdown())
+
+# %% [markdown]
+# Reading the table: at 1000^3 and 1024^3 cuBLAS runs one kernel, no split, with fewer blocks
+# than the H100 has SMs and many more registers per thread; gl.sgemm's split plan runs more
+# blocks and then the reduction, whose row is the one section 3's 16-byte reduction shortened
+# (the table was taken before that change). Without a split, the wide kernel has too few blocks
+# and is the slowest of the three. At 16384^3 both libraries run one kernel; cuBLAS's block tile
+# is twice as large, its FMA pipe busier and its issue slots fuller, and gl.sgemm's warps wait
+# at barriers more. A larger block tile is one difference the profile shows; whether the last rung
+# with one would close the gap was not measured.
 #
 # **What this lesson does not explain.** Results of the suite that no measurement here accounts for:
 
 # %%
 Markdown(library_report.unexplained_markdown(rec))
+
+# %% [markdown]
+# Single calls that take several times their time back to back are not only the suite's:
+
+# %%
+Markdown(library_report.probe_outliers_sentence())
 
 # %% [markdown]
 # The dispatch rule was made from measurements and then checked against more measurements; the

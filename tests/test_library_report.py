@@ -302,3 +302,39 @@ def test_the_one_launch_split_k_record_backs_what_readme_and_lesson_11_say():
     assert f"longer on {len(facts)} of the {len(facts)} pairs" in text and "same bits" in text
     from gemm_lessons.sgemm_kernels.warptile import TileConfig
     assert "serial" not in TileConfig.__dataclass_fields__  # the library kept two launches
+
+
+def test_the_profile_backs_lesson_11s_reading_of_it():
+    """Lesson 11 reads tools/ncu_vs_cublas.py's table in words: each statement checked here."""
+    header, pairs = lr.ncu_versus_cublas()
+    assert "H100" in header and "commit" in header and "Nsight Compute" in header
+    by = {}
+    for call, k in pairs:
+        shape, who = call.split(" ", 1)
+        by.setdefault(shape, {}).setdefault("gl" if who.startswith("gl.sgemm") else "nosplit" if "no split" in who
+                                            else "cublas", []).append(k)
+    T, blocks, regs = "gpu__time_duration.sum", "launch__grid_size", "launch__registers_per_thread"
+    for shape in ("1024x1024x1024", "1000x1000x1000"):
+        s = by[shape]
+        assert len(s["cublas"]) == 1 and s["cublas"][0][blocks] < 132 and s["cublas"][0][regs] > s["gl"][0][regs]
+        assert len(s["gl"]) == 2 and s["gl"][0][blocks] > s["cublas"][0][blocks] and "splitk_reduce" in s["gl"][1]["kernel"]
+        assert s["nosplit"][0][T] > max(s["cublas"][0][T], s["gl"][0][T] + s["gl"][1][T])  # the slowest of the three
+        assert s["gl"][1][T] > 0.2 * (s["gl"][0][T] + s["gl"][1][T])  # "about a quarter" of gl.sgemm's GPU time
+    big = by["16384x16384x16384"]
+    c, g = big["cublas"][0], big["gl"][0]
+    assert len(big["gl"]) == 1 and "256x128" in lr._kernel_label(c["kernel"])
+    for m in ("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+              "smsp__issue_active.avg.pct_of_peak_sustained_active"):
+        assert c[m] > g[m]
+    barrier = "smsp__warp_issue_stalled_barrier_per_warp_active.pct"
+    assert g[barrier] > c[barrier]
+
+
+def test_the_reduce_probe_backs_the_16_byte_reduction():
+    header, rows = lr.reduce_wide_probe()
+    assert "commit" in header and "H100" in header and len(rows) == 20
+    for size in (1000, 1024):
+        for p in (1, 2):
+            assert lr._probe(rows, size, "main+reduce_wide", "b2b", p) < lr._probe(rows, size, "main+reduce", "b2b", p)
+    text = lr.probe_outliers_sentence()
+    assert "cuBLAS at" in text and "gl.sgemm at" in text  # the jumps hit both libraries

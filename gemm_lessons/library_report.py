@@ -707,8 +707,8 @@ def splitk_probe_sentence(probe=None):
             f"{_longer(min(single))} to {_longer(max(single))}. "
             + ("It gave the same bits as two launches, and the right product, on every pair. " if all(
                 f[3] for f in facts.values()) else "It did NOT give the same bits as two launches on every pair. ")
-            + f"It saved {float(np.median(saved)):.1f} µs of host time per call (the median; "
-            f"{min(saved):.1f} to {max(saved):.1f} µs).")
+            + f"Host time per call: two launches' minus one launch's, {float(np.median(saved)):.1f} µs (the median over "
+            f"the pairs; from {min(saved):.1f} to {max(saved):.1f} µs).")
     regs = probe.get("offline_sm90")
     if regs:
         K = regs["kernels"]
@@ -780,7 +780,7 @@ _PROBE_CALLS = {"main alone": "the product kernel alone", "cublas": "cuBLAS",
                 "main+reduce_wide": "the product and the 16-byte reduction"}
 
 
-def probe_outliers_sentence(probe=None, factor=1.5):
+def probe_outliers_sentence(probe=None, rec=None, factor=1.5):
     """Calls whose median in one pass of tools/reduce_wide_probe.py was ``factor`` times or more the
     other pass's: how often one process's timing of the same call jumps, on that machine."""
     probe = probe or reduce_wide_probe()
@@ -797,12 +797,15 @@ def probe_outliers_sentence(probe=None, factor=1.5):
                 out.append(f"{_PROBE_CALLS.get(r['call'], r['call'])} at {r['size']}^3, {what}: {a:.4f} ms in one "
                            f"pass, {b:.4f} ms in the other")
     n = len(rows) * 2
-    return (f"In a run of {_probe_source(header)} (each of {len(rows) // 2} calls timed both ways in two passes "
-            f"a few seconds apart: {n} medians), {len(out)} medians were "
-            f"{factor:g} times or more the same call's in the other pass: " + "; ".join(out) + ". "
+    text = (f"{_probe_source(header)}: of {n} medians, {len(out)} were {factor:g} times or more the same call's in the "
+            f"other pass: " + "; ".join(out) + ". "
             f"gl.sgemm at 1024^3 one call at a time took {_probe(rows, 1024, 'gl.sgemm', 'single', 1):.4f} and "
-            f"{_probe(rows, 1024, 'gl.sgemm', 'single', 2):.4f} ms there. Such jumps hit cuBLAS and gl.sgemm alike, "
-            "so one run's outlier says little about either library; what causes them was not measured.")
+            f"{_probe(rows, 1024, 'gl.sgemm', 'single', 2):.4f} ms there")
+    r = row(rec, (1024, 1024, 1024)) if rec is not None else None
+    if r is not None and r.single_gl:
+        text += f", against {r.single_gl.median_ms:.3f} ms in the suite's run ({label(rec)})"
+    return text + (". Such jumps hit cuBLAS and gl.sgemm alike, so one run's outlier says little about either "
+                   "library; what causes them was not measured.")
 
 
 def ncu_versus_cublas(device=None):

@@ -585,32 +585,42 @@ Markdown(library_report.split_k_sentence(rec))
 # `gemm_lessons/sgemm_kernels/splitk_reduce_wide.py`: the same loop, each thread four neighbouring
 # columns with lesson 05's 16-byte `load4` and `store4`. It gives the same bits as the one-float
 # kernel when beta is 0; with beta, the compiler fuses the multiply-adds of the two kernels
-# differently, and they differ by at most one rounding (a test checks both). Timed side by side:
+# differently, and they differ by at most one rounding (`tests/test_library.py` checks both). Why
+# the one-float kernel needs so much more time than its bytes was not profiled further. Timed side
+# by side:
 
 # %%
 Markdown(library_report.reduce_wide_sentence())
 
 # %% [markdown]
 # **One launch instead of two?** The second kernel costs a launch and a pass over the
-# workspace. CUTLASS offers a way without it, which it calls *serial* split-K: every block writes
-# its part to the workspace, then adds one to a counter that belongs to its tile of C (an atomic
-# add, so no two blocks get the same count); the block that finds itself last adds the parts, in
-# order (the same bits as the two-kernel sum), and writes C. We built that into the wide kernel
-# (commit 1fc2bd8, `TileConfig.serial`; a first form, commit c8d6942, whose last block waited
-# for one load at a time, is recorded as `results/experiments/splitk-probe-run1-*.json`) and timed
-# it against the two launches, on the same plans and shapes, in one process:
+# workspace. CUTLASS has a way without the second kernel, which it calls *serial* split-K (the
+# `SplitKSerial` option of its
+# [`device::Gemm`](https://github.com/NVIDIA/cutlass/blob/main/include/cutlass/gemm/device/gemm.h)):
+# every block still writes its part to the workspace, then, after a memory fence (so that its
+# writes are visible to the other blocks first), adds one to a counter that belongs to its tile
+# of C (an atomic add: no two blocks get the same count); the block that finds itself last adds
+# the parts, in order (the same bits as the two-kernel sum), writes C, and the counter wraps back
+# to 0 for the next call. We built that into the wide kernel (commit 1fc2bd8, `TileConfig.serial`;
+# a first form, commit c8d6942, which added all the parts of one group of four elements before
+# loading the next group's, so that its loads did not overlap, is recorded as
+# `results/experiments/splitk-probe-run1-*.json`) and timed it against the two launches, on the
+# same plans and shapes (listed in the record), in one process:
 
 # %%
 Markdown(library_report.splitk_probe_sentence())
 
 # %% [markdown]
 # So the library kept two launches, and the kernel of lessons 07 and 08 lost `serial` again (the
-# probe, `tools/splitk_probe.py`, runs at commit 1fc2bd8). Where the time goes was not
-# profiled. Two differences are visible without a profiler: in one launch, the last block of each
-# tile adds all the parts alone, after the other blocks of its tile are done, while the
-# reduction kernel spreads that work over every SM; and the kernel with the extra code needs
-# more registers (the compiler's counts at the end of the measurement above): fewer blocks fit
-# on an SM, or, under a register cap, values spill to local memory.
+# probe, `tools/splitk_probe.py`, runs at commit 1fc2bd8). The host-time difference is within
+# how far such medians move between runs (section 2), so it is not shown to be a saving. Where
+# the GPU time goes was not profiled. Two differences are visible without a profiler: in one
+# launch, the last block of each tile adds all the parts alone, after the other blocks of its tile
+# are done, while the reduction kernel spreads that work over every SM; and the kernel with the
+# extra code needs more registers (the compiler's counts at the end of the measurement above,
+# compiled offline: the GPU's own compile, in the calibration table of section 4, differs by a
+# few registers). For two tile sizes that means fewer blocks per SM or spills; for the other two
+# it changes neither, and one launch was slower there too, so the registers do not explain all of it.
 
 # %% [markdown]
 # ## 4 · Dispatch: a plan per shape
@@ -740,7 +750,8 @@ Markdown(library_report.below_markdown(rec))
 #
 # Why a chosen plan runs at the speed it does is a question for a profile of its kernels next to
 # cuBLAS's. `tools/ncu_vs_cublas.py` profiles gl.sgemm, the wide kernel without a split, and cuBLAS
-# at 1024^3, 1000^3 and 16384^3 (the profiler runs each kernel alone with its caches emptied
+# at 1024^3 and 1000^3, the two shapes furthest behind cuBLAS back to back in the suite's run
+# before the 16-byte reduction, and at 16384^3, the lowest large square (the profiler runs each kernel alone with its caches emptied
 # first, so its times are not the suite's; the columns are the counters of lesson 08's profiler
 # and the [stall reasons](GLOSSARY.md#stall-reasons) of the primer):
 
@@ -751,11 +762,12 @@ Markdown(library_report.ncu_versus_cublas_markdown())
 # Reading the table: at 1000^3 and 1024^3 cuBLAS runs one kernel, no split, with fewer blocks
 # than the H100 has SMs and many more registers per thread; gl.sgemm's split plan runs more
 # blocks and then the reduction, whose row is the one section 3's 16-byte reduction shortened
-# (the table was taken before that change). Without a split, the wide kernel has too few blocks
-# and is the slowest of the three. At 16384^3 both libraries run one kernel; cuBLAS's block tile
-# is twice as large, its FMA pipe busier and its issue slots fuller, and gl.sgemm's warps wait
-# at barriers more. A larger block tile is one difference the profile shows; whether the last rung
-# with one would close the gap was not measured.
+# (the table was taken before that change). Without a split, the wide kernel has the fewest
+# blocks and is the slowest of the three. At 16384^3 both libraries run one kernel; cuBLAS's block
+# tile is twice as large, its FMA pipe busier and its issue slots fuller, and gl.sgemm's first
+# stall reason, the barrier, is not among cuBLAS's first two. A larger block tile is one difference
+# the profile shows; whether the last rung with one would close the gap was not measured. The
+# profile is of kernels run one at a time: it says nothing about a single call's time on the host.
 #
 # **What this lesson does not explain.** Results of the suite that no measurement here accounts for:
 
@@ -763,10 +775,14 @@ Markdown(library_report.ncu_versus_cublas_markdown())
 Markdown(library_report.unexplained_markdown(rec))
 
 # %% [markdown]
-# Single calls that take several times their time back to back are not only the suite's:
+# The suite's single call at 1024^3 is far from the same call's time per call in section 2's
+# table. A probe run minutes after the suite, on the same machine, timed each of ten calls
+# (gl.sgemm, its kernels with either reduction, the product kernel alone and cuBLAS, at 1000^3 and
+# 1024^3) one at a time and back to back, each in two passes a few seconds apart; where the two
+# passes of a call differ by 1.5 times or more:
 
 # %%
-Markdown(library_report.probe_outliers_sentence())
+Markdown(library_report.probe_outliers_sentence(rec=rec))
 
 # %% [markdown]
 # The dispatch rule was made from measurements and then checked against more measurements; the

@@ -16,7 +16,8 @@ without a register cap) the one-launch form capped at 128 registers:
     and alpha 2, beta 0.5 on a random C);
   * timed back to back (CUDA events around batches, gemm_lessons.shapes.back_to_back) and one
     call at a time (shapes.single_calls), medians with p10-p90;
-  * host time per call (the call returns, nothing waits), median of 10 batches of 200 calls.
+  * host time per call (the call returns, nothing waits), median of 10 batches of 200 calls
+    (tools/launch_probe.py's issue_us; the recorded runs averaged the two middle batches, numpy's median).
 The shapes: the suite's squares of 512 and 1024 and 1000^3 (which dispatch splits), its skinny
 shapes with a long K, each with the plan dispatch chooses now and split 2 or 4 of 128x128.
 """
@@ -38,6 +39,8 @@ from gemm_lessons.sgemm_kernels import splitk_reduce, warptile  # noqa: E402
 from gemm_lessons.shapes import back_to_back, check_product, random_device_matrix, single_calls  # noqa: E402
 from numba import cuda  # noqa: E402
 from numba.cuda import types  # noqa: E402
+
+from launch_probe import issue_us  # noqa: E402  (tools/launch_probe.py: host time per call, batches of 200)
 
 ARR, F32 = types.Array(types.float32, 2, "C"), types.float32
 SHAPES = [(512, 512, 512), (1024, 1024, 1024), (1000, 1000, 1000), (256, 12288, 12288),
@@ -67,20 +70,6 @@ def forms(plan, M, N):
         regs = one.kernel.get_regs_per_thread()  # one compiled signature: its count
         out[name].registers = regs if isinstance(regs, int) else None
     return out
-
-
-def issue_us(fn, calls=200, batches=10):
-    for _ in range(20):
-        fn()
-    cuda.synchronize()
-    per = []
-    for _ in range(batches):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        per.append((time.perf_counter() - t0) / calls * 1e6)
-        cuda.synchronize()
-    return float(np.median(per))
 
 
 def main():
@@ -127,7 +116,7 @@ def main():
                 fn = (lambda run, C: lambda: run(A_d, B_d, C, 1.0, 0.0))(run, C)
                 f["back_to_back"] = back_to_back(fn).__dict__
                 f["single"] = single_calls(fn).__dict__
-                f["issue_us"] = issue_us(fn)
+                f["issue_us"] = issue_us(fn)["median_us"]
                 f["registers"] = getattr(run, "registers", None)
             rows.append(row)
             print(f"{M}x{N}x{K} {plan}" + ("  (chosen)" if row["chosen"] else ""), flush=True)

@@ -738,7 +738,8 @@ Markdown(library_report.last_wave_sentence((1024, 1024, 1024), P["wide 64x128"],
 # shape, as cuBLASLt (cuBLAS's interface for matrix products that exposes its choice of algorithm,
 # section 5) lets a caller do.
 #
-# **Honest about the shapes below 90%.**
+# **Honest about the shapes below 90%.** The list reads the suite's record; a shape measured live
+# earlier in this notebook (section 3) may land on the other side of 90% in this run.
 
 # %%
 Markdown(library_report.below_markdown(rec))
@@ -786,7 +787,7 @@ Markdown(library_report.probe_outliers_sentence(rec=rec))
 
 # %% [markdown]
 # The dispatch rule was made from measurements and then checked against more measurements; the
-# checking found where it was wrong (the sentence above the figure) and says what it cannot
+# checking found where it was wrong (the costliest disagreement, rendered after the figure) and says what it cannot
 # explain. That is the method of the whole course, applied to a library.
 #
 # ## 5 · Why cuBLAS is many kernels plus heuristics

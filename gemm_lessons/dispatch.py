@@ -5,9 +5,9 @@ a handful of plans (``PLANS``), each with the tile sizes of ``TILES``:
 
   * ``wide``: lesson 08's warptile kernel (16-byte accesses: K and N multiples of 4, C-contiguous
     16-byte-aligned arrays), whole or with K split over 2..16 blocks (split-K, whose partial sums
-    sgemm_kernels/splitk_reduce.py adds up);
+    sgemm_kernels/splitk_reduce_wide.py adds up, 16 bytes at a time);
   * ``any_shape``: sgemm_kernels/any_shape.py (scalar, predicated global loads: any shape, any
-    alignment, strided rows), whole or split the same way;
+    alignment, strided rows), whole or split the same way (its parts added by splitk_reduce.py);
   * ``padded``: where the wide kernel may not run, copies of A and B with zeros around them
     (sides multiples of 4, sgemm_kernels/pad_copy.py), the wide kernel into a workspace, and the
     M x N part of it copied into C.

@@ -734,8 +734,10 @@ def reduce_wide_probe(device=None):
     path = results.path_for("reduce-wide-probe", device or results.REFERENCE_DEVICE)
     if not os.path.exists(path):
         return None
+    with open(path) as f:
+        lines = f.readlines()
     header, rows, seen = [], [], {}
-    for line in open(path):
+    for line in lines:
         if line.startswith("#"):
             header.append(line[1:].strip())
             continue
@@ -808,19 +810,21 @@ def probe_outliers_sentence(probe=None, rec=None, factor=1.5):
                    "library; what causes them was not measured.")
 
 
-def ncu_versus_cublas(device=None):
-    """tools/ncu_vs_cublas.py's recorded profile: (its header line, [(call, kernel counters)]), or None."""
-    path = results.path_for("ncu-vs-cublas", device or results.REFERENCE_DEVICE)
+def ncu_versus_cublas(device=None, path=None):
+    """tools/ncu_vs_cublas.py's recorded profile (or the ncu output at ``path``): (its header line,
+    [(call, kernel counters)]), or None."""
+    path = path or results.path_for("ncu-vs-cublas", device or results.REFERENCE_DEVICE)
     if not os.path.exists(path):
         return None
-    text = open(path).read()
+    with open(path) as f:
+        text = f.read()
     header = next((line[1:].strip() for line in text.splitlines() if line.startswith("# tools/")), "")
     calls = [line[len("# call "):] for line in text.splitlines() if line.startswith("# call ")]
-    kernels = results.parse_ncu_csv(text)
-    pairs = []
-    for call in calls:  # gl.sgemm's split plans launch two kernels, the other calls one
-        for _ in range(2 if "split" in call.split(" (")[0].split("gl.sgemm")[-1] and "gl.sgemm" in call else 1):
-            pairs.append((call, kernels[len(pairs)]))
+    pairs, call = [], -1
+    for k in results.parse_ncu_csv(text):
+        if "splitk_reduce" not in k["kernel"]:  # a split plan's reduction belongs to the call before it
+            call += 1
+        pairs.append((calls[call], k))
     return header, pairs
 
 
@@ -847,9 +851,7 @@ def ncu_versus_cublas_markdown(profile=None):
              "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for call, k in pairs:
         shape, who = call.split(" ", 1)
-        stalls = sorted(((v, m) for m, v in k.items() if "warp_issue_stalled" in m and isinstance(v, float)
-                         and "_selected_" not in m), reverse=True)[:2]
-        stall_text = ", ".join(f"{profiler._stall_reason(m).replace('_', ' ')} {v:.0f}%" for v, m in stalls)
+        stall_text = ", ".join(f"{r.replace('_', ' ')} {v:.0f}%" for r, v in profiler.top_stalls(k, 2))
         lines.append(
             f"| {shape} | {who} | {_kernel_label(k['kernel'])} | {k['gpu__time_duration.sum'] / 1e3:,.1f} "
             f"| {k['launch__grid_size']:,.0f} | {k['launch__registers_per_thread']:.0f} "

@@ -102,6 +102,14 @@ def _stall_reason(metric):
 STALL_METRICS = tuple(stall_metric(r) for r in STALL_REASONS)
 
 
+def top_stalls(counters, n=3):
+    """[(reason, % of active warp-cycles)] of one kernel's counters (metric -> value), largest
+    first, without reasons at 0% and without 'selected' (a warp issuing is not stalled)."""
+    found = [(r, counters[m]) for m, r in ((m, _stall_reason(m)) for m in counters) if r and r not in NOT_A_STALL
+             and isinstance(counters[m], float) and counters[m] > 0]
+    return sorted(found, key=lambda rv: -rv[1])[:n]
+
+
 @dataclass(frozen=True)
 class Row:
     label: str  # markdown: links into the glossary (the notebooks sit next to it)
@@ -247,12 +255,8 @@ class Profile:
         return None if c is None else ROWS[row].value(c)
 
     def top_stalls(self, name, n=STALL_ROWS):
-        """[(reason, % of active warp-cycles)], largest first, without reasons at 0% and without
-        'selected' (a warp issuing is not stalled)."""
-        c = self.counters.get(name) or {}
-        found = [(r, c[m]) for m, r in ((m, _stall_reason(m)) for m in c) if r and r not in NOT_A_STALL
-                 and isinstance(c[m], float) and c[m] > 0]
-        return sorted(found, key=lambda rv: -rv[1])[:n]
+        """top_stalls of the counters of ``name``."""
+        return top_stalls(self.counters.get(name) or {}, n)
 
     def _cell(self, name, row):
         c = self.counters.get(name)

@@ -765,8 +765,9 @@ Markdown(library_report.ncu_versus_cublas_markdown())
 # blocks and then the reduction, whose row is the one section 3's 16-byte reduction shortened
 # (the table was taken before that change). Without a split, the wide kernel has the fewest
 # blocks and is the slowest of the three. At 16384^3 both libraries run one kernel; cuBLAS's block
-# tile is twice as large, its FMA pipe busier and its issue slots fuller, and gl.sgemm's first
-# stall reason, the barrier, is not among cuBLAS's first two. A larger block tile is one difference
+# tile is twice as large, its FMA pipe busier and its issue slots fuller; both kernels' first stall
+# reason is *not selected* (a warp ready, another one issued), and gl.sgemm's second, the barrier,
+# is not among cuBLAS's first two. A larger block tile is one difference
 # the profile shows; whether the last rung with one would close the gap was not measured. The
 # profile is of kernels run one at a time: it says nothing about a single call's time on the host.
 #

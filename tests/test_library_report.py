@@ -328,6 +328,9 @@ def test_the_profile_backs_lesson_11s_reading_of_it():
         assert c[m] > g[m]
     barrier = "smsp__warp_issue_stalled_barrier_per_warp_active.pct"
     assert g[barrier] > c[barrier]
+    from gemm_lessons import profiler
+    gl_top, cublas_top = [r for r, _ in profiler.top_stalls(g, 2)], [r for r, _ in profiler.top_stalls(c, 2)]
+    assert gl_top == ["not_selected", "barrier"] and cublas_top[0] == "not_selected" and "barrier" not in cublas_top
 
 
 def test_the_reduce_probe_backs_the_16_byte_reduction():

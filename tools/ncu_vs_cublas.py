@@ -2,7 +2,7 @@
 
     ncu --clock-control none --profile-from-start off --csv --print-units base \
         --metrics "$(python3 tools/ncu_vs_cublas.py metrics)" python3 tools/ncu_vs_cublas.py run > ncu.csv
-    python3 tools/ncu_vs_cublas.py table ncu.csv        # one row per kernel: the counters side by side
+    python3 tools/ncu_vs_cublas.py table ncu.csv        # one row per kernel (library_report's table)
 
 ``run`` makes the operands of each shape, warms every call up outside the profiled range, then
 between cuda.profile_start() and profile_stop() makes each call once: gl.sgemm (the plan
@@ -12,9 +12,8 @@ occupancy, issue slots used, the FMA pipe's share of cycles, DRAM bytes, the L2 
 top warp stall reasons (gemm_lessons.profiler's metric names; Nsight Compute's Profiling Guide,
 https://docs.nvidia.com/nsight-compute/ProfilingGuide/).  The clocks are left as they are.
 """
-import sys
-
 import os
+import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -62,22 +61,9 @@ def run():
 
 
 def table(path):
-    from gemm_lessons import results
+    from gemm_lessons import library_report
 
-    text = open(path).read()
-    calls = [line[len("# call "):] for line in text.splitlines() if line.startswith("# call ")]
-    rows = results.parse_ncu_csv(text)
-    print("calls in order:", calls)
-    for r in rows:
-        stalls = sorted(((v, k) for k, v in r.items() if "warp_issue_stalled" in k and isinstance(v, float)
-                         and "selected" not in k), reverse=True)[:3]
-        print(f"{r['kernel'][:50]:50s} {r.get('gpu__time_duration.sum', 0) / 1e3:9.1f} us grid {r.get('launch__grid_size')}"
-              f" block {r.get('launch__block_size')} regs {r.get('launch__registers_per_thread')}"
-              f" waves {r.get('launch__waves_per_multiprocessor')} occ {r.get('sm__warps_active.avg.pct_of_peak_sustained_active')}"
-              f" issue {r.get('smsp__issue_active.avg.pct_of_peak_sustained_active')}"
-              f" fma {r.get('sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active')}"
-              f" L2hit {r.get('lts__t_sector_hit_rate.pct')} dram_rd {r.get('dram__bytes_read.sum')}"
-              f" stalls {[(k.split('stalled_')[1].split('_per')[0], round(v, 1)) for v, k in stalls]}")
+    print(library_report.ncu_versus_cublas_markdown(library_report.ncu_versus_cublas(path=path)))
 
 
 if __name__ == "__main__":

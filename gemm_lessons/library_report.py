@@ -724,6 +724,47 @@ def splitk_probe_sentence(probe=None):
     return text
 
 
+def bigtile_probe(device=None):
+    """The record of tools/bigtile_probe.py (larger block tiles against 128x128) for ``device``."""
+    return results.plain_record("bigtile-probe", device or results.REFERENCE_DEVICE)
+
+
+BIGTILE_BASE = "library 128x128"
+
+
+def bigtile_probe_markdown(probe=None):
+    """A table of the big-tile probe: % of cuBLAS back to back per size and tile, with the
+    compiler's registers and resident warps per SM, and a generated sentence under it."""
+    probe = probe if probe is not None else bigtile_probe()
+    if not probe:
+        return "No big-tile probe is recorded for this GPU."
+    names = list(probe["rows"][0]["kernels"])
+    K = probe.get("offline_sm90", {}).get("kernels", {})
+    head = ["block tile (config)", "registers", "blocks per SM", "warps per SM"] + [f"{r['shape'][0]}^3" for r in probe["rows"]]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name in names:
+        cfg = probe["compiled"][name]["config"]
+        k = K.get(name, {})
+        cells = [f"{name} (`{cfg}`)"] + [str(k.get(x, "?")) for x in ("registers", "blocks_per_sm", "warps_per_sm")]
+        cells += [f"{r['kernels'][name]['pct_cublas']:.1f}%" for r in probe["rows"]]
+        lines.append("| " + " | ".join(cells) + " |")
+    ok = all(probe["compiled"][n]["correct"] and all(r["kernels"][n]["correct"] for r in probe["rows"])
+             for n in names)
+    best_other = max(r["kernels"][n]["pct_cublas"] for r in probe["rows"] for n in names if n != BIGTILE_BASE)
+    base_low = min(r["kernels"][BIGTILE_BASE]["pct_cublas"] for r in probe["rows"])
+    wins = [(r["shape"][0], n) for r in probe["rows"] for n in names
+            if n != BIGTILE_BASE and r["kernels"][n]["pct_cublas"] > r["kernels"][BIGTILE_BASE]["pct_cublas"]]
+    text = (f"Measured (`tools/bigtile_probe.py`, {probe['device']}, {probe['date'][:10]}, commit {probe['git_commit']}; "
+            f"back to back, % of the mean of cuBLAS's medians timed before and after the tiles; registers, blocks and warps per SM "
+            f"from an offline sm_90 compile of the same commit). "
+            + ("Every tile gave the right product (float64 reference) at every size and on a non-square check. "
+               if ok else "NOT every tile gave the right product. ")
+            + (f"No larger tile beat 128x128 at any size: the best of them reached {best_other:.1f}% of cuBLAS, "
+               f"128x128 never less than {base_low:.1f}%." if not wins else
+               "A larger tile beat 128x128 at " + ", ".join(f"{s}^3 ({n})" for s, n in wins) + "."))
+    return "\n".join(lines) + "\n\n" + text
+
+
 _PROBE_LINE = re.compile(r"^(\d+) (\S+ \S+ split \d+) (.+?)\s+single ([\d.]+) \(([\d.]+)-([\d.]+)\)\s+"
                          r"b2b ([\d.]+) \(([\d.]+)-([\d.]+)\)\s*$")
 

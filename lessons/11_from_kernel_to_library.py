@@ -767,9 +767,27 @@ Markdown(library_report.ncu_versus_cublas_markdown())
 # blocks and is the slowest of the three. At 16384^3 both libraries run one kernel; cuBLAS's block
 # tile is twice as large, its FMA pipe busier and its issue slots fuller; both kernels' first stall
 # reason is *not selected* (a warp ready, another one issued), and gl.sgemm's second, the barrier,
-# is not among cuBLAS's first two. A larger block tile is one difference
-# the profile shows; whether the last rung with one would close the gap was not measured. The
-# profile is of kernels run one at a time: it says nothing about a single call's time on the host.
+# is not among cuBLAS's first two. The profile is of kernels run one at a time: it says nothing
+# about a single call's time on the host.
+#
+# **A larger block tile, tried.** cuBLAS's kernel at 16384^3 is named
+# `cutlass_80_simt_sgemm_256x128_8x4_nn_align1`; in CUTLASS's naming (`configuration_name` in
+# [`gemm_operation.py`](https://github.com/NVIDIA/cutlass/blob/main/python/cutlass_library/gemm_operation.py))
+# `256x128_8x4` is a 256x128 block tile, 8-deep k slices and 4 stages (shared buffers of k slices).
+# `TileConfig` takes a 256x128 tile as it is, so `tools/bigtile_probe.py` timed three such tiles in
+# the last rung next to its 128x128 and cuBLAS, at four sizes:
+
+# %%
+Markdown(library_report.bigtile_probe_markdown())
+
+# %% [markdown]
+# Larger tiles need more registers per thread or more threads per block, and either way an SM
+# holds one block of them, not two (the table's blocks per SM). The last rung
+# stages the next k slice in registers and has two shared buffers; cuBLAS's kernel has four
+# stages. Keeping more slices in flight without registers takes copies from global to shared
+# memory that bypass them (the [asynchronous copies](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#asynchronous-data-copies)
+# of compute capability 8.0 and later), which numba-cuda 0.30.4 does not expose. Whether a last
+# rung with them would close the gap was not measured.
 #
 # **What this lesson does not explain.** Results of the suite that no measurement here accounts for:
 

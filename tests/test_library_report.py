@@ -341,3 +341,26 @@ def test_the_reduce_probe_backs_the_16_byte_reduction():
             assert lr._probe(rows, size, "main+reduce_wide", "b2b", p) < lr._probe(rows, size, "main+reduce", "b2b", p)
     text = lr.probe_outliers_sentence()
     assert "cuBLAS at" in text and "gl.sgemm at" in text  # the jumps hit both libraries
+
+
+def test_the_big_tile_record_backs_what_readme_and_lesson_11_say():
+    """README and lesson 11: 256x128 and 128x256 block tiles, one block per SM, were slower than
+    128x128 at every size the probe timed; the README's ranges are the record's, rounded."""
+    probe = lr.bigtile_probe()
+    assert probe and probe["kind"] == "bigtile-probe" and probe["git_commit"] and probe["versions"]["numba_cuda"]
+    rows, K = probe["rows"], probe["offline_sm90"]["kernels"]
+    base = lr.BIGTILE_BASE
+    others = [n for n in rows[0]["kernels"] if n != base]
+    assert len(rows) >= 4 and len(others) == 3 and not probe["failures"]
+    for r in rows:
+        assert all(r["kernels"][n]["pct_cublas"] < r["kernels"][base]["pct_cublas"] for n in others)
+    assert K[base]["blocks_per_sm"] == 2 and all(K[n]["blocks_per_sm"] == 1 and K[n]["spill_store_bytes"] == 0
+                                                 for n in others)
+    big = [r["kernels"][n]["pct_cublas"] for r in rows for n in others]
+    small = [r["kernels"][base]["pct_cublas"] for r in rows]
+    readme = open(os.path.join(os.path.dirname(os.path.dirname(__file__)), "README.md")).read()
+    sizes = sorted(r["shape"][0] for r in rows)
+    assert (f"three forms: {int(min(big))}-{round(max(big))}% of cuBLAS back to back at {sizes[0]}^3-{sizes[-1]}^3, where 128x128 "
+            f"reached {int(min(small))}-{round(max(small))}%").replace(" ", "") in readme.replace("\n", "").replace(" ", "")
+    text = lr.bigtile_probe_markdown(probe)
+    assert "No larger tile beat 128x128 at any size" in text and "right product" in text

@@ -77,20 +77,24 @@ if not only or "library_plans" in only or "library_split" in only:  # gl.sgemm's
                 res = problems.check(plan_runner(plan), M, N, K, 1.5, -0.5, name=str(plan))
                 failed += not res.passed
                 print(res.message(), flush=True)
-if not only or "any_wide" in only:  # transpose/any_wide.py: 16-byte accesses on every shape
+for module_name in ("any_wide", "aligned_stores"):  # 16-byte accesses on every shape
+    if only and module_name not in only:
+        continue
+    import importlib  # noqa: E402
+
     import numpy as np  # noqa: E402
     from numba import cuda  # noqa: E402
-    from gemm_lessons.transpose import any_wide  # noqa: E402
 
+    module = importlib.import_module(f"gemm_lessons.transpose.{module_name}")
     # odd sides (rows starting mid-float4, ragged segment ends), a cut-short last float4
     # (rows * cols % 4 != 0), edge tiles of every width, and aligned shapes
     for R, C in T_SIZES + WIDE_T_SIZES + [(130, 63), (63, 130), (65, 67), (3, 5), (1, 4097)]:
         for tile, threads_rows in ((64, 16), (64, 8)):
             src = np.random.default_rng(R * C).random((R, C), dtype=np.float32)
             dst = cuda.to_device(np.full((C, R), np.nan, np.float32))
-            any_wide.transpose(cuda.to_device(src), dst, TILE=tile, ROWS=threads_rows)
+            module.transpose(cuda.to_device(src), dst, TILE=tile, ROWS=threads_rows)
             ok = np.array_equal(dst.copy_to_host(), src.T)
             failed += not ok
-            print(f"any_wide {tile}x{threads_rows} {R}x{C}: {'ok' if ok else 'WRONG'}", flush=True)
+            print(f"{module_name} {tile}x{threads_rows} {R}x{C}: {'ok' if ok else 'WRONG'}", flush=True)
 print(f"{failed} failed checks")
 sys.exit(1 if failed else 0)

@@ -424,6 +424,28 @@ def transpose_suite_markdown(suite, kernel="library"):
     return text
 
 
+ODD_SIDE_KERNELS = {"aligned_64x16": "`aligned_stores` (the library's choice there)",
+                    "anywide_64x16": "`any_wide`", "smem_padded_32x8": "`smem_padded_32x8` (4-byte accesses)"}
+
+
+def odd_side_transpose_sentence(suite):
+    """The three kernels that take a side not a multiple of 4, back to back against sgeam on the
+    recorded suite's large shapes with such a side: one generated sentence."""
+    rows = [r for r in suite["rows"] if (r["shape"][0] % 4 or r["shape"][1] % 4)
+            and 8 * r["shape"][0] * r["shape"][1] >= results.LARGE_TRANSPOSE_BYTES]
+    parts = []
+    for name, label in ODD_SIDE_KERNELS.items():
+        vals = [r["kernels"][name]["pct_sgeam"] for r in rows if r["kernels"].get(name, {}).get("correct")]
+        if len(vals) == len(rows) and rows:
+            parts.append(f"{label} {min(vals):.0f}% to {max(vals):.0f}%")
+    if not parts:
+        return "The recorded transpose suite does not hold these kernels on shapes with a side not a multiple of 4."
+    shapes = ", ".join("x".join(map(str, r["shape"])) for r in rows)
+    return (f"Back to back, on the {len(rows)} shapes of the suite with a side that is not a multiple of 4 and at least "
+            f"{results.LARGE_TRANSPOSE_BYTES // 2**20} MiB to move ({shapes}; {suite['device']}, {suite['date'][:10]}, "
+            f"commit {suite['git_commit']}), as % of sgeam: " + "; ".join(parts) + ".")
+
+
 def load_sweep(device=None):
     """The recorded tile sweep (results/tuning-<device>.json) of ``device`` or of the newest bench record."""
     name = device or results.load().device.name

@@ -37,7 +37,8 @@ from . import _backend, dispatch
 from .arrays import is_device_array
 from .launch import Launcher
 from .sgemm_kernels import any_shape, pad_copy, splitk_reduce, splitk_reduce_wide, warptile
-from .transpose import any_shape as transpose_any, smem_tile as transpose_tile
+from .transpose import aligned_stores as transpose_flat, any_shape as transpose_any, smem_tile as transpose_tile
+from .transpose.any_wide import staging_width
 
 _F32 = np.dtype(np.float32)
 if _backend.SIMULATOR:
@@ -293,19 +294,23 @@ def _checked_call(A, B, C, alpha, beta):
 # ----------------------------------------------------------------------------- transpose
 # Measured on an H100 (tools/transpose_suite.py, results/transpose-suite-*.json): where both
 # sides can move 16 bytes at a time, lesson 09's wide layout (64 x 64 tiles, 16 x 16 threads)
-# through transpose/any_shape.py; where either side cannot, lesson 09's smem_padded_32x8 kernel
-# (4-byte accesses, 32 lanes along a row) was faster than any_shape's mixed forms.
+# through transpose/any_shape.py; where a side cannot but both arrays start on 16-byte
+# boundaries, transpose/aligned_stores.py (16-byte accesses on the arrays seen flat; it beat
+# any_wide.py and the 4-byte kernels on every such shape of the suite); elsewhere (a view
+# starting mid-float4) lesson 09's smem_padded_32x8 kernel (4-byte accesses).
 _WIDE_TILE, _WIDE_ROWS = 64, 16
 _SCALAR_TILE, _SCALAR_ROWS = 32, 8
 _MAX_GRID_Y = 65535
 
 
-def _transpose_launcher(wide):
-    key = ("transpose", wide)
+def _transpose_launcher(kind, width=None):
+    """kind: "wide", "flat" (aligned_stores with ``width`` floats per staging row) or "scalar"."""
+    key = ("transpose", kind, width)
     launcher = _LAUNCHERS.get(key)
     if launcher is None:
-        kernel = (transpose_any.kernel_for(_WIDE_TILE, _WIDE_ROWS, 1, True, True) if wide
-                  else transpose_tile.kernel_for(_SCALAR_TILE, _SCALAR_ROWS, 1))
+        kernel = {"wide": lambda: transpose_any.kernel_for(_WIDE_TILE, _WIDE_ROWS, 1, True, True),
+                  "flat": lambda: transpose_flat.kernel_for(_WIDE_TILE, _WIDE_ROWS, width),
+                  "scalar": lambda: transpose_tile.kernel_for(_SCALAR_TILE, _SCALAR_ROWS, 1)}[kind]()
         launcher = _LAUNCHERS[key] = Launcher(kernel, (_ARRAY["C"], _ARRAY["C"]), kernel.block)
     return launcher
 
@@ -327,13 +332,19 @@ def transpose(src, dst=None):
         return _checked_transpose(src, dst)
     if dst is None:
         dst = cuda.device_array((cols, rows), np.float32)
-    # 16-byte accesses need every row of both arrays to start on a 16-byte boundary
-    wide = not (cols & 3 or rows & 3 or (_pointer(src) | _pointer(dst)) & 15)
-    T = _WIDE_TILE if wide else _SCALAR_TILE
+    # row by row, 16-byte accesses need every row of both arrays to start on a 16-byte boundary;
+    # seen flat, only the two arrays' starts
+    aligned = not (_pointer(src) | _pointer(dst)) & 15
+    if aligned and not (cols & 3 or rows & 3):
+        T, launcher = _WIDE_TILE, _transpose_launcher("wide")
+    elif aligned:
+        T, launcher = _WIDE_TILE, _transpose_launcher("flat", staging_width(_WIDE_TILE, rows, cols))
+    else:
+        T, launcher = _SCALAR_TILE, _transpose_launcher("scalar")
     grid = ((cols + T - 1) // T, (rows + T - 1) // T)
     if grid[1] > _MAX_GRID_Y:
         return _checked_transpose(src, dst)
-    _transpose_launcher(wide)(grid, src, dst)
+    launcher(grid, src, dst)
     return dst
 
 

@@ -296,8 +296,11 @@ exercises.check("09-symmetrize", symmetrize)
 # boundary), and each lesson launch goes through `kernel[grid, block]`, whose Python work per
 # call can take longer than a small transpose takes on the GPU (lesson 11 measures it). `gemm_lessons.library.transpose(src,
 # dst)` is what a library makes of this lesson: the wide kernel when every row of both arrays
-# allows 16-byte accesses, `smem_padded_32x8` otherwise, each launched with little Python per
-# call (through a [`Launcher`](GLOSSARY.md#launcher)). It takes any shape on the device:
+# allows 16-byte accesses; when a side is not a multiple of 4 but both arrays start on a 16-byte
+# boundary, `transpose/aligned_stores.py`, which sees each array as one flat run of floats and
+# still moves 16 bytes at a time (lesson 11 shows how); `smem_padded_32x8` for the rest (an array
+# that starts inside a float4, such as a view). Each is launched with little Python per call
+# (through a [`Launcher`](GLOSSARY.md#launcher)). It takes any shape on the device:
 
 # %%
 # NBVAL_CHECK_OUTPUT

@@ -22,7 +22,7 @@ print(gl.banner())
 
 # %%
 from IPython.display import Markdown
-from gemm_lessons import dispatch, library, library_report, problems
+from gemm_lessons import dispatch, leaderboard, library, library_report, problems
 from gemm_lessons.library_report import ODD_SHAPE, REFERENCE_SHAPE, SKINNY_SHAPE
 measure.recorded(["warptile", "cublas"])  # where we start
 
@@ -842,9 +842,25 @@ Markdown(library_report.probe_outliers_sentence(rec=rec))
 # measurements) that picks one.
 #
 # **The same for the transpose.** `gemm_lessons.library.transpose(X)` is lesson 09's answer for every
-# shape: the wide kernel (16-byte loads and stores) where every row of both arrays allows them, the
-# padded 32 x 8 kernel with 4-byte accesses elsewhere. A check on shapes with and without a side that
-# is a multiple of 4:
+# shape. Where every row of both arrays starts on a 16-byte boundary (both sides multiples of 4),
+# it runs the wide kernel (16-byte loads and stores). Where a side is not a multiple of 4, rows
+# start inside a float4, but the arrays themselves still start on a boundary (a fresh allocation
+# does), so `transpose/aligned_stores.py` looks at each array as one flat run of floats:
+#
+# * **loads**: the 64 floats a tile needs from a src row lie inside 17 aligned float4s of the flat
+#   run; the block loads those whole into a shared staging row and remembers the shift (the row's
+#   first float's place in its float4);
+# * **stores**: dst row `c` starts at flat index `c * rows`, `d = (c * rows) % 4` floats past a
+#   boundary. The blocks cut each dst row at boundaries: a block owns the floats `r0 - d` to
+#   `r0 + 63 - d` of it (`r0`: its tile's first src row), 16 whole float4s, which is why it stages
+#   3 src rows above its tile too. Only the first and the last block along a dst row have floats
+#   at an end of the row (up to 3) to write one at a time.
+#
+# `transpose/any_wide.py`, an earlier try, cut dst the way the tiles cut src, so that both ends of
+# every block's part of a dst row shared a float4 with a neighbour and were written one float at a
+# time, in a branch most lanes of a warp wait through. Where an array starts inside a float4 (a
+# view), the library falls back to the padded 32 x 8 kernel with 4-byte accesses. A check on shapes
+# with and without a side that is a multiple of 4:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -852,6 +868,13 @@ for rows_, cols_ in [(12, 8), (7, 12), (13, 5)]:
     x = rng.uniform(-1, 1, (rows_, cols_)).astype(np.float32)
     t = library.transpose(cuda.to_device(x)).copy_to_host()
     print(f"{rows_}x{cols_}: right: {np.array_equal(t, x.T)}")
+
+# %% [markdown]
+# How the three kernels for such shapes compare, from the transpose suite's record (lesson 09):
+
+# %%
+suite = results.transpose_suite()
+Markdown(leaderboard.odd_side_transpose_sentence(suite) if suite else "No transpose suite is recorded for this GPU.")
 
 # %% [markdown]
 # ## Exercise 11-split-k: write split-K

@@ -91,6 +91,10 @@ def test_sanitizer_record_covers_the_kernels_added_after_its_first_run():
     for name in ("reg2d_unrolled", "transposed_a", "wide_loads", "warptile_group4", "warptile_group8",
                  "warptile_group16"):
         assert f"PASS {name} " in part, name
+    sixth = text[text.index("== sixth run"):]
+    assert sixth.count("ERROR SUMMARY: 0 errors") == 1 and sixth.count("0 hazards displayed (0 errors") == 1
+    assert "aligned_stores 64x16 127x129: ok" in sixth and "aligned_stores 64x8 1x4097: ok" in sixth
+    assert "library_transpose 127x129: ok" in sixth
 
 
 def test_bank_ground_truth_agrees_with_the_tracer():
@@ -246,14 +250,23 @@ def test_recorded_transpose_suite_checks_out():
         pytest.skip("no transpose suite recorded")
     assert all(r["kernels"]["library"]["correct"] for r in suite["rows"])  # every shape, exact
     assert {tuple(r["shape"]) for r in suite["rows"]} >= {(8192, 8192), (3000, 5000), (8191, 4097)}
-    # the README's reading of it: faster than sgeam wherever both sides are multiples of 4,
-    # 77-84% back-to-back where one is not
-    for r in suite["rows"]:
-        k = r["kernels"]["library"]
-        if r["shape"][0] % 4 == 0 and r["shape"][1] % 4 == 0:
-            assert k["pct_sgeam"] > 100, r["shape"]
-        else:
-            assert 76.5 <= k["pct_sgeam"] < 84.5, r["shape"]
+    # the README's reading of it: 101% of sgeam or more back-to-back on every shape; on the five
+    # large shapes with a side not a multiple of 4, aligned_stores (the library's kernel there)
+    # 101-111%, the 4-byte kernel 77-84%, any_wide 89-102%
+    assert len(suite["rows"]) == 22 and all(r["kernels"]["library"]["pct_sgeam"] >= 100.5 for r in suite["rows"])
+    odd = [r["kernels"] for r in suite["rows"] if (r["shape"][0] % 4 or r["shape"][1] % 4)
+           and 8 * r["shape"][0] * r["shape"][1] >= results.LARGE_TRANSPOSE_BYTES]
+    assert len(odd) == 5
+
+    def span(name):
+        return round(min(k[name]["pct_sgeam"] for k in odd)), round(max(k[name]["pct_sgeam"] for k in odd))
+
+    assert span("aligned_64x16") == (101, 111) and span("smem_padded_32x8") == (77, 84) and span("anywide_64x16") == (89, 102)
+    readme = open(os.path.join(os.path.dirname(results.RESULTS_DIR), "README.md")).read().replace("\n", " ")
+    assert "on 22 shapes" in readme and "101-111% on the five large ones" in readme and "reached 77-84% in the same run" in readme
+    assert "reached 89-102% on those five in that run" in readme
+    text = leaderboard.odd_side_transpose_sentence(suite)  # lesson 11's reading
+    assert "on the 5 shapes" in text and "`aligned_stores` (the library's choice there) 101% to 111%" in text
 
 
 def test_single_call_caveat_names_a_record_that_disagrees_with_itself():
@@ -311,9 +324,8 @@ def test_readme_reading_of_the_any_wide_experiment():
     assert round(min(lib[s] for s in others)) == 77 and round(max(lib[s] for s in others)) == 84
     assert all(wide[s] > lib[s] for s in others)
     assert round(wide[(3001, 4999)]) == 66 and round(lib[(3001, 4999)]) == 80
-    readme = open(os.path.join(os.path.dirname(results.RESULTS_DIR), "README.md")).read()
-    assert ("89-103% of `sgeam` on four of the five shapes" in readme and "77-84% in the same run" in readme
-            and "66% on 3001x4999 (the\nlibrary: 80%)" in readme)
+    readme = open(os.path.join(os.path.dirname(results.RESULTS_DIR), "README.md")).read().replace("\n", " ")
+    assert "89-103% on four of them, and 66% then 89% on 3001x4999" in readme
 
 
 def test_readme_reading_of_the_second_any_wide_run():
@@ -332,8 +344,8 @@ def test_readme_reading_of_the_second_any_wide_run():
     assert round(wide[(3001, 4999)] - first_odd["anywide_64x16"]["pct_sgeam"]) == 23
     assert sum(r["kernels"]["anywide_64x16"]["pct_sgeam"] < 95 for r in first["rows"]
                if r["shape"][0] % 4 or r["shape"][1] % 4) == 4
-    readme = open(os.path.join(os.path.dirname(results.RESULTS_DIR), "README.md")).read()
-    assert "differ by 23 points on that\nshape" in readme and "below 95% on four of the five shapes" in readme
+    readme = open(os.path.join(os.path.dirname(results.RESULTS_DIR), "README.md")).read().replace("\n", " ")
+    assert "89-103% on four of them, and 66% then 89% on 3001x4999" in readme
 
 
 def test_shapes_sentence_says_when_the_two_suites_ran_different_code():

@@ -869,6 +869,17 @@ def ncu_versus_cublas(device=None, path=None):
     return header, pairs
 
 
+def cublas_kernel_name(shape, profile=None):
+    """The name of the kernel cuBLAS ran at ``shape`` ("MxNxK") in tools/ncu_vs_cublas.py's record
+    (the name without its template arguments), or a line saying there is none."""
+    profile = profile or ncu_versus_cublas()
+    names = [k["kernel"] for call, k in (profile[1] if profile else []) if call == f"{shape} cublas"]
+    if not names:
+        return f"no cuBLAS kernel at {shape} in the recorded profile"
+    m = re.search(r"<(cutlass_[^>(]+)>", names[0])
+    return m.group(1) if m else names[0]
+
+
 def _kernel_label(name):
     if "splitk_reduce" in name:
         return "split-K reduction (one float per thread)"

@@ -681,6 +681,43 @@ def reading_04(prof=None, traced_conflicts=None, size=DEFAULT_SIZE, tile=(128, 1
     return text
 
 
+def l2_sources(device=None):
+    """tools/l2_sources.py's record: (its header line, {kernel name: counters}), or None."""
+    from . import results
+
+    path = results.path_for("ncu-l2-sources", device or results.REFERENCE_DEVICE)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        text = f.read()
+    header = next((line[1:].strip() for line in text.splitlines() if line.startswith("# tools/")), "")
+    calls = [line[len("# call "):] for line in text.splitlines() if line.startswith("# call ")]
+    return header, dict(zip(calls, results.parse_ncu_csv(text)))
+
+
+def l2_sources_reading(kernel="naive", record=None):
+    """Where ``kernel``'s L2 misses came from, in words, from tools/l2_sources.py's record."""
+    record = record or l2_sources()
+    k = record and record[1].get(kernel)
+    if not k:
+        return ("Where the difference came from, these counters do not say (`tools/l2_sources.py` splits the "
+                "misses by the requests' source; no such profile is recorded for this GPU).")
+    sector = 32
+    sm_miss = k["lts__t_sectors_srcunit_tex_lookup_miss.sum"] * sector
+    fabric_miss = k["lts__t_sectors_srcunit_ltcfabric_lookup_miss.sum"] * sector
+    dram_read = k["dram__sectors_read.sum"] * sector
+    where = record[0].replace("tools/l2_sources.py run on ", "").split(", driver")[0]
+    all_miss = k["lts__t_sectors_lookup_miss.sum"] * sector
+    return (f"A second profile of the same kernel split the L2's lookups by where each request came from "
+            f"(`tools/l2_sources.py`, {where}, results/experiments/ncu-l2-sources-*.csv). Of its "
+            f"{all_miss / 1e9:.1f} GB of misses, the lookups of requests from the SMs missed "
+            f"{sm_miss / 1e9:.1f} GB, and DRAM read {dram_read / 1e9:.1f} GB ({100 * abs(sm_miss / dram_read - 1):.1f}% "
+            f"apart); the other {fabric_miss / 1e9:.1f} GB were lookups of requests that came from the "
+            "*LTC fabric* (`lts__t_requests_srcunit_ltcfabric`: \"LTS requests from LTC Fabric\" in "
+            "`ncu --query-metrics`), another part of the L2 rather than an SM. Those did not add DRAM reads beyond "
+            "the SMs' misses, so the miss rate, which counts every lookup, overstates what came from DRAM.")
+
+
 def reading_01(prof=None):
     """Lesson 01's reading of its profiled kernels in words, from ``prof`` (default: the recorded
     counters): what the loads cost `naive` (L1, DRAM bytes and rate against the bytes of a kernel
@@ -707,9 +744,8 @@ def reading_01(prof=None):
         missed = v[a]["l2_bytes"] * (1 - v[a]["l2_hit"] / 100)
         if missed > 1.1 * dram:
             text += (f" Its L2 misses ({v[a]['l2_bytes'] / 1e9:.1f} GB of L2 traffic times a miss rate of "
-                     f"{100 - v[a]['l2_hit']:.0f}%) come to {missed / 1e9:.1f} GB, more than DRAM moved; where the "
-                     "difference came from, these counters do not say (one possibility: the L2 is built of two "
-                     "partitions, and a sector that misses in one can come from the other).")
+                     f"{100 - v[a]['l2_hit']:.0f}%) come to {missed / 1e9:.1f} GB, more than DRAM moved. "
+                     + l2_sources_reading(a))
     text += f" Its most frequent stall reasons: {top}."
     if stalls and stalls[0][0] in ("long_scoreboard", "lg_throttle"):
         text += " The warps waited mostly for global memory: the loads are what held this kernel back."

@@ -27,6 +27,7 @@ PATHS = {
     "reproducibility-report": "reproducibility/{device}{suffix}.txt",  # tools/compare_runs.py
     # tools/transpose_suite.py --kernels ... (a few candidates: a partial suite, kept apart)
     "transpose-experiment": "experiments/transpose-suite-{name}-{device}.json",
+    "ncu-l2-sources": "experiments/ncu-l2-sources-{device}.csv",  # tools/l2_sources.py: lesson 01's L2 misses by source
     "ncu-vs-cublas": "experiments/ncu-vs-cublas-{device}.csv",  # tools/ncu_vs_cublas.py: gl.sgemm's kernels next to cuBLAS's
     "reduce-wide-probe": "experiments/reduce-wide-probe-{device}.txt",  # tools/reduce_wide_probe.py's output
     "launch-probe": "experiments/launch-probe-{device}.json",  # tools/launch_probe.py: gl.sgemm's call, part by part

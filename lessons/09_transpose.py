@@ -298,7 +298,7 @@ exercises.check("09-symmetrize", symmetrize)
 # dst)` is what a library makes of this lesson: the wide kernel when every row of both arrays
 # allows 16-byte accesses; when a side is not a multiple of 4 but both arrays start on a 16-byte
 # boundary, `transpose/aligned_stores.py`, which sees each array as one flat run of floats and
-# still moves 16 bytes at a time (lesson 11 shows how); `smem_padded_32x8` for the rest (an array
+# moves 16 bytes at a time but for up to 3 floats at each end of a row of dst (lesson 11 shows how); `smem_padded_32x8` for the rest (an array
 # that starts inside a float4, such as a view). Each is launched with little Python per call
 # (through a [`Launcher`](GLOSSARY.md#launcher)). It takes any shape on the device:
 

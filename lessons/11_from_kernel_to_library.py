@@ -770,24 +770,41 @@ Markdown(library_report.ncu_versus_cublas_markdown())
 # is not among cuBLAS's first two. The profile is of kernels run one at a time: it says nothing
 # about a single call's time on the host.
 #
-# **A larger block tile, tried.** cuBLAS's kernel at 16384^3 is named
-# `cutlass_80_simt_sgemm_256x128_8x4_nn_align1`; in CUTLASS's naming (`configuration_name` in
-# [`gemm_operation.py`](https://github.com/NVIDIA/cutlass/blob/main/python/cutlass_library/gemm_operation.py))
-# `256x128_8x4` is a 256x128 block tile, 8-deep k slices and 4 stages (shared buffers of k slices).
-# `TileConfig` takes a 256x128 tile as it is, so `tools/bigtile_probe.py` timed three such tiles in
-# the last rung next to its 128x128 and cuBLAS, at four sizes:
+# **A larger block tile, tried.** The name of cuBLAS's kernel at 16384^3, from the same record:
+
+# %%
+print(library_report.cublas_kernel_name("16384x16384x16384"))
+
+# %% [markdown]
+# CUTLASS builds its kernels' names from their parameters ("the full procedural name indicates
+# architecture, extended name, tile size, and layout": `configuration_name` and `procedural_name`
+# in [`gemm_operation.py`](https://github.com/NVIDIA/cutlass/blob/main/python/cutlass_library/gemm_operation.py)).
+# Read that way: `80`, the architecture (compute capability 8.0); `simt`, the ordinary FP32 units,
+# not tensor cores; `256x128_8x4`, a 256x128 block tile, 8-deep k slices and 4 stages (shared
+# buffers of k slices); `nn`, the operands' layout; `align1`, operands aligned to 1 element only, so
+# its global loads are 4 bytes wide. cuBLAS's kernel is faster with 4-byte loads than the last
+# rung with 16-byte ones, so wide loads are not what the last rung lacks here.
+#
+# `TileConfig` (lesson 08; in the labels below, the block tile and its k depth, the warp tile, the
+# thread tile, the shared buffers `stages`, the A tile's padding `pad` and the register cap `regs`,
+# None for no cap) can describe a 256x128 tile too, so `tools/bigtile_probe.py`
+# (`results/experiments/bigtile-probe-*.json`) timed three such tiles in the last rung next to its
+# 128x128 and cuBLAS, at four sizes:
 
 # %%
 Markdown(library_report.bigtile_probe_markdown())
 
 # %% [markdown]
 # Larger tiles need more registers per thread or more threads per block, and either way an SM
-# holds one block of them, not two (the table's blocks per SM). The last rung
-# stages the next k slice in registers and has two shared buffers; cuBLAS's kernel has four
-# stages. Keeping more slices in flight without registers takes copies from global to shared
-# memory that bypass them (the [asynchronous copies](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#asynchronous-data-copies)
-# of compute capability 8.0 and later), which numba-cuda 0.30.4 does not expose. Whether a last
-# rung with them would close the gap was not measured.
+# holds one block of them, not two (the table's blocks per SM). The last row also differs in more
+# than its tile: 16-deep k slices and one shared buffer (two barriers per slice), so its place in
+# the table is not the tile's alone. The last rung stages the next k slice in registers and has two
+# shared buffers; cuBLAS's kernel has four stages. To keep more k slices in flight without holding
+# them in registers, a kernel copies global memory to shared memory directly, with the
+# [asynchronous copies](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#asynchronous-data-copies)
+# of compute capability 8.0 and later (`cp.async`); numba-cuda 0.30.4 has no intrinsic for them
+# (its source has no `cp.async`). Whether a last rung with them would close the gap was not
+# measured.
 #
 # **What this lesson does not explain.** Results of the suite that no measurement here accounts for:
 
@@ -856,9 +873,10 @@ Markdown(library_report.probe_outliers_sentence(rec=rec))
 #   3 src rows above its tile too. Only the first and the last block along a dst row have floats
 #   at an end of the row (up to 3) to write one at a time.
 #
-# `transpose/any_wide.py`, an earlier try, cut dst the way the tiles cut src, so that both ends of
-# every block's part of a dst row shared a float4 with a neighbour and were written one float at a
-# time, in a branch most lanes of a warp wait through. Where an array starts inside a float4 (a
+# `transpose/any_wide.py`, an earlier try, cut dst the way the tiles cut src: where a block's part
+# of a dst row starts off a boundary (d not 0), both its ends share a float4 with a neighbour and
+# are written one float at a time, in a branch that only the lanes at those ends take. That is the
+# difference between the two kernels' code; how much of the time it costs was not profiled. Where an array starts inside a float4 (a
 # view), the library falls back to the padded 32 x 8 kernel with 4-byte accesses. A check on shapes
 # with and without a side that is a multiple of 4:
 

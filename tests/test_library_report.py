@@ -362,5 +362,6 @@ def test_the_big_tile_record_backs_what_readme_and_lesson_11_say():
     sizes = sorted(r["shape"][0] for r in rows)
     assert (f"three forms: {int(min(big))}-{round(max(big))}% of cuBLAS back to back at {sizes[0]}^3-{sizes[-1]}^3, where 128x128 "
             f"reached {int(min(small))}-{round(max(small))}%").replace(" ", "") in readme.replace("\n", "").replace(" ", "")
+    assert lr.cublas_kernel_name("16384x16384x16384") == "cutlass_80_simt_sgemm_256x128_8x4_nn_align1"
     text = lr.bigtile_probe_markdown(probe)
     assert "No larger tile beat 128x128 at any size" in text and "right product" in text

@@ -489,3 +489,17 @@ def test_lesson_01_reading_names_l2_misses_above_dram_as_unexplained():
     l2, hit, dram = (prof.value("naive", r) for r in ("l2_bytes", "l2_hit", "dram_bytes"))
     text = profiler.reading_01(prof)
     assert ("more than DRAM moved" in text) == (l2 * (1 - hit / 100) > 1.1 * dram)
+
+
+def test_lesson_01s_l2_misses_are_split_by_source_in_the_record():
+    """Lesson 01: more L2 misses than DRAM reads, because the L2 also looks up (and misses)
+    requests that come over its fabric; the SMs' own misses match DRAM's reads (tools/l2_sources.py)."""
+    record = profiler.l2_sources()
+    assert record and "H100" in record[0] and "commit" in record[0] and "Nsight Compute" in record[0]
+    k = record[1]["naive"]
+    sm, fabric = k["lts__t_sectors_srcunit_tex_lookup_miss.sum"], k["lts__t_sectors_srcunit_ltcfabric_lookup_miss.sum"]
+    assert abs(sm + fabric - k["lts__t_sectors_lookup_miss.sum"]) < 0.01 * k["lts__t_sectors_lookup_miss.sum"]
+    assert abs(sm / k["dram__sectors_read.sum"] - 1) < 0.01 and fabric > 0.3 * sm
+    text = profiler.l2_sources_reading("naive", record)
+    assert "missed 33.2 GB, and DRAM read 33.1 GB (0.2% apart); the other 16.3 GB" in text
+    assert "no such profile" in profiler.l2_sources_reading("naive", ("", {}))

@@ -1078,7 +1078,7 @@ def pct_figure(rec, ax=None):
 
     rows = [r for r in rec.rows or [] if not r.error]
     if ax is None:
-        _, ax = plt.subplots(figsize=(max(8, 0.8 * len(rows)), 5))
+        _, ax = plt.subplots(figsize=(max(8, 0.6 * len(rows)), 5))
     x = np.arange(len(rows))
     for off, kind, color in ((-0.2, "single", "tab:blue"), (0.2, "back_to_back", "tab:orange")):
         for xi, r in zip(x, rows):
@@ -1098,7 +1098,9 @@ def pct_figure(rec, ax=None):
     ax.set_xticks(x, [f"{shape_name(r.shape)}\n{r.plan}" for r in rows], rotation=50, ha="right", fontsize=7)
     ax.set_ylabel("% of cuBLAS (cuBLAS time / gl.sgemm time)")
     ax.set_title(f"gl.sgemm against cuBLAS per shape ({label(rec)})", fontsize=9)
-    ax.legend(handles=handles, fontsize=7, loc="upper right")
+    top = max([getattr(r, f"pct_cublas_{k}") or 0 for r in rows for k in ("single", "back_to_back")] + [100])
+    ax.set_ylim(0, 1.35 * top)  # room above the tallest bar for the legend
+    ax.legend(handles=handles, fontsize=7, loc="upper center", ncol=2)
     plt.tight_layout()
     return ax
 

@@ -751,10 +751,11 @@ Markdown(library_report.below_markdown(rec))
 #
 # Why a chosen plan runs at the speed it does is a question for a profile of its kernels next to
 # cuBLAS's. `tools/ncu_vs_cublas.py` profiles gl.sgemm, the wide kernel without a split, and cuBLAS
-# at 1024^3 and 1000^3, the two shapes furthest behind cuBLAS back to back in the suite's run
-# before the 16-byte reduction, and at 16384^3, the lowest large square (the profiler runs each kernel alone with its caches emptied
-# first, so its times are not the suite's; the columns are the counters of lesson 08's profiler
-# and the [stall reasons](GLOSSARY.md#stall-reasons) of the primer):
+# at 1024^3 and 1000^3, the two shapes furthest behind cuBLAS back to back in the suite's previous
+# record (run before section 3's 16-byte reduction; it is in the repository's history:
+# `git show 83c001f:results/shapes-nvidia-h100-80gb-hbm3.json`), and at 16384^3, the lowest large
+# square. The profiler runs each kernel alone with its caches emptied first, so its times are not
+# the suite's; the columns and stall reasons are explained under the table:
 
 # %%
 Markdown(library_report.ncu_versus_cublas_markdown())
@@ -768,7 +769,12 @@ Markdown(library_report.ncu_versus_cublas_markdown())
 # tile is twice as large, its FMA pipe busier and its issue slots fuller; both kernels' first stall
 # reason is *not selected* (a warp ready, another one issued), and gl.sgemm's second, the barrier,
 # is not among cuBLAS's first two. The profile is of kernels run one at a time: it says nothing
-# about a single call's time on the host.
+# about a single call's time on the host. Added up at 1024^3:
+
+# %%
+Markdown(library_report.split_versus_one_kernel_sentence("1024x1024x1024"))
+
+# %% [markdown]
 #
 # **A larger block tile, tried.** The name of cuBLAS's kernel at 16384^3, from the same record:
 

@@ -331,6 +331,13 @@ def test_the_profile_backs_lesson_11s_reading_of_it():
     from gemm_lessons import profiler
     gl_top, cublas_top = [r for r, _ in profiler.top_stalls(g, 2)], [r for r, _ in profiler.top_stalls(c, 2)]
     assert gl_top == ["not_selected", "barrier"] and cublas_top[0] == "not_selected" and "barrier" not in cublas_top
+    text = lr.split_versus_one_kernel_sentence("1024x1024x1024")
+    s = by["1024x1024x1024"]
+    T = "gpu__time_duration.sum"
+    assert s["gl"][0][T] < s["cublas"][0][T] < s["gl"][0][T] + s["gl"][1][T]
+    assert "The product alone was faster than cuBLAS; the reduction is what put the call behind." in text
+    table = lr.ncu_versus_cublas_markdown()
+    assert "**dispatch stall**:" in table and "**no instruction**:" in table and "issue slots busy" in table
 
 
 def test_the_reduce_probe_backs_the_16_byte_reduction():

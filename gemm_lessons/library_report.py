@@ -854,15 +854,12 @@ def probe_outliers_sentence(probe=None, rec=None, factor=1.5):
 def ncu_versus_cublas(device=None, path=None):
     """tools/ncu_vs_cublas.py's recorded profile (or the ncu output at ``path``): (its header line,
     [(call, kernel counters)]), or None."""
-    path = path or results.path_for("ncu-vs-cublas", device or results.REFERENCE_DEVICE)
-    if not os.path.exists(path):
+    record = results.ncu_record(path or results.path_for("ncu-vs-cublas", device or results.REFERENCE_DEVICE))
+    if record is None:
         return None
-    with open(path) as f:
-        text = f.read()
-    header = next((line[1:].strip() for line in text.splitlines() if line.startswith("# tools/")), "")
-    calls = [line[len("# call "):] for line in text.splitlines() if line.startswith("# call ")]
+    header, calls, launches = record
     pairs, call = [], -1
-    for k in results.parse_ncu_csv(text):
+    for k in launches:
         if "splitk_reduce" not in k["kernel"]:  # a split plan's reduction belongs to the call before it
             call += 1
         pairs.append((calls[call], k))

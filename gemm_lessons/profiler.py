@@ -685,14 +685,11 @@ def l2_sources(device=None):
     """tools/l2_sources.py's record: (its header line, {kernel name: counters}), or None."""
     from . import results
 
-    path = results.path_for("ncu-l2-sources", device or results.REFERENCE_DEVICE)
-    if not os.path.exists(path):
+    record = results.ncu_record(results.path_for("ncu-l2-sources", device or results.REFERENCE_DEVICE))
+    if record is None:
         return None
-    with open(path) as f:
-        text = f.read()
-    header = next((line[1:].strip() for line in text.splitlines() if line.startswith("# tools/")), "")
-    calls = [line[len("# call "):] for line in text.splitlines() if line.startswith("# call ")]
-    return header, dict(zip(calls, results.parse_ncu_csv(text)))
+    header, calls, launches = record
+    return header, dict(zip(calls, launches))
 
 
 def l2_sources_reading(kernel="naive", record=None):

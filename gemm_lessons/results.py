@@ -172,6 +172,20 @@ def parse_ncu_csv(text):
     return [launches[i] for i in sorted(launches)]
 
 
+def ncu_record(path):
+    """A recorded profile of a tool that prints '# call NAME' before each profiled call and a
+    '# tools/...' header line: (header, [call names], launches as parse_ncu_csv gives them), or
+    None when ``path`` does not exist."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        text = f.read()
+    lines = text.splitlines()
+    header = next((line[1:].strip() for line in lines if line.startswith("# tools/")), "")
+    calls = [line[len("# call "):] for line in lines if line.startswith("# call ")]
+    return header, calls, parse_ncu_csv(text)
+
+
 def roofline_counters(device=None, directory=RESULTS_DIR):
     """Rung name -> the profiler's counters at 4096^3 (tools/roofline_profile.py: the rungs in
     ladder order, then cuBLAS, whose kernels are summed), or None when none were recorded."""

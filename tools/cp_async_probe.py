@@ -29,7 +29,7 @@ def main():
     from numba import cuda, float32
 
     ffi = cffi.FFI()
-    sig = "int32(CPointer(float32), int32, CPointer(float32), int64)"
+    sig = "int32(CPointer(float32), int64, CPointer(float32), int64)"
     cp4 = cuda.declare_device("cp_async4", sig, link=CU)
     cp16 = cuda.declare_device("cp_async16", sig, link=CU)
     commit = cuda.declare_device("cp_async_commit", "int32()", link=CU)
@@ -71,7 +71,9 @@ def main():
         print(f"{'16' if wide else '4'}-byte cp.async, two groups, wait_group 1 then 0: {'exact' if good else 'WRONG'}")
     sass = copy_through_shared.inspect_sass()
     sass = next(iter(sass.values())) if isinstance(sass, dict) else sass
-    counts = {op: sass.count(op) for op in ("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDG.E", "STS")}
+    import re
+    ops = re.findall(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?P\d\s+)?([A-Z][A-Z0-9_]*)", sass, re.M)  # opcodes
+    counts = {op: ops.count(op) for op in ("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDG", "STS")}
     print("SASS:", counts)
     ok &= counts["LDGSTS"] > 0
     print("cp.async through linked CUDA C:", "works" if ok else "FAILED")

@@ -5,13 +5,13 @@
 // Each function is "extern C" and returns an int that numba ignores (numba's ABI for foreign
 // device functions: the first parameter receives the return value).
 
-extern "C" __device__ int cp_async4(int *ret, float *smem, int i, const float *gmem, long long j) {
+extern "C" __device__ int cp_async4(int *ret, float *smem, long long i, const float *gmem, long long j) {
     unsigned s = (unsigned)__cvta_generic_to_shared(smem + i);
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" :: "r"(s), "l"(gmem + j) : "memory");
     return 0;
 }
 
-extern "C" __device__ int cp_async16(int *ret, float *smem, int i, const float *gmem, long long j) {
+extern "C" __device__ int cp_async16(int *ret, float *smem, long long i, const float *gmem, long long j) {
     unsigned s = (unsigned)__cvta_generic_to_shared(smem + i);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(gmem + j) : "memory");
     return 0;

@@ -1,0 +1,221 @@
+"""The last rung with S shared stages filled by cp.async, against the library's 128x128 and cuBLAS.
+
+    python3 tools/multistage_probe.py [--out DIR]  -> DIR/experiments/multistage-probe-<device>.json
+
+Lesson 11 read cuBLAS's kernel for large squares as CUTLASS's `256x128_8x4`: 4 stages, that is
+four k slices in shared memory at once, filled by asynchronous copies that bypass registers
+(`align1`: 4 bytes at a time).  The last rung (warptile.py) instead loads the next slice into
+registers while it computes, then stores it into its second buffer.  tools/cp_async_probe.py
+showed that a numba kernel can issue cp.async through linked CUDA C (tools/cp_async/cp_async.cu).
+This probe writes the last rung's tile (128x128x8, warp tiles 32x64, 8x8 results per thread, 256
+threads, 128 registers) with S = 3 and 4 stages:
+
+    prologue: slices 0 .. S-2 requested (one commit group each)
+    for each slice kt:  wait until slice kt has landed (at most S-2 groups in flight),
+                        barrier (every warp is also done with slice kt-1's stage),
+                        request slice kt+S-1 into that stage, commit,
+                        the BK k-steps from slice kt's stage
+    the A tile arrives transposed (sA[k, m]): four 4-byte copies per thread per slice;
+    the B tile as one 16-byte copy per thread.
+
+An experiment, not a kernel of the package: it takes only M and N multiples of 128 and K of 8
+(no edge guards).  Checked against float64 (every element at 1024 x 1152 x 768, a sample at each
+timed size), then timed back to back with cuBLAS before and after, as tools/bigtile_probe.py.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import numpy as np  # noqa: E402
+
+import gemm_lessons  # noqa: E402  (chooses the GPU before numba.cuda is imported)
+from gemm_lessons import cublas, dispatch, provenance, results  # noqa: E402
+from gemm_lessons.device import device_info  # noqa: E402
+from gemm_lessons.float4 import load4, store4  # noqa: E402
+from gemm_lessons.sgemm_kernels import warptile  # noqa: E402
+from gemm_lessons.shapes import back_to_back, check_product, random_device_matrix  # noqa: E402
+from gemm_lessons.unroll import static_range, unrolled  # noqa: E402
+
+CU = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cp_async", "cp_async.cu")
+BM = BN = 128
+BK, WM, WN, TM, TN, THREADS, PAD = 8, 32, 64, 8, 8, 256, 4
+LM, LN = WM // TM, WN // TN  # 4 x 8 lanes
+A_ROW = BM + PAD
+SIZES = [2048, 4096, 8192, 16384]
+CHECK_SHAPE = (1024, 1152, 768)
+
+
+def make_multistage(S):
+    import cffi
+    from numba import cuda, float32
+
+    ffi = cffi.FFI()
+    sig = "int32(CPointer(float32), int64, CPointer(float32), int64)"
+    cp4 = cuda.declare_device("cp_async4", sig, link=CU)
+    cp16 = cuda.declare_device("cp_async16", sig, link=CU)
+    commit = cuda.declare_device("cp_async_commit", "int32()", link=CU)
+    wait = cuda.declare_device(f"cp_async_wait{S - 2}", "int32()", link=CU)  # slice kt landed
+
+    @cuda.jit(max_registers=128)
+    @unrolled
+    def sgemm_multistage(A, B, C, alpha, beta):
+        sA = cuda.shared.array((S * BK, A_ROW), float32)  # stage s: rows s*BK .. s*BK+BK-1, A transposed
+        sB = cuda.shared.array((S * BK, BN), float32)
+        pA, pB = ffi.from_buffer(sA), ffi.from_buffer(sB)
+        gA, gB = ffi.from_buffer(A), ffi.from_buffer(B)
+        tid = cuda.threadIdx.x
+        row0 = cuda.blockIdx.y * BM
+        col0 = cuda.blockIdx.x * BN
+        M, K = A.shape
+        N = B.shape[1]
+        warp, lane = tid // 32, tid % 32
+        a_base = (warp // (BN // WN)) * WM + (lane // LN) * 4
+        b_base = (warp % (BN // WN)) * WN + (lane % LN) * 4
+        a_r, a_c = tid // (BK // 4), (tid % (BK // 4)) * 4  # A: row a_r of the tile, k a_c..a_c+3
+        b_r, b_c = tid // (BN // 4), (tid % (BN // 4)) * 4  # B: row b_r, columns b_c..b_c+3
+        acc = cuda.local.array((TM, TN), float32)
+        for i in static_range(TM):
+            for j in static_range(TN):
+                acc[i, j] = float32(0.0)
+        a = cuda.local.array(TM, float32)
+        b = cuda.local.array(TN, float32)
+        slices = K // BK
+
+        def request(kt):  # slice kt into stage kt % S, without registers
+            s = kt % S
+            for d in static_range(4):
+                cp4(pA, (s * BK + a_c + d) * A_ROW + a_r, gA, (row0 + a_r) * K + kt * BK + a_c + d)
+            cp16(pB, (s * BK + b_r) * BN + b_c, gB, (kt * BK + b_r) * N + col0 + b_c)
+
+        for kt in static_range(S - 1):  # prologue
+            if kt < slices:
+                request(kt)
+            commit()
+        for kt in range(slices):
+            wait()
+            cuda.syncthreads()
+            if kt + S - 1 < slices:
+                request(kt + S - 1)
+            commit()
+            r = (kt % S) * BK
+            for k in static_range(BK):
+                for p in static_range(TM // 4):
+                    a[4 * p], a[4 * p + 1], a[4 * p + 2], a[4 * p + 3] = load4(sA, r + k, a_base + p * LM * 4)
+                for q in static_range(TN // 4):
+                    b[4 * q], b[4 * q + 1], b[4 * q + 2], b[4 * q + 3] = load4(sB, r + k, b_base + q * LN * 4)
+                for i in static_range(TM):
+                    for j in static_range(TN):
+                        acc[i, j] += a[i] * b[j]
+        for i in static_range(TM):
+            row = row0 + a_base + (i // 4 * LM * 4 + i % 4)
+            for j in static_range(0, TN, 4):
+                col = col0 + b_base + j // 4 * LN * 4
+                if beta == 0:
+                    store4(C, row, col, alpha * acc[i, j], alpha * acc[i, j + 1], alpha * acc[i, j + 2],
+                           alpha * acc[i, j + 3])
+                else:
+                    o0, o1, o2, o3 = load4(C, row, col)
+                    store4(C, row, col, alpha * acc[i, j] + beta * o0, alpha * acc[i, j + 1] + beta * o1,
+                           alpha * acc[i, j + 2] + beta * o2, alpha * acc[i, j + 3] + beta * o3)
+
+    def run(A, B, C):
+        M, N = C.shape
+        sgemm_multistage[(N // BN, M // BM), THREADS](A, B, C, np.float32(1.0), np.float32(0.0))
+
+    run.kernel = sgemm_multistage
+    return run
+
+
+def library_128():
+    kernel = warptile.kernel_for(dispatch.TILES["128x128"])
+
+    def run(A, B, C):
+        warptile.sgemm(A, B, C, kernel=kernel)
+
+    run.kernel = kernel
+    return run
+
+
+def poisoned(M, N):
+    from numba import cuda
+
+    C = np.empty((M, N), np.float32)
+    C.view(np.uint32)[:] = 0x7FC0DEAD
+    return cuda.to_device(C)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", default=None)
+    p.add_argument("--sizes", type=int, nargs="+", default=SIZES)
+    args = p.parse_args()
+    if gemm_lessons.SIMULATOR:
+        sys.exit("the multistage probe needs a GPU (cp.async through linked CUDA C)")
+    from numba import cuda
+
+    t_start = time.perf_counter()
+    rng = np.random.default_rng(23)
+    runs = {"library 128x128": library_128(), "3 stages, cp.async": make_multistage(3),
+            "4 stages, cp.async": make_multistage(4)}
+    compiled, failures = {}, []
+    M, N, K = CHECK_SHAPE
+    A_d, A = random_device_matrix(M, K, rng)
+    B_d, B = random_device_matrix(K, N, rng)
+    for name, run in runs.items():
+        C = poisoned(M, N)
+        t = time.perf_counter()
+        run(A_d, B_d, C)
+        ok, err, how = check_product(A, B, C.copy_to_host())
+        regs = run.kernel.get_regs_per_thread()
+        compiled[name] = {"check_shape": list(CHECK_SHAPE), "correct": ok, "rel_error": err, "checked": how,
+                          "first_call_s": round(time.perf_counter() - t, 1),
+                          "registers": regs if isinstance(regs, int) else next(iter(regs.values()), None)
+                          if isinstance(regs, dict) else None}
+        if not ok:
+            failures.append((name, CHECK_SHAPE))
+        print(f"{name:22s} ok {ok} {err:.2e}  registers {compiled[name]['registers']}", flush=True)
+    rows = []
+    for n in args.sizes:
+        A_d, A = random_device_matrix(n, n, rng)
+        B_d, B = random_device_matrix(n, n, rng)
+        C = cuda.device_array((n, n), np.float32)
+        row = {"shape": [n, n, n], "kernels": {},
+               "cublas_before": back_to_back(lambda: cublas.sgemm(A_d, B_d, C)).__dict__}
+        for name, run in runs.items():
+            C = poisoned(n, n)
+            run(A_d, B_d, C)
+            ok, err, how = check_product(A, B, C.copy_to_host())
+            if not ok:
+                failures.append((name, n))
+            t = back_to_back(lambda run=run, C=C: run(A_d, B_d, C)).__dict__
+            row["kernels"][name] = dict(correct=ok, rel_error=err, checked=how, back_to_back=t)
+        row["cublas_after"] = back_to_back(lambda: cublas.sgemm(A_d, B_d, C)).__dict__
+        ref = (row["cublas_before"]["median_ms"] + row["cublas_after"]["median_ms"]) / 2
+        print(f"{n}^3  cuBLAS {row['cublas_before']['median_ms']:.4f} / {row['cublas_after']['median_ms']:.4f} ms",
+              flush=True)
+        for name, k in row["kernels"].items():
+            k["pct_cublas"] = 100 * ref / k["back_to_back"]["median_ms"]
+            print(f"   {name:22s} {k['back_to_back']['median_ms']:.4f} ms  {k['pct_cublas']:5.1f}%  ok {k['correct']}",
+                  flush=True)
+        rows.append(row)
+        del A_d, B_d, C
+    info = device_info()
+    record = {"kind": "multistage-probe", "device": info.name, "date": provenance.now(),
+              "versions": provenance.versions(), "git_commit": provenance.git_commit(),
+              "command": "python3 tools/multistage_probe.py", "pct_of": "mean of the cuBLAS medians before and after",
+              "compiled": compiled, "rows": rows, "failures": failures,
+              "seconds": round(time.perf_counter() - t_start, 1)}
+    if args.out:
+        path = results.path_for("multistage-probe", info.name, directory=args.out)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as fh:
+            json.dump(record, fh, indent=1)
+        print("wrote", path)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

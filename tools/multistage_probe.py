@@ -58,12 +58,13 @@ def make_multistage(S):
     cp16 = cuda.declare_device("cp_async16", sig, link=CU)
     commit = cuda.declare_device("cp_async_commit", "int32()", link=CU)
     wait = cuda.declare_device(f"cp_async_wait{S - 2}", "int32()", link=CU)  # slice kt landed
+    ROWS = S * BK  # shared rows: S stages of BK
 
     @cuda.jit(max_registers=128)
     @unrolled
     def sgemm_multistage(A, B, C, alpha, beta):
-        sA = cuda.shared.array((S * BK, A_ROW), float32)  # stage s: rows s*BK .. s*BK+BK-1, A transposed
-        sB = cuda.shared.array((S * BK, BN), float32)
+        sA = cuda.shared.array((ROWS, A_ROW), float32)  # stage s: rows s*BK .. s*BK+BK-1, A transposed
+        sB = cuda.shared.array((ROWS, BN), float32)
         pA, pB = ffi.from_buffer(sA), ffi.from_buffer(sB)
         gA, gB = ffi.from_buffer(A), ffi.from_buffer(B)
         tid = cuda.threadIdx.x

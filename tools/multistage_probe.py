@@ -1,6 +1,8 @@
 """The last rung with S shared stages filled by cp.async, against the library's 128x128 and cuBLAS.
 
     python3 tools/multistage_probe.py [--out DIR]  -> DIR/experiments/multistage-probe-<device>.json
+    ncu --clock-control none --profile-from-start off --csv --print-units base \
+        --metrics "$(python3 tools/ncu_vs_cublas.py metrics)" python3 tools/multistage_probe.py --profile
 
 Lesson 11 read cuBLAS's kernel for large squares as CUTLASS's `256x128_8x4`: 4 stages, that is
 four k slices in shared memory at once, filled by asynchronous copies that bypass registers
@@ -148,14 +150,57 @@ def poisoned(M, N):
     return cuda.to_device(C)
 
 
+def sass_counts(kernel):
+    """Opcode counts of a compiled kernel's SASS (CALL: a foreign function not inlined)."""
+    import re
+
+    sass = kernel.inspect_sass()
+    sass = next(iter(sass.values())) if isinstance(sass, dict) else sass
+    ops = re.findall(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?P\d\s+)?([A-Z][A-Z0-9_.]*)", sass, re.M)
+    out = {}
+    for op in ops:
+        out[op] = out.get(op, 0) + 1
+    keep = ("CALL", "RET", "LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "LDS", "STS", "LDG.E.128", "FFMA", "BAR.SYNC",
+            "STL", "LDL")
+    return {k: v for k, v in out.items() if k.split(".")[0] in {x.split(".")[0] for x in keep}}
+
+
+def profile(n=4096):
+    """Each kernel once at n^3 between cuda.profile_start and profile_stop (for ncu
+    --profile-from-start off), after a warm-up; and each kernel's SASS opcode counts."""
+    from numba import cuda
+
+    rng = np.random.default_rng(5)
+    A_d, _ = random_device_matrix(n, n, rng)
+    B_d, _ = random_device_matrix(n, n, rng)
+    C = cuda.device_array((n, n), np.float32)
+    runs = {"library 128x128": library_128(), "3 stages, cp.async": make_multistage(3),
+            "4 stages, cp.async": make_multistage(4)}
+    for run in runs.values():
+        run(A_d, B_d, C)
+    cuda.synchronize()
+    for name, run in runs.items():
+        print(f"# call {name}", flush=True)
+        cuda.profile_start()
+        run(A_d, B_d, C)
+        cuda.synchronize()
+        cuda.profile_stop()
+    for name, run in runs.items():
+        print(f"# sass {name}: {sass_counts(run.kernel)}", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--out", default=None)
     p.add_argument("--sizes", type=int, nargs="+", default=SIZES)
+    p.add_argument("--profile", action="store_true", help="each kernel once at 4096^3 for ncu, and SASS counts")
     args = p.parse_args()
     if gemm_lessons.SIMULATOR:
         sys.exit("the multistage probe needs a GPU (cp.async through linked CUDA C)")
     from numba import cuda
+
+    if args.profile:
+        return profile()
 
     t_start = time.perf_counter()
     rng = np.random.default_rng(23)

@@ -765,6 +765,35 @@ def bigtile_probe_markdown(probe=None):
     return "\n".join(lines) + "\n\n" + text
 
 
+def multistage_probe(device=None):
+    """The record of tools/multistage_probe.py (cp.async stages against 128x128) for ``device``."""
+    return results.plain_record("multistage-probe", device or results.REFERENCE_DEVICE)
+
+
+def multistage_probe_sentence(probe=None):
+    """What the multistage (cp.async) form of the last rung measured, in a generated sentence."""
+    probe = probe if probe is not None else multistage_probe()
+    if not probe:
+        return "No multistage probe is recorded for this GPU."
+    rows = probe["rows"]
+    sizes = [r["shape"][0] for r in rows]
+
+    def span(name):
+        v = [r["kernels"][name]["pct_cublas"] for r in rows]
+        return f"{min(v):.1f}% to {max(v):.1f}%"
+
+    names = list(rows[0]["kernels"])
+    ok = not probe["failures"] and all(c["correct"] for c in probe["compiled"].values())
+    regs = {c.get("registers") for c in probe["compiled"].values()}
+    return (f"Measured (`tools/multistage_probe.py`, {probe['device']}, {probe['date'][:10]}, commit {probe['git_commit']}; "
+            f"back to back at {sizes[0]}^3 to {sizes[-1]}^3, % of the mean of cuBLAS's medians before and after): "
+            + "; ".join(f"{n} {span(n)}" for n in names) + ". "
+            + ("Every form gave the right product (float64 reference, a full check at "
+               + "x".join(map(str, probe["compiled"][names[0]]["check_shape"])) + " and a sample at each size)"
+               if ok else "NOT every form gave the right product")
+            + (f"; each compiled to {regs.pop()} registers per thread." if len(regs) == 1 else "."))
+
+
 _PROBE_LINE = re.compile(r"^(\d+) (\S+ \S+ split \d+) (.+?)\s+single ([\d.]+) \(([\d.]+)-([\d.]+)\)\s+"
                          r"b2b ([\d.]+) \(([\d.]+)-([\d.]+)\)\s*$")
 

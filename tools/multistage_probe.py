@@ -13,7 +13,8 @@ This probe writes the last rung's tile (128x128x8, warp tiles 32x64, 8x8 results
 threads, 128 registers) with S = 3 and 4 stages:
 
     prologue: slices 0 .. S-2 requested (one commit group each)
-    for each slice kt:  wait until slice kt has landed (at most S-2 groups in flight),
+    for each slice kt (S per trip of the loop, so that each stage's offset is a constant):
+                        wait until slice kt has landed (at most S-2 groups in flight),
                         barrier (every warp is also done with slice kt-1's stage),
                         request slice kt+S-1 into that stage, commit,
                         the BK k-steps from slice kt's stage
@@ -87,31 +88,35 @@ def make_multistage(S):
         b = cuda.local.array(TN, float32)
         slices = K // BK
 
-        def request(kt):  # slice kt into stage kt % S, without registers
-            s = kt % S
+        def request(kt, s):  # slice kt into stage s (kt % S), without registers
             for d in static_range(4):
                 cp4(pA, (s * BK + a_c + d) * A_ROW + a_r, gA, (row0 + a_r) * K + kt * BK + a_c + d)
             cp16(pB, (s * BK + b_r) * BN + b_c, gB, (kt * BK + b_r) * N + col0 + b_c)
 
         for kt in static_range(S - 1):  # prologue
             if kt < slices:
-                request(kt)
+                request(kt, kt)
             commit()
-        for kt in range(slices):
-            wait()
-            cuda.syncthreads()
-            if kt + S - 1 < slices:
-                request(kt + S - 1)
-            commit()
-            r = (kt % S) * BK
-            for k in static_range(BK):
-                for p in static_range(TM // 4):
-                    a[4 * p], a[4 * p + 1], a[4 * p + 2], a[4 * p + 3] = load4(sA, r + k, a_base + p * LM * 4)
-                for q in static_range(TN // 4):
-                    b[4 * q], b[4 * q + 1], b[4 * q + 2], b[4 * q + 3] = load4(sB, r + k, b_base + q * LN * 4)
-                for i in static_range(TM):
-                    for j in static_range(TN):
-                        acc[i, j] += a[i] * b[j]
+        # S slices per trip, so that every stage's place in shared memory is a constant (as
+        # warptile's two buffers are two arrays): runtime stage offsets cost the first form
+        for kt0 in range(0, slices, S):
+            for s in static_range(S):
+                if kt0 + s < slices:
+                    wait()
+                    cuda.syncthreads()
+                    if kt0 + s + S - 1 < slices:
+                        request(kt0 + s + S - 1, (s + S - 1) % S)
+                    commit()
+                    for k in static_range(BK):
+                        for p in static_range(TM // 4):
+                            a[4 * p], a[4 * p + 1], a[4 * p + 2], a[4 * p + 3] = load4(sA, s * BK + k,
+                                                                                      a_base + p * LM * 4)
+                        for q in static_range(TN // 4):
+                            b[4 * q], b[4 * q + 1], b[4 * q + 2], b[4 * q + 3] = load4(sB, s * BK + k,
+                                                                                      b_base + q * LN * 4)
+                        for i in static_range(TM):
+                            for j in static_range(TN):
+                                acc[i, j] += a[i] * b[j]
         for i in static_range(TM):
             row = row0 + a_base + (i // 4 * LM * 4 + i % 4)
             for j in static_range(0, TN, 4):

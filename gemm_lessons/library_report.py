@@ -794,6 +794,24 @@ def multistage_probe_sentence(probe=None):
             + (f"; each compiled to {regs.pop()} registers per thread." if len(regs) == 1 else "."))
 
 
+def multistage_profile_sentence(device=None):
+    """The recorded ncu profile of the multistage probe's first form, in a generated sentence."""
+    from . import profiler
+
+    record = results.ncu_record(results.path_for("ncu-multistage", device or results.REFERENCE_DEVICE))
+    if record is None:
+        return ""
+    header, calls, launches = record
+    parts = []
+    for call, k in zip(calls, launches):
+        stalls = ", ".join(f"*{r.replace('_', ' ')}* {v:.0f}%" for r, v in profiler.top_stalls(k, 2))
+        parts.append(f"{call}: issue slots busy {k['smsp__issue_active.avg.pct_of_peak_sustained_active']:.0f}%, FMA pipe "
+                     f"busy {k['sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active']:.0f}%, top stalls {stalls}")
+    where = header.replace("tools/multistage_probe.py --profile on ", "").split(", driver")[0]
+    return (f"Nsight Compute on the first form, which found each stage's offset at run time (`tools/multistage_probe.py "
+            f"--profile`, {where}, 4096^3): " + "; ".join(parts) + ".")
+
+
 _PROBE_LINE = re.compile(r"^(\d+) (\S+ \S+ split \d+) (.+?)\s+single ([\d.]+) \(([\d.]+)-([\d.]+)\)\s+"
                          r"b2b ([\d.]+) \(([\d.]+)-([\d.]+)\)\s*$")
 

@@ -32,6 +32,7 @@ PATHS = {
     "reduce-wide-probe": "experiments/reduce-wide-probe-{device}.txt",  # tools/reduce_wide_probe.py's output
     "launch-probe": "experiments/launch-probe-{device}.json",  # tools/launch_probe.py: gl.sgemm's call, part by part
     "splitk-probe": "experiments/splitk-probe{suffix}-{device}.json",  # tools/splitk_probe.py: split-K in one launch or two
+    "ncu-multistage": "experiments/ncu-multistage-{device}.csv",  # tools/multistage_probe.py --profile under ncu
     "multistage-probe": "experiments/multistage-probe-{device}.json",  # tools/multistage_probe.py: cp.async stages
     "bigtile-probe": "experiments/bigtile-probe-{device}.json",  # tools/bigtile_probe.py: larger block tiles vs 128x128
     "experiment": "experiments/{name}-{device}.json",  # a bench run of a few kernels ("l2order": tools/l2order.py)

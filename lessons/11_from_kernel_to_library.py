@@ -809,8 +809,21 @@ Markdown(library_report.bigtile_probe_markdown())
 # them in registers, a kernel copies global memory to shared memory directly, with the
 # [asynchronous copies](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#asynchronous-data-copies)
 # of compute capability 8.0 and later (`cp.async`); numba-cuda 0.30.4 has no intrinsic for them
-# (its source has no `cp.async`). Whether a last rung with them would close the gap was not
-# measured.
+# (its source has no `cp.async`). A few lines of CUDA C can issue them, and `cuda.declare_device`
+# links such C functions into a numba kernel: `tools/cp_async/cp_async.cu` wraps the PTX, and
+# `tools/cp_async_probe.py` checked that 4- and 16-byte copies land exactly and become `LDGSTS` in
+# the SASS (`results/experiments/cp-async-probe-*.txt`). `tools/multistage_probe.py` then wrote the
+# last rung's 128x128 tile with 3 and 4 stages filled that way (A transposed by 4-byte copies, as
+# cuBLAS's `align1` kernel must, B by 16-byte ones):
+
+# %%
+Markdown(library_report.multistage_probe_sentence() + "\n\n" + library_report.multistage_profile_sentence())
+
+# %% [markdown]
+# So this first try at cuBLAS's design was slower than the last rung, not faster. Its warps waited
+# more on shared memory (*short scoreboard*) and issued less often; why, and whether another
+# arrangement of the copies and k-steps would change it, was not worked out here: the profile
+# says where the time went, not how to get it back.
 #
 # **What this lesson does not explain.** Results of the suite that no measurement here accounts for:
 

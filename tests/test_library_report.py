@@ -372,3 +372,23 @@ def test_the_big_tile_record_backs_what_readme_and_lesson_11_say():
     assert lr.cublas_kernel_name("16384x16384x16384") == "cutlass_80_simt_sgemm_256x128_8x4_nn_align1"
     text = lr.bigtile_probe_markdown(probe)
     assert "No larger tile beat 128x128 at any size" in text and "right product" in text
+
+
+def test_the_multistage_records_back_what_readme_and_lesson_11_say():
+    """cp.async through linked CUDA C works (exact, LDGSTS in the SASS); the multistage forms of
+    the last rung's tile were correct and slower than 128x128 at every size timed."""
+    root = os.path.dirname(os.path.dirname(__file__))
+    log = open(os.path.join(root, "results", "experiments", "cp-async-probe-nvidia-h100-80gb-hbm3.txt")).read()
+    assert log.count(": exact") == 2 and "'LDGSTS': 10" in log and "works" in log
+    probe = lr.multistage_probe()
+    assert probe["kind"] == "multistage-probe" and not probe["failures"] and probe["git_commit"]
+    base = "library 128x128"
+    staged = [(r["kernels"][n]["pct_cublas"], r["kernels"][base]["pct_cublas"]) for r in probe["rows"]
+              for n in r["kernels"] if n != base]
+    assert all(s < b for s, b in staged)
+    lo, hi = min(s for s, _ in staged), max(s for s, _ in staged)
+    blo, bhi = min(b for _, b in staged), max(b for _, b in staged)
+    readme = open(os.path.join(root, "README.md")).read().replace("\n", " ")
+    assert f"reached {int(lo)}-{round(hi)}% of cuBLAS where 128x128 reached {round(blo)}-{round(bhi)}%" in readme
+    text = lr.multistage_profile_sentence()
+    assert "*short scoreboard*" in text and "3 stages, cp.async" in text

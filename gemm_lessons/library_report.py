@@ -740,7 +740,8 @@ def bigtile_probe_markdown(probe=None):
         return "No big-tile probe is recorded for this GPU."
     names = list(probe["rows"][0]["kernels"])
     K = probe.get("offline_sm90", {}).get("kernels", {})
-    head = ["block tile (config)", "registers", "blocks per SM", "warps per SM"] + [f"{r['shape'][0]}^3" for r in probe["rows"]]
+    head = (["block tile (config)", "registers", "blocks per SM", "warps per SM"]
+            + [f"% of cuBLAS at {r['shape'][0]}^3" for r in probe["rows"]])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name in names:
         cfg = probe["compiled"][name]["config"]
@@ -763,6 +764,17 @@ def bigtile_probe_markdown(probe=None):
                f"128x128 never less than {base_low:.1f}%." if not wins else
                "A larger tile beat 128x128 at " + ", ".join(f"{s}^3 ({n})" for s, n in wins) + "."))
     return "\n".join(lines) + "\n\n" + text
+
+
+def cp_async_probe_line(device=None):
+    """tools/cp_async_probe.py's recorded output, as one line (or a line saying there is none)."""
+    path = results.path_for("experiment-log", device or results.REFERENCE_DEVICE, name="cp-async-probe")
+    if not os.path.exists(path):
+        return "No cp.async probe is recorded for this GPU."
+    with open(path) as f:
+        lines = [line.strip() for line in f if line.strip()]
+    head = lines[0].lstrip("# ").replace("python3 tools/cp_async_probe.py on ", "")
+    return f"`tools/cp_async_probe.py` ({head}): " + "; ".join(lines[1:]) + "."
 
 
 def multistage_probe(device=None):

@@ -776,7 +776,8 @@ Markdown(library_report.split_versus_one_kernel_sentence("1024x1024x1024"))
 
 # %% [markdown]
 #
-# **A larger block tile, tried.** The name of cuBLAS's kernel at 16384^3, from the same record:
+# **A larger block tile, tried.** The name of cuBLAS's kernel at 16384^3, from the profile's record
+# (`tools/ncu_vs_cublas.py`, the table above):
 
 # %%
 print(library_report.cublas_kernel_name("16384x16384x16384"))
@@ -785,15 +786,19 @@ print(library_report.cublas_kernel_name("16384x16384x16384"))
 # CUTLASS builds its kernels' names from their parameters ("the full procedural name indicates
 # architecture, extended name, tile size, and layout": `configuration_name` and `procedural_name`
 # in [`gemm_operation.py`](https://github.com/NVIDIA/cutlass/blob/main/python/cutlass_library/gemm_operation.py)).
-# Read that way: `80`, the architecture (compute capability 8.0); `simt`, the ordinary FP32 units,
-# not tensor cores; `256x128_8x4`, a 256x128 block tile, 8-deep k slices and 4 stages (shared
-# buffers of k slices); `nn`, the operands' layout; `align1`, operands aligned to 1 element only, so
-# its global loads are 4 bytes wide. cuBLAS's kernel is faster with 4-byte loads than the last
-# rung with 16-byte ones, so wide loads are not what the last rung lacks here.
+# Read that way: `simt`, the ordinary FP32 units, not the tensor cores (the units for small matrix
+# products in lower precision, primer); `256x128_8x4`, a 256x128 block tile, 8-deep k slices and 4
+# stages (shared buffers of k slices); `nn`, both operands column-major (CUTLASS's `n`), which is
+# how cuBLAS sees our row-major product (C^T = B^T A^T); `align1`, operands assumed aligned to 1
+# element only. The `80` is not in CUTLASS's template for kernels before Hopper: cuBLAS's own
+# addition, most likely the architecture (compute capability 8.0). If `align1` means 4-byte global
+# loads (the name says so much; its SASS was not inspected here), then cuBLAS's kernel is faster
+# with narrower loads than the last rung's 16-byte ones, and wide loads are not what the last rung
+# lacks.
 #
-# `TileConfig` (lesson 08; in the labels below, the block tile and its k depth, the warp tile, the
-# thread tile, the shared buffers `stages`, the A tile's padding `pad` and the register cap `regs`,
-# None for no cap) can describe a 256x128 tile too, so `tools/bigtile_probe.py`
+# Lesson 08's `TileConfig` can describe a 256x128 tile too. Its labels below read: block tile x k
+# depth, `warp` tile, `thread` tile, `stages` (shared buffers), `pad` (extra floats per row of the A
+# tile), `regs` (the register cap; None: no cap). `tools/bigtile_probe.py`
 # (`results/experiments/bigtile-probe-*.json`) timed three such tiles in the last rung next to its
 # 128x128 and cuBLAS, at four sizes:
 
@@ -802,26 +807,36 @@ Markdown(library_report.bigtile_probe_markdown())
 
 # %% [markdown]
 # Larger tiles need more registers per thread or more threads per block, and either way an SM
-# holds one block of them, not two (the table's blocks per SM). The last row also differs in more
+# holds one block of them, not two (the table's blocks per SM). cuBLAS's kernel also runs one block
+# of 8 warps per SM (12.5% achieved occupancy in the profile above), so fewer resident warps alone
+# do not explain the gap. The last row also differs in more
 # than its tile: 16-deep k slices and one shared buffer (two barriers per slice), so its place in
 # the table is not the tile's alone. The last rung stages the next k slice in registers and has two
-# shared buffers; cuBLAS's kernel has four stages. To keep more k slices in flight without holding
+# shared buffers; cuBLAS's kernel, by its name, four stages. To keep more k slices in flight without holding
 # them in registers, a kernel copies global memory to shared memory directly, with the
 # [asynchronous copies](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#asynchronous-data-copies)
 # of compute capability 8.0 and later (`cp.async`); numba-cuda 0.30.4 has no intrinsic for them
 # (its source has no `cp.async`). A few lines of CUDA C can issue them, and `cuda.declare_device`
 # links such C functions into a numba kernel: `tools/cp_async/cp_async.cu` wraps the PTX, and
-# `tools/cp_async_probe.py` checked that 4- and 16-byte copies land exactly and become `LDGSTS` in
-# the SASS (`results/experiments/cp-async-probe-*.txt`). `tools/multistage_probe.py` then wrote the
-# last rung's 128x128 tile with 3 and 4 stages filled that way (A transposed by 4-byte copies, as
-# cuBLAS's `align1` kernel must, B by 16-byte ones):
+# `tools/cp_async_probe.py` checked that 4- and 16-byte copies land exactly and become
+# [`LDGSTS`](GLOSSARY.md#cp-async) instructions in the SASS (its record is printed below).
+# Whether cuBLAS's kernel uses them was not checked (its SASS was not inspected); its name only
+# says 4 stages. `tools/multistage_probe.py` then wrote the last rung's 128x128 tile (not cuBLAS's
+# 256x128) with 3 and 4 stages filled that way: A's tile is stored transposed, so its floats land
+# one by one (4-byte copies); B's rows land whole (16-byte copies). The second form, timed here,
+# handles S slices per trip of its loop, so that each stage's place in shared memory is a constant;
+# the first form computed it at run time and was also slower than 128x128 (its record is in the
+# repository's history, commit 0e4fc11); the profile below is of that first form. The 128x128
+# kernel is the same code in every record of this section (`git log gemm_lessons/sgemm_kernels/warptile.py`):
 
 # %%
-Markdown(library_report.multistage_probe_sentence() + "\n\n" + library_report.multistage_profile_sentence())
+Markdown(library_report.cp_async_probe_line() + "\n\n" + library_report.multistage_probe_sentence() + "\n\n"
+         + library_report.multistage_profile_sentence())
 
 # %% [markdown]
-# So this first try at cuBLAS's design was slower than the last rung, not faster. Its warps waited
-# more on shared memory (*short scoreboard*) and issued less often; why, and whether another
+# So this first try at a design like the one cuBLAS's kernel name describes was slower than the last
+# rung, not faster. In the profile, the first form's warps waited more on shared memory (*short
+# scoreboard*) and issued less often; why, and whether another
 # arrangement of the copies and k-steps would change it, was not worked out here: the profile
 # says where the time went, not how to get it back.
 #

@@ -392,3 +392,24 @@ def test_the_multistage_records_back_what_readme_and_lesson_11_say():
     assert f"reached {int(lo)}-{round(hi)}% of cuBLAS where 128x128 reached {round(blo)}-{round(bhi)}%" in readme
     text = lr.multistage_profile_sentence()
     assert "*short scoreboard*" in text and "3 stages, cp.async" in text
+
+
+def test_numba_cuda_0_30_4_has_no_cp_async():
+    """Lesson 11: numba-cuda 0.30.4 has no intrinsic for cp.async (nothing in its source names it)."""
+    from importlib.metadata import version
+
+    import numba.cuda
+
+    if version("numba-cuda") != "0.30.4":
+        pytest.skip(f"numba-cuda {version('numba-cuda')} installed; the lesson's claim is about 0.30.4")
+    root = os.path.dirname(numba.cuda.__file__)
+    found = []
+    for d, _, files in os.walk(root):
+        for name in files:
+            if name.endswith((".py", ".cu", ".cuh", ".h", ".ptx")):
+                with open(os.path.join(d, name), errors="replace") as f:
+                    text = f.read()
+                if "cp.async" in text or "cp_async" in text or "memcpy_async" in text:
+                    found.append(name)
+    assert found == []
+    assert "cp_async_probe" in lr.cp_async_probe_line() and "exact" in lr.cp_async_probe_line()

@@ -66,6 +66,57 @@ def poisoned(M, N):
     return cuda.to_device(C)
 
 
+def time_squares(runs, sizes, rng, failures):
+    """Rows of the record: for each n in ``sizes``, cuBLAS timed back to back, then each of ``runs``
+    (name -> run(A, B, C)) checked on a poisoned C against float64 (a sample) and timed back to
+    back, then cuBLAS again; % of cuBLAS against the mean of its two medians.  Wrong results are
+    appended to ``failures``."""
+    from numba import cuda
+
+    rows = []
+    for n in sizes:
+        A_d, A = random_device_matrix(n, n, rng)
+        B_d, B = random_device_matrix(n, n, rng)
+        row = {"shape": [n, n, n], "kernels": {}}
+        C = cuda.device_array((n, n), np.float32)
+        row["cublas_before"] = back_to_back(lambda: cublas.sgemm(A_d, B_d, C)).__dict__
+        for name, run in runs.items():
+            C = poisoned(n, n)
+            run(A_d, B_d, C)
+            ok, err, how = check_product(A, B, C.copy_to_host())
+            if not ok:
+                failures.append((name, n))
+            t = back_to_back(lambda run=run, C=C: run(A_d, B_d, C)).__dict__
+            row["kernels"][name] = dict(correct=ok, rel_error=err, checked=how, back_to_back=t)
+        row["cublas_after"] = back_to_back(lambda: cublas.sgemm(A_d, B_d, C)).__dict__
+        ref = (row["cublas_before"]["median_ms"] + row["cublas_after"]["median_ms"]) / 2
+        print(f"{n}^3  cuBLAS {row['cublas_before']['median_ms']:.4f} / {row['cublas_after']['median_ms']:.4f} ms",
+              flush=True)
+        for name, k in row["kernels"].items():
+            k["pct_cublas"] = 100 * ref / k["back_to_back"]["median_ms"]
+            print(f"   {name:26s} {k['back_to_back']['median_ms']:.4f} ms  {k['pct_cublas']:5.1f}%  ok {k['correct']}",
+                  flush=True)
+        rows.append(row)
+        del A_d, B_d, C
+    return rows
+
+
+def write_record(kind, fields, t_start, out):
+    """The probe's record (device, date, versions, commit and ``fields``), written to
+    results.path_for(kind) under ``out`` when given."""
+    info = device_info()
+    record = {"kind": kind, "device": info.name, "date": provenance.now(), "versions": provenance.versions(),
+              "git_commit": provenance.git_commit(), "pct_of": "mean of the cuBLAS medians before and after",
+              **fields, "seconds": round(time.perf_counter() - t_start, 1)}
+    if out:
+        path = results.path_for(kind, info.name, directory=out)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as fh:
+            json.dump(record, fh, indent=1)
+        print("wrote", path)
+    return record
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--out", default=None)
@@ -92,43 +143,9 @@ def main():
         if not ok:
             failures.append((name, CHECK_SHAPE))
         print(f"{name:26s} {cfg.short()}  regs {runs[name].registers}  ok {ok} {err:.2e}", flush=True)
-    rows = []
-    for n in args.sizes:
-        A_d, A = random_device_matrix(n, n, rng)
-        B_d, B = random_device_matrix(n, n, rng)
-        row = {"shape": [n, n, n], "kernels": {}}
-        C = cuda.device_array((n, n), np.float32)
-        row["cublas_before"] = back_to_back(lambda: cublas.sgemm(A_d, B_d, C)).__dict__
-        for name, run in runs.items():
-            C = poisoned(n, n)
-            run(A_d, B_d, C)
-            ok, err, how = check_product(A, B, C.copy_to_host())
-            if not ok:
-                failures.append((name, n))
-            t = back_to_back(lambda run=run, C=C: run(A_d, B_d, C)).__dict__
-            row["kernels"][name] = dict(correct=ok, rel_error=err, checked=how, back_to_back=t)
-        row["cublas_after"] = back_to_back(lambda: cublas.sgemm(A_d, B_d, C)).__dict__
-        ref = (row["cublas_before"]["median_ms"] + row["cublas_after"]["median_ms"]) / 2
-        print(f"{n}^3  cuBLAS {row['cublas_before']['median_ms']:.4f} / {row['cublas_after']['median_ms']:.4f} ms",
-              flush=True)
-        for name, k in row["kernels"].items():
-            k["pct_cublas"] = 100 * ref / k["back_to_back"]["median_ms"]
-            print(f"   {name:26s} {k['back_to_back']['median_ms']:.4f} ms  {k['pct_cublas']:5.1f}%  ok {k['correct']}",
-                  flush=True)
-        rows.append(row)
-        del A_d, B_d, C
-    info = device_info()
-    record = {"kind": "bigtile-probe", "device": info.name, "date": provenance.now(),
-              "versions": provenance.versions(), "git_commit": provenance.git_commit(),
-              "command": "python3 tools/bigtile_probe.py", "pct_of": "mean of the cuBLAS medians before and after",
-              "compiled": compiled, "rows": rows, "failures": failures,
-              "seconds": round(time.perf_counter() - t_start, 1)}
-    if args.out:
-        path = results.path_for("bigtile-probe", info.name, directory=args.out)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as fh:
-            json.dump(record, fh, indent=1)
-        print("wrote", path)
+    rows = time_squares(runs, args.sizes, rng, failures)
+    write_record("bigtile-probe", {"command": "python3 tools/bigtile_probe.py", "compiled": compiled, "rows": rows,
+                                   "failures": failures}, t_start, args.out)
     return 1 if failures else 0
 
 

@@ -26,7 +26,6 @@ An experiment, not a kernel of the package: it takes only M and N multiples of 1
 timed size), then timed back to back with cuBLAS before and after, as tools/bigtile_probe.py.
 """
 import argparse
-import json
 import os
 import sys
 import time
@@ -35,12 +34,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 
 import gemm_lessons  # noqa: E402  (chooses the GPU before numba.cuda is imported)
-from gemm_lessons import cublas, dispatch, provenance, results  # noqa: E402
-from gemm_lessons.device import device_info  # noqa: E402
+from gemm_lessons import dispatch  # noqa: E402
 from gemm_lessons.float4 import load4, store4  # noqa: E402
 from gemm_lessons.sgemm_kernels import warptile  # noqa: E402
-from gemm_lessons.shapes import back_to_back, check_product, random_device_matrix  # noqa: E402
+from gemm_lessons.shapes import check_product, random_device_matrix  # noqa: E402
 from gemm_lessons.unroll import static_range, unrolled  # noqa: E402
+
+from bigtile_probe import poisoned, time_squares, write_record  # noqa: E402  (tools/bigtile_probe.py)
 
 CU = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cp_async", "cp_async.cu")
 BM = BN = 128
@@ -147,14 +147,6 @@ def library_128():
     return run
 
 
-def poisoned(M, N):
-    from numba import cuda
-
-    C = np.empty((M, N), np.float32)
-    C.view(np.uint32)[:] = 0x7FC0DEAD
-    return cuda.to_device(C)
-
-
 def sass_counts(kernel):
     """Opcode counts of a compiled kernel's SASS (CALL: a foreign function not inlined)."""
     import re
@@ -202,8 +194,6 @@ def main():
     args = p.parse_args()
     if gemm_lessons.SIMULATOR:
         sys.exit("the multistage probe needs a GPU (cp.async through linked CUDA C)")
-    from numba import cuda
-
     if args.profile:
         return profile()
 
@@ -228,43 +218,9 @@ def main():
         if not ok:
             failures.append((name, CHECK_SHAPE))
         print(f"{name:22s} ok {ok} {err:.2e}  registers {compiled[name]['registers']}", flush=True)
-    rows = []
-    for n in args.sizes:
-        A_d, A = random_device_matrix(n, n, rng)
-        B_d, B = random_device_matrix(n, n, rng)
-        C = cuda.device_array((n, n), np.float32)
-        row = {"shape": [n, n, n], "kernels": {},
-               "cublas_before": back_to_back(lambda: cublas.sgemm(A_d, B_d, C)).__dict__}
-        for name, run in runs.items():
-            C = poisoned(n, n)
-            run(A_d, B_d, C)
-            ok, err, how = check_product(A, B, C.copy_to_host())
-            if not ok:
-                failures.append((name, n))
-            t = back_to_back(lambda run=run, C=C: run(A_d, B_d, C)).__dict__
-            row["kernels"][name] = dict(correct=ok, rel_error=err, checked=how, back_to_back=t)
-        row["cublas_after"] = back_to_back(lambda: cublas.sgemm(A_d, B_d, C)).__dict__
-        ref = (row["cublas_before"]["median_ms"] + row["cublas_after"]["median_ms"]) / 2
-        print(f"{n}^3  cuBLAS {row['cublas_before']['median_ms']:.4f} / {row['cublas_after']['median_ms']:.4f} ms",
-              flush=True)
-        for name, k in row["kernels"].items():
-            k["pct_cublas"] = 100 * ref / k["back_to_back"]["median_ms"]
-            print(f"   {name:22s} {k['back_to_back']['median_ms']:.4f} ms  {k['pct_cublas']:5.1f}%  ok {k['correct']}",
-                  flush=True)
-        rows.append(row)
-        del A_d, B_d, C
-    info = device_info()
-    record = {"kind": "multistage-probe", "device": info.name, "date": provenance.now(),
-              "versions": provenance.versions(), "git_commit": provenance.git_commit(),
-              "command": "python3 tools/multistage_probe.py", "pct_of": "mean of the cuBLAS medians before and after",
-              "compiled": compiled, "rows": rows, "failures": failures,
-              "seconds": round(time.perf_counter() - t_start, 1)}
-    if args.out:
-        path = results.path_for("multistage-probe", info.name, directory=args.out)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as fh:
-            json.dump(record, fh, indent=1)
-        print("wrote", path)
+    rows = time_squares(runs, args.sizes, rng, failures)
+    write_record("multistage-probe", {"command": "python3 tools/multistage_probe.py", "compiled": compiled,
+                                      "rows": rows, "failures": failures}, t_start, args.out)
     return 1 if failures else 0
 
 

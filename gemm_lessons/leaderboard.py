@@ -404,8 +404,11 @@ def transpose_suite_markdown(suite, kernel="library"):
             f"back-to-back (recorded on {suite['device']}, {suite['date'][:10]}). ")
     big = results.transpose_suite_summary(suite, kernel, min_bytes=results.LARGE_TRANSPOSE_BYTES)
     if big.get("ran") and big["ran"] < s["ran"]:
+        square = [r["copy_gbs"] for r in suite["rows"] if r["shape"] == [8192, 8192] and r.get("copy_gbs")]
+        at_least = (f"; at the {square[0]:,.0f} GB/s of this suite's copy at 8192x8192, at least "
+                    f"{results.LARGE_TRANSPOSE_BYTES / square[0] / 1e3:.0f} µs on the GPU" if square else "")
         text += (f"Over the {big['ran']} of them that move at least {results.LARGE_TRANSPOSE_BYTES // 2**20} MiB "
-                 "(read plus written), where the kernels rather than the calls are likely compared: "
+                 f"(read plus written{at_least}), where the kernels rather than the calls are likely compared: "
                  f"{big['geomean_single']:.0f}% in single calls, {big['geomean_back_to_back']:.0f}% back-to-back. ")
     if below:
         text += ("Below 95% back-to-back: " + ", ".join(f"{shape(x)} ({v:.0f}%)" for v, x in sorted(below, key=lambda b: b[1]))

@@ -310,14 +310,20 @@ for rows, cols in [(64, 96), (61, 90), (33, 7)]:
     dst = cuda.to_device(np.full((cols, rows), np.nan, np.float32))  # poisoned
     library.transpose(cuda.to_device(src), dst)
     print(f"{rows}x{cols}: exact {np.array_equal(dst.copy_to_host(), src.T)}")
+big = cuda.to_device(np.random.default_rng(1).random((62, 90), dtype=np.float32))
+view = big[1:]  # rows 1.. of a larger array: it starts 90 * 4 = 360 bytes in, inside a float4
+dst = cuda.to_device(np.full((90, 61), np.nan, np.float32))
+library.transpose(view, dst)  # the 4-byte kernel
+print(f"61x90 view starting inside a float4: exact {np.array_equal(dst.copy_to_host(), big.copy_to_host()[1:].T)}")
 
 # %% [markdown]
 # `tools/transpose_suite.py` timed it against cuBLAS `sgeam` on a suite of shapes, as a user
 # calls it ([single calls](GLOSSARY.md#single-call), the GPU idle before each) and back to back, next to the other
 # candidate kernels (all in `results/transpose-suite-<device>.json`). Where the matrices are
 # small, a call likely takes longer on the host than on the GPU (a 1024 x 1024 transpose moves
-# 8 MB: under 3 µs at this GPU's copy bandwidth, less than a call costs the host even through a
-# `Launcher`, lesson 11), so there the ratios likely compare two ways of calling (ours, through a
+# 8 MB: under 3 µs at this GPU's copy bandwidth, less than one launch costs the host even through
+# a `Launcher`: lesson 11 measures `Launcher` launches of gl.sgemm's kernels, and a transpose is one
+# such launch), so there the ratios likely compare two ways of calling (ours, through a
 # `Launcher`, and nvmath-python's binding of cuBLAS), not two kernels. The kernels are compared
 # best on the large shapes back to back, where calls queue while the GPU works; even on large
 # shapes single calls still include each call's cost on the host, and the two can differ (the

@@ -819,7 +819,7 @@ def multistage_profile_sentence(device=None):
         stalls = ", ".join(f"*{r.replace('_', ' ')}* {v:.0f}%" for r, v in profiler.top_stalls(k, 2))
         parts.append(f"{call}: issue slots busy {k['smsp__issue_active.avg.pct_of_peak_sustained_active']:.0f}%, FMA pipe "
                      f"busy {k['sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active']:.0f}%, top stalls {stalls}")
-    where = header.replace("tools/multistage_probe.py --profile on ", "").split(", driver")[0]
+    where = results.ncu_where(header)
     return (f"Nsight Compute on the first form, which found each stage's offset at run time (`tools/multistage_probe.py "
             f"--profile`, {where}, 4096^3): " + "; ".join(parts) + ".")
 

@@ -703,7 +703,7 @@ def l2_sources_reading(kernel="naive", record=None):
     sm_miss = k["lts__t_sectors_srcunit_tex_lookup_miss.sum"] * sector
     fabric_miss = k["lts__t_sectors_srcunit_ltcfabric_lookup_miss.sum"] * sector
     dram_read = k["dram__sectors_read.sum"] * sector
-    where = record[0].replace("tools/l2_sources.py run on ", "").split(", driver")[0]
+    where = results.ncu_where(record[0])
     all_miss = k["lts__t_sectors_lookup_miss.sum"] * sector
     return (f"A second profile of the same kernel split the L2's lookups by where each request came from "
             f"(`tools/l2_sources.py`, {where}, results/experiments/ncu-l2-sources-*.csv). Of its "

@@ -188,6 +188,12 @@ def ncu_record(path):
     return header, calls, parse_ncu_csv(text)
 
 
+def ncu_where(header):
+    """The device, date and commit of a recorded profile's header line ('tools/X run on DEVICE,
+    DATE, commit C, driver ...'): the part after 'on ' up to the driver."""
+    return header.split(" on ", 1)[-1].split(", driver")[0]
+
+
 def roofline_counters(device=None, directory=RESULTS_DIR):
     """Rung name -> the profiler's counters at 4096^3 (tools/roofline_profile.py: the rungs in
     ladder order, then cuBLAS, whose kernels are summed), or None when none were recorded."""

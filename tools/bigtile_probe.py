@@ -30,6 +30,7 @@ import gemm_lessons  # noqa: E402  (chooses the GPU before numba.cuda is importe
 from gemm_lessons import cublas, dispatch, provenance, results  # noqa: E402
 from gemm_lessons.device import device_info  # noqa: E402
 from gemm_lessons.launch import Launcher  # noqa: E402
+from gemm_lessons.problems import POISON  # noqa: E402
 from gemm_lessons.sgemm_kernels import warptile  # noqa: E402
 from gemm_lessons.shapes import back_to_back, check_product, random_device_matrix  # noqa: E402
 from numba import cuda  # noqa: E402
@@ -61,9 +62,8 @@ def launcher(cfg):
 
 
 def poisoned(M, N):
-    C = np.full((M, N), np.nan, np.float32)
-    C.view(np.uint32)[:] = 0x7FC0DEAD
-    return cuda.to_device(C)
+    """An M x N device array of problems.POISON, which check_product reports if any is left."""
+    return cuda.to_device(np.full((M, N), POISON, np.float32))
 
 
 def time_squares(runs, sizes, rng, failures):

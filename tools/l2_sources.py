@@ -68,10 +68,8 @@ def read(path):
     """[(call, {metric: value})]: the launches in ncu's CSV, named by run's '# call' lines."""
     from gemm_lessons import results
 
-    with open(path) as f:
-        text = f.read()
-    calls = [line[len("# call "):] for line in text.splitlines() if line.startswith("# call ")]
-    return list(zip(calls, results.parse_ncu_csv(text)))
+    _, calls, launches = results.ncu_record(path)
+    return list(zip(calls, launches))
 
 
 def table(path):

@@ -77,9 +77,8 @@ if not only or "library_plans" in only or "library_split" in only:  # gl.sgemm's
                 res = problems.check(plan_runner(plan), M, N, K, 1.5, -0.5, name=str(plan))
                 failed += not res.passed
                 print(res.message(), flush=True)
-for module_name in ("any_wide", "aligned_stores"):  # 16-byte accesses on every shape
-    if only and module_name not in only:
-        continue
+# transpose/any_wide.py and aligned_stores.py: 16-byte accesses on every shape
+for module_name in [m for m in ("any_wide", "aligned_stores") if not only or m in only]:
     import importlib  # noqa: E402
 
     import numpy as np  # noqa: E402

@@ -1380,6 +1380,37 @@ def below_markdown(rec, threshold=LOW_PCT):
     return head + ("\n".join(lines) if lines else "* none")
 
 
+def live_versus_record(tables, rec, threshold=LOW_PCT):
+    """One generated paragraph: for each shape a ShapeTable of this notebook measured now, its %
+    of cuBLAS in this run and in the record, single and back to back, and whether the two fall on
+    the same side of ``threshold``.  On the simulator the tables are the record's own rows."""
+    live = [(r, row(rec, r.shape)) for t in tables if t.measured_now for r in t.rows if not r.error]
+    if not any(t.measured_now for t in tables):
+        return ("The tables measured in this notebook are the record's own rows here (nothing was timed now), "
+                "so they agree with the list above by construction.")
+    parts, crossed = [], []
+    for now, then in live:
+        if then is None:
+            parts.append(f"{shape_name(now.shape)}: not in the record")
+            continue
+        cells = []
+        for kind, name in (("single", "single"), ("back_to_back", "back to back")):
+            a, b = getattr(now, f"pct_cublas_{kind}"), getattr(then, f"pct_cublas_{kind}")
+            if a is None or b is None:
+                continue
+            cells.append(f"{a:.1f}% {name} now against {b:.1f}% recorded")
+            if (a < threshold) != (b < threshold):
+                crossed.append(f"{shape_name(now.shape)} {name}")
+        parts.append(f"{shape_name(now.shape)}: " + ", ".join(cells))
+    text = "The shapes measured live in this notebook, this run against the record: " + "; ".join(parts) + ". "
+    if crossed:
+        text += (f"On the other side of {threshold:.0f}% in this run: " + ", ".join(crossed)
+                 + ". The list above is the record's.")
+    else:
+        text += f"None of them is on the other side of {threshold:.0f}% in this run."
+    return text
+
+
 def unexplained(rec, ahead=110.0, slow_single=2.0):
     """What the suite shows and this lesson has no measurement to explain: [(kind, row, who)] with
     kind "ahead" (gl.sgemm above ``ahead``% of cuBLAS back to back, neither host-bound) or "single"

@@ -191,8 +191,11 @@ def save_figures(record, directory=results.RESULTS_DIR):
 
 def transpose_suite(suite, ax=None):
     """% of cuBLAS sgeam per shape for library.transpose, single calls and back-to-back, from a
-    recorded transpose suite (results.transpose_suite)."""
-    rows = suite["rows"]
+    recorded transpose suite (results.transpose_suite).  The shapes that move at least
+    results.LARGE_TRANSPOSE_BYTES come first; the smaller ones follow in a shaded band, since
+    there a call's cost on the host likely rivals the kernel's and the bars compare calls."""
+    large = [r for r in suite["rows"] if 8 * r["shape"][0] * r["shape"][1] >= results.LARGE_TRANSPOSE_BYTES]
+    rows = large + [r for r in suite["rows"] if r not in large]
     labels = ["x".join(map(str, r["shape"])) for r in rows]
     x = np.arange(len(rows))
     if ax is None:
@@ -206,6 +209,11 @@ def transpose_suite(suite, ax=None):
                 ax.text(xi, v, f"{v:.0f}", ha="center", va="bottom", fontsize=6)
     ax.axhline(100, color="k", ls="--", lw=1)
     ax.axhline(95, color="grey", ls=":", lw=1, label="95%")
+    if len(large) < len(rows):
+        mib = results.LARGE_TRANSPOSE_BYTES // 2**20
+        ax.axvspan(len(large) - 0.5, len(rows) - 0.5, color="0.88", zorder=0,
+                   label=f"moves < {mib} MiB: likely calls compared, not kernels")
+    ax.set_xlim(-0.6, len(rows) - 0.4)
     ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=8)
     ax.set_ylabel("% of cuBLAS sgeam (its time / ours)")
     ax.set_title(f"library.transpose against cuBLAS sgeam, recorded on {suite['device']}, {suite['date'][:10]}",

@@ -327,8 +327,9 @@ print(f"61x90 view starting inside a float4: exact {np.array_equal(dst.copy_to_h
 # `Launcher`, and nvmath-python's binding of cuBLAS), not two kernels. The kernels are compared
 # best on the large shapes back to back, where calls queue while the GPU works; even on large
 # shapes single calls still include each call's cost on the host, and the two can differ (the
-# sentence with the figure gives both). The figure shows the library against sgeam; the record
-# holds the other candidate kernels too.
+# sentence with the figure gives both). The figure shows the library against sgeam, the large
+# shapes first; the shapes that move less than 64 MiB (read plus written) come last, in a grey
+# band, because their bars likely compare calls. The record holds the other candidate kernels too.
 
 # %%
 from IPython.display import Markdown, display

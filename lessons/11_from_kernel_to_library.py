@@ -739,10 +739,14 @@ Markdown(library_report.last_wave_sentence((1024, 1024, 1024), P["wide 64x128"],
 # section 5) lets a caller do.
 #
 # **Honest about the shapes below 90%.** The list reads the suite's record; a shape measured live
-# earlier in this notebook (section 3) may land on the other side of 90% in this run.
+# earlier in this notebook (sections 1 and 3) may land on the other side of 90% in this run: the
+# cell after the list compares them.
 
 # %%
 Markdown(library_report.below_markdown(rec))
+
+# %%
+Markdown(library_report.live_versus_record([edges, skinny], rec))
 
 # %% [markdown]
 # Each line gives, where they apply: whether a caller was [host-bound](GLOSSARY.md#host-bound) back

@@ -413,3 +413,20 @@ def test_numba_cuda_0_30_4_has_no_cp_async():
                     found.append(name)
     assert found == []
     assert "cp_async_probe" in lr.cp_async_probe_line() and "exact" in lr.cp_async_probe_line()
+
+
+def test_live_versus_record_says_which_shape_crossed_90():
+    rec_row = lr.row(REC, lr.ODD_SHAPE)
+    now = copy.deepcopy(rec_row)
+    # this run on the other side of 90% from the record in single calls, on the same side back to back
+    now.pct_cublas_single = 80.0 if rec_row.pct_cublas_single >= 90 else 95.0
+    now.pct_cublas_back_to_back = rec_row.pct_cublas_back_to_back
+    text = lr.live_versus_record([lr.ShapeTable([now], "measured now", True)], REC)
+    name = lr.shape_name(lr.ODD_SHAPE)
+    assert f"{now.pct_cublas_single:.1f}% single now against {rec_row.pct_cublas_single:.1f}% recorded" in text
+    assert f"On the other side of 90% in this run: {name} single." in text
+    assert f"{name} back to back" not in text.split("On the other side")[1]
+    same = lr.live_versus_record([lr.ShapeTable([copy.deepcopy(rec_row)], "measured now", True)], REC)
+    assert "None of them is on the other side of 90%" in same
+    recorded = lr.live_versus_record([lr.ShapeTable([rec_row], "recorded", False)], REC)
+    assert "by construction" in recorded

@@ -241,7 +241,13 @@ def test_transpose_suite_summary_and_sentence():
     text = leaderboard.transpose_suite_markdown(big)
     assert "Over the 1 of them that move at least 64 MiB" in text and "400% in single calls, 200% back-to-back" in text
     ax = plots.transpose_suite(suite)
-    assert "Some GPU" in ax.get_title() and len(ax.patches) == 4
+    assert "Some GPU" in ax.get_title() and len(ax.patches) == 5  # 4 bars and the small shapes' band
+    ax = plots.transpose_suite(big)  # the large shape first, the small one in the band after it
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["4096x4096", "64x96"]
+    band = [p for p in ax.patches if p.get_label().startswith("moves < 64 MiB")]
+    assert len(band) == 1 and band[0].get_x() == pytest.approx(0.5)
+    only_large = dict(big, rows=big["rows"][1:])
+    assert len(plots.transpose_suite(only_large).patches) == 2  # no band where every shape is large
 
 
 def test_recorded_transpose_suite_checks_out():

@@ -466,3 +466,39 @@ def load_sweep(device=None):
     if not os.path.exists(path):
         raise FileNotFoundError(f"no recorded sweep for {name}: run `python -m gemm_lessons.tuning` on that GPU.")
     return TuningRecord.read(path)
+
+
+def rung_sizes_sentence(rung, record, blocks):
+    """One generated paragraph under a lesson's across-sizes figure: ``rung`` against the rung
+    before it at every recorded square size, and, at each size where it is behind, how many
+    blocks each launches for the GPU's SMs.  ``blocks`` maps both names to (BM, BN, threads per
+    block): the lesson's tile constants."""
+    order = record.ladder or []
+    before = order[order.index(rung) - 1]
+
+    def tflops(k):
+        return {r.M: r.gflops / 1e3 for r in sgemm_rows(record, k) if r.M == r.N == r.K}
+
+    ours, theirs = tflops(rung), tflops(before)
+    sizes = sorted(set(ours) & set(theirs))
+    text = (f"Recorded on {label(record)}, TFLOPS of `{rung}` against `{before}`: "
+            + "; ".join(f"{n}^3 {ours[n]:.2f} against {theirs[n]:.2f}" for n in sizes) + ". ")
+    behind = [n for n in sizes if ours[n] < theirs[n]]
+    if not behind:
+        return text + f"`{rung}` is ahead at every size."
+    sms = record.device.sm_count
+    text += f"`{rung}` is behind at {', '.join(f'{n}^3' for n in behind)}. "
+    for n in behind:
+        parts = []
+        for k in (rung, before):
+            bm, bn, threads = blocks[k]
+            count = -(-n // bm) * -(-n // bn)
+            if count < sms:
+                parts.append(f"`{k}`'s {bm}x{bn} tiles make {count} blocks of {threads} threads ({threads // 32} warps) "
+                             f"for {sms} SMs: at least {sms - count} SMs get no block")
+            else:
+                parts.append(f"`{k}`'s {bm}x{bn} tiles make {count:,} blocks of {threads} threads, at least one for "
+                             f"each of the {sms} SMs")
+        text += f"At {n}^3, " + "; ".join(parts) + ". "
+    return text + ("Idle SMs, and few warps on the busy ones to [hide latency](GLOSSARY.md#latency-hiding) with, are "
+                   "the likely reasons; the course did not profile these kernels at this size.")

@@ -347,6 +347,19 @@ def issue_less_count(costs, a, b):
     return [n for n in sizes if round(costs.get(a, n)) < round(costs.get(b, n))], sizes
 
 
+def yardstick(costs):
+    """How far a median moves between measurements, as lesson 11 reads it off the per-call table:
+    the larger span (highest minus lowest issue time over the sizes) of the two callers whose host
+    work does not depend on the size (the ladder's rung and ``kernel[grid, block]``), or None."""
+    spans = []
+    for c in costs.callers():
+        if c.startswith("ladder") or "kernel[grid, block]" in c:
+            vals = [costs.get(c, n) for n in costs.sizes() if not math.isnan(costs.get(c, n))]
+            if len(vals) > 1:
+                spans.append(max(vals) - min(vals))
+    return max(spans) if spans else None
+
+
 def cheapest(costs, size, what="issue_us"):
     """(caller, µs) with the least ``what`` at ``size``, or (None, nan)."""
     got = [(c, costs.get(c, size, what)) for c in costs.callers()]
@@ -417,11 +430,21 @@ def call_costs_notes(costs, rec=None, size=CALL_COST_SIZE, lib="gl.sgemm(A, B, C
     if lib in names:
         lines.append(f"The plans `{lib}` ran (`dispatch.plan_for`; split-K is two kernels): "
                      + "; ".join(f"{n}^2 {dispatch.plan_for(n, n, n, True)}" for n in sizes) + ".")
+    sticks = [(where, yardstick(t)) for where, t in runs]
+    lines.append("The yardstick (the larger span of the two callers whose host work does not change with the size): "
+                 + ", ".join(f"{v:.0f} µs in {where}" for where, v in sticks if v is not None) + ".")
     best = [(where, *cheapest(t, size)) for where, t in runs]
     text = f"Least issue time at {size}^2: " + ", ".join(f"{c} ({v:.0f} µs) in {where}" for where, c, v in best)
     if len(best) > 1:
         text += ": the two runs " + ("agree" if best[0][1] == best[1][1] else "disagree")
-    lines.append(text + ".")
+    margins = []
+    for (where, t), (_, c, v) in zip(runs, best):
+        others = sorted(t.get(o, size) for o in t.callers() if o != c and not math.isnan(t.get(o, size)))
+        stick = yardstick(t)
+        if others and stick is not None:
+            margins.append(f"{others[0] - v:.0f} µs ahead of the next caller in {where}, "
+                           + ("more" if others[0] - v > stick else "not more") + " than the yardstick")
+    lines.append(text + (" (" + "; ".join(margins) + ")" if margins else "") + ".")
     head = (f"**Reading the table above**, {costs.source}"
             + (f"; the record: {label(rec)}" if len(runs) > 1 else "") + "\n\n")
     out = head + "\n".join("* " + line for line in lines)
@@ -433,7 +456,9 @@ def call_costs_notes(costs, rec=None, size=CALL_COST_SIZE, lib="gl.sgemm(A, B, C
             row_ = [other]
             for _, t in runs:
                 less, both = issue_less_count(t, lib, other)
-                row_.append(f"{len(less)} of {len(both)}")
+                stick = yardstick(t)
+                beyond = [n for n in less if stick is not None and t.get(other, n) - t.get(lib, n) > stick]
+                row_.append(f"{len(less)} of {len(both)} ({len(beyond)} by more than the yardstick)")
             body.append(row_)
         out += ("\n\n" + tables.markdown([f"{lib} took less issue time than", *(f"sizes, {w}" for w, _ in runs)],
                                           body, "l" + "r" * len(runs)))
@@ -528,13 +553,13 @@ def split_k_diagram(splits=4, ax=None):
         ax.add_patch(patches.Rectangle((K + 2.0 + N + 0.2 * z, 0.15 * z), N, M, fc=c, alpha=0.45, ec="black"))
         ax.text(z * w + w / 2, M / 2, f"k chunk {z}", ha="center", va="center", fontsize=8)
     ax.text(K / 2, M + 0.25, "A (M x K): part z reads columns z*k_chunk ...", ha="center", fontsize=8)
-    ax.text(K + 1.0 + N / 2, 0.45, "B (K x N): ... and the same rows", ha="center", fontsize=8)
+    ax.text(K + 1.0 + N / 2, 0.62, "B (K x N): ... and the same rows", ha="center", fontsize=8)
     ax.text(K + 2.0 + N / 2 + 0.3, M + 0.15 * splits + 0.2, f"workspace: {splits} partial C's", ha="center", fontsize=8)
-    x0 = K + 3.5 + 2 * N
-    ax.annotate("", (x0, M / 2), (x0 - 0.6, M / 2), arrowprops=dict(arrowstyle="->"))
+    x0 = K + 4.6 + 2 * N
+    ax.annotate("", (x0, M / 2), (x0 - 0.9, M / 2), arrowprops=dict(arrowstyle="->"))
     ax.add_patch(patches.Rectangle((x0 + 0.1, 0), N, M, fc="lightgrey", ec="black"))
     ax.text(x0 + 0.1 + N / 2, M / 2, "C = alpha * sum\n+ beta * C", ha="center", va="center", fontsize=8)
-    ax.text(x0 - 0.3, M / 2 + 0.25, "reduction\nkernel", ha="center", fontsize=7)
+    ax.text(x0 - 0.45, M / 2 - 0.2, "reduction\nkernel", ha="center", va="top", fontsize=7)
     ax.set_xlim(-0.2, x0 + N + 0.4)
     ax.set_ylim(-w * 0.35 * splits - 0.4, M + 0.15 * splits + 0.5)
     ax.set_aspect("equal")
@@ -575,6 +600,33 @@ def last_wave_sentence(shape, plan, model):
             f"({w['blocks_per_sm']} per SM x {model.sms} SMs), {plural(w['waves'], 'wave')}, the last "
             f"{100 * w['last_wave']:.0f}% full; the busiest SM of the last wave holds {plural(busiest, 'block')}, and "
             f"the model gives that SM {share:.2f} of a full SM's rate ({how}).")
+
+
+def split_occupancy_sentence(model, cc="9.0"):
+    """Where the model's blocks per SM for the wide kernel's split plans (the unsplit kernel's,
+    from its calibration) differ from what the offline compile of the split form reports
+    (results/arch-facts.json): one generated sentence."""
+    try:
+        from . import arch_facts
+
+        kernels = arch_facts.load()["kernels"]
+    except Exception:  # noqa: BLE001 (no record)
+        return "No offline compile of the split kernels is recorded, so the model's blocks per SM for them are unchecked."
+    differ = []
+    for tiles in dispatch.TILES:
+        split = kernels.get(f"gl.sgemm wide_split {tiles}", {}).get("arch", {}).get(cc)
+        speed = model.speeds.get(f"wide/{tiles}")
+        if split and speed and split["blocks_per_sm"] != speed.blocks_per_sm:
+            differ.append(f"{tiles}: {split['blocks_per_sm']} blocks per SM ({split['registers']} registers) where the "
+                          f"model counts {speed.blocks_per_sm}")
+    head = ("The model counts a split plan's slots with the unsplit kernel's blocks per SM: its calibration times the "
+            "unsplit kernel. The wide kernel's split form (`TileConfig(split_k=True)`) is a separate compile. ")
+    if not differ:
+        return head + f"Compiled offline for sm_{cc.replace('.', '')} (results/arch-facts.json), it fits as many blocks per SM as the unsplit form at every tile size."
+    return (head + f"Compiled offline for sm_{cc.replace('.', '')} (results/arch-facts.json), it differs at "
+            + "; ".join(differ) + ". For those split plans the figure and the model's estimates count fewer slots than "
+            "the split kernel likely has; the model was not corrected for it, and what it changes in the choice was "
+            "not measured.")
 
 
 def waves_figure(shape, plans, model, ax=None):
@@ -867,8 +919,21 @@ def reduce_wide_sentence(probe=None):
         parts.append(f"at {size}^3 the product kernel alone took {get('main alone'):.4f} ms, with the one-float "
                      f"reduction after it {get('main+reduce'):.4f} ms, with the 16-byte one {get('main+reduce_wide'):.4f} "
                      f"ms, and cuBLAS {get('cublas'):.4f} ms")
-    return (f"Back to back ({_probe_source(header)}; each shape timed in two passes, the faster median of the "
+    text = (f"Back to back ({_probe_source(header)}; each shape timed in two passes, the faster median of the "
             "two): " + "; ".join(parts) + ".")
+    rec = load()
+    model = recorded_model(rec) if rec else None
+    plan = next((r["plan"] for r in rows if r["size"] == 1024), "")
+    m = re.search(r"split (\d+)", plan)
+    if model and m:  # what the one-float reduction's bytes alone would take at the calibration's copy rate
+        n, s = 1024, int(m.group(1))
+        nbytes = 4 * (s + 1) * n * n  # reads the s parts, writes C (beta 0: C is not read)
+        added = min(_probe(rows, n, "main+reduce", "b2b", w) for w in (1, 2)) - min(
+            _probe(rows, n, "main alone", "b2b", w) for w in (1, 2))
+        text += (f" At {n}^3 ({plan}) the reduction reads the {s} parts and writes C: {nbytes / 1e6:.1f} MB, "
+                 f"{nbytes / (model.bandwidth_gbs * 1e3):.1f} µs at the {model.bandwidth_gbs:,.0f} GB/s the model's "
+                 f"calibration measured for copies, while the one-float reduction added {1e3 * added:.1f} µs.")
+    return text
 
 
 def _probe_source(header):
@@ -1214,7 +1279,8 @@ def model_figure(rec, model=None, ax=None):
     for i, s in enumerate(shapes):
         mine = [p for p in pts if p[0] == s]
         c = colors[i % len(colors)]
-        ax.scatter([p[2] for p in mine], [p[3] for p in mine], s=14, color=c, label=shape_name(s))
+        marker = "osD^v"[i // len(colors) % 5]  # a colour and a marker per shape: the suite has more than 10
+        ax.scatter([p[2] for p in mine], [p[3] for p in mine], s=14, color=c, marker=marker, label=shape_name(s))
         for p in mine:
             if p[4]:
                 ax.scatter([p[2]], [p[3]], s=110, facecolors="none", edgecolors=c, lw=1.5)
@@ -1233,6 +1299,25 @@ def model_figure(rec, model=None, ax=None):
     ax.set_title(f"Every plan: estimate against measurement ({label(rec)})", fontsize=9)
     plt.tight_layout()
     return ax
+
+
+def model_outliers_sentence(rec, model=None, factor=2.0):
+    """The plans whose measured time is ``factor`` times the model's estimate or more, each next
+    to the fastest plan of the same tile size at that shape: one generated sentence."""
+    pts = model_points(rec, model)
+    far = sorted((p for p in pts if p[3] >= factor * p[2]), key=lambda p: -p[3] / p[2])
+    if not far:
+        return f"No plan measured {factor:g} times its estimate or more."
+    parts = []
+    for shape, name, est, ms, _, _ in far:
+        tiles = name.split()[1]
+        kin = [(n, m) for s_, n, _, m, _, _ in pts if s_ == shape and n.split()[1] == tiles and n != name]
+        near = min(kin, key=lambda x: x[1]) if kin else None
+        parts.append(f"{name} at {shape_name(shape)}, measured {ms:.3f} ms against an estimate of {est:.3f} ms "
+                     f"({ms / est:.1f}x)" + (f", where {near[0]} took {near[1]:.3f} ms" if near else ""))
+    return (f"Measured {factor:g} times the estimate or more: " + "; ".join(parts) + ". The record keeps one median per "
+            "plan and shape and no spread, so whether such a point is a slow measurement or the model's error cannot "
+            "be told from it.")
 
 
 def calibration_markdown(rec):

@@ -709,10 +709,15 @@ def l2_sources_reading(kernel="naive", record=None):
             f"(`tools/l2_sources.py`, {where}, results/experiments/ncu-l2-sources-*.csv). Of its "
             f"{all_miss / 1e9:.1f} GB of misses, the lookups of requests from the SMs missed "
             f"{sm_miss / 1e9:.1f} GB, and DRAM read {dram_read / 1e9:.1f} GB ({100 * abs(sm_miss / dram_read - 1):.1f}% "
-            f"apart); the other {fabric_miss / 1e9:.1f} GB were lookups of requests that came from the "
-            "*LTC fabric* (`lts__t_requests_srcunit_ltcfabric`: \"LTS requests from LTC Fabric\" in "
-            "`ncu --query-metrics`), another part of the L2 rather than an SM. Those did not add DRAM reads beyond "
-            "the SMs' misses, so the miss rate, which counts every lookup, overstates what came from DRAM.")
+            f"apart); the other {fabric_miss / 1e9:.1f} GB (`lts__t_sectors_srcunit_ltcfabric_lookup_miss`, in "
+            "32-byte sectors) were lookups of requests that came from the *LTC fabric*, not from an SM. Since the "
+            "A100 the L2 is split into two partitions; `lts` is ncu's name for one L2 slice, and the LTC fabric is "
+            "the link between the partitions, so these are requests one partition passed to the other (NVIDIA's "
+            "answer in [this forum thread](https://forums.developer.nvidia.com/t/whats-the-meaning-of-performance-"
+            "counter-lts-t-sectors-srcunit-ltcfabric/228015), which points to the \"A100 L2 Cache\" section of the "
+            "[Ampere white paper](https://images.nvidia.com/aem-dam/en-zz/Solutions/data-center/nvidia-ampere-"
+            "architecture-whitepaper.pdf)). Those did not add DRAM reads beyond the SMs' misses, so the miss rate, "
+            "which counts every lookup, overstates what came from DRAM.")
 
 
 def reading_01(prof=None):

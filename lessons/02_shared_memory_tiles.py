@@ -157,8 +157,9 @@ print(f"per warp-FMA ({warp_fmas:,} in the block): {values / warp_fmas:.2f} valu
 # The lessons measure shared-memory traffic in **shared-memory values per FMA**: the 4-byte
 # words a thread reads from shared memory for each FMA it does. Here that is 2, one of `sA` and
 # one of `sB`. The compiler fetches four `sA` values with one 16-byte instruction, so there are
-# fewer load *instructions* per FMA than values (the line above); the wavefronts per FMA are as
-# many as the values.
+# fewer load *instructions* per FMA than values (the line above). By the tracer's count (the
+# documented rule of lesson 06), the wavefronts per FMA are as many as the values; lesson 06
+# measures the GPU doing better for this kernel's 16-byte loads.
 
 # %% [markdown]
 # ## Predict, then measure
@@ -195,13 +196,20 @@ exercises.compare_prediction(my_speedup, table.speedup("smem_tile", "naive"), "s
                              table.source)
 
 # %% [markdown]
-# Compare the second ratio printed above with the load count: a 32x32 tile asks global memory
-# for half as many values as a 16x16 one, and on the H100 this notebook was run on it was no
-# faster. The load count is a model with one cost. Where the measurement falls short of it,
-# look at what it leaves out. Many of the naive kernel's repeated loads are served by the L1 and L2
-# caches, not by DRAM, so its $2MNK$ loads cost less than $2MNK$ trips to memory (lesson 01's
-# profile, recorded: the next cell). And the tiled kernel pays costs the count does not see: two
-# shared-memory values per FMA (the trace above) and two barriers per slice.
+# Set both ratios against the load count. The count is a model with one cost; where a
+# measurement falls short of it, look at what it leaves out.
+#
+# * **32x32 against naive**: 32 times fewer values asked of global memory, and a smaller speedup
+#   (your prediction was set against it above). Most of the naive kernel's repeated loads hit in
+#   the L1 cache, so its $2MNK$ loads cost far less than $2MNK$ trips to DRAM (lesson 01's
+#   profile, recorded: the next cell). And the tiled kernel pays costs the count does not see:
+#   two shared-memory values per FMA (the trace above) and two barriers per slice.
+# * **32x32 against 16x16**: half as many values asked of global memory, and on the H100 this
+#   notebook was run on no faster (the second ratio). The count cannot explain that: by the
+#   count, and by the barriers (a 16x16 block meets twice as many per FMA), 32x32 should win.
+#   Both tile sizes read the same two shared-memory values per FMA, which suggests that
+#   shared memory, not global memory, limits both; this lesson does not measure it. Lessons 03
+#   and 04 cut the shared-memory values per FMA.
 
 # %%
 from IPython.display import Markdown, display

@@ -48,7 +48,7 @@ print("seconds the run took:", ", ".join(f"{k} {v:.0f}" for k, v in (rec.seconds
 # an address that is a multiple of 16 ([alignment](GLOSSARY.md#alignment)). Row r of a row-major
 # float32 matrix with K columns starts 4 x r x K bytes after row 0: a multiple of 16 for every row
 # only when K is a multiple of 4. The same holds for B's rows with N, and the array itself must start
-# on a 16-byte boundary (a fresh allocation does; a view such as `A_d[:, 1:]` does not):
+# on a 16-byte boundary (a fresh allocation does; a view such as `A_d[1:]` of a 1-D `A_d` does not):
 
 # %%
 import matplotlib.pyplot as plt
@@ -209,9 +209,10 @@ def make_kernel(cfg=TileConfig()):
 # %% [markdown]
 # **Check.** First the cell above: `make_kernel` with the library's smallest tiles (64 x 64, 64
 # threads), launched by hand on a shape where nothing is a multiple of 4 or of a tile. Then
-# `gl.sgemm` itself, on such shapes and on a view that starts one float into its array (K and N
-# multiples of 4, but not 16-byte aligned). All against the float64 reference, with alpha and beta
-# (the view with alpha 1, beta 0);
+# `gl.sgemm` itself, on such shapes and on two views with K and N multiples of 4: one C-contiguous
+# that starts one float into its array (not 16-byte aligned), and one whose rows are 33 floats apart
+# (not contiguous). All against the float64 reference, with alpha and beta (the views with alpha 1,
+# beta 0);
 # C is [poisoned](GLOSSARY.md#poison) first so that an unwritten element shows.
 
 # %%
@@ -237,12 +238,15 @@ def lib(A, B, C, alpha=1.0, beta=0.0):
 for M, N, K in [(33, 65, 47), (9, 6, 1)]:
     res = problems.check(lib, M, N, K, 1.5, -0.5, name="gl.sgemm")
     print(f"{M}x{N}x{K} (alpha 1.5, beta -0.5): right: {res.passed}")
-big = rng.uniform(-1, 1, (20, 33)).astype(np.float32)
-view = cuda.to_device(big)[:, 1:]  # 20 x 32, starting 4 bytes into its array
 B_host = rng.uniform(-1, 1, (32, 12)).astype(np.float32)
-C_view = gl.sgemm(view, cuda.to_device(B_host)).copy_to_host()
-print("a view 4 bytes off a 16-byte boundary: right:",
-      problems.compare("view", C_view, big[:, 1:].astype(np.float64) @ B_host, 1.0, 0.0, 32).passed)
+flat = rng.uniform(-1, 1, 1 + 20 * 32).astype(np.float32)
+view = cuda.to_device(flat)[1:].reshape(20, 32)  # C-contiguous, starting 4 bytes into its array
+big = rng.uniform(-1, 1, (20, 33)).astype(np.float32)
+strided = cuda.to_device(big)[:, 1:]  # 20 x 32 with rows 33 floats apart: not contiguous either
+for name, A_view, A_host in (("a contiguous view 4 bytes off a 16-byte boundary", view, flat[1:].reshape(20, 32)),
+                             ("a view with rows 33 floats apart", strided, big[:, 1:])):
+    C_view = gl.sgemm(A_view, cuda.to_device(B_host)).copy_to_host()
+    print(f"{name}: right:", problems.compare("view", C_view, A_host.astype(np.float64) @ B_host, 1.0, 0.0, 32).passed)
 
 # %%
 # library.plan_of: the plan gl.sgemm runs for these arrays (their shape, layout and alignment decide);
@@ -251,8 +255,9 @@ print("the plans gl.sgemm chose here:")
 for M, N, K in [(33, 65, 47), (9, 6, 1)]:
     plan = library.plan_of(cuda.device_array((M, K), np.float32), cuda.device_array((K, N), np.float32))
     print(f"  {M}x{N}x{K}: {plan}")
-print(f"  the 20x12x32 view: {library.plan_of(view, cuda.to_device(B_host))}")
-print(f"  for comparison, a fresh 20x32 array instead of the view: "
+print(f"  20x12x32, A the contiguous view 4 bytes off: {library.plan_of(view, cuda.to_device(B_host))}")
+print(f"  20x12x32, A the view with rows 33 floats apart: {library.plan_of(strided, cuda.to_device(B_host))}")
+print(f"  for comparison, 20x12x32 with a fresh 20x32 array as A: "
       f"{library.plan_of(cuda.to_device(big[:, 1:].copy()), cuda.to_device(B_host))}")
 print("with the dispatch model", dispatch.model().source)
 
@@ -415,9 +420,9 @@ Markdown(library_report.call_costs_notes(costs, rec))
 # How far they moved over the four sizes (the first line above) is this lesson's yardstick for how
 # much a median moves between measurements; take the larger of the two, since one slow size is
 # enough to show that a median can move that far. A difference between two callers smaller than
-# that ranks nothing, in this run or in the record. The count table above does not apply the
-# yardstick: it counts every size where `gl.sgemm(A, B, C)` came out lower, however small the
-# difference. A sync or event time below the issue time should not happen, since both bracket the
+# that ranks nothing, in this run or in the record. The count table above counts every size where
+# `gl.sgemm(A, B, C)` came out lower, however small the difference, and in brackets those where it
+# came out lower by more than the yardstick: only those rank. A sync or event time below the issue time should not happen, since both bracket the
 # host's work for a call; where the lines above list one, this lesson does not explain it. Where the
 # two runs name different callers as the cheapest at 256^2 (the line above says whether they do),
 # the answer to the prediction depends on the run.
@@ -438,8 +443,9 @@ Markdown(library_report.overhead_sentence(rec))
 # arrays, looks up its plan and launches one kernel (two with split-K, four with the padded plan),
 # where `kernel[grid, block]` launches the last rung's one kernel through numba. The table above
 # counts the sizes at which `gl.sgemm(A, B, C)` still cost the host less, in this run and in the
-# record. The Launcher, which replaces numba's launch in `gl.sgemm`, is the likely reason; this
-# lesson did not measure `gl.sgemm` with it turned off (`GEMM_LESSONS_PLAIN_LAUNCH=1` does that).
+# record, and at how many of them by more than the yardstick. Where it did by that much, the
+# Launcher, which replaces numba's launch in `gl.sgemm`, is the likely reason; this lesson did not
+# measure `gl.sgemm` with it turned off (`GEMM_LESSONS_PLAIN_LAUNCH=1` does that).
 # It relies on numba-cuda internals; where they differ, or on the simulator, a Launcher launches the
 # ordinary way (numba's `kernel[grid, block]`) and says so: "fast" below means its own path,
 # "plain" the ordinary way:
@@ -458,8 +464,8 @@ Markdown(library_report.launch_probe_sentence(rec=rec))
 # Where a single call's event time is near its issue time (the event / issue line above gives the
 # ratios), the host's part is most of the call and the event time says little about the kernel;
 # the kernels' own times are the back-to-back timings of the shape suite (section 4). Two things
-# follow for a library: pass C when you have one (`gl.sgemm(A, B)`, which allocates C, cost the host
-# more than `gl.sgemm(A, B, C)` at every size counted in the table above), and, for many small products,
+# follow for a library: pass C when you have one (`gl.sgemm(A, B)`, which allocates C, has more to
+# do, and the table above says at how many sizes it cost the host more, and by how much), and, for many small products,
 # batch them into one launch or capture them in a CUDA graph (a sequence of launches recorded once and
 # replayed by the driver with one call; the CUTLASS profiler's option for when
 # launch time is the bottleneck, [REFERENCES.md](REFERENCES.md#lesson-11)); neither is in `gl.sgemm`
@@ -492,6 +498,11 @@ library_report.waves_figure(SKINNY_SHAPE, [P["wide 128x128"], P["wide 64x128"], 
 # %% [markdown]
 # (Blocks per SM and the SM count are the recorded model's, measured on its GPU; the figure hands
 # blocks out one per SM first, an assumption: the hardware's order is not documented.)
+
+# %%
+Markdown(library_report.split_occupancy_sentence(model))
+
+# %% [markdown]
 #
 # **The kernels.** The first half is the any-shape kernel above, launched with s layers of blocks
 # along z: layer z sums its own contiguous chunk of k, `k_chunk` values long (`k_begin`, `k_end` in
@@ -585,26 +596,34 @@ Markdown(library_report.split_k_sentence(rec))
 # `gemm_lessons/sgemm_kernels/splitk_reduce_wide.py`: the same loop, each thread four neighbouring
 # columns with lesson 05's 16-byte `load4` and `store4`. It gives the same bits as the one-float
 # kernel when beta is 0; with beta, the compiler fuses the multiply-adds of the two kernels
-# differently, and they differ by at most one rounding (`tests/test_library.py` checks both). Why
-# the one-float kernel needs so much more time than its bytes was not profiled further. Timed side
-# by side:
+# differently, and they differ by at most one rounding (`tests/test_library.py` checks both). Timed
+# side by side, with what the bytes alone would take:
 
 # %%
 Markdown(library_report.reduce_wide_sentence())
 
 # %% [markdown]
+# Why the one-float kernel needs so much more time than its bytes was not profiled further.
+
+# %% [markdown]
 # **One launch instead of two?** The second kernel costs a launch and a pass over the
 # workspace. CUTLASS has a way without the second kernel, which it calls *serial* split-K (the
 # `SplitKSerial` option of its
-# [`device::Gemm`](https://github.com/NVIDIA/cutlass/blob/main/include/cutlass/gemm/device/gemm.h)):
-# every block still writes its part to the workspace, then, after a memory fence (so that its
-# writes are visible to the other blocks first), adds one to a counter that belongs to its tile
-# of C (an atomic add: no two blocks get the same count); the block that finds itself last adds
-# the parts, in order (the same bits as the two-kernel sum), writes C, and the counter wraps back
-# to 0 for the next call. We built that into the wide kernel (commit 1fc2bd8, `TileConfig.serial`;
+# [`device::Gemm`](https://github.com/NVIDIA/cutlass/blob/main/include/cutlass/gemm/device/gemm.h);
+# the code is in [`kernel/gemm.h`](https://github.com/NVIDIA/cutlass/blob/main/include/cutlass/gemm/kernel/gemm.h)):
+# the blocks of one tile of C take turns, in k order, guarded by a semaphore (a counter in global
+# memory). Block z waits until the counter reads z, adds its partial sums to what the blocks
+# before it left in the output (block 0 starts from C), and sets the counter to z + 1; the last
+# block resets it to 0 for the next call. There is no workspace of partial sums and no second
+# launch; the price is that the blocks of a tile finish one after another. We built a different
+# one-launch design into the wide kernel: every block still writes its part to the workspace, then,
+# after a memory fence (so that its writes are visible to the other blocks first), adds one to a
+# counter that belongs to its tile of C (an atomic add: no two blocks get the same count); the block
+# that finds itself last adds the parts, in order (the same bits as the two-kernel sum), writes C,
+# and resets the counter to 0 (commit 1fc2bd8, `TileConfig.serial`;
 # a first form, commit c8d6942, which added all the parts of one group of four elements before
 # loading the next group's, so that its loads did not overlap, is recorded as
-# `results/experiments/splitk-probe-run1-*.json`) and timed it against the two launches, on the
+# `results/experiments/splitk-probe-run1-*.json`). We timed it against the two launches, on the
 # same plans and shapes (listed in the record), in one process:
 
 # %%
@@ -618,9 +637,9 @@ Markdown(library_report.splitk_probe_sentence())
 # launch, the last block of each tile adds all the parts alone, after the other blocks of its tile
 # are done, while the reduction kernel spreads that work over every SM; and the kernel with the
 # extra code needs more registers (the compiler's counts at the end of the measurement above,
-# compiled offline: the GPU's own compile, in the calibration table of section 4, differs by a
-# few registers). For two tile sizes that means fewer blocks per SM or spills; for the other two
-# it changes neither, and one launch was slower there too, so the registers do not explain all of it.
+# compiled offline for sm_90, both forms split). For 128x128 that means spills and for 64x128
+# fewer blocks per SM; for 128x64 it changes neither, and one launch was slower there too, so the
+# registers do not explain all of it (the probe did not time 64x64).
 
 # %% [markdown]
 # ## 4 · Dispatch: a plan per shape
@@ -711,6 +730,9 @@ Markdown(library_report.dispatch_sentence(rec))
 
 # %%
 library_report.model_figure(rec, model);
+
+# %%
+Markdown(library_report.model_outliers_sentence(rec, model))
 
 # %%
 WORST = library_report.costliest_disagreement(rec)  # the shape where the choice lost the most time
@@ -1023,8 +1045,8 @@ exercises.check("11-split-k", split_k)
 # * **Fill the GPU.** When C has fewer tiles than the GPU has block slots, split K: more blocks, a
 #   workspace and a reduction; on the skinny shape measured here, by the factor section 3 shows.
 # * **Choose per shape, then check the choice.** A model of waves and rates chose the fastest timed
-#   plan on most shapes and a slower one at the shapes section 4 names; timing the candidates found
-#   that out. cuBLAS is the same idea with far more kernels: a heuristic over many specialised
+#   plan on most shapes and a slower one on the rest (section 4 counts them and names each); timing
+#   the candidates found that out. cuBLAS is the same idea with far more kernels: a heuristic over many specialised
 #   kernels, cached per problem.
 
 # %% [markdown]

@@ -162,7 +162,9 @@ def test_call_costs_notes_read_the_table_and_compare_runs():
     assert "cuBLAS (nvmath wrapper) (31 µs) in this run" in text
     rec_best = lr.cheapest(lr.recorded_costs(REC), 256)[0]
     assert ("the two runs agree" if rec_best == "cuBLAS (nvmath wrapper)" else "the two runs disagree") in text
-    assert "| 1 of 2 |" in text and "sizes, the record" in text
+    assert "| 1 of 2 (1 by more than the yardstick) |" in text and "sizes, the record" in text
+    assert lr.yardstick(now) == 4  # kernel[grid, block]: 35 to 39 µs; gl.sgemm and cuBLAS do not count
+    assert "4 µs in this run" in text and "8 µs ahead of the next caller in this run, more than the yardstick" in text
     alone = lr.call_costs_notes(lr.recorded_costs(REC), REC)  # the record only (the simulator): no comparison
     assert "this run" not in alone and "two runs" not in alone
 
@@ -348,6 +350,13 @@ def test_the_reduce_probe_backs_the_16_byte_reduction():
             assert lr._probe(rows, size, "main+reduce_wide", "b2b", p) < lr._probe(rows, size, "main+reduce", "b2b", p)
     text = lr.probe_outliers_sentence()
     assert "cuBLAS at" in text and "gl.sgemm at" in text  # the jumps hit both libraries
+    # the one-float reduction's bytes against its time: (4 parts + C) x 1024^2 floats at the model's copy rate
+    text = lr.reduce_wide_sentence()
+    bw = lr.recorded_model(REC).bandwidth_gbs
+    added = min(lr._probe(rows, 1024, "main+reduce", "b2b", p) for p in (1, 2)) - min(
+        lr._probe(rows, 1024, "main alone", "b2b", p) for p in (1, 2))
+    assert f"{4 * 5 * 1024 ** 2 / 1e6:.1f} MB, {4 * 5 * 1024 ** 2 / (bw * 1e3):.1f} µs" in text
+    assert f"added {1e3 * added:.1f} µs" in text
 
 
 def test_the_big_tile_record_backs_what_readme_and_lesson_11_say():
@@ -430,3 +439,34 @@ def test_live_versus_record_says_which_shape_crossed_90():
     assert "None of them is on the other side of 90%" in same
     recorded = lr.live_versus_record([lr.ShapeTable([rec_row], "recorded", False)], REC)
     assert "by construction" in recorded
+
+
+def test_split_occupancy_sentence_reads_the_offline_compile():
+    from gemm_lessons import arch_facts
+    kernels = arch_facts.load()["kernels"]
+    model = lr.recorded_model(REC)
+    text = lr.split_occupancy_sentence(model)
+    for tiles in dispatch.TILES:
+        split = kernels[f"gl.sgemm wide_split {tiles}"]["arch"]["9.0"]["blocks_per_sm"]
+        counted = model.speeds[f"wide/{tiles}"].blocks_per_sm
+        assert (f"{tiles}: {split} blocks per SM" in text) == (split != counted), tiles
+    same = dataclasses_replace_speeds(model, {f"wide/{t}": kernels[f"gl.sgemm wide_split {t}"]["arch"]["9.0"]["blocks_per_sm"]
+                                              for t in dispatch.TILES})
+    assert "as many blocks per SM as the unsplit form" in lr.split_occupancy_sentence(same)
+
+
+def dataclasses_replace_speeds(model, blocks):
+    import dataclasses
+    speeds = dict(model.speeds)
+    for key, b in blocks.items():
+        speeds[key] = dataclasses.replace(speeds[key], blocks_per_sm=b)
+    return dataclasses.replace(model, speeds=speeds)
+
+
+def test_model_outliers_sentence_names_the_points_far_above_the_diagonal():
+    model = lr.recorded_model(REC)
+    far = [p for p in lr.model_points(REC, model) if p[3] >= 2 * p[2]]
+    text = lr.model_outliers_sentence(REC, model)
+    for shape, name, est, ms, _, _ in far:
+        assert f"{name} at {lr.shape_name(shape)}, measured {ms:.3f} ms against an estimate of {est:.3f} ms" in text
+    assert lr.model_outliers_sentence(REC, model, factor=1e9).startswith("No plan measured")

@@ -100,8 +100,10 @@ SASS_REFERENCE = "https://docs.nvidia.com/cuda/cuda-binary-utilities/index.html#
 # What the opcodes of the primer's listings do (NVIDIA's instruction set reference, SASS_REFERENCE,
 # gives one line for each; the suffixes after the first dot are variants: widths, types, modes).
 MEANINGS = {
-    "LDC": "load a constant: the kernel's parameters (array addresses, lengths, `a`) sit in a constant bank, "
-           "`c[0x0][...]`",
+    "LDC": "load a constant from a constant bank, `c[bank][offset]`: bank 0 holds the kernel's parameters "
+           "(array addresses, lengths, `a`; from `c[0x0][0x210]` in this listing) and, below them, "
+           "values the driver sets: the `LDC R1, c[0x0][0x28]` that opens the listing reads one of those, not a "
+           "parameter (NVIDIA does not document them)",
     "ULDC": "load a constant into a *uniform* register (`UR`), one value shared by the whole warp",
     "S2R": "read a special register: `SR_TID.X` is `threadIdx.x`, `SR_CTAID.X` is `blockIdx.x` (CTA, cooperative "
            "thread array, is NVIDIA's name for a block)",

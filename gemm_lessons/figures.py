@@ -94,11 +94,15 @@ def outer_product(TM=8, TN=8, ax=None):
     for i in range(TM):
         for j in range(TN):
             ax.add_patch(patches.Rectangle((j, i), 1, 1, fc="tab:blue", alpha=0.35, ec="white"))
-    ax.set_xlim(-2, TN + 0.5)
-    ax.set_ylim(TM + 0.5, -2)
+    ax.text(-1.0, TM + 0.3, f"a_reg: {TM} values\nof the A tile\n(a column)", ha="center", va="top", fontsize=7)
+    ax.text(TN / 2, -1.7, f"b_reg: {TN} values of the B tile (a row)", ha="center", va="bottom", fontsize=7)
+    ax.text(TN / 2, TM / 2, f"{TM} x {TN} accumulators:\nacc[i, j] += a_reg[i] * b_reg[j]", ha="center",
+            va="center", fontsize=7)
+    ax.set_xlim(-2.2, TN + 0.5)
+    ax.set_ylim(TM + 2.2, -2.6)
     ax.set_aspect("equal")
     ax.axis("off")
-    ax.set_title(f"one k-step: {TM}+{TN} reads, {TM * TN} FMAs", fontsize=9)
+    ax.set_title(f"one k-step of one thread: {TM}+{TN} reads, {TM * TN} FMAs", fontsize=9)
     return ax
 
 

@@ -211,7 +211,8 @@ def hierarchy(measure_now=None):
     l1 = DOCUMENTED_H100["l1_shared_bytes_per_sm"]
     cc = tuple(limits.get("compute_capability") or (9, 0))
     documented_l1 = cc == (9, 0)
-    l1_text = (f"{_size(l1[0])} per SM together with shared memory (documented for compute capability 9.0)"
+    l1_text = (f"{_size(l1[0])} per SM together with shared memory (documented for compute capability 9.0: "
+               f"{_HOPPER})"
                if documented_l1 else "not reported by the driver")
     rows = [
         {"level": "registers", "short": "registers", "scope": "one thread",

@@ -30,7 +30,8 @@ TECHNIQUES = [
     ("writing out the k-loop too (loses LDS.128)", "05", "vec", "vec_unrolled_k"),
     ("8x8 split into four 4x4 (conflict-free LDS.128)", "06", "vec", "vec_split"),
     ("double buffering, first attempt (runtime buffer index)", "07", "vec_split", "dbuf_indexed"),
-    ("the warptile kernel with one buffer", "07", "vec_split", "dbuf_one_buffer"),
+    ("vec_split rewritten as lesson 07's configurable kernel, one buffer (new code, a thread's rows placed "
+     "closer: more than one change)", "07", "vec_split", "dbuf_one_buffer"),
     ("two shared buffers, one barrier per slice", "07", "dbuf_one_buffer", "dbuf"),
     ("`if a and b:` around the loads instead of `if a & b:`", "07", "dbuf", "dbuf_short_circuit"),
     ("clamped loads + select instead of `if a & b:`", "07", "dbuf", "dbuf_select"),
@@ -406,7 +407,7 @@ def transpose_suite_markdown(suite, kernel="library"):
     if big.get("ran") and big["ran"] < s["ran"]:
         square = [r["copy_gbs"] for r in suite["rows"] if r["shape"] == [8192, 8192] and r.get("copy_gbs")]
         at_least = (f"; at the {square[0]:,.0f} GB/s of this suite's copy at 8192x8192, at least "
-                    f"{results.LARGE_TRANSPOSE_BYTES / square[0] / 1e3:.0f} µs on the GPU" if square else "")
+                    f"{results.LARGE_TRANSPOSE_BYTES / square[0] / 1e3:.1f} µs on the GPU" if square else "")
         text += (f"Over the {big['ran']} of them that move at least {results.LARGE_TRANSPOSE_BYTES // 2**20} MiB "
                  f"(read plus written{at_least}), where the kernels rather than the calls are likely compared: "
                  f"{big['geomean_single']:.0f}% in single calls, {big['geomean_back_to_back']:.0f}% back-to-back. ")

@@ -29,8 +29,10 @@ def ladder(record, size=(4096, 4096, 4096), ax=None, kernels=None):
     if cub:
         ax.axhline(cub[0].gflops / 1e3, color="tab:green", ls="--", label=f"cuBLAS {cub[0].gflops / 1e3:.1f}")
         for b, t in zip(bars, tflops):
-            ax.text(b.get_x() + b.get_width() / 2, t, f"{t:.1f}\n{100 * t / (cub[0].gflops / 1e3):.0f}%",
-                    ha="center", va="bottom", fontsize=8)
+            inside = t > 0.25 * max(tflops)  # inside the bar's top, clear of the cuBLAS line above it
+            ax.text(b.get_x() + b.get_width() / 2, t * 0.97 if inside else t,
+                    f"{t:.1f}\n{100 * t / (cub[0].gflops / 1e3):.0f}%\nof cuBLAS",
+                    ha="center", va="top" if inside else "bottom", fontsize=7, color="white" if inside else "black")
     peak = record.device.peak_gflops
     if peak:
         ax.axhline(peak / 1e3, color="tab:red", ls=":", label=f"FP32 peak {peak / 1e3:.1f}")
@@ -45,7 +47,7 @@ def versus_size(record, kernels=None, ax=None):
     """TFLOPS against size (square sizes) for each kernel and cuBLAS."""
     kernels = kernels or _ordered_kernels(record) + ["cublas"]
     if ax is None:
-        _, ax = plt.subplots(figsize=(7, 4))
+        _, ax = plt.subplots(figsize=(9.5 if len(kernels) > 4 else 7, 4))
     host_bound = False
     for k in kernels:
         rows = sorted((r for r in sgemm_rows(record, k) if r.M == r.N == r.K), key=lambda r: r.M)
@@ -60,10 +62,15 @@ def versus_size(record, kernels=None, ax=None):
     if host_bound:
         ax.plot([], [], "o", mfc="white", color="grey", label="host-bound (launch overhead)")
     ax.set_xscale("log", base=2)
+    ax.set_ylim(bottom=0)
     ax.set_xlabel("M = N = K")
     ax.set_ylabel("TFLOPS")
     ax.set_title(f"SGEMM throughput against size ({label(record)})", fontsize=10)
-    ax.legend(fontsize=8)
+    if len(kernels) > 4:  # outside the axes: inside, it would cover lines
+        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+        ax.figure.tight_layout()
+    else:
+        ax.legend(fontsize=8)
     return ax
 
 
@@ -75,9 +82,25 @@ def rung_versus_size(rung, record=None, ax=None):
     if rung not in order:
         raise ValueError(f"{rung!r} is not a rung of the recorded ladder ({', '.join(order)})")
     i = order.index(rung)
-    ax = versus_size(record, order[max(i - 1, 0):i + 1] + ["cublas"], ax)
-    ax.set_title(f"{rung}, the rung before it and cuBLAS (recorded on {label(record)})", fontsize=10)
+    kernels = order[max(i - 1, 0):i + 1] + ["cublas"]
+    ax = versus_size(record, kernels, ax)
+    what = f"{rung}, the rung before it and cuBLAS" if i else f"{rung} and cuBLAS"
+    tops = [max((r.gflops for r in sgemm_rows(record, k) if r.M == r.N == r.K), default=0) for k in kernels]
+    if min(tops) and max(tops) > 10 * min(tops):  # a line this far below the others reads better on a log scale
+        lows = [r.gflops / 1e3 for k in kernels for r in sgemm_rows(record, k) if r.M == r.N == r.K]
+        ax.set_yscale("log")
+        ax.set_ylim(min(lows) / 1.5, max(lows) * 1.5)
+        what += ", log scale"
+    ax.set_title(f"{what} (recorded on {label(record)})", fontsize=10)
     return ax
+
+
+def _tflops_axis(ax):
+    """Label a GFLOPS-valued log axis in TFLOPS, as every table of the course reads."""
+    from matplotlib.ticker import FuncFormatter
+
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1e3:g}"))
+    ax.set_ylabel("TFLOPS")
 
 
 def roofline(record, points=None, ax=None, size=(4096, 4096, 4096)):
@@ -105,7 +128,7 @@ def roofline(record, points=None, ax=None, size=(4096, 4096, 4096)):
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP per DRAM byte)")
-    ax.set_ylabel("GFLOPS")
+    _tflops_axis(ax)
     ax.set_title(f"Roofline, ridge at {ridge:.0f} FLOP/byte ({label(record)})", fontsize=10)
     return ax
 
@@ -171,7 +194,7 @@ def roofline_rungs(record, counters=None, size=(4096, 4096, 4096), axes=None):
     axes[0].set_xlabel("FLOP per byte of global memory" + (": asked for (hollow), from DRAM (filled, ncu)"
                                                            if counters else " asked for (tile formula)"))
     axes[1].set_xlabel("FLOP per byte read from shared memory (tile formula)")
-    axes[0].set_ylabel("GFLOPS")
+    _tflops_axis(axes[0])
     axes[0].set_title(f"SGEMM {M}x{N}x{K}: global memory ({label(record)})", fontsize=10)
     axes[1].set_title("... and shared memory", fontsize=10)
     return axes
@@ -207,7 +230,7 @@ def transpose_suite(suite, ax=None):
         for xi, v in zip(x + off, vals):
             if v:
                 ax.text(xi, v, f"{v:.0f}", ha="center", va="bottom", fontsize=6)
-    ax.axhline(100, color="k", ls="--", lw=1)
+    ax.axhline(100, color="k", ls="--", lw=1, label="100%: as fast as sgeam")
     ax.axhline(95, color="grey", ls=":", lw=1, label="95%")
     if len(large) < len(rows):
         mib = results.LARGE_TRANSPOSE_BYTES // 2**20

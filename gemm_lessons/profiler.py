@@ -738,7 +738,8 @@ def reading_01(prof=None):
     t, dram = v[a]["time"], v[a]["dram_bytes"]
     stalls = prof.top_stalls(a)
     top = " and ".join(f"*{r.replace('_', ' ')}* ({p:.0f}%)" for r, p in stalls[:2])
-    text = (f"Two global loads per FMA is what lesson 02 cuts. What do they cost here ({prof.source})? `naive`'s "
+    text = (f"Two global loads per FMA is what lesson 02 cuts. What do they cost? Source of the counters: "
+            f"{prof.source}. `naive`'s "
             f"L1 hit rate was {v[a]['l1_hit']:.0f}%, and DRAM moved {dram / 1e9:.1f} GB in {fmt_time(t)} "
             f"({dram / t:,.0f} GB/s), {dram / ideal:.0f} times the {ideal / 1e6:.0f} MB of a kernel that reads A "
             "and B once and writes C once.")

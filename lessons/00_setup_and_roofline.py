@@ -32,7 +32,8 @@ print(gl.banner())
 #
 # `gl.device_info()` asks the driver for the number of streaming multiprocessors (SMs), the
 # compute capability and the clock (the highest, boost clock). The number of FP32 lanes per SM
-# (here a lane is one FP32 unit, not a thread of a warp) comes from NVIDIA's throughput table
+# (here a lane is one FP32 unit, not a thread of a warp) comes from NVIDIA's
+# [throughput table](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#arithmetic-instructions)
 # for that compute capability (128 on Hopper). Each lane finishes one fused
 # multiply-add (FMA, 2 FLOP) per clock:
 #
@@ -89,9 +90,10 @@ exercises.check("00-flops", answer)
 # bandwidth takes as long as doing the FLOP at the peak rate: peak / bandwidth, worked out below
 # once the copy bandwidth is measured. Below the ridge point the best a kernel can do is set by
 # DRAM bandwidth (*memory-bound*), above it by the FP32 units (*compute-bound*)
-# ([compute-bound, memory-bound](GLOSSARY.md#compute-bound)). SGEMM's ideal intensity lies far
-# above the ridge point, but a kernel reaches it only if it reads each value from DRAM a few times
-# at most; the whole series is about getting close to that ideal.
+# ([compute-bound, memory-bound](GLOSSARY.md#compute-bound)). SGEMM's ideal intensity, with each
+# value read from DRAM once, lies far above the ridge point. A kernel that reads each value r
+# times from DRAM divides its intensity by r, so it stays compute-bound as long as r is below the
+# ideal intensity over the ridge point; the whole series is about keeping r small.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -178,7 +180,8 @@ if cub is not None:
 # Black: the roofline, `min(peak, measured copy bandwidth x intensity)`, on a log-log chart; the
 # dotted line marks the ridge point (worked out above). A kernel left of it is memory-bound at
 # best, right of it compute-bound. SGEMM at 4096^3 sits far to the right, so the memory ceiling
-# of this chart does not hold cuBLAS down; only the nominal FP32 peak is above it, and cuBLAS
+# of this chart does not hold cuBLAS down (its dot sits at the ideal intensity of the table above,
+# each value read from DRAM once, not at a measured one); only the nominal FP32 peak is above it, and cuBLAS
 # stays below that peak (the fraction is printed above).
 # Why is not measured in this course. Two likely contributors, as hypotheses: the SM clock under
 # full load may sit below the boost clock the peak assumes, and some issue slots go to loads and
@@ -187,6 +190,9 @@ if cub is not None:
 
 # %%
 plots.roofline(measure.merge(bw, sweep));
+
+# %% [markdown]
+# cuBLAS at every size of the sweep, in TFLOPS (the axis starts at 0):
 
 # %%
 plots.versus_size(measure.merge(bw, sweep), kernels=["cublas"]);
@@ -199,7 +205,9 @@ plots.versus_size(measure.merge(bw, sweep), kernels=["cublas"]);
 #   read from DRAM only a few times. The naive kernel of lesson 01 asks global memory for each
 #   value of A N times and for each value of B M times: 4,096 times each at 4096^3. Lesson 02
 #   cuts those global loads with shared-memory tiles, lesson 03 with larger tiles; lessons 03-04
-#   cut the shared-memory loads per FMA, lessons 05-08 the instructions around the FMAs.
+#   cut the shared-memory loads per FMA; lesson 05 cuts the load instructions around the FMAs
+#   (16-byte loads), lesson 06 the shared-memory bank conflicts, lesson 07 hides the global loads
+#   behind the FMAs, and lesson 08 tunes the tile sizes.
 # * cuBLAS sets the bar. Every speed claim about a kernel in this series is a ratio against
 #   cuBLAS measured in the same run; the tables also give each kernel's share of the nominal
 #   FP32 peak, and lesson 10 adds a second GPU.

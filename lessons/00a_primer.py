@@ -546,13 +546,13 @@ if lat is None or not lat.get("ffma"):
 else:
     ilp, tlp = lat["ffma"]["ilp"], lat["ffma"]["warps"]
     lines = [f"FFMA timings, {latency.source(lat)}:", "",
-             "| chains in one warp | cycles per FFMA | FFMA per cycle |", "|---:|---:|---:|"]
+             "| chains in one warp | cycles per warp-FFMA | warp-FFMAs per cycle |", "|---:|---:|---:|"]
     lines += [f"| {r['chains']} | {r['cycles_per_ffma']:.2f} | {r['ffma_per_cycle']:.2f} |" for r in ilp]
     lines += ["", "| warps, one chain each | warp-FFMAs per cycle on the SM |", "|---:|---:|"]
     lines += [f"| {r['warps']} | {r['warp_ffma_per_cycle']:.2f} |" for r in tlp]
     best_w = max(tlp, key=lambda r: r["warp_ffma_per_cycle"])
     one, eight = ilp[0], ilp[-1]
-    lines += ["", f"One dependent chain: an `FFMA` every {one['cycles_per_ffma']:.2f} cycles, the latency. "
+    lines += ["", f"One dependent chain: a warp-`FFMA` every {one['cycles_per_ffma']:.2f} cycles, the latency. "
               f"With {eight['chains']} chains the same warp issues one every {eight['cycles_per_ffma']:.2f} cycles: "
               f"{one['cycles_per_ffma'] / eight['cycles_per_ffma']:.1f}x the work from one warp, by ILP alone"
               + (", but still more than the one cycle of the idealised figure above, likely in part because the "
@@ -578,8 +578,8 @@ else:
 # The same law for memory: to stream data at bandwidth `B` from a memory whose latency is `t`,
 # `B x t` bytes must be in flight. For `B`: the bandwidth of `copy_float4`, lesson 00's copy
 # kernel (each thread moves 16 bytes per load and per store), as saved by
-# `python -m gemm_lessons.bench` in `results/` for the same GPU (lesson 00 shows the same record;
-# it need not have run). For `t`: the DRAM latency of the chase above. Only the reads count: a
+# `python -m gemm_lessons.bench` in `results/` for the same GPU (lesson 00 measures the same
+# kernel again on a GPU; this cell reads the record, so lesson 00 need not have run). For `t`: the DRAM latency of the chase above. Only the reads count: a
 # thread that loads a value waits for it to arrive in a register, while a store writes no
 # register, so nothing in the thread waits for it to finish (it still takes its share of the
 # bandwidth, which is why a copy reads at half its rate). The formula is `latency.bytes_in_flight`.
@@ -653,8 +653,9 @@ exercises.check("00a-launch", launch)
 # table of part 4.
 #
 # 57 KiB is more than a block may declare statically, with `cuda.shared.array` (see the limits
-# table): such a kernel gets its shared memory as *dynamic* shared memory, with an explicit
-# opt-in (CUDA C++: `cudaFuncSetAttribute`). The occupancy arithmetic is the same either way.
+# table): such a kernel gets its shared memory as *dynamic* shared memory, whose size is given at
+# launch rather than in the kernel's code ([static shared memory](GLOSSARY.md#static-shared) says
+# how numba asks for it), with an explicit opt-in (CUDA C++: `cudaFuncSetAttribute`). The occupancy arithmetic is the same either way.
 
 # %%
 # NBVAL_CHECK_OUTPUT

@@ -24,7 +24,9 @@ measure.recorded(["naive", "cublas"])  # where this lesson ends up, on the recor
 # %% [markdown]
 # ## Which thread gets which element? Coalescing
 #
-# A warp is 32 threads with consecutive `threadIdx.x`. They execute each load together, and the
+# A warp is 32 threads with consecutive thread numbers, `threadIdx.x` counting fastest (the
+# [primer](00a_primer.ipynb)); in this lesson's 32 x 8 blocks that is one row of 32 consecutive
+# `threadIdx.x`, the same `threadIdx.y`. They execute each load together, and the
 # memory system serves them in 32-byte **sectors**. What matters is which addresses the 32
 # threads touch *in the same instruction*.
 #
@@ -65,7 +67,10 @@ print(f"global loads of a 4096^3 naive SGEMM: {counting.naive_global_loads(4096,
 # This cell is the package's own kernel (`gemm_lessons/sgemm_kernels/naive.py`); edit it and re-run the
 # cells below to try ideas. Three details worth a look:
 #
-# * `np.float32(0.0)`: numba would otherwise accumulate in float64, which is slow on most GPUs.
+# * `np.float32(0.0)`: numba would otherwise accumulate in float64. Most GPUs run float64 far
+#   slower than float32: by NVIDIA's
+#   [throughput table](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#arithmetic-instructions),
+#   1/64 of the float32 rate on compute capability 8.6 and 8.9 (consumer GPUs), 1/2 on the H100.
 # * `alpha` and `beta` arrive as `np.float32` (the launcher converts them) for the same reason.
 # * with `beta == 0` the kernel does not read C at all, as BLAS specifies: C may hold garbage.
 
@@ -92,7 +97,8 @@ def sgemm_naive(A, B, C, alpha, beta):
 # %% [markdown]
 # ## Check
 #
-# Every check runs the kernel on random, non-square matrices (sizes that divide nothing), with
+# Every check runs the kernel on random matrices, non-square except a 1 x 1 x 1 edge case (sizes
+# that divide nothing), with
 # alpha and beta, against a float64 reference, and reports the
 # **[relative error](GLOSSARY.md#relative-error)** $\|C - C_{ref}\|_F / \|C_{ref}\|_F$, where
 # $\|X\|_F$, the Frobenius norm, is the square root of the sum of the squares of X's elements: one
@@ -268,8 +274,9 @@ plots.rung_versus_size("naive");
 # * Map `threadIdx.x` to the contiguous dimension: the same arithmetic ran faster when a warp's
 #   loads fell into few sectors (by how much: the ratio printed under the measurement above).
 # * Even coalesced, the naive kernel loads two floats from global memory per FMA, $2MNK$ loads
-#   in all, and reaches a few percent of cuBLAS. Each value of A is re-read by every block
-#   column, each value of B by every block row. Lesson 02 stages them in shared memory.
+#   in all, and reaches a few percent of cuBLAS. Each value of A is loaded N times, once per
+#   column of C, and each value of B M times, once per row of C (the caches serve many of those
+#   loads, as the profile showed). Lesson 02 stages them in shared memory.
 
 # %% [markdown]
 # ## Sources and further reading

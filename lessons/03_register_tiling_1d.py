@@ -277,7 +277,7 @@ Markdown(leaderboard.rung_sizes_sentence("reg1d", results.load(), {"reg1d": (128
 # %% [markdown]
 # ## Sources and further reading
 #
-# * The source articles this lesson re-tells and tests: [[3]](REFERENCES.md#seed-002), [[5]](REFERENCES.md#seed-004) (their origins and what each
+# * The source article this lesson re-tells and tests: [[3]](REFERENCES.md#seed-002) (its origin and what it
 #   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
 # * What to read next: [REFERENCES.md, lesson 03](REFERENCES.md#lessons-02-04).
 # * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are

@@ -394,7 +394,7 @@ Markdown(leaderboard.rung_sizes_sentence("reg2d", results.load(), {"reg2d": (128
 # %% [markdown]
 # ## Sources and further reading
 #
-# * The source articles this lesson re-tells and tests: [[1]](REFERENCES.md#seed-000), [[3]](REFERENCES.md#seed-002) (their origins and what each
+# * The source articles this lesson re-tells and tests: [[1]](REFERENCES.md#seed-000), [[3]](REFERENCES.md#seed-002), [[5]](REFERENCES.md#seed-004) (their origins and what each
 #   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
 # * What to read next: [REFERENCES.md, lesson 04](REFERENCES.md#lessons-02-04).
 # * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are

@@ -474,8 +474,8 @@ def make_kernel(cfg):
 
 
 # %% [markdown]
-# The [rung](GLOSSARY.md#rung) of this lesson is one configuration of lesson 08's configurable kernel
-# (`TileConfig`): 8x8 results per thread, a warp covering a 16 x 128 [warp tile](GLOSSARY.md#warp-tile),
+# The [rung](GLOSSARY.md#rung) of this lesson is one configuration of the configurable kernel above
+# (`make_kernel` and its `TileConfig`, which lesson 08 sweeps): 8x8 results per thread, a warp covering a 16 x 128 [warp tile](GLOSSARY.md#warp-tile),
 # and the second buffer. It is not lesson 06's arrangement of threads exactly: there a thread's
 # two 4-row pieces lie half a tile apart, here they lie closer (the expanded source below shows
 # where), one more difference between the two attempts of this lesson. Its configuration:

@@ -4,7 +4,9 @@
 # SGEMM lives on the right of the roofline: it does hundreds of FLOP per byte, and the lessons
 # were about feeding the FP32 units. A transpose does **no arithmetic at all**: every element is
 # read once and written once. Its only measure is bandwidth (bytes read + written per second),
-# its ceiling a plain copy, and its yardstick cuBLAS `sgeam`. The same tools apply: coalescing
+# its ceiling a plain copy, and its yardstick cuBLAS [`sgeam`](GLOSSARY.md#sgeam) (which computes
+# C = alpha op(A) + beta op(B), op a transpose or not: with alpha 1, beta 0 and op(A) = A^T, a
+# transpose). The same tools apply: coalescing
 # (lesson 01), shared-memory tiles (02), bank conflicts and padding (06), wide accesses (05).
 
 # %%
@@ -313,7 +315,7 @@ for rows, cols in [(64, 96), (61, 90), (33, 7)]:
 big = cuda.to_device(np.random.default_rng(1).random((62, 90), dtype=np.float32))
 view = big[1:]  # rows 1.. of a larger array: it starts 90 * 4 = 360 bytes in, inside a float4
 dst = cuda.to_device(np.full((90, 61), np.nan, np.float32))
-library.transpose(view, dst)  # the 4-byte kernel
+library.transpose(view, dst)  # smem_padded_32x8, the 4-byte kernel
 print(f"61x90 view starting inside a float4: exact {np.array_equal(dst.copy_to_host(), big.copy_to_host()[1:].T)}")
 
 # %% [markdown]
@@ -321,7 +323,7 @@ print(f"61x90 view starting inside a float4: exact {np.array_equal(dst.copy_to_h
 # calls it ([single calls](GLOSSARY.md#single-call), the GPU idle before each) and back to back, next to the other
 # candidate kernels (all in `results/transpose-suite-<device>.json`). Where the matrices are
 # small, a call likely takes longer on the host than on the GPU (a 1024 x 1024 transpose moves
-# 8 MB: under 3 µs at this GPU's copy bandwidth, less than one launch costs the host even through
+# 8 MiB: under 3 µs at this GPU's copy bandwidth, less than one launch costs the host even through
 # a `Launcher`: lesson 11 measures `Launcher` launches of gl.sgemm's kernels, and a transpose is one
 # such launch), so there the ratios likely compare two ways of calling (ours, through a
 # `Launcher`, and nvmath-python's binding of cuBLAS), not two kernels. The kernels are compared
@@ -346,9 +348,9 @@ else:
 #
 # * Memory-bound kernels are judged in bytes per second against a copy: no FLOPS to hide behind.
 # * A shared-memory tile makes both sides coalesced; padding makes the column read conflict-free;
-#   more elements per thread and 16-byte accesses (fewer instructions for the same bytes, more
-#   bytes requested before each barrier) closed most of the remaining gap to the copy in the
-#   measurement above.
+#   more elements per thread and 16-byte accesses closed most of the remaining gap to the copy in
+#   the measurement above (fewer instructions for the same bytes, and more bytes requested before
+#   each barrier, are the likely reasons; not measured here).
 # * The tracer, the model and the profiler agree on which kernels have bank conflicts and on
 #   their instruction counts; ncu counts a few extra wavefronts in the 32x32-thread kernels
 #   that the addresses cannot explain (lesson 06).

@@ -44,6 +44,10 @@ plots.ladder(record, size=(4096, 4096, 4096));
 # %%
 plots.ladder(record, size=(8192, 8192, 8192));
 
+# %% [markdown]
+# Every rung and cuBLAS against size (where two lines lie on top of each other, such as `dbuf`
+# and `warptile` from 2048 on, the tables above give both numbers):
+
 # %%
 plots.versus_size(record);
 
@@ -78,9 +82,14 @@ Markdown(leaderboard.roofline_markdown(record, counters))
 # The naive kernel is the surprise: counted by what it asks for it sits *above* the global
 # ceiling (over 100% in the last column), because most of its requests never reach DRAM, and
 # its filled point, where the profiler puts it, is far *below* the DRAM ceiling. Neither memory
-# ceiling of this figure holds it down. Lesson 01's SASS showed two 4-byte global loads for
-# every FMA: the cost of issuing and serving those loads through the L1 cache is the likely
-# limit, and this roofline does not draw it (no measurement here isolates it).
+# ceiling of this figure holds it down. Lesson 01 profiled it: its two largest stall reasons were
+# not waits for global memory (the profile there names them), so what limits it is inside the SM,
+# and this roofline has no ceiling for it (no measurement in the course isolates it).
+#
+# The global ceiling is the faster of the bench's two copy measurements (its float4 copy kernel
+# and the driver's device-to-device copy, `results.copy_bandwidth_gbs`); the two-GPU table below
+# shows instead the float4 copy timed next to the transposes at 8192 x 8192 in the same run, a few
+# GB/s apart.
 #
 # Read the table against the ladder: the rung whose speed is closest to one of its ceilings is
 # held down by that memory, and the next lesson's technique is the one that raises that
@@ -140,6 +149,11 @@ for size in [(4096, 4096, 4096), (8192, 8192, 8192)]:
     cub = results.sgemm_rows(record, "cublas", size)[0]
     print(f"{last} at {size[0]}^3: {row.gflops / 1e3:.2f} TFLOPS (p10-p90 {row.gflops_p10 / 1e3:.2f}-"
           f"{row.gflops_p90 / 1e3:.2f}) = {row.pct_cublas:.1f}% of cuBLAS ({cub.gflops / 1e3:.2f})")
+    spread = (row.gflops_p90 - row.gflops_p10) / row.gflops
+    if spread > 0.05:  # most rows of the record spread well under 1%
+        print(f"  its p10-p90 range is {100 * spread:.0f}% of the median: a tenth of its timed calls ran at "
+              f"{row.gflops_p10 / 1e3:.2f} TFLOPS or slower; the median, not the range, is what the ratio uses, "
+              "and why those calls were slower was not measured")
 
 # %% [markdown]
 # ## Two GPUs: what moves with the memory, what does not
@@ -169,7 +183,11 @@ Markdown(leaderboard.devices_markdown(leaderboard.device_records()))
 # cases (the naive kernel, the padded tiles) are not explained here. Both GPUs' FP32 peak comes
 # from their nominal clock; nothing recorded the clock while the kernels ran.
 #
-# The shape suite differs more between the two GPUs than the square sizes do. The sentence
+# The **shape suite** is lesson 11's benchmark of the library call `gl.sgemm`: squares, shapes
+# whose sides are not powers of 2, and skinny ones, each against cuBLAS; for each shape the
+# library picks a **plan** (a kernel, a tile size and how many ways to split K:
+# [dispatch](GLOSSARY.md#dispatch)). The shape suite differs more between the two GPUs than the
+# square sizes do. The sentence
 # under its table says which side moved, and whether the two suites ran the same version of
 # `gl.sgemm` (where they did not, its rows compare versions of the library as much as GPUs):
 # compare how far `gl.sgemm`'s time per call moved with how far cuBLAS's did, and compare the
@@ -181,7 +199,7 @@ Markdown(leaderboard.devices_markdown(leaderboard.device_records()))
 #
 # On a machine with a GPU this cell times the last rung and cuBLAS now (on the simulator it
 # shows the recorded numbers). For the full table, run `python -m gemm_lessons.bench`
-# (about five minutes on an H100) and re-run this notebook: it reads the newest record.
+# and re-run this notebook: it reads the newest record.
 
 # %%
 measure.compare({last: ladder.SGEMM[last]}, size=(4096, 4096, 4096))

@@ -136,3 +136,18 @@ def test_the_link_checker_catches_broken_links(tmp_path):
             '[ok][d] [web](https://example.com/#z)\n[bad](#nope) [gone](c.md) [bad](b.md#nope) [r][undefined]\n\n[d]: b.md\n')
     assert problems_of(text, str(tmp_path)) == ["#nope: no anchor #nope", "c.md: no such file",
                                                 "b.md#nope: no anchor #nope", "[...][undefined]: reference never defined"]
+
+
+def test_each_source_article_lists_the_lessons_that_cite_it():
+    """REFERENCES.md's "Used in" line of a source article names exactly the lessons whose
+    sources section links it."""
+    import glob
+    ref = open(os.path.join(REPO, "notebooks", "REFERENCES.md"), encoding="utf-8").read()
+    used = {m.group(1): set(re.findall(r"\[(\d\da?)\]\(\d\d", m.group(2)))
+            for m in re.finditer(r'<a id="(seed-\d+)"></a>.*?\* \*\*Used in\*\*:(.*?)(?=\n\n|\n###)', ref, re.S)}
+    cited = {}
+    for path in glob.glob(os.path.join(REPO, "lessons", "*.py")):
+        lesson = os.path.basename(path).split("_")[0]
+        for seed in set(re.findall(r"REFERENCES\.md#(seed-\d+)", open(path, encoding="utf-8").read())):
+            cited.setdefault(seed, set()).add(lesson)
+    assert len(used) == 5 and used == cited

@@ -123,7 +123,13 @@ def transposed_tile(BM=16, BK=8, TM=4, ax=None):
         axis.set_yticks(range(rows))
         axis.tick_params(labelsize=6)
         axis.set_title(title, fontsize=9)
-    plt.tight_layout()
+        first = title.split(":")[0]  # sA[m, k] or sAT[k, m]: rows are the first index
+        row_name, col_name = ("m (a row of C)", "k") if first.startswith("sA[") else ("k", "m (a row of C)")
+        axis.set_ylabel(f"{row_name}, first index", fontsize=7)
+        axis.set_xlabel(f"{col_name}, second index", fontsize=7)
+    ax[0].figure.suptitle(f"a {BM} x {BK} tile (the lesson's is 128 x 8): one thread's {TM} values of A at "
+                          f"k = {k} (a 4-byte float per cell)", fontsize=8, y=0.02, va="bottom")
+    plt.tight_layout(rect=(0, 0.06, 1, 1))
     return ax
 
 
@@ -165,7 +171,9 @@ def double_buffer_timeline(slices=4, ax=None):
     ax.set_xticks([])
     ax.set_xlabel("time (one warp; schematic)")
     handles = [patches.Patch(color=c, label=k) for k, c in colors.items()]
-    ax.legend(handles=handles, fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, 1.25))
+    handles.append(patches.Patch(color=colors["global load (waiting)"], alpha=0.35,
+                                 label="global load in flight under the compute (no wait)"))
+    ax.legend(handles=handles, fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, 1.32))
     return ax
 
 
@@ -239,24 +247,40 @@ def bank_map(addresses, width=4, ax=None, title=None, rows=None):
             red = any((r, bank, s) in conflict for s in range(0, 32, per))
             ax.add_patch(plt.Rectangle((bank, y), 1, 1, fc=cmap(phase % 10), alpha=0.45,
                                        ec="red" if red else "0.5", lw=2 if red else 0.5))
+
+    by_address = collections.defaultdict(list)  # one label per access, centred on its words
+    for lane, a in enumerate(addresses):
+        if a is not None:
+            by_address[a].append(lane)
+    ys = {r: y for y, r in enumerate(row_ids)}
+    for a, lanes in by_address.items():
+        ws = list(words_of(a, width))
+        if ws[0] // BANKS in ys:
             label = ",".join(str(l) for l in lanes[:3]) + ("…" if len(lanes) > 3 else "")
-            ax.text(bank + 0.5, y + 0.5, label, ha="center", va="center", fontsize=7)
+            ax.text(ws[0] % BANKS + len(ws) / 2, ys[ws[0] // BANKS] + 0.5, label, ha="center", va="center",
+                    fontsize=9 if len(ws) > 1 or len(label) <= 2 else 7)
     ax.set_xlim(0, BANKS)
     ax.set_ylim(len(row_ids), 0)
     ax.set_xticks(np.arange(BANKS) + 0.5)
-    ax.set_xticklabels(range(BANKS), fontsize=7)
+    ax.set_xticklabels(range(BANKS), fontsize=8)
     ax.set_yticks(np.arange(len(row_ids)) + 0.5)
-    ax.set_yticklabels([f"bytes {128 * r}-{128 * r + 127}" for r in row_ids], fontsize=7)
+    ax.set_yticklabels([f"bytes {128 * r}-{128 * r + 127}" for r in row_ids], fontsize=9)
     ax.set_xlabel("bank (4-byte words; a row of this picture is 128 bytes)")
     head = title or "warp access"
     shown = "" if len(row_ids) == all_rows else f"; first {len(row_ids)} of {all_rows} rows shown"
     ax.set_title(f"{head}: {width}-byte accesses, {len(cost.phases)} phase(s), {cost.wavefronts} wavefronts "
                  f"(ideal {cost.ideal}), worst {cost.degree}-way{shown}", fontsize=10, loc="left")
+    coloured = {lanes[0] // per for lanes in cells.values()}  # a word takes the colour of its first lane's phase
     handles = [patches.Patch(fc=cmap(p % 10), alpha=0.45, ec="0.5", label=f"phase {p}: lanes {p * per}-{p * per + per - 1}")
-               for p in range(32 // per)]
+               for p in range(32 // per) if p in coloured]
+    hidden = [p for p in range(32 // per) if p not in coloured]
+    if hidden:
+        handles.append(patches.Patch(fc="none", ec="none", label=(
+            "phase" + ("s " if len(hidden) > 1 else " ") + ", ".join(map(str, hidden))
+            + ": the same words as an earlier phase\n(in its colour; the label lists every lane)")))
     handles.append(patches.Patch(fc="white", ec="red", lw=2, label="conflict: another word of this bank, same phase"))
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False,
-              title="numbers = lanes", title_fontsize=8)
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=9, frameon=False,
+              title="numbers = lanes", title_fontsize=9)
     return ax
 
 

@@ -155,7 +155,8 @@ def _inputs(nb):
 def tidy_streams(nb):
     """Each cell's printed text as a student's JupyterLab shows it: consecutive stream outputs of
     one name (stdout, stderr) merged, and a line rewritten with carriage returns (a progress bar's
-    frames) kept as its last frame, as JupyterLab draws it. Returns the notebook, changed in place."""
+    frames) kept as its last frame, as JupyterLab draws it; a widget's text fallback (its object
+    repr) replaced by a sentence saying what it is. Returns the notebook, changed in place."""
     for cell in nb.cells:
         merged = []
         for out in cell.get("outputs", []):
@@ -169,9 +170,19 @@ def tidy_streams(nb):
             if out.get("output_type") == "stream":
                 text = out["text"].replace("\r\n", "\n")
                 out["text"] = "\n".join(line.rsplit("\r", 1)[-1] for line in text.split("\n"))
+        for out in merged:  # a widget's text fallback is its object repr: say what it is instead
+            data = out.get("data") or {}
+            plain = data.get("text/plain", "")
+            plain = "".join(plain) if isinstance(plain, list) else plain
+            if WIDGET_VIEW in data and plain and "Progress" not in plain:  # a progress bar's repr says how far it got
+                data["text/plain"] = WIDGET_TEXT
         if "outputs" in cell:
             cell["outputs"] = [o for o in merged if o.get("output_type") != "stream" or o["text"].strip()]
     return nb
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_TEXT = "(an interactive widget: run this cell in JupyterLab to use it; the picture below shows its first view)"
 
 
 def build_notebook(source_path):

@@ -720,6 +720,27 @@ def l2_sources_reading(kernel="naive", record=None):
             "which counts every lookup, overstates what came from DRAM.")
 
 
+def store_wavefronts_reading(prof, traces, traced_shape, bk=8):
+    """Lesson 06: the profiler's shared-store wavefronts of each kernel at ``prof.size`` against
+    the tracer's count of one block at ``traced_shape`` (M, N, K), scaled to the whole grid (the
+    number of blocks, and the slices of BK along K): one generated sentence."""
+    M, N, K = prof.size
+    tm, tn, tk = traced_shape
+    parts = []
+    for name, trace in traces.items():
+        got = prof.value(name, "shared_st_wavefronts")
+        if got is None:
+            continue
+        blocks = (M // tm) * (N // tn)
+        scaled = trace.totals("st")["wavefronts"] * blocks * (K // bk) / (tk // bk)
+        parts.append(f"`{name}` {got / 1e6:,.1f} M against {scaled / 1e6:,.1f} M ({100 * (got / scaled - 1):+.1f}%)")
+    if not parts:
+        return "No shared-store wavefronts in this profile."
+    return (f"Shared-store wavefronts at {M}x{N}x{K}, the profiler ({prof.source}) against the tracer's count of one "
+            f"block at K = {tk} scaled to the grid ({M // tm} x {N // tn} blocks, {K // bk} slices of {bk}): "
+            + "; ".join(parts) + ". Why the profiler counts more was not found.")
+
+
 def reading_01(prof=None):
     """Lesson 01's reading of its profiled kernels in words, from ``prof`` (default: the recorded
     counters): what the loads cost `naive` (L1, DRAM bytes and rate against the bytes of a kernel

@@ -54,8 +54,9 @@ for name, (addrs, width) in examples.items():
     print(f"{name:<52} {a.wavefronts:>2} wavefronts (ideal {a.ideal}), {a.degree}-way")
 
 # %% [markdown]
-# **Predict** before you look at the maps: a column of a 32x32 float tile puts all 32 lanes in
-# bank 0: 32 wavefronts. One extra float per row (33 instead of 32) shifts each row by one bank.
+# **Predict** before you look at the maps: a column of a 32x33 tile (one extra float per row)
+# shifts each row by one bank. Which banks do lanes 0 to 7 read, and how many wavefronts does the
+# column cost? The second map answers; the first shows the unpadded column of the table above.
 
 # %%
 import matplotlib.pyplot as plt
@@ -256,8 +257,14 @@ exercises.compare_prediction(my_speedup, table.speedup("vec_split", "vec"), "vec
 # means ready, waiting only for its turn).
 
 # %%
-gl.profile({"vec": ladder.SGEMM["vec"], "vec_split": ladder.SGEMM["vec_split"]}, size=(4096, 4096, 4096),
-           lesson="06")
+prof_06 = gl.profile({"vec": ladder.SGEMM["vec"], "vec_split": ladder.SGEMM["vec_split"]}, size=(4096, 4096, 4096),
+                     lesson="06")
+prof_06
+
+# %%
+from IPython.display import Markdown
+from gemm_lessons import profiler
+Markdown(profiler.store_wavefronts_reading(prof_06, {"vec": vec_trace, "vec_split": split_trace}, (128, 128, 16)))
 
 # %% [markdown]
 # Read the table with the measurement before it: the split removed most of the load conflicts
@@ -389,7 +396,7 @@ plots.rung_versus_size("vec_split");
 #   measured rule (paired 16-byte loads) is added, except a few extra wavefronts, mostly in the
 #   1024-thread transposes (above: a hypothesis, not a measurement). At 4096^3 the profiler's
 #   store wavefronts of `vec` and `vec_split` are a few percent above the tracer's count scaled to
-#   the whole grid; that gap is not explained here.
+#   the whole grid (the sentence under the profile); that gap is not explained here.
 # * Fixes: padding (transpose), a different lane layout (4x8), or splitting a thread's tile
 #   (8x8 -> four 4x4). Padding by one float breaks 16-byte alignment; a wide-load GEMM pads by
 #   a multiple of 4 floats, or not at all.

@@ -181,7 +181,9 @@ inspect_kernel.compiler_facts({"vec_split": ladder.SGEMM["vec_split"].kernel,
 # the kernel for a `TileConfig`: the kernel reads the configuration's sizes as constants, and
 # `static_range` writes out every k-step of a slice. Lesson 08 explores the other fields, and
 # lesson 11 uses the last one, `split_k` (a block sums only its part of k; at its default, off,
-# the kernel sums all of k as before). For double buffering it does four things differently:
+# the kernel sums all of k as before). Like lesson 05's `vec`, it reads A and B 16 bytes at a time,
+# so K and N must be multiples of 4 (`warptile.sgemm` refuses other shapes and says so); lesson 11
+# lifts that. For double buffering it does four things differently:
 #
 # 1. **Two separate shared arrays per tile** (`sA0`, `sA1`, `sB0`, `sB1`), and the main loop
 #    handles *two* slices per trip (compute from 0 while filling 1, barrier, compute from 1
@@ -558,7 +560,8 @@ inspect_kernel.compiler_facts(my_kernels, threads={name: 256 for name in my_kern
 #   with every shared load 16 bytes wide (no kernel of the second table has a 4-byte `LDS`
 #   column: a column appears only where some kernel has that instruction), runs faster. The two
 #   attempts differ in more than their loads (the first guards its loads with a short-circuit
-#   `and`, which cost this lesson's `dbuf_short_circuit` spills; it also keeps a runtime k-loop,
+#   `and`, the change that made `dbuf_short_circuit` spill, though the first attempt itself spilled
+#   nothing (its local-bytes column); it also keeps a runtime k-loop,
 #   no padding, no register cap and another layout of threads), so this points at the wide loads
 #   without proving it.
 #
@@ -640,11 +643,11 @@ def sgemm_ex07(A, B, C, alpha, beta):
     def load_slice(k0):  # global -> registers (zeros outside A and B)
         for p in static_range(A_LOADS):
             xa[p, 0] = xa[p, 1] = xa[p, 2] = xa[p, 3] = np.float32(0.0)
-            if row0 + a_r + p * A_STEP < M and k0 + a_c < K:
+            if (row0 + a_r + p * A_STEP < M) & (k0 + a_c < K):  # `&`, not `and`: one condition, no branch
                 xa[p, 0], xa[p, 1], xa[p, 2], xa[p, 3] = load4(A, row0 + a_r + p * A_STEP, k0 + a_c)
         for q in static_range(B_LOADS):
             xb[q, 0] = xb[q, 1] = xb[q, 2] = xb[q, 3] = np.float32(0.0)
-            if k0 + b_r + q * B_STEP < K and col0 + b_c < N:
+            if (k0 + b_r + q * B_STEP < K) & (col0 + b_c < N):
                 xb[q, 0], xb[q, 1], xb[q, 2], xb[q, 3] = load4(B, k0 + b_r + q * B_STEP, col0 + b_c)
 
     def store_slice(sA, sB):  # registers -> one buffer
@@ -711,8 +714,8 @@ plots.rung_versus_size("dbuf");
 #   (this lesson measured the speed, not the overlap), and it halves the barriers (the speedup is in the tables above; `dbuf_one_buffer`, the same code with
 #   one buffer, two barriers and no prefetch, was already faster than `vec_split`, so part of the
 #   step is not double buffering).
-# * It is fragile: the first attempt, with a runtime buffer index, lost 16-byte shared loads, and a
-#   short-circuit `and` around the loads cost spills. Write the code so the compiler has nothing to guess
+# * It is fragile: the first attempt, with a runtime buffer index, lost 16-byte shared loads, and in
+#   `dbuf_short_circuit` a short-circuit `and` around the loads cost spills. Write the code so the compiler has nothing to guess
 #   (separate buffers, explicit `load4`, one condition), then confirm in the SASS.
 # * Next (lesson 08): the other fields of `TileConfig`: how the threads of a warp are laid out
 #   (warp tiles), the depth of a slice, the register cap, and a sweep that picks the best.

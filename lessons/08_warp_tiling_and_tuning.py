@@ -46,23 +46,28 @@ plt.tight_layout()
 from gemm_lessons.instruments import shared_tracer
 for name in ["dbuf", "warptile"]:
     t = shared_tracer.trace_rung(name, (128, 128, 8), merge=("ld", "st"))
-    ld, st = t.totals("ld"), t.totals("st")
-    print(f"{name:<9} loads: {ld['instructions']} instructions, {ld['wavefronts']} wavefronts, "
-          f"{ld['conflicts']} from conflicts; stores: {st['wavefronts']} wavefronts, {st['conflicts']} from conflicts")
+    ld, st, paired = t.totals("ld"), t.totals("st"), t.totals("ld", rule="paired")
+    print(f"{name:<9} loads: {ld['instructions']} instructions, {ld['wavefronts']} wavefronts by the documented rule "
+          f"({paired['wavefronts']} by lesson 06's paired-load rule), {ld['conflicts']} from conflicts; "
+          f"stores: {st['wavefronts']} wavefronts, {st['conflicts']} from conflicts")
     for tile, array in (("A", "sA0"), ("B", "sB0")):
         ins = t.first("ld", array)
         in_warp, in_quarter = tuning.pieces_16_bytes(ins.addresses)
         print(f"          first LDS.128 of {tile}: {in_warp} different 16-byte addresses in the warp, "
-              f"at most {in_quarter} in a quarter warp, {ins.cost.wavefronts} wavefronts")
+              f"at most {in_quarter} in a quarter warp, {ins.cost.wavefronts} wavefronts "
+              f"({ins.measured_cost.wavefronts} paired)")
 
 # %% [markdown]
 # The answer, from the lines above: with 2 x 16 lanes a warp presents 16 different 16-byte
 # addresses of B and 2 of A; with 4 x 8 lanes, 8 of B and 4 of A. The wavefronts do not change.
 # The bank model serves an `LDS.128` a quarter warp (8 lanes) at a time, and in both layouts a
 # quarter warp reads at most 8 different pieces of B, on different banks, and one piece of A,
-# which its 8 lanes share (a [broadcast](GLOSSARY.md#broadcast)). Each quarter warp is one
-# wavefront: four per instruction in both kernels, none from conflicts. On this kernel the warp
-# layout should not matter for shared memory; the sweep will say whether it matters at all.
+# which its 8 lanes share (a [broadcast](GLOSSARY.md#broadcast)). By the documented rule each
+# quarter warp is one wavefront: four per instruction in both kernels, none from conflicts. By
+# the rule lesson 06 measured on the H100 (lanes that share a 16-byte address are served two per
+# register, the *paired* column), A's loads take fewer, equally in both layouts: the lines above
+# give both counts. Either way the warp layout should not matter for shared memory on this
+# kernel; the sweep will say whether it matters at all.
 #
 # ## Configurations, and the rules they must obey
 #
@@ -75,7 +80,7 @@ for name in ["dbuf", "warptile"]:
 # k-steps of the compute, each store half a slice after its load, instead of all loads before
 # the first k-step and all stores after the last (both forms are in lesson 07's `make_kernel`).
 # **`guard`** is how the loads avoid reading outside A and B: `"if"` skips a load outside the
-# matrix (a predicated `if`), `"select"` clamps the address into the matrix and then keeps or
+# matrix (an `if`, which the compiler can turn into a predicated load), `"select"` clamps the address into the matrix and then keeps or
 # zeroes the value (lesson 07's clamped loads; the recorded sweep below compares the two).
 #
 # `TileConfig.validate()` checks a configuration before anything is compiled: a warp has
@@ -185,8 +190,9 @@ Markdown(tuning.traffic_markdown(tuning.shared_traffic([tuning.SWEEP_BASE, repla
 #   the 128x128 block, with more blocks per SM (`BM: 128 → 64`; the two were timed in different
 #   runs), but slower than the sweep's base configuration, a 128x128 block with the cap (the full
 #   table). The 8x16 thread tiles (128 threads, over 200 registers: the full table) never came
-#   near the fastest kernels; they beat the capped 128x128 block's 8x8 thread tiles only with one
-#   buffer at BK = 8 (the heatmap).
+#   near the fastest kernels; they came out ahead of the capped 128x128 block's 8x8 thread tiles
+#   only with one buffer at BK = 8, and there by less than the 2% this lesson counts as measured
+#   (the heatmap).
 # * **Warp layout and padding: no measurable effect** on this kernel (the `WMxWN` and `pad_a`
 #   rows: within 2%, each pair timed in the same run). For the warp layout the bank model
 #   predicted it (both layouts are conflict-free, the trace at the top). Without padding, the
@@ -237,8 +243,9 @@ except TypeError as e:
 # %% [markdown]
 # **Predict, then measure.** `warptile` is `dbuf` with 4 x 8 lanes per warp instead of 2 x 16,
 # and the configuration the sweep chose. How many times as fast as `dbuf` do you expect it at
-# 4096^3? The sweep above has what you need: find the rows that differ from `warptile`'s
-# configuration only in the warp tile. On a GPU the next cell measures both now; on the
+# 4096^3? The sweep above has what you need: the `WMxWN` rows of the changes table differ only in
+# the warp tile (the recorded sweep has that pair with the clamped-load guard, `select`, not with
+# `warptile`'s `if`; the small sweep near the top of the lesson times the pair with `if` on a GPU). On a GPU the next cell measures both now; on the
 # simulator it shows the recorded GPU result.
 
 # %%
@@ -438,8 +445,9 @@ Markdown(block_order.report())
 #
 # A block of 64 threads (2 warps) computes a 32 x 128 tile of C, 8x8 results per thread. As given
 # below, `row_of(i)` and `col_of(j)` (the tile row of a thread's result row `i`, the tile
-# column of its result column `j`, for `i, j = 0..7`) use lesson 07's arrangement: threads in
-# rows of 16, so a warp covers 16 rows x 128 columns, and per k-step it reads 16 values of A and
+# column of its result column `j`, for `i, j = 0..7`) use lesson 06's split arrangement (a
+# thread's two 4-row pieces half the tile apart, `BM // 2`; lesson 07's kernel puts them closer):
+# threads in rows of 16, so a warp covers 16 rows x 128 columns, and per k-step it reads 16 values of A and
 # 128 of B from shared memory. Rewrite them for **warp tiles** of WM x WN = 32 x 64: each warp
 # owns one half of the block tile (32 x 64), warp 0 the left half (tile columns 0-63) and warp 1
 # the right half (columns 64-127); its lanes form an LM x LN = 4 x 8 grid,
@@ -499,7 +507,7 @@ def sgemm_ex08(A, B, C, alpha, beta):
     for k0 in range(0, K, BK):
         for p in static_range(BM * BK // 4 // THREADS):
             x0 = x1 = x2 = x3 = np.float32(0.0)
-            if row0 + a_r + p * A_STEP < M and k0 + a_c < K:
+            if (row0 + a_r + p * A_STEP < M) & (k0 + a_c < K):  # `&`, not `and` (lesson 07)
                 x0, x1, x2, x3 = load4(A, row0 + a_r + p * A_STEP, k0 + a_c)
             sAT[a_c + 0, a_r + p * A_STEP] = x0
             sAT[a_c + 1, a_r + p * A_STEP] = x1
@@ -507,7 +515,7 @@ def sgemm_ex08(A, B, C, alpha, beta):
             sAT[a_c + 3, a_r + p * A_STEP] = x3
         for q in static_range(BK * BN // 4 // THREADS):
             y0 = y1 = y2 = y3 = np.float32(0.0)
-            if k0 + b_r + q * B_STEP < K and col0 + b_c < N:
+            if (k0 + b_r + q * B_STEP < K) & (col0 + b_c < N):
                 y0, y1, y2, y3 = load4(B, k0 + b_r + q * B_STEP, col0 + b_c)
             store4(sB, b_r + q * B_STEP, b_c, y0, y1, y2, y3)
         cuda.syncthreads()
@@ -553,10 +561,12 @@ plots.rung_versus_size("warptile");
 #   measurements: every configuration is checked
 #   for correctness first, and rejected with a reason if it cannot work.
 # * On this kernel the largest effects in the sweep came with the buffers, the slice depth and
-#   the register cap. Only the cap's effect shows in the compiler's columns (fewer blocks per SM);
-#   the second buffer and BK = 16 changed the speed of the capped 128x128 block with the same
-#   registers, spills and blocks per SM, and one large drop (two buffers at BK = 16 in the
-#   64x128 block) the record does not explain. The load guard gave the last step: the predicated `if` was the only single change
+#   the register cap. In the capped 128x128 block, the second buffer (at BK = 8) and BK = 16 (with
+#   one buffer) each made it faster with the same registers, spills and blocks per SM; the two
+#   together spilled (the spill-bytes column) and were slower than two buffers at BK = 8. Without
+#   the cap the compiler's columns show one block per SM fewer, and in the 64x128 block the second
+#   buffer cost a block per SM. One large drop (two buffers at BK = 16 in the 64x128 block) the
+#   record does not explain. The load guard gave the last step: the predicated `if` was the only single change
 #   that made the sweep's base configuration more than 2% faster (the `guard` row). Warp layout
 #   and padding did not measurably matter.
 # * Block order decides which blocks meet in the L2 cache: a grouped order (Triton's) can read

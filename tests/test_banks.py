@@ -160,6 +160,11 @@ def test_bank_map_draws():
     matplotlib.use("Agg")
     ax = figures.bank_map(bank_model.warp_layout_addresses((2, 16)), 16)
     assert "8 wavefronts" in ax.get_title(loc="left")
+    labels = {t.get_text() for t in ax.texts}
+    assert "0,16" in labels and len(ax.texts) == 16  # one label per 16-byte access, listing the lanes that share it
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "phase 0: lanes 0-7" in legend and not any(t.startswith("phase 2:") for t in legend)
+    assert any(t.startswith("phases 2, 3: the same words") for t in legend)  # lanes 16-31 repeat lanes 0-15's words
     matplotlib.pyplot.close(ax.figure)
 
 

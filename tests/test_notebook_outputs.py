@@ -69,6 +69,15 @@ def test_tidy_streams_keeps_what_a_student_sees():
                     nbformat.v4.new_output("stream", name="stdout", text="a\r\nb\n"),
                     nbformat.v4.new_output("display_data", data={"text/plain": "t"}),
                     nbformat.v4.new_output("stream", name="stderr", text="\r\n")]
+    widget = nbformat.v4.new_code_cell("w")
+    view = {"model_id": "m", "version_major": 2, "version_minor": 0}
+    widget.outputs = [nbformat.v4.new_output("display_data", data={
+                          "application/vnd.jupyter.widget-view+json": view, "text/plain": "VBox(children=(Dropdown(...)))"}),
+                      nbformat.v4.new_output("display_data", data={
+                          "application/vnd.jupyter.widget-view+json": view, "text/plain": "HBox(children=(FloatProgress(value=3.0)))"})]
+    nb.cells = [widget]
+    shown = [o.data["text/plain"] for o in tidy_streams(nb).cells[0].outputs]
+    assert shown[0].startswith("(an interactive widget") and shown[1].startswith("HBox(children=(FloatProgress")
     nb.cells = [cell]
     outs = tidy_streams(nb).cells[0].outputs
     assert [(o.output_type, o.get("name"), o.get("text")) for o in outs] == [

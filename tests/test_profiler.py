@@ -503,3 +503,17 @@ def test_lesson_01s_l2_misses_are_split_by_source_in_the_record():
     text = profiler.l2_sources_reading("naive", record)
     assert "missed 33.2 GB, and DRAM read 33.1 GB (0.2% apart); the other 16.3 GB" in text
     assert "no such profile" in profiler.l2_sources_reading("naive", ("", {}))
+
+
+def test_store_wavefronts_reading_scales_one_block_to_the_grid():
+    class Trace:  # one block's count, as shared_tracer's totals give it
+        def totals(self, op):
+            return {"wavefronts": 384}
+
+    prof = profiler.recorded(["vec", "vec_split"], size=(4096, 4096, 4096), rows=profiler.LESSON_ROWS["06"])
+    got = prof.value("vec", "shared_st_wavefronts")
+    if got is None:
+        pytest.skip("no recorded profile of vec")
+    scaled = 384 * 32 * 32 * 512 / 2  # 32 x 32 blocks, 512 slices of 8 against the 2 traced
+    text = profiler.store_wavefronts_reading(prof, {"vec": Trace()}, (128, 128, 16))
+    assert f"`vec` {got / 1e6:,.1f} M against {scaled / 1e6:,.1f} M ({100 * (got / scaled - 1):+.1f}%)" in text

@@ -38,19 +38,22 @@ def warp_access(coalesced=True, K=64, N=64, ax=None):
     for axis, addrs, name, ld in ((ax[0], a, "A", K), (ax[1], b, "B", N)):
         floats = sorted({x // 4 for x in addrs})
         lo = (floats[0] // 8) * 8
-        hi = min(lo + 8 * 40, max(lo + 64, ((floats[-1] // 8) + 1) * 8))
+        hi = max(lo + 64, ((floats[-1] // 8) + 1) * 8)  # every float the warp reads, however far apart
         axis.set_xlim(lo, hi)
         axis.set_ylim(0, 1)
+        wide = hi - lo > 320  # too many sectors to outline: draw only the fetched ones
         for s in range(lo, hi, 8):
             touched = any(s <= f < s + 8 for f in floats)
-            axis.add_patch(patches.Rectangle((s, 0), 8, 1, fill=touched, alpha=0.3, ec="black",
-                                             fc="tab:orange"))
+            if touched or not wide:
+                axis.add_patch(patches.Rectangle((s, 0), 8, 1, fill=touched, alpha=0.6 if wide else 0.3,
+                                                 ec="tab:orange" if wide else "black", fc="tab:orange"))
         for f in floats:
             if lo <= f < hi:
                 axis.add_patch(patches.Rectangle((f, 0.2), 1, 0.6, color="tab:blue"))
         axis.set_yticks([])
-        axis.set_title(f"{name}: {len(floats)} distinct floats in {sectors(addrs)} sectors of 32 bytes "
-                       f"(row length {ld} floats; shaded = sectors fetched)", fontsize=9, loc="left")
+        n, sec = len(floats), sectors(addrs)
+        axis.set_title(f"{name}: {n} distinct float{'s' if n > 1 else ''} in {sec} sector{'s' if sec > 1 else ''} "
+                       f"of 32 bytes (rows of {ld} floats; shaded = sectors fetched)", fontsize=9, loc="left")
         axis.set_xlabel("float index in memory (row-major)", fontsize=8)
     plt.tight_layout()
     return ax

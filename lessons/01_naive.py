@@ -36,7 +36,9 @@ measure.recorded(["naive", "cublas"])  # where this lesson ends up, on the recor
 # * **Uncoalesced**: `threadIdx.x` walks the *rows* of C. The warp reads 32 floats of A that are
 #   K floats apart (32 sectors, 28 of each sector's 32 bytes wasted) and one float of B.
 #
-# The figure shows one k-step of one warp, computed from the same index arithmetic as the kernel.
+# The figure shows one k-step of one warp, computed from the same index arithmetic as the kernel,
+# on matrices with rows of 64 floats (a toy size, so that the whole access fits the picture; at
+# K = 4096 the 32 floats of A lie further apart, in the same 32 sectors).
 
 # %%
 figures.warp_access(coalesced=True);

@@ -9,7 +9,9 @@ record, or says that there is none yet.
 """
 import argparse
 import glob
+import json
 import os
+import re
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -286,6 +288,156 @@ def compiler_facts(kernels, record=None, device=results.REFERENCE_DEVICE):
             return NotRecorded("what the GPU's compiler made of " + ", ".join(f"`{n}`" for n in kernels),
                                record_path(device))
     return inspect_kernel.compiler_facts(kernels, threads, record=record, loops=True)
+
+
+# --- the offline compile (sm_90, no GPU): what the lesson reads in the SASS ------------------
+
+OFFLINE_RECORD = results.path_for("lesson05-offline-sass", "")
+OFFLINE_COMMAND = "GEMM_LESSONS_SIMULATOR=0 python tools/lesson05_offline.py"
+RANGE_LOOPS = "transposed_a_range_loops"  # the record's name for transposed_a without step 2
+_LDS_ADDRESS = re.compile(r"\bLDS(?:\.\w+)?\s+R\d+,\s*\[([^\]]+)\]")
+
+
+def lds_addresses(sass):
+    """The address operand of every shared load in a SASS listing ('R113+UR6+0x20', ...): these
+    kernels read shared memory only in the k-step loop."""
+    return _LDS_ADDRESS.findall(sass)
+
+
+def transposed_a_with_range_loops():
+    """transposed_a with its static_range loops as plain range loops (step 3 without step 2),
+    built from the package's source: a numba kernel that only an offline compile needs."""
+    import linecache
+
+    import numpy as np
+    from numba import cuda, float32
+
+    from . import lesson_source
+    from .jit import jit
+
+    text = lesson_source.region("gemm_lessons/sgemm_kernels/transposed_a.py")
+    text = text.replace("@unrolled\n", "").replace("static_range(", "range(")
+    name = "<transposed_a with range loops>"
+    linecache.cache[name] = (len(text), None, text.splitlines(True), name)  # numba reads the source
+    ns = {"np": np, "cuda": cuda, "float32": float32, "jit": jit}
+    exec(compile(text, name, "exec"), ns)
+    return ns["sgemm_transposed_a"]
+
+
+def load_offline(path=OFFLINE_RECORD):
+    """The offline-SASS record that tools/lesson05_offline.py writes (a dict), or None."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def _offline_missing(path):
+    return (f"**Not recorded yet:** `{os.path.relpath(path, os.path.dirname(results.RESULTS_DIR))}` does not "
+            f"exist. `{OFFLINE_COMMAND}` writes it (it needs the CUDA toolkit's compiler, not a GPU).")
+
+
+def offline_provenance(record):
+    """'compiled offline for sm_90 on <date>, commit <sha>, ptxas <version>' of the record."""
+    ptxas = record["versions"].get("ptxas") or "?"
+    m = re.search(r"release ([\d.]+), (V[\d.]+)", ptxas)  # 'Cuda compilation tools, release 13.5, V13.5.37'
+    ptxas = f"{m.group(1)} ({m.group(2)})" if m else ptxas
+    changed = "" if record.get("kernels_as_committed", True) else " with the kernels' files changed from it"
+    return (f"compiled offline for {record['arch']} on {record['date'][:10]}, commit {record['git_commit']}{changed}, "
+            f"ptxas {ptxas}, numba-cuda {record['versions'].get('numba-cuda')}")
+
+
+def _with_record(render):
+    """``render(record)`` as a function of ``record=None`` (then the committed record), or the
+    'not recorded yet' sentence when there is none."""
+    def shown(record=None, path=OFFLINE_RECORD):
+        record = record if record is not None else load_offline(path)
+        return _offline_missing(path) if record is None else render(record)
+
+    shown.__name__, shown.__doc__ = render.__name__, render.__doc__
+    return shown
+
+
+def _inner_other(facts):
+    """Instructions of the k-step loop other than FFMA and shared loads."""
+    loop = facts["loop"]
+    return loop["inner"] - loop["inner_FFMA"] - loop["inner_LDS"]
+
+
+def _base(address):
+    """An LDS address operand without its constant offset: 'R113+UR6+0x20' -> 'R113+UR6'."""
+    return re.sub(r"\+0x[0-9a-f]+$", "", address)
+
+
+def _operands(addresses):
+    return ", ".join(f"`{a}`" for a in addresses)
+
+
+@_with_record
+def offline_step2_addresses(record):
+    """Claim of step 2 (Markdown): the shared loads' address operands and the k-step loop of
+    reg2d_contiguous and reg2d_unrolled in the offline SASS."""
+    k = record["kernels"]
+    rows = []
+    for name in ("reg2d_contiguous", "reg2d_unrolled"):
+        f = k[name]
+        rows.append([f"`{name}`", f["LDS"], f["loop"]["inner"], _inner_other(f), _operands(f["lds_addresses"])])
+    before, after = k["reg2d_contiguous"], k["reg2d_unrolled"]
+    bases = sorted({_base(a) for a in after["lds_addresses"]})
+    uniform = sorted({u for a in after["lds_addresses"] for u in re.findall(r"UR\d+", a)})
+    return (f"In the SASS {offline_provenance(record)}: every `LDS` of `reg2d_contiguous` reads from an "
+            f"address held whole in a register ({len(set(before['lds_addresses']))} different registers for its "
+            f"{before['LDS']} loads), and its k-step loop has {_inner_other(before)} instructions besides the "
+            f"`FFMA` and `LDS`; the {after['LDS']} addresses of `reg2d_unrolled` are {len(bases)} bases, "
+            f"{' and '.join(f'`{b}`' for b in bases)}, plus constant offsets"
+            + (f" ({', '.join(f'`{u}`' for u in uniform)}: a uniform register, one value for the whole warp)"
+               if uniform else "")
+            + f", and its k-step loop has {after['loop']['inner']} instructions instead of "
+            f"{before['loop']['inner']} ({_inner_other(after)} besides the `FFMA` and `LDS`).\n\n"
+            + tables.markdown(["kernel", "LDS", "k-step loop (instructions)", "of them not FFMA or LDS",
+                               "address operands of the shared loads"], rows, "lrrrl"))
+
+
+@_with_record
+def offline_step3_lds128(record):
+    """Claim of step 3 (Markdown): transposed_a's shared loads in the offline SASS, against
+    reg2d_unrolled's."""
+    k = record["kernels"]
+    rows = [[f"`{n}`", k[n]["LDS"], k[n]["LDS.64"], k[n]["LDS.128"], k[n]["loop"]["inner"], k[n]["regs"]]
+            for n in ("reg2d_unrolled", "transposed_a")]
+    a = k["transposed_a"]
+    return (f"In the SASS {offline_provenance(record)}: `transposed_a` reads its 8 + 8 values per k-step with "
+            f"{a['LDS.128']} `LDS.128` ({_operands(a['lds_addresses'])}) and {a['LDS']} 4-byte `LDS`; "
+            f"`reg2d_unrolled` with {k['reg2d_unrolled']['LDS']} `LDS`.\n\n"
+            + tables.markdown(["kernel", "LDS", "LDS.64", "LDS.128", "k-step loop (instructions)", "registers"],
+                              rows, "lrrrrr"))
+
+
+@_with_record
+def offline_register_cap(record):
+    """Claim of step 5 (Markdown): wide_loads and vec compiled offline with and without
+    max_registers=128, and whether the two SASS listings are the same."""
+    parts = []
+    for name, c in record["register_cap"].items():
+        same = "the same, line for line" if c["identical_sass"] else "**different**"
+        parts.append(f"`{name}`: {c['regs_without_cap']} registers without a cap, {c['regs_with_cap']} with "
+                     f"`max_registers=128`, and the two SASS listings are {same}")
+    return f"In the SASS {offline_provenance(record)}: " + "; ".join(parts) + "."
+
+
+@_with_record
+def offline_without_step2(record):
+    """Claim of the summary (Markdown): transposed_a with range loops (step 3 without step 2)
+    against transposed_a itself, in the offline SASS."""
+    k = record["kernels"]
+    rows = [[label, k[n]["LDS"], k[n]["LDS.128"], k[n]["loop"]["inner"], k[n]["FFMA"]]
+            for label, n in (("`transposed_a` (`static_range`: steps 2 and 3)", "transposed_a"),
+                             ("`transposed_a` with `range` loops (step 3 without step 2)", RANGE_LOOPS))]
+    r = k[RANGE_LOOPS]
+    return (f"In the SASS {offline_provenance(record)}: written with `range` instead of `static_range` loops, "
+            f"`transposed_a` keeps {r['LDS']} 4-byte `LDS` and no `LDS.128` ({k['transposed_a']['LDS.128']} "
+            "`LDS.128` with the loops written out).\n\n"
+            + tables.markdown(["kernel", "LDS", "LDS.128", "k-step loop (instructions)", "FFMA"], rows, "lrrrr"))
 
 
 # --- the command ----------------------------------------------------------------------------

@@ -164,7 +164,7 @@ def ptxas_resources(info):
             "barriers": number(r"used (\d+) barriers", 0)}
 
 
-def main_loop(sass):
+def main_loop_opcodes(sass):
     """Counter of the opcodes (predicates dropped) between the target of the first backward
     branch and that branch: the main loop of an SGEMM kernel, whose order the compiler may
     schedule differently while the instructions stay the same."""

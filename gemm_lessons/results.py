@@ -35,6 +35,7 @@ PATHS = {
     "ncu-multistage": "experiments/ncu-multistage-{device}.csv",  # tools/multistage_probe.py --profile under ncu
     "multistage-probe": "experiments/multistage-probe-{device}.json",  # tools/multistage_probe.py: cp.async stages
     "bigtile-probe": "experiments/bigtile-probe-{device}.json",  # tools/bigtile_probe.py: larger block tiles vs 128x128
+    "lesson05-offline-sass": "experiments/lesson05-offline-sass.json",  # tools/lesson05_offline.py (offline, sm_90)
     "experiment": "experiments/{name}-{device}.json",  # a bench run of a few kernels ("l2order": tools/l2order.py)
     "experiment-log": "experiments/{name}-{device}.txt",  # what a one-off probe printed
     "latency": "latency-{device}.json",  # python -m gemm_lessons.latency (the primer)

@@ -25,9 +25,10 @@ measure.recorded(["reg2d", "vec", "cublas"])  # where we start and where we arri
 # %% [markdown]
 # ## Idea: make a thread's values contiguous, then move 16 bytes at a time
 #
-# A thread's 8 values of B for one k are already neighbours in `sB[k, :]`. Its 8 values of A are
-# not: in `sA[m, k]` they are a column, BK floats apart. Store the A tile **transposed**,
-# `sAT[k, m]`, and they become neighbours too. Then:
+# Give each thread 8 side-by-side columns of C (in lesson 04's `reg2d` they are 16 apart; step 1
+# below changes that), and its 8 values of B for one k are neighbours in `sB[k, :]`. Its 8 values
+# of A are not: in `sA[m, k]` they are a column, BK floats apart. Store the A tile
+# **transposed**, `sAT[k, m]`, and they become neighbours too. Then:
 #
 # * shared memory: 8 + 8 values per k-step arrive in four 16-byte loads (`LDS.128`: the `.128`
 #   is the access width in bits, [glossary](GLOSSARY.md#width-128)) instead of sixteen 4-byte ones;
@@ -44,8 +45,9 @@ figures.transposed_tile();
 # * **Shared memory**: usually nothing special. Shared arrays are aligned, so when four loads hit
 #   `sAT[k, m]`, `sAT[k, m+1]`, ... with `m` visibly a multiple of 4, the compiler (the load/store
 #   vectorizer of [NVVM](GLOSSARY.md#nvvm), the LLVM-based part of numba's compiler) can merge them into one `LDS.128`, and in this lesson's kernel it
-#   does. Not always: step 2 below shows four neighbouring reads it left as four `LDS`, so
-#   read the SASS.
+#   does. Not always: in the H100 run recorded for this lesson, steps 3 and 4 kept their
+#   neighbouring reads as four `LDS` each, and `vec_unrolled_k` at the end of the lesson loses
+#   `LDS.128` too, so read the SASS.
 # * **Global memory**: numba tells LLVM nothing about the alignment of an array's data pointer,
 #   so four neighbouring global loads stay four `LDG.E`. `gemm_lessons/float4.py` adds two
 #   small numba *intrinsics* ([glossary](GLOSSARY.md#intrinsic): functions that the compiler
@@ -132,16 +134,25 @@ lesson05_steps.measure_step("reg2d_contiguous")  # both from the package; on the
 # The same kernel with its loops over a thread's rows `i` and columns `j` written as
 # `static_range` loops, which `@unrolled` writes out before numba compiles the kernel; the 64
 # results become a 2-D register tile `acc[i, j]` indexed only by constants. The loads and stores
-# are the same 4-byte ones. What changes is the code for their addresses: in the SASS of
-# `reg2d_contiguous`, compiled offline for sm_90, the k-step loop computes the address of each
-# of its 16 shared loads with integer instructions, at every k-step, and each `LDS` reads from a
-# register holding a whole address; in that of `reg2d_unrolled`, the 16 addresses are two base
-# registers plus constant offsets, and the k-step loop is shorter (`tests/test_lesson05_steps.py`
-# checks both). The **inner loop** column below shows what the GPU's compiler made, and the
-# *local bytes* column a second difference: `reg2d_unrolled` spills nothing. Whether the spill it
+# are the same 4-byte ones. What changes is the code for their addresses, as the SASS of the two
+# kernels *compiled offline* for sm_90 shows in the next cell. *Compiled offline*: compiled on
+# a machine without a GPU, with the CUDA toolkit's compiler, not by the GPU's driver (so it may
+# differ from what your GPU's compiler makes); *sm_90*: compute capability 9.0, the H100's, as
+# the compiler names it. In the SASS of `reg2d_contiguous` the k-step loop computes the address
+# of each of its 16 shared loads with integer instructions, at every k-step, and each `LDS`
+# reads from a register holding a whole address; in that of `reg2d_unrolled`, the 16 addresses
+# are two bases plus constant offsets, and the k-step loop is shorter. The cell shows the
+# address operands and loop lengths recorded by `tools/lesson05_offline.py`;
+# `tests/test_lesson05_steps.py` checks both in the record, and again by compiling where the
+# toolkit is installed. The **inner loop** column below shows what the GPU's compiler made, and
+# the *local bytes* column a second difference: `reg2d_unrolled` spills nothing. Whether the spill it
 # removes mattered, these numbers cannot say: step 1 added it and ran at the same speed, but its
 # k-step loop got shorter at the same time.
-#
+
+# %%
+Markdown(lesson05_steps.offline_step2_addresses())  # from results/experiments/lesson05-offline-sass.json
+
+# %% [markdown]
 # The diff is against lesson 04's factory `make_sgemm_reg2d`, whose `SPREAD=False` sets
 # `ROW_STEP = COL_STEP = 1`, `ROW_SPAN = TM` and `COL_SPAN = TN`: its `t_row + i * ROW_STEP` is
 # the `t_row + i` of the new kernel.
@@ -225,11 +236,14 @@ lesson05_steps.measure_step("reg2d_unrolled", {
 # both rows start at a multiple of 8 floats (`t_row`, `t_col`), so the compiler *may* merge
 # every four neighbouring reads into one `LDS.128`, 4 per k-step instead of 16 `LDS`. Whether
 # it does is the compiler's choice, and two toolchains disagreed here: compiled offline (numba's
-# NVVM and ptxas 13.5 on this repository's CI machine, `tests/test_lesson05_steps.py`) this
-# kernel gets `LDS.128`; in the H100
+# NVVM and the CUDA toolkit's ptxas, on a machine without a GPU: the next cell, with the
+# versions; `tests/test_lesson05_steps.py` checks it) this kernel gets `LDS.128`; in the H100
 # run recorded for this lesson it kept sixteen 4-byte `LDS`, and so did step 4's kernel (the
 # compiler facts below show what your GPU's compiler made). Only `vec`, in step 5, has
 # `LDS.128` in that run. We did not find out why.
+
+# %%
+Markdown(lesson05_steps.offline_step3_lds128())  # from results/experiments/lesson05-offline-sass.json
 
 # %%
 print(lesson_source.kernel_diff("gemm_lessons/sgemm_kernels/reg2d_unrolled.py",
@@ -324,7 +338,8 @@ for name in ("reg2d_unrolled", "transposed_a"):
 # and slice. Its stores, each value scattered to its transposed place, cost 224 more, and stores
 # are 64 warp instructions per slice against 1,024 loads. Fewer shared-memory passes per slice
 # (3,136 before, 2,848 after, about 9% fewer) is the likely source of step 3's gain; nothing
-# here times the two effects apart. The `sB` reads stay 4-way in both: lesson 06 removes those.
+# here times the two effects apart. The `sB` reads stay 4-way in both; they become 2-way in
+# step 5, where they are 16-byte `LDS.128`, and lesson 06 removes that last conflict.
 
 # %% [markdown]
 # ### Step 4: 16-byte global loads for staging (`wide_loads`)
@@ -440,7 +455,11 @@ lesson05_steps.measure_step("wide_loads", {
 # and `SPAN = 8`, so `t_row + (i % 4 + i // 4 * ROW_GAP)` is `t_row + i`), the `unroll_k`
 # switch measured at the end of the lesson, and no register cap: at its register count the cap
 # does not bind (compiled offline, its SASS is the same with and without `max_registers=128`,
-# and so is that of `wide_loads`; `tests/test_lesson05_steps.py` checks both).
+# and so is that of `wide_loads`: the next cell shows both kernels' registers and the comparison
+# of the two listings; `tests/test_lesson05_steps.py` checks both).
+
+# %%
+Markdown(lesson05_steps.offline_register_cap())  # from results/experiments/lesson05-offline-sass.json
 
 # %%
 print(lesson_source.kernel_diff("gemm_lessons/sgemm_kernels/wide_loads.py", "gemm_lessons/sgemm_kernels/vec.py"))
@@ -588,11 +607,17 @@ print(f"loads: {t['instructions']} warp instructions, {t['wavefronts']} wavefron
 #
 # Every step and cuBLAS in one run at 4096^3 (the package's kernels). **x the step before** is
 # the step's speedup; **share of the jump** is the TFLOPS it gained, as a share of all the TFLOPS
-# gained from `reg2d` to `vec` (the shares add up to 100%, up to rounding). The split depends on the order: the
-# changes work together (the 16-byte shared reads needed steps 1 and 3, and, judging from the
-# offline SASS, the compile-time unrolling of step 2), so another order would share the jump out
-# differently. **instructions per slice** is read off the compiled main loop: the loop around
-# the k-step loop once, plus the k-step loop BK = 8 times, for the same 512 `FFMA` in every step.
+# gained from `reg2d` to `vec` (the shares add up to 100%, up to rounding).
+# **instructions per slice** is read off the compiled main loop: the loop around the k-step loop
+# once, plus the k-step loop BK = 8 times, for the same 512 `FFMA` in every step. The split
+# depends on the order: the changes work together (the 16-byte shared reads needed steps 1 and 3, and, judging
+# from the offline SASS in the next cell, the compile-time unrolling of step 2: `transposed_a`
+# written with `range` loops instead of `static_range` keeps sixteen 4-byte `LDS`;
+# `tests/test_lesson05_steps.py` checks it), so another order would share the jump out
+# differently.
+
+# %%
+Markdown(lesson05_steps.offline_without_step2())  # from results/experiments/lesson05-offline-sass.json
 
 # %%
 steps = lesson05_steps.summary()
@@ -775,7 +800,7 @@ exercises.check("05-transpose-a", sgemm_ex05)
 #   turn a thread's strided values into contiguous ones, which is what makes 16-byte loads
 #   possible.
 # * From numba: shared-memory `LDS.128` can come for free with aligned, visibly contiguous
-#   indices, but not always (step 2); global `LDG.128`/`STG.128` needs a tiny intrinsic;
+#   indices, but not always (steps 3 and 4 on the H100); global `LDG.128`/`STG.128` needs a tiny intrinsic;
 #   unrolling is asked for with `static_range` (`@unrolled`), and a register tile needs it:
 #   constant indices only. Always confirm in the SASS.
 # * One change at a time, each measured against the one before in the same run, tells what

@@ -9,6 +9,9 @@ the record the lesson renders its numbers from.
       export PATH=<site-packages>/nvidia/cu13/bin:$PATH
       GEMM_LESSONS_SIMULATOR=0 python -m pytest -q -n 0 tests/test_lesson05_steps.py
 
+* The offline record: results/experiments/lesson05-offline-sass.json (tools/lesson05_offline.py)
+  holds what the lesson says of the offline SASS, and the lesson's cells render its numbers
+  (read in CI, no toolchain needed).
 * The record: results/experiments/lesson05-steps-<device>.json, or a clear "not recorded yet".
 """
 import os
@@ -166,7 +169,7 @@ def _lds_addresses(name):
     """The address operand of every shared load in the offline SASS ('R113+UR6+0x20', ...):
     these kernels read shared memory only in the k-step loop."""
     listing, _ = offline_sass.compile_sass(RUNGS[name].kernel, 128)
-    return re.findall(r"\bLDS(?:\.\w+)?\s+R\d+,\s*\[([^\]]+)\]", listing)
+    return lesson05_steps.lds_addresses(listing)
 
 
 @offline
@@ -183,20 +186,7 @@ def test_offline_step2_addresses_become_a_base_register_plus_a_constant():
 def test_offline_without_step2_the_transposed_tile_gives_no_lds128():
     """The lesson's reading that the steps work together: transposed_a with range loops instead
     of static_range (step 3 without step 2) keeps sixteen 4-byte LDS."""
-    import linecache
-
-    import numpy as np
-    from numba import cuda, float32
-
-    from gemm_lessons.jit import jit
-
-    text = lesson_source.region("gemm_lessons/sgemm_kernels/transposed_a.py")
-    text = text.replace("@unrolled\n", "").replace("static_range(", "range(")
-    name = "<transposed_a with range loops>"
-    linecache.cache[name] = (len(text), None, text.splitlines(True), name)  # numba reads the source
-    ns = {"np": np, "cuda": cuda, "float32": float32, "jit": jit}
-    exec(compile(text, name, "exec"), ns)
-    f = offline_sass.sass_facts(ns["sgemm_transposed_a"], 128)
+    f = offline_sass.sass_facts(lesson05_steps.transposed_a_with_range_loops(), 128)
     assert f["LDS.128"] == 0 and f["LDS"] == 16, f
 
 
@@ -233,6 +223,70 @@ def test_offline_the_register_cap_no_longer_binds_from_step4_on(name):
     is the same either way, so step 5 changes the stores only."""
     with_cap, without = offline_sass.sass_facts(RUNGS[name].kernel, 128), offline_sass.sass_facts(RUNGS[name].kernel)
     assert with_cap == without and with_cap["regs"] < 128
+
+
+# --- the offline record (results/experiments/lesson05-offline-sass.json): read in CI ------------
+def test_the_offline_record_holds_the_lessons_claims():
+    """What the lesson says of the offline SASS, in the record tools/lesson05_offline.py wrote
+    (the @offline tests above check the same by compiling)."""
+    record = lesson05_steps.load_offline()
+    assert record is not None, "run: GEMM_LESSONS_SIMULATOR=0 python tools/lesson05_offline.py"
+    k = record["kernels"]
+    assert record["arch"] == "sm_90" and record["versions"]["ptxas"] and record["git_commit"]
+    for name in ("reg2d_contiguous", "reg2d_unrolled", "transposed_a", "wide_loads", "vec"):
+        assert k[name]["FFMA"] == 128 and k[name]["spill_bytes"] == 0 and k[name]["loop"]["inner_FFMA"] == 64, name
+    # (a) step 2: whole-register addresses before, two bases plus constant offsets after, a shorter loop
+    before, after = k["reg2d_contiguous"], k["reg2d_unrolled"]
+    assert before["LDS"] == after["LDS"] == 16 and before["LDS.128"] == after["LDS.128"] == 0
+    assert len(before["lds_addresses"]) == len(after["lds_addresses"]) == 16
+    assert all(re.fullmatch(r"R\d+", a) for a in before["lds_addresses"]), before["lds_addresses"]
+    bases = {re.sub(r"\+0x[0-9a-f]+$", "", a) for a in after["lds_addresses"]}
+    assert len(bases) == 2 and sum("+0x" in a for a in after["lds_addresses"]) == 14, after["lds_addresses"]
+    assert after["loop"]["inner"] < before["loop"]["inner"]
+    # (b) step 3: LDS.128
+    assert k["transposed_a"]["LDS.128"] == 4 and k["transposed_a"]["LDS"] == k["transposed_a"]["LDS.64"] == 0
+    # (c) step 5: the cap of 128 registers changes nothing for wide_loads and vec
+    for name in ("wide_loads", "vec"):
+        cap = record["register_cap"][name]
+        assert cap["identical_sass"] and cap["regs_with_cap"] == cap["regs_without_cap"] < 128, (name, cap)
+    # (d) the summary: without step 2's unrolling, the transposed tile gives no LDS.128
+    ranged = k[lesson05_steps.RANGE_LOOPS]
+    assert ranged["LDS"] == 16 and ranged["LDS.128"] == 0 and ranged["FFMA"] == 128
+
+
+def test_the_offline_cells_render_the_records_numbers():
+    record = lesson05_steps.load_offline()
+    k = record["kernels"]
+    where = (f"compiled offline for sm_90 on {record['date'][:10]}, commit {record['git_commit']}, ptxas "
+             + re.search(r"release ([\d.]+)", record["versions"]["ptxas"]).group(1))
+    a = lesson05_steps.offline_step2_addresses()
+    b = lesson05_steps.offline_step3_lds128()
+    c = lesson05_steps.offline_register_cap()
+    d = lesson05_steps.offline_without_step2()
+    for text in (a, b, c, d):
+        assert where in text, text
+    for name in ("reg2d_contiguous", "reg2d_unrolled"):
+        f = k[name]
+        assert f"| `{name}` | {f['LDS']} | {f['loop']['inner']} |" in a
+        assert ", ".join(f"`{x}`" for x in f["lds_addresses"]) in a
+    assert f"has {k['reg2d_unrolled']['loop']['inner']} instructions instead of {k['reg2d_contiguous']['loop']['inner']}" in a
+    t = k["transposed_a"]
+    assert f"| `transposed_a` | {t['LDS']} | {t['LDS.64']} | {t['LDS.128']} | {t['loop']['inner']} | {t['regs']} |" in b
+    assert f"with {t['LDS.128']} `LDS.128`" in b
+    for name, cap in record["register_cap"].items():
+        assert (f"`{name}`: {cap['regs_without_cap']} registers without a cap, {cap['regs_with_cap']} with "
+                f"`max_registers=128`, and the two SASS listings are the same, line for line") in c
+    r = k[lesson05_steps.RANGE_LOOPS]
+    assert f"| {r['LDS']} | {r['LDS.128']} | {r['loop']['inner']} | {r['FFMA']} |" in d
+    assert f"keeps {r['LDS']} 4-byte `LDS` and no `LDS.128`" in d
+
+
+def test_without_the_offline_record_the_cells_say_how_to_make_it(tmp_path):
+    path = str(tmp_path / "lesson05-offline-sass.json")
+    for render in (lesson05_steps.offline_step2_addresses, lesson05_steps.offline_step3_lds128,
+                   lesson05_steps.offline_register_cap, lesson05_steps.offline_without_step2):
+        text = render(path=path)
+        assert text.startswith("**Not recorded yet:**") and "python tools/lesson05_offline.py" in text, text
 
 
 # --- the record --------------------------------------------------------------------------------

@@ -96,7 +96,7 @@ def test_block_order_leaves_the_main_loop_alone():
     facts = {}
     for cfg in (row_major, grouped):
         sass, info = offline_sass.compile_sass(warptile.make_kernel(cfg), cfg.max_registers)
-        facts[cfg.group_m] = offline_sass.main_loop(sass), info
+        facts[cfg.group_m] = offline_sass.main_loop_opcodes(sass), info
     assert facts[1][0]["FFMA"] == 1024 and facts[8][0] == facts[1][0]
     assert "0 bytes spill stores" in facts[8][1]
 

@@ -489,7 +489,15 @@ def rung_sizes_sentence(rung, record, blocks):
         return text + f"`{rung}` is ahead at every size."
     sms = record.device.sm_count
     text += f"`{rung}` is behind at {', '.join(f'{n}^3' for n in behind)}. "
+    same_idle = False
     for n in behind:
+        counts = {k: -(-n // blocks[k][0]) * -(-n // blocks[k][1]) for k in (rung, before)}
+        if counts[rung] == counts[before] < sms:  # the same SMs idle in both: only the warps per block differ
+            same_idle = True
+            text += (f"At {n}^3 both make {counts[rung]} blocks for {sms} SMs (at least {sms - counts[rung]} SMs get "
+                     f"no block in either), of {blocks[rung][2] // 32} warps for `{rung}` against "
+                     f"{blocks[before][2] // 32} for `{before}`. ")
+            continue
         parts = []
         for k in (rung, before):
             bm, bn, threads = blocks[k]
@@ -501,5 +509,8 @@ def rung_sizes_sentence(rung, record, blocks):
                 parts.append(f"`{k}`'s {bm}x{bn} tiles make {count:,} blocks of {threads} threads, at least one for "
                              f"each of the {sms} SMs")
         text += f"At {n}^3, " + "; ".join(parts) + ". "
+    if same_idle:
+        return text + ("Idle SMs slow both alike; fewer warps on each busy SM to [hide latency](GLOSSARY.md#latency-hiding) "
+                       "with is the likely reason for the difference; the course did not profile these kernels at this size.")
     return text + ("Idle SMs, and few warps on the busy ones to [hide latency](GLOSSARY.md#latency-hiding) with, are "
                    "the likely reasons; the course did not profile these kernels at this size.")

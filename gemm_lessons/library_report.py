@@ -216,7 +216,7 @@ def edges_sentence(rec):
                      "moved here)")
         text += (f". The model of section 4 charges the copies {copies_ms:.3f} ms (their bytes at the calibration's "
                  f"copy bandwidth, {model.bandwidth_gbs:,.0f} GB/s, and three launches of {model.launch_us:.0f} µs) "
-                 f"and the wide kernel on {shape_name((M, N4, K4))} {wide_ms:+.3f} ms against "
+                 f"and the wide kernel on {shape_name((M, N4, K4))} {abs(wide_ms) if round(wide_ms, 3) == 0 else wide_ms:+.3f} ms against "
                  f"{shape_name(REFERENCE_SHAPE)} ({blocks[0]} blocks against {blocks[1]}, "
                  f"{100 * (blocks[0] / blocks[1] - 1):.0f}% more; the model charges only the busiest SM of each wave, "
                  "which holds as many blocks in both)")
@@ -516,8 +516,9 @@ def launch_probe_sentence(probe=None, rec=None):
     text = (f"Measured part by part (`tools/launch_probe.py`, {probe['device']}, {probe['date'][:10]}, commit "
             f"{probe['git_commit']}; host time per call, the median of 10 batches of 200 calls): `gl.sgemm(A, B, C)` "
             f"took {d1:.1f} µs at 128^2 ({p1}: one kernel) and {d2:.1f} µs at 512^2 ({p2}: two kernels) launching "
-            f"through the driver, and {c1:.1f} and {c2:.1f} µs with the same Launchers going through cuda.core's "
-            f"`launch`. Its checks and plan look-up alone took {k1:.1f} and {k2:.1f} µs: the launches are most of "
+            f"through the driver, and {c1:.1f} and {c2:.1f} µs with the same Launchers going through the `launch` "
+            f"of [cuda.core](https://nvidia.github.io/cuda-python/cuda-core/latest/) (NVIDIA's Python layer over the "
+            f"CUDA driver; the Launcher's other way to launch). Its checks and plan look-up alone took {k1:.1f} and {k2:.1f} µs: the launches are most of "
             f"a call. Flattening three arrays, which the driver path skips for arrays a Launcher was given on its "
             f"last call, took {flat:.1f} µs.")
     if any(k.startswith("torch.matmul") and "median_us" in T[k] for k in T):
@@ -650,7 +651,10 @@ def waves_figure(shape, plans, model, ax=None):
         axis.set_yticks(range(w["blocks_per_sm"]), [f"slot {i}" for i in range(w["blocks_per_sm"])], fontsize=6)
         axis.set_xticks([0, model.sms - 1], ["SM 0", f"SM {model.sms - 1}"], fontsize=6)
         busy = first / w["slots"]
-        axis.set_title(f"{plan}: {w['blocks']} blocks of {w['k_per_block']} k each for {w['slots']} slots "
+        ragged = plan.split > 1 and w["k_per_block"] * plan.split != shape[2]  # the last layer sums the rest of K
+        each = f"{w['k_per_block']} k each" + (f" (the last layer {shape[2] - (plan.split - 1) * w['k_per_block']})"
+                                                if ragged else "")
+        axis.set_title(f"{plan}: {w['blocks']} blocks of {each} for {w['slots']} slots "
                        f"({w['blocks_per_sm']} per SM x {model.sms} SMs): {w['waves']} wave(s), the first "
                        f"{100 * busy:.0f}% busy", fontsize=8, loc="left")
     plt.tight_layout()
@@ -826,7 +830,16 @@ def cp_async_probe_line(device=None):
     with open(path) as f:
         lines = [line.strip() for line in f if line.strip()]
     head = lines[0].lstrip("# ").replace("python3 tools/cp_async_probe.py on ", "")
-    return f"`tools/cp_async_probe.py` ({head}): " + "; ".join(lines[1:]) + "."
+
+    def readable(line):  # "SASS: {'LDGSTS': 10, ...}" as "SASS: 10 LDGSTS, ..." (glossary: cp.async)
+        m = re.fullmatch(r"SASS: (\{.*\})", line)
+        if not m:
+            return line
+        import ast
+        counts = ast.literal_eval(m.group(1))
+        return ("SASS: " + ", ".join(f"{n} `{op}`" for op, n in counts.items())
+                + " ([cp.async, LDGSTS](GLOSSARY.md#cp-async) says what they are)")
+    return f"`tools/cp_async_probe.py` ({head}): " + "; ".join(readable(line) for line in lines[1:]) + "."
 
 
 def multistage_probe(device=None):

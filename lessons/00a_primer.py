@@ -24,6 +24,10 @@
 #    compiler-facts tables of the lessons.
 # 4. **Occupancy, latency hiding, instruction-level parallelism**: why a GPU needs many
 #    independent operations in flight, and where they come from.
+#
+# A code cell whose first line is `# NBVAL_CHECK_OUTPUT` is one whose output the course's
+# automatic tests compare with the saved one ([nbval](https://github.com/computationalmodelling/nbval)):
+# its output does not depend on the GPU. The line is a comment; it does nothing when you run the cell.
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -264,8 +268,8 @@ hier.figure();
 @cuda.jit
 def chase_global(chain, start, steps, out):
     # One thread follows the chain: each load's address is the value the previous load
-    # returned, so the loads cannot overlap.  Indices are uint32: unsigned, so numba leaves out
-    # the negative-index wraparound it adds for signed ones.  out = [where it ended, cycles it took].
+    # returned, so the loads cannot overlap.  Indices are uint32: unsigned, so numba has no
+    # negative-index wraparound to add (part 3 shows it for a signed one).  out = [where it ended, cycles it took].
     j = start
     t0 = clock64()  # the SM's cycle counter
     for _ in range(steps):
@@ -487,7 +491,10 @@ display(Markdown(hierarchy.cc90_limits_markdown()))
 # %% [markdown]
 # `inspect_kernel.blocks_per_sm` does the arithmetic with these compute capability 9.0 limits:
 # a warp's registers are rounded up to the allocation unit and come out of one of the SM's four
-# quarters (its sub-partitions, 16,384 registers each), each block's shared memory gets the
+# quarters (its sub-partitions, 16,384 registers each: the H100's SM has four processing blocks,
+# each with a 16,384 x 32-bit register file, by NVIDIA's
+# [Hopper architecture in depth](https://developer.nvidia.com/blog/nvidia-hopper-architecture-in-depth/)),
+# each block's shared memory gets the
 # reserved bytes added, and the smallest of the four counts wins.
 
 # %%
@@ -582,7 +589,8 @@ else:
 # kernel again on a GPU; this cell reads the record, so lesson 00 need not have run). For `t`: the DRAM latency of the chase above. Only the reads count: a
 # thread that loads a value waits for it to arrive in a register, while a store writes no
 # register, so nothing in the thread waits for it to finish (it still takes its share of the
-# bandwidth, which is why a copy reads at half its rate). The formula is `latency.bytes_in_flight`.
+# bandwidth: a copy's GB/s counts the bytes read plus the bytes written, lesson 00's convention, so
+# it reads at half that rate). The formula is `latency.bytes_in_flight`.
 
 # %%
 bench = None

@@ -1,7 +1,8 @@
 # %% [markdown]
 # # 01 · The naive kernel, and coalescing
 #
-# **Where we are.** Lesson 00 measured the ceiling: cuBLAS, and the FP32 peak. Now the floor:
+# **Where we are.** Lesson 00 set the bar: cuBLAS, measured, and the FP32 peak, worked out from
+# the SMs, lanes and clock. Now the floor:
 # the most direct kernel there is.
 #
 # **Idea.** One thread per element of C. Thread (row, col) walks along row `row` of A and column
@@ -38,7 +39,7 @@ measure.recorded(["naive", "cublas"])  # where this lesson ends up, on the recor
 #
 # The figure shows one k-step of one warp, computed from the same index arithmetic as the kernel,
 # on matrices with rows of 64 floats (a toy size, so that the whole access fits the picture; at
-# K = 4096 the 32 floats of A lie further apart, in the same 32 sectors).
+# K = 4096 the 32 floats of A lie further apart, again one sector each, 32 in all).
 
 # %%
 figures.warp_access(coalesced=True);
@@ -100,7 +101,7 @@ def sgemm_naive(A, B, C, alpha, beta):
 # ## Check
 #
 # Every check runs the kernel on random matrices, non-square except a 1 x 1 x 1 edge case (sizes
-# that divide nothing), with
+# that are mostly not multiples of the block's 32 x 8 threads, so the guards are exercised), with
 # alpha and beta, against a float64 reference, and reports the
 # **[relative error](GLOSSARY.md#relative-error)** $\|C - C_{ref}\|_F / \|C_{ref}\|_F$, where
 # $\|X\|_F$, the Frobenius norm, is the square root of the sum of the squares of X's elements: one
@@ -196,11 +197,11 @@ text = []
 if ffma >= 2 and ldg == 2 * (ffma - 1) + 1:
     text.append(
         f"The code holds {ffma} `FFMA` and {ldg} `LDG.E` ({facts.source}). {ldg - 1} = 2 x {ffma - 1} of the loads "
-        f"feed the {ffma - 1} `FFMA` of the k-loop, one load of A and one of B each: the compiler wrote the loop's "
-        "body out several times (the main loop) and added a second loop for the leftover k-steps (the full listing, "
-        "`sgemm_naive.inspect_sass()` on a GPU, shows both loops). After the loops, when beta is not 0, one more "
-        "`LDG.E` reads C and one more `FFMA` computes `alpha*acc + beta*C`; the "
-        f"{stg} `STG.E` are the stores of the two branches (beta 0 or not).")
+        f"feed the {ffma - 1} `FFMA` of the k-loop, one load of A and one of B each. The likely reading, which "
+        "these counts do not prove: the compiler wrote the loop's body out several times (a main loop) and added a "
+        "second loop for the leftover k-steps, and after the loops, when beta is not 0, one more `LDG.E` reads C and "
+        f"one more `FFMA` computes `alpha*acc + beta*C`; the {stg} `STG.E` would be the stores of the two branches "
+        "(beta 0 or not). The full listing, `sgemm_naive.inspect_sass()` on a GPU, shows the loops and branches.")
 elif sass:
     text.append(f"The code holds {ffma} `FFMA` and {ldg} `LDG.E` ({facts.source}): the k-loop's `FFMA` each take "
                 "two loads, one of A and one of B; the rest are C's read and stores after the loop.")

@@ -240,7 +240,7 @@ lesson05_steps.measure_step("reg2d_unrolled", {
 # versions; `tests/test_lesson05_steps.py` checks it) this kernel gets `LDS.128`; in the H100
 # run recorded for this lesson it kept sixteen 4-byte `LDS`, and so did step 4's kernel (the
 # compiler facts below show what your GPU's compiler made). Only `vec`, in step 5, has
-# `LDS.128` in that run. We did not find out why.
+# `LDS.128` in that run. We did not find out why (step 5 names one suspect, the register cap).
 
 # %%
 Markdown(lesson05_steps.offline_step3_lds128())  # from results/experiments/lesson05-offline-sass.json
@@ -450,13 +450,17 @@ lesson05_steps.measure_step("wide_loads", {
 # slice; most of the instructions it saves are the 16 `LDS` that became 4 `LDS.128`). How much
 # of this step's gain each change made is not measured here; the summary below sets the instruction counts
 # against the speeds. What made the compiler merge the reads here and not in step 4 we did not
-# find out. Three other differences in the diff change nothing at `vec`'s
-# defaults: it carries lesson 06's `split` switch (with `split=False`, `ROW_GAP = COL_GAP = 4`
-# and `SPAN = 8`, so `t_row + (i % 4 + i // 4 * ROW_GAP)` is `t_row + i`), the `unroll_k`
-# switch measured at the end of the lesson, and no register cap: at its register count the cap
-# does not bind (compiled offline, its SASS is the same with and without `max_registers=128`,
-# and so is that of `wide_loads`: the next cell shows both kernels' registers and the comparison
-# of the two listings; `tests/test_lesson05_steps.py` checks both).
+# find out. Two other differences in the diff change nothing at `vec`'s defaults: it carries
+# lesson 06's `split` switch (with `split=False`, `ROW_GAP = COL_GAP = 4` and `SPAN = 8`, so
+# `t_row + (i % 4 + i // 4 * ROW_GAP)` is `t_row + i`) and the `unroll_k` switch measured at the
+# end of the lesson. A third may matter: `vec` has no register cap, where steps 1 to 4 carry
+# lesson 04's `max_registers=128`. Compiled offline, the cap changes nothing (the SASS of `vec`
+# and of `wide_loads` is the same with and without it: the next cell; `tests/test_lesson05_steps.py`
+# checks both), but on the H100 the two capped kernels whose reads could merge (`transposed_a`,
+# `wide_loads`) kept 4-byte `LDS` while the uncapped `vec` got `LDS.128`, as did the uncapped
+# exercise kernel below. So on the GPU's own compiler the cap may be what kept the reads
+# narrow; this lesson did not compile the step kernels without it on the GPU to find out, and
+# step 5's gain may include it.
 
 # %%
 Markdown(lesson05_steps.offline_register_cap())  # from results/experiments/lesson05-offline-sass.json

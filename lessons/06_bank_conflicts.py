@@ -146,10 +146,10 @@ figures.bank_map(vec_trace.first("ld", array="sB").addresses, 16, ax=ax, title="
 # %%
 truth = results.load_banks()  # results/banks-<device>.json, written by tools/bank_truth.py
 print(f"{truth.device}, {truth.date[:10]}: ncu / tracer (documented rules) / tracer (paired-load rule)")
-print(f"{'case':<28}{'ld instr':>16}{'ld wavefronts':>34}{'st wavefronts':>20}")
+print(f"{'case':<28}{'problem':>12}{'blocks':>7}{'ld instr':>16}{'ld wavefronts':>34}{'st wavefronts':>20}")
 for r in truth.rows:
     n, t = r.ncu, r.tracer
-    print(f"{r.case:<28}{n['ld_instructions']:>8}/{t['ld_instructions']:<8}"
+    print(f"{r.case:<28}{'x'.join(map(str, r.problem)):>12}{r.blocks:>7}{n['ld_instructions']:>8}/{t['ld_instructions']:<8}"
           f"{n['ld_wavefronts']:>10}/{t['ld_wavefronts']:<9}/{t['ld_wavefronts_paired']:<10}"
           f"{n['st_wavefronts']:>10}/{t['st_wavefronts']:<9}")
 
@@ -218,7 +218,8 @@ for label, regs, smem in [(f"vec ({regs} registers, {smem // 1024} KiB)", regs, 
 # anyway: its lanes read 32 bytes apart within one row (above). For a kernel near a shared-memory
 # boundary (the third and fourth lines: 256 threads; an SM of this GPU has 228 KiB of shared
 # memory and reserves 1 KiB more per block, so 5 x 45 KiB fit and 5 x 46 KiB do not), one
-# kilobyte of padding costs a whole block per SM, a fifth of the SM's warps here: the
+# kilobyte of padding costs a whole block per SM, a fifth of its resident warps here (5 to 4
+# blocks of 8 warps: 40 to 32 of the SM's 64): the
 # "occupancy cliff" that source article [[4]](REFERENCES.md#seed-003) reports. (Both stay under
 # the 48 KiB that a block may hold in static shared memory, `cuda.shared.array`; more needs
 # dynamic shared memory and an opt-in, which this course does not use.)
@@ -249,7 +250,8 @@ exercises.compare_prediction(my_speedup, table.speedup("vec_split", "vec"), "vec
 # %% [markdown]
 # ## Look through the profiler
 #
-# The ground truth above came from a separate `ncu` run at 256 x 256 x 32; `gl.profile` reads the
+# The ground truth above came from a separate `ncu` run (256 x 256 x 32 for the GEMMs, 1024 x 1024
+# for the transposes: its table's problem column); `gl.profile` reads the
 # same counters from the notebook, for any launch, at the size measured above. Divide wavefronts
 # by instructions: a conflict-free `LDS.128` takes 4 (2 where lanes pair up, as above), and every
 # wavefront beyond the ideal counts as a bank conflict. The

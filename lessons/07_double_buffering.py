@@ -585,8 +585,8 @@ inspect_kernel.compiler_facts(my_kernels, threads={name: 256 for name in my_kern
 # Write the main loop: a prologue that puts slice 0 into buffer 0, then for every slice: start
 # the next slice's loads, compute from the current buffer, store the next slice into the
 # *other* buffer, and **one** `cuda.syncthreads()`. Keep which buffer is "current" out of runtime
-# values (an index into one shared array, as in the first attempt, whose compiler facts show what
-# that cost): handle two slices per trip of the loop, buffer 0 then buffer 1, as `make_kernel`
+# values (an index into one shared array, as in the first attempt, whose compiler facts show that
+# it lost 16-byte loads, the index being the likely reason): handle two slices per trip of the loop, buffer 0 then buffer 1, as `make_kernel`
 # does (the check below does not look for this). The check runs the kernel against the float64
 # reference, then records one block on the simulator (K = 32, four slices) with the access log:
 # no race (no shared word written by one thread and touched by another between the same two
@@ -714,7 +714,8 @@ plots.rung_versus_size("dbuf");
 #   (this lesson measured the speed, not the overlap), and it halves the barriers (the speedup is in the tables above; `dbuf_one_buffer`, the same code with
 #   one buffer, two barriers and no prefetch, was already faster than `vec_split`, so part of the
 #   step is not double buffering).
-# * It is fragile: the first attempt, with a runtime buffer index, lost 16-byte shared loads, and in
+# * It is fragile: the first attempt, with a runtime buffer index (the likely reason), lost 16-byte
+#   shared loads, and in
 #   `dbuf_short_circuit` a short-circuit `and` around the loads cost spills. Write the code so the compiler has nothing to guess
 #   (separate buffers, explicit `load4`, one condition), then confirm in the SASS.
 # * Next (lesson 08): the other fields of `TileConfig`: how the threads of a warp are laid out

@@ -452,7 +452,8 @@ Markdown(library_report.overhead_sentence(rec))
 
 # %%
 print(library.launcher_for(dispatch.Plan("wide", "128x128")))
-print("in the recorded run:", sorted(set(rec.launch.values())) if rec.launch else "not recorded")
+print("in the recorded run:", "; ".join(sorted({str(v).strip("<>") for v in rec.launch.values()}))
+      if rec.launch else "not recorded")
 
 # %% [markdown]
 # Where the rest of a call goes was measured separately, each part alone:
@@ -595,8 +596,9 @@ Markdown(library_report.split_k_sentence(rec))
 # aligned and N a multiple of 4, so the library adds those plans' parts with
 # `gemm_lessons/sgemm_kernels/splitk_reduce_wide.py`: the same loop, each thread four neighbouring
 # columns with lesson 05's 16-byte `load4` and `store4`. It gives the same bits as the one-float
-# kernel when beta is 0; with beta, the compiler fuses the multiply-adds of the two kernels
-# differently, and they differ by at most one rounding (`tests/test_library.py` checks both). Timed
+# kernel when beta is 0; with beta they differ by at most one rounding (`tests/test_library.py`
+# checks both), likely because the compiler fuses the multiply-adds of the two kernels differently
+# (their SASS was not compared). Timed
 # side by side, with what the bytes alone would take:
 
 # %%

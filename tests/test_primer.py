@@ -135,6 +135,13 @@ def test_the_saxpy_walkthrough_is_made_from_the_listing():
     n = listing.count(k["sass"], "LOP3")
     assert f"x {n}: each array" in text and "wraparound" in text
     assert f"`FFMA` in this listing: {listing.count(k['sass'], 'FFMA')}" in text
+    # each load named by the FFMA operand it feeds: x[i] is multiplied by a, y[i] added
+    ffma = next(i for i in listing.instructions(k["sass"]) if i["base"] == "FFMA")
+    times, plus = ffma["operands"][1].split(".")[0], ffma["operands"][3].split(".")[0]
+    for i in listing.instructions(k["sass"]):
+        if i["base"] == "LDG":
+            dest = i["operands"][0].split(".")[0]
+            assert f"`{i['text']}` loads `{'x' if dest == times else 'y' if dest == plus else '?'}[i]`" in text
 
 
 def test_the_walkthrough_says_what_a_listing_lacks():

@@ -369,3 +369,19 @@ def test_shapes_sentence_says_when_the_two_suites_ran_different_code():
     assert "different versions" not in same
     other = leaderboard.shapes_sentence(rec("A", "abc", "wide 64x64"), rec("B", "def", "any_shape 64x64 split 2"))
     assert "commit abc on A, def on B" in other and "different plans on 1 of the 1 shapes" in other
+
+
+def test_rung_sizes_sentence_reads_the_record_and_counts_blocks(record):
+    sizes = sorted({r.M for r in results.sgemm_rows(record, "reg1d") if r.M == r.N == r.K})
+    tf = {k: {r.M: r.gflops / 1e3 for r in results.sgemm_rows(record, k) if r.M == r.N == r.K}
+          for k in ("smem_tile", "reg1d", "reg2d")}
+    text = leaderboard.rung_sizes_sentence("reg1d", record, {"reg1d": (128, 128, 1024), "smem_tile": (32, 32, 1024)})
+    for n in sizes:
+        assert f"{n}^3 {tf['reg1d'][n]:.2f} against {tf['smem_tile'][n]:.2f}" in text
+    behind = [n for n in sizes if tf["reg1d"][n] < tf["smem_tile"][n]]
+    sms = record.device.sm_count
+    for n in behind:  # each kernel's blocks against the SMs, from the tile sizes
+        assert f"make {(n // 128) ** 2} blocks of 1024 threads" in text
+    text = leaderboard.rung_sizes_sentence("reg2d", record, {"reg2d": (128, 128, 256), "reg1d": (128, 128, 1024)})
+    for n in (n for n in sizes if tf["reg2d"][n] < tf["reg1d"][n] and (n // 128) ** 2 < sms):
+        assert f"At {n}^3 both make {(n // 128) ** 2} blocks" in text and "Idle SMs slow both alike" in text

@@ -319,7 +319,17 @@ def saxpy_walkthrough(facts):
     stores = [i for i in body if i["base"] == "STG"]
     parts = []
     if loads:
-        parts.append(" and ".join(code(i) for i in loads) + " are the loads of `x[i]` and `y[i]`")
+        # which load is which: the FFMA multiplies x[i] (its first source) and adds y[i] (its last)
+        role = {}
+        if len(ffma) == 1 and len(ffma[0]["operands"]) == 4:
+            _, times, _, plus = (_reg(o) for o in ffma[0]["operands"])
+            role = {times: "`x[i]`", plus: "`y[i]`"}
+        named = [(i, role.get(_reg(i["operands"][0]))) for i in loads]
+        if len(loads) == 2 and all(r for _, r in named) and named[0][1] != named[1][1]:
+            parts.append(" and ".join(f"{code(i)} loads {r}" for i, r in named)
+                         + " (the `FFMA` below multiplies `x[i]` by `a` and adds `y[i]`: that tells the two apart)")
+        else:
+            parts.append(" and ".join(code(i) for i in loads) + " are the loads of `x[i]` and `y[i]`")
     if ffma:
         parts.append(" and ".join(code(i) for i in ffma) + " computes `a*x + y` in one fused multiply-add")
     if stores:

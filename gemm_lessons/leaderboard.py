@@ -438,10 +438,10 @@ def odd_side_transpose_sentence(suite):
     rows = [r for r in suite["rows"] if (r["shape"][0] % 4 or r["shape"][1] % 4)
             and 8 * r["shape"][0] * r["shape"][1] >= results.LARGE_TRANSPOSE_BYTES]
     parts = []
-    for name, label in ODD_SIDE_KERNELS.items():
+    for name, title in ODD_SIDE_KERNELS.items():  # not `label`: that is results.label, imported above
         vals = [r["kernels"][name]["pct_sgeam"] for r in rows if r["kernels"].get(name, {}).get("correct")]
         if len(vals) == len(rows) and rows:
-            parts.append(f"{label} {min(vals):.0f}% to {max(vals):.0f}%")
+            parts.append(f"{title} {min(vals):.0f}% to {max(vals):.0f}%")
     if not parts:
         return "The recorded transpose suite does not hold these kernels on shapes with a side not a multiple of 4."
     shapes = ", ".join("x".join(map(str, r["shape"])) for r in rows)
@@ -501,7 +501,7 @@ def rung_sizes_sentence(rung, record, blocks):
         parts = []
         for k in (rung, before):
             bm, bn, threads = blocks[k]
-            count = -(-n // bm) * -(-n // bn)
+            count = counts[k]
             if count < sms:
                 parts.append(f"`{k}`'s {bm}x{bn} tiles make {count} blocks of {threads} threads ({threads // 32} warps) "
                              f"for {sms} SMs: at least {sms - count} SMs get no block")

@@ -148,14 +148,22 @@ def kernel_cost_sentence(rec, tiles="128x128"):
                    "not measured.")
 
 
-def _spills_offline(plan, cc="9.0"):
-    """"; the offline compile ..." with the spill stores and loads ptxas reported for ``plan``'s kernel
-    (results/arch-facts.json), or "" where the record has none."""
+def _offline_facts(kernel, cc="9.0"):
+    """The offline compile's facts (results/arch-facts.json) of the library kernel ``kernel``
+    ("wide 64x128", "wide_split 64x128", ...) for compute capability ``cc``, or None."""
     try:
         from . import arch_facts
 
-        row = arch_facts.load()["kernels"][f"gl.sgemm {plan}"]["arch"][cc]
+        return arch_facts.load()["kernels"][f"gl.sgemm {kernel}"]["arch"][cc]
     except Exception:  # noqa: BLE001 (no record, or no such kernel in it)
+        return None
+
+
+def _spills_offline(plan, cc="9.0"):
+    """"; the offline compile ..." with the spill stores and loads ptxas reported for ``plan``'s kernel
+    (results/arch-facts.json), or "" where the record has none."""
+    row = _offline_facts(plan, cc)
+    if row is None:
         return ""
     return (f"; the offline compile for sm_{cc.replace('.', '')} in results/arch-facts.json reports "
             f"{row['spill_store_bytes']} bytes of spill stores and {row['spill_load_bytes']} of spill loads")
@@ -430,9 +438,9 @@ def call_costs_notes(costs, rec=None, size=CALL_COST_SIZE, lib="gl.sgemm(A, B, C
     if lib in names:
         lines.append(f"The plans `{lib}` ran (`dispatch.plan_for`; split-K is two kernels): "
                      + "; ".join(f"{n}^2 {dispatch.plan_for(n, n, n, True)}" for n in sizes) + ".")
-    sticks = [(where, yardstick(t)) for where, t in runs]
+    sticks = {where: yardstick(t) for where, t in runs}
     lines.append("The yardstick (the larger span of the two callers whose host work does not change with the size): "
-                 + ", ".join(f"{v:.0f} µs in {where}" for where, v in sticks if v is not None) + ".")
+                 + ", ".join(f"{v:.0f} µs in {where}" for where, v in sticks.items() if v is not None) + ".")
     best = [(where, *cheapest(t, size)) for where, t in runs]
     text = f"Least issue time at {size}^2: " + ", ".join(f"{c} ({v:.0f} µs) in {where}" for where, c, v in best)
     if len(best) > 1:
@@ -440,7 +448,7 @@ def call_costs_notes(costs, rec=None, size=CALL_COST_SIZE, lib="gl.sgemm(A, B, C
     margins = []
     for (where, t), (_, c, v) in zip(runs, best):
         others = sorted(t.get(o, size) for o in t.callers() if o != c and not math.isnan(t.get(o, size)))
-        stick = yardstick(t)
+        stick = sticks[where]
         if others and stick is not None:
             margins.append(f"{others[0] - v:.0f} µs ahead of the next caller in {where}, "
                            + ("more" if others[0] - v > stick else "not more") + " than the yardstick")
@@ -454,9 +462,9 @@ def call_costs_notes(costs, rec=None, size=CALL_COST_SIZE, lib="gl.sgemm(A, B, C
             if other == lib:
                 continue
             row_ = [other]
-            for _, t in runs:
+            for where, t in runs:
                 less, both = issue_less_count(t, lib, other)
-                stick = yardstick(t)
+                stick = sticks[where]
                 beyond = [n for n in less if stick is not None and t.get(other, n) - t.get(lib, n) > stick]
                 row_.append(f"{len(less)} of {len(both)} ({len(beyond)} by more than the yardstick)")
             body.append(row_)
@@ -607,15 +615,11 @@ def split_occupancy_sentence(model, cc="9.0"):
     """Where the model's blocks per SM for the wide kernel's split plans (the unsplit kernel's,
     from its calibration) differ from what the offline compile of the split form reports
     (results/arch-facts.json): one generated sentence."""
-    try:
-        from . import arch_facts
-
-        kernels = arch_facts.load()["kernels"]
-    except Exception:  # noqa: BLE001 (no record)
+    if all(_offline_facts(f"wide_split {tiles}", cc) is None for tiles in dispatch.TILES):
         return "No offline compile of the split kernels is recorded, so the model's blocks per SM for them are unchecked."
     differ = []
     for tiles in dispatch.TILES:
-        split = kernels.get(f"gl.sgemm wide_split {tiles}", {}).get("arch", {}).get(cc)
+        split = _offline_facts(f"wide_split {tiles}", cc)
         speed = model.speeds.get(f"wide/{tiles}")
         if split and speed and split["blocks_per_sm"] != speed.blocks_per_sm:
             differ.append(f"{tiles}: {split['blocks_per_sm']} blocks per SM ({split['registers']} registers) where the "

@@ -85,11 +85,12 @@ def rung_versus_size(rung, record=None, ax=None):
     kernels = order[max(i - 1, 0):i + 1] + ["cublas"]
     ax = versus_size(record, kernels, ax)
     what = f"{rung}, the rung before it and cuBLAS" if i else f"{rung} and cuBLAS"
-    tops = [max((r.gflops for r in sgemm_rows(record, k) if r.M == r.N == r.K), default=0) for k in kernels]
+    lines = [[r.gflops / 1e3 for r in sgemm_rows(record, k) if r.M == r.N == r.K] for k in kernels]
+    tops = [max(v, default=0) for v in lines]
     if min(tops) and max(tops) > 10 * min(tops):  # a line this far below the others reads better on a log scale
-        lows = [r.gflops / 1e3 for k in kernels for r in sgemm_rows(record, k) if r.M == r.N == r.K]
+        every = [v for line in lines for v in line]
         ax.set_yscale("log")
-        ax.set_ylim(min(lows) / 1.5, max(lows) * 1.5)
+        ax.set_ylim(min(every) / 1.5, max(every) * 1.5)
         what += ", log scale"
     ax.set_title(f"{what} (recorded on {label(record)})", fontsize=10)
     return ax

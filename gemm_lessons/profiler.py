@@ -720,6 +720,24 @@ def l2_sources_reading(kernel="naive", record=None):
             "which counts every lookup, overstates what came from DRAM.")
 
 
+def profile_calls(calls, warmups=1, prefix=""):
+    """For a tool run under ``ncu --profile-from-start off``: each of ``calls`` ({name: fn()})
+    ``warmups`` times outside the profiled range (compiling, first-touch), then each once inside
+    it, after a '# call PREFIXNAME' line that results.ncu_record reads back."""
+    from numba import cuda
+
+    for fn in calls.values():
+        for _ in range(warmups):
+            fn()
+    cuda.synchronize()
+    for name, fn in calls.items():
+        print(f"# call {prefix}{name}", flush=True)
+        cuda.profile_start()
+        fn()
+        cuda.synchronize()
+        cuda.profile_stop()
+
+
 def store_wavefronts_reading(prof, traces, traced_shape, bk=8):
     """Lesson 06: the profiler's shared-store wavefronts of each kernel at ``prof.size`` against
     the tracer's count of one block at ``traced_shape`` (M, N, K), scaled to the whole grid (the

@@ -517,3 +517,17 @@ def test_store_wavefronts_reading_scales_one_block_to_the_grid():
     scaled = 384 * 32 * 32 * 512 / 2  # 32 x 32 blocks, 512 slices of 8 against the 2 traced
     text = profiler.store_wavefronts_reading(prof, {"vec": Trace()}, (128, 128, 16))
     assert f"`vec` {got / 1e6:,.1f} M against {scaled / 1e6:,.1f} M ({100 * (got / scaled - 1):+.1f}%)" in text
+
+
+def test_profile_calls_warms_up_then_profiles_each_call_after_its_label(monkeypatch, capsys):
+    """The writer of the '# call' lines that results.ncu_record reads back (tools/l2_sources.py,
+    ncu_vs_cublas.py, multistage_probe.py)."""
+    from numba import cuda
+
+    seen = []
+    monkeypatch.setattr(cuda, "profile_start", lambda: seen.append("start"), raising=False)
+    monkeypatch.setattr(cuda, "profile_stop", lambda: seen.append("stop"), raising=False)
+    monkeypatch.setattr(cuda, "synchronize", lambda: None)
+    profiler.profile_calls({"a": lambda: seen.append("a"), "b": lambda: seen.append("b")}, warmups=2, prefix="8x8x8 ")
+    assert seen == ["a", "a", "b", "b", "start", "a", "stop", "start", "b", "stop"]
+    assert capsys.readouterr().out.splitlines() == ["# call 8x8x8 a", "# call 8x8x8 b"]

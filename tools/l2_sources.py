@@ -42,6 +42,7 @@ def run():
     import numpy as np
 
     import gemm_lessons  # noqa: F401  (chooses the GPU first)
+    from gemm_lessons import profiler
     from gemm_lessons.sgemm_kernels import naive, naive_uncoalesced
     from gemm_lessons.shapes import random_device_matrix
     from numba import cuda
@@ -53,15 +54,7 @@ def run():
     C = cuda.device_array((M, N), np.float32)
     calls = {"naive": functools.partial(naive.sgemm, A, B, C),
              "naive_uncoalesced": functools.partial(naive_uncoalesced.sgemm, A, B, C)}
-    for fn in calls.values():
-        fn()
-    cuda.synchronize()
-    for name, fn in calls.items():
-        print(f"# call {name}", flush=True)
-        cuda.profile_start()
-        fn()
-        cuda.synchronize()
-        cuda.profile_stop()
+    profiler.profile_calls(calls)
 
 
 def read(path):

@@ -26,6 +26,7 @@ An experiment, not a kernel of the package: it takes only M and N multiples of 1
 timed size), then timed back to back with cuBLAS before and after, as tools/bigtile_probe.py.
 """
 import argparse
+import functools
 import os
 import sys
 import time
@@ -34,7 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 
 import gemm_lessons  # noqa: E402  (chooses the GPU before numba.cuda is imported)
-from gemm_lessons import dispatch  # noqa: E402
+from gemm_lessons import dispatch, profiler  # noqa: E402
 from gemm_lessons.float4 import load4, store4  # noqa: E402
 from gemm_lessons.sgemm_kernels import warptile  # noqa: E402
 from gemm_lessons.shapes import check_product, random_device_matrix  # noqa: E402
@@ -173,15 +174,7 @@ def profile(n=4096):
     C = cuda.device_array((n, n), np.float32)
     runs = {"library 128x128": library_128(), "3 stages, cp.async": make_multistage(3),
             "4 stages, cp.async": make_multistage(4)}
-    for run in runs.values():
-        run(A_d, B_d, C)
-    cuda.synchronize()
-    for name, run in runs.items():
-        print(f"# call {name}", flush=True)
-        cuda.profile_start()
-        run(A_d, B_d, C)
-        cuda.synchronize()
-        cuda.profile_stop()
+    profiler.profile_calls({name: functools.partial(run, A_d, B_d, C) for name, run in runs.items()})
     for name, run in runs.items():
         print(f"# sass {name}: {sass_counts(run.kernel)}", flush=True)
 

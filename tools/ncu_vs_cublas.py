@@ -36,7 +36,7 @@ def run():
     import numpy as np
 
     import gemm_lessons  # noqa: F401  (chooses the GPU first)
-    from gemm_lessons import cublas, dispatch, library
+    from gemm_lessons import cublas, dispatch, library, profiler
     from gemm_lessons.shapes import random_device_matrix
     from numba import cuda
 
@@ -48,16 +48,7 @@ def run():
         calls = {"gl.sgemm " + str(dispatch.plan_for(M, N, K, True)): lambda: library.sgemm(A, B, C),
                  "wide 128x128 (no split)": lambda: library.run_plan(dispatch.Plan("wide", "128x128"), A, B, C),
                  "cublas": lambda: cublas.sgemm(A, B, C)}
-        for fn in calls.values():
-            for _ in range(3):
-                fn()
-        cuda.synchronize()
-        for name, fn in calls.items():
-            print(f"# call {M}x{N}x{K} {name}", flush=True)
-            cuda.profile_start()
-            fn()
-            cuda.synchronize()
-            cuda.profile_stop()
+        profiler.profile_calls(calls, warmups=3, prefix=f"{M}x{N}x{K} ")
 
 
 def table(path):

@@ -19,8 +19,12 @@
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
-from gemm_lessons import counting, exercises, figures, inspect_kernel, ladder, measure, plots, results
-from gemm_lessons.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
+from gemm_lessons.model import counting
+from gemm_lessons.teaching import exercises, figures, measure_step, plots
+from gemm_lessons.instruments import compiler_facts
+from gemm_lessons.kernels import ladder
+from gemm_lessons.records import results
+from gemm_lessons.core.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
 import functools
 import numpy as np
 from numba import cuda, float32
@@ -121,7 +125,7 @@ exercises.check("00-intensity", answer)
 # The theoretical DRAM figure above is an upper bound; the copy below shows how much of it a
 # kernel gets. What matters is that measured figure:
 # we time a copy of a 8192x8192 float32 matrix (256 MiB read, 256 MiB written) two ways:
-# our own numba kernel moving 16 bytes per thread (`gemm_lessons/copy.py`) and `cudaMemcpy`
+# our own numba kernel moving 16 bytes per thread (`gemm_lessons/kernels/device_copy.py`) and `cudaMemcpy`
 # device-to-device. Bandwidth counts bytes read + written.
 # Timing uses **[CUDA events](GLOSSARY.md#cuda-events)**: markers queued on the GPU between the
 # calls, which the GPU timestamps when it reaches them, so the time between two events is the
@@ -129,7 +133,7 @@ exercises.check("00-intensity", answer)
 # median and the 10th-90th percentile range ([p10-p90](GLOSSARY.md#p10-p90)) of the repeats.
 
 # %%
-bw = measure.copy_bandwidth()
+bw = measure_step.copy_bandwidth()
 bw
 
 # %%
@@ -158,13 +162,13 @@ display(Markdown("\n\n".join(text)))
 #
 # cuBLAS is column-major; our matrices are row-major. A row-major MxN matrix is, byte for byte,
 # its column-major transpose, so `C = A@B` is the column-major product `C^T = B^T A^T`: one
-# `cublasSgemm` call with A and B swapped and no transposes (`gemm_lessons/cublas.py`, through
+# `cublasSgemm` call with A and B swapped and no transposes (`gemm_lessons/measure/cublas.py`, through
 # `nvmath-python`'s bindings on raw device pointers). Math mode is the default: true FP32, no
 # [TF32](GLOSSARY.md#tf32) (a tensor-core format that rounds the inputs to a 10-bit mantissa, which
 # cuBLAS uses only when allowed to).
 
 # %%
-sweep = measure.cublas_sweep(sizes=(1024, 2048, 4096, 8192))
+sweep = measure_step.cublas_sweep(sizes=(1024, 2048, 4096, 8192))
 sweep
 
 # %%
@@ -189,13 +193,13 @@ if cub is not None:
 # each at the arithmetic intensity it really achieves.
 
 # %%
-plots.roofline(measure.merge(bw, sweep));
+plots.roofline(measure_step.merge(bw, sweep));
 
 # %% [markdown]
 # cuBLAS at every size of the sweep, in TFLOPS (the axis starts at 0):
 
 # %%
-plots.versus_size(measure.merge(bw, sweep), kernels=["cublas"]);
+plots.versus_size(measure_step.merge(bw, sweep), kernels=["cublas"]);
 
 # %% [markdown]
 # ## Takeaway

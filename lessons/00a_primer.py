@@ -31,9 +31,13 @@
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
-from gemm_lessons import exercises, figures, hierarchy, inspect_kernel, ladder, latency, results
-from gemm_lessons.latency import clock64  # the SM's cycle counter, for the latency kernel of part 2
-from gemm_lessons.primer import listing
+from gemm_lessons.teaching import exercises, figures, hierarchy
+from gemm_lessons.instruments import compiler_facts
+from gemm_lessons.kernels import ladder
+from gemm_lessons.measure import latency
+from gemm_lessons.records import results
+from gemm_lessons.measure.latency import clock64  # the SM's cycle counter, for the latency kernel of part 2
+from gemm_lessons.teaching import primer_listing as listing
 import inspect
 import numpy as np
 from numba import cuda, float32
@@ -98,7 +102,7 @@ display(Markdown(hierarchy.this_gpu_markdown()))
 # *launchers*; here is lesson 01's, the whole of it:
 
 # %%
-from gemm_lessons.sgemm_kernels import naive
+from gemm_lessons.kernels.sgemm import naive
 print(inspect.getsource(naive.sgemm))
 bx, by = naive.BLOCK
 print("BLOCK =", naive.BLOCK, " # threads per block along x (columns of C) and y (rows)")
@@ -119,7 +123,7 @@ figures.execution_model(n=1000, threads_per_block=256);
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from gemm_lessons.primer import saxpy as saxpy_module
+from gemm_lessons.kernels.primer import saxpy as saxpy_module
 for n in (1000, 4096):
     blocks = saxpy_module.blocks_for(n, 256)
     print(f"n = {n}: {blocks} blocks, {blocks * 256 // 32} warps, {blocks * 256 - n} threads past the end")
@@ -133,7 +137,7 @@ for n in (1000, 4096):
 # `IndexError`).
 
 # %%
-# source: gemm_lessons/primer/saxpy.py  (the package runs this same code; a test keeps the two identical)
+# source: gemm_lessons/kernels/primer/saxpy.py  (the package runs this same code; a test keeps the two identical)
 @cuda.jit
 def saxpy(a, x, y, out):
     i = cuda.grid(1)  # this thread's index in the whole grid: blockIdx.x * blockDim.x + threadIdx.x
@@ -252,7 +256,7 @@ hier.figure();
 # random order, one per 128-byte line, so every step touches a new line. The size of the array
 # decides where the loads are served: a few KiB stay in L1, a few MiB in L2, a working set several
 # times the L2 size comes from DRAM. The time is read from the SM's cycle counter (`clock64`, a
-# small numba intrinsic in `gemm_lessons/latency.py`) around the loop. The tables give
+# small numba intrinsic in `gemm_lessons/measure/latency.py`) around the loop. The tables give
 # nanoseconds too: the cycles at the clock the driver reports, the same conversion for every level.
 #
 # One more cost hides in the largest working sets. The GPU translates each virtual address into
@@ -264,7 +268,7 @@ hier.figure();
 # part 3 shows what numba adds to an access with a signed index.
 
 # %%
-# source: gemm_lessons/latency.py  (the package runs this same code; a test keeps the two identical)
+# source: gemm_lessons/measure/latency.py  (the package runs this same code; a test keeps the two identical)
 @cuda.jit
 def chase_global(chain, start, steps, out):
     # One thread follows the chain: each load's address is the value the previous load
@@ -295,7 +299,7 @@ ended = int((res if gl.SIMULATOR else res.copy_to_host())[0])
 print("after 5 loads the kernel is at word", ended, "- the host says", latency.chase_host(chain, 0, 5))
 
 # %% [markdown]
-# **Measured here, or read from a record.** The full measurement (`python -m gemm_lessons.latency`,
+# **Measured here, or read from a record.** The full measurement (`python -m gemm_lessons.measure.latency`,
 # on a GPU) runs the chase at working sets from 4 KiB to several times the L2 size, through shared
 # memory too, and saves `results/latency-<device>.json`. On a GPU, the table above and everything
 # below were measured just now by a shorter run of the same code (`latency.collect(quick=True)`:
@@ -306,7 +310,7 @@ print("after 5 loads the kernel is at word", ended, "- the host says", latency.c
 lat = hier.latency_record
 if lat is None:
     display(Markdown("**No latency record yet**: nothing has been measured on a GPU. Run "
-                     "`python -m gemm_lessons.latency` on one (it writes `results/latency-<device>.json`), "
+                     "`python -m gemm_lessons.measure.latency` on one (it writes `results/latency-<device>.json`), "
                      "and this part shows the curve and the numbers."))
 else:
     display(Markdown(latency.summary_markdown(lat)))
@@ -352,8 +356,8 @@ if lat is not None:
 # %%
 how, compiled = listing.listing()
 if compiled is None:
-    display(Markdown("No compiler listing here: run `python -m gemm_lessons.primer.listing` on a GPU, or "
-                     "`GEMM_LESSONS_SIMULATOR=0 python -m gemm_lessons.primer.listing --offline` where the "
+    display(Markdown("No compiler listing here: run `python -m gemm_lessons.teaching.primer_listing` on a GPU, or "
+                     "`GEMM_LESSONS_SIMULATOR=0 python -m gemm_lessons.teaching.primer_listing --offline` where the "
                      "CUDA compiler is installed."))
 else:
     display(Markdown(f"**Listing of `saxpy`**, {how}: made {listing.made_by(how)}."))
@@ -400,11 +404,11 @@ else:
 # ([synchronization functions](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#synchronization-functions)).
 
 # %%
-from gemm_lessons.primer import reverse
+from gemm_lessons.kernels.primer import reverse
 THREADS = reverse.THREADS  # threads per block = values per slice; a constant when the kernel compiles
 
 # %%
-# source: gemm_lessons/primer/reverse.py  (the package runs this same code; a test keeps the two identical)
+# source: gemm_lessons/kernels/primer/reverse.py  (the package runs this same code; a test keeps the two identical)
 @cuda.jit
 def reverse_slices(x, out):
     tile = cuda.shared.array(THREADS, float32)  # one array per block, seen by all its threads
@@ -441,7 +445,7 @@ if compiled is not None:
 # From lesson 01 on, each lesson ends its "look inside" with a table like this one, for its own
 # kernels. The four here are SGEMM kernels of later lessons (the list below says which lesson
 # and what each does); on a GPU they are compiled now, on the simulator their facts are read from
-# the saved record of `python -m gemm_lessons.bench` in `results/`.
+# the saved record of `python -m gemm_lessons.runs.bench` in `results/`.
 
 # %%
 rungs = {"naive": ladder.SGEMM["naive"], "reg2d": ladder.SGEMM["reg2d"],
@@ -449,7 +453,7 @@ rungs = {"naive": ladder.SGEMM["naive"], "reg2d": ladder.SGEMM["reg2d"],
 display(Markdown("\n".join(f"* `{name}` (lesson {r.lesson}{', a variant' if r.variant else ''}): {r.title}"
                            for name, r in rungs.items())))
 try:
-    facts = inspect_kernel.compiler_facts({name: r.kernel for name, r in rungs.items()},
+    facts = compiler_facts.compiler_facts({name: r.kernel for name, r in rungs.items()},
                                           threads={name: 256 for name in rungs})
 except Exception as e:  # the simulator with no benchmark record in results/, or no nvdisasm on a GPU
     facts = None
@@ -489,7 +493,7 @@ if facts is not None:
 display(Markdown(hierarchy.cc90_limits_markdown()))
 
 # %% [markdown]
-# `inspect_kernel.blocks_per_sm` does the arithmetic with these compute capability 9.0 limits:
+# `compiler_facts.blocks_per_sm` does the arithmetic with these compute capability 9.0 limits:
 # a warp's registers are rounded up to the allocation unit and come out of one of the SM's four
 # quarters (its sub-partitions, 16,384 registers each: the H100's SM has four processing blocks,
 # each with a 16,384 x 32-bit register file, by NVIDIA's
@@ -499,12 +503,12 @@ display(Markdown(hierarchy.cc90_limits_markdown()))
 
 # %%
 # NBVAL_CHECK_OUTPUT
-limits = inspect_kernel.SM_LIMITS_CC90
+limits = compiler_facts.SM_LIMITS_CC90
 print("per SM, compute capability 9.0:", ", ".join(f"{k} {v:,}" for k, v in limits.items()))
 print(f"{'registers':>9} {'shared bytes':>12} {'threads':>7} | {'blocks/SM':>9}  {'limited by':<13} {'warps':>5} {'occupancy':>9}")
 for regs, smem, threads in [(24, 0, 256), (64, 8192, 256), (128, 8192, 256), (168, 16384, 256),
                             (32, 49152, 256), (40, 0, 1024)]:
-    blocks, by = inspect_kernel.blocks_per_sm(regs, smem, threads)
+    blocks, by = compiler_facts.blocks_per_sm(regs, smem, threads)
     warps = blocks * threads // 32
     print(f"{regs:>9} {smem:>12,} {threads:>7} | {blocks:>9}  {by:<13} {warps:>5} "
           f"{warps / (limits['threads'] // 32):>9.1%}")
@@ -541,7 +545,7 @@ figures.issue_timeline(latency=L, chains=(1, 2, L), label=(
     if ffma_latency else f"idealised schematic of one warp, FFMA latency {L} cycles: an illustrative value, nothing measured here yet"));
 
 # %% [markdown]
-# The latency measurement covers both effects (kernels in `gemm_lessons/latency.py`): one warp
+# The latency measurement covers both effects (kernels in `gemm_lessons/measure/latency.py`): one warp
 # running 1, 2, 4 or 8 independent `FFMA` chains, and 1 to 32 warps of one block each running
 # a single chain. A **warp-FFMA** is one `FFMA` instruction issued for a whole warp: 32 FFMAs,
 # one per thread.
@@ -549,7 +553,7 @@ figures.issue_timeline(latency=L, chains=(1, 2, L), label=(
 # %%
 if lat is None or not lat.get("ffma"):
     display(Markdown("No latency record with FFMA timings yet: the measured tables appear here once "
-                     "`python -m gemm_lessons.latency` has run on a GPU."))
+                     "`python -m gemm_lessons.measure.latency` has run on a GPU."))
 else:
     ilp, tlp = lat["ffma"]["ilp"], lat["ffma"]["warps"]
     lines = [f"FFMA timings, {latency.source(lat)}:", "",
@@ -585,7 +589,7 @@ else:
 # The same law for memory: to stream data at bandwidth `B` from a memory whose latency is `t`,
 # `B x t` bytes must be in flight. For `B`: the bandwidth of `copy_float4`, lesson 00's copy
 # kernel (each thread moves 16 bytes per load and per store), as saved by
-# `python -m gemm_lessons.bench` in `results/` for the same GPU (lesson 00 measures the same
+# `python -m gemm_lessons.runs.bench` in `results/` for the same GPU (lesson 00 measures the same
 # kernel again on a GPU; this cell reads the record, so lesson 00 need not have run). For `t`: the DRAM latency of the chase above. Only the reads count: a
 # thread that loads a value waits for it to arrive in a register, while a store writes no
 # register, so nothing in the thread waits for it to finish (it still takes its share of the
@@ -600,7 +604,7 @@ if lat is not None:
     except FileNotFoundError:
         pass
 if lat is None or bench is None:
-    display(Markdown("Little's law needs a latency record and a benchmark record (`python -m gemm_lessons.bench`) "
+    display(Markdown("Little's law needs a latency record and a benchmark record (`python -m gemm_lessons.runs.bench`) "
                      "of the same GPU in `results/`: " + ("no latency record yet." if lat is None else
                      f"there is no benchmark record of {lat['device']['name']}.")))
 else:

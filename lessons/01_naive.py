@@ -11,8 +11,12 @@
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
-from gemm_lessons import counting, exercises, figures, inspect_kernel, ladder, measure, plots, results
-from gemm_lessons.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
+from gemm_lessons.model import counting
+from gemm_lessons.teaching import exercises, figures, measure_step, plots
+from gemm_lessons.instruments import compiler_facts
+from gemm_lessons.kernels import ladder
+from gemm_lessons.records import results
+from gemm_lessons.core.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
 import functools
 import numpy as np
 from numba import cuda, float32
@@ -20,7 +24,7 @@ from numba import cuda, float32
 print(gl.banner())
 
 # %%
-measure.recorded(["naive", "cublas"])  # where this lesson ends up, on the recorded GPU
+measure_step.recorded(["naive", "cublas"])  # where this lesson ends up, on the recorded GPU
 
 # %% [markdown]
 # ## Which thread gets which element? Coalescing
@@ -67,7 +71,7 @@ print(f"global loads of a 4096^3 naive SGEMM: {counting.naive_global_loads(4096,
 # %% [markdown]
 # ## The kernel
 #
-# This cell is the package's own kernel (`gemm_lessons/sgemm_kernels/naive.py`); edit it and re-run the
+# This cell is the package's own kernel (`gemm_lessons/kernels/sgemm/naive.py`); edit it and re-run the
 # cells below to try ideas. Three details worth a look:
 #
 # * `np.float32(0.0)`: numba would otherwise accumulate in float64. Most GPUs run float64 far
@@ -78,7 +82,7 @@ print(f"global loads of a 4096^3 naive SGEMM: {counting.naive_global_loads(4096,
 # * with `beta == 0` the kernel does not read C at all, as BLAS specifies: C may hold garbage.
 
 # %%
-# source: gemm_lessons/sgemm_kernels/naive.py  (the package runs this same code; a test keeps the two identical)
+# source: gemm_lessons/kernels/sgemm/naive.py  (the package runs this same code; a test keeps the two identical)
 @cuda.jit
 def sgemm_naive(A, B, C, alpha, beta):
     # threadIdx.x walks the columns of C: the 32 threads of a warp read 32 neighbouring
@@ -111,13 +115,13 @@ def sgemm_naive(A, B, C, alpha, beta):
 # read C, so C holds its random input instead.
 
 # %%
-from gemm_lessons.sgemm_kernels import naive, naive_uncoalesced
+from gemm_lessons.kernels.sgemm import naive, naive_uncoalesced
 
 gl.check_all(functools.partial(naive.sgemm, kernel=sgemm_naive), name="sgemm_naive")
 
 
 # %%
-# source: gemm_lessons/sgemm_kernels/naive_uncoalesced.py  (the package runs this same code; a test keeps the two identical)
+# source: gemm_lessons/kernels/sgemm/naive_uncoalesced.py  (the package runs this same code; a test keeps the two identical)
 @cuda.jit
 def sgemm_naive_uncoalesced(A, B, C, alpha, beta):
     # threadIdx.x walks the ROWS of C: a warp's 32 threads read 32 floats of A that are K
@@ -148,7 +152,7 @@ gl.check_all(functools.partial(naive_uncoalesced.sgemm, kernel=sgemm_naive_uncoa
 
 # %%
 size = (4096, 4096, 4096)
-table = measure.compare({
+table = measure_step.compare({
     "naive": functools.partial(naive.sgemm, kernel=sgemm_naive),
     "naive_uncoalesced": functools.partial(naive_uncoalesced.sgemm, kernel=sgemm_naive_uncoalesced),
 }, size=size)
@@ -183,12 +187,12 @@ prof
 # table). The cell after the table reads it.
 
 # %%
-facts = inspect_kernel.compiler_facts({"naive": sgemm_naive}, threads={"naive": naive.BLOCK[0] * naive.BLOCK[1]})
+facts = compiler_facts.compiler_facts({"naive": sgemm_naive}, threads={"naive": naive.BLOCK[0] * naive.BLOCK[1]})
 facts
 
 # %%
 from IPython.display import Markdown, display
-from gemm_lessons import profiler
+from gemm_lessons.instruments import profiler
 
 # What the table above and the profile before it say, in sentences made from their numbers
 sass = (facts.facts.get("naive") or {}).get("sass") or {}

@@ -6,8 +6,12 @@
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
-from gemm_lessons import counting, exercises, figures, inspect_kernel, ladder, measure, plots, results
-from gemm_lessons.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
+from gemm_lessons.model import counting
+from gemm_lessons.teaching import exercises, figures, measure_step, plots
+from gemm_lessons.instruments import compiler_facts
+from gemm_lessons.kernels import ladder
+from gemm_lessons.records import results
+from gemm_lessons.core.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
 import functools
 import numpy as np
 from numba import cuda, float32
@@ -15,7 +19,7 @@ from numba import cuda, float32
 print(gl.banner())
 
 # %%
-measure.recorded(["naive", "smem_tile", "cublas"])
+measure_step.recorded(["naive", "smem_tile", "cublas"])
 
 # %% [markdown]
 # ## Idea: split K, stage tiles in shared memory
@@ -60,7 +64,7 @@ for rung, tile, (M, N, K) in [("smem_tile16", 16, (32, 48, 64)), ("smem_tile", 3
 # complete, the second so nobody overwrites it while a slower thread is still reading.
 
 # %%
-# source: gemm_lessons/sgemm_kernels/smem_tile.py  (the package runs this same code; a test keeps the two identical)
+# source: gemm_lessons/kernels/sgemm/smem_tile.py  (the package runs this same code; a test keeps the two identical)
 def make_sgemm_smem_tile(TILE):
     """A TILE x TILE block of threads computes a TILE x TILE tile of C.  TILE is baked in
     as a compile-time constant (a closure variable), so shared-array shapes are constants."""
@@ -95,7 +99,7 @@ def make_sgemm_smem_tile(TILE):
 
 
 # %%
-from gemm_lessons.sgemm_kernels import smem_tile
+from gemm_lessons.kernels.sgemm import smem_tile
 
 tiled32 = make_sgemm_smem_tile(32)
 tiled16 = make_sgemm_smem_tile(16)
@@ -180,7 +184,7 @@ my_speedup = None  # your prediction: replace None with a number (for example 2.
 # question.
 
 # %%
-table = measure.compare({
+table = measure_step.compare({
     "smem_tile16": functools.partial(smem_tile.sgemm, tile=16, kernel=tiled16),
     "smem_tile": functools.partial(smem_tile.sgemm, tile=32, kernel=tiled32),
     "naive": ladder.SGEMM["naive"],
@@ -213,7 +217,7 @@ exercises.compare_prediction(my_speedup, table.speedup("smem_tile", "naive"), "s
 
 # %%
 from IPython.display import Markdown, display
-from gemm_lessons import profiler
+from gemm_lessons.instruments import profiler
 
 naive_prof = profiler.recorded({"naive": "naive"}, size=(4096, 4096, 4096), rows=("l1_hit", "l2_hit", "dram_bytes"))
 l1, l2, dram = (naive_prof.value("naive", row) for row in ("l1_hit", "l2_hit", "dram_bytes"))
@@ -262,7 +266,7 @@ if not gl.SIMULATOR:
 # blocks/SM column is for the 32 x 32 = 1,024-thread blocks of this kernel.
 
 # %%
-inspect_kernel.compiler_facts({"smem_tile": tiled32}, threads={"smem_tile": 32 * 32})
+compiler_facts.compiler_facts({"smem_tile": tiled32}, threads={"smem_tile": 32 * 32})
 
 # %% [markdown]
 # ## Exercises

@@ -7,8 +7,12 @@
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
-from gemm_lessons import counting, exercises, figures, inspect_kernel, ladder, measure, plots, results
-from gemm_lessons.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
+from gemm_lessons.model import counting
+from gemm_lessons.teaching import exercises, figures, measure_step, plots
+from gemm_lessons.instruments import compiler_facts
+from gemm_lessons.kernels import ladder
+from gemm_lessons.records import results
+from gemm_lessons.core.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
 import functools
 import numpy as np
 from numba import cuda, float32
@@ -16,7 +20,7 @@ from numba import cuda, float32
 print(gl.banner())
 
 # %%
-measure.recorded(["smem_tile", "reg1d", "cublas"])
+measure_step.recorded(["smem_tile", "reg1d", "cublas"])
 
 # %% [markdown]
 # ## Idea: each thread computes a column of TM results
@@ -57,7 +61,7 @@ for name, BM, BN, TM in [("smem_tile (32x32)", 32, 32, 1), ("reg1d (128x128, TM=
 # tile, so the factory insists on `BM*BN/TM == BM*BK == BK*BN` threads.
 
 # %%
-# source: gemm_lessons/sgemm_kernels/reg1d.py  (the package runs this same code; a test keeps the two identical)
+# source: gemm_lessons/kernels/sgemm/reg1d.py  (the package runs this same code; a test keeps the two identical)
 def make_sgemm_reg1d(BM=128, BN=128, BK=8, TM=16):
     """BM x BN tile of C per block, BK-wide slices of K, TM results per thread."""
     THREADS = BM * BN // TM
@@ -103,7 +107,7 @@ def make_sgemm_reg1d(BM=128, BN=128, BK=8, TM=16):
 
 
 # %%
-from gemm_lessons.sgemm_kernels import reg1d
+from gemm_lessons.kernels.sgemm import reg1d
 
 reg1d_128 = make_sgemm_reg1d()                      # 128x128x8, 16 results per thread
 reg1d_64 = make_sgemm_reg1d(BM=64, BN=64, BK=8, TM=8)  # 64x64x8, 8 results per thread
@@ -152,7 +156,7 @@ my_speedup = None  # your prediction: replace None with a number (for example 2.
 # with 16 results per thread is. Run it to see it on your GPU.
 
 # %%
-table = measure.compare({
+table = measure_step.compare({
     "reg1d": functools.partial(reg1d.sgemm, kernel=reg1d_128),
     "reg1d_64x64": functools.partial(reg1d.sgemm, kernel=reg1d_64),
     "smem_tile": ladder.SGEMM["smem_tile"],
@@ -190,7 +194,7 @@ exercises.compare_prediction(my_speedup, table.speedup("reg1d", "smem_tile"), "r
 
 # %%
 kernels = {"reg1d": reg1d_128, "reg1d_64x64": reg1d_64}
-inspect_kernel.compiler_facts(kernels, threads={name: k.tile[0] * k.tile[1] // k.tile[3] for name, k in kernels.items()})
+compiler_facts.compiler_facts(kernels, threads={name: k.tile[0] * k.tile[1] // k.tile[3] for name, k in kernels.items()})
 
 
 # %% [markdown]
@@ -260,7 +264,7 @@ plots.rung_versus_size("reg1d");
 
 # %%
 from IPython.display import Markdown
-from gemm_lessons import leaderboard
+from gemm_lessons.teaching import leaderboard
 Markdown(leaderboard.rung_sizes_sentence("reg1d", results.load(), {"reg1d": (128, 128, 128 * 128 // 16),
                                                                     "smem_tile": (32, 32, 32 * 32)}))
 

@@ -6,8 +6,12 @@
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
-from gemm_lessons import counting, exercises, figures, inspect_kernel, ladder, measure, plots, results
-from gemm_lessons.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
+from gemm_lessons.model import counting
+from gemm_lessons.teaching import exercises, figures, measure_step, plots
+from gemm_lessons.instruments import compiler_facts
+from gemm_lessons.kernels import ladder
+from gemm_lessons.records import results
+from gemm_lessons.core.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
 import functools
 import numpy as np
 from numba import cuda, float32
@@ -15,7 +19,7 @@ from numba import cuda, float32
 print(gl.banner())
 
 # %%
-measure.recorded(["reg1d", "reg2d", "cublas"])
+measure_step.recorded(["reg1d", "reg2d", "cublas"])
 
 # %% [markdown]
 # ## Idea: TM x TN results per thread
@@ -65,7 +69,7 @@ for x, y in [(1, 1), (16, 1), (4, 4), (16, 4), (8, 8)]:
 #   compiler derives a cap.
 
 # %%
-# source: gemm_lessons/sgemm_kernels/reg2d.py  (the package runs this same code; a test keeps the two identical)
+# source: gemm_lessons/kernels/sgemm/reg2d.py  (the package runs this same code; a test keeps the two identical)
 def make_sgemm_reg2d(BM=128, BN=128, BK=8, TM=8, TN=8, SPREAD=True, MAX_REGISTERS=128):
     """BM x BN tile of C per block, TM x TN results per thread.  With SPREAD, a thread's
     TM rows are BM//TM apart and its TN columns BN//TN apart (instead of side by side), so
@@ -131,7 +135,7 @@ def make_sgemm_reg2d(BM=128, BN=128, BK=8, TM=8, TN=8, SPREAD=True, MAX_REGISTER
 
 
 # %%
-from gemm_lessons.sgemm_kernels import reg2d
+from gemm_lessons.kernels.sgemm import reg2d
 
 reg2d_default = make_sgemm_reg2d()                          # spread, 128 registers
 reg2d_uncapped = make_sgemm_reg2d(MAX_REGISTERS=None)        # spread, registers left to the compiler
@@ -179,7 +183,7 @@ my_speedup = None  # your prediction: replace None with a number (for example 2.
 # ## Measure
 
 # %%
-table = measure.compare({
+table = measure_step.compare({
     "reg2d": functools.partial(reg2d.sgemm, kernel=reg2d_default),
     "reg2d_uncapped": functools.partial(reg2d.sgemm, kernel=reg2d_uncapped),
     "reg2d_contiguous": functools.partial(reg2d.sgemm, kernel=reg2d_contiguous),
@@ -212,14 +216,14 @@ exercises.compare_prediction(my_speedup, table.speedup("reg2d", "reg1d"), "reg2d
 # compiler ran out of registers and spilled some values to local memory, with `LDL`/`STL`
 # instructions to move them ([register spill](GLOSSARY.md#register-spill)). From the register
 # count follows how many blocks fit on one SM (65,536 registers per SM, allocated per warp in
-# units of 256: `inspect_kernel.blocks_per_sm`): 256-thread blocks for the `reg2d` kernels,
+# units of 256: `compiler_facts.blocks_per_sm`): 256-thread blocks for the `reg2d` kernels,
 # 1,024-thread blocks for lesson 03's `reg1d`. The cell after the table reads it.
 
 # %%
 kernels = {"reg2d": reg2d_default, "reg2d_uncapped": reg2d_uncapped, "reg2d_contiguous": reg2d_contiguous,
            "reg1d": ladder.SGEMM["reg1d"].kernel}
 threads = {"reg2d": 256, "reg2d_uncapped": 256, "reg2d_contiguous": 256, "reg1d": 1024}
-facts = inspect_kernel.compiler_facts(kernels, threads=threads)
+facts = compiler_facts.compiler_facts(kernels, threads=threads)
 facts
 
 # %%
@@ -229,7 +233,7 @@ from IPython.display import Markdown, display
 text, warps = [], {}
 for name, f in facts.facts.items():
     if f.get("registers"):
-        blocks, _ = inspect_kernel.blocks_per_sm(f["registers"], f.get("shared_bytes", 0), threads[name])
+        blocks, _ = compiler_facts.blocks_per_sm(f["registers"], f.get("shared_bytes", 0), threads[name])
         warps[name] = blocks * threads[name] // 32
 if warps:
     text.append("Resident warps per SM (blocks/SM x warps per block): "
@@ -274,7 +278,7 @@ prof04
 
 # %%
 from IPython.display import Markdown
-from gemm_lessons import profiler
+from gemm_lessons.instruments import profiler
 # the tracer's conflicts of reg2d_contiguous in one block and one slice (the tracer cell above)
 traced = shared_tracer.trace_rung("reg2d_contiguous", (128, 128, 8), merge=False).totals("ld")["conflicts"]
 Markdown(profiler.reading_04(prof04, traced))
@@ -372,7 +376,7 @@ plots.rung_versus_size("reg2d");
 
 # %%
 from IPython.display import Markdown
-from gemm_lessons import leaderboard
+from gemm_lessons.teaching import leaderboard
 Markdown(leaderboard.rung_sizes_sentence("reg2d", results.load(), {"reg2d": (128, 128, 128 * 128 // 64),
                                                                     "reg1d": (128, 128, 128 * 128 // 16)}))
 

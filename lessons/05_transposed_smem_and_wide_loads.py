@@ -11,8 +11,12 @@
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
-from gemm_lessons import counting, exercises, figures, inspect_kernel, ladder, measure, plots, results
-from gemm_lessons.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
+from gemm_lessons.model import counting
+from gemm_lessons.teaching import exercises, figures, measure_step, plots
+from gemm_lessons.instruments import compiler_facts
+from gemm_lessons.kernels import ladder
+from gemm_lessons.records import results
+from gemm_lessons.core.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
 import functools
 import numpy as np
 from numba import cuda, float32
@@ -20,7 +24,7 @@ from numba import cuda, float32
 print(gl.banner())
 
 # %%
-measure.recorded(["reg2d", "vec", "cublas"])  # where we start and where we arrive; the steps between are measured below
+measure_step.recorded(["reg2d", "vec", "cublas"])  # where we start and where we arrive; the steps between are measured below
 
 # %% [markdown]
 # ## Idea: make a thread's values contiguous, then move 16 bytes at a time
@@ -49,7 +53,7 @@ figures.transposed_tile();
 #   neighbouring reads as four `LDS` each, and `vec_unrolled_k` at the end of the lesson loses
 #   `LDS.128` too, so read the SASS.
 # * **Global memory**: numba tells LLVM nothing about the alignment of an array's data pointer,
-#   so four neighbouring global loads stay four `LDG.E`. `gemm_lessons/float4.py` adds two
+#   so four neighbouring global loads stay four `LDG.E`. `gemm_lessons/core/float4.py` adds two
 #   small numba *intrinsics* ([glossary](GLOSSARY.md#intrinsic): functions that the compiler
 #   replaces by specific instructions where they are called), `load4` and `store4`, that emit
 #   one `<4 x float>` load or store with 16-byte alignment. The price: every row must start on a 16-byte boundary, so this rung
@@ -62,7 +66,7 @@ figures.transposed_tile();
 #   (slow, off-chip) local memory. In lesson 04 the compiler happened to unroll the `i` and `j`
 #   loops by itself (its SASS had one k-step's 64 `FFMA` in the loop). numba has no
 #   `#pragma unroll` to *ask* for it, so this course adds one: `@unrolled` (from
-#   `gemm_lessons.unroll`) rewrites the kernel's source before numba compiles it, writing out
+#   `gemm_lessons.core.unroll`) rewrites the kernel's source before numba compiles it, writing out
 #   every `for i in static_range(N)` loop N times with `i` replaced by 0, 1, ..., N-1, and
 #   keeping only the chosen branch of an `if static(condition):`. Once every index into a
 #   local array is a constant, `@unrolled` also writes each element as a variable of its own
@@ -73,13 +77,13 @@ figures.transposed_tile();
 #   measured below, and it is slower.
 
 # %%
-from gemm_lessons.float4 import load4, store4  # the 16-byte load/store intrinsics
-from gemm_lessons.unroll import expanded_source, static, static_range, unrolled  # compile-time loops
+from gemm_lessons.core.float4 import load4, store4  # the 16-byte load/store intrinsics
+from gemm_lessons.core.unroll import expanded_source, static, static_range, unrolled  # compile-time loops
 
 # %% [markdown]
 # ## The five steps
 #
-# Each step is a kernel in the package (`gemm_lessons/sgemm_kernels/`) that makes one change to
+# Each step is a kernel in the package (`gemm_lessons/kernels/sgemm/`) that makes one change to
 # the step before it. For each: the idea, the change (a diff of the two kernels, made from the
 # package's code), the kernel, a correctness check, what the compiler made of it next to the
 # step before, and the measured speed of both, timed in the same run.
@@ -95,8 +99,10 @@ from gemm_lessons.unroll import expanded_source, static, static_range, unrolled 
 
 # %%
 from IPython.display import Markdown
-from gemm_lessons import lesson05_steps, lesson_source, tables
-from gemm_lessons.sgemm_kernels import reg2d, reg2d_unrolled, transposed_a, vec, wide_loads
+from gemm_lessons.teaching import lesson05_steps
+from gemm_lessons.course import lesson_source
+from gemm_lessons.core import tables
+from gemm_lessons.kernels.sgemm import reg2d, reg2d_unrolled, transposed_a, vec, wide_loads
 
 Markdown(tables.markdown(["step", "kernel", "what it changes"],
                          [[i or "start", f"`{s.kernel}`", s.change] for i, s in enumerate(lesson05_steps.STEPS)],
@@ -158,10 +164,10 @@ Markdown(lesson05_steps.offline_step2_addresses())  # from results/experiments/l
 # the `t_row + i` of the new kernel.
 
 # %%
-print(lesson_source.kernel_diff("gemm_lessons/sgemm_kernels/reg2d.py", "gemm_lessons/sgemm_kernels/reg2d_unrolled.py"))
+print(lesson_source.kernel_diff("gemm_lessons/kernels/sgemm/reg2d.py", "gemm_lessons/kernels/sgemm/reg2d_unrolled.py"))
 
 # %%
-# source: gemm_lessons/sgemm_kernels/reg2d_unrolled.py  (the package runs this same code; a test keeps the two identical)
+# source: gemm_lessons/kernels/sgemm/reg2d_unrolled.py  (the package runs this same code; a test keeps the two identical)
 BM, BN, BK, TM, TN = 128, 128, 8, 8, 8
 THREADS = (BM // TM) * (BN // TN)  # 256
 
@@ -246,11 +252,11 @@ lesson05_steps.measure_step("reg2d_unrolled", {
 Markdown(lesson05_steps.offline_step3_lds128())  # from results/experiments/lesson05-offline-sass.json
 
 # %%
-print(lesson_source.kernel_diff("gemm_lessons/sgemm_kernels/reg2d_unrolled.py",
-                                "gemm_lessons/sgemm_kernels/transposed_a.py"))
+print(lesson_source.kernel_diff("gemm_lessons/kernels/sgemm/reg2d_unrolled.py",
+                                "gemm_lessons/kernels/sgemm/transposed_a.py"))
 
 # %%
-# source: gemm_lessons/sgemm_kernels/transposed_a.py  (the package runs this same code; a test keeps the two identical)
+# source: gemm_lessons/kernels/sgemm/transposed_a.py  (the package runs this same code; a test keeps the two identical)
 BM, BN, BK, TM, TN = 128, 128, 8, 8, 8
 THREADS = (BM // TM) * (BN // TN)  # 256
 
@@ -354,11 +360,11 @@ for name in ("reg2d_unrolled", "transposed_a"):
 # must be multiples of 4 (ValueError otherwise).
 
 # %%
-print(lesson_source.kernel_diff("gemm_lessons/sgemm_kernels/transposed_a.py",
-                                "gemm_lessons/sgemm_kernels/wide_loads.py"))
+print(lesson_source.kernel_diff("gemm_lessons/kernels/sgemm/transposed_a.py",
+                                "gemm_lessons/kernels/sgemm/wide_loads.py"))
 
 # %%
-# source: gemm_lessons/sgemm_kernels/wide_loads.py  (the package runs this same code; a test keeps the two identical)
+# source: gemm_lessons/kernels/sgemm/wide_loads.py  (the package runs this same code; a test keeps the two identical)
 BM, BN, BK, TM, TN = 128, 128, 8, 8, 8
 THREADS = (BM // TM) * (BN // TN)  # 256
 assert BM * BK == 4 * THREADS and BK * BN == 4 * THREADS  # one float4 of each tile per thread
@@ -466,10 +472,10 @@ lesson05_steps.measure_step("wide_loads", {
 Markdown(lesson05_steps.offline_register_cap())  # from results/experiments/lesson05-offline-sass.json
 
 # %%
-print(lesson_source.kernel_diff("gemm_lessons/sgemm_kernels/wide_loads.py", "gemm_lessons/sgemm_kernels/vec.py"))
+print(lesson_source.kernel_diff("gemm_lessons/kernels/sgemm/wide_loads.py", "gemm_lessons/kernels/sgemm/vec.py"))
 
 # %%
-# source: gemm_lessons/sgemm_kernels/vec.py  (the package runs this same code; a test keeps the two identical)
+# source: gemm_lessons/kernels/sgemm/vec.py  (the package runs this same code; a test keeps the two identical)
 BM, BN, BK, TM, TN = 128, 128, 8, 8, 8
 THREADS = (BM // TM) * (BN // TN)  # 256
 assert BM * BK == 4 * THREADS and BK * BN == 4 * THREADS  # one float4 of each tile per thread
@@ -560,7 +566,7 @@ print("\n".join(expanded_source(my_vec).splitlines()[:40]))
 print(f"    ... {len(expanded_source(my_vec).splitlines())} lines in all")
 
 # %%
-from gemm_lessons.sgemm_kernels import vec
+from gemm_lessons.kernels.sgemm import vec
 
 gl.check_all(functools.partial(vec.sgemm, kernel=my_vec), name="vec",
              shapes=[(68, 44, 36, 1.0, 0.0), (36, 72, 20, 1.5, -0.5)] if gl.SIMULATOR else
@@ -659,7 +665,7 @@ Markdown(steps.issue_reading())
 
 # %%
 my_vec_unrolled_k = make_sgemm_vec(unroll_k=True)
-table = measure.compare({"vec": functools.partial(vec.sgemm, kernel=my_vec),
+table = measure_step.compare({"vec": functools.partial(vec.sgemm, kernel=my_vec),
                          "vec_unrolled_k": functools.partial(vec.sgemm, kernel=my_vec_unrolled_k),
                          "reg2d": ladder.SGEMM["reg2d"]}, size=(4096, 4096, 4096))
 table
@@ -685,7 +691,7 @@ exercises.compare_prediction(my_speedup, table.speedup("vec", "reg2d"), "vec vs 
 
 # %%
 kernels = {"vec": my_vec, "vec_unrolled_k": my_vec_unrolled_k}
-inspect_kernel.compiler_facts(kernels, threads={name: 256 for name in kernels})
+compiler_facts.compiler_facts(kernels, threads={name: 256 for name in kernels})
 
 
 # %% [markdown]
@@ -724,9 +730,9 @@ exercises.check("05-stage-a", stage_a)
 # %%
 import numpy as np
 from numba import cuda, float32
-from gemm_lessons import exercises
-from gemm_lessons.float4 import load4, store4
-from gemm_lessons.unroll import static_range, unrolled
+from gemm_lessons.teaching import exercises
+from gemm_lessons.core.float4 import load4, store4
+from gemm_lessons.core.unroll import static_range, unrolled
 
 BM, BN, BK, TM, TN = 64, 64, 8, 8, 8  # the check launches ceil(N/64) x ceil(M/64) blocks of 64 threads
 THREADS = (BM // TM) * (BN // TN)     # 64

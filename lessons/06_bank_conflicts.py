@@ -8,8 +8,12 @@
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
-from gemm_lessons import counting, exercises, figures, inspect_kernel, ladder, measure, plots, results
-from gemm_lessons.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
+from gemm_lessons.model import counting
+from gemm_lessons.teaching import exercises, figures, measure_step, plots
+from gemm_lessons.instruments import compiler_facts
+from gemm_lessons.kernels import ladder
+from gemm_lessons.records import results
+from gemm_lessons.core.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
 import functools
 import numpy as np
 from numba import cuda, float32
@@ -18,7 +22,7 @@ print(gl.banner())
 
 # %%
 from gemm_lessons.instruments import bank_model, shared_tracer
-measure.recorded(["vec", "cublas"])  # where we start; this lesson's rung is measured below
+measure_step.recorded(["vec", "cublas"])  # where we start; this lesson's rung is measured below
 
 # %% [markdown]
 # ## The model
@@ -202,7 +206,7 @@ try:
     bank_model.wavefronts(addrs, 16)
 except ValueError as e:
     print("16-byte access on a padded row:", e)
-from gemm_lessons.inspect_kernel import blocks_per_sm
+from gemm_lessons.instruments.compiler_facts import blocks_per_sm
 vec_facts = results.load().compiler["vec"]  # the compiler's facts of vec in the benchmark's record
 regs, smem = vec_facts["registers"], vec_facts["shared_bytes"]
 for label, regs, smem in [(f"vec ({regs} registers, {smem // 1024} KiB)", regs, smem),
@@ -238,7 +242,7 @@ for label, regs, smem in [(f"vec ({regs} registers, {smem // 1024} KiB)", regs, 
 my_speedup = None  # your prediction: replace None with a number (for example 1.3)
 
 # %%
-table = measure.compare({"vec_split": ladder.SGEMM["vec_split"], "vec": ladder.SGEMM["vec"]},
+table = measure_step.compare({"vec_split": ladder.SGEMM["vec_split"], "vec": ladder.SGEMM["vec"]},
                         size=(4096, 4096, 4096))
 table
 
@@ -265,7 +269,7 @@ prof_06
 
 # %%
 from IPython.display import Markdown
-from gemm_lessons import profiler
+from gemm_lessons.instruments import profiler
 Markdown(profiler.store_wavefronts_reading(prof_06, {"vec": vec_trace, "vec_split": split_trace}, (128, 128, 16)))
 
 # %% [markdown]
@@ -298,9 +302,9 @@ Markdown(profiler.store_wavefronts_reading(prof_06, {"vec": vec_trace, "vec_spli
 # %%
 import numpy as np
 from numba import cuda, float32
-from gemm_lessons import exercises
-from gemm_lessons.float4 import load4, store4
-from gemm_lessons.unroll import static_range, unrolled
+from gemm_lessons.teaching import exercises
+from gemm_lessons.core.float4 import load4, store4
+from gemm_lessons.core.unroll import static_range, unrolled
 
 BM, BN, BK, TM, TN = 64, 64, 8, 8, 8  # the check launches ceil(N/64) x ceil(M/64) blocks of 64 threads
 THREADS = (BM // TM) * (BN // TN)     # 64

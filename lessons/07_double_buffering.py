@@ -9,8 +9,12 @@
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
-from gemm_lessons import counting, exercises, figures, inspect_kernel, ladder, measure, plots, results
-from gemm_lessons.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
+from gemm_lessons.model import counting
+from gemm_lessons.teaching import exercises, figures, measure_step, plots
+from gemm_lessons.instruments import compiler_facts
+from gemm_lessons.kernels import ladder
+from gemm_lessons.records import results
+from gemm_lessons.core.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
 import functools
 import numpy as np
 from numba import cuda, float32
@@ -18,7 +22,7 @@ from numba import cuda, float32
 print(gl.banner())
 
 # %%
-measure.recorded(["vec_split", "cublas"])  # where we start; this lesson's rung is measured below
+measure_step.recorded(["vec_split", "cublas"])  # where we start; this lesson's rung is measured below
 
 # %% [markdown]
 # ## Idea: two shared buffers
@@ -42,12 +46,12 @@ figures.double_buffer_timeline();
 # **Predict:** faster than lesson 06?
 
 # %%
-from gemm_lessons.float4 import load4, store4  # lesson 05's 16-byte loads and stores
-from gemm_lessons.sgemm_kernels.vec import BK, BM, BN, THREADS, TM, TN  # lesson 05's tile sizes
-from gemm_lessons.unroll import expanded_source, static, static_range, unrolled  # lesson 05's unrolling
+from gemm_lessons.core.float4 import load4, store4  # lesson 05's 16-byte loads and stores
+from gemm_lessons.kernels.sgemm.vec import BK, BM, BN, THREADS, TM, TN  # lesson 05's tile sizes
+from gemm_lessons.core.unroll import expanded_source, static, static_range, unrolled  # lesson 05's unrolling
 
 # %%
-# source: gemm_lessons/sgemm_kernels/dbuf.py  (the package runs this same code; a test keeps the two identical)
+# source: gemm_lessons/kernels/sgemm/dbuf_first_attempt.py  (the package runs this same code; a test keeps the two identical)
 GAP = BM // 2  # lesson 06's split: a thread's 8x8 results are four 4x4 pieces, 64 rows (columns) apart
 assert BM == BN and TM == TN == 8
 
@@ -133,7 +137,7 @@ def sgemm_dbuf_indexed(A, B, C, alpha, beta):
 
 
 # %%
-from gemm_lessons.sgemm_kernels import dbuf
+from gemm_lessons.kernels.sgemm import dbuf_first_attempt as dbuf
 # the kernel of the cell above (edit it, run both cells: the check, the timing and the
 # compiler facts below use your version), launched like the package's
 my_dbuf_indexed = functools.partial(dbuf.sgemm_indexed, kernel=sgemm_dbuf_indexed)
@@ -141,7 +145,7 @@ gl.check_all(my_dbuf_indexed, name="dbuf_indexed",
              shapes=[(68, 44, 36, 1.0, 0.0), (36, 72, 20, 1.5, -0.5)])
 
 # %% [markdown]
-# **Predict, then measure.** Write your answer as a number: how many times as fast as
+# **Predict, then measure_step.** Write your answer as a number: how many times as fast as
 # `vec_split` (lesson 06) will `dbuf_indexed` run at 4096^3 (above 1: faster, below 1: slower)?
 # On a GPU the next cell measures both now; on the simulator it shows the recorded GPU result.
 
@@ -149,7 +153,7 @@ gl.check_all(my_dbuf_indexed, name="dbuf_indexed",
 my_ratio = None  # your prediction: replace None with a number (for example 1.1)
 
 # %%
-first = measure.compare({"vec_split": ladder.SGEMM["vec_split"],
+first = measure_step.compare({"vec_split": ladder.SGEMM["vec_split"],
                          "dbuf_indexed": my_dbuf_indexed}, size=(4096, 4096, 4096))
 first
 
@@ -170,14 +174,14 @@ exercises.compare_prediction(my_ratio, first.speedup("dbuf_indexed", "vec_split"
 # two cells), so how it fares points at the lost wide loads without isolating them.
 
 # %%
-inspect_kernel.compiler_facts({"vec_split": ladder.SGEMM["vec_split"].kernel,
+compiler_facts.compiler_facts({"vec_split": ladder.SGEMM["vec_split"].kernel,
                                "dbuf_indexed": sgemm_dbuf_indexed},
                               threads={"vec_split": 256, "dbuf_indexed": 256})
 
 # %% [markdown]
 # ## Second attempt: a kernel that leaves the compiler nothing to guess
 #
-# `make_kernel(config)` below (the package's `gemm_lessons/sgemm_kernels/warptile.py`) builds
+# `make_kernel(config)` below (the package's `gemm_lessons/kernels/sgemm/warptile.py`) builds
 # the kernel for a `TileConfig`: the kernel reads the configuration's sizes as constants, and
 # `static_range` writes out every k-step of a slice. Lesson 08 explores the other fields, and
 # lesson 11 uses the last one, `split_k` (a block sums only its part of k; at its default, off,
@@ -203,11 +207,11 @@ inspect_kernel.compiler_facts({"vec_split": ladder.SGEMM["vec_split"].kernel,
 # %%
 from dataclasses import dataclass, fields
 from numba import boolean, int64
-from gemm_lessons.sgemm_kernels.warptile import STATIC_SHARED_LIMIT
+from gemm_lessons.kernels.sgemm.warptile import STATIC_SHARED_LIMIT
 
 
 # %%
-# source: gemm_lessons/sgemm_kernels/warptile.py  (the package runs this same code; a test keeps the two identical)
+# source: gemm_lessons/kernels/sgemm/warptile.py  (the package runs this same code; a test keeps the two identical)
 @dataclass(frozen=True)
 class TileConfig:
     BM: int = 128  # block tile: BM x BN of C per block, BK-deep slices of A and B
@@ -489,7 +493,7 @@ print(dbuf.DBUF_CONFIG.short(), "|", dbuf.DBUF_CONFIG.threads, "threads,",
 
 # %%
 from dataclasses import replace
-from gemm_lessons.sgemm_kernels import warptile
+from gemm_lessons.kernels.sgemm import warptile
 my_dbuf = make_kernel(dbuf.DBUF_CONFIG)  # the kernel defined above: edit it, and what follows uses your version
 lines = expanded_source(my_dbuf).splitlines()
 start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("for k0 in range("))
@@ -519,7 +523,7 @@ my_kernels = {"vec_split": ladder.SGEMM["vec_split"].kernel,
               **{name: my_dbuf if cfg == dbuf.DBUF_CONFIG else make_kernel(cfg) for name, cfg in configs.items()}}
 kernels = {"vec_split": ladder.SGEMM["vec_split"],
            **{name: functools.partial(warptile.sgemm, kernel=my_kernels[name]) for name in configs}}
-table = measure.compare(kernels, size=(4096, 4096, 4096))
+table = measure_step.compare(kernels, size=(4096, 4096, 4096))
 table
 
 # %%
@@ -530,7 +534,7 @@ for name, base, what in [("dbuf", "dbuf_one_buffer", "two buffers instead of one
     print(f"{what:<45} {table.speedup(name, base):.2f}x  ({table.source})")
 
 # %%
-inspect_kernel.compiler_facts(my_kernels, threads={name: 256 for name in my_kernels})
+compiler_facts.compiler_facts(my_kernels, threads={name: 256 for name in my_kernels})
 
 
 # %% [markdown]
@@ -597,9 +601,9 @@ inspect_kernel.compiler_facts(my_kernels, threads={name: 256 for name in my_kern
 # %%
 import numpy as np
 from numba import cuda, float32
-from gemm_lessons import exercises
-from gemm_lessons.float4 import load4, store4
-from gemm_lessons.unroll import static_range, unrolled
+from gemm_lessons.teaching import exercises
+from gemm_lessons.core.float4 import load4, store4
+from gemm_lessons.core.unroll import static_range, unrolled
 
 BM, BN, BK, TM, TN = 64, 64, 8, 8, 8  # the check launches ceil(N/64) x ceil(M/64) blocks of 64 threads
 THREADS = (BM // TM) * (BN // TN)     # 64

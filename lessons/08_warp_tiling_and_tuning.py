@@ -8,15 +8,19 @@
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
-from gemm_lessons import exercises, figures, inspect_kernel, ladder, measure, plots, results
+from gemm_lessons.teaching import exercises, figures, measure_step, plots
+from gemm_lessons.instruments import compiler_facts
+from gemm_lessons.kernels import ladder
+from gemm_lessons.records import results
 import numpy as np
 # %matplotlib inline
 print(gl.banner())
 
 # %%
-from gemm_lessons import leaderboard, tuning
-from gemm_lessons.sgemm_kernels.warptile import TileConfig
-measure.recorded(["dbuf", "cublas"])  # where we start; this lesson's rung is measured below
+from gemm_lessons.teaching import leaderboard
+from gemm_lessons.runs import tuning
+from gemm_lessons.kernels.sgemm.warptile import TileConfig
+measure_step.recorded(["dbuf", "cublas"])  # where we start; this lesson's rung is measured below
 
 # %% [markdown]
 # ## Idea: block tile → warp tile → thread tile
@@ -102,7 +106,7 @@ for bad in [dict(WM=64, WN=64), dict(TM=6), dict(BK=64), dict(BM=64, BN=128, WM=
 # float64 reference at an awkward shape (259 x 132 x 68), and on a GPU times it at 4096^3 next
 # to cuBLAS, with registers, spills and blocks per SM from the compiler. A progress bar shows
 # where it is: each configuration takes a while to compile, check and time, so the full sweep of
-# `tuning.lesson_configs()` is run from the command line, `python -m gemm_lessons.tuning`, and
+# `tuning.lesson_configs()` is run from the command line, `python -m gemm_lessons.runs.tuning`, and
 # recorded. Here, a small sweep of four: on a GPU it checks and times them; on the simulator it
 # only validates and checks them.
 
@@ -256,7 +260,7 @@ except TypeError as e:
 my_ratio = None  # your prediction: replace None with a number (for example 1.05)
 
 # %%
-table = measure.compare({"dbuf": ladder.SGEMM["dbuf"], "warptile": ladder.SGEMM["warptile"]},
+table = measure_step.compare({"dbuf": ladder.SGEMM["dbuf"], "warptile": ladder.SGEMM["warptile"]},
                         size=(4096, 4096, 4096))
 table
 
@@ -265,7 +269,7 @@ exercises.compare_prediction(my_ratio, table.speedup("warptile", "dbuf"), "warpt
                              table.source)
 
 # %%
-big = measure.compare({"warptile": ladder.SGEMM["warptile"]}, size=(8192, 8192, 8192))
+big = measure_step.compare({"warptile": ladder.SGEMM["warptile"]}, size=(8192, 8192, 8192))
 big
 
 # %% [markdown]
@@ -276,7 +280,7 @@ big
 Markdown(tuning.range_sentence(big, "warptile"))
 
 # %%
-inspect_kernel.compiler_facts({"dbuf": ladder.SGEMM["dbuf"].kernel, "warptile": ladder.SGEMM["warptile"].kernel},
+compiler_facts.compiler_facts({"dbuf": ladder.SGEMM["dbuf"].kernel, "warptile": ladder.SGEMM["warptile"].kernel},
                               threads={"dbuf": 256, "warptile": 256})
 
 # %% [markdown]
@@ -302,7 +306,7 @@ gl.profile({"dbuf": ladder.SGEMM["dbuf"], "warptile": ladder.SGEMM["warptile"]},
 # at that moment, and its numbers can differ a little from the ones quoted here.
 
 # %%
-from gemm_lessons import profiler
+from gemm_lessons.instruments import profiler
 Markdown(profiler.reading_08())
 
 # %% [markdown]
@@ -330,7 +334,7 @@ Markdown(profiler.reading_08())
 # index `pid` of a block gives its tile like this:
 
 # %%
-# source: gemm_lessons/block_order.py  (the package runs this same code; a test keeps the two identical)
+# source: gemm_lessons/teaching/block_order.py  (the package runs this same code; a test keeps the two identical)
 def grouped_tile(pid, tiles_m, tiles_n, group_m):
     """(tile row, tile column) of C for block ``pid`` of a 1-D grid: groups of ``group_m`` tile
     rows, numbered down each column of a group before the next column (Triton's grouped
@@ -353,7 +357,7 @@ for g in (1, 4):
 print("GROUP_M = 4, the last group, blocks 56-69:", [grouped_tile(pid, 10, 7, 4) for pid in range(56, 70)])
 
 # %%
-from gemm_lessons import block_order
+from gemm_lessons.teaching import block_order
 fig, ax = plt.subplots(1, 2, figsize=(10, 5.5))
 figures.block_order(10, 7, 1, 12, ax=ax[0])
 figures.block_order(10, 7, 4, 12, ax=ax[1])
@@ -463,9 +467,9 @@ Markdown(block_order.report())
 # %%
 import numpy as np
 from numba import cuda, float32
-from gemm_lessons import exercises
-from gemm_lessons.float4 import load4, store4
-from gemm_lessons.unroll import static_range, unrolled
+from gemm_lessons.teaching import exercises
+from gemm_lessons.core.float4 import load4, store4
+from gemm_lessons.core.unroll import static_range, unrolled
 
 BM, BN, BK, TM, TN = 32, 128, 8, 8, 8  # the check launches ceil(N/128) x ceil(M/32) blocks of 64 threads
 WM, WN = 32, 64                        # the warp tile

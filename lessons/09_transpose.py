@@ -11,8 +11,12 @@
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
-from gemm_lessons import counting, exercises, figures, inspect_kernel, ladder, measure, plots, results
-from gemm_lessons.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
+from gemm_lessons.model import counting
+from gemm_lessons.teaching import exercises, figures, measure_step, plots
+from gemm_lessons.instruments import compiler_facts
+from gemm_lessons.kernels import ladder
+from gemm_lessons.records import results
+from gemm_lessons.core.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
 import functools
 import numpy as np
 from numba import cuda, float32
@@ -21,8 +25,8 @@ print(gl.banner())
 
 # %%
 from gemm_lessons.instruments import shared_tracer
-from gemm_lessons.transpose import naive as t_naive, smem_tile as t_tile, wide as t_wide
-measure.compare_transpose({}, shape=(8192, 8192))  # the references: a copy of the same bytes, and cuBLAS sgeam
+from gemm_lessons.kernels.transpose import naive as t_naive, smem_tile as t_tile, wide as t_wide
+measure_step.compare_transpose({}, shape=(8192, 8192))  # the references: a copy of the same bytes, and cuBLAS sgeam
 
 
 # %% [markdown]
@@ -46,7 +50,7 @@ print(f"8192 x 8192: one warp reads {figures.sectors(read)} sectors and writes {
       f"for 32 floats (128 bytes) each way")
 
 # %%
-# source: gemm_lessons/transpose/naive.py  (the package runs this same code; a test keeps the two identical)
+# source: gemm_lessons/kernels/transpose/naive.py  (the package runs this same code; a test keeps the two identical)
 @cuda.jit
 def transpose_naive(src, dst):
     # threadIdx.x walks the columns of src: a warp reads 128 contiguous bytes of a row,
@@ -59,7 +63,7 @@ def transpose_naive(src, dst):
 
 
 # %%
-from gemm_lessons.problems import check_transpose_all
+from gemm_lessons.measure.problems import check_transpose_all
 check_transpose_all(functools.partial(t_naive.transpose, kernel=transpose_naive), name="naive")
 
 
@@ -75,7 +79,7 @@ check_transpose_all(functools.partial(t_naive.transpose, kernel=transpose_naive)
 # conflict-free. The tracer shows both, on the kernel itself.
 
 # %%
-# source: gemm_lessons/transpose/smem_tile.py  (the package runs this same code; a test keeps the two identical)
+# source: gemm_lessons/kernels/transpose/smem_tile.py  (the package runs this same code; a test keeps the two identical)
 def make_transpose_tile(TILE=32, ROWS=32, PAD=0):
     """A TILE x TILE tile per block, TILE x ROWS threads (each moves TILE/ROWS elements).
     PAD extra columns shift each tile row by PAD banks: with PAD=1 a column of the tile
@@ -153,11 +157,11 @@ for op, what in (("st", "tile stores"), ("ld", "gathering reads")):
           f"(ideal {tot['ideal']}), worst {worst}-way")
 
 # %%
-from gemm_lessons.float4 import load4, store4  # lesson 05's 16-byte load/store intrinsics
+from gemm_lessons.core.float4 import load4, store4  # lesson 05's 16-byte load/store intrinsics
 
 
 # %%
-# source: gemm_lessons/transpose/wide.py  (the package runs this same code; a test keeps the two identical)
+# source: gemm_lessons/kernels/transpose/wide.py  (the package runs this same code; a test keeps the two identical)
 def make_transpose_wide(TILE=64, ROWS=16, PAD=1, DIAGONAL=False):
     """TILE/4 x ROWS threads move a TILE x TILE tile: each thread reads float4s along src rows
     and writes float4s along dst rows, gathering each from a column of the shared tile.
@@ -222,7 +226,7 @@ check_transpose_all(functools.partial(t_wide.transpose, kernel=make_transpose_wi
 my_ratio = None  # your prediction: replace None with a number (for example 2)
 
 # %%
-table = measure.compare_transpose(dict(ladder.TRANSPOSE), shape=(8192, 8192))
+table = measure_step.compare_transpose(dict(ladder.TRANSPOSE), shape=(8192, 8192))
 table
 
 # %%
@@ -257,7 +261,7 @@ print(f"best rung: {best}, {table.gbs(best):,.0f} GB/s = {100 * table.gbs(best) 
 # %%
 import numpy as np
 from numba import cuda, float32
-from gemm_lessons import exercises
+from gemm_lessons.teaching import exercises
 
 TILE, ROWS = 32, 8  # the check launches ceil(n/32) x ceil(n/32) blocks of 32 x 8 threads
 # numba needs a shared array's shape as constants (numbers or globals like TILE, not an
@@ -335,7 +339,7 @@ print(f"61x90 view starting inside a float4: exact {np.array_equal(dst.copy_to_h
 
 # %%
 from IPython.display import Markdown, display
-from gemm_lessons import leaderboard
+from gemm_lessons.teaching import leaderboard
 suite = results.transpose_suite()
 if suite is None:
     print("no transpose suite recorded for this device yet: run `python3 tools/transpose_suite.py` on a GPU")

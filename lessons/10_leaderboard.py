@@ -4,15 +4,19 @@
 # Lessons 01-08 built eight SGEMM rungs, lesson 09 the transposes. This notebook puts them all
 # side by side. The main table comes from one benchmark run in which every rung, every side
 # variant and cuBLAS were timed in the same process on the same inputs, each result checked
-# against cuBLAS: `python -m gemm_lessons.bench` on a GPU writes `results/<device>.json` and the
+# against cuBLAS: `python -m gemm_lessons.runs.bench` on a GPU writes `results/<device>.json` and the
 # plots. Other sections read other records, each labelled with its own device and date: lesson
 # 05's steps, lesson 08's tile sweep, the shape suite of lesson 11, and a second GPU. Without a
 # GPU, the recorded runs are shown.
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
-from gemm_lessons import counting, exercises, figures, inspect_kernel, ladder, measure, plots, results
-from gemm_lessons.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
+from gemm_lessons.model import counting
+from gemm_lessons.teaching import exercises, figures, measure_step, plots
+from gemm_lessons.instruments import compiler_facts
+from gemm_lessons.kernels import ladder
+from gemm_lessons.records import results
+from gemm_lessons.core.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
 import functools
 import numpy as np
 from numba import cuda, float32
@@ -21,7 +25,7 @@ print(gl.banner())
 
 # %%
 from IPython.display import Markdown
-from gemm_lessons import leaderboard
+from gemm_lessons.teaching import leaderboard
 record = results.load()
 print(f"{record.device.name}, {record.date}, commit {(record.git_commit or '?')[:12]}")
 print(", ".join(f"{k} {v}" for k, v in record.versions.items()))
@@ -109,11 +113,11 @@ Markdown(leaderboard.roofline_markdown(record, counters))
 # ranges: ✅ faster when the range with the technique lies wholly above the range without it,
 # ❌ slower when it lies wholly below, ≈ when the ranges overlap (the difference is within the
 # spread of the samples). Lesson 05's steps were timed in a run of their own on the same GPU
-# (`python -m gemm_lessons.lesson05_steps`): a pair this benchmark run did not time comes
+# (`python -m gemm_lessons.teaching.lesson05_steps`): a pair this benchmark run did not time comes
 # from there, marked †, both kernels still from one run.
 
 # %%
-from gemm_lessons import lesson05_steps
+from gemm_lessons.teaching import lesson05_steps
 Markdown(leaderboard.effects_markdown(leaderboard.technique_effects(record, extra=[lesson05_steps.load(record.device.name)])))
 
 # %% [markdown]
@@ -122,7 +126,7 @@ Markdown(leaderboard.effects_markdown(leaderboard.technique_effects(record, extr
 # those can be compared as firmly as the pairs above).
 
 # %%
-from gemm_lessons import tuning
+from gemm_lessons.runs import tuning
 sweep = leaderboard.load_sweep()
 Markdown(tuning.runs_sentence(sweep) + "\n\n" + tuning.changes_markdown(sweep.rows))
 
@@ -139,7 +143,7 @@ Markdown(tuning.runs_sentence(sweep) + "\n\n" + tuning.changes_markdown(sweep.ro
 # while the kernels ran (a GPU under full load may run below it).
 
 # %%
-inspect_kernel.compiler_facts({name: ladder.SGEMM[name].kernel for name in ["vec_split", "dbuf", "warptile"]},
+compiler_facts.compiler_facts({name: ladder.SGEMM[name].kernel for name in ["vec_split", "dbuf", "warptile"]},
                               threads={name: 256 for name in ["vec_split", "dbuf", "warptile"]})
 
 # %%
@@ -198,11 +202,11 @@ Markdown(leaderboard.devices_markdown(leaderboard.device_records()))
 # ## Measure it on your GPU
 #
 # On a machine with a GPU this cell times the last rung and cuBLAS now (on the simulator it
-# shows the recorded numbers). For the full table, run `python -m gemm_lessons.bench`
+# shows the recorded numbers). For the full table, run `python -m gemm_lessons.runs.bench`
 # and re-run this notebook: it reads the newest record.
 
 # %%
-measure.compare({last: ladder.SGEMM[last]}, size=(4096, 4096, 4096))
+measure_step.compare({last: ladder.SGEMM[last]}, size=(4096, 4096, 4096))
 
 # %%
 # NBVAL_CHECK_OUTPUT

@@ -5,15 +5,19 @@
 # table below, from lesson 10's record). It also assumes a lot: K and N multiples of 4, arrays that
 # start on 16-byte boundaries, a product large enough to fill the GPU with 128 x 128 tiles, and a
 # caller who does not mind what Python costs per call. A library can assume none of that.
-# `gl.sgemm` (`gemm_lessons/library.py`) is this course's library, and this lesson takes it apart in
+# `gl.sgemm` (`gemm_lessons/library/device_arrays.py`) is this course's library, and this lesson takes it apart in
 # four steps: **edges and alignment**, **what a call costs and how to measure it**, **split-K** for
 # a small C with a long K, and **dispatch**, a kernel chosen per shape. Then why cuBLAS is built the
 # same way, at a much larger scale.
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
-from gemm_lessons import counting, exercises, figures, inspect_kernel, ladder, measure, plots, results
-from gemm_lessons.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
+from gemm_lessons.model import counting
+from gemm_lessons.teaching import exercises, figures, measure_step, plots
+from gemm_lessons.instruments import compiler_facts
+from gemm_lessons.kernels import ladder
+from gemm_lessons.records import results
+from gemm_lessons.core.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
 import functools
 import numpy as np
 from numba import cuda, float32
@@ -22,12 +26,15 @@ print(gl.banner())
 
 # %%
 from IPython.display import Markdown
-from gemm_lessons import dispatch, leaderboard, library, library_report, problems
-from gemm_lessons.library_report import ODD_SHAPE, REFERENCE_SHAPE, SKINNY_SHAPE
-measure.recorded(["warptile", "cublas"])  # where we start
+from gemm_lessons.library import dispatch
+from gemm_lessons.teaching import leaderboard, library_report
+from gemm_lessons import library
+from gemm_lessons.measure import problems
+from gemm_lessons.teaching.library_report import ODD_SHAPE, REFERENCE_SHAPE, SKINNY_SHAPE
+measure_step.recorded(["warptile", "cublas"])  # where we start
 
 # %% [markdown]
-# The library's own record is the **shape suite**: `python -m gemm_lessons.shapes` on a GPU times
+# The library's own record is the **shape suite**: `python -m gemm_lessons.runs.shapes` on a GPU times
 # `gl.sgemm` against cuBLAS on squares from 512 to 16384, odd sizes and skinny shapes, single calls
 # and back to back, times every candidate kernel on most of them, and measures the numbers the
 # dispatch rule uses (the next cell prints how long the recorded run took). It writes
@@ -90,13 +97,13 @@ except ValueError as e:
 
 # %%
 from numba import boolean
-from gemm_lessons.float4 import load1, load4, store1  # one float (load1, store1) or four (load4) at a time
-from gemm_lessons.sgemm_kernels.any_shape import validate  # warptile's rules, plus the scalar staging's
-from gemm_lessons.sgemm_kernels.warptile import TileConfig  # lesson 08's configurations
-from gemm_lessons.unroll import static_range, unrolled  # lesson 05's compile-time unrolling
+from gemm_lessons.core.float4 import load1, load4, store1  # one float (load1, store1) or four (load4) at a time
+from gemm_lessons.kernels.library.sgemm_any_shape import validate  # warptile's rules, plus the scalar staging's
+from gemm_lessons.kernels.sgemm.warptile import TileConfig  # lesson 08's configurations
+from gemm_lessons.core.unroll import static_range, unrolled  # lesson 05's compile-time unrolling
 
 # %%
-# source: gemm_lessons/sgemm_kernels/any_shape.py  (the package runs this same code; a test keeps the two identical)
+# source: gemm_lessons/kernels/library/sgemm_any_shape.py  (the package runs this same code; a test keeps the two identical)
 def make_kernel(cfg=TileConfig()):
     """Compile the any-shape kernel for ``cfg``; arguments (A, B, C, alpha, beta, k_chunk)."""
     validate(cfg)
@@ -303,11 +310,11 @@ Markdown(library_report.compiler_markdown(rec))
 # result goes through a workspace because C's rows (N floats) need not start on 16-byte boundaries;
 # and this padding of whole matrices in global memory is not lesson 06's padding of the rows of a
 # shared tile (`pad_a` above), which only shifts banks. The copy kernel (the
-# package's `gemm_lessons/sgemm_kernels/pad_copy.py`) gives each thread one element of the
+# package's `gemm_lessons/kernels/library/pad_copy.py`) gives each thread one element of the
 # destination, consecutive threads consecutive columns:
 
 # %%
-# source: gemm_lessons/sgemm_kernels/pad_copy.py  (the package runs this same code; a test keeps the two identical)
+# source: gemm_lessons/kernels/library/pad_copy.py  (the package runs this same code; a test keeps the two identical)
 @cuda.jit
 def pad_copy(src, dst):
     rows, cols = src.shape
@@ -381,7 +388,7 @@ Markdown(library_report.edges_sentence(rec))
 # **How to measure it.** Three numbers, each answering a different question; the first two use
 # [CUDA events](GLOSSARY.md#cuda-events), timestamps the GPU records in its stream of work:
 #
-# 1. **single call** (`gemm_lessons.shapes.single_calls`): an event just before one call and one just
+# 1. **single call** (`gemm_lessons.runs.shapes.single_calls`): an event just before one call and one just
 #    after, on an idle GPU. This is what a user waits for once: getting the call to the GPU, plus the
 #    kernel.
 # 2. **back to back** (`gl.time_gpu`, every lesson's timer): one call queued before the start event,
@@ -432,7 +439,7 @@ Markdown(library_report.call_costs_notes(costs, rec))
 Markdown(library_report.overhead_sentence(rec))
 
 # %% [markdown]
-# **What the library skips.** `gemm_lessons.launch.Launcher` compiles a kernel once for explicit
+# **What the library skips.** `gemm_lessons.library.launch.Launcher` compiles a kernel once for explicit
 # argument types and keeps what every later call would otherwise rebuild: the compiled function's
 # handle, the stream, and a buffer for the kernel's parameters with the list of their addresses
 # that the driver's launch call (`cuLaunchKernel`) takes. An array is flattened the way numba does
@@ -518,7 +525,7 @@ Markdown(library_report.split_occupancy_sentence(model))
 # beta once:
 
 # %%
-# source: gemm_lessons/sgemm_kernels/splitk_reduce.py  (the package runs this same code; a test keeps the two identical)
+# source: gemm_lessons/kernels/library/splitk_reduce.py  (the package runs this same code; a test keeps the two identical)
 @cuda.jit
 def sgemm_splitk_reduce(W, C, alpha, beta):
     M, N = C.shape
@@ -546,7 +553,7 @@ def sgemm_splitk_reduce(W, C, alpha, beta):
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from gemm_lessons.sgemm_kernels import splitk_reduce
+from gemm_lessons.kernels.library import splitk_reduce
 plan = dispatch.Plan("any_shape", "64x64", 4)  # what the library calls this plan
 M_s, N_s, K_s = 8, 12, 600
 chunk = plan.k_chunk(K_s)
@@ -594,7 +601,7 @@ Markdown(library_report.split_k_sentence(rec))
 # allows. Profiled next to cuBLAS at 1000^3 and 1024^3 (the table in section 4), it took about a
 # quarter of gl.sgemm's time on the GPU. Where the wide kernel ran, C is C-contiguous, 16-byte
 # aligned and N a multiple of 4, so the library adds those plans' parts with
-# `gemm_lessons/sgemm_kernels/splitk_reduce_wide.py`: the same loop, each thread four neighbouring
+# `gemm_lessons/kernels/library/splitk_reduce_wide.py`: the same loop, each thread four neighbouring
 # columns with lesson 05's 16-byte `load4` and `store4`. It gives the same bits as the one-float
 # kernel when beta is 0; with beta they differ by at most one rounding (`tests/test_library.py`
 # checks both), likely because the compiler fuses the multiply-adds of the two kernels differently
@@ -647,7 +654,7 @@ Markdown(library_report.splitk_probe_sentence())
 # ## 4 · Dispatch: a plan per shape
 #
 # **The idea.** The library has a handful of kernels and needs a rule that picks one per shape.
-# `gemm_lessons.dispatch` lists its **plans** (`dispatch.PLANS`: the wide kernel and the any-shape
+# `gemm_lessons.library.dispatch` lists its **plans** (`dispatch.PLANS`: the wide kernel and the any-shape
 # kernel, each with four tile sizes (`dispatch.TILES`: 128 x 128, 64 x 128, its mirror 128 x 64 for
 # a narrow C, and 64 x 64) and K split 1, 2, 3, 4, 6, 8, 12 or 16 ways, and the padded plan of
 # section 1 with the same four tile sizes) and picks the plan with the smallest estimate
@@ -855,7 +862,7 @@ Markdown(library_report.bigtile_probe_markdown())
 # handles S slices per trip of its loop, so that each stage's place in shared memory is a constant;
 # the first form computed it at run time and was also slower than 128x128 (its record is in the
 # repository's history, commit 0e4fc11); the profile below is of that first form. The 128x128
-# kernel is the same code in every record of this section (`git log gemm_lessons/sgemm_kernels/warptile.py`):
+# kernel is the same code in every record of this section (`git log gemm_lessons/kernels/sgemm/warptile.py`):
 
 # %%
 Markdown(library_report.cp_async_probe_line() + "\n\n" + library_report.multistage_probe_sentence() + "\n\n"
@@ -991,7 +998,7 @@ Markdown(leaderboard.odd_side_transpose_sentence(suite) if suite else "No transp
 # %%
 import numpy as np
 from numba import cuda, float32
-from gemm_lessons import exercises
+from gemm_lessons.teaching import exercises
 
 
 @cuda.jit

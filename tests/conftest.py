@@ -1,11 +1,38 @@
+"""What every test may use, and the markers that say what a test needs (registered in pyproject.toml):
+``gpu`` (a GPU), ``simulator`` (numba's CUDA simulator), ``offline_sass`` (the CUDA compiler without a
+GPU: libnvvm, ptxas, cuobjdump, and GEMM_LESSONS_SIMULATOR=0), ``slow`` (over 20 s on two cores).
+A test whose need is not met here is skipped with the reason; ``-rs`` prints each reason."""
 import os
 
 import pytest
 
 import gemm_lessons  # noqa: F401  (chooses GPU or simulator before numba.cuda is imported)
-from gemm_lessons import _backend
+from gemm_lessons.core import backend
 
-requires_simulator = pytest.mark.skipif(not _backend.SIMULATOR, reason="needs the CUDA simulator")
-requires_gpu = pytest.mark.skipif(_backend.SIMULATOR, reason="needs a GPU")
+requires_simulator = pytest.mark.simulator
+requires_gpu = pytest.mark.gpu
+requires_offline_sass = pytest.mark.offline_sass
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def offline_sass_missing():
+    """Why kernels cannot be compiled offline in this process (a sentence), or None."""
+    from gemm_lessons.instruments import offline_sass
+
+    if os.environ.get("GEMM_LESSONS_SIMULATOR") != "0":
+        return "set GEMM_LESSONS_SIMULATOR=0 (and install the CUDA compiler: see offline_sass.GET_TOOLS)"
+    return offline_sass.missing_toolchain()
+
+
+def pytest_collection_modifyitems(config, items):
+    why_offline = None
+    for item in items:
+        if item.get_closest_marker("gpu") and backend.SIMULATOR:
+            item.add_marker(pytest.mark.skip(reason="gpu: needs a GPU (this machine runs numba's CUDA simulator)"))
+        if item.get_closest_marker("simulator") and not backend.SIMULATOR:
+            item.add_marker(pytest.mark.skip(reason="simulator: needs numba's CUDA simulator (GEMM_LESSONS_SIMULATOR=1)"))
+        if item.get_closest_marker("offline_sass"):
+            why_offline = why_offline or offline_sass_missing() or ""
+            if why_offline:
+                item.add_marker(pytest.mark.skip(reason=f"offline_sass: {why_offline}"))

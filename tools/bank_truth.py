@@ -21,9 +21,11 @@ if sys.argv[1:2] == ["table"]:  # the tracer runs on the simulator; decided when
 import gemm_lessons  # noqa: E402,F401  (chooses GPU or simulator before numba.cuda is imported)
 from numba import cuda  # noqa: E402
 
-from gemm_lessons import ladder, provenance, results  # noqa: E402
+from gemm_lessons.kernels import ladder
+from gemm_lessons.measure import provenance
+from gemm_lessons.records import results  # noqa: E402
 from gemm_lessons.instruments import shared_tracer  # noqa: E402
-from gemm_lessons.records import BankRow, BankTruth  # noqa: E402
+from gemm_lessons.records.schema import BankRow, BankTruth  # noqa: E402
 
 METRICS = {
     "ld_instructions": "smsp__inst_executed_op_shared_ld.sum",

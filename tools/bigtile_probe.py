@@ -8,7 +8,7 @@ per SM), where gl.sgemm works on 128x128 tiles with 128 registers (two blocks of
 A larger block tile loads each float of A and B from global memory for more products (the
 tile's arithmetic intensity doubles along one side), at the price of fewer resident warps.
 TileConfig takes such tiles as they are; this probe times three that compile without spills
-for sm_90 (offline: python -m gemm_lessons.arch_facts style compile, recorded below):
+for sm_90 (offline: python -m gemm_lessons.runs.arch_facts style compile, recorded below):
   * 256x128x8, warp tiles 64x64, 16x8 results per thread: 256 threads, ~219 registers;
   * 128x256x8, warp tiles 64x64, 8x16 per thread: 256 threads, ~229 registers;
   * 256x128x16, warp tiles 32x64, 8x8 per thread, one shared buffer: 512 threads, 128 registers.
@@ -27,12 +27,14 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 
 import gemm_lessons  # noqa: E402  (chooses the GPU before numba.cuda is imported)
-from gemm_lessons import cublas, dispatch, provenance, results  # noqa: E402
-from gemm_lessons.device import device_info  # noqa: E402
-from gemm_lessons.launch import Launcher  # noqa: E402
-from gemm_lessons.problems import POISON  # noqa: E402
-from gemm_lessons.sgemm_kernels import warptile  # noqa: E402
-from gemm_lessons.shapes import back_to_back, check_product, random_device_matrix  # noqa: E402
+from gemm_lessons.measure import cublas, provenance
+from gemm_lessons.library import dispatch
+from gemm_lessons.records import results  # noqa: E402
+from gemm_lessons.measure.device import device_info  # noqa: E402
+from gemm_lessons.library.launch import Launcher  # noqa: E402
+from gemm_lessons.measure.problems import POISON  # noqa: E402
+from gemm_lessons.kernels.sgemm import warptile  # noqa: E402
+from gemm_lessons.runs.shapes import back_to_back, check_product, random_device_matrix  # noqa: E402
 from numba import cuda  # noqa: E402
 from numba.cuda import types  # noqa: E402
 

@@ -17,9 +17,13 @@ from dataclasses import replace
 import numpy as np
 
 import gemm_lessons  # noqa: F401  (chooses the GPU before numba.cuda is imported)
-from gemm_lessons import _backend, cublas, inspect_kernel, ladder, problems, provenance, results
-from gemm_lessons.counting import sgemm_flops
-from gemm_lessons.timing import time_gpu
+from gemm_lessons.core import backend
+from gemm_lessons.measure import cublas, problems, provenance
+from gemm_lessons.instruments import compiler_facts
+from gemm_lessons.kernels import ladder
+from gemm_lessons.records import results
+from gemm_lessons.model.counting import sgemm_flops
+from gemm_lessons.measure.timing import time_gpu
 from numba import cuda
 
 PAIRS = ["vec", "vec_split", "vec_unrolled_k", "dbuf_indexed", "dbuf", "dbuf_one_buffer",
@@ -55,7 +59,7 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--out", default=results.RESULTS_DIR)
     args = p.parse_args(argv)
-    if _backend.SIMULATOR:
+    if backend.SIMULATOR:
         sys.exit("this compares speeds: run it on a machine with a CUDA GPU")
     sys.path.insert(0, os.path.abspath(args.legacy))
     import legacy_kernels.dbuf
@@ -91,8 +95,8 @@ def main(argv=None):
                 print(f"{s:>6} {name:<20} {which:<10} {rows[-1]['gflops'] / 1e3:7.2f} TFLOPS "
                       f"{rows[-1]['pct_cublas']:6.1f}% cuBLAS  err {err:.1e}", flush=True)
     for name in PAIRS:
-        facts[name] = {"generated": inspect_kernel.kernel_facts(old[name][1]),
-                       "rewritten": inspect_kernel.kernel_facts(new[name].kernel)}
+        facts[name] = {"generated": compiler_facts.kernel_facts(old[name][1]),
+                       "rewritten": compiler_facts.kernel_facts(new[name].kernel)}
     ratios = {}
     for s in args.sizes:
         for name in PAIRS:

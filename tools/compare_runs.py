@@ -9,7 +9,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from gemm_lessons.records import BenchRecord  # noqa: E402  (this checkout's package)
+from gemm_lessons.records.schema import BenchRecord  # noqa: E402  (this checkout's package)
 
 
 def rows(rec):

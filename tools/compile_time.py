@@ -24,7 +24,9 @@ def _compile(name, scalarize):
     import gemm_lessons  # noqa: F401
     from numba import cuda, types
 
-    from gemm_lessons import ladder, offline_sass, unroll
+    from gemm_lessons.kernels import ladder
+    from gemm_lessons.instruments import offline_sass
+    from gemm_lessons.core import unroll
 
     if not scalarize:
         unroll._RegisterArrays.scalarize = lambda self, node: None

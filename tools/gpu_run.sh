@@ -2,14 +2,14 @@
 # What a GPU session runs.  Usage on the GPU machine: OUT=<dir> bash tools/gpu_run.sh STEP...
 #   rewrite    tools/compare_rewrite.py .legacy: rewritten vs generated kernels, same run -> rewrite-*.json
 #   tests      the README's test command (pytest, notebooks included) -> logs/pytest.log, timed per test
-#   bench      python -m gemm_lessons.bench -> results/<device>.json + plots (copied to $OUT)
-#   shapes     python -m gemm_lessons.shapes: gl.sgemm vs cuBLAS on the shape suite, per-call cost, the
+#   bench      python -m gemm_lessons.runs.bench -> results/<device>.json + plots (copied to $OUT)
+#   shapes     python -m gemm_lessons.runs.shapes: gl.sgemm vs cuBLAS on the shape suite, per-call cost, the
 #              dispatch model measured -> results/shapes-<device>.json + <device>-shapes.png (copied to $OUT)
 #   banks      ncu shared-memory counters for the bank lesson -> $OUT/ncu-banks.csv
 #   repro      two bench runs back to back -> $OUT/run-a.json, run-b.json
 #   dbuf       vec_split and the double-buffered variant only -> $OUT/dbuf.json
 #   steps05    lesson 05's steps, reg2d to vec one change at a time, and cuBLAS at 4096^3 and 8192^3 in one
-#              process (python -m gemm_lessons.lesson05_steps) -> results/experiments/lesson05-steps-<device>.json
+#              process (python -m gemm_lessons.teaching.lesson05_steps) -> results/experiments/lesson05-steps-<device>.json
 #              (copied to $OUT)
 #   roofline   ncu DRAM / L2 / shared counters of every SGEMM rung at 4096^3 -> $OUT/ncu-roofline.csv
 #   l2order    lesson 08's block order: warptile in row-major and grouped order (GROUP_M 4, 8, 16) with cuBLAS in one
@@ -20,7 +20,7 @@
 #              real kernels under ncu -> logs/profiler-tests.log; then the counters of lessons 01, 04, 06
 #              and 08 recorded -> $OUT/ncu-lessons-<device>.csv (for results/), their tables -> logs/profiler-tables.md
 #   sanitize   compute-sanitizer memcheck + racecheck (or $SANITIZE_TOOLS) over every kernel (or $SANITIZE_ONLY) -> logs
-#   latency    python -m gemm_lessons.latency and the primer's compiler listing -> results/latency-<device>.json,
+#   latency    python -m gemm_lessons.measure.latency and the primer's compiler listing -> results/latency-<device>.json,
 #              results/primer-listing.json (copied to $OUT)
 #   notebooks  execute every notebook (or those of $NOTEBOOKS, e.g. "04 05") on the GPU, outputs kept; seconds per
 #              cell in logs/notebooks.log; $CELL_TIMEOUT interrupts a cell that runs longer (its traceback logged)
@@ -37,11 +37,13 @@ for step in "$@"; do
         | while IFS= read -r line; do echo "$(( $(date +%s) - start ))s $line"; done > "$OUT/logs/pytest.log"
       echo "tests rc=${PIPESTATUS[0]} $(tail -1 "$OUT/logs/pytest.log")" >> "$OUT/logs/steps.log" ;;
     bench)
-      python3 -m gemm_lessons.bench --no-progress > "$OUT/logs/bench.log" 2>&1
+      python3 -m gemm_lessons.runs.bench --no-progress > "$OUT/logs/bench.log" 2>&1
       echo "bench rc=$?" >> "$OUT/logs/steps.log"
+      python3 -m gemm_lessons.teaching.plots >> "$OUT/logs/bench.log" 2>&1
+      echo "plots rc=$?" >> "$OUT/logs/steps.log"
       cp results/*.json results/*.png "$OUT/" 2>/dev/null ;;
     shapes)
-      python3 -m gemm_lessons.shapes --no-progress > "$OUT/logs/shapes.log" 2>&1
+      python3 -m gemm_lessons.runs.shapes --no-progress > "$OUT/logs/shapes.log" 2>&1
       echo "shapes rc=$?" >> "$OUT/logs/steps.log"
       cp results/shapes-*.json results/*-shapes*.png "$OUT/" 2>/dev/null ;;
     banks)
@@ -52,17 +54,17 @@ for step in "$@"; do
     repro)
       # two complete benchmark runs back to back, for tools/compare_runs.py
       for run in a b; do
-        python3 -m gemm_lessons.bench --no-progress --no-plots --out "/tmp/run-$run" > "$OUT/logs/bench-$run.log" 2>&1
+        python3 -m gemm_lessons.runs.bench --no-progress --out "/tmp/run-$run" > "$OUT/logs/bench-$run.log" 2>&1
         echo "repro $run rc=$?" >> "$OUT/logs/steps.log"
         cp /tmp/run-$run/*.json "$OUT/run-$run.json"
       done ;;
     dbuf)
-      python3 -m gemm_lessons.bench --no-progress --no-plots --kernels vec_split dbuf --out /tmp/dbuf \
+      python3 -m gemm_lessons.runs.bench --no-progress --kernels vec_split dbuf --out /tmp/dbuf \
           > "$OUT/logs/bench-dbuf.log" 2>&1
       echo "dbuf rc=$?" >> "$OUT/logs/steps.log"
       cp /tmp/dbuf/*.json "$OUT/dbuf.json" ;;
     steps05)
-      python3 -m gemm_lessons.lesson05_steps --no-progress > "$OUT/logs/steps05.log" 2>&1
+      python3 -m gemm_lessons.teaching.lesson05_steps --no-progress > "$OUT/logs/steps05.log" 2>&1
       echo "steps05 rc=$?" >> "$OUT/logs/steps.log"
       cp results/experiments/lesson05-steps-*.json "$OUT/" 2>/dev/null ;;
     roofline)
@@ -88,7 +90,7 @@ for step in "$@"; do
           > "$OUT/logs/profiler-tests.log" 2>&1
       echo "profiler tests rc=$? $(tail -1 "$OUT/logs/profiler-tests.log")" >> "$OUT/logs/steps.log"
       # one ncu run (--clock-control none) over the lessons' kernels, each launched once at 4096^3
-      timeout 420 python3 -m gemm_lessons.profiler record --out "$OUT" \
+      timeout 420 python3 -m gemm_lessons.instruments.profiler record --out "$OUT" \
           > "$OUT/logs/profiler-tables.md" 2> "$OUT/logs/profiler-record.err"
       echo "profiler record rc=$?" >> "$OUT/logs/steps.log" ;;
     sanitize)
@@ -105,9 +107,9 @@ for step in "$@"; do
       echo "rewrite rc=$?" >> "$OUT/logs/steps.log"
       cp results/rewrite-*.json "$OUT/" 2>/dev/null ;;
     latency)
-      python3 -m gemm_lessons.latency > "$OUT/logs/latency.log" 2>&1
+      python3 -m gemm_lessons.measure.latency > "$OUT/logs/latency.log" 2>&1
       echo "latency rc=$?" >> "$OUT/logs/steps.log"
-      python3 -m gemm_lessons.primer.listing > "$OUT/logs/listing.log" 2>&1
+      python3 -m gemm_lessons.teaching.primer_listing > "$OUT/logs/listing.log" 2>&1
       echo "listing rc=$?" >> "$OUT/logs/steps.log"
       cp results/latency-*.json results/primer-listing.json "$OUT/" 2>/dev/null ;;
     notebooks)

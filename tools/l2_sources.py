@@ -42,9 +42,9 @@ def run():
     import numpy as np
 
     import gemm_lessons  # noqa: F401  (chooses the GPU first)
-    from gemm_lessons import profiler
-    from gemm_lessons.sgemm_kernels import naive, naive_uncoalesced
-    from gemm_lessons.shapes import random_device_matrix
+    from gemm_lessons.instruments import profiler
+    from gemm_lessons.kernels.sgemm import naive, naive_uncoalesced
+    from gemm_lessons.runs.shapes import random_device_matrix
     from numba import cuda
 
     M, N, K = SIZE
@@ -59,7 +59,7 @@ def run():
 
 def read(path):
     """[(call, {metric: value})]: the launches in ncu's CSV, named by run's '# call' lines."""
-    from gemm_lessons import results
+    from gemm_lessons.records import results
 
     _, calls, launches = results.ncu_record(path)
     return list(zip(calls, launches))

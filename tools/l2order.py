@@ -12,7 +12,7 @@ of each.
         compiled before the first launch, outside the profiled kernels); kept as
         results/ncu-l2order-<device>.csv (results.path_for("ncu-l2order", device))
 
-tools/gpu_run.sh step ``l2order`` runs both; gemm_lessons.block_order reads them for lesson 08.
+tools/gpu_run.sh step ``l2order`` runs both; gemm_lessons.teaching.block_order reads them for lesson 08.
 """
 import argparse
 import os
@@ -24,7 +24,7 @@ REPEATS = {4096: 20, 8192: 20, 16384: 5}  # samples per kernel; 16384^3 takes ~1
 
 
 def metrics():
-    from gemm_lessons import block_order
+    from gemm_lessons.teaching import block_order
 
     print(",".join(block_order.METRICS))
 
@@ -34,8 +34,9 @@ def run():
     import numpy as np
     from numba import cuda
 
-    from gemm_lessons import block_order, cublas, problems
-    from gemm_lessons.inspect_kernel import SGEMM_SIGNATURE
+    from gemm_lessons.teaching import block_order
+    from gemm_lessons.measure import cublas, problems
+    from gemm_lessons.instruments.compiler_facts import SGEMM_SIGNATURE
 
     n = block_order.PROFILE_SIZE
     rungs = block_order.rungs()
@@ -55,9 +56,12 @@ def time_orders(out):
     import gemm_lessons  # noqa: F401  (first: it chooses the GPU before numba.cuda loads)
     from numba import cuda
 
-    from gemm_lessons import bench, benchmark, block_order, provenance, results
-    from gemm_lessons.device import device_info
-    from gemm_lessons.records import BenchRecord, Device
+    from gemm_lessons.runs import bench
+    from gemm_lessons.measure import rung_timing, provenance
+    from gemm_lessons.teaching import block_order
+    from gemm_lessons.records import results
+    from gemm_lessons.measure.device import device_info
+    from gemm_lessons.records.schema import BenchRecord, Device
 
     rungs = block_order.rungs()
     try:
@@ -71,11 +75,11 @@ def time_orders(out):
         extra={"experiment": "block order and the L2 cache (lesson 08)", "l2_bytes": l2_bytes,
                "group_m": {block_order.kernel_name(g): g for g in (1,) + block_order.GROUPS},
                "repeats": {str(n): REPEATS[n] for n in block_order.SIZES}})
-    record.checks = benchmark.run_checks(rungs)
+    record.checks = rung_timing.run_checks(rungs)
     record.sgemm = []
     for n in block_order.SIZES:  # one size at a time: fewer repeats where a launch is long
-        record.sgemm += benchmark.time_sgemm(rungs, [(n, n, n)], REPEATS[n], progress=False)
-    record.compiler = benchmark.compiler_facts({name: r.kernel for name, r in rungs.items()})
+        record.sgemm += rung_timing.time_sgemm(rungs, [(n, n, n)], REPEATS[n], progress=False)
+    record.compiler = compiler_facts.facts_of({name: r.kernel for name, r in rungs.items()})
     record.nvidia_smi_after = provenance.nvidia_smi()
     path = results.path_for("experiment", record.device.name, "l2order", directory=out)
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -98,8 +102,9 @@ if __name__ == "__main__":
     elif args.mode == "run":
         run()
     else:
-        from gemm_lessons import _backend, results as _results
+        from gemm_lessons.core import backend
+        from gemm_lessons.records import results as _results
 
-        if _backend.SIMULATOR:
+        if backend.SIMULATOR:
             sys.exit("tools/l2order.py time needs a GPU: nothing would be measured on the simulator.")
         sys.exit(time_orders(args.out or _results.RESULTS_DIR))

@@ -23,9 +23,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 
 import gemm_lessons  # noqa: E402,F401  (chooses the GPU before numba.cuda is imported)
-from gemm_lessons import dispatch, launch, library, provenance, results  # noqa: E402
-from gemm_lessons.device import device_info  # noqa: E402
-from gemm_lessons.shapes import POISON, check_product, random_device_matrix  # noqa: E402
+from gemm_lessons.library import dispatch, launch, device_arrays as library
+from gemm_lessons.measure import provenance
+from gemm_lessons.records import results  # noqa: E402
+from gemm_lessons.measure.device import device_info  # noqa: E402
+from gemm_lessons.runs.shapes import POISON, check_product, random_device_matrix  # noqa: E402
 from numba import cuda  # noqa: E402
 
 

@@ -2,7 +2,7 @@
 
     GEMM_LESSONS_SIMULATOR=0 python tools/lesson05_offline.py
 
-Needs numba's libnvvm, ptxas and cuobjdump (gemm_lessons.offline_sass; a ptxas at least as new as
+Needs numba's libnvvm, ptxas and cuobjdump (gemm_lessons.instruments.offline_sass; a ptxas at least as new as
 the PTX numba's libnvvm writes: with pip's CUDA 13 packages, put site-packages/nvidia/cu13/bin
 first on PATH or set $PTXAS).  For each kernel, compiled as tests/test_lesson05_steps.py compiles
 it (lesson 04's cap of 128 registers, none for vec): registers, spill bytes, the instruction
@@ -10,7 +10,7 @@ counts of offline_sass.sass_facts, the main loop (inspect_kernel.main_loop: the 
 the loop around it) and the address operand of every shared load.  wide_loads and vec are also
 compiled with and without max_registers=128, and the two listings compared (apart from the
 kernel's name).  Writes results/experiments/lesson05-offline-sass.json, which
-gemm_lessons.lesson05_steps renders in the lesson.  (cuobjdump needs nvdisasm: pip's
+gemm_lessons.teaching.lesson05_steps renders in the lesson.  (cuobjdump needs nvdisasm: pip's
 nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm, or the CUDA toolkit.)
 """
 import json
@@ -19,7 +19,10 @@ import subprocess
 import sys
 
 import gemm_lessons  # noqa: F401  (first: it chooses numba's backend)
-from gemm_lessons import ladder, lesson05_steps, offline_sass, provenance
+from gemm_lessons.kernels import ladder
+from gemm_lessons.teaching import lesson05_steps
+from gemm_lessons.instruments import offline_sass
+from gemm_lessons.measure import provenance
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CAP = 128  # lesson 04's register cap, which every step but vec carries

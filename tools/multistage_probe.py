@@ -35,11 +35,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 
 import gemm_lessons  # noqa: E402  (chooses the GPU before numba.cuda is imported)
-from gemm_lessons import dispatch, profiler  # noqa: E402
-from gemm_lessons.float4 import load4, store4  # noqa: E402
-from gemm_lessons.sgemm_kernels import warptile  # noqa: E402
-from gemm_lessons.shapes import check_product, random_device_matrix  # noqa: E402
-from gemm_lessons.unroll import static_range, unrolled  # noqa: E402
+from gemm_lessons.library import dispatch
+from gemm_lessons.instruments import profiler  # noqa: E402
+from gemm_lessons.core.float4 import load4, store4  # noqa: E402
+from gemm_lessons.kernels.sgemm import warptile  # noqa: E402
+from gemm_lessons.runs.shapes import check_product, random_device_matrix  # noqa: E402
+from gemm_lessons.core.unroll import static_range, unrolled  # noqa: E402
 
 from bigtile_probe import poisoned, time_squares, write_record  # noqa: E402  (tools/bigtile_probe.py)
 

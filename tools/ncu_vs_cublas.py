@@ -9,7 +9,7 @@ between cuda.profile_start() and profile_stop() makes each call once: gl.sgemm (
 dispatch chooses, every kernel it launches), the wide kernel whole (no split) and cuBLAS
 (nvmath-python).  The counters: the time of each kernel, its grid and block, registers, achieved
 occupancy, issue slots used, the FMA pipe's share of cycles, DRAM bytes, the L2 hit rate and the
-top warp stall reasons (gemm_lessons.profiler's metric names; Nsight Compute's Profiling Guide,
+top warp stall reasons (gemm_lessons.instruments.profiler's metric names; Nsight Compute's Profiling Guide,
 https://docs.nvidia.com/nsight-compute/ProfilingGuide/).  The clocks are left as they are.
 """
 import os
@@ -27,7 +27,7 @@ METRICS = ["gpu__time_duration.sum", "launch__grid_size", "launch__block_size", 
 
 
 def metrics():
-    from gemm_lessons import profiler
+    from gemm_lessons.instruments import profiler
 
     return METRICS + list(profiler.STALL_METRICS)
 
@@ -36,8 +36,10 @@ def run():
     import numpy as np
 
     import gemm_lessons  # noqa: F401  (chooses the GPU first)
-    from gemm_lessons import cublas, dispatch, library, profiler
-    from gemm_lessons.shapes import random_device_matrix
+    from gemm_lessons.measure import cublas
+    from gemm_lessons.library import dispatch, device_arrays
+    from gemm_lessons.instruments import profiler
+    from gemm_lessons.runs.shapes import random_device_matrix
     from numba import cuda
 
     rng = np.random.default_rng(3)
@@ -45,14 +47,14 @@ def run():
         A, _ = random_device_matrix(M, K, rng)
         B, _ = random_device_matrix(K, N, rng)
         C = cuda.device_array((M, N), np.float32)
-        calls = {"gl.sgemm " + str(dispatch.plan_for(M, N, K, True)): lambda: library.sgemm(A, B, C),
-                 "wide 128x128 (no split)": lambda: library.run_plan(dispatch.Plan("wide", "128x128"), A, B, C),
+        calls = {"gl.sgemm " + str(dispatch.plan_for(M, N, K, True)): lambda: device_arrays.sgemm(A, B, C),
+                 "wide 128x128 (no split)": lambda: device_arrays.run_plan(dispatch.Plan("wide", "128x128"), A, B, C),
                  "cublas": lambda: cublas.sgemm(A, B, C)}
         profiler.profile_calls(calls, warmups=3, prefix=f"{M}x{N}x{K} ")
 
 
 def table(path):
-    from gemm_lessons import library_report
+    from gemm_lessons.teaching import library_report
 
     print(library_report.ncu_versus_cublas_markdown(library_report.ncu_versus_cublas(path=path)))
 

@@ -4,14 +4,15 @@
     GEMM_LESSONS_SIMULATOR=0 python tools/offline_sass.py "BK=16" "WM=64,WN=32"
 
 Prints registers, spills and counts of the instructions that matter for each configuration
-(gemm_lessons/offline_sass.py): a quick look before spending GPU time.  The GPU's own compiler
+(gemm_lessons/instruments/offline_sass.py): a quick look before spending GPU time.  The GPU's own compiler
 may differ slightly.
 """
 import sys
 import time
 
-from gemm_lessons import offline_sass, tuning
-from gemm_lessons.sgemm_kernels import warptile
+from gemm_lessons.instruments import offline_sass
+from gemm_lessons.runs import tuning
+from gemm_lessons.kernels.sgemm import warptile
 
 
 def main(args):

@@ -12,19 +12,20 @@ import sys, os
 sys.path.insert(0, os.getcwd())
 import numpy as np
 import gemm_lessons
-from gemm_lessons import library, dispatch, cublas
-from gemm_lessons.sgemm_kernels import splitk_reduce, splitk_reduce_wide
-from gemm_lessons.shapes import single_calls, back_to_back, random_device_matrix
+from gemm_lessons.library import device_arrays, dispatch
+from gemm_lessons.measure import cublas
+from gemm_lessons.kernels.library import splitk_reduce, splitk_reduce_wide
+from gemm_lessons.runs.shapes import single_calls, back_to_back, random_device_matrix
 from numba import cuda
 rng = np.random.default_rng(1)
 for n in (1000, 1024, 1024, 1000):
     A, _ = random_device_matrix(n, n, rng); B, _ = random_device_matrix(n, n, rng)
     C = cuda.device_array((n, n), np.float32)
     plan = dispatch.plan_for(n, n, n, True)
-    main = library._launcher("wide_split", plan.tiles, "C"); grid = plan.grid(n, n)
-    W = library._workspace("W", plan.split * n, n)
-    red, redw = library._launcher("reduce", "", "C"), library._launcher("reduce_wide", "", "C")
-    fns = {"gl.sgemm": lambda: library.sgemm(A, B, C),
+    main = device_arrays._launcher("wide_split", plan.tiles, "C"); grid = plan.grid(n, n)
+    W = device_arrays._workspace("W", plan.split * n, n)
+    red, redw = device_arrays._launcher("reduce", "", "C"), device_arrays._launcher("reduce_wide", "", "C")
+    fns = {"gl.sgemm": lambda: device_arrays.sgemm(A, B, C),
            "main+reduce": lambda: (main(grid, A, B, W, 1.0, 0.0), red(splitk_reduce.grid(n, n), W, C, 1.0, 0.0)),
            "main+reduce_wide": lambda: (main(grid, A, B, W, 1.0, 0.0), redw(splitk_reduce_wide.grid(n, n), W, C, 1.0, 0.0)),
            "main alone": lambda: main(grid, A, B, W, 1.0, 0.0),

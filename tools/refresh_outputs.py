@@ -20,9 +20,9 @@ import time
 import nbformat
 from nbclient import NotebookClient
 
-from gemm_lessons._backend import FILLED_ENV
-from gemm_lessons.lesson_source import NBVAL_CHECK, tidy_streams
-from gemm_lessons.progress import TEXT_ENV
+from gemm_lessons.core.backend import FILLED_ENV
+from gemm_lessons.course.lesson_source import NBVAL_CHECK, tidy_streams
+from gemm_lessons.core.progress import TEXT_ENV
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # the notebook kernels import this checkout's gemm_lessons, whatever copy is installed

@@ -23,7 +23,8 @@ if __name__ == "__main__":
     from numba import cuda
 
     import gemm_lessons  # noqa: F401
-    from gemm_lessons import cublas, ladder, problems
+    from gemm_lessons.measure import cublas, problems
+    from gemm_lessons.kernels import ladder
 
     rng = np.random.default_rng(0)
     A = cuda.to_device(problems.random_matrix(SIZE, SIZE, rng))

@@ -14,7 +14,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import gemm_lessons  # noqa: E402,F401  (chooses GPU or simulator first)
-from gemm_lessons import ladder, problems  # noqa: E402
+from gemm_lessons.kernels import ladder
+from gemm_lessons.measure import problems  # noqa: E402
 
 SGEMM_SIZES = [(1, 1, 1), (127, 129, 131), (1000, 1, 17), (1025, 1023, 33)]
 WIDE_SGEMM_SIZES = [(1, 4, 4), (127, 132, 136), (1000, 4, 16), (1025, 1024, 36)]
@@ -41,30 +42,30 @@ for name, rung in ladder.TRANSPOSE.items():
         failed += not res.passed
         print(res.message(), flush=True)
 if not only or "grouped" in only:  # lesson 08's grouped block orders (TileConfig.group_m)
-    from gemm_lessons import block_order  # noqa: E402
+    from gemm_lessons.teaching import block_order  # noqa: E402
 
     for name, rung in block_order.rungs(block_order.GROUPS).items():
         for M, N, K in WIDE_SGEMM_SIZES:
             res = problems.check(rung, M, N, K, 1.5, -0.5, name=name)
             failed += not res.passed
             print(res.message(), flush=True)
-if not only or "library_transpose" in only:  # both kernels of library.transpose, every side alignment
+if not only or "library_transpose" in only:  # both kernels of device_arrays.transpose, every side alignment
     import numpy as np  # noqa: E402
     from numba import cuda  # noqa: E402
-    from gemm_lessons import library  # noqa: E402
+    from gemm_lessons.library import device_arrays  # noqa: E402
 
     for R, C in T_SIZES + WIDE_T_SIZES + [(130, 63), (63, 130)]:
         src = np.random.default_rng(R * C).random((R, C), dtype=np.float32)
         dst = cuda.to_device(np.full((C, R), np.nan, np.float32))
-        library.transpose(cuda.to_device(src), dst)
+        device_arrays.transpose(cuda.to_device(src), dst)
         ok = np.array_equal(dst.copy_to_host(), src.T)
         failed += not ok
         print(f"library_transpose {R}x{C}: {'ok' if ok else 'WRONG'}", flush=True)
 if not only or "library_plans" in only or "library_split" in only:  # gl.sgemm's plans (library_split: wide split-K only)
-    from gemm_lessons import dispatch, library  # noqa: E402
+    from gemm_lessons.library import dispatch, device_arrays  # noqa: E402
 
     def plan_runner(plan):
-        return lambda A, B, C, alpha=1.0, beta=0.0: library.run_plan(plan, A, B, C, alpha, beta)
+        return lambda A, B, C, alpha=1.0, beta=0.0: device_arrays.run_plan(plan, A, B, C, alpha, beta)
 
     # SANITIZE_TILES="128x64 64x64": only those tile sizes (a call on the GPU machine has 10 minutes)
     for tiles in os.environ.get("SANITIZE_TILES", "").split() or dispatch.TILES:
@@ -84,7 +85,7 @@ for module_name in [m for m in ("any_wide", "aligned_stores") if not only or m i
     import numpy as np  # noqa: E402
     from numba import cuda  # noqa: E402
 
-    module = importlib.import_module(f"gemm_lessons.transpose.{module_name}")
+    module = importlib.import_module(f"gemm_lessons.kernels.transpose.{module_name}")
     # odd sides (rows starting mid-float4, ragged segment ends), a cut-short last float4
     # (rows * cols % 4 != 0), edge tiles of every width, and aligned shapes
     for R, C in T_SIZES + WIDE_T_SIZES + [(130, 63), (63, 130), (65, 67), (3, 5), (1, 4097)]:

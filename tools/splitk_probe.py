@@ -14,7 +14,7 @@ the probe needs those commits to run.  For each (shape, plan), both forms and (f
 without a register cap) the one-launch form capped at 128 registers:
   * checked: against a float64 product, and one launch against two bit for bit (alpha 1, beta 0
     and alpha 2, beta 0.5 on a random C);
-  * timed back to back (CUDA events around batches, gemm_lessons.shapes.back_to_back) and one
+  * timed back to back (CUDA events around batches, gemm_lessons.runs.shapes.back_to_back) and one
     call at a time (shapes.single_calls), medians with p10-p90;
   * host time per call (the call returns, nothing waits), median of 10 batches of 200 calls
     (tools/launch_probe.py's issue_us; the recorded runs averaged the two middle batches, numpy's median).
@@ -32,11 +32,14 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 
 import gemm_lessons  # noqa: E402,F401  (chooses the GPU before numba.cuda is imported)
-from gemm_lessons import dispatch, library, provenance, results  # noqa: E402
-from gemm_lessons.device import device_info  # noqa: E402
-from gemm_lessons.launch import Launcher  # noqa: E402
-from gemm_lessons.sgemm_kernels import splitk_reduce, warptile  # noqa: E402
-from gemm_lessons.shapes import back_to_back, check_product, random_device_matrix, single_calls  # noqa: E402
+from gemm_lessons.library import dispatch, device_arrays as library
+from gemm_lessons.measure import provenance
+from gemm_lessons.records import results  # noqa: E402
+from gemm_lessons.measure.device import device_info  # noqa: E402
+from gemm_lessons.library.launch import Launcher  # noqa: E402
+from gemm_lessons.kernels.library import splitk_reduce
+from gemm_lessons.kernels.sgemm import warptile  # noqa: E402
+from gemm_lessons.runs.shapes import back_to_back, check_product, random_device_matrix, single_calls  # noqa: E402
 from numba import cuda  # noqa: E402
 from numba.cuda import types  # noqa: E402
 

@@ -23,8 +23,9 @@ if __name__ == "__main__":
     from numba import cuda
 
     import gemm_lessons  # noqa: F401
-    from gemm_lessons import cublas, ladder
-    from gemm_lessons.copy import copy_kernel
+    from gemm_lessons.measure import cublas
+    from gemm_lessons.kernels import ladder
+    from gemm_lessons.kernels.device_copy import copy_kernel
 
     src = cuda.to_device(np.random.default_rng(0).random((8192, 8192), dtype=np.float32))
     dst = cuda.device_array((8192, 8192), np.float32)

@@ -23,11 +23,14 @@ import sys
 import numpy as np
 
 import gemm_lessons  # noqa: F401  (chooses the GPU before numba.cuda is imported)
-from gemm_lessons import cublas, library, provenance, results
-from gemm_lessons.shapes import back_to_back, single_calls
-from gemm_lessons.copy import copy_kernel, copy_memcpy
-from gemm_lessons.counting import transpose_bytes
-from gemm_lessons.transpose import aligned_stores, any_shape, any_wide, smem_tile, wide
+from gemm_lessons.measure import cublas, provenance
+from gemm_lessons.library import device_arrays as library
+from gemm_lessons.records import results
+from gemm_lessons.runs.shapes import back_to_back, single_calls
+from gemm_lessons.kernels.device_copy import copy_kernel, copy_memcpy
+from gemm_lessons.model.counting import transpose_bytes
+from gemm_lessons.kernels.library import transpose_aligned_stores, transpose_any_shape, transpose_any_wide as any_wide
+from gemm_lessons.kernels.transpose import smem_tile, wide
 from numba import cuda
 
 SHAPES = [(8192, 8192), (8192, 4096), (4096, 8192), (4096, 4096), (2048, 2048), (1024, 1024),
@@ -40,18 +43,18 @@ def candidates():
     diag = wide.kernel_for(DIAGONAL=True)
     return {
         "cublas_sgeam": cublas.transpose,
-        "library": library.transpose,  # what a user calls: gemm_lessons.library.transpose(src, dst)
+        "library": library.transpose,  # what a user calls: gemm_lessons.library.device_arrays.transpose(src, dst)
         "smem_padded_32x8": lambda s, d: smem_tile.transpose(s, d, TILE=32, ROWS=8, PAD=1),
         "tile64_64x8": lambda s, d: smem_tile.transpose(s, d, TILE=64, ROWS=8, PAD=1),
         "wide": wide.transpose,
         "wide_diagonal": lambda s, d: wide.transpose(s, d, kernel=diag),
-        "any_64x16": lambda s, d: any_shape.transpose(s, d, TILE=64, ROWS=16),
-        "any_64x8": lambda s, d: any_shape.transpose(s, d, TILE=64, ROWS=8),
-        "any_32x8": lambda s, d: any_shape.transpose(s, d, TILE=32, ROWS=8),
+        "any_64x16": lambda s, d: transpose_any_shape.transpose(s, d, TILE=64, ROWS=16),
+        "any_64x8": lambda s, d: transpose_any_shape.transpose(s, d, TILE=64, ROWS=8),
+        "any_32x8": lambda s, d: transpose_any_shape.transpose(s, d, TILE=32, ROWS=8),
         "anywide_64x16": lambda s, d: any_wide.transpose(s, d, TILE=64, ROWS=16),
         "anywide_64x8": lambda s, d: any_wide.transpose(s, d, TILE=64, ROWS=8),
-        "aligned_64x16": lambda s, d: aligned_stores.transpose(s, d, TILE=64, ROWS=16),
-        "aligned_64x8": lambda s, d: aligned_stores.transpose(s, d, TILE=64, ROWS=8),
+        "aligned_64x16": lambda s, d: transpose_aligned_stores.transpose(s, d, TILE=64, ROWS=16),
+        "aligned_64x8": lambda s, d: transpose_aligned_stores.transpose(s, d, TILE=64, ROWS=8),
     }
 
 

@@ -7,5 +7,5 @@
 * ``simulator_process``: runs an instrument in a child process on the simulator, so notebooks
   on a GPU machine can use them too.
 
-Pictures of what they find (bank maps, the bank explorer widget) live in gemm_lessons.figures.
+Pictures of what they find (bank maps, the bank explorer widget) live in gemm_lessons.teaching.figures.
 """

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import _backend
-from . import shared_tracer
+from gemm_lessons.core import backend
+from gemm_lessons.instruments import shared_tracer
 
 try:  # frames inside numba's CUDA simulator (its array wrappers) are not the kernel's
     import numba.cuda.simulator as _simulator
@@ -203,7 +203,7 @@ def _global_array(rec, name, host):
 def log(launch, arrays):
     """Run ``launch(**logged)`` where ``logged`` holds a logging device array for each host
     array in ``arrays`` (name -> ndarray), and return (Log, {name: result as a host array})."""
-    if not _backend.SIMULATOR:
+    if not backend.SIMULATOR:
         raise RuntimeError("the access log runs kernels on the CUDA simulator: start Python with "
                            "GEMM_LESSONS_SIMULATOR=1.")
     from numba.cuda.simulator import kernel as sim_kernel  # simulator mode only

@@ -9,13 +9,14 @@ import threading
 
 import numpy as np
 
-from .. import _backend, ladder
-from ..problems import random_matrix
-from .simulator_process import run_on_simulator
+from gemm_lessons.core import backend
+from gemm_lessons.kernels import ladder
+from gemm_lessons.measure.problems import random_matrix
+from gemm_lessons.instruments.simulator_process import run_on_simulator
 
 
 def _require_simulator():
-    if not _backend.SIMULATOR:
+    if not backend.SIMULATOR:
         raise RuntimeError("the counter runs kernels on the CUDA simulator; start Python with "
                            "GEMM_LESSONS_SIMULATOR=1 to use it on a machine with a GPU.")
 
@@ -59,7 +60,7 @@ def count_global_accesses(rung, M, N, K, alpha=1.0, beta=0.0, seed=0):
 def count_rung(name, M, N, K, alpha=1.0, beta=0.0):
     """count_global_accesses for a ladder rung or variant, by name.  On a machine with a GPU
     this runs in a child Python process on the simulator, so notebooks can call it anywhere."""
-    if _backend.SIMULATOR:
+    if backend.SIMULATOR:
         rungs = {**ladder.SGEMM, **ladder.VARIANTS}
         if name not in rungs:
             raise KeyError(f"unknown rung {name!r}; choose from {sorted(rungs)}")

@@ -14,10 +14,11 @@ import numpy as np
 from numba import cuda
 from numba.np import numpy_support
 
-from .. import _backend, ladder
-from ..problems import random_matrix
-from .bank_model import wavefronts
-from .simulator_process import run_on_simulator
+from gemm_lessons.core import backend
+from gemm_lessons.kernels import ladder
+from gemm_lessons.measure.problems import random_matrix
+from gemm_lessons.instruments.bank_model import wavefronts
+from gemm_lessons.instruments.simulator_process import run_on_simulator
 
 @dataclass
 class Instruction:
@@ -159,7 +160,7 @@ def trace(launch, block=(0, 0, 0), merge=("ld", "st")):
     touches consecutive, aligned words are merged into one 8- or 16-byte access, as the
     compiler can do (LDS.64/LDS.128, STS.64/STS.128).  Whether it did is in the SASS: pass the
     ops it merged."""
-    if not _backend.SIMULATOR:
+    if not backend.SIMULATOR:
         raise RuntimeError("the tracer runs kernels on the CUDA simulator: start Python with "
                            "GEMM_LESSONS_SIMULATOR=1 (on a GPU machine, use a second process).")
     from numba.cuda.simulator import kernelapi  # simulator mode only
@@ -277,7 +278,7 @@ def trace_rung(name, shape, merge=("ld",)):
     """Trace block 0 of a ladder kernel: an SGEMM rung or variant by name with shape (M, N, K),
     or "transpose:<name>" with shape (rows, cols).  On a machine with a GPU the tracing runs in
     a child process on the simulator, so notebooks can call it anywhere."""
-    if _backend.SIMULATOR:
+    if backend.SIMULATOR:
         return trace(_rung_launch(name, shape), merge=merge)
     code = ("import json, gemm_lessons.instruments.shared_tracer as b; "
             f"t = b.trace_rung({name!r}, {tuple(shape)!r}, {tuple(merge or ())!r}); "

@@ -1,0 +1,8 @@
+"""gl.sgemm and library.transpose as a library: the public call (api), the device-array calls with a
+plan per shape (device_arrays), the rule that picks a plan (dispatch), cheap launches (launch).
+
+The lessons call the device-array functions through this package: ``library.transpose(src, dst)``,
+``library.plan_of(M, N, K)``."""
+from gemm_lessons.library.device_arrays import launcher_for, plan_of, run_plan, sgemm, transpose
+
+__all__ = ["launcher_for", "plan_of", "run_plan", "sgemm", "transpose"]

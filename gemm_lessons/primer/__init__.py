@@ -1,2 +1,0 @@
-"""The primer's kernels (notebook 00a): a first kernel launched by hand, and one that passes
-values between threads through shared memory."""

@@ -1,0 +1,253 @@
+"""Recorded results in results/: where every file goes (``path_for``) and reading the records.
+
+Without a GPU the notebooks plot these recorded numbers, always labelled with device and date.
+"""
+import fnmatch
+import glob
+import os
+import re
+
+from gemm_lessons.core.paths import REPO_DIR
+from gemm_lessons.records.schema import BankTruth, BenchRecord, ShapesRecord, TuningRecord
+
+RESULTS_DIR = os.path.join(REPO_DIR, "results")
+
+# Every kind of file in results/: {device} is the GPU's slug, {name} a part the kind needs (a
+# plot, a run), {suffix} "-" + name when one is given.  The first pattern a file matches is its
+# kind, so "bench" comes last.
+PATHS = {
+    "tuning": "tuning-{device}.json",  # python -m gemm_lessons.runs.tuning
+    "banks": "banks-{device}.json",  # tools/bank_truth.py table
+    "ncu-banks": "ncu-banks-{device}.csv",  # ncu ... tools/bank_truth.py run
+    "ncu-transpose": "ncu-transpose-{device}.csv",  # ncu ... tools/transpose_profile.py run
+    "ncu-roofline": "ncu-roofline-{device}.csv",  # ncu ... tools/roofline_profile.py run
+    "ncu-l2order": "ncu-l2order-{device}.csv",  # ncu ... tools/l2order.py run (lesson 08, block order)
+    "ncu-lessons": "ncu-lessons-{device}.csv",  # python -m gemm_lessons.instruments.profiler record (lessons 01, 04, 06, 08)
+    "sanitizer": "sanitizer-{device}.txt",  # compute-sanitizer ... tools/sanitize.py
+    "reproducibility": "reproducibility/{device}{suffix}.json",  # bench runs to compare: "run-a", "run-b"
+    "reproducibility-report": "reproducibility/{device}{suffix}.txt",  # tools/compare_runs.py
+    # tools/transpose_suite.py --kernels ... (a few candidates: a partial suite, kept apart)
+    "transpose-experiment": "experiments/transpose-suite-{name}-{device}.json",
+    "ncu-l2-sources": "experiments/ncu-l2-sources-{device}.csv",  # tools/l2_sources.py: lesson 01's L2 misses by source
+    "ncu-vs-cublas": "experiments/ncu-vs-cublas-{device}.csv",  # tools/ncu_vs_cublas.py: gl.sgemm's kernels next to cuBLAS's
+    "reduce-wide-probe": "experiments/reduce-wide-probe-{device}.txt",  # tools/reduce_wide_probe.py's output
+    "launch-probe": "experiments/launch-probe-{device}.json",  # tools/launch_probe.py: gl.sgemm's call, part by part
+    "splitk-probe": "experiments/splitk-probe{suffix}-{device}.json",  # tools/splitk_probe.py: split-K in one launch or two
+    "ncu-multistage": "experiments/ncu-multistage-{device}.csv",  # tools/multistage_probe.py --profile under ncu
+    "multistage-probe": "experiments/multistage-probe-{device}.json",  # tools/multistage_probe.py: cp.async stages
+    "bigtile-probe": "experiments/bigtile-probe-{device}.json",  # tools/bigtile_probe.py: larger block tiles vs 128x128
+    "lesson05-offline-sass": "experiments/lesson05-offline-sass.json",  # tools/lesson05_offline.py (offline, sm_90)
+    "experiment": "experiments/{name}-{device}.json",  # a bench run of a few kernels ("l2order": tools/l2order.py)
+    "experiment-log": "experiments/{name}-{device}.txt",  # what a one-off probe printed
+    "latency": "latency-{device}.json",  # python -m gemm_lessons.measure.latency (the primer)
+    "primer-listing": "primer-listing.json",  # python -m gemm_lessons.teaching.primer_listing (one device)
+    "arch-facts": "arch-facts.json",  # python -m gemm_lessons.runs.arch_facts: offline, every compute capability
+    "arch-facts-tables": "arch-facts.md",  # ... its tables
+    "rewrite": "rewrite-{device}.json",  # tools/compare_rewrite.py: rewritten vs generated kernels
+    "shapes-quick": "shapes-quick-{device}.json",  # python -m gemm_lessons.runs.shapes --quick
+    "shapes": "shapes-{device}.json",  # python -m gemm_lessons.runs.shapes: gl.sgemm vs cuBLAS, dispatch model
+    "transpose-suite": "transpose-suite-{device}.json",  # tools/transpose_suite.py: library.transpose vs sgeam
+    "plot": "{device}-{name}.png",  # python -m gemm_lessons.runs.bench: "ladder", "sizes", "roofline"
+    "bench": "{device}.json",  # python -m gemm_lessons.runs.bench
+}
+RECORDS = {"bench": BenchRecord, "reproducibility": BenchRecord, "experiment": BenchRecord,
+           "tuning": TuningRecord, "banks": BankTruth, "shapes": ShapesRecord,
+           "shapes-quick": ShapesRecord}
+
+
+def slug(device_name):
+    return re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip("-")
+
+
+def path_for(kind, device_name, name=None, directory=RESULTS_DIR):
+    """The file of ``kind`` (a key of PATHS) for ``device_name``, e.g. path_for("tuning",
+    "NVIDIA H100 80GB HBM3") is results/tuning-nvidia-h100-80gb-hbm3.json."""
+    if "{name}" in PATHS[kind] and not name:
+        raise ValueError(f"a {kind} file needs a name: {PATHS[kind]}")
+    return os.path.join(directory, PATHS[kind].format(device=slug(device_name), name=name,
+                                                      suffix=f"-{name}" if name else ""))
+
+
+def _pattern(kind):
+    return PATHS[kind].format(device="*", name="*", suffix="*")
+
+
+def kind_of(path):
+    """Which kind of results file ``path`` is, judged by its name (None for none)."""
+    path = os.path.abspath(path).replace(os.sep, "/")
+    return next((kind for kind in PATHS if fnmatch.fnmatchcase(path, "*/" + _pattern(kind))), None)
+
+
+def files(kind, directory=RESULTS_DIR):
+    """The files of ``kind`` in ``directory``, for every device, sorted."""
+    return sorted(p for p in glob.glob(os.path.join(directory, _pattern(kind))) if kind_of(p) == kind)
+
+
+def read(path):
+    """The record in a results file, as the type its kind has (records.BenchRecord, ...)."""
+    return RECORDS[kind_of(path)].read(path)
+
+
+def save(record, directory=RESULTS_DIR):
+    """Write a bench record to results/<device>.json (in ``directory``); returns the path."""
+    os.makedirs(directory, exist_ok=True)
+    return record.write(path_for("bench", record.device.name, directory=directory))
+
+
+def available(directory=RESULTS_DIR):
+    return files("bench", directory)
+
+
+# The GPU whose records the lessons' prose and committed outputs were rendered from. Records of
+# other GPUs sit beside its own (lesson 10 compares them); they are read only when asked for by
+# name, so adding one does not change what a lesson shows.
+REFERENCE_DEVICE = "NVIDIA H100 80GB HBM3"
+
+
+def load(device=None, directory=RESULTS_DIR):
+    """The recorded bench results for ``device`` (a name or slug); with None, those of
+    REFERENCE_DEVICE, or the newest file when that device has none."""
+    paths = available(directory)
+    if device is None and path_for("bench", REFERENCE_DEVICE, directory=directory) in paths:
+        device = REFERENCE_DEVICE
+    if device is not None:
+        paths = [p for p in paths if p == path_for("bench", device, directory=directory)]
+    if not paths:
+        raise FileNotFoundError(
+            f"no recorded results in {directory}" + (f" for {device}" if device else "")
+            + ": run `python -m gemm_lessons.runs.bench` on a GPU to make them.")
+    return max((BenchRecord.read(p) for p in paths), key=lambda r: r.date)
+
+
+def load_banks(device=None, directory=RESULTS_DIR):
+    """The bank-conflict ground truth (ncu against the tracer) of ``device``, or the last file."""
+    paths = [path_for("banks", device, directory=directory)] if device else files("banks", directory)
+    if not paths or not os.path.exists(paths[-1]):
+        raise FileNotFoundError(f"no bank-conflict ground truth in {directory}: see tools/bank_truth.py")
+    return BankTruth.read(paths[-1])
+
+
+def label(record):
+    """'NVIDIA H100 80GB HBM3, 2026-11-22' for titles and legends."""
+    return f"{record.device.name}, {record.date[:10]}"
+
+
+def sgemm_rows(record, kernel=None, size=None):
+    rows = record.sgemm
+    if kernel is not None:
+        rows = [r for r in rows if r.kernel == kernel]
+    if size is not None:
+        rows = [r for r in rows if r.size == tuple(size)]
+    return rows
+
+
+def sgemm_gflops(record, kernel, size):
+    rows = sgemm_rows(record, kernel, size)
+    return rows[0].gflops if rows else None
+
+
+def copy_bandwidth_gbs(record):
+    """The roofline's memory ceiling: the best measured copy bandwidth of ``record``, else the
+    device's theoretical DRAM bandwidth."""
+    return max((r.gbs for r in record.bandwidth or []), default=record.device.memory_bandwidth_gbs)
+
+
+def ncu_launches(path):
+    """The launches of an ``ncu --csv --metrics ...`` file in the order they ran: a list of
+    {"kernel": name, metric: value (float, base units)}."""
+    with open(path, newline="") as f:
+        return parse_ncu_csv(f.read())
+
+
+def parse_ncu_csv(text):
+    """``ncu --csv --metrics ...`` output (text) -> its launches in the order they ran, as
+    ncu_launches.  Lines that are not CSV rows (ncu's ==PROF== messages, what the profiled
+    program printed) are skipped: every CSV row starts with a double quote."""
+    import csv
+
+    launches = {}
+    lines = [line for line in text.splitlines(True) if line.startswith('"')]
+    for row in csv.DictReader(lines):
+        launch = launches.setdefault(int(row["ID"]), {"kernel": row["Kernel Name"]})
+        try:
+            launch[row["Metric Name"]] = float(row["Metric Value"].replace(",", ""))
+        except ValueError:
+            launch[row["Metric Name"]] = row["Metric Value"]
+    return [launches[i] for i in sorted(launches)]
+
+
+def ncu_record(path):
+    """A recorded profile of a tool that prints '# call NAME' before each profiled call and a
+    '# tools/...' header line: (header, [call names], launches as parse_ncu_csv gives them), or
+    None when ``path`` does not exist."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        text = f.read()
+    lines = text.splitlines()
+    header = next((line[1:].strip() for line in lines if line.startswith("# tools/")), "")
+    calls = [line[len("# call "):] for line in lines if line.startswith("# call ")]
+    return header, calls, parse_ncu_csv(text)
+
+
+def ncu_where(header):
+    """The device, date and commit of a recorded profile's header line ('tools/X run on DEVICE,
+    DATE, commit C, driver ...'): the part after 'on ' up to the driver."""
+    return header.split(" on ", 1)[-1].split(", driver")[0]
+
+
+def roofline_counters(device=None, directory=RESULTS_DIR):
+    """Rung name -> the profiler's counters at 4096^3 (tools/roofline_profile.py: the rungs in
+    ladder order, then cuBLAS, whose kernels are summed), or None when none were recorded."""
+    from gemm_lessons.kernels.ladder import SGEMM
+
+    paths = [p for p in files("ncu-roofline", directory)
+             if not device or p == path_for("ncu-roofline", device, directory=directory)]
+    if not paths:
+        return None
+    launches = ncu_launches(paths[0])
+    names = list(SGEMM)
+    out = {name: launch for name, launch in zip(names, launches)}
+    rest = launches[len(names):]
+    if rest:
+        out["cublas"] = {k: sum(l[k] for l in rest) for k in rest[0] if isinstance(rest[0][k], float)}
+    return out
+
+
+def plain_record(kind, device=REFERENCE_DEVICE, directory=RESULTS_DIR):
+    """A record of ``kind`` kept as plain JSON (no record class: the transpose suite, the launch
+    probe) for ``device``, a dict, or None when there is none."""
+    import json
+
+    path = path_for(kind, device, directory=directory)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def transpose_suite(device=REFERENCE_DEVICE, directory=RESULTS_DIR):
+    """The recorded transpose suite (tools/transpose_suite.py) of ``device``, a dict, or None."""
+    return plain_record("transpose-suite", device, directory)
+
+
+LARGE_TRANSPOSE_BYTES = 64 * 2**20  # read + written: below this a call's host time rivals the kernel's
+
+
+def transpose_suite_summary(suite, kernel="library", min_bytes=0):
+    """How ``kernel`` stood against sgeam over the suite: geometric means and the lowest shape,
+    for single calls and back-to-back, over the shapes where it ran correctly (and that move at
+    least ``min_bytes``, read plus written); and the shapes where it was wrong or refused."""
+    import math
+
+    rows = [(r["shape"], r["kernels"].get(kernel, {})) for r in suite["rows"]
+            if 8 * r["shape"][0] * r["shape"][1] >= min_bytes]
+    ran = [(shape, k) for shape, k in rows if k.get("correct")]
+    out = {"shapes": len(rows), "ran": len(ran),
+           "not_run": [shape for shape, k in rows if not k.get("correct")]}
+    for key, name in (("pct_sgeam_single", "single"), ("pct_sgeam", "back_to_back")):
+        vals = [(k[key], shape) for shape, k in ran if key in k]
+        if vals:
+            out[f"geomean_{name}"] = math.exp(sum(math.log(v) for v, _ in vals) / len(vals))
+            out[f"min_{name}"] = min(vals)
+    return out

@@ -1,0 +1,471 @@
+"""Lesson 05 in steps: from lesson 04's kernel to lesson 05's, one change at a time, each measured.
+
+``STEPS`` lists the kernels in order (rungs and variants of gemm_lessons.kernels.ladder), each with the
+one change it makes to the kernel before it.  ``python -m gemm_lessons.teaching.lesson05_steps`` times
+them, ``EXTRA`` and cuBLAS in one process (it runs ``python -m gemm_lessons.runs.bench`` on them) and
+keeps the bench record as results/experiments/lesson05-steps-<device>.json.  The lesson quotes
+no number of its own: on a GPU it measures the steps itself, on the simulator it renders the
+record, or says that there is none yet.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import sys
+import tempfile
+from dataclasses import dataclass
+
+from gemm_lessons.core import backend, tables
+from gemm_lessons.records import results
+from gemm_lessons.records.schema import BenchRecord, Device
+
+RECORD_NAME = "lesson05-steps"  # results.path_for("experiment", device, RECORD_NAME)
+SIZE = (4096, 4096, 4096)  # the size the lesson talks about
+SIZES = (4096, 8192)  # what the command times (squares)
+
+
+@dataclass(frozen=True)
+class Step:
+    kernel: str  # a rung or variant of gemm_lessons.kernels.ladder
+    change: str  # what it changes in the kernel before it
+    module: str  # the package file of its code (lesson_source.kernel_diff compares these)
+
+
+STEPS = (
+    Step("reg2d", "lesson 04's kernel: a thread's 8x8 results spread 16 rows and columns apart",
+         "gemm_lessons/kernels/sgemm/reg2d.py"),
+    Step("reg2d_contiguous", "a thread's 8x8 results side by side (lesson 04's variant)",
+         "gemm_lessons/kernels/sgemm/reg2d.py"),
+    Step("reg2d_unrolled", "loops written out at compile time: the results a register tile indexed by constants",
+         "gemm_lessons/kernels/sgemm/reg2d_unrolled.py"),
+    Step("transposed_a", "A tile stored transposed: a thread's 8 values of A become neighbours (so the compiler may merge them into LDS.128)",
+         "gemm_lessons/kernels/sgemm/transposed_a.py"),
+    Step("wide_loads", "16-byte global loads for staging (LDG.128)", "gemm_lessons/kernels/sgemm/wide_loads.py"),
+    Step("vec", "16-byte stores of C (STG.128): lesson 05's kernel", "gemm_lessons/kernels/sgemm/vec.py"),
+)
+NAMES = [s.kernel for s in STEPS]
+EXTRA = ("vec_unrolled_k",)  # timed in the same run: the lesson's other comparison
+KERNELS = NAMES + list(EXTRA)
+BK = 8  # k-steps per slice in every step kernel: the inner loop runs BK times per slice
+FFMA_PER_SLICE = 8 * 8 * BK  # a thread's 8x8 results, BK k-steps
+
+
+def step(name):
+    """The Step of kernel ``name``."""
+    for s in STEPS:
+        if s.kernel == name:
+            return s
+    raise KeyError(f"{name!r} is not a step of lesson 05; the steps are {NAMES}")
+
+
+def previous(name):
+    """The kernel of the step before ``name`` (None for the first)."""
+    i = NAMES.index(step(name).kernel)
+    return NAMES[i - 1] if i else None
+
+
+# --- the record ---------------------------------------------------------------------------
+
+def record_path(device=results.REFERENCE_DEVICE, directory=results.RESULTS_DIR):
+    return results.path_for("experiment", device, RECORD_NAME, directory=directory)
+
+
+def load(device=results.REFERENCE_DEVICE, directory=results.RESULTS_DIR):
+    """The steps' bench record of ``device``, or None when it has not been recorded."""
+    path = record_path(device, directory)
+    return results.read(path) if os.path.exists(path) else None
+
+
+@dataclass
+class NotRecorded:
+    """What a cell shows on the simulator when the steps have not been timed on a GPU yet."""
+    what: str
+    path: str
+
+    def _repr_markdown_(self):
+        return (f"**Not recorded yet:** {self.what}: "
+                f"`{os.path.relpath(self.path, os.path.dirname(results.RESULTS_DIR))}` does not exist. "
+                "`python -m gemm_lessons.teaching.lesson05_steps` on a GPU writes it (every step and cuBLAS in one "
+                "process); run on a GPU, this cell measures instead.")
+
+    __repr__ = _repr_markdown_
+
+    def issue_reading(self):
+        """Nothing to read: the message says why."""
+        return ""
+
+    def plot(self, ax=None):
+        """Nothing to draw: the message says why."""
+        return None
+
+
+# --- one step, and all of them --------------------------------------------------------------
+
+def _comparison(kernels, size, record):
+    from gemm_lessons.teaching import measure_step as measure
+
+    if not backend.SIMULATOR:
+        return measure.compare(kernels, size=size)
+    if record is None:
+        return None
+    return measure.recorded(list(kernels) + ["cublas"], size, record)
+
+
+def _tflops(row):
+    return row.gflops / 1e3
+
+
+@dataclass
+class StepResult:
+    """One step against the step before it, timed in the same run (measure.Comparison)."""
+    name: str
+    comparison: object
+
+    def _repr_markdown_(self):
+        c, before = self.comparison, previous(self.name)
+        row = next((r for r in c.rows if r.kernel == self.name), None)
+        if row is None:
+            return f"**{self.name}**: not timed at {'x'.join(map(str, c.size))} ({c.source})."
+        text = (f"**{self.name}** ({step(self.name).change}): **{_tflops(row):.2f} TFLOPS** at "
+                f"{'x'.join(map(str, c.size))} (p10-p90 {row.gflops_p10 / 1e3:.2f}-{row.gflops_p90 / 1e3:.2f})")
+        if before is not None and c.gflops(before):
+            text += (f", **{c.speedup(self.name, before):.2f}x** the step before, `{before}` "
+                     f"({c.gflops(before) / 1e3:.2f} TFLOPS, timed in the same run)")
+        if row.pct_cublas is not None:
+            text += f"; {row.pct_cublas:.1f}% of cuBLAS"
+        return text + f". {c.source[0].upper() + c.source[1:]}."
+
+    __repr__ = _repr_markdown_
+
+
+def measure_step(name, kernels=None, size=SIZE, record=None, device=results.REFERENCE_DEVICE):
+    """Step ``name`` and the step before it with cuBLAS, as a sentence: on a GPU timed now
+    (``kernels``: name -> callable for both, by default the package's rungs), on the simulator
+    from the steps' record of ``device`` (``record``, else
+    results/experiments/lesson05-steps-<device>.json), or NotRecorded."""
+    from gemm_lessons.kernels import ladder
+
+    names = [n for n in (previous(name), name) if n]
+    if kernels is None or set(kernels) != set(names):
+        if kernels is not None:
+            raise ValueError(f"measure_step({name!r}) times {names}: pass a kernel for each, got {sorted(kernels)}")
+        kernels = {n: {**ladder.SGEMM, **ladder.VARIANTS}[n] for n in names}
+    if backend.SIMULATOR:
+        record = record or load(device)
+    c = _comparison(kernels, size, record)
+    if c is None:
+        return NotRecorded(f"the speed of `{name}`", record_path(device))
+    return StepResult(name, c)
+
+
+@dataclass
+class Summary:
+    """Every step at one size, cuBLAS for scale, and each step's share of the whole jump."""
+    comparison: object  # measure.Comparison of every step and cuBLAS, one run
+    facts: dict = None  # kernel -> compiler facts (inspect_kernel.kernel_facts), where known
+
+    def rows(self):
+        """(kernel, change, TFLOPS, % of cuBLAS, x the step before, share of the jump in %)
+        for every timed step; the share is the step's TFLOPS gain over the gain from the first
+        step to the last (so the shares add up to 100%)."""
+        c = self.comparison
+        timed = [n for n in NAMES if c.gflops(n)]
+        total = (c.gflops(NAMES[-1]) or 0) - (c.gflops(NAMES[0]) or 0)
+        out = []
+        for i, n in enumerate(timed):
+            r = next(r for r in c.rows if r.kernel == n)
+            before = timed[i - 1] if i else None
+            factor = c.speedup(n, before) if before else None
+            share = 100 * (c.gflops(n) - c.gflops(before)) / total if before and total else None
+            out.append((n, step(n).change, _tflops(r), r.pct_cublas, factor, share))
+        return out
+
+    def per_slice(self, name):
+        """Instructions per slice in the compiled main loop (the code, not a measurement): the
+        loop around the k-step loop once plus the k-step loop BK times, and FFMA's share of
+        them; None where the facts do not show a k-step loop of 64 FFMA."""
+        loop = ((self.facts or {}).get(name) or {}).get("loop")
+        if not loop or loop.get("outer_rest") is None or loop["inner_FFMA"] * BK != FFMA_PER_SLICE:
+            return None
+        n = loop["outer_rest"] + BK * loop["inner"]
+        return n, 100 * FFMA_PER_SLICE / n
+
+    def _repr_markdown_(self):
+        c = self.comparison
+        cub = c.gflops("cublas")
+        rows = []
+        for n, change, t, pct, factor, share in self.rows():
+            ps = self.per_slice(n)
+            rows.append([f"`{n}`", change, f"{t:.2f}", f"{pct:.1f}%" if pct is not None else "",
+                         f"{factor:.2f}x" if factor else "", f"{share:+.0f}%" if share is not None else "",
+                         f"{ps[0]} ({ps[1]:.0f}% FFMA)" if ps else ""])
+        if cub:
+            rows.append(["**cuBLAS**", "for scale", f"{cub / 1e3:.2f}", "100.0%", "", "", ""])
+        first, last = c.gflops(NAMES[0]), c.gflops(NAMES[-1])
+        head = (f"**Lesson 05 in steps, SGEMM {'x'.join(map(str, c.size))}**, {c.source}"
+                + (f": from `{NAMES[0]}` to `{NAMES[-1]}`, {first / 1e3:.2f} to {last / 1e3:.2f} TFLOPS, "
+                   f"{last / first:.2f}x in all." if first and last else "."))
+        return head + "\n\n" + tables.markdown(
+            ["step", "change", "TFLOPS", "% of cuBLAS", "x the step before", "share of the jump",
+             "instructions per slice (compiled main loop)"], rows, "llrrrrr")
+
+    __repr__ = _repr_markdown_
+
+    def issue_reading(self):
+        """Markdown text: each step against the ceiling issue slots alone would set (FFMA's share of
+        the instructions per slice x the FP32 peak: one instruction per scheduler per cycle),
+        and the steps whose speed and FFMA share moved apart (more than 2 % either way)."""
+        peak = self.comparison.peak_gflops
+        rows, shares = [], []
+        for n, _, t, _, _, _ in self.rows():
+            ps = self.per_slice(n)
+            if ps and peak:
+                ceiling = ps[1] / 100 * peak / 1e3
+                rows.append([f"`{n}`", f"{ps[1]:.0f}%", f"{ceiling:.1f}", f"{t:.2f}", f"{100 * t / ceiling:.0f}%"])
+                shares.append((n, ps[1], t, ceiling))
+        if not rows:
+            return ""
+        apart = []
+        for (a, sa, ta, _), (b, sb, tb, _) in zip(shares, shares[1:]):
+            gained, rose = tb / ta - 1 > 0.02, sb / sa - 1 > 0.02
+            if gained != rose:
+                apart.append(f"`{b}` {100 * (tb / ta - 1):+.0f}% in speed with FFMA's share "
+                             f"{'up' if rose else 'about the same'} ({sa:.0f}% to {sb:.0f}%)")
+        text = ("If issue slots alone set the pace, a step could reach at most FFMA's share of the "
+                f"instructions times the FP32 peak ({peak / 1e3:.1f} TFLOPS), {self.comparison.source}.\n\n"
+                + tables.markdown(["step", "FFMA share", "issue ceiling (TFLOPS)", "TFLOPS", "of that ceiling"],
+                                  rows, "lrrrr"))
+        name, _, t, ceiling = max(shares, key=lambda s: s[2] / s[3])
+        text += f"\n\nNo step reached more than {100 * t / ceiling:.0f}% of its issue ceiling (`{name}`)."
+        if apart:
+            text += (" Where speed and FFMA's share moved apart (one changed by more than 2 % of its value, the "
+                     "other did not): " + "; ".join(apart) + ".")
+        return text
+
+    def plot(self, ax=None):
+        """Bars of TFLOPS per step, cuBLAS and the FP32 peak as lines (plots.ladder)."""
+        import matplotlib.pyplot as plt
+
+        from gemm_lessons.teaching import plots
+
+        c = self.comparison
+        record = BenchRecord(device=Device(name="", peak_gflops=c.peak_gflops), date="",
+                             sgemm=[r for r in c.rows if r.gflops is not None])
+        if ax is None:
+            _, ax = plt.subplots(figsize=(8, 4.5))
+        plots.ladder(record, size=c.size, ax=ax, kernels=[n for n in NAMES if c.gflops(n)])
+        ax.set_title(f"Lesson 05 in steps, SGEMM {'x'.join(map(str, c.size))}\n({c.source})", fontsize=9)
+        plt.setp(ax.get_xticklabels(), ha="right", rotation_mode="anchor")
+        ax.figure.tight_layout()
+        return ax
+
+
+def summary(size=SIZE, record=None, device=results.REFERENCE_DEVICE):
+    """Every step (the package's kernels) and cuBLAS at ``size``: on a GPU timed now in one
+    process, on the simulator from the steps' record of ``device``, or NotRecorded.  The
+    compiler facts come from the same place (the record stores them)."""
+    from gemm_lessons.instruments import compiler_facts as inspect_kernel
+    from gemm_lessons.kernels import ladder
+
+    if backend.SIMULATOR:
+        record = record or load(device)
+        if record is None:
+            return NotRecorded("every step's speed", record_path(device))
+        return Summary(_comparison(NAMES, size, record), dict(record.compiler or {}))
+    rungs = {**ladder.SGEMM, **ladder.VARIANTS}
+    c = _comparison({n: rungs[n] for n in NAMES}, size, None)
+    return Summary(c, {n: inspect_kernel.kernel_facts(rungs[n].kernel) for n in NAMES})
+
+
+def compiler_facts(kernels, record=None, device=results.REFERENCE_DEVICE):
+    """inspect_kernel.compiler_facts of ``kernels`` (name -> numba kernel) with the main-loop
+    columns: from the compiler on a GPU, from the steps' record on the simulator, or NotRecorded."""
+    from gemm_lessons.instruments import compiler_facts as inspect_kernel
+
+    threads = {name: 256 for name in kernels}
+    if backend.SIMULATOR:
+        record = record or load(device)
+        if record is None:
+            return NotRecorded("what the GPU's compiler made of " + ", ".join(f"`{n}`" for n in kernels),
+                               record_path(device))
+    return inspect_kernel.compiler_facts(kernels, threads, record=record, loops=True)
+
+
+# --- the offline compile (sm_90, no GPU): what the lesson reads in the SASS ------------------
+
+OFFLINE_RECORD = results.path_for("lesson05-offline-sass", "")
+OFFLINE_COMMAND = "GEMM_LESSONS_SIMULATOR=0 python tools/lesson05_offline.py"
+RANGE_LOOPS = "transposed_a_range_loops"  # the record's name for transposed_a without step 2
+_LDS_ADDRESS = re.compile(r"\bLDS(?:\.\w+)?\s+R\d+,\s*\[([^\]]+)\]")
+
+
+def lds_addresses(sass):
+    """The address operand of every shared load in a SASS listing ('R113+UR6+0x20', ...): these
+    kernels read shared memory only in the k-step loop."""
+    return _LDS_ADDRESS.findall(sass)
+
+
+def transposed_a_with_range_loops():
+    """transposed_a with its static_range loops as plain range loops (step 3 without step 2),
+    built from the package's source: a numba kernel that only an offline compile needs."""
+    import linecache
+
+    import numpy as np
+    from numba import cuda, float32
+
+    from gemm_lessons.core.lesson_cells import region
+    from gemm_lessons.core.jit import jit
+
+    text = region("gemm_lessons/kernels/sgemm/transposed_a.py")
+    text = text.replace("@unrolled\n", "").replace("static_range(", "range(")
+    name = "<transposed_a with range loops>"
+    linecache.cache[name] = (len(text), None, text.splitlines(True), name)  # numba reads the source
+    ns = {"np": np, "cuda": cuda, "float32": float32, "jit": jit}
+    exec(compile(text, name, "exec"), ns)
+    return ns["sgemm_transposed_a"]
+
+
+def load_offline(path=OFFLINE_RECORD):
+    """The offline-SASS record that tools/lesson05_offline.py writes (a dict), or None."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def _offline_missing(path):
+    return (f"**Not recorded yet:** `{os.path.relpath(path, os.path.dirname(results.RESULTS_DIR))}` does not "
+            f"exist. `{OFFLINE_COMMAND}` writes it (it needs the CUDA toolkit's compiler, not a GPU).")
+
+
+def offline_provenance(record):
+    """'compiled offline for sm_90 on <date>, commit <sha>, ptxas <version>' of the record."""
+    ptxas = record["versions"].get("ptxas") or "?"
+    m = re.search(r"release ([\d.]+), (V[\d.]+)", ptxas)  # 'Cuda compilation tools, release 13.5, V13.5.37'
+    ptxas = f"{m.group(1)} ({m.group(2)})" if m else ptxas
+    changed = "" if record.get("kernels_as_committed", True) else " with the kernels' files changed from it"
+    return (f"compiled offline for {record['arch']} on {record['date'][:10]}, commit {record['git_commit']}{changed}, "
+            f"ptxas {ptxas}, numba-cuda {record['versions'].get('numba-cuda')}")
+
+
+def _with_record(render):
+    """``render(record)`` as a function of ``record=None`` (then the committed record), or the
+    'not recorded yet' sentence when there is none."""
+    def shown(record=None, path=OFFLINE_RECORD):
+        record = record if record is not None else load_offline(path)
+        return _offline_missing(path) if record is None else render(record)
+
+    shown.__name__, shown.__doc__ = render.__name__, render.__doc__
+    return shown
+
+
+def _inner_other(facts):
+    """Instructions of the k-step loop other than FFMA and shared loads."""
+    loop = facts["loop"]
+    return loop["inner"] - loop["inner_FFMA"] - loop["inner_LDS"]
+
+
+def _base(address):
+    """An LDS address operand without its constant offset: 'R113+UR6+0x20' -> 'R113+UR6'."""
+    return re.sub(r"\+0x[0-9a-f]+$", "", address)
+
+
+def _operands(addresses):
+    return ", ".join(f"`{a}`" for a in addresses)
+
+
+@_with_record
+def offline_step2_addresses(record):
+    """Claim of step 2 (Markdown): the shared loads' address operands and the k-step loop of
+    reg2d_contiguous and reg2d_unrolled in the offline SASS."""
+    k = record["kernels"]
+    rows = []
+    for name in ("reg2d_contiguous", "reg2d_unrolled"):
+        f = k[name]
+        rows.append([f"`{name}`", f["LDS"], f["loop"]["inner"], _inner_other(f), _operands(f["lds_addresses"])])
+    before, after = k["reg2d_contiguous"], k["reg2d_unrolled"]
+    bases = sorted({_base(a) for a in after["lds_addresses"]})
+    uniform = sorted({u for a in after["lds_addresses"] for u in re.findall(r"UR\d+", a)})
+    return (f"In the SASS {offline_provenance(record)}: every `LDS` of `reg2d_contiguous` reads from an "
+            f"address held whole in a register ({len(set(before['lds_addresses']))} different registers for its "
+            f"{before['LDS']} loads), and its k-step loop has {_inner_other(before)} instructions besides the "
+            f"`FFMA` and `LDS`; the {after['LDS']} addresses of `reg2d_unrolled` are {len(bases)} bases, "
+            f"{' and '.join(f'`{b}`' for b in bases)}, plus constant offsets"
+            + (f" ({', '.join(f'`{u}`' for u in uniform)}: a uniform register, one value for the whole warp)"
+               if uniform else "")
+            + f", and its k-step loop has {after['loop']['inner']} instructions instead of "
+            f"{before['loop']['inner']} ({_inner_other(after)} besides the `FFMA` and `LDS`).\n\n"
+            + tables.markdown(["kernel", "LDS", "k-step loop (instructions)", "of them not FFMA or LDS",
+                               "address operands of the shared loads"], rows, "lrrrl"))
+
+
+@_with_record
+def offline_step3_lds128(record):
+    """Claim of step 3 (Markdown): transposed_a's shared loads in the offline SASS, against
+    reg2d_unrolled's."""
+    k = record["kernels"]
+    rows = [[f"`{n}`", k[n]["LDS"], k[n]["LDS.64"], k[n]["LDS.128"], k[n]["loop"]["inner"], k[n]["regs"]]
+            for n in ("reg2d_unrolled", "transposed_a")]
+    a = k["transposed_a"]
+    return (f"In the SASS {offline_provenance(record)}: `transposed_a` reads its 8 + 8 values per k-step with "
+            f"{a['LDS.128']} `LDS.128` ({_operands(a['lds_addresses'])}) and {a['LDS']} 4-byte `LDS`; "
+            f"`reg2d_unrolled` with {k['reg2d_unrolled']['LDS']} `LDS`.\n\n"
+            + tables.markdown(["kernel", "LDS", "LDS.64", "LDS.128", "k-step loop (instructions)", "registers"],
+                              rows, "lrrrrr"))
+
+
+@_with_record
+def offline_register_cap(record):
+    """Claim of step 5 (Markdown): wide_loads and vec compiled offline with and without
+    max_registers=128, and whether the two SASS listings are the same."""
+    parts = []
+    for name, c in record["register_cap"].items():
+        same = "the same, line for line" if c["identical_sass"] else "**different**"
+        parts.append(f"`{name}`: {c['regs_without_cap']} registers without a cap, {c['regs_with_cap']} with "
+                     f"`max_registers=128`, and the two SASS listings are {same}")
+    return f"In the SASS {offline_provenance(record)}: " + "; ".join(parts) + "."
+
+
+@_with_record
+def offline_without_step2(record):
+    """Claim of the summary (Markdown): transposed_a with range loops (step 3 without step 2)
+    against transposed_a itself, in the offline SASS."""
+    k = record["kernels"]
+    rows = [[label, k[n]["LDS"], k[n]["LDS.128"], k[n]["loop"]["inner"], k[n]["FFMA"]]
+            for label, n in (("`transposed_a` (`static_range`: steps 2 and 3)", "transposed_a"),
+                             ("`transposed_a` with `range` loops (step 3 without step 2)", RANGE_LOOPS))]
+    r = k[RANGE_LOOPS]
+    return (f"In the SASS {offline_provenance(record)}: written with `range` instead of `static_range` loops, "
+            f"`transposed_a` keeps {r['LDS']} 4-byte `LDS` and no `LDS.128` ({k['transposed_a']['LDS.128']} "
+            "`LDS.128` with the loops written out).\n\n"
+            + tables.markdown(["kernel", "LDS", "LDS.128", "k-step loop (instructions)", "FFMA"], rows, "lrrrr"))
+
+
+# --- the command ----------------------------------------------------------------------------
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="time lesson 05's steps and cuBLAS in one process "
+                                            "(python -m gemm_lessons.runs.bench) into results/experiments/")
+    p.add_argument("--sizes", type=int, nargs="*", default=list(SIZES))
+    p.add_argument("--out", default=results.RESULTS_DIR, help="results directory (default: the repo's results/)")
+    p.add_argument("--no-progress", action="store_true")
+    args = p.parse_args(argv)
+    from gemm_lessons.runs import bench
+
+    bench_args = ["--kernels", *KERNELS, "--sizes", *map(str, args.sizes), "--shapes",
+                  "--variant-limit", str(max(args.sizes))] + (["--no-progress"] if args.no_progress else [])
+    with tempfile.TemporaryDirectory() as tmp:
+        rc = bench.main(bench_args + ["--out", tmp])
+        (path,) = glob.glob(os.path.join(tmp, "*.json"))  # bench writes one record: <device>.json
+        record = BenchRecord.read(path)
+    record.command = ("python -m gemm_lessons.teaching.lesson05_steps " + " ".join(argv if argv is not None else sys.argv[1:])
+                      + " (= python -m gemm_lessons.runs.bench " + " ".join(bench_args) + ")").replace("  ", " ")
+    dest = record_path(record.device.name, args.out)
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    print("wrote", record.write(dest))
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

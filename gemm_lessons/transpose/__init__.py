@@ -1,1 +1,0 @@
-"""The transpose ladder (lesson 09): one kernel per module, see gemm_lessons.ladder.TRANSPOSE."""

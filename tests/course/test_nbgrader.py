@@ -1,0 +1,196 @@
+"""The series as an nbgrader course (gemm_lessons/course/nbgrader_course.py): the export's cell metadata
+for every lesson, and a real round trip on one lesson: ``nbgrader generate_assignment`` and
+``nbgrader autograde`` in a temporary course, the teacher notebook scoring full marks and the
+released student version less.  Checks never write numba's warnings to stderr (nbgrader gives
+0 points to a graded cell with anything on stderr)."""
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import time
+import warnings
+
+import nbformat
+import pytest
+
+from gemm_lessons.teaching import exercises
+from gemm_lessons.course import nbgrader_course, student
+
+from conftest import REPO
+
+NOTEBOOKS = nbgrader_course.lessons()
+LESSON = "00a_primer"  # ~30 s per run on the simulator; a kernel exercise (00a-launch) and a value one
+LOW_OCCUPANCY = "Grid size 1 will likely result in GPU under-utilization due to low occupancy."
+
+
+def _meta(cell):
+    return cell.metadata.get("nbgrader")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
+def test_export_marks_every_cell(path):
+    teacher = nbformat.read(path, as_version=4)
+    nb = nbgrader_course.nbgrader_notebook(teacher)
+    exercise_cells = [c for c in teacher.cells if c.cell_type == "code" and student.BEGIN in c.source]
+    assert exercise_cells, "every lesson has an exercise"
+    solutions = [c for c in nb.cells if _meta(c)["solution"]]
+    tests = [c for c in nb.cells if _meta(c)["grade"]]
+    assert len(solutions) == len(tests) == len(exercise_cells)
+    for i, cell in enumerate(nb.cells):
+        meta = _meta(cell)
+        assert meta["schema_version"] == 3 and meta["grade_id"]
+        if meta["solution"]:  # the student's cell: editable, not graded itself, never asserts
+            assert (meta["grade"], meta["locked"]) == (False, False)
+            assert student.BEGIN in cell.source and "exercises.check" not in cell.source
+            test = nb.cells[i + 1]  # ... and its graded cell right after it
+            assert _meta(test)["grade"] and _meta(test)["locked"] and _meta(test)["points"] >= 1
+            assert "exercises.check(" in test.source and "assert _feedback.ok" in test.source
+        elif not meta["grade"]:
+            assert meta["locked"] and student.BEGIN not in cell.source
+    assert len({_meta(c)["grade_id"] for c in nb.cells}) == len(nb.cells)
+    assert "jupytext" not in nb.metadata
+    # the exported cells are the teacher notebook's, each check line moved into the graded cell
+    kept = [c for c in teacher.cells if not c.source.lstrip().startswith("**Solution")]
+    assert [c.source for c in nb.cells if not _meta(c)["grade"]] == [_without_check(c.source) for c in kept]
+    assert [c.source.split("\n")[1] for c in nb.cells if _meta(c)["grade"]] == \
+        ["_feedback = " + c.source.rstrip().split("\n")[-1] for c in exercise_cells]
+
+
+def _without_check(source):
+    return source.split("\nexercises.check(")[0].rstrip("\n") if "\nexercises.check(" in source else source
+
+
+def test_export_points_and_dropped_solution_text():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("import gemm_lessons"),
+        nbformat.v4.new_code_cell("### BEGIN SOLUTION: answer = None\nanswer = 3\n### END SOLUTION\n"
+                                  "exercises.check(\"00-flops\", answer)"),
+        nbformat.v4.new_markdown_cell("**Solution.** Three, because ..."),
+        nbformat.v4.new_code_cell("def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION\n\n\n"
+                                  "exercises.check('00a-launch', f)"),
+    ])
+    out = nbgrader_course.nbgrader_notebook(nb, {"00a-launch": 5})
+    assert [c.cell_type for c in out.cells] == ["code"] * 5  # the **Solution markdown is gone
+    assert [_meta(c).get("points") for c in out.cells if _meta(c)["grade"]] == [1, 5]
+    assert nbgrader_course.max_points(out) == 6
+    with pytest.raises(nbgrader_course.ExportError, match="must end with"):
+        nbgrader_course.nbgrader_notebook(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+            "### BEGIN SOLUTION\nanswer = 3\n### END SOLUTION\nexercises.check('00-flops', answer)\nprint(1)")]))
+
+
+def test_export_cell_with_ipython_syntax():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "%time x = 1\n### BEGIN SOLUTION: answer = None\nanswer = 3\n### END SOLUTION\nexercises.check(\"00-flops\", answer)")])
+    out = nbgrader_course.nbgrader_notebook(nb)
+    assert out.cells[0].source.endswith("### END SOLUTION") and _meta(out.cells[1])["grade_id"] == "00-flops-test"
+
+
+def test_skeleton_solutions_preprocessor():
+    """In process, what generate_assignment's solution step does to each kind of cell."""
+    pytest.importorskip("nbgrader", reason="nbgrader is not installed: pip install -e '.[test]' installs it")
+    from gemm_lessons.course.nbgrader_preprocessors import SkeletonSolutions
+
+    teacher = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("Write yours between `### BEGIN SOLUTION` and `### END SOLUTION`."),
+        nbformat.v4.new_code_cell("### BEGIN SOLUTION: answer = None\nanswer = 3\n### END SOLUTION\n"
+                                  "exercises.check(\"00-flops\", answer)"),
+        nbformat.v4.new_code_cell("def f(x):\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION\n\n"
+                                  "exercises.check(\"00a-launch\", f)"),
+    ])
+    teacher.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
+    nb = nbgrader_course.nbgrader_notebook(teacher)
+    released, _ = SkeletonSolutions().preprocess(nb, {})
+    assert [c.source for c in released.cells if not _meta(c)["grade"]] == \
+        [c.source.split("\nexercises.check(")[0].rstrip() for c in student.student_notebook(teacher).cells]
+
+
+def test_check_keeps_warnings_off_stderr(capsys):
+    """numba's low-occupancy warning (what numba-cuda raises for a check's tiny grid on a GPU) is
+    dropped even with every filter reset; another warning ends up in the feedback, not on stderr."""
+    from numba.core.errors import NumbaPerformanceWarning
+    from numba.cuda.core.errors import NumbaPerformanceWarning as CudaPerformanceWarning
+
+    def noisy(answer):
+        warnings.warn(CudaPerformanceWarning(LOW_OCCUPANCY))
+        warnings.warn(NumbaPerformanceWarning("Host array used in CUDA kernel will incur copy overhead"))
+        if answer == "other":
+            warnings.warn("something else", UserWarning)
+        return True, "fine."
+
+    exercises.exercise("test-noisy", "none")(noisy)
+    try:
+        with warnings.catch_warnings():
+            warnings.resetwarnings()
+            warnings.simplefilter("always")  # the worst case: nothing filtered by the caller
+            quiet = exercises.check("test-noisy", "answer")
+            other = exercises.check("test-noisy", "other")
+    finally:
+        exercises._CHECKS.pop("test-noisy")
+    assert capsys.readouterr().err == ""
+    assert quiet.ok and quiet.message == "fine."
+    assert other.ok and "UserWarning: something else" in other.message
+
+
+def _nbgrader(course, *args, timeout):
+    env = dict(os.environ, GEMM_LESSONS_SIMULATOR="1", PYTHONPATH=os.pathsep.join(
+        [REPO] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    run = subprocess.run([sys.executable, "-m", "nbgrader", *args, "--Execute.timeout=300"], cwd=course,
+                         env=env, capture_output=True, text=True, timeout=timeout)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "Exception while loading config file" not in run.stderr, run.stderr[-3000:]
+    return run
+
+
+def _gpu_like(nb):
+    """The teacher notebook whose kernel launch also raises numba-cuda's low-occupancy warning,
+    as it does on a GPU for the check's tiny grids (the simulator never warns)."""
+    nb = nbformat.from_dict(nb)
+    cell = next(c for c in nb.cells if "def launch(x, y, out):" in c.source)
+    cell.source = cell.source.replace(
+        "def launch(x, y, out):\n",
+        "def launch(x, y, out):\n    import warnings\n    from numba.cuda.core.errors import NumbaPerformanceWarning\n"
+        f"    warnings.warn(NumbaPerformanceWarning({LOW_OCCUPANCY!r}))\n", 1)
+    assert "NumbaPerformanceWarning(" in cell.source
+    return nb
+
+
+def test_generate_and_autograde_round_trip(tmp_path):
+    pytest.importorskip("nbgrader", reason="nbgrader is not installed: pip install -e '.[test]' installs it")
+    from nbgrader.api import Gradebook
+
+    start = time.monotonic()
+    course = str(tmp_path / "course")
+    assert nbgrader_course.write_course(course, [LESSON]) == [LESSON]
+    source = nbformat.read(os.path.join(course, "source", LESSON, LESSON + ".ipynb"), as_version=4)
+    full = nbgrader_course.max_points(source)
+    assert full == 3  # 00a-launch (code): 2, 00a-occupancy (a value): 1
+
+    _nbgrader(course, "generate_assignment", LESSON, timeout=300)
+    release = os.path.join(course, "release", LESSON)
+    assert sorted(os.listdir(release)) == sorted([LESSON + ".ipynb"] + list(nbgrader_course.COPIED))
+    released = nbformat.read(os.path.join(release, LESSON + ".ipynb"), as_version=4)
+    # the released notebook's code is the student notebook's (python -m gemm_lessons.course.student):
+    # the course's skeletons, not nbgrader's generic stub
+    mine = student.student_notebook(nbformat.read(os.path.join(REPO, "notebooks", LESSON + ".ipynb"), as_version=4))
+    theirs = [c.source for c in released.cells if not _meta(c)["grade"]]
+    assert [_without_check(c.source) for c in mine.cells] == theirs
+    assert not any("### BEGIN SOLUTION" in s or "NotImplementedError()" in s for s in theirs)
+
+    for name, nb in [("teacher", source), ("student", released), ("gpu_like", _gpu_like(source))]:
+        os.makedirs(os.path.join(course, "submitted", name, LESSON))
+        nbformat.write(nb, os.path.join(course, "submitted", name, LESSON, LESSON + ".ipynb"))
+    _nbgrader(course, "autograde", LESSON, timeout=600)
+
+    with Gradebook("sqlite:///" + os.path.join(course, "gradebook.db")) as gb:
+        scores = {name: (gb.find_submission(LESSON, name).score, gb.find_submission(LESSON, name).max_score)
+                  for name in ("teacher", "student", "gpu_like")}
+    assert scores["teacher"] == (full, full)
+    assert scores["gpu_like"] == (full, full)  # the warning did not reach stderr in the graded cell
+    assert scores["student"][1] == full and scores["student"][0] < full
+    for name in scores:  # no graded cell wrote to stderr
+        graded = nbformat.read(os.path.join(course, "autograded", name, LESSON, LESSON + ".ipynb"), as_version=4)
+        for cell in graded.cells:
+            if _meta(cell) and _meta(cell)["grade"]:
+                assert not [o for o in cell.outputs if o.get("name") == "stderr"], (name, cell.source)
+    print(f"nbgrader round trip on {LESSON}: {time.monotonic() - start:.0f} s")

@@ -1,0 +1,106 @@
+"""Typed result records: every committed results file loads into them and is written back
+unchanged; fields are attributes; every results path comes from results.path_for."""
+import glob
+import json
+import os
+
+import pytest
+
+from gemm_lessons import SIMULATOR
+from gemm_lessons.runs import bench
+from gemm_lessons.records import results
+from gemm_lessons.records.schema import BankTruth, BenchRecord, CheckRow, Device, SgemmRow, TuningRecord, TuningRow
+
+COMMITTED = sorted(p for p in glob.glob(os.path.join(results.RESULTS_DIR, "**", "*"), recursive=True)
+                   if os.path.isfile(p))
+# the typed kinds (the latency, primer-listing and rewrite files are plain JSON, read by their modules)
+RECORD_FILES = [p for p in COMMITTED if p.endswith(".json") and results.kind_of(p) in results.RECORDS]
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def test_every_committed_results_file_has_a_kind():
+    assert RECORD_FILES and {results.kind_of(p) for p in RECORD_FILES} == {
+        "bench", "tuning", "banks", "reproducibility", "experiment", "shapes"}
+    assert {results.kind_of(p) for p in COMMITTED if p.endswith(".json")} <= set(results.PATHS)
+    for p in COMMITTED:
+        assert results.kind_of(p) is not None, p
+
+
+@pytest.mark.parametrize("path", RECORD_FILES, ids=lambda p: os.path.relpath(p, results.RESULTS_DIR))
+def test_committed_records_are_written_back_unchanged(path, tmp_path):
+    text = open(path).read()
+    rec = results.read(path)
+    assert rec.to_dict() == json.loads(text)  # keys and values, hand-added notes included
+    assert rec.to_json() == text  # byte for byte, in the order the writer used
+    assert open(rec.write(tmp_path / "again.json")).read() == text
+
+
+def test_records_have_the_types_of_their_kind():
+    assert isinstance(results.load(), BenchRecord)
+    assert isinstance(results.read(results.path_for("tuning", H100)), TuningRecord)
+    assert isinstance(results.load_banks(H100), BankTruth)
+    for kind in ("reproducibility", "experiment"):
+        assert all(isinstance(results.read(p), BenchRecord) for p in results.files(kind))
+
+
+def test_fields_are_attributes():
+    path = results.path_for("bench", H100)
+    raw = json.load(open(path))
+    rec = results.load(H100)
+    assert isinstance(rec.device, Device) and rec.device.name == raw["device"]["name"] == H100
+    assert rec.device.peak_gflops == raw["device"]["peak_gflops"]
+    row = rec.sgemm[0]
+    assert isinstance(row, SgemmRow) and row.size == (raw["sgemm"][0]["M"], raw["sgemm"][0]["N"], raw["sgemm"][0]["K"])
+    assert row.gflops == raw["sgemm"][0]["gflops"]  # the measured number, unchanged
+    assert rec.transpose[0].shape == (8192, 8192)
+    assert rec.compiler["warptile"]["registers"] == raw["compiler"]["warptile"]["registers"]
+    assert rec.extra["git_commit_note"] == raw["git_commit_note"]  # hand-added, kept
+    sweep = results.read(results.path_for("tuning", H100))
+    assert isinstance(sweep.rows[0], TuningRow) and sweep.rows[0].config["BM"] in (64, 128)
+    assert sweep.runs[0].extra["git_commit_note"].startswith("git_commit corrected")
+
+
+def test_none_is_written_only_where_it_means_something():
+    refused = CheckRow(kernel="vec", shape=[67, 45, 33], alpha=1.0, beta=0.0, passed=None, message="refused: K")
+    assert refused.to_dict() == {"kernel": "vec", "shape": [67, 45, 33], "alpha": 1.0, "beta": 0.0,
+                                 "passed": None, "message": "refused: K"}
+    row = SgemmRow(kernel="vec", M=64, N=64, K=63, refused="K must be a multiple of 4")
+    assert row.to_dict() == {"kernel": "vec", "M": 64, "N": 64, "K": 63, "refused": "K must be a multiple of 4"}
+    assert SgemmRow.from_dict(row.to_dict()) == row
+
+
+def test_unknown_keys_are_kept_after_the_known_ones():
+    d = {"note": "measured twice", "kernel": "naive", "M": 1, "N": 2, "K": 3, "gflops": 1.5}
+    row = SgemmRow.from_dict(d)
+    assert row.extra == {"note": "measured twice"} and row.gflops == 1.5
+    assert list(row.to_dict()) == ["kernel", "M", "N", "K", "gflops", "note"]
+    assert "note='measured twice'" in repr(row) and "None" not in repr(row)
+
+
+def test_path_for_builds_every_kind_of_results_file():
+    d = results.RESULTS_DIR
+    assert results.path_for("bench", H100) == os.path.join(d, "nvidia-h100-80gb-hbm3.json")
+    assert results.path_for("tuning", H100) == os.path.join(d, "tuning-nvidia-h100-80gb-hbm3.json")
+    assert results.path_for("plot", H100, "ladder") == os.path.join(d, "nvidia-h100-80gb-hbm3-ladder.png")
+    assert results.path_for("reproducibility", H100, "run-a", directory="/tmp") == \
+        "/tmp/reproducibility/nvidia-h100-80gb-hbm3-run-a.json"
+    assert results.path_for("experiment", H100, "dbuf") in COMMITTED
+    assert results.kind_of(results.path_for("launch-probe", H100)) == "launch-probe"
+    for kind in ("banks", "ncu-banks", "ncu-transpose", "sanitizer", "reproducibility-report"):
+        assert results.path_for(kind, H100) in COMMITTED, kind
+    with pytest.raises(ValueError, match="name"):
+        results.path_for("plot", H100)
+
+
+@pytest.mark.skipif(not SIMULATOR, reason="on a GPU the bench would run")
+def test_bench_refuses_on_the_simulator():
+    with pytest.raises(SystemExit, match="needs a GPU"):
+        bench.main([])
+
+
+def test_recorded_numbers_say_why_they_are_not_measured(monkeypatch):
+    from gemm_lessons.core import backend
+    monkeypatch.delenv(backend.FILLED_ENV, raising=False)
+    assert backend.not_measured_why() == "not measured here: CUDA simulator"
+    monkeypatch.setenv(backend.FILLED_ENV, "1")  # tools/refresh_outputs.py --into --gpu-notebook
+    assert "not measured in this notebook's GPU run" in backend.not_measured_why()

@@ -1,0 +1,275 @@
+"""Lesson 08's configuration rules, sweep and records; lesson 10's leaderboard tables."""
+from dataclasses import asdict, replace
+
+import pytest
+
+from gemm_lessons.teaching import leaderboard
+from gemm_lessons.kernels import ladder
+from gemm_lessons.records import results
+from gemm_lessons.runs import tuning
+from gemm_lessons.teaching.measure_step import Comparison
+from gemm_lessons.records.schema import SgemmRow, TuningRow
+from gemm_lessons.kernels.sgemm import warptile
+from gemm_lessons.kernels.sgemm.warptile import TileConfig
+
+from conftest import requires_simulator
+
+
+@pytest.mark.parametrize("bad, words", [
+    (dict(WM=64, WN=64), "32 lanes"),
+    (dict(TM=6), "multiples of 4"),
+    (dict(BK=64), "shared memory"),
+    (dict(stages=3), "stages"),
+    (dict(guard="maybe"), "guard"),
+    (dict(pad_a=2), "pad_a"),
+    (dict(BM=64, BN=128, WM=32, WN=32, TM=4, TN=8), "split evenly"),
+])
+def test_invalid_configurations_name_the_rule(bad, words):
+    with pytest.raises(ValueError, match=words):
+        TileConfig(**bad).validate()
+
+
+def test_lesson_configurations_are_valid_and_distinct():
+    configs = tuning.lesson_configs()
+    assert len(configs) == len(set(configs)) >= 20
+    for c in configs:
+        c.validate()
+
+
+def test_sweep_rejects_before_compiling(monkeypatch):
+    def no_compile(cfg):
+        raise AssertionError("an invalid configuration reached the compiler")
+
+    monkeypatch.setattr(warptile, "kernel_for", no_compile)
+    rows = tuning.sweep([TileConfig(WM=64, WN=64)], progress=False)
+    assert "32 lanes" in rows[-1].invalid
+
+
+@pytest.mark.parametrize("cfg", [TileConfig(spread=True), TileConfig(BK=16, stages=1, guard="select"),
+                                 TileConfig(BM=64, WM=32, WN=64, max_registers=None)])
+def test_sweep_checks_each_configuration(cfg):
+    rows = tuning.sweep([cfg], progress=False, check_shape=(67, 44, 36))
+    assert rows[-1].correct is True, rows[-1].error
+
+
+def test_recorded_sweep_matches_the_code():
+    sweep = leaderboard.load_sweep()
+    labels = {r.label for r in sweep.rows}
+    assert labels == {c.short() for c in tuning.lesson_configs()}
+    for r in sweep.rows:
+        assert TileConfig(**r.config).short() == r.label
+        assert r.correct and r.correct_at_size
+    # the default configuration (the last rung, gl.sgemm) is the sweep's winner (fields added
+    # since the sweep was recorded, such as group_m, take their defaults)
+    assert TileConfig(**tuning.best(sweep.rows).config) == TileConfig()
+
+
+def test_heatmap_draws_one_cell_per_measurement():
+    import matplotlib
+    matplotlib.use("Agg")
+    rows = [TuningRow(config=asdict(TileConfig(BK=bk, stages=s)), label="x", gflops=1000.0 * (bk + s),
+                      pct_cublas=50.0) for bk in (8, 16) for s in (1, 2)]
+    ax = tuning.heatmap(rows, x=tuning.depth_buffers, y=tuning.tile_shape)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["BK 8, 1 buf", "BK 8, 2 buf", "BK 16, 1 buf", "BK 16, 2 buf"]
+    assert sum(1 for t in ax.texts if "%" in t.get_text()) == 4
+
+
+def test_leaderboard_covers_every_rung_and_technique():
+    record = results.load()
+    table = leaderboard.table(record)
+    for name in ladder.SGEMM:
+        assert f"| {name} |" in table
+    effects = leaderboard.technique_effects(record)
+    shown = {(before, after) for _, _, before, after, *_ in effects}
+    recorded = set(record.ladder) | set(record.variants)  # the kernels that existed when it was made
+    names = {**ladder.SGEMM, **ladder.VARIANTS}
+    for _, _, before, after in leaderboard.TECHNIQUES:
+        assert before in names and after in names
+        if {before, after} <= recorded:  # every pair of kernels the record knows was timed in it
+            assert (before, after) in shown, (before, after)
+
+
+def _row(cfg, gflops, cublas=50000.0, spread=0.1, **facts):
+    if gflops is None:  # not timed
+        return TuningRow(config=asdict(cfg), label=cfg.short(), threads=cfg.threads)
+    return TuningRow(config=asdict(cfg), label=cfg.short(), threads=cfg.threads, gflops=gflops,
+                     gflops_p10=gflops - spread, gflops_p90=gflops + spread, pct_cublas=100 * gflops / cublas,
+                     cublas_gflops_same_run=cublas, correct=True, correct_at_size=True, **facts)
+
+
+def test_table_lists_every_row_with_its_threads():
+    sweep = leaderboard.load_sweep()
+    table = tuning.table_markdown(sweep.rows)
+    assert "| threads |" in table.splitlines()[0]
+    assert len(table.splitlines()) == 2 + len(sweep.rows)
+    assert "| 128x128x8 warp 64x64 thread 8x16 stages 1 pad 4 regs None guard select | 39.54 | 76.5% | 128 |" in table
+
+
+def test_runs_sentence_names_each_runs_cublas():
+    sweep = leaderboard.load_sweep()
+    text = tuning.runs_sentence(sweep)
+    assert f"in {len(sweep.runs)} runs" in text
+    for g in {r.cublas_gflops_same_run for r in sweep.rows}:
+        assert f"{g / 1e3:.2f} TFLOPS" in text
+    assert all(r.git_commit not in text and r.git_commit[:7] in text for r in sweep.runs)  # the short hash
+
+
+def test_single_changes_pair_configurations_that_differ_in_those_fields_only():
+    base = TileConfig(guard="select")
+    rows = [_row(base, 100.0), _row(replace(base, stages=1), 80.0), _row(replace(base, WM=16, WN=128), 101.0),
+            _row(replace(base, stages=1, BK=16), 90.0), _row(replace(base, WM=16), None)]
+    pairs = tuning.single_changes(rows, "stages", 1)
+    assert [(a.gflops, b.gflops) for a, b in pairs] == [(80.0, 100.0)]  # not the BK=16 one: two fields differ
+    pairs = tuning.single_changes(rows, ("WM", "WN"), (32, 64))
+    assert [(a.gflops, b.gflops) for a, b in pairs] == [(100.0, 101.0)]
+
+
+def test_changes_table_says_which_pairs_share_a_run():
+    base = TileConfig(guard="select")
+    rows = [_row(base, 100.0, registers=128, local_bytes=0, blocks_per_sm=2),
+            _row(replace(base, guard="if"), 103.0, registers=128, local_bytes=0, blocks_per_sm=2),
+            _row(replace(base, pad_a=0), 100.1, registers=128, local_bytes=0, blocks_per_sm=2),
+            _row(replace(base, max_registers=None), 90.0, cublas=50100.0, registers=130, local_bytes=0,
+                 blocks_per_sm=1)]
+    table = tuning.changes_markdown(rows)
+    assert "| guard: select → if |" in table and "| +3.0% | same run, ranges apart |" in table
+    assert "| pad_a: 4 → 0 |" in table and "same run, ranges overlap" in table
+    assert "| max_registers: 128 → None |" in table and "| different runs | 256 | 128 → 130 | 0 | 2 → 1 |" in table
+
+
+def test_pieces_of_a_warp_wide_16_byte_load():
+    # B read by 2 x 16 lanes: lane l reads the float4 at column (l % 16) * 4
+    assert tuning.pieces_16_bytes([16 * (lane % 16) for lane in range(32)]) == (16, 8)
+    # ... by 4 x 8 lanes: column (l % 8) * 4; A by 4 x 8 lanes: row (l // 8) * 4 of the transposed tile
+    assert tuning.pieces_16_bytes([16 * (lane % 8) for lane in range(32)]) == (8, 8)
+    assert tuning.pieces_16_bytes([16 * (lane // 8) for lane in range(32)]) == (4, 1)
+    assert tuning.pieces_16_bytes([None] * 31 + [0]) == (1, 1)
+
+
+@requires_simulator
+def test_without_padding_the_a_stores_conflict_2_way_and_the_loads_do_not_change():
+    padded, unpadded = tuning.shared_traffic([tuning.SWEEP_BASE, replace(tuning.SWEEP_BASE, pad_a=0)])
+    assert padded["loads"]["conflicts"] == padded["stores"]["conflicts"] == 0
+    assert unpadded["loads"] == padded["loads"]
+    assert unpadded["stores"]["conflicts"] > 0 and unpadded["worst_store_degree"] == 2
+    assert unpadded["stores"]["wavefronts"] < padded["loads"]["wavefronts"] / 4  # the stores: a small share
+    assert "| 2-way |" in tuning.traffic_markdown([unpadded]) and "no conflict" in tuning.traffic_markdown([padded])
+
+
+def _timed(kernel, gflops, p10, p90):
+    return SgemmRow(kernel=kernel, M=8192, N=8192, K=8192, gflops=gflops, gflops_p10=p10, gflops_p90=p90)
+
+
+def test_range_sentence_calls_out_a_low_p10():
+    table = Comparison((8192,) * 3, [_timed("warptile", 49400.0, 44200.0, 49700.0),
+                                     _timed("cublas", 51600.0, 51560.0, 51670.0)])
+    text = tuning.range_sentence(table, "warptile")
+    assert "p10 44.20 (10.5% below the median)" in text and "one repeat in ten" in text
+    assert "cuBLAS's p10 is 0.1% below its median" in text
+    table.rows[0] = _timed("warptile", 49400.0, 49000.0, 49700.0)
+    assert "within 2% of the median" in tuning.range_sentence(table, "warptile")
+
+
+def _pair(sweep, fields, before, **where):
+    """The one pair of single_changes whose 'before' configuration has the fields in ``where``."""
+    pairs = [(a, b) for a, b in tuning.single_changes(sweep.rows, fields, before)
+             if all(getattr(TileConfig(**a.config), k) == v for k, v in where.items())]
+    assert len(pairs) == 1, (fields, where, pairs)
+    return pairs[0]
+
+
+def test_lesson_08_reading_of_the_recorded_sweep():
+    """What lesson 08's "How to read it" says about the recorded sweep, checked against the record."""
+    sweep = leaderboard.load_sweep()
+    pct = tuning.change_pct
+    # two buffers: at BK 8 faster for the 8x8 thread tiles (both 128x128 layouts, the 64x128 block)
+    for where in (dict(BM=128, WM=32, TN=8), dict(BM=128, WM=16, TN=8), dict(BM=64, TN=8)):
+        a, b = _pair(sweep, "stages", 1, BK=8, **where)
+        assert pct(a, b) > 10
+        # at BK 16 the capped 128x128 kernels spill with two buffers and gain within 2 %
+        a, b = _pair(sweep, "stages", 1, BK=16, **where)
+        if where["BM"] == 128:
+            assert a.local_bytes == 0 < b.local_bytes and b.registers == 128 and abs(pct(a, b)) < 2
+        else:  # the 64x128 block: much slower with two buffers, no spill, blocks/SM falling as at BK 8
+            a8, b8 = _pair(sweep, "stages", 1, BK=8, **where)
+            assert pct(a, b) < -20 and a.local_bytes == b.local_bytes == 0
+            assert (a.blocks_per_sm, b.blocks_per_sm) == (a8.blocks_per_sm, b8.blocks_per_sm)
+            assert b.blocks_per_sm < a.blocks_per_sm and pct(a8, b8) > 10
+    a, b = _pair(sweep, "stages", 1, BK=8, TN=16)  # the 8x16 tiles: little change at BK 8
+    assert abs(pct(a, b)) < 2
+    # every buffer comparison spans the two runs
+    assert not any(tuning.same_run(a, b) for a, b in tuning.single_changes(sweep.rows, "stages", 1))
+    # the register cap: without it a few more than 128 registers, one block of 256 threads per SM, slower
+    a, b = _pair(sweep, "max_registers", 128)
+    assert 128 < b.registers <= 136 and (a.blocks_per_sm, b.blocks_per_sm) == (2, 1) and b.threads == 256
+    assert pct(a, b) < -2
+    # the 64x128 block, uncapped: faster than the uncapped 128x128 block, slower than the capped one
+    a, b = _pair(sweep, "BM", 128)
+    assert a.config["max_registers"] is None and pct(a, b) > 2
+    capped = _pair(sweep, "max_registers", 128)[0]
+    assert b.gflops < capped.gflops
+    # 8x16 thread tiles: 128 threads, over 200 registers, never near the best; faster than the 8x8
+    # tiles only with one buffer at BK 8
+    wide = [r for r in sweep.rows if r.config["TN"] == 16]
+    assert wide and all(r.threads == 128 and r.registers > 200 for r in wide)
+    for r in wide:
+        c = TileConfig(**r.config)
+        eight = [x for x in sweep.rows if x.config["TN"] == 8 and x.config["BM"] == 128 and x.config["BK"] == c.BK
+                 and x.config["stages"] == c.stages and x.config["max_registers"] == 128
+                 and x.config["guard"] == "select" and not x.config["spread"] and x.config["pad_a"] == 4]
+        assert len(eight) == 2
+        if (c.BK, c.stages) == (8, 1):
+            assert all(r.gflops > x.gflops for x in eight)
+        else:
+            assert all(r.gflops < x.gflops for x in eight)
+    assert max(r.gflops for r in wide) < 0.9 * tuning.best(sweep.rows).gflops
+    # warp layout and padding: within 2 %, each pair timed in the same run
+    for fields, before in ((("WM", "WN"), (32, 64)), ("pad_a", 4)):
+        for a, b in tuning.single_changes(sweep.rows, fields, before):
+            assert tuning.same_run(a, b) and abs(pct(a, b)) < 2
+    # spread: at BK 16 fewer spill bytes and a little faster, at BK 8 slower; both across runs
+    a, b = _pair(sweep, "spread", False, BK=16)
+    assert b.local_bytes < a.local_bytes and 0 < pct(a, b) < 5 and not tuning.same_run(a, b)
+    a, b = _pair(sweep, "spread", False, BK=8)
+    assert pct(a, b) < -2 and not tuning.same_run(a, b) and a.local_bytes == b.local_bytes == 0
+    # the guard: the predicated if faster than clamped loads, measured (same run, ranges apart), and the
+    # only single change to the sweep's base configuration that made it more than 2 % faster
+    a, b = _pair(sweep, "guard", "select")
+    assert tuning.same_run(a, b) and tuning.ranges_apart(a, b) and pct(a, b) > 2
+    base = [r for r in sweep.rows if TileConfig(**r.config) == tuning.SWEEP_BASE][0]
+    changed = [(x, y) for fields, before in tuning.CHANGES for x, y in tuning.single_changes(sweep.rows, fields, before)
+               if base in (x, y)]
+    gains = [other for x, y in changed for other in [y if x is base else x] if pct(base, other) > 2]
+    assert [TileConfig(**g.config).guard for g in gains] == ["if"]
+    # the takeaway: every change of more than 10 % came with the buffers, the slice depth or the cap
+    big = {fields for fields, before in tuning.CHANGES for a, b in tuning.single_changes(sweep.rows, fields, before)
+           if abs(pct(a, b)) > 10}
+    assert big == {"stages", "BK", "max_registers"}
+
+
+def test_warptile_is_dbuf_with_another_warp_tile():
+    """Lesson 08: warptile differs from dbuf only in WM x WN; the sweep's base only in its guard."""
+    from gemm_lessons.kernels.sgemm import dbuf_first_attempt as dbuf
+
+    assert replace(dbuf.DBUF_CONFIG, WM=32, WN=64) == TileConfig() == ladder.SGEMM["warptile"].kernel.config
+    assert (dbuf.DBUF_CONFIG.WM, dbuf.DBUF_CONFIG.WN) == (16, 128)
+    assert replace(tuning.SWEEP_BASE, guard="if") == TileConfig() and tuning.SWEEP_BASE.guard == "select"
+
+
+def test_one_rule_calls_a_timed_change_faster_or_slower():
+    """timing.range_order is the rule of both lesson 08's single changes (tuning.ranges_apart) and
+    lesson 10's effects (leaderboard.effect_mark): apart only when the p10-p90 ranges do not overlap."""
+    from types import SimpleNamespace
+
+    from gemm_lessons.teaching import leaderboard
+    from gemm_lessons.measure.timing import range_order
+
+    assert range_order((1, 2), (3, 4)) == 1 and range_order((3, 4), (1, 2)) == -1
+    assert range_order((1, 3), (2, 4)) == 0 and range_order((1, 2), (2, 3)) == 0  # touching ranges overlap
+    row = lambda lo, hi: SimpleNamespace(gflops_p10=lo, gflops_p90=hi)  # noqa: E731
+    for before, after in [((1, 2), (3, 4)), ((3, 4), (1, 2)), ((1, 3), (2, 4))]:
+        effect = type("E", (tuple,), {})(("t", "08", "a", "b", 1.0, 1.0, 0.0))
+        effect.ranges = (before, after)
+        mark = leaderboard.effect_mark(effect)
+        assert (mark != "≈") == tuning.ranges_apart(row(*before), row(*after))
+        assert mark == {1: "✅", -1: "❌", 0: "≈"}[range_order(before, after)]

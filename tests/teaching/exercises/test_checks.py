@@ -1,0 +1,185 @@
+import glob
+import os
+import re
+
+import nbformat
+import pytest
+from numba import cuda
+import numpy as np
+
+from gemm_lessons.teaching import exercises
+from gemm_lessons.course import student
+
+from conftest import REPO
+from test_exercises_01_04 import COVERED as COVERED_01_04  # the kernel exercises of lessons 01-04
+
+NOTEBOOKS = sorted(glob.glob(os.path.join(REPO, "notebooks", "*.ipynb")))
+
+def _launch_axpy(right=True, guard=True):
+    """A launch function for 00a-launch (out = 2x - y), right or with a planted mistake."""
+    @cuda.jit
+    def k(x, y, out):
+        i = cuda.grid(1)
+        if not guard or i < out.size:
+            out[i] = 2 * x[i] - y[i]
+
+    def launch(x, y, out):
+        threads = 128
+        blocks = (out.size + threads - 1) // threads if right else out.size // threads
+        k[max(blocks, 1), threads](x, y, out)
+    return launch
+
+
+RIGHT = {
+    "00a-launch": _launch_axpy(),
+    "00a-occupancy": (3, "shared memory"),
+    "00-flops": (2 * 100 + 2) * 300 * 200,  # M, N, K = 300, 200, 100
+    "00-intensity": 2 * 4096 * 4096 * 512 / (4 * (4096 * 512 * 2 + 4096 * 4096)),  # 204.8
+    "01-sectors": (2, 2),  # blocks 16 wide: a warp is two rows of C
+    "02-loads": 1024 * 2048 * 512 * (1 / 64 + 1 / 32),
+    "04-ratio": (2 / (1 / 8 + 1 / 4), 2 / (1 / 32 + 1)),  # 8x4 and 32x1
+    "05-stage-a": lambda tid: (tid // 2, (tid % 2) * 4),
+}
+WRONG = {
+    "00a-launch": _launch_axpy(right=False),  # the grid is rounded down: the last elements are never written
+    "00a-occupancy": (4, "shared memory"),  # the 1 KB each block reserves forgotten
+    "00-flops": 2 * 100 * 300 * 200,  # alpha and beta not counted
+    "00-intensity": 2 * 4096 / 12,  # the 4096^3 intensity the lesson prints
+    "01-sectors": (1, 4),  # a warp of a block 32 wide
+    "02-loads": 2 * 1024 * 2048 * 512,  # the naive count
+    "04-ratio": (8, 6.4),  # the 8x8 and 16x4 patches the lesson prints
+    "05-stage-a": lambda tid: (tid % 128, (tid // 128) * 4),
+}
+
+
+def test_every_exercise_has_a_right_and_a_wrong_answer_here():
+    # the kernel exercises are tested in test_exercises_01_04.py, test_exercises_05_10.py and test_exercises_11.py
+    elsewhere = COVERED_01_04 | set(exercises.KERNEL_EXERCISES_05_10) | set(exercises.KERNEL_EXERCISES_11)
+    assert set(RIGHT) == set(exercises.ids()) - elsewhere == set(WRONG)
+
+
+@pytest.mark.parametrize("ex", sorted(RIGHT))
+def test_right_answer_passes(ex):
+    fb = exercises.check(ex, RIGHT[ex])
+    assert fb.ok, str(fb)
+    assert fb._repr_markdown_().startswith("✅")
+
+
+@pytest.mark.parametrize("ex", sorted(WRONG))
+def test_wrong_answer_fails_with_a_hint(ex):
+    fb = exercises.check(ex, WRONG[ex])
+    assert not fb.ok and "Hint:" in str(fb)
+
+
+def test_missing_answer_and_crashing_answer_give_feedback():
+    fb = exercises.check("00-flops", None)
+    assert not fb.ok and "no answer yet" in str(fb)
+    fb = exercises.check("05-stage-a", lambda tid: 1 / 0)
+    assert not fb.ok and "ZeroDivisionError" in str(fb)
+    fb = exercises.check("no-such-exercise", 1)
+    assert not fb.ok and "unknown exercise" in str(fb)
+
+
+def test_strip_solutions_keeps_skeletons():
+    src = "x = 1\n### BEGIN SOLUTION: answer = None\nanswer = 42\n### END SOLUTION\ncheck(answer)"
+    assert student.strip_solutions(src) == "x = 1\nanswer = None  # YOUR CODE HERE\ncheck(answer)"
+    src = "def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION"
+    assert student.strip_solutions(src) == 'def f():\n    raise NotImplementedError("your code here")'
+    with pytest.raises(ValueError):
+        student.strip_solutions("### BEGIN SOLUTION\nx = 1")
+
+
+def test_notebook_exercises_are_registered_and_checked():
+    used = set()
+    for path in NOTEBOOKS:
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "code" and "### BEGIN SOLUTION" in cell.source:
+                ids = re.findall(r'exercises\.check\("([^"]+)"', cell.source)
+                assert ids, f"{os.path.basename(path)}: a solution cell without exercises.check"
+                used.update(ids)
+    assert used == set(exercises.ids())
+
+
+def test_student_notebooks_have_no_solutions(tmp_path):
+    written = student.build(str(tmp_path))
+    assert len(written) == len(NOTEBOOKS) > 0
+    for path in written:
+        text = open(path).read()
+        assert "BEGIN SOLUTION" not in text
+        nb = nbformat.read(path, as_version=4)
+        nbformat.validate(nb)
+        for cell in nb.cells:
+            if "YOUR CODE HERE" in cell.source or "NotImplementedError" in cell.source:
+                assert cell.outputs == []
+
+
+# ---- the checker survives broken student kernels (simulator) ---------------------------
+from conftest import requires_simulator  # noqa: E402
+from numba import float32  # noqa: E402
+
+
+@requires_simulator
+def test_exception_inside_a_kernel_is_feedback():
+    @cuda.jit
+    def raises(A, B, C, alpha, beta):
+        raise ValueError("boom")
+
+    fb = exercises.check("01-kernel", raises)
+    assert not fb.ok and "ValueError" in str(fb) and "boom" in str(fb)
+
+
+@requires_simulator
+def test_out_of_bounds_index_is_reported_with_the_index():
+    @cuda.jit
+    def unguarded(A, B, C, alpha, beta):
+        col = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+        row = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y
+        C[row, col] = A[row, 0] * B[0, col]  # no guard: the rounded-up grid overruns C
+
+    fb = exercises.check("01-kernel", unguarded)
+    assert not fb.ok and "IndexError" in str(fb) and "out of bounds" in str(fb)
+
+
+@requires_simulator
+def test_missing_syncthreads_is_reported_as_a_race():
+    @cuda.jit
+    def racy(A, B, C, alpha, beta):
+        sA = cuda.shared.array((32, 8), float32)
+        tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+        col = cuda.blockIdx.x * cuda.blockDim.x + tx
+        row = cuda.blockIdx.y * cuda.blockDim.y + ty
+        M, K = A.shape
+        N = B.shape[1]
+        acc = np.float32(0.0)
+        for k0 in range(0, K, 32):
+            if row < M:
+                sA[tx, ty] = A[row, k0 + tx] if k0 + tx < K else np.float32(0.0)
+            # cuda.syncthreads() missing here
+            for k in range(32):
+                if k0 + k < K and col < N and row < M:
+                    acc += sA[k, ty] * B[k0 + k, col]
+            cuda.syncthreads()
+        if row < M and col < N:
+            C[row, col] = alpha * acc + (beta * C[row, col] if beta != 0 else np.float32(0.0))
+
+    racy.tile = (8, 32, 32)  # 02-kernel's launch: blocks of 32 x 8 threads
+    fb = exercises.check("02-kernel", racy)
+    assert not fb.ok and "race" in str(fb) and "syncthreads" in str(fb)
+
+
+@requires_simulator
+def test_a_kernel_that_never_finishes_is_stopped():
+    @cuda.jit
+    def forever(A, B, C, alpha, beta):
+        i = 0
+        while i >= 0:
+            i = (i + 1) % 7
+
+    fb = exercises.check("01-kernel", forever, time_limit=2)
+    assert not fb.ok and "stopped after 2 s" in str(fb)
+
+
+def test_an_unguarded_launch_is_caught():
+    fb = exercises.check("00a-launch", _launch_axpy(guard=False))
+    assert not fb.ok and "Hint:" in str(fb)
+    assert ("IndexError" in str(fb)) or ("past the end" in str(fb))  # simulator / GPU

@@ -1,0 +1,241 @@
+"""Lessons 05-10's kernel exercises, checked on the lessons' own exercise cells (simulator).
+
+For each kernel exercise: the teacher cell's solution passes; a kernel that skips the lesson's
+technique fails with a message that names it; a kernel with a wrong result fails.  The kernels
+are the exercise cells of lessons/*.py, executed here (the teacher version, the student version
+from gemm_lessons.course.student, or the teacher version with one planted change).
+"""
+import linecache
+import os
+import re
+
+import pytest
+
+from conftest import REPO, requires_simulator
+from gemm_lessons.teaching import exercises
+from gemm_lessons.course import student
+
+LESSONS = {"05": "05_transposed_smem_and_wide_loads", "06": "06_bank_conflicts", "07": "07_double_buffering",
+           "08": "08_warp_tiling_and_tuning", "09": "09_transpose", "10": "10_leaderboard"}
+
+
+def exercise_cell(exercise_id):
+    """The text of the code cell of lessons/NN_*.py that calls exercises.check(exercise_id, ...)."""
+    path = os.path.join(REPO, "lessons", LESSONS[exercise_id[:2]] + ".py")
+    cells = re.split(r"^# %%.*$", open(path).read(), flags=re.M)
+    found = [c for c in cells if f'exercises.check("{exercise_id}"' in c]
+    assert len(found) == 1, f"{exercise_id}: {len(found)} cells"
+    return found[0].strip("\n") + "\n"
+
+
+_count = iter(range(10 ** 6))
+
+
+def run_cell(text, replace=(), extra=None):
+    """Execute a cell's text without its exercises.check line (after the (old, new) replacements,
+    each of which must apply); returns (namespace, the id and argument name of its check)."""
+    for old, new in replace:
+        assert old in text, f"planted change does not apply: {old!r}"
+        text = text.replace(old, new)
+    check = re.search(r'^exercises\.check\("([^"]+)", (\w+)\)$', text, flags=re.M)
+    body = text[:check.start()] + text[check.end():]
+    name = f"<exercise cell {next(_count)}>"
+    linecache.cache[name] = (len(body), None, body.splitlines(True), name)
+    ns = dict(extra or {})
+    exec(compile(body, name, "exec"), ns)
+    return ns, check.group(1), check.group(2)
+
+
+def check_cell(exercise_id, replace=(), student_version=False, extra=None):
+    text = exercise_cell(exercise_id)
+    if student_version:
+        text = student.strip_solutions(text)
+    ns, ex, arg = run_cell(text, replace, extra)
+    assert ex == exercise_id
+    return exercises.check(exercise_id, ns[arg])
+
+
+def _fails(fb, *words):
+    text = str(fb)
+    assert not fb.ok, text
+    for w in words:
+        assert w in text, f"{w!r} not in: {text}"
+
+
+# ---- 05: the transposed A tile ------------------------------------------------------------
+UNTRANSPOSED = [("sAT = cuda.shared.array((BK, BM), float32)  # the A tile, transposed: sAT[k, m]",
+                 "sAT = cuda.shared.array((BM, BK), float32)  # NOT transposed: sAT[m, k]")] + [
+    (f"sAT[a_c + {d}, a_r + p * A_STEP] = x{d}", f"sAT[a_r + p * A_STEP, a_c + {d}] = x{d}") for d in range(4)] + [
+    ("a[i] = sAT[k, t_row + i]", "a[i] = sAT[t_row + i, k]")]
+
+
+@requires_simulator
+def test_05_solution_passes():
+    fb = check_cell("05-transpose-a")
+    assert fb.ok, str(fb)
+
+
+@requires_simulator
+def test_05_untransposed_tile_is_right_but_fails_the_technique():
+    _fails(check_cell("05-transpose-a", replace=UNTRANSPOSED), "matches the float64 reference", "16-byte",
+           "transposed tile")
+
+
+@requires_simulator
+def test_05_skeleton_and_a_wrong_index_fail_on_the_result():
+    _fails(check_cell("05-transpose-a", student_version=True), "result is wrong")
+    _fails(check_cell("05-transpose-a", replace=[("a[i] = sAT[k, t_row + i]", "a[i] = sAT[k, t_row]")]),
+           "result is wrong")
+
+
+# ---- 06: conflict-free ------------------------------------------------------------------
+@requires_simulator
+def test_06_solution_passes_and_skeleton_fails_naming_the_conflicts():
+    fb = check_cell("06-conflict-free")
+    assert fb.ok, str(fb)
+    _fails(check_cell("06-conflict-free", student_version=True), "matches the float64 reference",
+           "stores into sAT", "loads from sB", "2-way conflicts")
+
+
+@requires_simulator
+def test_06_padding_by_one_float_breaks_the_16_byte_loads():
+    _fails(check_cell("06-conflict-free", replace=[("PAD = 4  #", "PAD = 1  #")]), "no longer 16-byte", "PAD")
+
+
+@requires_simulator
+def test_06_overlapping_columns_give_a_wrong_result():
+    _fails(check_cell("06-conflict-free", replace=[("j // 4 * (BN // 2)  #", "j // 4 * 4  #")]), "result is wrong")
+
+
+# ---- 07: double buffering ---------------------------------------------------------------
+def _loop_07():
+    cell = exercise_cell("07-double-buffer")
+    return cell[cell.index("    ### BEGIN SOLUTION"):cell.index("    ### END SOLUTION")]
+
+
+ONE_BUFFER_TWO_BARRIERS = """    ### BEGIN SOLUTION
+    for k0 in range(0, K, BK):
+        load_slice(k0)
+        store_slice(sAT0, sB0)
+        cuda.syncthreads()
+        compute(sAT0, sB0)
+        cuda.syncthreads()
+"""
+ONE_BUFFER_ONE_BARRIER = """    ### BEGIN SOLUTION
+    load_slice(0)
+    store_slice(sAT0, sB0)
+    cuda.syncthreads()
+    for k0 in range(0, K, BK):
+        load_slice(k0 + BK)
+        compute(sAT0, sB0)
+        store_slice(sAT0, sB0)
+        cuda.syncthreads()
+"""
+
+
+@requires_simulator
+def test_07_solution_passes():
+    fb = check_cell("07-double-buffer")
+    assert fb.ok, str(fb)
+
+
+@requires_simulator
+def test_07_one_buffer_needs_two_barriers_per_slice_and_fails():
+    _fails(check_cell("07-double-buffer", replace=[(_loop_07(), ONE_BUFFER_TWO_BARRIERS)]),
+           "race-free", "8 barriers for 4 slices", "one barrier per slice")
+
+
+@requires_simulator
+def test_07_one_buffer_with_one_barrier_is_a_race():
+    _fails(check_cell("07-double-buffer", replace=[(_loop_07(), ONE_BUFFER_ONE_BARRIER)]), "race", "sAT0")
+
+
+@requires_simulator
+def test_07_loads_after_the_compute_fail_and_skeleton_is_wrong():
+    loop = _loop_07()
+    late = loop.replace("        load_slice(k0 + BK)  # the next slice's loads are in flight during the compute\n"
+                        "        compute(sAT0, sB0)\n", "        compute(sAT0, sB0)\n        load_slice(k0 + BK)\n")
+    assert late != loop
+    _fails(check_cell("07-double-buffer", replace=[(loop, late)]), "after the compute")
+    _fails(check_cell("07-double-buffer", student_version=True), "result is wrong")
+
+
+# ---- 08: warp tiles ----------------------------------------------------------------------
+@requires_simulator
+def test_08_solution_passes_and_lesson_07_layout_fails_naming_warp_tiles():
+    fb = check_cell("08-warp-tile")
+    assert fb.ok, str(fb)
+    _fails(check_cell("08-warp-tile", student_version=True), "matches the float64 reference",
+           "not 32x64 warp tiles", "144")
+
+
+@requires_simulator
+def test_08_contiguous_columns_conflict_and_a_bad_mapping_is_wrong():
+    _fails(check_cell("08-warp-tile", replace=[("(lane % LN) * 4 + j % 4 + j // 4 * (LN * 4)",
+                                                "(lane % LN) * 8 + j")]), "bank conflicts")
+    _fails(check_cell("08-warp-tile", replace=[("(lane // LN) * 4 + i % 4", "(lane // LN) * 2 + i % 4")]),
+           "result is wrong")
+
+
+# ---- 09: symmetrize ---------------------------------------------------------------------
+@requires_simulator
+def test_09_solution_passes_and_skeleton_fails_naming_coalescing():
+    fb = check_cell("09-symmetrize")
+    assert fb.ok, str(fb)
+    _fails(check_cell("09-symmetrize", student_version=True), "is right", "not coalesced", "32 sectors")
+
+
+@requires_simulator
+def test_09_unpadded_tile_conflicts_and_a_wrong_index_is_wrong():
+    _fails(check_cell("09-symmetrize", replace=[("(TILE, 33), float32)", "(TILE, TILE), float32)")]),
+           "coalesced", "bank conflicts", "32-way", "Pad")
+    _fails(check_cell("09-symmetrize", replace=[("tile[tx, ty + j]  #", "tile[ty + j, tx]  #")]), "expected src[")
+
+
+# ---- 10 and the prediction helper -----------------------------------------------------
+def _extra_10():
+    from gemm_lessons.teaching import leaderboard
+    from gemm_lessons.records import results
+    return dict(leaderboard=leaderboard, record=results.load())
+
+
+def test_10_solution_passes_and_wrong_answers_fail():
+    fb = check_cell("10-next-step", extra=_extra_10())
+    assert fb.ok, str(fb)
+    _fails(check_cell("10-next-step", replace=[("change > 2", "change > 0")], extra=_extra_10()), "expected None")
+    _fails(check_cell("10-next-step", replace=[("max(gains", "min(gains")], extra=_extra_10()), "elsewhere")
+    _fails(check_cell("10-next-step", student_version=True, extra=_extra_10()), "NotImplementedError")
+
+
+def test_10_feedback_quotes_a_pair_at_the_largest_size_not_host_bound():
+    from gemm_lessons.kernels import ladder
+    from gemm_lessons.records import results
+    record = results.load()
+    cases = exercises.next_step_cases(record)
+    kernel, size = exercises.next_step_example(record, cases)
+    assert exercises.next_step_answer(record, kernel, size) is not None
+    with_it = exercises.next_step_answer(record, kernel, size)[0]
+    assert not any(r.host_bound for k in (kernel, with_it) for r in results.sgemm_rows(record, k, size))
+    assert kernel in ladder.SGEMM or kernel in ladder.VARIANTS
+    for k, sz in cases:  # no case asks about a host-bound pair
+        assert not any(r.host_bound for r in results.sgemm_rows(record, k, sz))
+    assert any(r.host_bound for r in record.sgemm)  # the record has some: the rule is exercised
+    larger = [c for c in cases if c[1] > size and exercises.next_step_answer(record, *c)]
+    for k, s in larger:  # every answer at a larger size involves a host-bound row
+        w = exercises.next_step_answer(record, k, s)[0]
+        assert any(r.host_bound for x in (k, w) for r in results.sgemm_rows(record, x, s))
+
+
+def test_prediction_says_how_close_and_where_measured():
+    p = exercises.compare_prediction(1.5, 2.0, "vec vs reg2d", "recorded on GPU X, 2026-01-01")
+    assert "you predicted 1.5" in repr(p) and "25% below" in repr(p) and "recorded on GPU X" in repr(p)
+    assert "no prediction written yet" in repr(exercises.compare_prediction(None, 2.0, "x", "y"))
+
+
+def test_every_05_10_exercise_has_a_cell_and_a_prediction_cell_per_lesson():
+    assert set(exercises.KERNEL_EXERCISES_05_10) <= set(exercises.ids())
+    for ex in exercises.KERNEL_EXERCISES_05_10:
+        exercise_cell(ex)
+    for lesson in ("05", "06", "07", "08", "09"):
+        text = open(os.path.join(REPO, "lessons", LESSONS[lesson] + ".py")).read()
+        assert "exercises.compare_prediction(" in text and "= None  # your prediction" in text, lesson

@@ -1,0 +1,441 @@
+"""Lesson 05 in steps: the kernels between reg2d and vec, what the compiler makes of each, and
+the record the lesson renders its numbers from.
+
+* Correctness: each new kernel against the float64 reference (relative Frobenius error,
+  non-square random inputs, output poisoned before the run), on the simulator.
+* The compiler: each step does what the lesson says it does, in SASS compiled offline for
+  sm_90 (needs the CUDA toolkit, no GPU; skipped unless GEMM_LESSONS_SIMULATOR=0):
+
+      export PATH=<site-packages>/nvidia/cu13/bin:$PATH
+      GEMM_LESSONS_SIMULATOR=0 python -m pytest -q -n 0 tests/test_lesson05_steps.py
+
+* The offline record: results/experiments/lesson05-offline-sass.json (tools/lesson05_offline.py)
+  holds what the lesson says of the offline SASS, and the lesson's cells render its numbers
+  (read in CI, no toolchain needed).
+* The record: results/experiments/lesson05-steps-<device>.json, or a clear "not recorded yet".
+"""
+import os
+import re
+
+import pytest
+
+import gemm_lessons as gl
+from conftest import requires_offline_sass, requires_simulator
+from gemm_lessons.core import backend
+from gemm_lessons.runs import bench
+from gemm_lessons.instruments import compiler_facts, offline_sass
+from gemm_lessons.kernels import ladder
+from gemm_lessons.teaching import leaderboard, lesson05_steps
+from gemm_lessons.course import lesson_source
+from gemm_lessons.records import results
+from gemm_lessons.records.schema import BenchRecord, Device, SgemmRow
+
+NEW = ["reg2d_unrolled", "transposed_a", "wide_loads"]
+RUNGS = {**ladder.SGEMM, **ladder.VARIANTS}
+
+
+# --- correctness (simulator) ----------------------------------------------------------------
+@requires_simulator
+@pytest.mark.parametrize("name", NEW)
+def test_each_new_kernel_matches_the_float64_reference(name):
+    shapes = [(68, 72, 20, 1.0, 0.0), (36, 44, 12, 1.5, -0.5)]
+    if not RUNGS[name].wide:  # any shape: K and N need not be multiples of 4
+        shapes.append((33, 45, 19, -1.0, 0.5))
+    for res in gl.check_all(RUNGS[name], shapes):
+        assert res.passed, res.message()
+
+
+@requires_simulator
+def test_wide_loads_refuses_rows_that_are_not_16_byte_aligned():
+    import numpy as np
+    from numba import cuda
+
+    A, B = cuda.to_device(np.ones((8, 6), np.float32)), cuda.to_device(np.ones((6, 8), np.float32))
+    with pytest.raises(ValueError, match="multiple of 4"):
+        RUNGS["wide_loads"](A, B, cuda.device_array((8, 8), np.float32))
+    assert RUNGS["wide_loads"].constraint == "K and N multiples of 4"
+    assert RUNGS["reg2d_unrolled"].constraint == RUNGS["transposed_a"].constraint == "any positive M, N, K"
+
+
+# --- the steps, as the package describes them ------------------------------------------------
+def test_the_steps_run_from_reg2d_to_vec_and_each_is_a_technique_pair():
+    assert lesson05_steps.NAMES[0] == "reg2d" and lesson05_steps.NAMES[-1] == "vec"
+    assert set(lesson05_steps.KERNELS) <= set(RUNGS)
+    for name in NEW:
+        assert ladder.VARIANTS[name].lesson == "05" and ladder.VARIANTS[name].variant
+    pairs = {(before, after) for _, _, before, after in leaderboard.TECHNIQUES}
+    steps = lesson05_steps.NAMES
+    for before, after in zip(steps, steps[1:]):
+        assert (before, after) in pairs, (before, after)
+        assert lesson05_steps.previous(after) == before
+    assert lesson05_steps.previous("reg2d") is None
+    with pytest.raises(KeyError, match="not a step"):
+        lesson05_steps.step("warptile")
+
+
+def _changed(before, after):
+    """The lines the diff of two steps' kernels removes or adds (not its headers)."""
+    diff = lesson_source.kernel_diff(lesson05_steps.step(before).module, lesson05_steps.step(after).module)
+    return [line[1:] for line in diff.split("\n")
+            if line[:1] in "+-" and not line.startswith(("+++", "---")) and "def sgemm_" not in line]
+
+
+def test_each_step_changes_one_thing_in_the_code():
+    # step 3: only the A tile's declaration, the store into it and the read from it
+    assert all("sA" in line or line.lstrip().startswith("for i in static_range(TM):") for line in
+               _changed("reg2d_unrolled", "transposed_a")), _changed("reg2d_unrolled", "transposed_a")
+    # step 4: only the staging (the float4 this thread fetches and where its values go)
+    changed = _changed("transposed_a", "wide_loads")
+    assert all(any(w in line for w in ("a_r", "a_c", "b_r", "b_c", "x0", "y0", "load4", "float4", "idx", "THREADS"))
+               or line.strip().startswith(("sAT[", "sB[", "else:", "r, c =")) for line in changed), changed
+    assert not any("C[" in line or "store4" in line for line in changed)
+    # step 5 (vec): the stores of C, the register cap, and vec's split / unroll_k switches
+    changed = _changed("wide_loads", "vec")
+    assert any("store4(C" in line for line in changed)
+    assert not any("load4(A" in line or "load4(B" in line or "sAT[a_c" in line for line in changed)
+
+
+def test_kernel_diff_compares_a_factory_kernel_with_a_module_level_one():
+    text = lesson_source.kernel_function("gemm_lessons/kernels/sgemm/vec.py")
+    assert text.startswith("@cuda.jit\n@unrolled\ndef sgemm_vec(A, B, C, alpha, beta):")
+    assert text.rstrip().endswith("alpha * acc[i, j + 2] + beta * o2, alpha * acc[i, j + 3] + beta * o3)")
+    with pytest.raises(ValueError, match="no 'def sgemm_"):
+        lesson_source.kernel_function("gemm_lessons/kernels/transpose/naive.py")
+
+
+# --- main_loop: the loop of a SASS listing, in both listing formats --------------------------
+CUOBJDUMP = """
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+        /*0010*/                   LDG.E.128 R4, [R2.64] ;
+        /*0020*/                   LDS.128 R8, [R0] ;
+        /*0030*/                   FFMA R12, R8, R4, R12 ;
+        /*0040*/                   FFMA R13, R9, R5, R13 ;
+        /*0050*/               @P0 BRA 0x20 ;
+        /*0060*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*0070*/               @P1 BRA 0x10 ;
+        /*0080*/                   EXIT ;
+        /*0090*/                   BRA 0x90;
+"""
+NVDISASM = """
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+.L_x_1:
+        /*0010*/                   LDG.E.128 R4, desc[UR4][R2.64] ;
+.L_x_0:
+        /*0020*/                   LDS.128 R8, [R0] ;
+        /*0030*/                   FFMA R12, R8, R4, R12 ;
+        /*0040*/                   FFMA R13, R9, R5, R13 ;
+        /*0050*/               @P0 BRA `(.L_x_0) ;
+        /*0060*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*0070*/               @P1 BRA `(.L_x_1) ;
+        /*0080*/                   EXIT ;
+.L_x_2:
+        /*0090*/                   BRA `(.L_x_2);
+"""
+
+
+@pytest.mark.parametrize("listing", [CUOBJDUMP, NVDISASM], ids=["cuobjdump", "nvdisasm"])
+def test_main_loop_finds_the_k_step_loop_and_the_slice_loop_around_it(listing):
+    assert compiler_facts.main_loop(listing) == {"inner": 4, "inner_FFMA": 2, "inner_LDS": 1, "outer_rest": 3}
+    assert compiler_facts.main_loop("/*0000*/ FFMA R1, R2, R3, R1 ;\n/*0010*/ EXIT ;") is None
+
+
+# --- the compiler, offline (sm_90) ------------------------------------------------------------
+offline = requires_offline_sass
+_facts = {}
+
+
+def sass(name):
+    """Offline SASS facts of a step, compiled as the GPU compiles it (with its register cap)."""
+    if name not in _facts:
+        caps = {"vec": None}  # the others carry lesson 04's cap of 128
+        _facts[name] = offline_sass.sass_facts(RUNGS[name].kernel, caps.get(name, 128))
+    return _facts[name]
+
+
+@offline
+@pytest.mark.parametrize("name", lesson05_steps.NAMES[1:])
+def test_offline_every_step_keeps_the_work_and_spills_nothing(name):
+    f = sass(name)
+    assert f["FFMA"] == 128 and f["spill_bytes"] == 0 and f["LDL"] == f["STL"] == 0, f
+    assert f["loop"]["inner_FFMA"] == 64 and f["loop"]["outer_rest"] is not None, f["loop"]  # one k-step per pass
+
+
+@offline
+def test_offline_step2_unrolling_shortens_the_k_step_loop_but_loads_stay_4_bytes():
+    before, after = sass("reg2d_contiguous"), sass("reg2d_unrolled")
+    assert after["loop"]["inner"] < before["loop"]["inner"], (before["loop"], after["loop"])
+    assert after["LDS"] == before["LDS"] == 16 and after["LDS.128"] == 0
+    assert after["LDG.E"] == before["LDG.E"] and after["LDG.E.128"] == 0
+
+
+def _lds_addresses(name):
+    """The address operand of every shared load in the offline SASS ('R113+UR6+0x20', ...):
+    these kernels read shared memory only in the k-step loop."""
+    listing, _ = offline_sass.compile_sass(RUNGS[name].kernel, 128)
+    return lesson05_steps.lds_addresses(listing)
+
+
+@offline
+def test_offline_step2_addresses_become_a_base_register_plus_a_constant():
+    """What the lesson says the shorter loop is made of: reg2d_contiguous computes every shared
+    address into a register before its LDS; reg2d_unrolled adds constants to two base registers."""
+    before, after = _lds_addresses("reg2d_contiguous"), _lds_addresses("reg2d_unrolled")
+    assert len(before) == len(after) == 16
+    assert all(re.fullmatch(r"R\d+", a) for a in before), before
+    assert len({a.split("+")[0] for a in after}) <= 2 and sum("+0x" in a for a in after) >= 14, after
+
+
+@offline
+def test_offline_without_step2_the_transposed_tile_gives_no_lds128():
+    """The lesson's reading that the steps work together: transposed_a with range loops instead
+    of static_range (step 3 without step 2) keeps sixteen 4-byte LDS."""
+    f = offline_sass.sass_facts(lesson05_steps.transposed_a_with_range_loops(), 128)
+    assert f["LDS.128"] == 0 and f["LDS"] == 16, f
+
+
+@offline
+def test_offline_step3_the_transposed_tile_gives_lds128():
+    before, after = sass("reg2d_unrolled"), sass("transposed_a")
+    assert before["LDS.128"] == 0 and before["LDS"] == 16
+    assert after["LDS.128"] == 4 and after["LDS"] == after["LDS.64"] == 0  # 8 + 8 floats in four 16-byte loads
+    assert after["loop"]["inner"] < before["loop"]["inner"]
+    assert after["LDG.E.128"] == 0 and after["STG.E.128"] == 0
+
+
+@offline
+def test_offline_step4_staging_with_ldg128():
+    before, after = sass("transposed_a"), sass("wide_loads")
+    assert before["LDG.E.128"] == 0 and after["LDG.E.128"] == 2  # one float4 of A and one of B per slice
+    assert after["LDG.E"] == 64  # what is left: the 4-byte loads of C when beta != 0
+    assert after["loop"]["inner"] == before["loop"]["inner"]  # the k-step is untouched ...
+    assert after["loop"]["outer_rest"] < before["loop"]["outer_rest"]  # ... the staging around it shrinks
+    assert after["LDS.128"] == 4 and after["STG.E.128"] == 0
+
+
+@offline
+def test_offline_step5_stores_with_stg128_and_the_same_main_loop():
+    before, after = sass("wide_loads"), sass("vec")
+    assert before["STG.E"] == 128 and after["STG.E"] == 0 and after["STG.E.128"] == 32
+    assert after["loop"] == before["loop"]
+
+
+@offline
+@pytest.mark.parametrize("name", ["wide_loads", "vec"])
+def test_offline_the_register_cap_no_longer_binds_from_step4_on(name):
+    """vec has no cap and wide_loads has lesson 04's: at these register counts the machine code
+    is the same either way, so step 5 changes the stores only."""
+    with_cap, without = offline_sass.sass_facts(RUNGS[name].kernel, 128), offline_sass.sass_facts(RUNGS[name].kernel)
+    assert with_cap == without and with_cap["regs"] < 128
+
+
+# --- the offline record (results/experiments/lesson05-offline-sass.json): read in CI ------------
+def test_the_offline_record_holds_the_lessons_claims():
+    """What the lesson says of the offline SASS, in the record tools/lesson05_offline.py wrote
+    (the @offline tests above check the same by compiling)."""
+    record = lesson05_steps.load_offline()
+    assert record is not None, "run: GEMM_LESSONS_SIMULATOR=0 python tools/lesson05_offline.py"
+    k = record["kernels"]
+    assert record["arch"] == "sm_90" and record["versions"]["ptxas"] and record["git_commit"]
+    for name in ("reg2d_contiguous", "reg2d_unrolled", "transposed_a", "wide_loads", "vec"):
+        assert k[name]["FFMA"] == 128 and k[name]["spill_bytes"] == 0 and k[name]["loop"]["inner_FFMA"] == 64, name
+    # (a) step 2: whole-register addresses before, two bases plus constant offsets after, a shorter loop
+    before, after = k["reg2d_contiguous"], k["reg2d_unrolled"]
+    assert before["LDS"] == after["LDS"] == 16 and before["LDS.128"] == after["LDS.128"] == 0
+    assert len(before["lds_addresses"]) == len(after["lds_addresses"]) == 16
+    assert all(re.fullmatch(r"R\d+", a) for a in before["lds_addresses"]), before["lds_addresses"]
+    bases = {re.sub(r"\+0x[0-9a-f]+$", "", a) for a in after["lds_addresses"]}
+    assert len(bases) == 2 and sum("+0x" in a for a in after["lds_addresses"]) == 14, after["lds_addresses"]
+    assert after["loop"]["inner"] < before["loop"]["inner"]
+    # (b) step 3: LDS.128
+    assert k["transposed_a"]["LDS.128"] == 4 and k["transposed_a"]["LDS"] == k["transposed_a"]["LDS.64"] == 0
+    # (c) step 5: the cap of 128 registers changes nothing for wide_loads and vec
+    for name in ("wide_loads", "vec"):
+        cap = record["register_cap"][name]
+        assert cap["identical_sass"] and cap["regs_with_cap"] == cap["regs_without_cap"] < 128, (name, cap)
+    # (d) the summary: without step 2's unrolling, the transposed tile gives no LDS.128
+    ranged = k[lesson05_steps.RANGE_LOOPS]
+    assert ranged["LDS"] == 16 and ranged["LDS.128"] == 0 and ranged["FFMA"] == 128
+
+
+def test_the_offline_cells_render_the_records_numbers():
+    record = lesson05_steps.load_offline()
+    k = record["kernels"]
+    where = (f"compiled offline for sm_90 on {record['date'][:10]}, commit {record['git_commit']}, ptxas "
+             + re.search(r"release ([\d.]+)", record["versions"]["ptxas"]).group(1))
+    a = lesson05_steps.offline_step2_addresses()
+    b = lesson05_steps.offline_step3_lds128()
+    c = lesson05_steps.offline_register_cap()
+    d = lesson05_steps.offline_without_step2()
+    for text in (a, b, c, d):
+        assert where in text, text
+    for name in ("reg2d_contiguous", "reg2d_unrolled"):
+        f = k[name]
+        assert f"| `{name}` | {f['LDS']} | {f['loop']['inner']} |" in a
+        assert ", ".join(f"`{x}`" for x in f["lds_addresses"]) in a
+    assert f"has {k['reg2d_unrolled']['loop']['inner']} instructions instead of {k['reg2d_contiguous']['loop']['inner']}" in a
+    t = k["transposed_a"]
+    assert f"| `transposed_a` | {t['LDS']} | {t['LDS.64']} | {t['LDS.128']} | {t['loop']['inner']} | {t['regs']} |" in b
+    assert f"with {t['LDS.128']} `LDS.128`" in b
+    for name, cap in record["register_cap"].items():
+        assert (f"`{name}`: {cap['regs_without_cap']} registers without a cap, {cap['regs_with_cap']} with "
+                f"`max_registers=128`, and the two SASS listings are the same, line for line") in c
+    r = k[lesson05_steps.RANGE_LOOPS]
+    assert f"| {r['LDS']} | {r['LDS.128']} | {r['loop']['inner']} | {r['FFMA']} |" in d
+    assert f"keeps {r['LDS']} 4-byte `LDS` and no `LDS.128`" in d
+
+
+def test_without_the_offline_record_the_cells_say_how_to_make_it(tmp_path):
+    path = str(tmp_path / "lesson05-offline-sass.json")
+    for render in (lesson05_steps.offline_step2_addresses, lesson05_steps.offline_step3_lds128,
+                   lesson05_steps.offline_register_cap, lesson05_steps.offline_without_step2):
+        text = render(path=path)
+        assert text.startswith("**Not recorded yet:**") and "python tools/lesson05_offline.py" in text, text
+
+
+# --- the record --------------------------------------------------------------------------------
+def _record(times, device="Test GPU", loop=None):
+    rows = [SgemmRow(kernel=k, M=4096, N=4096, K=4096, gflops=1e3 * t, gflops_p10=990 * t, gflops_p90=1010 * t,
+                     pct_cublas=100 * t / times["cublas"]) for k, t in times.items()]
+    compiler = {"vec": {"registers": 102, "loop": loop}} if loop else None
+    return BenchRecord(device=Device(name=device, peak_gflops=60000.0), date="2030-01-02T03:04:05", sgemm=rows,
+                       compiler=compiler)
+
+
+TIMES = {"cublas": 50.0, "reg2d": 10.0, "reg2d_contiguous": 10.0, "reg2d_unrolled": 16.0, "transposed_a": 20.0,
+         "wide_loads": 28.0, "vec": 30.0}
+
+
+def test_the_record_is_an_experiment_file_named_for_the_device(tmp_path):
+    path = lesson05_steps.record_path("Test GPU", str(tmp_path))
+    assert path == str(tmp_path / "experiments" / "lesson05-steps-test-gpu.json")
+    assert results.kind_of(path) == "experiment"
+    assert lesson05_steps.load("Test GPU", str(tmp_path)) is None
+    os.makedirs(os.path.dirname(path))
+    _record(TIMES).write(path)
+    assert lesson05_steps.load("Test GPU", str(tmp_path)).device.name == "Test GPU"
+
+
+@requires_simulator
+def test_without_a_record_the_cells_say_not_recorded_yet(tmp_path, monkeypatch):
+    monkeypatch.setattr(lesson05_steps, "load", lambda device=None, directory=None: None)
+    for shown in (lesson05_steps.measure_step("transposed_a"), lesson05_steps.summary(),
+                  lesson05_steps.compiler_facts({"vec": None})):
+        text = shown._repr_markdown_()
+        assert text.startswith("**Not recorded yet:**"), text
+        assert "results/experiments/lesson05-steps-nvidia-h100-80gb-hbm3.json" in text
+        assert "python -m gemm_lessons.teaching.lesson05_steps` on a GPU writes it" in text and str(tmp_path) not in text
+
+
+@requires_simulator
+def test_a_step_is_rendered_from_the_record():
+    text = lesson05_steps.measure_step("transposed_a", record=_record(TIMES))._repr_markdown_()
+    assert "**20.00 TFLOPS** at 4096x4096x4096 (p10-p90 19.80-20.20)" in text
+    assert "**1.25x** the step before, `reg2d_unrolled` (16.00 TFLOPS, timed in the same run)" in text
+    assert "40.0% of cuBLAS" in text and "Recorded on Test GPU, 2030-01-02 (not measured here" in text
+    first = lesson05_steps.measure_step("reg2d", record=_record(TIMES))._repr_markdown_()
+    assert "10.00 TFLOPS" in first and "the step before" not in first
+    missing = {k: v for k, v in TIMES.items() if k != "wide_loads"}
+    assert "not timed" in lesson05_steps.measure_step("wide_loads", record=_record(missing))._repr_markdown_()
+    with pytest.raises(ValueError, match="pass a kernel for each"):
+        lesson05_steps.measure_step("vec", {"vec": None})
+
+
+@requires_simulator
+def test_the_summary_gives_each_step_its_share_of_the_jump():
+    loop = {"inner": 83, "inner_FFMA": 64, "inner_LDS": 4, "outer_rest": 59}
+    s = lesson05_steps.summary(record=_record(TIMES, loop=loop))
+    rows = {name: row for name, *row in s.rows()}
+    assert [name for name, *_ in s.rows()] == lesson05_steps.NAMES
+    shares = [share for _, _, _, _, _, share in s.rows()[1:]]
+    assert sum(shares) == pytest.approx(100) and shares[1] == pytest.approx(30)  # 6 of the 20 TFLOPS gained
+    assert rows["vec"][3] == pytest.approx(30 / 28)
+    assert s.per_slice("vec") == (59 + 8 * 83, pytest.approx(100 * 512 / (59 + 8 * 83)))
+    assert s.per_slice("reg2d") is None  # no facts recorded for it
+    text = s._repr_markdown_()
+    assert "from `reg2d` to `vec`, 10.00 to 30.00 TFLOPS, 3.00x in all" in text
+    assert "| **cuBLAS** | for scale | 50.00 |" in text and "723 (71% FFMA)" in text
+
+
+@requires_simulator
+def test_the_issue_reading_sets_each_step_against_ffma_share_times_peak():
+    loop = {"inner": 83, "inner_FFMA": 64, "inner_LDS": 4, "outer_rest": 59}
+    s = lesson05_steps.summary(record=_record(TIMES, loop=loop))
+    text = s.issue_reading()
+    peak = s.comparison.peak_gflops
+    _, share = s.per_slice("vec")
+    ceiling = share / 100 * peak / 1e3
+    assert f"| `vec` | {share:.0f}% | {ceiling:.1f} | 30.00 | {100 * 30 / ceiling:.0f}% |" in text
+    assert "`reg2d` |" not in text  # no compiler facts recorded for it: no row
+    assert "No step reached more than" in text
+    assert lesson05_steps.NotRecorded("x", "y").issue_reading() == ""
+
+
+@requires_simulator
+def test_the_summary_plot_draws_one_bar_per_step():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    ax = lesson05_steps.summary(record=_record(TIMES)).plot()
+    assert [t.get_text() for t in ax.get_xticklabels()] == lesson05_steps.NAMES
+
+
+@pytest.mark.skipif(not backend.SIMULATOR, reason="on a GPU it would run the benchmark")
+def test_the_command_refuses_on_the_simulator():
+    with pytest.raises(SystemExit, match="needs a GPU"):
+        lesson05_steps.main(["--sizes", "64"])
+
+
+def test_the_command_times_variants_at_every_size_it_asks_for(monkeypatch, tmp_path):
+    """lesson05_steps runs bench on exactly its kernels, both sizes, variants included at 8192."""
+    seen = {}
+
+    def fake_bench(argv):
+        seen["argv"] = argv
+        out = argv[argv.index("--out") + 1]
+        _record(TIMES).write(os.path.join(out, "test-gpu.json"))
+        return 0
+
+    monkeypatch.setattr(bench, "main", fake_bench)
+    assert lesson05_steps.main(["--out", str(tmp_path)]) == 0
+    argv = seen["argv"]
+    kernels = argv[argv.index("--kernels") + 1:argv.index("--sizes")]
+    assert kernels == lesson05_steps.KERNELS and set(kernels) <= set(RUNGS)
+    assert argv[argv.index("--sizes") + 1:argv.index("--sizes") + 3] == ["4096", "8192"]
+    assert argv[argv.index("--variant-limit") + 1] == "8192" and "--shapes" in argv
+    written = lesson05_steps.load("Test GPU", str(tmp_path))
+    assert written.command.startswith("python -m gemm_lessons.teaching.lesson05_steps --out")
+    assert "gemm_lessons.runs.bench --kernels reg2d" in written.command
+
+
+def test_lesson10_takes_the_pairs_its_record_lacks_from_the_steps_run():
+    record = results.load()
+    steps = _record(TIMES, device=record.device.name)
+    steps.command = "python -m gemm_lessons.teaching.lesson05_steps --no-progress (= python -m gemm_lessons.runs.bench ...)"
+    plain = leaderboard.technique_effects(record)
+    both = leaderboard.technique_effects(record, extra=[None, steps])
+    sources = {(before, after): e.source for e in both for _, _, before, after, *_ in [e]}
+    for before, after in zip(lesson05_steps.NAMES[1:], lesson05_steps.NAMES[2:]):
+        if not (results.sgemm_rows(record, before) and results.sgemm_rows(record, after)):  # not in the bench run
+            assert sources[(before, after)].endswith("`python -m gemm_lessons.teaching.lesson05_steps`")
+    assert all(sources[(b, a)] is None for _, _, b, a, *_ in plain)  # the bench run's own pairs stay its own
+    assert len(both) >= len(plain)
+    text = leaderboard.effects_markdown(both)
+    if any(e.source for e in both):
+        assert " †" in text and "† timed together in another run: Test GPU" not in text  # named by its device
+        assert f"† timed together in another run: {record.device.name}, 2030-01-02" in text
+
+
+def test_lesson_05_reads_the_recorded_h100_compiler_as_it_says():
+    """Lesson 05 says: in the H100 run, steps 3 and 4 kept 4-byte LDS and only vec has LDS.128."""
+    import json
+    import os
+
+    from gemm_lessons.records import results
+
+    path = results.path_for("experiment", results.REFERENCE_DEVICE, name="lesson05-steps")
+    if not os.path.exists(path):
+        pytest.skip("no lesson 05 steps record")
+    facts = json.load(open(path))["compiler"]
+    for name in ("transposed_a", "wide_loads"):
+        assert facts[name]["sass"].get("LDS.128", 0) == 0 and facts[name]["sass"]["LDS"] == 16, name
+    assert facts["vec"]["sass"]["LDS.128"] == 4 and facts["vec"]["sass"].get("LDS", 0) == 0

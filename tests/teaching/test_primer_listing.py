@@ -1,0 +1,199 @@
+"""The primer's kernels, its compiler listing and its memory-hierarchy table."""
+import json
+
+import numpy as np
+import pytest
+
+from gemm_lessons.teaching import hierarchy
+from gemm_lessons.instruments import compiler_facts
+from gemm_lessons.measure import latency
+from gemm_lessons.records import results
+from gemm_lessons.measure.device import DOCUMENTED_H100
+from gemm_lessons.teaching import primer_listing as listing
+from gemm_lessons.kernels.primer import reverse, saxpy
+
+from conftest import requires_simulator
+from test_latency import _fake_record
+
+
+@pytest.mark.parametrize("n", [1, 255, 256, 257, 1000])
+def test_saxpy_launch_covers_every_element(n):
+    assert saxpy.blocks_for(n) * saxpy.THREADS >= n > (saxpy.blocks_for(n) - 1) * saxpy.THREADS
+    rng = np.random.default_rng(n)
+    x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    from numba import cuda
+
+    out = cuda.to_device(np.full(n, np.nan, np.float32))
+    saxpy.launch(1.5, cuda.to_device(x), cuda.to_device(y), out)
+    np.testing.assert_allclose(out.copy_to_host(), 1.5 * x + y, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("n", [1, 127, 128, 300])
+def test_reverse_slices(n):
+    from numba import cuda
+
+    x = np.arange(n, dtype=np.float32)
+    out = cuda.to_device(np.full(n, np.nan, np.float32))
+    reverse.launch(cuda.to_device(x), out)
+    assert np.array_equal(out.copy_to_host(), reverse.reference(x))
+
+
+def test_recorded_listing_reads():
+    rec = listing.load()
+    assert rec is not None and set(rec["kernels"]) == {"saxpy", "reverse_slices"}
+    k = rec["kernels"]["saxpy"]
+    body = listing.ptx_body(k["ptx"])
+    assert "fma.rn.f32" in body and "ld.param" not in body and ".reg" not in body
+    sass = listing.sass_until_exit(k["sass"])
+    assert sass.splitlines()[-1].strip().endswith("EXIT ;") and "NOP" not in sass
+    assert all(".byte" not in l and ".word" not in l for l in sass.splitlines())  # no cubin metadata
+    assert sass.splitlines()[0].split("*/")[1].split()[0] == "LDC"  # starts at the first instruction
+    table = listing.explain_opcodes(k["sass"])
+    for op in ("FFMA", "LDG", "STG", "S2R", "ISETP"):
+        assert f"| `{op}` |" in table
+    # the table counts what the primer prints: every printed line once, no padding after EXIT
+    counted = sum(int(row.split("|")[2]) for row in table.splitlines()[2:])
+    assert counted == len(sass.splitlines()) and "`NOP`" not in table and "`BRA`" not in table
+    summary = k["sass_summary"]
+    count = lambda prefix: sum(n for op, n in summary.items() if op.startswith(prefix))  # noqa: E731
+    assert (count("FFMA"), count("LDG"), count("STG")) == (1, 2, 1)
+    r = rec["kernels"]["reverse_slices"]["sass_summary"]
+    assert r.get("STS") == r.get("LDS") == 1 and any(op.startswith("BAR.SYNC") for op in r)
+
+
+def test_sass_until_exit_keeps_the_code_only():
+    raw = "\n".join(["/*0000*/ \t.byte\t0x04, 0x2f", "/*0004*/ \t.word\tindex@(_Z1k)", "/*0030*/ \t.string\t\"ptxas\"",
+                     "/*0000*/                   LDC R1, c[0x0][0x28] ;",
+                     "/*0010*/               @P0 EXIT ;",
+                     "/*0020*/                   FFMA R5, R4, UR6, R7 ;",
+                     "/*0030*/                   EXIT ;",
+                     "/*0040*/                   BRA `(.L_x_0);",
+                     "/*0050*/                   NOP;"])
+    code = listing.sass_until_exit(raw)
+    assert code.splitlines()[0].endswith("LDC R1, c[0x0][0x28] ;") and code.splitlines()[-1].endswith("EXIT ;")
+    assert len(code.splitlines()) == 4 and listing.sass_until_exit(code) == code
+    assert listing.clean_sass(raw) == code
+    assert "| `EXIT` | 2 |" in listing.explain_opcodes(raw) and "NOP" not in listing.explain_opcodes(raw)
+    assert listing.count(raw, "FFMA") == 1
+
+
+def test_the_recorded_listing_is_trimmed_when_read(tmp_path):
+    with open(listing.RECORD) as f:
+        raw = json.load(f)
+    path = tmp_path / "primer-listing.json"
+    path.write_text(json.dumps(raw))
+    read = listing.load(str(path))
+    for name, k in raw["kernels"].items():
+        assert read["kernels"][name]["sass"] == listing.sass_until_exit(k["sass"])
+        assert len(read["kernels"][name]["sass"]) <= len(k["sass"])
+
+
+@requires_simulator
+def test_listing_on_the_simulator_is_the_record_and_the_command_refuses():
+    how, kernels = listing.listing()
+    assert how.startswith("recorded:") and "saxpy" in kernels
+    # the primer says how the listing was made from the record's own words
+    assert listing.made_by(how) == (listing.made_by("compiled offline for sm_90 without a GPU")
+                                    if "offline" in listing.load()["how"] else listing.made_by("compiled on X by numba"))
+    assert "ptxas" in listing.made_by("compiled offline for sm_90 without a GPU (...)")
+    assert "on a GPU" in listing.made_by("compiled on NVIDIA H100 80GB HBM3 (compute capability 9.0) by numba")
+    with pytest.raises(SystemExit):
+        listing.main([])
+
+
+@requires_simulator
+def test_hierarchy_without_a_record_uses_documented_sizes(tmp_path, monkeypatch):
+    monkeypatch.setattr(results, "RESULTS_DIR", str(tmp_path))  # no records at all
+    h = hierarchy.hierarchy()
+    assert h.latency_record is None and "documented" in h.size_source and "not measured yet" in h.latency_source
+    text = h._repr_markdown_()
+    assert "| L2 cache | all SMs | 50 MiB | not measured yet |" in text
+    assert "hopper-tuning-guide" in text
+
+
+@requires_simulator
+def test_hierarchy_with_a_record_shows_its_sizes_and_latencies(tmp_path, monkeypatch):
+    rec = _fake_record()
+    rec["limits"].update(registers_per_sm=65536, shared_bytes_per_sm=233472, shared_bytes_per_block_optin=232448,
+                         global_bytes=80 * 2**30, compute_capability=[9, 0])
+    (tmp_path / "latency-fake-gpu.json").write_text(json.dumps(rec))
+    monkeypatch.setattr(results, "RESULTS_DIR", str(tmp_path))
+    h = hierarchy.hierarchy()
+    assert h.latency_record["device"]["name"] == "Fake GPU"
+    text = h._repr_markdown_()
+    assert "recorded on Fake GPU, 2026-01-01" in text
+    assert "| L2 cache | all SMs | 50 MiB | 260 cycles, 130 ns (4 MiB working set) |" in text
+    assert "| shared memory | the threads of one block | 228 KiB per SM, 227 KiB per block at most | 29 cycles |" in text
+    assert [r["short_latency"] for r in h.rows][2:] == ["30 cycles", "260 cycles", "700 cycles"]
+    assert latency.load(directory=str(tmp_path))["device"]["name"] == "Fake GPU"
+
+
+def test_the_saxpy_walkthrough_is_made_from_the_listing():
+    k = listing.load()["kernels"]["saxpy"]
+    text = listing.saxpy_walkthrough(k)
+    lines = {i["text"] for i in listing.instructions(k["sass"])}
+    quoted = [q for q in text.split("`") if q in lines]
+    assert len(quoted) >= 8  # S2R x 2, IMAD.WIDE, SHF, ISETP x 2, EXIT, LDG x 2, FFMA, STG
+    assert any(q.startswith("IMAD.WIDE") for q in quoted) and any(q.startswith("FFMA") for q in quoted)
+    assert "`@P0 EXIT`" in text and "predicate register `P0`" in text
+    n = listing.count(k["sass"], "LOP3")
+    assert f"x {n}: each array" in text and "wraparound" in text
+    assert f"`FFMA` in this listing: {listing.count(k['sass'], 'FFMA')}" in text
+    # each load named by the FFMA operand it feeds: x[i] is multiplied by a, y[i] added
+    ffma = next(i for i in listing.instructions(k["sass"]) if i["base"] == "FFMA")
+    times, plus = ffma["operands"][1].split(".")[0], ffma["operands"][3].split(".")[0]
+    for i in listing.instructions(k["sass"]):
+        if i["base"] == "LDG":
+            dest = i["operands"][0].split(".")[0]
+            assert f"`{i['text']}` loads `{'x' if dest == times else 'y' if dest == plus else '?'}[i]`" in text
+
+
+def test_the_walkthrough_says_what_a_listing_lacks():
+    k = listing.load()["kernels"]["saxpy"]
+    bare = {"sass": "\n".join(l for l in k["sass"].splitlines() if "S2R" not in l and "LOP3" not in l), "ptx": ""}
+    text = listing.saxpy_walkthrough(bare)
+    assert "does not read `SR_TID.X`" in text and "Negative indices" not in text
+    assert "`FFMA` in this listing: 1" in text
+
+
+def test_describe_facts_follows_the_record():
+    naive = {"registers": 28, "local_bytes": 0, "sass": {"LDG.E": 11}}
+    spills = {"registers": 128, "local_bytes": 32, "sass": {"LDL": 8, "STL": 8}}
+    no_spill = {"registers": 128, "local_bytes": 0, "sass": {}}
+    wide = {"registers": 102, "local_bytes": 0, "sass": {"LDS.128": 4, "LDG.E.128": 18}}
+    narrow = {"registers": 90, "local_bytes": 0, "sass": {"LDS": 4}}
+    text = listing.describe_facts({"naive": naive, "vec": wide, "reg2d_contiguous": spills}, "here")
+    assert "loads 4 bytes at a time (`LDG.E` x 11" in text and "`LDS.128` x 4" in text
+    assert "spills: 32 bytes" in text and "`LDL` x 8" in text
+    text = listing.describe_facts({"vec": narrow, "reg2d_contiguous": no_spill}, "here")
+    assert "no 16-byte (`.128`) instruction" in text and "does not spill" in text and "naive" not in text
+    assert "none of these kernels" in listing.describe_facts({}, "here")
+
+
+def test_cc90_limits_are_those_the_occupancy_arithmetic_uses():
+    for key, what, value, source in hierarchy.CC90_LIMITS:
+        assert source and "](http" in source or "cuda_occupancy.h" in source
+        if key is not None:
+            assert compiler_facts.SM_LIMITS_CC90[key] == value, what
+    assert DOCUMENTED_H100["shared_bytes_per_block_optin"][0] == hierarchy.OPTIN_SHARED_BYTES_PER_BLOCK
+    unit = hierarchy.REGISTER_ALLOCATION_UNIT
+    for regs in (24, 33, 40, 64, 168):  # blocks_per_sm rounds a warp's registers up to the unit
+        per_block = -(-regs * 32 // unit) * unit * 8
+        assert compiler_facts.blocks_per_sm(regs, 0, 256)[0] == min(65536 // per_block, 8)
+    table = hierarchy.cc90_limits_markdown()
+    assert "compute capability 9.0" in table and "| 1,024 (1 KiB) |" in table
+
+
+@requires_simulator
+def test_this_gpu_reads_the_records(tmp_path, monkeypatch):
+    monkeypatch.setattr(results, "RESULTS_DIR", str(tmp_path))
+    assert hierarchy.this_gpu() is None and "No GPU here, and no record" in hierarchy.this_gpu_markdown()
+    rec = _fake_record()
+    rec["device"].update(compute_capability=[8, 0], sm_count=108)
+    rec["limits"].update(warp_size=32)
+    (tmp_path / "latency-fake-gpu.json").write_text(json.dumps(rec))
+    gpu = hierarchy.this_gpu()
+    assert (gpu["compute_capability"], gpu["sm_count"], gpu["warp_size"]) == ("8.0", 108, 32) and gpu["simulator"]
+    text = hierarchy.this_gpu_markdown(gpu)
+    assert "compute capability **8.0**" in text and "documented for compute capability 9.0" in text
+    assert "results/arch-facts.md" in text  # where a smaller GPU's limits meet the course's kernels

@@ -149,7 +149,7 @@ lesson05_steps.measure_step("reg2d_contiguous")  # both from the package; on the
 # reads from a register holding a whole address; in that of `reg2d_unrolled`, the 16 addresses
 # are two bases plus constant offsets, and the k-step loop is shorter. The cell shows the
 # address operands and loop lengths recorded by `tools/lesson05_offline.py`;
-# `tests/test_lesson05_steps.py` checks both in the record, and again by compiling where the
+# `tests/teaching/test_lesson05_steps.py` checks both in the record, and again by compiling where the
 # toolkit is installed. The **inner loop** column below shows what the GPU's compiler made, and
 # the *local bytes* column a second difference: `reg2d_unrolled` spills nothing. Whether the spill it
 # removes mattered, these numbers cannot say: step 1 added it and ran at the same speed, but its
@@ -243,7 +243,7 @@ lesson05_steps.measure_step("reg2d_unrolled", {
 # every four neighbouring reads into one `LDS.128`, 4 per k-step instead of 16 `LDS`. Whether
 # it does is the compiler's choice, and two toolchains disagreed here: compiled offline (numba's
 # NVVM and the CUDA toolkit's ptxas, on a machine without a GPU: the next cell, with the
-# versions; `tests/test_lesson05_steps.py` checks it) this kernel gets `LDS.128`; in the H100
+# versions; `tests/teaching/test_lesson05_steps.py` checks it) this kernel gets `LDS.128`; in the H100
 # run recorded for this lesson it kept sixteen 4-byte `LDS`, and so did step 4's kernel (the
 # compiler facts below show what your GPU's compiler made). Only `vec`, in step 5, has
 # `LDS.128` in that run. We did not find out why (step 5 names one suspect, the register cap).
@@ -461,7 +461,7 @@ lesson05_steps.measure_step("wide_loads", {
 # `t_row + (i % 4 + i // 4 * ROW_GAP)` is `t_row + i`) and the `unroll_k` switch measured at the
 # end of the lesson. A third may matter: `vec` has no register cap, where steps 1 to 4 carry
 # lesson 04's `max_registers=128`. Compiled offline, the cap changes nothing (the SASS of `vec`
-# and of `wide_loads` is the same with and without it: the next cell; `tests/test_lesson05_steps.py`
+# and of `wide_loads` is the same with and without it: the next cell; `tests/teaching/test_lesson05_steps.py`
 # checks both), but on the H100 the two capped kernels whose reads could merge (`transposed_a`,
 # `wide_loads`) kept 4-byte `LDS` while the uncapped `vec` got `LDS.128`, as did the uncapped
 # exercise kernel below. So on the GPU's own compiler the cap may be what kept the reads
@@ -623,7 +623,7 @@ print(f"loads: {t['instructions']} warp instructions, {t['wavefronts']} wavefron
 # depends on the order: the changes work together (the 16-byte shared reads needed steps 1 and 3, and, judging
 # from the offline SASS in the next cell, the compile-time unrolling of step 2: `transposed_a`
 # written with `range` loops instead of `static_range` keeps sixteen 4-byte `LDS`;
-# `tests/test_lesson05_steps.py` checks it), so another order would share the jump out
+# `tests/teaching/test_lesson05_steps.py` checks it), so another order would share the jump out
 # differently.
 
 # %%

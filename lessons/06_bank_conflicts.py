@@ -39,7 +39,7 @@ measure_step.recorded(["vec", "cublas"])  # where we start; this lesson's rung i
 #   the largest number of *distinct* words that fall into one bank (an **n-way conflict**).
 #
 # `bank_model.wavefronts(addresses, width)` implements exactly these rules. The examples below are
-# the ones source article [[3]](REFERENCES.md#seed-002) draws in its section on banks, and each is also a unit test (`tests/test_banks.py`).
+# the ones source article [[3]](REFERENCES.md#seed-002) draws in its section on banks, and each is also a unit test (`tests/instruments/test_shared_tracer.py`).
 
 # %%
 # NBVAL_CHECK_OUTPUT

@@ -368,12 +368,12 @@ plt.tight_layout()
 # (G, tile columns, groups), and block (x, y, z) computes tile row z * G + x, tile column y (the
 # first lines of the kernel in lesson 07's cell). In the order of their linear index, x fastest,
 # the blocks walk down G rows of a column, then the next column, then the next group: Triton's
-# order (a test, [`test_block_order.py`](../tests/test_block_order.py), checks it for hundreds of
+# order (a test, [`test_block_order.py`](../tests/teaching/test_block_order.py), checks it for hundreds of
 # grid shapes, and the kernel's results on the simulator). When G does not divide the tile rows,
 # the last group has fewer rows and its spare blocks return at once. Triton's form needs integer
 # divisions by numbers known only at run time; the 3-D grid needs none: a multiply and an add,
 # and a check for the spare blocks. The kernel's main loop keeps the same instructions (a test,
-# [`test_sass_equal.py`](../tests/test_sass_equal.py), compiles the loops with and without
+# [`test_sass_equal.py`](../tests/kernels/test_sass_equal.py), compiles the loops with and without
 # GROUP_M = 8 offline for sm_90, the H100's architecture, and compares them). Whether the few
 # instructions outside the loop cost time, the timings below cannot say apart from the change of
 # order.

@@ -603,7 +603,7 @@ Markdown(library_report.split_k_sentence(rec))
 # aligned and N a multiple of 4, so the library adds those plans' parts with
 # `gemm_lessons/kernels/library/splitk_reduce_wide.py`: the same loop, each thread four neighbouring
 # columns with lesson 05's 16-byte `load4` and `store4`. It gives the same bits as the one-float
-# kernel when beta is 0; with beta they differ by at most one rounding (`tests/test_library.py`
+# kernel when beta is 0; with beta they differ by at most one rounding (`tests/library/test_device_arrays.py`
 # checks both), likely because the compiler fuses the multiply-adds of the two kernels differently
 # (their SASS was not compared). Timed
 # side by side, with what the bytes alone would take:

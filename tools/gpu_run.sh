@@ -16,7 +16,7 @@
 #              process at 4096^3, 8192^3, 16384^3 -> $OUT/l2order-<device>.json (keep as results/experiments/);
 #              then ncu L2 / DRAM counters of one launch of each at 8192^3 -> $OUT/ncu-l2order.csv (about 4 minutes)
 #   profile    ncu memory counters of the copy, sgeam and the transposes -> $OUT/ncu-transpose.csv
-#   profiler   the profiler inside the lessons (gl.profile): tests/test_profiler.py, whose GPU test profiles
+#   profiler   the profiler inside the lessons (gl.profile): tests/instruments/test_profiler.py, whose GPU test profiles
 #              real kernels under ncu -> logs/profiler-tests.log; then the counters of lessons 01, 04, 06
 #              and 08 recorded -> $OUT/ncu-lessons-<device>.csv (for results/), their tables -> logs/profiler-tables.md
 #   sanitize   compute-sanitizer memcheck + racecheck (or $SANITIZE_TOOLS) over every kernel (or $SANITIZE_ONLY) -> logs
@@ -86,7 +86,7 @@ for step in "$@"; do
           python3 tools/transpose_profile.py run > "$OUT/ncu-transpose.csv" 2> "$OUT/logs/ncu-transpose.err"
       echo "profile rc=$?" >> "$OUT/logs/steps.log" ;;
     profiler)
-      timeout 300 python3 -m pytest -q -s -rs -n 0 -p no:cacheprovider tests/test_profiler.py \
+      timeout 300 python3 -m pytest -q -s -rs -n 0 -p no:cacheprovider tests/instruments/test_profiler.py \
           > "$OUT/logs/profiler-tests.log" 2>&1
       echo "profiler tests rc=$? $(tail -1 "$OUT/logs/profiler-tests.log")" >> "$OUT/logs/steps.log"
       # one ncu run (--clock-control none) over the lessons' kernels, each launched once at 4096^3

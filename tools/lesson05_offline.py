@@ -4,7 +4,7 @@
 
 Needs numba's libnvvm, ptxas and cuobjdump (gemm_lessons.instruments.offline_sass; a ptxas at least as new as
 the PTX numba's libnvvm writes: with pip's CUDA 13 packages, put site-packages/nvidia/cu13/bin
-first on PATH or set $PTXAS).  For each kernel, compiled as tests/test_lesson05_steps.py compiles
+first on PATH or set $PTXAS).  For each kernel, compiled as tests/teaching/test_lesson05_steps.py compiles
 it (lesson 04's cap of 128 registers, none for vec): registers, spill bytes, the instruction
 counts of offline_sass.sass_facts, the main loop (inspect_kernel.main_loop: the k-step loop and
 the loop around it) and the address operand of every shared load.  wide_loads and vec are also

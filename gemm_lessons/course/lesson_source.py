@@ -8,7 +8,7 @@ Each lesson is a pair (see jupytext.toml):
 
 ``python -m gemm_lessons.course.lesson_source --build`` writes each notebook's cells from its source,
 keeping the stored outputs of every cell whose text did not change (JupyterLab with jupytext
-installed does the same on save).  tests/test_lesson_sources.py fails when a notebook and its
+installed does the same on save).  tests/course/test_lesson_sources.py fails when a notebook and its
 source disagree.
 
 Kernel cells: a kernel module marks the code a lesson shows with ``# lesson-cell: begin`` /

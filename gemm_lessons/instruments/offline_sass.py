@@ -5,7 +5,7 @@ numba turns the kernel's Python function into PTX through libnvvm (no driver nee
 GEMM_LESSONS_SIMULATOR=0 and put the CUDA toolkit's bin directory (ptxas, cuobjdump) on PATH.
 The GPU's own driver may compile the same PTX slightly differently: a quick look before
 spending GPU time, and the check that two versions of a kernel give the same machine code
-(tests/test_sass_equal.py).
+(tests/kernels/test_sass_equal.py).
 """
 import collections
 import os

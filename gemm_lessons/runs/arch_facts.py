@@ -17,7 +17,7 @@ compute capability (``ARCHS``).
 ``--write`` writes results/arch-facts.json (the record), results/arch-facts.md (its tables)
 and the README's "Smaller GPUs" block; ``--rederive`` redoes everything computed from the
 compiler's facts (after a change to ``occupancy`` or ``ARCHS``) without compiling.
-tests/test_arch_facts.py checks the record against ``occupancy`` and the kernel list without
+tests/runs/test_arch_facts.py checks the record against ``occupancy`` and the kernel list without
 compiling anything.
 
 Sources of the limits in ``ARCHS``:

@@ -12,7 +12,7 @@ decide how much of what they read is already in the L2.
   groups of ``group_m`` tile rows, walked column by column within a group; ``group_m = 1`` is
   row-major order.  The kernel gets the same order without dividing: its grid is
   (group_m, tile columns, groups) and block (x, y, z) takes tile (z * group_m + x, y)
-  (``kernel_order``; tests/test_block_order.py checks that the two orders agree).
+  (``kernel_order``; tests/teaching/test_block_order.py checks that the two orders agree).
 * ``first_wave`` and ``model``: a model, not a measurement, of what the order does to the L2
   (see ``model``'s docstring for what it assumes).
 * ``load_record``, ``load_counters`` and the ``*_markdown`` / ``*_sentence`` functions: what

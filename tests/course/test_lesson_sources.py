@@ -7,7 +7,7 @@ from gemm_lessons.course import lesson_source
 from conftest import REPO
 
 KERNEL_MODULES = sorted(
-    os.path.relpath(p, REPO) for p in glob.glob(os.path.join(REPO, "gemm_lessons", "*", "*.py"))
+    os.path.relpath(p, REPO) for p in glob.glob(os.path.join(REPO, "gemm_lessons", "**", "*.py"), recursive=True)
     if lesson_source.BEGIN in open(p).read())
 
 

@@ -6,9 +6,9 @@ spills and counts of the instructions the lessons talk about.  Needs the CUDA to
 (libnvvm through numba, ptxas, cuobjdump), no GPU:
 
     export PATH=<site-packages>/nvidia/cu13/bin:$PATH
-    GEMM_LESSONS_SIMULATOR=0 python -m pytest -q tests/test_sass_equal.py
+    GEMM_LESSONS_SIMULATOR=0 python -m pytest -q tests/kernels/test_sass_equal.py
     GEMM_LESSONS_SASS_SWEEP=1 ...   # also the 21 configurations of tuning.lesson_configs()
-    GEMM_LESSONS_SIMULATOR=0 python tests/test_sass_equal.py --record   # write a new baseline
+    GEMM_LESSONS_SIMULATOR=0 python tests/kernels/test_sass_equal.py --record   # write a new baseline
 
 Skipped on the simulator, without the toolchain (CI), and unless GEMM_LESSONS_SIMULATOR=0 is set.
 """

@@ -7,7 +7,7 @@ the record the lesson renders its numbers from.
   sm_90 (needs the CUDA toolkit, no GPU; skipped unless GEMM_LESSONS_SIMULATOR=0):
 
       export PATH=<site-packages>/nvidia/cu13/bin:$PATH
-      GEMM_LESSONS_SIMULATOR=0 python -m pytest -q -n 0 tests/test_lesson05_steps.py
+      GEMM_LESSONS_SIMULATOR=0 python -m pytest -q -n 0 tests/teaching/test_lesson05_steps.py
 
 * The offline record: results/experiments/lesson05-offline-sass.json (tools/lesson05_offline.py)
   holds what the lesson says of the offline SASS, and the lesson's cells render its numbers

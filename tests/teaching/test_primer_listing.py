@@ -13,7 +13,7 @@ from gemm_lessons.teaching import primer_listing as listing
 from gemm_lessons.kernels.primer import reverse, saxpy
 
 from conftest import requires_simulator
-from test_latency import _fake_record
+from measure.test_latency import _fake_record  # tests/ is on the path (pyproject.toml)
 
 
 @pytest.mark.parametrize("n", [1, 255, 256, 257, 1000])

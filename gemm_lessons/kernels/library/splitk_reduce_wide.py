@@ -8,7 +8,7 @@ threads and of the load and store instructions for the same bytes.  Under Nsight
 took a quarter of gl.sgemm's time on the GPU, next to the product's kernel.  Same order of the
 sums (part 0 first) as splitk_reduce.py: the same bits when beta is 0; with beta, the compiler
 may fuse alpha * total + beta * C into one FMA differently in the two kernels, a difference of
-one rounding (tests/test_library.py).  Either kernel gives the same bits on every call.
+one rounding (tests/library/test_device_arrays.py).  Either kernel gives the same bits on every call.
 """
 from numba import cuda
 

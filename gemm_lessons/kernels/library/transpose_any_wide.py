@@ -43,7 +43,7 @@ def staging_width(TILE, rows=0, cols=0):
     8 banks are the other half-warp's (4-way) when (rows % 4) * (WIDTH + cols % 4) % 4 == 1.
     Of TILE + 5 and TILE + 7 (1 and 3 mod 4) one always avoids that: the shape picks it.
     (Worked out for TILE = 64: 16 lanes per dst row, two rows per warp; the bank tracer checks
-    it, tests/test_transpose_any_wide.py.  Smaller tiles put more rows in a warp.)"""
+    it, tests/kernels/test_transpose_any_wide.py.  Smaller tiles put more rows in a warp.)"""
     for width in (TILE + 5, TILE + 7):
         if (rows % 4) * (width + cols % 4) % 4 != 1:
             return width

@@ -3,7 +3,7 @@
 One change to reg2d_unrolled.py: the A tile is stored as ``sAT[k, m]`` (each value written
 to its transposed place on the way in), so a thread's 8 values of A for one k are neighbours,
 like its 8 values of B.  Nothing asks for 16-byte loads: NVVM merges each 4 neighbouring,
-aligned shared reads into one LDS.128 by itself (tests/test_lesson05_steps.py checks the SASS).
+aligned shared reads into one LDS.128 by itself (tests/teaching/test_lesson05_steps.py checks the SASS).
 """
 import numpy as np
 from numba import cuda, float32

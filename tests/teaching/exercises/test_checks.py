@@ -11,7 +11,7 @@ from gemm_lessons.teaching import exercises
 from gemm_lessons.course import student
 
 from conftest import REPO
-from test_exercises_01_04 import COVERED as COVERED_01_04  # the kernel exercises of lessons 01-04
+from test_lessons_01_04 import COVERED as COVERED_01_04  # the kernel exercises of lessons 01-04
 
 NOTEBOOKS = sorted(glob.glob(os.path.join(REPO, "notebooks", "*.ipynb")))
 

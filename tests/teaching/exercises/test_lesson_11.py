@@ -12,7 +12,7 @@ import pytest
 from conftest import REPO, requires_simulator
 from gemm_lessons.teaching import exercises
 from gemm_lessons.course import student
-from test_exercises_05_10 import run_cell
+from test_lessons_05_10 import run_cell
 
 LESSON = os.path.join(REPO, "lessons", "11_from_kernel_to_library.py")
 

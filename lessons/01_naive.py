@@ -192,7 +192,7 @@ facts
 
 # %%
 from IPython.display import Markdown, display
-from gemm_lessons.instruments import profiler
+from gemm_lessons.teaching import profile_readings
 
 # What the table above and the profile before it say, in sentences made from their numbers
 sass = (facts.facts.get("naive") or {}).get("sass") or {}
@@ -209,7 +209,7 @@ if ffma >= 2 and ldg == 2 * (ffma - 1) + 1:
 elif sass:
     text.append(f"The code holds {ffma} `FFMA` and {ldg} `LDG.E` ({facts.source}): the k-loop's `FFMA` each take "
                 "two loads, one of A and one of B; the rest are C's read and stores after the loop.")
-text.append(profiler.reading_01(prof))
+text.append(profile_readings.reading_01(prof))
 display(Markdown("\n\n".join(text)))
 
 # %% [markdown]

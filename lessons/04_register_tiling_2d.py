@@ -278,10 +278,10 @@ prof04
 
 # %%
 from IPython.display import Markdown
-from gemm_lessons.instruments import profiler
+from gemm_lessons.teaching import profile_readings
 # the tracer's conflicts of reg2d_contiguous in one block and one slice (the tracer cell above)
 traced = shared_tracer.trace_rung("reg2d_contiguous", (128, 128, 8), merge=False).totals("ld")["conflicts"]
-Markdown(profiler.reading_04(prof04, traced))
+Markdown(profile_readings.reading_04(prof04, traced))
 
 # %% [markdown]
 # ## Exercises

@@ -269,8 +269,8 @@ prof_06
 
 # %%
 from IPython.display import Markdown
-from gemm_lessons.instruments import profiler
-Markdown(profiler.store_wavefronts_reading(prof_06, {"vec": vec_trace, "vec_split": split_trace}, (128, 128, 16)))
+from gemm_lessons.teaching import profile_readings
+Markdown(profile_readings.store_wavefronts_reading(prof_06, {"vec": vec_trace, "vec_split": split_trace}, (128, 128, 16)))
 
 # %% [markdown]
 # Read the table with the measurement before it: the split removed most of the load conflicts

@@ -306,8 +306,8 @@ gl.profile({"dbuf": ladder.SGEMM["dbuf"], "warptile": ladder.SGEMM["warptile"]},
 # at that moment, and its numbers can differ a little from the ones quoted here.
 
 # %%
-from gemm_lessons.instruments import profiler
-Markdown(profiler.reading_08())
+from gemm_lessons.teaching import profile_readings
+Markdown(profile_readings.reading_08())
 
 # %% [markdown]
 # ## Block order and the L2 cache

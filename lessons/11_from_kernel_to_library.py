@@ -27,10 +27,15 @@ print(gl.banner())
 # %%
 from IPython.display import Markdown
 from gemm_lessons.library import dispatch
-from gemm_lessons.teaching import leaderboard, library_report
+from gemm_lessons.teaching import leaderboard
+from gemm_lessons.teaching.lesson11 import (call_overhead, call_overhead_sentences, dispatch_model,
+                                            dispatch_sentences, edge_shapes, edge_shapes_sentences,
+                                            kernel_facts, probe_sentences, profile_comparison,
+                                            profile_comparison_sentences, shape_suite, shape_suite_sentences,
+                                            split_k_plans, split_k_sentences, suite_record)
 from gemm_lessons import library
 from gemm_lessons.measure import problems
-from gemm_lessons.teaching.library_report import ODD_SHAPE, REFERENCE_SHAPE, SKINNY_SHAPE
+from gemm_lessons.teaching.lesson11.suite_record import ODD_SHAPE, REFERENCE_SHAPE, SKINNY_SHAPE
 measure_step.recorded(["warptile", "cublas"])  # where we start
 
 # %% [markdown]
@@ -42,8 +47,8 @@ measure_step.recorded(["warptile", "cublas"])  # where we start
 # now do so on a GPU.
 
 # %%
-rec = library_report.load()
-print(f"shape suite: {library_report.label(rec)}, commit {rec.git_commit}, `{library_report.command(rec)}`")
+rec = suite_record.load()
+print(f"shape suite: {suite_record.label(rec)}, commit {rec.git_commit}, `{suite_record.command(rec)}`")
 print(", ".join(f"{k} {v}" for k, v in (rec.versions or {}).items()))
 print("seconds the run took:", ", ".join(f"{k} {v:.0f}" for k, v in (rec.seconds or {}).items()))
 
@@ -59,7 +64,7 @@ print("seconds the run took:", ", ".join(f"{k} {v:.0f}" for k, v in (rec.seconds
 
 # %%
 import matplotlib.pyplot as plt
-library_report.alignment_figure(ks=(8, 10));
+edge_shapes.alignment_figure(ks=(8, 10));
 
 # %% [markdown]
 # The last rung therefore refuses such shapes, and says why:
@@ -275,7 +280,7 @@ print("with the dispatch model", dispatch.model().source)
 # with the same tiles on the same aligned square.
 
 # %%
-Markdown(library_report.kernel_cost_sentence(rec))
+Markdown(edge_shapes_sentences.kernel_cost_sentence(rec))
 
 # %% [markdown]
 # **Look inside.** What the compiler made of the library's kernels: registers, local memory (a
@@ -284,7 +289,7 @@ Markdown(library_report.kernel_cost_sentence(rec))
 # the FFMAs.
 
 # %%
-Markdown(library_report.compiler_markdown(rec))
+Markdown(kernel_facts.compiler_markdown(rec))
 
 # %% [markdown]
 # With 128 x 128 tiles (256 threads, and [BK](GLOSSARY.md#bm-bn-bk) = 8: a slice of A and B is 8
@@ -340,7 +345,7 @@ res = problems.check(lambda A, B, C, alpha=1.0, beta=0.0: library.run_plan(pad_p
 print(f"{pad_plan} at 33x65x47 (alpha 1.5, beta -0.5): right: {res.passed}")
 
 # %%
-Markdown(library_report.padding_sentence(ODD_SHAPE))
+Markdown(edge_shapes_sentences.padding_sentence(ODD_SHAPE))
 
 # %% [markdown]
 # **Predict, then measure.** 4095 x 4097 x 4093 is the same work as 4096^3, give or take a
@@ -355,7 +360,7 @@ Markdown(library_report.padding_sentence(ODD_SHAPE))
 my_odd_pct = None  # your prediction: gl.sgemm at 4095x4097x4093, % of cuBLAS (for example 90)
 
 # %%
-edges = library_report.measure_shapes([REFERENCE_SHAPE, ODD_SHAPE])
+edges = shape_suite.measure_shapes([REFERENCE_SHAPE, ODD_SHAPE])
 edges
 
 # %%
@@ -366,7 +371,7 @@ exercises.compare_prediction(my_odd_pct, edges.pct_cublas(ODD_SHAPE), "gl.sgemm 
 # The record's numbers for the same two shapes, with every plan the suite timed at the odd one:
 
 # %%
-Markdown(library_report.edges_sentence(rec))
+Markdown(edge_shapes_sentences.edges_sentence(rec))
 
 # %% [markdown]
 # cuBLAS's own slowdown at the odd shape is in the first sentence above. Which kernel cuBLAS ran
@@ -411,14 +416,14 @@ Markdown(library_report.edges_sentence(rec))
 # long it takes).
 
 # %%
-costs = library_report.call_costs()
-library_report.call_costs_figure(costs, size=256);
+costs = call_overhead.call_costs()
+call_overhead.call_costs_figure(costs, size=256);
 
 # %%
 costs
 
 # %%
-Markdown(library_report.call_costs_notes(costs, rec))
+Markdown(call_overhead_sentences.call_costs_notes(costs, rec))
 
 # %% [markdown]
 # Each number is a median of one run's samples, and runs differ. The ladder's rung and
@@ -436,7 +441,7 @@ Markdown(library_report.call_costs_notes(costs, rec))
 # The record's numbers, from the shape suite:
 
 # %%
-Markdown(library_report.overhead_sentence(rec))
+Markdown(call_overhead_sentences.overhead_sentence(rec))
 
 # %% [markdown]
 # **What the library skips.** `gemm_lessons.library.launch.Launcher` compiles a kernel once for explicit
@@ -466,7 +471,7 @@ print("in the recorded run:", "; ".join(sorted({str(v).strip("<>") for v in rec.
 # Where the rest of a call goes was measured separately, each part alone:
 
 # %%
-Markdown(library_report.launch_probe_sentence(rec=rec))
+Markdown(call_overhead_sentences.launch_probe_sentence(rec=rec))
 
 # %% [markdown]
 # Where a single call's event time is near its issue time (the event / issue line above gives the
@@ -495,20 +500,20 @@ Markdown(library_report.launch_probe_sentence(rec=rec))
 # M x N more when beta makes it read C), and one more launch.
 
 # %%
-library_report.split_k_diagram(splits=4);
+split_k_plans.split_k_diagram(splits=4);
 
 # %%
-model = library_report.recorded_model(rec)
+model = suite_record.recorded_model(rec)
 P = {str(p): p for p in dispatch.PLANS}
-library_report.waves_figure(SKINNY_SHAPE, [P["wide 128x128"], P["wide 64x128"], P["wide 64x128 split 4"],
-                                           P["wide 64x128 split 6"]], model);
+split_k_plans.waves_figure(SKINNY_SHAPE, [P["wide 128x128"], P["wide 64x128"], P["wide 64x128 split 4"],
+                                          P["wide 64x128 split 6"]], model);
 
 # %% [markdown]
 # (Blocks per SM and the SM count are the recorded model's, measured on its GPU; the figure hands
 # blocks out one per SM first, an assumption: the hardware's order is not documented.)
 
 # %%
-Markdown(library_report.split_occupancy_sentence(model))
+Markdown(split_k_sentences.split_occupancy_sentence(model))
 
 # %% [markdown]
 #
@@ -582,7 +587,7 @@ print("the library's plan, right:", problems.check(
 my_split_gain = None  # your prediction: times as fast (for example 2)
 
 # %%
-skinny = library_report.measure_shapes([SKINNY_SHAPE], all_plans=True)
+skinny = shape_suite.measure_shapes([SKINNY_SHAPE], all_plans=True)
 skinny
 
 # %%
@@ -591,10 +596,10 @@ exercises.compare_prediction(my_split_gain, skinny.split_k_gain(SKINNY_SHAPE),
                              skinny.source)
 
 # %%
-Markdown(library_report.plans_markdown(rec, SKINNY_SHAPE, model, top=10))
+Markdown(dispatch_model.plans_markdown(rec, SKINNY_SHAPE, model, top=10))
 
 # %%
-Markdown(library_report.split_k_sentence(rec))
+Markdown(split_k_sentences.split_k_sentence(rec))
 
 # %% [markdown]
 # **Sixteen bytes at a time.** The reduction above moves one float per thread, which any C
@@ -609,7 +614,7 @@ Markdown(library_report.split_k_sentence(rec))
 # side by side, with what the bytes alone would take:
 
 # %%
-Markdown(library_report.reduce_wide_sentence())
+Markdown(split_k_sentences.reduce_wide_sentence())
 
 # %% [markdown]
 # Why the one-float kernel needs so much more time than its bytes was not profiled further.
@@ -636,7 +641,7 @@ Markdown(library_report.reduce_wide_sentence())
 # same plans and shapes (listed in the record), in one process:
 
 # %%
-Markdown(library_report.splitk_probe_sentence())
+Markdown(split_k_sentences.splitk_probe_sentence())
 
 # %% [markdown]
 # So the library kept two launches, and the kernel of lessons 07 and 08 lost `serial` again (the
@@ -686,7 +691,7 @@ Markdown(library_report.splitk_probe_sentence())
 # Its rates are measured by the shape suite's calibration:
 
 # %%
-Markdown(library_report.calibration_markdown(rec))
+Markdown(dispatch_sentences.calibration_markdown(rec))
 
 # %% [markdown]
 # **Candidates.** Not every plan may run every shape. Where K and N are multiples of 4 and the
@@ -704,9 +709,9 @@ print(f"{len(dispatch.PLANS)} plans; split-K needs at least {model.min_k_per_spl
 print("per shape of the suite: how many plans are candidates, and the recorded model's choice among them:")
 for r in rec.rows:
     M, N, K = r.shape
-    wide = library_report.is_wide(r.shape)
+    wide = suite_record.is_wide(r.shape)
     n = len(dispatch.candidates(M, N, K, wide, model))
-    print(f"  {library_report.shape_name(r.shape):>18}: {n:2d} candidates -> {dispatch.choose(M, N, K, wide, model)}")
+    print(f"  {suite_record.shape_name(r.shape):>18}: {n:2d} candidates -> {dispatch.choose(M, N, K, wide, model)}")
 
 # %% [markdown]
 # **The measurement: % of cuBLAS per shape.** Every shape, single calls and back to back, cuBLAS in
@@ -718,16 +723,16 @@ for r in rec.rows:
 # needs.
 
 # %%
-library_report.pct_figure(rec);
+shape_suite.pct_figure(rec);
 
 # %%
-Markdown(library_report.suite_markdown(rec))
+Markdown(shape_suite_sentences.suite_markdown(rec))
 
 # %%
-Markdown(library_report.single_call_sentence(rec))
+Markdown(shape_suite_sentences.single_call_sentence(rec))
 
 # %%
-Markdown(library_report.dispatch_sentence(rec))
+Markdown(dispatch_sentences.dispatch_sentence(rec))
 
 # %% [markdown]
 # **Where the rule was wrong.** The suite timed every candidate plan on the shapes up to
@@ -738,18 +743,18 @@ Markdown(library_report.dispatch_sentence(rec))
 # point of each colour is the plan chosen, the starred one the fastest.
 
 # %%
-library_report.model_figure(rec, model);
+dispatch_model.model_figure(rec, model);
 
 # %%
-Markdown(library_report.model_outliers_sentence(rec, model))
+Markdown(dispatch_sentences.model_outliers_sentence(rec, model))
 
 # %%
-WORST = library_report.costliest_disagreement(rec)  # the shape where the choice lost the most time
-Markdown(library_report.plans_markdown(rec, WORST, model, top=6) if WORST else "The plan chosen was the fastest "
+WORST = shape_suite.costliest_disagreement(rec)  # the shape where the choice lost the most time
+Markdown(dispatch_model.plans_markdown(rec, WORST, model, top=6) if WORST else "The plan chosen was the fastest "
          "timed on every shape.")
 
 # %%
-Markdown(library_report.estimate_sentence(rec, WORST, model) if WORST else "")
+Markdown(dispatch_sentences.estimate_sentence(rec, WORST, model) if WORST else "")
 
 # %% [markdown]
 # The table shows the model wrong in both directions at the same shape: some plans estimated
@@ -762,7 +767,7 @@ Markdown(library_report.estimate_sentence(rec, WORST, model) if WORST else "")
 # block on an SM):
 
 # %%
-Markdown(library_report.last_wave_sentence((1024, 1024, 1024), P["wide 64x128"], model))
+Markdown(dispatch_sentences.last_wave_sentence((1024, 1024, 1024), P["wide 64x128"], model))
 
 # %% [markdown]
 # Where a rule and a measurement disagree, another way is to time the few best candidates once per
@@ -774,10 +779,10 @@ Markdown(library_report.last_wave_sentence((1024, 1024, 1024), P["wide 64x128"],
 # cell after the list compares them.
 
 # %%
-Markdown(library_report.below_markdown(rec))
+Markdown(shape_suite_sentences.below_markdown(rec))
 
 # %%
-Markdown(library_report.live_versus_record([edges, skinny], rec))
+Markdown(shape_suite_sentences.live_versus_record([edges, skinny], rec))
 
 # %% [markdown]
 # Each line gives, where they apply: whether a caller was [host-bound](GLOSSARY.md#host-bound) back
@@ -793,7 +798,7 @@ Markdown(library_report.live_versus_record([edges, skinny], rec))
 # the suite's; the columns and stall reasons are explained under the table:
 
 # %%
-Markdown(library_report.ncu_versus_cublas_markdown())
+Markdown(profile_comparison_sentences.ncu_versus_cublas_markdown())
 
 # %% [markdown]
 # Reading the table: at 1000^3 and 1024^3 cuBLAS runs one kernel, no split, with fewer blocks
@@ -807,7 +812,7 @@ Markdown(library_report.ncu_versus_cublas_markdown())
 # about a single call's time on the host. Added up at 1024^3:
 
 # %%
-Markdown(library_report.split_versus_one_kernel_sentence("1024x1024x1024"))
+Markdown(profile_comparison_sentences.split_versus_one_kernel_sentence("1024x1024x1024"))
 
 # %% [markdown]
 #
@@ -815,7 +820,7 @@ Markdown(library_report.split_versus_one_kernel_sentence("1024x1024x1024"))
 # (`tools/ncu_vs_cublas.py`, the table above):
 
 # %%
-print(library_report.cublas_kernel_name("16384x16384x16384"))
+print(profile_comparison.cublas_kernel_name("16384x16384x16384"))
 
 # %% [markdown]
 # CUTLASS builds its kernels' names from their parameters ("the full procedural name indicates
@@ -838,7 +843,7 @@ print(library_report.cublas_kernel_name("16384x16384x16384"))
 # 128x128 and cuBLAS, at four sizes:
 
 # %%
-Markdown(library_report.bigtile_probe_markdown())
+Markdown(probe_sentences.bigtile_probe_markdown())
 
 # %% [markdown]
 # Larger tiles need more registers per thread or more threads per block, and either way an SM
@@ -865,8 +870,8 @@ Markdown(library_report.bigtile_probe_markdown())
 # kernel is the same code in every record of this section (`git log gemm_lessons/kernels/sgemm/warptile.py`):
 
 # %%
-Markdown(library_report.cp_async_probe_line() + "\n\n" + library_report.multistage_probe_sentence() + "\n\n"
-         + library_report.multistage_profile_sentence())
+Markdown(probe_sentences.cp_async_probe_line() + "\n\n" + probe_sentences.multistage_probe_sentence() + "\n\n"
+         + profile_comparison_sentences.multistage_profile_sentence())
 
 # %% [markdown]
 # So this first try at a design like the one cuBLAS's kernel name describes was slower than the last
@@ -878,7 +883,7 @@ Markdown(library_report.cp_async_probe_line() + "\n\n" + library_report.multista
 # **What this lesson does not explain.** Results of the suite that no measurement here accounts for:
 
 # %%
-Markdown(library_report.unexplained_markdown(rec))
+Markdown(shape_suite_sentences.unexplained_markdown(rec))
 
 # %% [markdown]
 # The suite's single call at 1024^3 is far from the same call's time per call in section 2's
@@ -888,7 +893,7 @@ Markdown(library_report.unexplained_markdown(rec))
 # passes of a call differ by 1.5 times or more:
 
 # %%
-Markdown(library_report.probe_outliers_sentence(rec=rec))
+Markdown(shape_suite_sentences.probe_outliers_sentence(rec=rec))
 
 # %% [markdown]
 # The dispatch rule was made from measurements and then checked against more measurements; the

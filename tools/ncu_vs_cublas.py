@@ -2,14 +2,14 @@
 
     ncu --clock-control none --profile-from-start off --csv --print-units base \
         --metrics "$(python3 tools/ncu_vs_cublas.py metrics)" python3 tools/ncu_vs_cublas.py run > ncu.csv
-    python3 tools/ncu_vs_cublas.py table ncu.csv        # one row per kernel (library_report's table)
+    python3 tools/ncu_vs_cublas.py table ncu.csv        # one row per kernel (lesson 11's table)
 
 ``run`` makes the operands of each shape, warms every call up outside the profiled range, then
 between cuda.profile_start() and profile_stop() makes each call once: gl.sgemm (the plan
 dispatch chooses, every kernel it launches), the wide kernel whole (no split) and cuBLAS
 (nvmath-python).  The counters: the time of each kernel, its grid and block, registers, achieved
 occupancy, issue slots used, the FMA pipe's share of cycles, DRAM bytes, the L2 hit rate and the
-top warp stall reasons (gemm_lessons.instruments.profiler's metric names; Nsight Compute's Profiling Guide,
+top warp stall reasons (gemm_lessons.instruments.ncu_metrics's metric names; Nsight Compute's Profiling Guide,
 https://docs.nvidia.com/nsight-compute/ProfilingGuide/).  The clocks are left as they are.
 """
 import os
@@ -27,9 +27,9 @@ METRICS = ["gpu__time_duration.sum", "launch__grid_size", "launch__block_size", 
 
 
 def metrics():
-    from gemm_lessons.instruments import profiler
+    from gemm_lessons.instruments import ncu_metrics
 
-    return METRICS + list(profiler.STALL_METRICS)
+    return METRICS + list(ncu_metrics.STALL_METRICS)
 
 
 def run():
@@ -54,9 +54,9 @@ def run():
 
 
 def table(path):
-    from gemm_lessons.teaching import library_report
+    from gemm_lessons.teaching.lesson11 import profile_comparison, profile_comparison_sentences
 
-    print(library_report.ncu_versus_cublas_markdown(library_report.ncu_versus_cublas(path=path)))
+    print(profile_comparison_sentences.ncu_versus_cublas_markdown(profile_comparison.ncu_versus_cublas(path=path)))
 
 
 if __name__ == "__main__":

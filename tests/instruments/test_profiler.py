@@ -16,7 +16,7 @@ from conftest import REPO, requires_gpu
 
 import gemm_lessons as gl
 from gemm_lessons.core import backend as _backend
-from gemm_lessons.instruments import profiler
+from gemm_lessons.instruments import ncu_metrics, profiler
 from gemm_lessons.records import results
 
 DEVICE = "NVIDIA H100 80GB HBM3"
@@ -65,7 +65,7 @@ def test_the_roofline_file_holds_the_rungs_in_ladder_order():
 
 
 # --- the table ----------------------------------------------------------------------------
-def _transpose_profile(rows=("time", "registers", "occupancy", "dram_throughput", profiler.STALLS)):
+def _transpose_profile(rows=("time", "registers", "occupancy", "dram_throughput", ncu_metrics.STALLS)):
     launches = results.ncu_launches(TRANSPOSE)  # copy_float4, cuBLAS sgeam, the transposes
     counters = {"copy": launches[0], "naive": launches[2]}
     counters = {k: {m: v for m, v in c.items() if m != "kernel"} for k, c in counters.items()}
@@ -77,40 +77,40 @@ def test_table_cells_come_from_the_counters():
     copy_ns = _number(rows[(0, "gpu__time_duration.sum")])
     assert prof.value("copy", "time") == copy_ns
     md = prof._repr_markdown_()
-    assert f"| duration (one launch, under ncu) | {profiler.fmt_time(copy_ns)} |" in md
+    assert f"| duration (one launch, under ncu) | {ncu_metrics.fmt_time(copy_ns)} |" in md
     occupancy = _number(rows[(2, "sm__warps_active.avg.pct_of_peak_sustained_active")])
-    assert profiler.fmt_pct(occupancy) in md.split("achieved [occupancy](GLOSSARY.md#occupancy)")[1].splitlines()[0]
+    assert ncu_metrics.fmt_pct(occupancy) in md.split("achieved [occupancy](GLOSSARY.md#occupancy)")[1].splitlines()[0]
     assert "recorded for a test" in md and "| counter | copy | naive |" in md
 
 
 def test_top_stall_reasons_are_ranked_and_explained():
     prof, rows = _transpose_profile()
-    long_sb = _number(rows[(2, profiler.stall_metric("long_scoreboard"))])
-    barrier = _number(rows[(2, profiler.stall_metric("barrier"))])
+    long_sb = _number(rows[(2, ncu_metrics.stall_metric("long_scoreboard"))])
+    barrier = _number(rows[(2, ncu_metrics.stall_metric("barrier"))])
     assert barrier == 0.0  # the naive transpose has no barrier: a 0% reason is not listed
     assert prof.top_stalls("naive") == [("long_scoreboard", long_sb)]
     md = prof._repr_markdown_()
-    copy_long_sb = _number(rows[(0, profiler.stall_metric("long_scoreboard"))])
+    copy_long_sb = _number(rows[(0, ncu_metrics.stall_metric("long_scoreboard"))])
     assert (f"| [stall reason](GLOSSARY.md#stall-reasons) 1 | long scoreboard {copy_long_sb:.0f}% "
             f"| long scoreboard {long_sb:.0f}% |") in md
     assert "| [stall reason](GLOSSARY.md#stall-reasons) 2 | n/a | n/a |" in md
-    assert "**long scoreboard**: " + profiler.STALL_REASONS["long_scoreboard"] in md
+    assert "**long scoreboard**: " + ncu_metrics.STALL_REASONS["long_scoreboard"] in md
     text = repr(prof)
     assert "](" not in text and "**" not in text and "long scoreboard" in text
 
 
 def test_selected_is_not_a_stall_and_blocks_per_sm_names_its_limit():
-    limits = dict(zip(profiler.BLOCK_LIMITS.values(), (2.0, 3.0, 8.0, 32.0)))
-    stalls = {profiler.stall_metric("selected"): 50.0, profiler.stall_metric("wait"): 10.0}
-    prof = profiler.Profile((1, 1, 1), ("blocks_per_sm", profiler.STALLS), {"k": {**limits, **stalls}}, "test")
+    limits = dict(zip(ncu_metrics.BLOCK_LIMITS.values(), (2.0, 3.0, 8.0, 32.0)))
+    stalls = {ncu_metrics.stall_metric("selected"): 50.0, ncu_metrics.stall_metric("wait"): 10.0}
+    prof = profiler.Profile((1, 1, 1), ("blocks_per_sm", ncu_metrics.STALLS), {"k": {**limits, **stalls}}, "test")
     assert prof.top_stalls("k") == [("wait", 10.0)]
     assert "| [blocks/SM](GLOSSARY.md#blocks-per-sm), limited by | 2 (registers) |" in prof._repr_markdown_()
 
 
 def test_every_lesson_row_is_a_counter_and_unknown_lessons_are_refused():
-    for rows in profiler.LESSON_ROWS.values():
-        assert all(r in profiler.ROWS or r == profiler.STALLS for r in rows)
-    assert set(profiler.LESSON_CASES) == set(profiler.LESSON_ROWS)
+    for rows in ncu_metrics.LESSON_ROWS.values():
+        assert all(r in ncu_metrics.ROWS or r == ncu_metrics.STALLS for r in rows)
+    assert set(ncu_metrics.LESSON_CASES) == set(ncu_metrics.LESSON_ROWS)
     with pytest.raises(ValueError, match="knows lessons 01, 04, 06, 08"):
         gl.profile("naive", lesson="05")
     with pytest.raises(ValueError, match="not a rung"):
@@ -119,7 +119,7 @@ def test_every_lesson_row_is_a_counter_and_unknown_lessons_are_refused():
 
 # --- recorded counters --------------------------------------------------------------------
 def test_recorded_counters_are_labelled_and_come_from_the_file():
-    prof = profiler.recorded(["naive", "no_such_kernel"], rows=profiler.LESSON_ROWS["01"], why="for a test")
+    prof = profiler.recorded(["naive", "no_such_kernel"], rows=ncu_metrics.LESSON_ROWS["01"], why="for a test")
     assert prof.source.startswith("recorded on ") and prof.source.endswith("; for a test")
     assert prof.counters["no_such_kernel"] is None and "| not recorded |" in prof._repr_markdown_()
     assert "not recorded: no counters of a kernel of that name in the file" in prof._repr_markdown_()
@@ -225,7 +225,7 @@ def test_no_permission_says_what_to_do_and_shows_recorded_counters(monkeypatch):
     assert cmd[cmd.index("--launch-count") + 1] == "1"
     assert cmd[-5:-1] == [sys.executable, "-m", "gemm_lessons.instruments.profiler", "child"]
     assert fake.envs[0]["PYTHONPATH"].split(os.pathsep)[0] == REPO  # the child imports this gemm_lessons
-    assert set(cmd[cmd.index("--metrics") + 1].split(",")) == set(profiler.metrics_for(profiler.LESSON_ROWS["01"]))
+    assert set(cmd[cmd.index("--metrics") + 1].split(",")) == set(ncu_metrics.metrics_for(ncu_metrics.LESSON_ROWS["01"]))
 
 
 def test_measured_counters_come_from_ncus_output(monkeypatch):
@@ -406,119 +406,9 @@ def test_profile_kernels_for_real_on_the_gpu():
     assert prof.value("mine", "shared_ld_instructions") == 0 < prof.value("reg2d", "shared_ld_wavefronts")
 
 
-def test_lesson_08_reading_follows_the_recorded_counters():
-    prof = profiler.recorded(["dbuf", "warptile"], rows=profiler.LESSON_ROWS["08"])
-    text = profiler.reading_08(prof)
-    ratio = prof.value("warptile", "time") / prof.value("dbuf", "time")
-    assert f"{ratio:.3f}x" in text
-    gap = max(abs(prof.value("warptile", r) - prof.value("dbuf", r)) for r in ("occupancy", "l2_hit", "dram_throughput"))
-    assert ("do not tell the two kernels apart" in text) == (abs(ratio - 1) < 0.02 and gap < 1)
-    dram = max(prof.value(n, "dram_throughput") for n in ("dbuf", "warptile"))
-    assert (f"DRAM was at most {dram:.1f}% busy" in text) == (dram < 20)
-    tops = {prof.top_stalls(n, 1)[0][0] for n in ("dbuf", "warptile")}
-    assert ("The largest stall reason of both is *not selected*" in text) == (tops == {"not_selected"})
-
-
-def test_lesson_04_reading_follows_the_recorded_counters_and_the_tracer():
-    names = ["reg2d", "reg2d_uncapped", "reg2d_contiguous"]
-    prof = profiler.recorded(names, rows=profiler.LESSON_ROWS["04"])
-    text = profiler.reading_04(prof, traced_conflicts=2048)
-    ratio = prof.value("reg2d_uncapped", "time") / prof.value("reg2d", "time")
-    assert f"one launch took {ratio:.2f}x as long" in text
-    assert f"fits {prof.value('reg2d_uncapped', 'blocks_per_sm'):.0f} block(s) per SM against " \
-           f"{prof.value('reg2d', 'blocks_per_sm'):.0f}" in text
-    expected = 2048 * (4096 // 128) ** 2 * (4096 // 8)  # per block and slice x blocks x slices
-    counted = prof.value("reg2d_contiguous", "shared_ld_conflicts")
-    assert f"make {expected / 1e6:,.1f} M; the profiler counted {counted / 1e6:,.1f} M" in text
-    assert abs(counted / expected - 1) < 0.001  # the tracer's count, scaled, is the profiler's
-    assert f"{prof.value('reg2d', 'shared_ld_conflicts'):,.0f}" in text
-    # without recorded counters of all three: says what to run
-    assert "run `python -m gemm_lessons.instruments.profiler record`" in profiler.reading_04(
-        profiler.recorded(["reg2d"], rows=profiler.LESSON_ROWS["04"]))
-
-
-def test_issue_reading_says_whether_the_issue_slots_were_full():
-    def prof(*busy):
-        counters = {f"k{i}": ({profiler.ISSUE_ACTIVE: b} if b is not None else {}) for i, b in enumerate(busy)}
-        return profiler.Profile((1, 1, 1), ("issue_active",), counters, "test")
-    full = profiler.issue_reading(prof(91.0, 85.0), ["k0", "k1"])
-    assert "91% (`k0`) and 85% (`k1`)" in full and "the likely limit" in full
-    assert "were not the limit" in profiler.issue_reading(prof(40.0), ["k0"])
-    assert "likely limit" not in profiler.issue_reading(prof(90.0, 50.0), ["k0", "k1"])
-    assert "no issue-slot counter" in profiler.issue_reading(prof(None), ["k0"])
-    assert "| [issue](GLOSSARY.md#issue) slots busy" in prof(91.0)._repr_markdown_()
-
-
-def test_shared_limit_reading_names_the_drivers_split_only_when_it_applies():
-    lim = profiler.BLOCK_LIMITS
-
-    def prof(config=None):
-        a = {lim["shared memory"]: 7.0, lim["registers"]: 2.0}
-        b = {lim["shared memory"]: 1.0, lim["registers"]: 1.0}
-        if config:
-            a[profiler.SHARED_CONFIG], b[profiler.SHARED_CONFIG] = config
-        return profiler.Profile((1, 1, 1), ("blocks_per_sm",), {"a": a, "b": b}, "test")
-    assert "A likely reading, not recorded here" in profiler.shared_limit_reading(prof(), "a", "b")
-    measured = profiler.shared_limit_reading(prof((102400.0, 16384.0)), "a", "b")
-    assert "16 KiB for `b` against 100 KiB for `a`: less" in measured and "likely" not in measured
-    assert "does not explain" in profiler.shared_limit_reading(prof((16384.0, 16384.0)), "a", "b")
-    assert profiler.shared_limit_reading(prof(), "b", "a") == ""  # a's limit is not the lower one
-
-
-def test_lesson_01_reading_follows_the_recorded_counters():
-    prof = profiler.recorded(["naive", "naive_uncoalesced"], rows=profiler.LESSON_ROWS["01"])
-    text = profiler.reading_01(prof)
-    dram, t = prof.value("naive", "dram_bytes"), prof.value("naive", "time")
-    assert f"DRAM moved {dram / 1e9:.1f} GB in {profiler.fmt_time(t)} ({dram / t:,.0f} GB/s)" in text
-    assert "reads A and B once and writes C once" in text
-    ia, ib = prof.value("naive", "issue_active"), prof.value("naive_uncoalesced", "issue_active")
-    if ia and ib:
-        assert f"{ia / ib:.2f}x as often" in text
-        assert f"took {prof.value('naive_uncoalesced', 'time') / t:.2f}x as long" in text
-        assert f"touched {prof.value('naive_uncoalesced', 'sectors_per_request'):.1f} sectors on average" in text
-    memory = prof.top_stalls("naive", 1)[0][0] in ("long_scoreboard", "lg_throttle")
-    assert ("waited mostly for global memory" in text) == memory
-    assert "No counters of `naive`" in profiler.reading_01(profiler.recorded(["no_such"], rows=("time",)))
-
-
 def test_the_ncu_version_is_shown_short():
     assert profiler.ncu_label("Version 2025.3.1.0 (build 36398880) (public-release)") == "Nsight Compute 2025.3.1"
     assert profiler.ncu_label(None) == "Nsight Compute"
-
-
-def test_lesson_01_reading_names_l2_misses_above_dram_as_unexplained():
-    prof = profiler.recorded(["naive"], rows=profiler.LESSON_ROWS["01"])
-    l2, hit, dram = (prof.value("naive", r) for r in ("l2_bytes", "l2_hit", "dram_bytes"))
-    text = profiler.reading_01(prof)
-    assert ("more than DRAM moved" in text) == (l2 * (1 - hit / 100) > 1.1 * dram)
-
-
-def test_lesson_01s_l2_misses_are_split_by_source_in_the_record():
-    """Lesson 01: more L2 misses than DRAM reads, because the L2 also looks up (and misses)
-    requests that come over its fabric; the SMs' own misses match DRAM's reads (tools/l2_sources.py)."""
-    record = profiler.l2_sources()
-    assert record and "H100" in record[0] and "commit" in record[0] and "Nsight Compute" in record[0]
-    k = record[1]["naive"]
-    sm, fabric = k["lts__t_sectors_srcunit_tex_lookup_miss.sum"], k["lts__t_sectors_srcunit_ltcfabric_lookup_miss.sum"]
-    assert abs(sm + fabric - k["lts__t_sectors_lookup_miss.sum"]) < 0.01 * k["lts__t_sectors_lookup_miss.sum"]
-    assert abs(sm / k["dram__sectors_read.sum"] - 1) < 0.01 and fabric > 0.3 * sm
-    text = profiler.l2_sources_reading("naive", record)
-    assert "missed 33.2 GB, and DRAM read 33.1 GB (0.2% apart); the other 16.3 GB" in text
-    assert "no such profile" in profiler.l2_sources_reading("naive", ("", {}))
-
-
-def test_store_wavefronts_reading_scales_one_block_to_the_grid():
-    class Trace:  # one block's count, as shared_tracer's totals give it
-        def totals(self, op):
-            return {"wavefronts": 384}
-
-    prof = profiler.recorded(["vec", "vec_split"], size=(4096, 4096, 4096), rows=profiler.LESSON_ROWS["06"])
-    got = prof.value("vec", "shared_st_wavefronts")
-    if got is None:
-        pytest.skip("no recorded profile of vec")
-    scaled = 384 * 32 * 32 * 512 / 2  # 32 x 32 blocks, 512 slices of 8 against the 2 traced
-    text = profiler.store_wavefronts_reading(prof, {"vec": Trace()}, (128, 128, 16))
-    assert f"`vec` {got / 1e6:,.1f} M against {scaled / 1e6:,.1f} M ({100 * (got / scaled - 1):+.1f}%)" in text
 
 
 def test_profile_calls_warms_up_then_profiles_each_call_after_its_label(monkeypatch, capsys):

@@ -1,4 +1,4 @@
-"""Lesson 11's tables, sentences and figures (gemm_lessons/teaching/library_report.py): every number they
+"""Lesson 11's tables, sentences and figures (gemm_lessons/teaching/lesson11/): every number they
 print is the record's, the rules they apply (host-bound, waves, split-K gain) are right, and on
 the simulator nothing claims to be measured."""
 import copy
@@ -13,64 +13,69 @@ matplotlib.use("Agg")
 
 from conftest import REPO, requires_simulator  # noqa: E402
 from gemm_lessons.library import dispatch
-from gemm_lessons.teaching import library_report as lr  # noqa: E402
+from gemm_lessons.teaching.lesson11 import (call_overhead, call_overhead_sentences, dispatch_model,
+                                            dispatch_sentences, edge_shapes, edge_shapes_sentences, kernel_facts,
+                                            probe_sentences, probes, profile_comparison, profile_comparison_sentences,
+                                            shape_suite, shape_suite_sentences, split_k_plans, split_k_sentences,
+                                            suite_record)  # noqa: E402
 from gemm_lessons.records.schema import Device, OverheadRow, ShapeRow, ShapesRecord, Stats  # noqa: E402
 
-REC = lr.load()
+REC = suite_record.load()
 
 
 def test_the_record_has_what_the_lesson_reads():
-    for shape in (lr.REFERENCE_SHAPE, lr.ODD_SHAPE, lr.SKINNY_SHAPE, (1024, 1024, 1024)):
-        assert lr.row(REC, shape) is not None, shape
-    assert lr.row(REC, lr.SKINNY_SHAPE).plans_ms and lr.row(REC, (1024, 1024, 1024)).plans_ms
+    for shape in (suite_record.REFERENCE_SHAPE, suite_record.ODD_SHAPE, suite_record.SKINNY_SHAPE, (1024, 1024, 1024)):
+        assert suite_record.row(REC, shape) is not None, shape
+    assert (suite_record.row(REC, suite_record.SKINNY_SHAPE).plans_ms
+            and suite_record.row(REC, (1024, 1024, 1024)).plans_ms)
     assert REC.overhead and REC.calibration and REC.model
 
 
 def test_edges_sentence_is_the_records_arithmetic():
-    a, b = lr.row(REC, lr.REFERENCE_SHAPE), lr.row(REC, lr.ODD_SHAPE)
-    text = lr.edges_sentence(REC)
+    a, b = suite_record.row(REC, suite_record.REFERENCE_SHAPE), suite_record.row(REC, suite_record.ODD_SHAPE)
+    text = edge_shapes_sentences.edges_sentence(REC)
     assert f"{b.single_gl.median_ms / a.single_gl.median_ms:.2f}x as long" in text and b.plan in text
     timed = {p: ms for p, ms in b.plans_ms.items() if isinstance(ms, float)}
     for kind in ("padded", "any_shape"):  # the fastest plan of each way to take the odd shape
         best = min((p for p in timed if p.startswith(kind)), key=timed.get)
         assert f"({best}) took {timed[best]:.3f} ms" in text or f"({best}) {timed[best]:.3f} ms" in text
     if b.plan.startswith("padded"):  # the padded plan's extra time against the model's charge
-        model = lr.recorded_model(REC)
+        model = suite_record.recorded_model(REC)
         extra = b.back_to_back_gl.median_ms - a.back_to_back_gl.median_ms
         assert f"{extra:.3f} ms more" in text
-        assert f"{1e3 * model.padding_s(*lr.ODD_SHAPE):.3f} ms" in text
-    cost = lr.kernel_cost_sentence(REC)
-    wide, odd = lr.calibration(REC, "wide 128x128"), lr.calibration(REC, "any_shape 128x128")
+        assert f"{1e3 * model.padding_s(*suite_record.ODD_SHAPE):.3f} ms" in text
+    cost = edge_shapes_sentences.kernel_cost_sentence(REC)
+    wide, odd = suite_record.calibration(REC, "wide 128x128"), suite_record.calibration(REC, "any_shape 128x128")
     assert f"{odd['gflops'] / 1e3:.1f} TFLOPS" in cost and f"{100 * odd['gflops'] / wide['gflops']:.0f}%" in cost
-    assert f"{b.pct_cublas_single:.1f}%" in lr.edges_markdown(REC)
+    assert f"{b.pct_cublas_single:.1f}%" in edge_shapes.edges_markdown(REC)
 
 
 def test_padding_sentence_is_the_formula():
-    M, N, K = lr.ODD_SHAPE
-    text = lr.padding_sentence()
+    M, N, K = suite_record.ODD_SHAPE
+    text = edge_shapes_sentences.padding_sentence()
     assert f"{M} x 4096 and B into 4096 x 4100" in text
     floats = M * K + M * 4096 + K * N + 4096 * 4100 + M * 4100 + 2 * M * N
     assert dispatch.padded_copy_floats(M, N, K) == floats and f"{floats / 1e6:.1f} M floats" in text
 
 
 def test_waves_count_blocks_slots_and_the_last_wave():
-    model = lr.recorded_model(REC)
+    model = suite_record.recorded_model(REC)
     plan = dispatch.Plan("wide", "128x128")
-    w = lr.waves((64, 8192, 8192), plan, model)
+    w = split_k_plans.waves((64, 8192, 8192), plan, model)
     bps = model.speed(plan).blocks_per_sm
     assert (w["blocks"], w["slots"], w["waves"]) == (64, bps * model.sms, 1)
     assert w["last_wave"] == pytest.approx(64 / (bps * model.sms)) and w["k_per_block"] == 8192
-    split = lr.waves((64, 8192, 8192), dispatch.Plan("any_shape", "64x64", 8), model)
+    split = split_k_plans.waves((64, 8192, 8192), dispatch.Plan("any_shape", "64x64", 8), model)
     assert split["blocks"] == 128 * 8 and split["k_per_block"] == 1024
 
 
 def test_split_k_gain_is_best_whole_over_best_split():
     r = ShapeRow(shape=[1, 1, 1], group="x", plans_ms={"wide 128x128": 0.8, "wide 64x128": 0.6,
                                                         "any_shape 64x64 split 4": 0.3, "any_shape 64x64 split 8": 0.2})
-    assert lr.split_k_gain(r) == pytest.approx(3.0)
-    assert math.isnan(lr.split_k_gain(ShapeRow(shape=[1, 1, 1], group="x", plans_ms={"wide 64x128": 1.0})))
-    rec_row = lr.row(REC, lr.SKINNY_SHAPE)
-    assert f"{lr.split_k_gain(rec_row):.2f}x as fast" in lr.split_k_sentence(REC)
+    assert split_k_plans.split_k_gain(r) == pytest.approx(3.0)
+    assert math.isnan(split_k_plans.split_k_gain(ShapeRow(shape=[1, 1, 1], group="x", plans_ms={"wide 64x128": 1.0})))
+    rec_row = suite_record.row(REC, suite_record.SKINNY_SHAPE)
+    assert f"{split_k_plans.split_k_gain(rec_row):.2f}x as fast" in split_k_sentences.split_k_sentence(REC)
 
 
 def _stats(ms):
@@ -82,35 +87,35 @@ def test_host_bound_uses_the_issue_time_at_the_nearest_size():
     rec.overhead = [OverheadRow(caller="gl.sgemm(A, B, C)", size=1024, issue_us=40.0),
                     OverheadRow(caller="cuBLAS (nvmath wrapper)", size=1024, issue_us=10.0)]
     r = ShapeRow(shape=[1000, 1000, 1000], group="odd", back_to_back_gl=_stats(0.045), back_to_back_cublas=_stats(0.045))
-    assert lr.host_bound(rec, r, "gl") and not lr.host_bound(rec, r, "cublas")
+    assert shape_suite.host_bound(rec, r, "gl") and not shape_suite.host_bound(rec, r, "cublas")
     far = ShapeRow(shape=[2048, 2048, 2048], group="square", back_to_back_gl=_stats(0.045))
-    assert not lr.host_bound(rec, far, "gl")  # no issue time measured within 10% of 2048
+    assert not shape_suite.host_bound(rec, far, "gl")  # no issue time measured within 10% of 2048
     skinny = ShapeRow(shape=[1000, 1024, 1000], group="skinny", back_to_back_gl=_stats(0.045))
-    assert not lr.host_bound(rec, skinny, "gl")  # only squares are compared
+    assert not shape_suite.host_bound(rec, skinny, "gl")  # only squares are compared
 
 
 def test_dispatch_sentence_and_below_follow_the_summary():
-    text = lr.dispatch_sentence(REC)
+    text = dispatch_sentences.dispatch_sentence(REC)
     dis = REC.summary["dispatch_disagrees_with_fastest_plan"]
     for shape, chosen, fastest in dis:
-        assert f"{lr.shape_name(shape)}: chose {chosen}" in text and f"fastest {fastest}" in text
+        assert f"{suite_record.shape_name(shape)}: chose {chosen}" in text and f"fastest {fastest}" in text
     assert f"{REC.summary['geomean_pct_cublas_single']:.1f}%" in text
-    low = {lr.shape_name(r.shape) for k in ("single", "back_to_back") for r in lr.below(REC, k)}
-    listed = set(re.findall(r"\*\*(\d+x\d+x\d+)\*\*", lr.below_markdown(REC)))
+    low = {suite_record.shape_name(r.shape) for k in ("single", "back_to_back") for r in shape_suite.below(REC, k)}
+    listed = set(re.findall(r"\*\*(\d+x\d+x\d+)\*\*", shape_suite_sentences.below_markdown(REC)))
     worst_pct, worst_shape = REC.summary["min_pct_cublas_single"]
-    assert listed == low and (lr.shape_name(worst_shape) in listed) == (worst_pct < lr.LOW_PCT)
+    assert listed == low and (suite_record.shape_name(worst_shape) in listed) == (worst_pct < suite_record.LOW_PCT)
 
 
 def test_the_recorded_model_reproduces_the_recorded_plans():
     """The lesson prints dispatch.choose under the recorded model: it must be the rule that ran."""
-    model = lr.recorded_model(REC)
+    model = suite_record.recorded_model(REC)
     for r in REC.rows:
         M, N, K = r.shape
-        assert str(dispatch.choose(M, N, K, lr.is_wide(r.shape), model)) == r.plan, r.shape
+        assert str(dispatch.choose(M, N, K, suite_record.is_wide(r.shape), model)) == r.plan, r.shape
 
 
 def test_model_points_mark_one_chosen_and_one_fastest_per_shape():
-    pts = lr.model_points(REC)
+    pts = dispatch_model.model_points(REC)
     for r in REC.rows:
         if r.plans_ms:
             mine = [p for p in pts if p[0] == tuple(r.shape)]
@@ -119,24 +124,26 @@ def test_model_points_mark_one_chosen_and_one_fastest_per_shape():
 
 @requires_simulator
 def test_on_the_simulator_the_measurements_are_the_record_and_say_so():
-    costs = lr.call_costs()
+    costs = call_overhead.call_costs()
     assert not costs.measured_now and "not measured here" in costs.source
     assert costs.get("gl.sgemm(A, B, C)", 256) == next(o.issue_us for o in REC.overhead
                                                         if o.caller == "gl.sgemm(A, B, C)" and o.size == 256)
-    table = lr.measure_shapes([lr.REFERENCE_SHAPE, lr.ODD_SHAPE])
+    table = shape_suite.measure_shapes([suite_record.REFERENCE_SHAPE, suite_record.ODD_SHAPE])
     assert not table.measured_now and "not measured here" in table._repr_markdown_()
-    assert table.pct_cublas(lr.ODD_SHAPE) == lr.row(REC, lr.ODD_SHAPE).pct_cublas_single
-    assert "not compiled here" in lr.compiler_markdown(REC)
+    assert table.pct_cublas(suite_record.ODD_SHAPE) == suite_record.row(REC, suite_record.ODD_SHAPE).pct_cublas_single
+    assert "not compiled here" in kernel_facts.compiler_markdown(REC)
 
 
 def test_figures_draw():
     import matplotlib.pyplot as plt
 
-    model = lr.recorded_model(REC)
+    model = suite_record.recorded_model(REC)
     plans = [dispatch.Plan("wide", "128x128"), dispatch.Plan("any_shape", "64x64", 4)]
-    for draw in (lambda: lr.alignment_figure(), lambda: lr.call_costs_figure(lr.CallCosts(REC.overhead, "recorded")),
-                 lambda: lr.split_k_diagram(), lambda: lr.waves_figure(lr.SKINNY_SHAPE, plans, model),
-                 lambda: lr.pct_figure(REC), lambda: lr.model_figure(REC, model)):
+    for draw in (lambda: edge_shapes.alignment_figure(),
+                 lambda: call_overhead.call_costs_figure(call_overhead.CallCosts(REC.overhead, "recorded")),
+                 lambda: split_k_plans.split_k_diagram(),
+                 lambda: split_k_plans.waves_figure(suite_record.SKINNY_SHAPE, plans, model),
+                 lambda: shape_suite.pct_figure(REC), lambda: dispatch_model.model_figure(REC, model)):
         draw()
         plt.close("all")
 
@@ -145,72 +152,72 @@ def _costs(table, measured_now=True):
     """A CallCosts from {caller: {size: (issue, sync, event)}}."""
     rows = [OverheadRow(caller=c, size=n, issue_us=i, sync_us=s, event_us=e)
             for c, by_size in table.items() for n, (i, s, e) in by_size.items()]
-    return lr.CallCosts(rows, "measured now" if measured_now else "recorded", measured_now)
+    return call_overhead.CallCosts(rows, "measured now" if measured_now else "recorded", measured_now)
 
 
 def test_call_costs_notes_read_the_table_and_compare_runs():
     now = _costs({"gl.sgemm(A, B, C)": {128: (11, 26, 23), 256: (39, 52, 36)},
                   "warptile kernel[grid, block] (numba dispatch only)": {128: (35, 60, 66), 256: (39, 88, 63)},
                   "cuBLAS (nvmath wrapper)": {128: (39, 48, 31), 256: (31, 30, 49)}})
-    assert lr.cheapest(now, 256) == ("cuBLAS (nvmath wrapper)", 31)
-    assert lr.issue_less_count(now, "gl.sgemm(A, B, C)", "warptile kernel[grid, block] (numba dispatch only)") == \
+    assert call_overhead.cheapest(now, 256) == ("cuBLAS (nvmath wrapper)", 31)
+    assert call_overhead.issue_less_count(now, "gl.sgemm(A, B, C)", "warptile kernel[grid, block] (numba dispatch only)") == \
         ([128], [128, 256])  # 39 against 39: equal as the table shows it, not less
-    assert [(c, n) for c, n, _, _ in lr.below_issue(now, "event_us")] == [
+    assert [(c, n) for c, n, _, _ in call_overhead.below_issue(now, "event_us")] == [
         ("gl.sgemm(A, B, C)", 256), ("cuBLAS (nvmath wrapper)", 128)]
-    assert [(c, n) for c, n, _, _ in lr.below_issue(now, "sync_us")] == [("cuBLAS (nvmath wrapper)", 256)]
-    text = lr.call_costs_notes(now, REC)
+    assert [(c, n) for c, n, _, _ in call_overhead.below_issue(now, "sync_us")] == [("cuBLAS (nvmath wrapper)", 256)]
+    text = call_overhead_sentences.call_costs_notes(now, REC)
     assert "gl.sgemm(A, B, C) 11 to 39 µs" in text and "128^2 0.8 to 2.1" in text
     assert "cuBLAS (nvmath wrapper) (31 µs) in this run" in text
-    rec_best = lr.cheapest(lr.recorded_costs(REC), 256)[0]
+    rec_best = call_overhead.cheapest(call_overhead.recorded_costs(REC), 256)[0]
     assert ("the two runs agree" if rec_best == "cuBLAS (nvmath wrapper)" else "the two runs disagree") in text
     assert "| 1 of 2 (1 by more than the yardstick) |" in text and "sizes, the record" in text
-    assert lr.yardstick(now) == 4  # kernel[grid, block]: 35 to 39 µs; gl.sgemm and cuBLAS do not count
+    assert call_overhead.yardstick(now) == 4  # kernel[grid, block]: 35 to 39 µs; gl.sgemm and cuBLAS do not count
     assert "4 µs in this run" in text and "8 µs ahead of the next caller in this run, more than the yardstick" in text
-    alone = lr.call_costs_notes(lr.recorded_costs(REC), REC)  # the record only (the simulator): no comparison
+    alone = call_overhead_sentences.call_costs_notes(call_overhead.recorded_costs(REC), REC)  # the record only (the simulator): no comparison
     assert "this run" not in alone and "two runs" not in alone
 
 
 def test_the_shape_table_names_the_plans_split_k_gain_compares():
-    r = lr.row(REC, lr.SKINNY_SHAPE)
-    table = lr.ShapeTable([r], "recorded", all_plans=True)
-    whole, w_ms, split, s_ms = lr.split_k_best(r)
+    r = suite_record.row(REC, suite_record.SKINNY_SHAPE)
+    table = shape_suite.ShapeTable([r], "recorded", all_plans=True)
+    whole, w_ms, split, s_ms = split_k_plans.split_k_best(r)
     text = table._repr_markdown_()
     assert f"{whole}, took {w_ms:.3f} ms" in text and f"{split}, {s_ms:.3f} ms" in text
-    assert f"{table.split_k_gain(lr.SKINNY_SHAPE):.2f}x as fast" in text and "cuBLAS ms, single call" in text
-    assert "without split-K" not in lr.ShapeTable([r], "recorded")._repr_markdown_()  # plans not timed in this table
+    assert f"{table.split_k_gain(suite_record.SKINNY_SHAPE):.2f}x as fast" in text and "cuBLAS ms, single call" in text
+    assert "without split-K" not in shape_suite.ShapeTable([r], "recorded")._repr_markdown_()  # plans not timed in this table
 
 
 def test_host_bound_flags_carry_their_numbers():
-    r = lr.row(REC, (1000, 1000, 1000))
+    r = suite_record.row(REC, (1000, 1000, 1000))
     for who in ("gl", "cublas"):
-        if lr.host_bound(REC, r, who):
-            n, issue = lr.issue_near(REC, r, who)
-            line = next(x for x in lr.host_bound_lines(REC) if x.startswith("1000x1000x1000"))
+        if shape_suite.host_bound(REC, r, who):
+            n, issue = shape_suite.issue_near(REC, r, who)
+            line = next(x for x in shape_suite_sentences.host_bound_lines(REC) if x.startswith("1000x1000x1000"))
             assert f"{issue:.0f} µs to issue one call at {n}^2" in line
-            assert issue * 1e-3 >= lr.HOST_BOUND * getattr(r, f"back_to_back_{who}").median_ms
-    text = lr.suite_markdown(REC)
+            assert issue * 1e-3 >= suite_record.HOST_BOUND * getattr(r, f"back_to_back_{who}").median_ms
+    text = shape_suite_sentences.suite_markdown(REC)
     assert "| odd |" not in text and "K, N multiples of 4" in text
-    assert all(line in text for line in lr.host_bound_lines(REC))
+    assert all(line in text for line in shape_suite_sentences.host_bound_lines(REC))
 
 
 def test_unexplained_lists_what_the_rules_pick():
-    found = lr.unexplained(REC)
+    found = shape_suite.unexplained(REC)
     for kind, r, who in found:
         if kind == "ahead":
             assert r.pct_cublas_back_to_back > 110
-            assert not (lr.host_bound(REC, r, "gl") or lr.host_bound(REC, r, "cublas"))
+            assert not (shape_suite.host_bound(REC, r, "gl") or shape_suite.host_bound(REC, r, "cublas"))
         else:
             assert getattr(r, f"single_{who}").median_ms > 2 * getattr(r, f"back_to_back_{who}").median_ms
-    text = lr.unexplained_markdown(REC)
+    text = shape_suite_sentences.unexplained_markdown(REC)
     assert text.count("\n* ") == max(1, len(found))
 
 
 def test_last_wave_sentence_is_the_models_arithmetic():
-    model = lr.recorded_model(REC)
+    model = suite_record.recorded_model(REC)
     plan = dispatch.Plan("wide", "64x128")
     shape = (1024, 1024, 1024)
-    w = lr.waves(shape, plan, model)
-    text = lr.last_wave_sentence(shape, plan, model)
+    w = split_k_plans.waves(shape, plan, model)
+    text = dispatch_sentences.last_wave_sentence(shape, plan, model)
     assert f"{w['blocks']} blocks for {w['slots']} slots" in text
     M, N, K = shape
     s = model.speed(plan)
@@ -224,20 +231,20 @@ def test_last_wave_sentence_is_the_models_arithmetic():
 
 
 def test_edges_sentence_names_causes_without_weighing_them():
-    text = lr.kernel_cost_sentence(REC)
+    text = edge_shapes_sentences.kernel_cost_sentence(REC)
     assert "not measured" in text and "the edge loads cost" not in text
 
 
 def test_costliest_disagreement_and_its_estimates():
-    dis = lr.disagreements(REC)
-    worst = lr.costliest_disagreement(REC)
+    dis = shape_suite.disagreements(REC)
+    worst = shape_suite.costliest_disagreement(REC)
     if not dis:
-        assert worst is None and lr.estimate_sentence(REC, lr.REFERENCE_SHAPE) == ""
+        assert worst is None and dispatch_sentences.estimate_sentence(REC, suite_record.REFERENCE_SHAPE) == ""
         return
     loss = {sh: 1 - bms / ms for sh, _, ms, _, bms in dis}
     assert loss[worst] == max(loss.values())
-    r, model = lr.row(REC, worst), lr.recorded_model(REC)
-    text = lr.estimate_sentence(REC, worst, model)
+    r, model = suite_record.row(REC, worst), suite_record.recorded_model(REC)
+    text = dispatch_sentences.estimate_sentence(REC, worst, model)
     by_name = {str(p): p for p in dispatch.PLANS}
     for name in (r.plan, r.best_plan):
         assert f"{name}, at {1e3 * model.estimate_s(by_name[name], *worst):.3f} ms against {r.plans_ms[name]:.3f}" in text
@@ -251,13 +258,13 @@ def test_below_markdown_names_the_mirror_shape():
                      pct_cublas_back_to_back=97.0, single_gl=Stats(median_ms=1.0, p10_ms=1.0, p90_ms=1.0, n=1), back_to_back_gl=Stats(median_ms=1.0, p10_ms=1.0, p90_ms=1.0, n=1),
                      single_cublas=Stats(median_ms=0.95, p10_ms=0.95, p90_ms=0.95, n=1), back_to_back_cublas=Stats(median_ms=0.97, p10_ms=0.97, p90_ms=0.97, n=1))]
     rec = ShapesRecord(device=Device(name="stand-in"), date="2026-01-01", timed=True, rows=rows)
-    text = lr.below_markdown(rec)
+    text = shape_suite_sentences.below_markdown(rec)
     assert "**8x2x16**" in text and "Its mirror, 2x8x16" in text and "95.0% single and 97.0% back to back" in text
     assert "**2x8x16**" not in text
 
 
 def test_single_call_sentence_is_the_records_ratios():
-    text = lr.single_call_sentence(REC)
+    text = shape_suite_sentences.single_call_sentence(REC)
     for who in ("gl", "cublas"):
         ratios = [getattr(r, f"single_{who}").median_ms / getattr(r, f"back_to_back_{who}").median_ms - 1
                   for r in REC.rows if getattr(r, f"back_to_back_{who}") and getattr(r, f"back_to_back_{who}").median_ms >= 1]
@@ -265,11 +272,11 @@ def test_single_call_sentence_is_the_records_ratios():
 
 
 def test_event_above_sync_reads_the_table():
-    costs = lr.recorded_costs(REC)
-    found = lr.event_above_sync(costs)
+    costs = call_overhead.recorded_costs(REC)
+    found = call_overhead.event_above_sync(costs)
     for c, n, e, sync in found:
         assert round(e) > round(sync) == round(costs.get(c, n, "sync_us"))
-    assert "Event above sync" in lr.call_costs_notes(costs, REC)
+    assert "Event above sync" in call_overhead_sentences.call_costs_notes(costs, REC)
 
 
 def test_launch_probe_sentence_reads_the_probe_record():
@@ -277,10 +284,10 @@ def test_launch_probe_sentence_reads_the_probe_record():
 
     from gemm_lessons.records import results
 
-    probe = lr.launch_probe()
+    probe = probes.launch_probe()
     assert probe is not None and probe["device"] == results.REFERENCE_DEVICE
     T = probe["timings"]
-    text = lr.launch_probe_sentence(probe, lr.load())
+    text = call_overhead_sentences.launch_probe_sentence(probe, suite_record.load())
     driver = T["gl.sgemm 128^2 via driver (wide 64x128)"]["median_us"]
     assert f"took {driver:.1f} µs at 128^2 (wide 64x128: one kernel)" in text
     assert f"commit {probe['git_commit']}" in text and "cuda.core" in text and "torch.matmul" in text
@@ -288,20 +295,20 @@ def test_launch_probe_sentence_reads_the_probe_record():
     assert all(c["correct"] and c["same_as_driver"] in (None, True) for c in probe["checks"])
     assert {c["via"] for c in probe["checks"]} == {"driver", "cuda.core"}
     # without a record: says so instead of inventing numbers
-    assert "No launch probe" in lr.launch_probe_sentence({})
+    assert "No launch probe" in call_overhead_sentences.launch_probe_sentence({})
     assert json.dumps(probe)  # plain JSON
 
 
 def test_the_one_launch_split_k_record_backs_what_readme_and_lesson_11_say():
     """README and lesson 11: split-K stays two launches because one launch was slower back to
     back on every shape and plan the probe timed, with the same bits."""
-    probe = lr.splitk_probe()
+    probe = probes.splitk_probe()
     assert probe and probe["kind"] == "splitk-probe" and probe["git_commit"] and probe["versions"]["numba_cuda"]
-    facts = lr.splitk_probe_facts(probe)
+    facts = probes.splitk_probe_facts(probe)
     assert len(facts) >= 10 and all(b2b > 1 and same for b2b, _, _, same in facts.values())
     readme = open(os.path.join(REPO, "README.md")).read()
     assert "slower back to back on every\n  shape and plan timed" in readme
-    text = lr.splitk_probe_sentence(probe)
+    text = split_k_sentences.splitk_probe_sentence(probe)
     assert f"longer on {len(facts)} of the {len(facts)} pairs" in text and "same bits" in text
     from gemm_lessons.kernels.sgemm.warptile import TileConfig
     assert "serial" not in TileConfig.__dataclass_fields__  # the library kept two launches
@@ -309,7 +316,7 @@ def test_the_one_launch_split_k_record_backs_what_readme_and_lesson_11_say():
 
 def test_the_profile_backs_lesson_11s_reading_of_it():
     """Lesson 11 reads tools/ncu_vs_cublas.py's table in words: each statement checked here."""
-    header, pairs = lr.ncu_versus_cublas()
+    header, pairs = profile_comparison.ncu_versus_cublas()
     assert "H100" in header and "commit" in header and "Nsight Compute" in header
     by = {}
     for call, k in pairs:
@@ -325,37 +332,37 @@ def test_the_profile_backs_lesson_11s_reading_of_it():
         assert s["gl"][1][T] > 0.2 * (s["gl"][0][T] + s["gl"][1][T])  # "about a quarter" of gl.sgemm's GPU time
     big = by["16384x16384x16384"]
     c, g = big["cublas"][0], big["gl"][0]
-    assert len(big["gl"]) == 1 and "256x128" in lr._kernel_label(c["kernel"])
+    assert len(big["gl"]) == 1 and "256x128" in profile_comparison.kernel_label(c["kernel"])
     for m in ("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
               "smsp__issue_active.avg.pct_of_peak_sustained_active"):
         assert c[m] > g[m]
     barrier = "smsp__warp_issue_stalled_barrier_per_warp_active.pct"
     assert g[barrier] > c[barrier]
-    from gemm_lessons.instruments import profiler
-    gl_top, cublas_top = [r for r, _ in profiler.top_stalls(g, 2)], [r for r, _ in profiler.top_stalls(c, 2)]
+    from gemm_lessons.instruments import ncu_metrics
+    gl_top, cublas_top = [r for r, _ in ncu_metrics.top_stalls(g, 2)], [r for r, _ in ncu_metrics.top_stalls(c, 2)]
     assert gl_top == ["not_selected", "barrier"] and cublas_top[0] == "not_selected" and "barrier" not in cublas_top
-    text = lr.split_versus_one_kernel_sentence("1024x1024x1024")
+    text = profile_comparison_sentences.split_versus_one_kernel_sentence("1024x1024x1024")
     s = by["1024x1024x1024"]
     T = "gpu__time_duration.sum"
     assert s["gl"][0][T] < s["cublas"][0][T] < s["gl"][0][T] + s["gl"][1][T]
     assert "The product alone was faster than cuBLAS; the reduction is what put the call behind." in text
-    table = lr.ncu_versus_cublas_markdown()
+    table = profile_comparison_sentences.ncu_versus_cublas_markdown()
     assert "**dispatch stall**:" in table and "**no instruction**:" in table and "issue slots busy" in table
 
 
 def test_the_reduce_probe_backs_the_16_byte_reduction():
-    header, rows = lr.reduce_wide_probe()
+    header, rows = probes.reduce_wide_probe()
     assert "commit" in header and "H100" in header and len(rows) == 20
     for size in (1000, 1024):
         for p in (1, 2):
-            assert lr._probe(rows, size, "main+reduce_wide", "b2b", p) < lr._probe(rows, size, "main+reduce", "b2b", p)
-    text = lr.probe_outliers_sentence()
+            assert probes.probe_median(rows, size, "main+reduce_wide", "b2b", p) < probes.probe_median(rows, size, "main+reduce", "b2b", p)
+    text = shape_suite_sentences.probe_outliers_sentence()
     assert "cuBLAS at" in text and "gl.sgemm at" in text  # the jumps hit both libraries
     # the one-float reduction's bytes against its time: (4 parts + C) x 1024^2 floats at the model's copy rate
-    text = lr.reduce_wide_sentence()
-    bw = lr.recorded_model(REC).bandwidth_gbs
-    added = min(lr._probe(rows, 1024, "main+reduce", "b2b", p) for p in (1, 2)) - min(
-        lr._probe(rows, 1024, "main alone", "b2b", p) for p in (1, 2))
+    text = split_k_sentences.reduce_wide_sentence()
+    bw = suite_record.recorded_model(REC).bandwidth_gbs
+    added = min(probes.probe_median(rows, 1024, "main+reduce", "b2b", p) for p in (1, 2)) - min(
+        probes.probe_median(rows, 1024, "main alone", "b2b", p) for p in (1, 2))
     assert f"{4 * 5 * 1024 ** 2 / 1e6:.1f} MB, {4 * 5 * 1024 ** 2 / (bw * 1e3):.1f} µs" in text
     assert f"added {1e3 * added:.1f} µs" in text
 
@@ -363,10 +370,10 @@ def test_the_reduce_probe_backs_the_16_byte_reduction():
 def test_the_big_tile_record_backs_what_readme_and_lesson_11_say():
     """README and lesson 11: 256x128 and 128x256 block tiles, one block per SM, were slower than
     128x128 at every size the probe timed; the README's ranges are the record's, rounded."""
-    probe = lr.bigtile_probe()
+    probe = probes.bigtile_probe()
     assert probe and probe["kind"] == "bigtile-probe" and probe["git_commit"] and probe["versions"]["numba_cuda"]
     rows, K = probe["rows"], probe["offline_sm90"]["kernels"]
-    base = lr.BIGTILE_BASE
+    base = probes.BIGTILE_BASE
     others = [n for n in rows[0]["kernels"] if n != base]
     assert len(rows) >= 4 and len(others) == 3 and not probe["failures"]
     for r in rows:
@@ -379,8 +386,8 @@ def test_the_big_tile_record_backs_what_readme_and_lesson_11_say():
     sizes = sorted(r["shape"][0] for r in rows)
     assert (f"three forms: {int(min(big))}-{round(max(big))}% of cuBLAS back to back at {sizes[0]}^3-{sizes[-1]}^3, where 128x128 "
             f"reached {int(min(small))}-{round(max(small))}%").replace(" ", "") in readme.replace("\n", "").replace(" ", "")
-    assert lr.cublas_kernel_name("16384x16384x16384") == "cutlass_80_simt_sgemm_256x128_8x4_nn_align1"
-    text = lr.bigtile_probe_markdown(probe)
+    assert profile_comparison.cublas_kernel_name("16384x16384x16384") == "cutlass_80_simt_sgemm_256x128_8x4_nn_align1"
+    text = probe_sentences.bigtile_probe_markdown(probe)
     assert "No larger tile beat 128x128 at any size" in text and "right product" in text
 
 
@@ -390,7 +397,7 @@ def test_the_multistage_records_back_what_readme_and_lesson_11_say():
     root = REPO
     log = open(os.path.join(root, "results", "experiments", "cp-async-probe-nvidia-h100-80gb-hbm3.txt")).read()
     assert log.count(": exact") == 2 and "'LDGSTS': 10" in log and "works" in log
-    probe = lr.multistage_probe()
+    probe = probes.multistage_probe()
     assert probe["kind"] == "multistage-probe" and not probe["failures"] and probe["git_commit"]
     base = "library 128x128"
     staged = [(r["kernels"][n]["pct_cublas"], r["kernels"][base]["pct_cublas"]) for r in probe["rows"]
@@ -400,7 +407,7 @@ def test_the_multistage_records_back_what_readme_and_lesson_11_say():
     blo, bhi = min(b for _, b in staged), max(b for _, b in staged)
     readme = open(os.path.join(root, "README.md")).read().replace("\n", " ")
     assert f"reached {int(lo)}-{round(hi)}% of cuBLAS where 128x128 reached {round(blo)}-{round(bhi)}%" in readme
-    text = lr.multistage_profile_sentence()
+    text = profile_comparison_sentences.multistage_profile_sentence()
     assert "*short scoreboard*" in text and "3 stages, cp.async" in text
 
 
@@ -422,38 +429,38 @@ def test_numba_cuda_0_30_4_has_no_cp_async():
                 if "cp.async" in text or "cp_async" in text or "memcpy_async" in text:
                     found.append(name)
     assert found == []
-    assert "cp_async_probe" in lr.cp_async_probe_line() and "exact" in lr.cp_async_probe_line()
+    assert "cp_async_probe" in probe_sentences.cp_async_probe_line() and "exact" in probe_sentences.cp_async_probe_line()
 
 
 def test_live_versus_record_says_which_shape_crossed_90():
-    rec_row = lr.row(REC, lr.ODD_SHAPE)
+    rec_row = suite_record.row(REC, suite_record.ODD_SHAPE)
     now = copy.deepcopy(rec_row)
     # this run on the other side of 90% from the record in single calls, on the same side back to back
     now.pct_cublas_single = 80.0 if rec_row.pct_cublas_single >= 90 else 95.0
     now.pct_cublas_back_to_back = rec_row.pct_cublas_back_to_back
-    text = lr.live_versus_record([lr.ShapeTable([now], "measured now", True)], REC)
-    name = lr.shape_name(lr.ODD_SHAPE)
+    text = shape_suite_sentences.live_versus_record([shape_suite.ShapeTable([now], "measured now", True)], REC)
+    name = suite_record.shape_name(suite_record.ODD_SHAPE)
     assert f"{now.pct_cublas_single:.1f}% single now against {rec_row.pct_cublas_single:.1f}% recorded" in text
     assert f"On the other side of 90% in this run: {name} single." in text
     assert f"{name} back to back" not in text.split("On the other side")[1]
-    same = lr.live_versus_record([lr.ShapeTable([copy.deepcopy(rec_row)], "measured now", True)], REC)
+    same = shape_suite_sentences.live_versus_record([shape_suite.ShapeTable([copy.deepcopy(rec_row)], "measured now", True)], REC)
     assert "None of them is on the other side of 90%" in same
-    recorded = lr.live_versus_record([lr.ShapeTable([rec_row], "recorded", False)], REC)
+    recorded = shape_suite_sentences.live_versus_record([shape_suite.ShapeTable([rec_row], "recorded", False)], REC)
     assert "by construction" in recorded
 
 
 def test_split_occupancy_sentence_reads_the_offline_compile():
     from gemm_lessons.runs import arch_facts
     kernels = arch_facts.load()["kernels"]
-    model = lr.recorded_model(REC)
-    text = lr.split_occupancy_sentence(model)
+    model = suite_record.recorded_model(REC)
+    text = split_k_sentences.split_occupancy_sentence(model)
     for tiles in dispatch.TILES:
         split = kernels[f"gl.sgemm wide_split {tiles}"]["arch"]["9.0"]["blocks_per_sm"]
         counted = model.speeds[f"wide/{tiles}"].blocks_per_sm
         assert (f"{tiles}: {split} blocks per SM" in text) == (split != counted), tiles
     same = dataclasses_replace_speeds(model, {f"wide/{t}": kernels[f"gl.sgemm wide_split {t}"]["arch"]["9.0"]["blocks_per_sm"]
                                               for t in dispatch.TILES})
-    assert "as many blocks per SM as the unsplit form" in lr.split_occupancy_sentence(same)
+    assert "as many blocks per SM as the unsplit form" in split_k_sentences.split_occupancy_sentence(same)
 
 
 def dataclasses_replace_speeds(model, blocks):
@@ -465,9 +472,9 @@ def dataclasses_replace_speeds(model, blocks):
 
 
 def test_model_outliers_sentence_names_the_points_far_above_the_diagonal():
-    model = lr.recorded_model(REC)
-    far = [p for p in lr.model_points(REC, model) if p[3] >= 2 * p[2]]
-    text = lr.model_outliers_sentence(REC, model)
+    model = suite_record.recorded_model(REC)
+    far = [p for p in dispatch_model.model_points(REC, model) if p[3] >= 2 * p[2]]
+    text = dispatch_sentences.model_outliers_sentence(REC, model)
     for shape, name, est, ms, _, _ in far:
-        assert f"{name} at {lr.shape_name(shape)}, measured {ms:.3f} ms against an estimate of {est:.3f} ms" in text
-    assert lr.model_outliers_sentence(REC, model, factor=1e9).startswith("No plan measured")
+        assert f"{name} at {suite_record.shape_name(shape)}, measured {ms:.3f} ms against an estimate of {est:.3f} ms" in text
+    assert dispatch_sentences.model_outliers_sentence(REC, model, factor=1e9).startswith("No plan measured")

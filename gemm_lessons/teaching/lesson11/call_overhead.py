@@ -1,0 +1,172 @@
+"""Lesson 11, section 2 (what a call costs): the per-call costs of each way to call a kernel
+(``CallCosts``: measured now on a GPU, the record's on the simulator), their figure, and the comparisons
+the section reads off the table (the yardstick, the cheapest caller, cells below or above another).
+The section's sentences are in ``call_overhead_sentences``.
+"""
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from gemm_lessons.core import backend, tables
+from gemm_lessons.teaching.lesson11.suite_record import label, load
+
+
+@dataclass
+class CallCosts:
+    """What one call costs, per caller and size (records.OverheadRow), measured now or recorded."""
+    rows: list
+    source: str
+    measured_now: bool = False
+
+    def get(self, caller, size, what="issue_us"):
+        r = next((r for r in self.rows if r.caller == caller and r.size == size and not r.error), None)
+        return getattr(r, what) if r else float("nan")
+
+    def callers(self):
+        return list(dict.fromkeys(r.caller for r in self.rows))
+
+    def spread(self, callers, size, what):
+        """matplotlib's xerr for ``what`` ("issue", "sync", "event"): the distances from the median
+        down to the 10th and up to the 90th percentile; None where the rows do not have them."""
+        lo, hi = [], []
+        for c in callers:
+            med, p10, p90 = (self.get(c, size, f"{what}{s}_us") for s in ("", "_p10", "_p90"))
+            if p10 is None or p90 is None or math.isnan(med):
+                return None
+            lo.append(med - p10)
+            hi.append(p90 - med)
+        return [lo, hi]
+
+    def sizes(self):
+        return sorted({r.size for r in self.rows})
+
+    def _repr_markdown_(self):
+        sizes = self.sizes()
+        body = []
+        for caller in self.callers():
+            cells = []
+            for n in sizes:
+                issue, sync, event = (self.get(caller, n, w) for w in ("issue_us", "sync_us", "event_us"))
+                cells.append("–" if math.isnan(issue) else f"{issue:.0f} · {sync:.0f} · {event:.0f}")
+            body.append([caller, *cells])
+        head = ["caller", *(f"{n}^2: issue · sync · event µs" for n in sizes)]
+        return (f"**Per-call cost on square matrices**, {self.source}\n\n"
+                + tables.markdown(head, body, "l" + "r" * len(sizes))
+                + "\n\nissue: host time per call when calls are issued back to back (Python, checks, launch); "
+                "sync: host time for one call followed by a synchronize (the whole round trip); "
+                "event: CUDA events around one call on an idle GPU (getting the call to the GPU, plus the kernel; so it "
+                "should not be below the issue time, and where it is, that is not explained here). "
+                "Medians" + (" (the figure draws each one's 10th-90th percentile range as a whisker)" if self.sizes() and self.spread(self.callers(), self.sizes()[0], "issue") else "")
+                + ".")
+
+    def __repr__(self):
+        return self._repr_markdown_()
+
+
+CALL_COST_SIZE = 256  # the size at which lesson 11's section 2 reads the per-call costs
+
+
+def call_costs(sizes=(128, 256, 512, 1024), rec=None, progress=True):
+    """The per-call cost of gl.sgemm, the ladder's rung, its kernel launched by numba and cuBLAS:
+    measured now on a GPU (shapes.measure_overhead, about 2 s on an H100), the record's rows on the
+    simulator."""
+    if backend.SIMULATOR:
+        rec = rec or load()
+        rows = [r for r in rec.overhead or [] if r.size in sizes]
+        return CallCosts(rows, f"recorded on {label(rec)} ({backend.not_measured_why()})")
+    from gemm_lessons.runs import shapes
+    from gemm_lessons.measure.device import device_info
+    from gemm_lessons.core.progress import bar
+
+    pbar = bar(5 * len(sizes), "per-call cost", progress)
+    rows = shapes.measure_overhead(sizes, pbar)
+    pbar.close()
+    return CallCosts(rows, f"measured on {device_info().name} now", True)
+
+
+def call_costs_figure(costs, size=CALL_COST_SIZE, ax=None):
+    """Per-call cost of each caller at one size: the host's time to issue a call, and the CUDA-event
+    time around one call on an idle GPU."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 3.6))
+    callers = costs.callers()
+    y = np.arange(len(callers))
+    issue = [costs.get(c, size, "issue_us") for c in callers]
+    event = [costs.get(c, size, "event_us") for c in callers]
+    ax.barh(y - 0.2, issue, 0.4, color="tab:blue", xerr=costs.spread(callers, size, "issue"), capsize=2,
+            label="issue: host time per call, calls back to back")
+    ax.barh(y + 0.2, event, 0.4, color="tab:orange", xerr=costs.spread(callers, size, "event"), capsize=2,
+            label="event: CUDA events around one call, GPU idle before")
+    for yi, v in zip(y, issue):
+        if not math.isnan(v):
+            ax.text(v, yi - 0.2, f" {v:.0f}", va="center", fontsize=7)
+    for yi, v in zip(y, event):
+        if not math.isnan(v):
+            ax.text(v, yi + 0.2, f" {v:.0f}", va="center", fontsize=7)
+    ax.set_yticks(y, callers, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("microseconds per call")
+    ax.set_title(f"What one {size}x{size}x{size} call costs\n({costs.source})", fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    plt.tight_layout()
+    return ax
+
+
+def recorded_costs(rec):
+    """The record's per-call costs as a CallCosts."""
+    return CallCosts(rec.overhead or [], f"recorded on {label(rec)}")
+
+
+def issue_less_count(costs, a, b):
+    """([sizes where ``a`` took less issue time than ``b``], sizes where both were measured), the
+    times compared as the table shows them (whole µs: equal there is not less)."""
+    sizes = [n for n in costs.sizes()
+             if not (math.isnan(costs.get(a, n)) or math.isnan(costs.get(b, n)))]
+    return [n for n in sizes if round(costs.get(a, n)) < round(costs.get(b, n))], sizes
+
+
+def yardstick(costs):
+    """How far a median moves between measurements, as lesson 11 reads it off the per-call table:
+    the larger span (highest minus lowest issue time over the sizes) of the two callers whose host
+    work does not depend on the size (the ladder's rung and ``kernel[grid, block]``), or None."""
+    spans = []
+    for c in costs.callers():
+        if c.startswith("ladder") or "kernel[grid, block]" in c:
+            vals = [costs.get(c, n) for n in costs.sizes() if not math.isnan(costs.get(c, n))]
+            if len(vals) > 1:
+                spans.append(max(vals) - min(vals))
+    return max(spans) if spans else None
+
+
+def cheapest(costs, size, what="issue_us"):
+    """(caller, µs) with the least ``what`` at ``size``, or (None, nan)."""
+    got = [(c, costs.get(c, size, what)) for c in costs.callers()]
+    got = [(c, v) for c, v in got if not math.isnan(v)]
+    return min(got, key=lambda x: x[1]) if got else (None, float("nan"))
+
+
+def cells_below(costs, what, than):
+    """[(caller, size, its ``what`` µs, its ``than`` µs)] where one column of the per-call table is
+    below another in the same cell, as the table shows them (whole µs)."""
+    out = []
+    for c in costs.callers():
+        for n in costs.sizes():
+            v, w = costs.get(c, n, what), costs.get(c, n, than)
+            if not (math.isnan(v) or math.isnan(w)) and round(v) < round(w):
+                out.append((c, n, v, w))
+    return out
+
+
+def below_issue(costs, what):
+    """[(caller, size, its ``what`` µs, its issue µs)] where ``what`` ("sync_us" or "event_us") is
+    below the issue time."""
+    return cells_below(costs, what, "issue_us")
+
+
+def event_above_sync(costs):
+    """[(caller, size, event µs, sync µs)] where the event time is above the round trip's: the
+    events are recorded inside the round trip, so only different samples can put it there."""
+    return [(c, n, e, sync) for c, n, sync, e in cells_below(costs, "sync_us", "event_us")]

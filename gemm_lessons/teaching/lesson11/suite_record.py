@@ -1,0 +1,75 @@
+"""The shape suite's record and what every part of lesson 11 reads from it.
+
+``python -m gemm_lessons.runs.shapes`` writes results/shapes-<device>.json (records.ShapesRecord):
+the dispatch model's calibration, the per-call cost of each way to call a kernel, and every shape
+of its suite timed against cuBLAS, single calls and back to back, with every candidate plan timed
+on the smaller ones.  Here: the lesson's three shapes, the record, a row by shape, the record's
+label and command, the dispatch model it measured, and two small formulas (``is_wide``,
+``tflops``).
+"""
+import re
+
+from gemm_lessons.library import dispatch
+from gemm_lessons.records import results
+
+
+REFERENCE_SHAPE = (4096, 4096, 4096)  # the aligned square the odd shape is compared with
+
+
+ODD_SHAPE = (4095, 4097, 4093)  # the same work with nothing a multiple of 4
+
+
+SKINNY_SHAPE = (64, 8192, 8192)  # a small C with a long K: split-K's case
+
+
+LOW_PCT = 90.0  # "below 90% of cuBLAS": the shapes the lesson names
+
+
+HOST_BOUND = 0.8  # as gemm_lessons.measure.timing: the host took >= 80% of the GPU's time per call
+
+
+def load(device=None):
+    """The shape suite's record of ``device`` (default: results.REFERENCE_DEVICE, the GPU the
+    lessons' prose comes from)."""
+    path = results.path_for("shapes", device or results.REFERENCE_DEVICE)
+    return results.read(path)
+
+
+def label(rec):
+    return results.label(rec)
+
+
+def command(rec):
+    """The command that made the record, a directory given to --out shown as DIR (a path on the
+    machine that ran it means nothing to a reader)."""
+    return re.sub(r"(--out[ =])\S+", r"\1DIR", rec.command or "")
+
+
+def shape_name(shape):
+    return "x".join(str(int(v)) for v in shape)
+
+
+def row(rec, shape):
+    """The ShapeRow of ``shape`` (M, N, K), or None."""
+    return next((r for r in rec.rows or [] if tuple(r.shape) == tuple(shape)), None)
+
+
+def recorded_model(rec):
+    """The dispatch.Model the record measured (what gl.sgemm uses on that GPU)."""
+    return dispatch.Model.from_dict(rec.model) if rec.model else dispatch.Model()
+
+
+def is_wide(shape):
+    """Whether the wide kernel can run ``shape`` on C-contiguous, freshly allocated arrays."""
+    M, N, K = shape
+    return not (K % 4 or N % 4)
+
+
+def tflops(shape, ms):
+    M, N, K = shape
+    return 2.0 * M * N * K / (ms * 1e-3) / 1e12
+
+
+def calibration(rec, plan):
+    """The calibration row (a dict) of ``plan`` ("wide 128x128", ...), or None."""
+    return next((c for c in rec.calibration or [] if c.get("plan") == str(plan)), None)

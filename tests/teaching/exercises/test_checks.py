@@ -11,7 +11,7 @@ from gemm_lessons.teaching import exercises
 from gemm_lessons.course import student
 
 from conftest import REPO
-from test_exercises_01_04 import COVERED as COVERED_01_04  # the kernel exercises of lessons 01-04
+from test_lessons_01_04 import COVERED as COVERED_01_04  # the kernel exercises of lessons 01-04
 
 NOTEBOOKS = sorted(glob.glob(os.path.join(REPO, "notebooks", "*.ipynb")))
 
@@ -53,7 +53,7 @@ WRONG = {
 
 
 def test_every_exercise_has_a_right_and_a_wrong_answer_here():
-    # the kernel exercises are tested in test_exercises_01_04.py, test_exercises_05_10.py and test_exercises_11.py
+    # the kernel exercises are tested in test_lessons_01_04.py, test_lessons_05_10.py and test_lesson_11.py
     elsewhere = COVERED_01_04 | set(exercises.KERNEL_EXERCISES_05_10) | set(exercises.KERNEL_EXERCISES_11)
     assert set(RIGHT) == set(exercises.ids()) - elsewhere == set(WRONG)
 

@@ -53,7 +53,7 @@ WRONG = {
 
 
 def test_every_exercise_has_a_right_and_a_wrong_answer_here():
-    # the kernel exercises are tested in test_exercises_01_04.py, test_exercises_05_10.py and test_exercises_11.py
+    # the kernel exercises are tested in test_lessons_01_04.py, test_lessons_05_10.py and test_lesson_11.py
     elsewhere = COVERED_01_04 | set(exercises.KERNEL_EXERCISES_05_10) | set(exercises.KERNEL_EXERCISES_11)
     assert set(RIGHT) == set(exercises.ids()) - elsewhere == set(WRONG)
 

@@ -11,6 +11,7 @@ import pytest
 
 from conftest import REPO, requires_simulator
 from gemm_lessons.teaching import exercises
+from gemm_lessons.teaching.exercises import lesson11
 from gemm_lessons.course import student
 from test_lessons_05_10 import run_cell
 
@@ -91,7 +92,7 @@ def test_skeleton_fails():
 @requires_simulator
 def test_the_answer_name_is_found_for_the_child_process():
     ns, _, arg = run_cell(exercise_cell())
-    assert exercises._answer_name(ns[arg]) == "split_k"
+    assert lesson11._answer_name(ns[arg]) == "split_k"
 
 
 def test_a_single_kernel_is_feedback_not_a_crash():

@@ -19,12 +19,13 @@ from numba import cuda, float32
 
 from gemm_lessons.core import backend
 from gemm_lessons.teaching import exercises
+from gemm_lessons.teaching.exercises import kernels_01_04
 from gemm_lessons.course import student
 
 from conftest import REPO, requires_simulator
 
 KERNEL_IDS = ["01-kernel", "02-kernel", "03-kernel", "04-kernel"]
-# test_exercises.py asks every registered exercise to be tested; these are tested here
+# test_checks.py asks every registered exercise to be tested; these are tested here
 COVERED = set(KERNEL_IDS)
 LESSONS = {"01": "01_naive", "02": "02_shared_memory_tiles", "03": "03_register_tiling_1d",
            "04": "04_register_tiling_2d"}
@@ -64,7 +65,7 @@ def _remember(source):
 
 def check(exercise_id, body=None):
     # time_limit=0: without the line tracer that stops endless kernels (tested in
-    # test_exercises.py), the simulator runs these kernels twice as fast
+    # test_checks.py), the simulator runs these kernels twice as fast
     return exercises.check(exercise_id, answer_of(exercise_cell(exercise_id), body), time_limit=0)
 
 
@@ -201,13 +202,13 @@ def test_the_instrument_runs_a_kernel_rebuilt_from_its_source():
     process: the source and constants travel, and the rebuilt kernel does what the original does
     (8 shared loads per k-step: sA is read again for each of the TN = 4 products)."""
     kernel = answer_of(exercise_cell("03-kernel"), NO_REGISTER_03)
-    spec = exercises._kernel_spec(kernel)
+    spec = kernels_01_04._kernel_spec(kernel)
     assert spec["constants"] == {"BM": 32, "BN": 32, "BK": 8, "TN": 4} and spec["tile"] == [32, 32, 8, 4]
     rebuilt = exercises.rebuild_kernel(spec)
     assert exercises.technique_facts("03", rebuilt) == {"shape": (64, 64, 16), "A_reads": 2048, "B_reads": 2048,
                                                        "shared_loads_per_kstep": 8.0}
     kernel = answer_of(exercise_cell("02-kernel"))  # the tile sizes are notebook globals here
-    assert exercises._kernel_spec(kernel)["constants"] == {"BM": 8, "BN": 32, "BK": 32}
+    assert kernels_01_04._kernel_spec(kernel)["constants"] == {"BM": 8, "BN": 32, "BK": 32}
 
 
 @requires_simulator

@@ -1,0 +1,181 @@
+"""The exercises' registry and ``check``: a checker registered with ``@exercise(id, hint)``
+returns ``(ok, message)``; ``check`` turns it into Feedback and never raises (a wrong answer, a
+missing one, a crashing or endless kernel, a warning: all come back as feedback)."""
+import contextlib
+import inspect
+import threading
+import time
+import traceback
+import warnings
+from dataclasses import dataclass
+
+from gemm_lessons.core import backend
+
+
+# A student's kernel on the simulator gets this long before the check stops it.
+KERNEL_TIME_LIMIT_S = 120.0
+
+
+class KernelTimeout(Exception):
+    """Raised inside a simulated kernel that ran past its time limit."""
+
+_CHECKS = {}
+
+
+@dataclass
+class Feedback:
+    exercise: str
+    ok: bool
+    message: str
+
+    def __bool__(self):
+        return self.ok
+
+    def __str__(self):
+        return f"{'Correct' if self.ok else 'Not yet'} [{self.exercise}]: {self.message}"
+
+    __repr__ = __str__
+
+    def _repr_markdown_(self):
+        return ("✅ " if self.ok else "❌ ") + str(self)
+
+
+def exercise(exercise_id, hint):
+    """Register ``fn(answer) -> (ok, message)`` as the checker for ``exercise_id``."""
+    def register(fn):
+        _CHECKS[exercise_id] = (fn, hint)
+        return fn
+    return register
+
+
+def check(exercise_id, answer, time_limit=KERNEL_TIME_LIMIT_S):
+    """Check a student's answer; returns Feedback (shown as a green or red line).  On the
+    simulator a kernel still running after ``time_limit`` seconds is stopped.  Nothing goes to
+    stderr: numba's performance warnings about the check's tiny launches are dropped, other
+    warnings raised meanwhile are quoted in the feedback (see _warnings_into_feedback)."""
+    with _warnings_into_feedback() as caught:
+        feedback = _check(exercise_id, answer, time_limit)
+    if caught:
+        feedback.message += " (Warned while checking: " + "; ".join(caught) + ")"
+    return feedback
+
+
+def _check(exercise_id, answer, time_limit):
+    if exercise_id not in _CHECKS:
+        return Feedback(exercise_id, False, f"unknown exercise; known: {', '.join(sorted(_CHECKS))}")
+    fn, hint = _CHECKS[exercise_id]
+    if answer is None or answer is Ellipsis:
+        return Feedback(exercise_id, False, "no answer yet: replace the placeholder with your answer. Hint: " + hint)
+    try:
+        ok, message = _with_time_limit(lambda: fn(answer), time_limit)
+    except KernelTimeout:
+        return Feedback(exercise_id, False,
+                        f"stopped after {time_limit:g} s on the simulator: does a loop never end (a loop "
+                        "variable that never changes, a while without an exit, a guard that skips "
+                        "the increment)? Hint: " + hint)
+    except Exception as e:  # a broken kernel or answer must give feedback, not a traceback
+        tb = traceback.extract_tb(e.__traceback__)
+        where = f" (line {tb[-1].lineno} of {tb[-1].name})" if tb else ""
+        return Feedback(exercise_id, False,
+                        f"your answer raised {type(e).__name__}: {e}{where}. Hint: {hint}")
+    if not ok:
+        if not backend.SIMULATOR and "never written" in message and _still_unwritten(answer):
+            message += (" Your kernel still has the `raise NotImplementedError` of the part to write: on a GPU"
+                        " a raise inside a kernel does not stop it with an error, it just leaves C unwritten.")
+        message += " Hint: " + hint
+    return Feedback(exercise_id, ok, message)
+
+
+def _written_function(kernel):
+    """The Python function a student wrote: under numba's kernel and @unrolled's expansion."""
+    fn = getattr(kernel, "py_func", kernel)
+    return getattr(fn, "__unrolled_from__", fn)
+
+
+def _still_unwritten(answer):
+    """Whether a kernel's Python source still holds the skeleton's NotImplementedError."""
+    try:
+        return "NotImplementedError" in inspect.getsource(_written_function(answer))
+    except (OSError, TypeError):
+        return False
+
+
+def ids():
+    return sorted(_CHECKS)
+
+
+def _performance_warning_classes():
+    """numba's NumbaPerformanceWarning classes (numba-cuda has its own besides numba's)."""
+    classes = []
+    for module in ("numba.core.errors", "numba.cuda.core.errors"):
+        try:
+            classes.append(__import__(module, fromlist=["NumbaPerformanceWarning"]).NumbaPerformanceWarning)
+        except (ImportError, AttributeError):
+            pass
+    return classes
+
+
+@contextlib.contextmanager
+def _warnings_into_feedback(limit=3):
+    """Collect the warnings raised inside the block instead of printing them, and yield them as
+    a list of "Category: message" lines (at most ``limit``, each once).
+
+    A check's output must not go to stderr: in an nbgrader notebook the check runs in a graded
+    cell, and nbgrader gives 0 points to a cell that wrote to stderr.  numba's performance
+    warnings ("Grid size 1 will likely result in GPU under-utilization due to low occupancy",
+    a host array copied to the device) are about the check's own deliberately tiny launches,
+    so they are dropped; anything else (numba compiling the student's kernel, say) is worth
+    reading, so it goes into the feedback.  The caller's filters still apply (``ignore`` stays
+    ignored); the performance warnings are dropped even after ``warnings.resetwarnings()``
+    undid the filter gemm_lessons/__init__.py installs."""
+    caught = []
+    with warnings.catch_warnings(record=True) as records:
+        for category in _performance_warning_classes():
+            warnings.simplefilter("ignore", category)
+        warnings.filterwarnings("ignore", message=r".*Grid size .* will likely result in GPU under-utilization")
+        try:
+            yield caught
+        finally:
+            for w in records:
+                line = f"{w.category.__name__}: {w.message}"
+                if line not in caught and len(caught) < limit:
+                    caught.append(line)
+
+
+def _with_time_limit(fn, seconds):
+    """Run fn(); on the simulator, kernel threads started meanwhile raise KernelTimeout once
+    ``seconds`` have passed (checked on every line they execute outside the libraries)."""
+    if not backend.SIMULATOR or not seconds:
+        return fn()
+    deadline = time.monotonic() + seconds
+
+    def local(frame, event, arg):
+        if time.monotonic() > deadline:
+            raise KernelTimeout(f"kernel ran longer than {seconds} s")
+        return local
+
+    def global_tracer(frame, event, arg):
+        name = frame.f_code.co_filename
+        if "site-packages" in name or name.startswith("<frozen") or name.endswith("threading.py"):
+            return None  # trace only the kernel's own code: the libraries run untraced
+        return local
+
+    threading.settrace(global_tracer)  # applies to the simulator's threads, started inside fn
+    try:
+        return fn()
+    finally:
+        threading.settrace(None)
+
+
+def _close(a, b, rel=1e-6):
+    return abs(a - b) <= rel * max(1.0, abs(b))
+
+
+def _number(ans, expected, what):
+    try:
+        value = float(ans)
+    except (TypeError, ValueError):
+        return False, f"expected a number for {what}, got {ans!r}."
+    if _close(value, expected, 1e-3):
+        return True, f"{what} = {expected:,.6g}."
+    return False, f"{value:,.6g} is not {what}."

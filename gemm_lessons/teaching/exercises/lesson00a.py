@@ -1,0 +1,70 @@
+"""Lesson 00a's exercises (the primer): a guarded launch, and blocks per SM."""
+from gemm_lessons.teaching.exercises.core import exercise
+
+
+_LAUNCH_SIZES = (1, 129, 300)
+
+
+@exercise("00a-launch", "blocks = (n + threads - 1) // threads rounds up to whole blocks; inside the kernel, "
+                        "i = cuda.grid(1) and `if i < out.size:` before touching any array.")
+def check_launch_and_guard(ans):
+    import numpy as np
+
+    from gemm_lessons.core import backend
+    from gemm_lessons.measure.problems import POISON
+
+    rng = np.random.default_rng(7)
+    for n in _LAUNCH_SIZES:
+        x = rng.standard_normal(n).astype(np.float32)
+        y = rng.standard_normal(n).astype(np.float32)
+        pad = 256  # room after the output: a write past the end lands here (on a GPU nothing stops it)
+        if backend.SIMULATOR:
+            out = np.full(n + pad, POISON, np.float32)
+            ans(x, y, out[:n])
+            got = out
+        else:
+            from numba import cuda
+
+            out = cuda.to_device(np.full(n + pad, POISON, np.float32))
+            ans(cuda.to_device(x), cuda.to_device(y), out[:n])
+            got = out.copy_to_host()
+        past = int(np.count_nonzero(got[n:].view(np.uint32) != np.float32(POISON).view(np.uint32)))
+        if past:
+            return False, f"for n = {n}, {past} value(s) were written past the end of out: is the guard missing?"
+        unwritten = int(np.count_nonzero(got[:n].view(np.uint32) == np.float32(POISON).view(np.uint32)))
+        if unwritten:
+            return False, f"for n = {n}, {unwritten} element(s) of out were never written: does the grid cover n?"
+        want = 2.0 * x.astype(np.float64) - y.astype(np.float64)
+        tol = 4 * np.finfo(np.float32).eps * (2 * np.abs(x) + np.abs(y)).astype(np.float64)
+        bad = np.abs(got[:n] - want) > tol
+        if bad.any():
+            i = int(np.argmax(bad))
+            return False, f"for n = {n}, out[{i}] = {got[i]!r}, expected 2*x[{i}] - y[{i}] = {want[i]!r}."
+    return True, (f"out = 2x - y is right for n = {', '.join(map(str, _LAUNCH_SIZES))}, every element written "
+                  "and nothing written past the end.")
+
+
+@exercise("00a-occupancy", "Registers: a warp needs registers x 32, rounded up to a multiple of 256; "
+                           "shared memory: each block also reserves 1 KB (1,024 bytes) besides its own; "
+                           "threads: 2,048 per SM; blocks: 32 per SM. The smallest of the four counts wins.")
+def check_blocks_per_sm(ans):
+    from gemm_lessons.instruments.compiler_facts import blocks_per_sm
+
+    try:
+        blocks, limiter = ans
+    except (TypeError, ValueError):
+        return False, "answer with a pair: (blocks per SM, the resource that limits it)."
+    from gemm_lessons.teaching.hierarchy import STATIC_SHARED_BYTES_PER_BLOCK as static
+    from gemm_lessons.instruments.compiler_facts import SM_LIMITS_CC90 as lm
+
+    want = blocks_per_sm(40, 57 * 1024, 128)
+    unreserved = blocks_per_sm(40, 57 * 1024, 128, limits=dict(lm, shared_reserved_per_block=0))[0]
+    if (blocks, str(limiter).strip().lower()) == (want[0], want[1]):
+        reserved = lm["shared_reserved_per_block"] // 1024
+        return True, (f"{want[0]} blocks per SM, limited by {want[1]}: each block takes 57 KiB + {reserved} KiB "
+                      f"reserved, and {lm['shared_bytes'] // 1024} KiB hold {want[0]} of those (without the reserved "
+                      f"KiB it would be {unreserved}). 57 KiB is more than a block may declare with "
+                      f"`cuda.shared.array` ({static // 1024} KiB); it needs dynamic shared memory, with the opt-in.")
+    if blocks == want[0]:
+        return False, f"{blocks} is right, but the limiting resource is not {limiter!r}."
+    return False, f"{(blocks, limiter)} is not it."

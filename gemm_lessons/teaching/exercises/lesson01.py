@@ -1,0 +1,47 @@
+"""Lesson 01's exercises: the sectors a warp of the naive kernel reads, and the coalesced kernel."""
+from gemm_lessons.teaching.exercises.core import exercise
+from gemm_lessons.teaching.exercises.kernels_01_04 import SECTORS_PER_KSTEP_LIMIT, _answer_first, technique_facts
+
+
+SECTORS_BLOCK_X = 16  # 01-sectors: blocks 16 threads wide (16 x 16), the coalesced mapping, K = N = 4096
+
+
+@exercise("01-sectors", "A warp is 32 consecutive thread numbers, threadIdx.x fastest: with blocks 16 wide "
+                        "it holds two rows of 16 threads. A sector is 32 bytes; count the distinct sectors "
+                        "the 32 threads touch in A and in B.")
+def check_warp_sectors(ans):
+    from gemm_lessons.teaching.figures import naive_warp_addresses, sectors
+
+    try:
+        a, b = ans
+    except (TypeError, ValueError):
+        return False, "answer with a pair: (sectors of A, sectors of B)."
+    addr_a, addr_b = naive_warp_addresses(True, K=4096, N=4096, block_x=SECTORS_BLOCK_X)
+    want = (sectors(addr_a), sectors(addr_b))
+    if (a, b) == want:
+        return True, (f"A: the warp's threads sit on {len(set(addr_a))} rows of C, so they read "
+                      f"{len(set(addr_a))} floats of A, 4 x 4096 bytes apart: {want[0]} sectors; B: "
+                      f"{len(set(addr_b))} neighbouring floats (64 bytes), read by both rows: {want[1]} sectors. "
+                      f"{sum(want)} in all, against 1 + 4 with blocks 32 wide.")
+    if (a, b) == (1, 4):
+        return False, "(1, 4) is the warp of a block 32 threads wide; here a warp spans two rows of C."
+    return False, f"{(a, b)} is not it."
+
+
+@exercise("01-kernel", "a warp is 32 consecutive values of i = cuda.grid(1): make consecutive i walk along a "
+                       "row of C (the contiguous dimension of C and of B), and guard i < M * N.")
+def check_coalesced_kernel(ans):
+    ok, shapes = _answer_first("01", ans)
+    if ok is False:
+        return ok, shapes
+    f = technique_facts("01", ans)
+    M, N, K = f["shape"]
+    a, b = f["A"]["per_read"], f["B"]["per_read"]
+    if a + b > SECTORS_PER_KSTEP_LIMIT:
+        return False, (f"Right result, but not coalesced: at {M}x{N}x{K} (traced on the simulator) a warp's "
+                       f"read of A touches {a:.3g} sectors on average and its read of B {b:.3g}: {a + b:.3g} "
+                       "sectors per k-step, where a coalesced mapping needs 5 (1 for the float of A the warp "
+                       "shares, 4 for 32 neighbouring floats of B). Which elements do 32 consecutive i get?")
+    return True, (f"right result on {shapes}, and coalesced: at {M}x{N}x{K} a warp touches "
+                  f"{a:.3g} sector of A and {b:.3g} of B per k-step ({a + b:.3g} of the 32-byte sectors; "
+                  "the swapped mapping needs 33).")

@@ -1,0 +1,42 @@
+"""Lesson 05's exercises: which float4 a thread stages, and the transposed A tile (16-byte shared loads)."""
+from gemm_lessons.core import backend
+from gemm_lessons.kernels.sgemm import vec
+from gemm_lessons.teaching.exercises.core import exercise
+from gemm_lessons.teaching.exercises.kernels_05_11 import (_log_sgemm, _on_gpu, _result_right, _sass_lds_report,
+                                                           _sites, _tile_launcher)
+
+
+@exercise("05-stage-a", "256 threads, a 128 x 8 tile: 2 float4 per row. "
+                        "Return (row, first column) of the float4 that thread tid stages.")
+def check_float4_staging(ans):
+
+    for tid in range(vec.THREADS):
+        want = (tid // (vec.BK // 4), (tid % (vec.BK // 4)) * 4)
+        got = tuple(ans(tid))
+        if got != want:
+            return False, f"for tid={tid} you return {got}, expected {want}."
+    covered = {tuple(ans(t)) for t in range(vec.THREADS)}
+    if len(covered) != vec.BM * vec.BK // 4:
+        return False, "some float4 of the tile are staged twice and others never."
+    return True, "every float4 of the 128x8 A tile is staged exactly once, each by one 16-byte load."
+
+
+@exercise("05-transpose-a", "x_d is element (m, a_c + d) of the A tile, with m = a_r + p * A_STEP: transposed, it "
+                            "goes to row a_c + d, column m of sAT. In the k-step a thread's 8 values of A are "
+                            "then 8 neighbouring columns of row k of sAT.")
+def check_transposed_a_tile(kernel):
+    ok, right = _result_right(_tile_launcher("05-transpose-a"), kernel)
+    if not ok:
+        return False, right
+    if not backend.SIMULATOR:
+        return _on_gpu("05-transpose-a", kernel, right, _sass_lds_report)
+    trace = _log_sgemm("05-transpose-a", kernel, 64, 64, 8).shared_trace(merge=("ld",))
+    narrow = [i for i in trace.instructions if i.op == "ld" and i.width != 16]
+    if narrow:
+        return False, (right + ", but the technique is missing: not every shared load can be a 16-byte LDS.128 "
+                       f"(the tracer, one block: {_sites(trace, lambda i: i.op == 'ld')}). A thread's 8 values "
+                       "of A must be neighbours in shared memory, starting at a multiple of 4 floats: the "
+                       "transposed tile.")
+    return True, (right + "; every shared load of the k-step is a 16-byte access (the tracer, one block: "
+                  f"{_sites(trace, lambda i: i.op == 'ld')}): the transposed A tile works. (The tracer judges the "
+                  "layout; on a GPU this check also reports how many LDS.128 the compiler made of it.)")

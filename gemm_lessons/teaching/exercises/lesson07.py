@@ -1,0 +1,57 @@
+"""Lesson 07's exercise: double buffering (no race, one barrier per slice, loads before the compute)."""
+from gemm_lessons.core import backend
+from gemm_lessons.teaching.exercises.core import exercise
+from gemm_lessons.teaching.exercises.kernels_05_11 import _log_sgemm, _on_gpu, _result_right, _tile_launcher
+
+
+@exercise("07-double-buffer", "prologue: stage slice 0 into buffer 0, one barrier. Then per slice: start the "
+                              "next slice's global loads (load_slice), compute from the current buffer, store the "
+                              "loaded slice into the OTHER buffer, one barrier; swap the buffers' roles.")
+def check_double_buffering(kernel):
+    if not backend.SIMULATOR:
+        ok, right = _result_right(_tile_launcher("07-double-buffer"), kernel)
+        if not ok:
+            return False, right
+
+        def barriers(k):
+            from gemm_lessons.instruments.compiler_facts import sass_opcodes
+            bars = sum(n for op, n in (sass_opcodes(k) or {}).items() if op.startswith("BAR"))
+            return True, f"the SASS has {bars} barrier instruction(s)"
+        return _on_gpu("07-double-buffer", kernel, right, barriers)
+    K = 32
+    slices = K // 8
+    log = _log_sgemm("07-double-buffer", kernel, 64, 64, K)  # first: a race may or may not spoil a result
+    races = log.races()
+    ok, right = _result_right(_tile_launcher("07-double-buffer"), kernel)
+    if races:
+        arr, index, epoch, (t1, op1, line1), (t2, op2, line2) = races[0]
+        right = ("the result happens to be right here" if ok else right.rstrip("."))
+        return False, (right + f"; the access log finds a race: between barriers {epoch} and {epoch + 1}, thread {t1} "
+                       f"writes {arr} element {index} (flat index) while thread {t2} {'reads' if op2 == 'ld' else 'writes'} it "
+                       f"({len(races)}{'+' if len(races) >= 5 else ''} such word(s) found by the access log). A "
+                       "buffer may be refilled only after a barrier that follows the last read of it: store the "
+                       "next slice into the buffer nobody computes from.")
+    if not ok:
+        return False, right
+    bars = max(log.barriers().values())
+    if bars > slices + 1:
+        return False, (right + f", race-free, but with {bars} barriers for {slices} slices (K = {K}): "
+                       f"{bars / slices:.1f} per slice. With two buffers one barrier per slice is enough (plus "
+                       "one after the prologue): the store into the other buffer needs no barrier before it.")
+    thread0 = log.threads()[0]
+    late = []
+    for epoch in range(bars + 1):
+        evs = [e for e in thread0 if e.epoch == epoch and e.kind != "sync"]
+        first_ld = next((n for n, e in enumerate(evs) if e.kind == "shared" and e.op == "ld"), None)
+        if first_ld is None:
+            continue
+        has_global = any(e.kind == "global" and e.array in ("A", "B") for e in evs)
+        if has_global and not any(e.kind == "global" and e.array in ("A", "B") for e in evs[:first_ld]):
+            late.append(epoch)
+    if late:
+        return False, (right + ", race-free, one barrier per slice, but the next slice's global loads come "
+                       f"after the compute (between barriers {late[0]} and {late[0] + 1}, thread 0): start them "
+                       "before the k-steps, so that they are in flight while the FMAs run.")
+    return True, (right + f"; the access log (one block, K = {K}, {slices} slices) finds no race, {bars} barriers "
+                  "(one per slice plus the prologue's), and the next slice's global loads issued before each "
+                  "slice's k-steps.")

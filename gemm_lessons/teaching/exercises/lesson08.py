@@ -1,0 +1,39 @@
+"""Lesson 08's exercise: warp tiles (each warp reads WM + WN floats of shared memory per k-step)."""
+from gemm_lessons.core import backend
+from gemm_lessons.teaching.exercises.core import exercise
+from gemm_lessons.teaching.exercises.kernels_05_11 import _log_sgemm, _on_gpu, _result_right, _tile_launcher
+
+
+@exercise("08-warp-tile", "warp w owns columns (w % (BN // WN)) * WN .. + WN of the block tile and rows "
+                          "(w // (BN // WN)) * WM .. + WM; inside it, lane l sits at row l // LN, column l % LN "
+                          "of the LM x LN grid, and its 4x4 pieces repeat LM * 4 rows and LN * 4 columns apart.")
+def check_warp_tiles(kernel):
+    ok, right = _result_right(_tile_launcher("08-warp-tile"), kernel)
+    if not ok:
+        return False, right
+    if not backend.SIMULATOR:
+        return _on_gpu("08-warp-tile", kernel, right)  # the technique: the tracer, in a child process
+    BK, WM, WN = 8, 32, 64
+    log = _log_sgemm("08-warp-tile", kernel, 32, 128, BK)
+    trace = log.shared_trace(merge=("ld", "st"))
+    footprints = {}
+    for ins in trace.instructions:
+        if ins.op == "ld":
+            shape, itemsize, base = trace.arrays[ins.array]
+            words = footprints.setdefault(ins.warp, set())
+            words.update((ins.array, (a - base) // 4 + d) for a in ins.addresses if a is not None
+                         for d in range(ins.width // 4))
+    per_step = {w: len(s) / BK for w, s in footprints.items()}
+    if any(v != WM + WN for v in per_step.values()):
+        got = ", ".join(f"warp {w}: {v:g}" for w, v in sorted(per_step.items()))
+        return False, (right + f", but the warps are not {WM}x{WN} warp tiles: per k-step a warp should read "
+                       f"{WM} values of A and {WN} of B, {WM + WN} distinct floats of shared memory; the tracer "
+                       f"counts {got}. (Lesson 07's 2 x 16 lanes read 16 + 128 = 144.)")
+    conflicts = trace.totals("ld")["conflicts"]
+    if conflicts:
+        return False, (right + f", the warp tiles are right, but the shared loads have {conflicts} extra "
+                       "wavefronts from bank conflicts: are a thread's 4x4 pieces LN * 4 columns apart, so "
+                       "that 8 neighbouring lanes read 128 contiguous bytes?")
+    return True, (right + f"; the tracer sees each warp read {WM + WN} distinct floats of shared memory per "
+                  f"k-step ({WM} of A, {WN} of B: a {WM}x{WN} warp tile, against 144 for 2 x 16 lanes), "
+                  "with no bank conflicts.")

@@ -57,6 +57,7 @@ def time_orders(out):
     from numba import cuda
 
     from gemm_lessons.runs import bench
+    from gemm_lessons.instruments import compiler_facts
     from gemm_lessons.measure import rung_timing, provenance
     from gemm_lessons.teaching import block_order
     from gemm_lessons.records import results

@@ -16,7 +16,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from gemm_lessons.kernels import device_copy as copy
+from gemm_lessons.kernels import device_copy
 from gemm_lessons.kernels.sgemm import dbuf_first_attempt, naive, naive_uncoalesced, reg1d, reg2d, reg2d_unrolled, smem_tile, transposed_a, vec, warptile, wide_loads
 from gemm_lessons.kernels.transpose import naive as t_naive, smem_tile as t_tile, wide as t_wide
 
@@ -121,5 +121,5 @@ def compiled_kernels():
     name) and the float4 copy: what the benchmark reports compiler facts for."""
     kernels = {name: r.kernel for name, r in {**SGEMM, **VARIANTS}.items()}
     kernels.update({f"transpose_{name}": r.kernel for name, r in TRANSPOSE.items()})
-    kernels["copy_float4"] = copy.copy_float4
+    kernels["copy_float4"] = device_copy.copy_float4
     return kernels

@@ -39,7 +39,7 @@ import time
 
 import numpy as np
 
-from gemm_lessons.core import backend as _backend
+from gemm_lessons.core import backend
 from gemm_lessons.records import results
 
 NODE_BYTES = 128  # one node per 128-byte cache line: every step of the chase touches a new line
@@ -49,10 +49,10 @@ FFMA_CHAINS = (1, 2, 4, 8)
 FFMA_WARPS = (1, 2, 4, 8, 16, 32)
 WARM_MAX_STEPS = 1 << 19  # longest warm-up pass (a full pass when the chain is shorter)
 
-from numba import cuda, float32, uint32  # noqa: E402  (after _backend chose GPU or simulator)
+from numba import cuda, float32, uint32  # noqa: E402  (after backend chose GPU or simulator)
 
 # ----------------------------------------------------------------------------- the clock
-if _backend.SIMULATOR:
+if backend.SIMULATOR:
     def clock64():
         """Stand-in for the SM cycle counter: nanoseconds of the host (nothing is timed here)."""
         return time.perf_counter_ns()
@@ -190,7 +190,7 @@ def nodes_of(chain, node_bytes=NODE_BYTES):
 # ----------------------------------------------------------------------------- running them
 def _events_ms(launch):
     """Run ``launch()`` between two CUDA events; milliseconds (None on the simulator)."""
-    if _backend.SIMULATOR:
+    if backend.SIMULATOR:
         launch()
         return None
     start, end = cuda.event(), cuda.event()
@@ -202,11 +202,11 @@ def _events_ms(launch):
 
 
 def _device(a):
-    return a if _backend.SIMULATOR else cuda.to_device(a)
+    return a if backend.SIMULATOR else cuda.to_device(a)
 
 
 def _host(a):
-    return a if _backend.SIMULATOR else a.copy_to_host()
+    return a if backend.SIMULATOR else a.copy_to_host()
 
 
 def run_global_chase(chain_d, start, steps, out=None):
@@ -270,7 +270,7 @@ def measure_global(sizes, steps=16384, repeats=5, progress=print):
         out = _device(np.zeros(2, np.int64))
         warm = min(nodes, WARM_MAX_STEPS)
         j, _, _ = run_global_chase(chain_d, 0, warm, out)
-        overhead = 0.0 if _backend.SIMULATOR else _launch_overhead_ms(chain_d, out)
+        overhead = 0.0 if backend.SIMULATOR else _launch_overhead_ms(chain_d, out)
         cycles, ns = [], []
         for _ in range(repeats):
             j_next, c, ms = run_global_chase(chain_d, j, steps, out)
@@ -524,7 +524,7 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--out", default=None, help="JSON file (default results/latency-<device>.json)")
     args = p.parse_args(argv)
-    if _backend.SIMULATOR:
+    if backend.SIMULATOR:
         sys.exit("python -m gemm_lessons.measure.latency times loads on the GPU, and this machine runs numba's "
                  "CUDA simulator (no GPU found, or GEMM_LESSONS_SIMULATOR=1): nothing would be measured. "
                  "Run it on a machine with a CUDA GPU; the primer shows the recorded results/latency-*.json.")

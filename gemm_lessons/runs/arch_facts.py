@@ -241,12 +241,12 @@ def launch_threads(rung, n=256):
 def kernel_specs(sweep=True):
     """Every kernel the lessons and the library launch, with its launch threads: the SGEMM rungs
     and variants, the transposes and the copy of lesson 09, gl.sgemm's kernels (every tile size
-    and layout of library.KERNEL_KEYS) and, with ``sweep``, lesson 08's sweep
+    and layout of device_arrays.KERNEL_KEYS) and, with ``sweep``, lesson 08's sweep
     (tuning.lesson_configs(), run on the student's GPU with ``python -m gemm_lessons.runs.tuning``)."""
     from numba.cuda import types
 
-    from gemm_lessons.kernels import device_copy as copy, ladder
-    from gemm_lessons.library import device_arrays as library
+    from gemm_lessons.kernels import device_copy, ladder
+    from gemm_lessons.library import device_arrays
     from gemm_lessons.runs import tuning
     from gemm_lessons.kernels.sgemm import warptile
 
@@ -262,10 +262,10 @@ def kernel_specs(sweep=True):
                   for name, r in table.items()]
     specs += [KernelSpec(f"transpose_{name}", "transpose", r.lesson, launch_threads(r), cap(r.kernel),
                          _ready(r.kernel, (arr, arr))) for name, r in ladder.TRANSPOSE.items()]
-    specs.append(KernelSpec("copy_float4", "copy", "09", inspect.signature(copy.copy_kernel).parameters["threads"].default,
-                            cap(copy.copy_float4), _ready(copy.copy_float4, (arr, arr))))
-    for kind, tiles, layout in library.KERNEL_KEYS:
-        kernel, argtypes, threads = library.kernel_spec(kind, tiles, layout)
+    specs.append(KernelSpec("copy_float4", "copy", "09", inspect.signature(device_copy.copy_kernel).parameters["threads"].default,
+                            cap(device_copy.copy_float4), _ready(device_copy.copy_float4, (arr, arr))))
+    for kind, tiles, layout in device_arrays.KERNEL_KEYS:
+        kernel, argtypes, threads = device_arrays.kernel_spec(kind, tiles, layout)
         name = " ".join(x for x in ["gl.sgemm", kind, tiles, "strided" if layout == "A" else ""] if x)
         specs.append(KernelSpec(name, "library", "", threads, cap(kernel), _ready(kernel, argtypes)))
     if sweep:  # what tuning.sweep launches: warptile.sgemm with config.threads

@@ -103,13 +103,13 @@ class NotRecorded:
 # --- one step, and all of them --------------------------------------------------------------
 
 def _comparison(kernels, size, record):
-    from gemm_lessons.teaching import measure_step as measure
+    from gemm_lessons.teaching import measure_step
 
     if not backend.SIMULATOR:
-        return measure.compare(kernels, size=size)
+        return measure_step.compare(kernels, size=size)
     if record is None:
         return None
-    return measure.recorded(list(kernels) + ["cublas"], size, record)
+    return measure_step.recorded(list(kernels) + ["cublas"], size, record)
 
 
 def _tflops(row):
@@ -118,7 +118,7 @@ def _tflops(row):
 
 @dataclass
 class StepResult:
-    """One step against the step before it, timed in the same run (measure.Comparison)."""
+    """One step against the step before it, timed in the same run (measure_step.Comparison)."""
     name: str
     comparison: object
 
@@ -162,8 +162,8 @@ def measure_step(name, kernels=None, size=SIZE, record=None, device=results.REFE
 @dataclass
 class Summary:
     """Every step at one size, cuBLAS for scale, and each step's share of the whole jump."""
-    comparison: object  # measure.Comparison of every step and cuBLAS, one run
-    facts: dict = None  # kernel -> compiler facts (inspect_kernel.kernel_facts), where known
+    comparison: object  # measure_step.Comparison of every step and cuBLAS, one run
+    facts: dict = None  # kernel -> compiler facts (compiler_facts.kernel_facts), where known
 
     def rows(self):
         """(kernel, change, TFLOPS, % of cuBLAS, x the step before, share of the jump in %)
@@ -265,7 +265,7 @@ def summary(size=SIZE, record=None, device=results.REFERENCE_DEVICE):
     """Every step (the package's kernels) and cuBLAS at ``size``: on a GPU timed now in one
     process, on the simulator from the steps' record of ``device``, or NotRecorded.  The
     compiler facts come from the same place (the record stores them)."""
-    from gemm_lessons.instruments import compiler_facts as inspect_kernel
+    from gemm_lessons.instruments import compiler_facts
     from gemm_lessons.kernels import ladder
 
     if backend.SIMULATOR:
@@ -275,13 +275,13 @@ def summary(size=SIZE, record=None, device=results.REFERENCE_DEVICE):
         return Summary(_comparison(NAMES, size, record), dict(record.compiler or {}))
     rungs = {**ladder.SGEMM, **ladder.VARIANTS}
     c = _comparison({n: rungs[n] for n in NAMES}, size, None)
-    return Summary(c, {n: inspect_kernel.kernel_facts(rungs[n].kernel) for n in NAMES})
+    return Summary(c, {n: compiler_facts.kernel_facts(rungs[n].kernel) for n in NAMES})
 
 
 def compiler_facts(kernels, record=None, device=results.REFERENCE_DEVICE):
-    """inspect_kernel.compiler_facts of ``kernels`` (name -> numba kernel) with the main-loop
+    """compiler_facts.compiler_facts of ``kernels`` (name -> numba kernel) with the main-loop
     columns: from the compiler on a GPU, from the steps' record on the simulator, or NotRecorded."""
-    from gemm_lessons.instruments import compiler_facts as inspect_kernel
+    from gemm_lessons.instruments import compiler_facts
 
     threads = {name: 256 for name in kernels}
     if backend.SIMULATOR:
@@ -289,7 +289,7 @@ def compiler_facts(kernels, record=None, device=results.REFERENCE_DEVICE):
         if record is None:
             return NotRecorded("what the GPU's compiler made of " + ", ".join(f"`{n}`" for n in kernels),
                                record_path(device))
-    return inspect_kernel.compiler_facts(kernels, threads, record=record, loops=True)
+    return compiler_facts.compiler_facts(kernels, threads, record=record, loops=True)
 
 
 # --- the offline compile (sm_90, no GPU): what the lesson reads in the SASS ------------------

@@ -3,6 +3,7 @@
 Every function takes a results record (see gemm_lessons.records.results) and labels the figure with
 the device and date the numbers were measured on.
 """
+import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 

@@ -33,7 +33,7 @@ def compiler_markdown(rec, plans=("wide 128x128", "any_shape 128x128", "any_shap
                 "here: CUDA simulator)\n\n"
                 + tables.markdown(["kernel, tiles", "registers", "local bytes (spills)", "shared bytes", "blocks/SM"],
                                   body, "lrrrr"))
-    from gemm_lessons.library import device_arrays as library
+    from gemm_lessons.library import device_arrays
     from gemm_lessons.measure.device import device_info
     from gemm_lessons.instruments.compiler_facts import sass_summary
 
@@ -41,7 +41,7 @@ def compiler_markdown(rec, plans=("wide 128x128", "any_shape 128x128", "any_shap
     cols = ["LDG.E.128", "LDG.E", "STG.E.128", "STG.E", "LDS.128", "FFMA"]
     body = []
     for name in plans:
-        launcher = library.launcher_for(by_name[name])
+        launcher = device_arrays.launcher_for(by_name[name])
         res = launcher.resources() or {}
         sass = sass_summary(launcher.kernel) or {}
         body.append([name, res.get("registers", ""), res.get("local_bytes", ""), res.get("shared_bytes", ""),

@@ -127,9 +127,10 @@ class Log:
         return out
 
     def shared_trace(self, block=(0, 0, 0), merge=("ld",)):
-        """The shared accesses of ``block`` as a bank tracer Trace (wavefronts and conflicts)."""
-        evs = [(e.block, e.thread, e.seq, e.op, e.array, e.site, e.address) for e in self.events
-               if e.kind == "shared" and e.block == block]
+        """The shared accesses of ``block`` as a bank tracer Trace (wavefronts and conflicts), each
+        as wide as its array's elements (then merged as ``merge`` says: see shared_tracer.trace)."""
+        evs = [(e.block, e.thread, e.seq, e.op, e.array, e.site, e.address, self.arrays[e.array][1])
+               for e in self.events if e.kind == "shared" and e.block == block]
         return shared_tracer.Trace(shared_tracer._group(evs, set(merge or ())), block, dict(self.arrays))
 
 

@@ -98,37 +98,73 @@ class Trace:
         return "\n".join(lines)
 
 
+def _vector_helpers():
+    """The simulator's float4.py helpers (their code objects) -> (elements one call moves, how
+    to find the element it starts at from the helper's frame): load4/store4 (4 elements from
+    [row, col]), load4_flat/store4_flat (4 from flat element i), load1/store1 and
+    load1_flat/store1_flat (1).  On a GPU the 4-element helpers compile to one LDS.128 or
+    STS.128 each; on the simulator they make four scalar accesses, which the tracer records as
+    that one 16-byte access, at the kernel's line that called the helper."""
+    from gemm_lessons.core import float4
+
+    def first_2d(frame, arr):
+        return int(np.ravel_multi_index((int(frame.f_locals["row"]), int(frame.f_locals["col"])), arr.shape))
+
+    def first_flat(frame, arr):
+        return int(frame.f_locals["i"])
+
+    helpers = {"load4": (4, first_2d), "store4": (4, first_2d), "load4_flat": (4, first_flat),
+               "store4_flat": (4, first_flat), "load1": (1, first_2d), "store1": (1, first_2d),
+               "load1_flat": (1, first_flat), "store1_flat": (1, first_flat)}
+    return {getattr(float4, name).__code__: rule for name, rule in helpers.items()
+            if hasattr(getattr(float4, name), "__code__")}
+
+
 class _TracedShared:
-    """Stands in for a shared array on the simulator and records every element access."""
+    """Stands in for a shared array on the simulator and records every element access, with its
+    width in bytes: the element's size (4 for float32, 8 for float64), or 16 for an access made
+    through one of float4.py's 16-byte helpers (recorded once, at its first element)."""
 
     def __init__(self, recorder, name, array, base):
         self._rec, self._name, self._a, self._base = recorder, name, array, base
         self.shape, self.dtype = array.shape, array.dtype
 
-    def _address(self, idx):
+    def _flat(self, idx):
         idx = idx if isinstance(idx, tuple) else (idx,)
-        flat = np.ravel_multi_index(tuple(int(i) for i in idx), self._a.shape)
-        return self._base + int(flat) * self._a.itemsize
+        return int(np.ravel_multi_index(tuple(int(i) for i in idx), self._a.shape))
+
+    def _record(self, op, idx, frame):
+        flat = self._flat(idx)
+        width = self._a.itemsize
+        helper = self._rec.vector_helpers.get(frame.f_code)
+        if helper is not None:  # a float4.py helper: one access of all its elements, at the kernel's line
+            elements, first = helper
+            if elements > 1 and flat != first(frame, self._a):
+                return  # the 2nd-4th elements of a 16-byte access: recorded with the 1st
+            width *= elements
+            frame = frame.f_back
+        self._rec.record(op, self._name, self._base + flat * self._a.itemsize, frame, width)
 
     def __getitem__(self, idx):
-        self._rec.record("ld", self._name, self._address(idx), sys._getframe(1))
+        self._record("ld", idx, sys._getframe(1))
         return self._a[idx]
 
     def __setitem__(self, idx, value):
-        self._rec.record("st", self._name, self._address(idx), sys._getframe(1))
+        self._record("st", idx, sys._getframe(1))
         self._a[idx] = value
 
 
 class _Recorder:
-    def __init__(self, only_block):
+    def __init__(self, only_block, vector_helpers=None):
         self.only_block = only_block
-        self.events = []  # (block, thread_id, seq, op, array, site, address)
+        self.events = []  # (block, thread_id, seq, op, array, site, address, width in bytes)
         self.lock = threading.Lock()
         self.seq = collections.defaultdict(int)
         self.arrays = {}
         self.next_base = 0
+        self.vector_helpers = vector_helpers or {}
 
-    def record(self, op, name, address, frame):
+    def record(self, op, name, address, frame, width=4):
         t = threading.current_thread()
         block = tuple(t.blockIdx) if hasattr(t, "blockIdx") else (0, 0, 0)
         if self.only_block is not None and block != self.only_block:
@@ -138,7 +174,7 @@ class _Recorder:
         with self.lock:
             key = (block, tid)
             self.seq[key] += 1
-            self.events.append((block, tid, self.seq[key], op, name, site, address))
+            self.events.append((block, tid, self.seq[key], op, name, site, address, width))
 
 
 def _variable_name(frame, default, taken):
@@ -155,17 +191,19 @@ def trace(launch, block=(0, 0, 0), merge=("ld", "st")):
     are laid out one after another from byte 0, each starting on a 128-byte (bank 0) boundary.
 
     Accesses are grouped into warp-wide instructions: the n-th time each lane of a warp
-    executes the same access (same line, array and op) is one instruction.  For the ops in
-    ``merge`` ("ld", "st"; False for none), runs of 2 or 4 instructions in which every lane
-    touches consecutive, aligned words are merged into one 8- or 16-byte access, as the
-    compiler can do (LDS.64/LDS.128, STS.64/STS.128).  Whether it did is in the SASS: pass the
-    ops it merged."""
+    executes the same access (same line, array and op) is one instruction.  Each access is as
+    wide as the array's elements (4 bytes for float32, 8 for float64: costed by the bank
+    model's rule for that width), or 16 bytes through float4.py's load4/store4 helpers (one
+    LDS.128/STS.128 on a GPU, whatever ``merge`` says).  For the ops in ``merge`` ("ld", "st";
+    False for none), runs of 2 or 4 instructions in which every lane touches consecutive,
+    aligned elements are merged into one 8- or 16-byte access, as the compiler can do
+    (LDS.64/LDS.128, STS.64/STS.128).  Whether it did is in the SASS: pass the ops it merged."""
     if not backend.SIMULATOR:
         raise RuntimeError("the tracer runs kernels on the CUDA simulator: start Python with "
                            "GEMM_LESSONS_SIMULATOR=1 (on a GPU machine, use a second process).")
     from numba.cuda.simulator import kernelapi  # simulator mode only
 
-    rec = _Recorder(tuple(block) + (0,) * (3 - len(block)))
+    rec = _Recorder(tuple(block) + (0,) * (3 - len(block)), _vector_helpers())
     original = kernelapi.FakeCUDAShared.array
     allocations = {}  # (shared-memory object, file, line of the kernel) -> traced array
 
@@ -202,27 +240,31 @@ def _code_of(filename, lineno):
 
 
 def _group(events, merge):
+    """Events (block, thread, seq, op, array, site, byte address[, width in bytes: 4 if absent])
+    -> warp-wide Instructions, each with the width of its accesses."""
     groups = collections.OrderedDict()
     occurrence = collections.defaultdict(int)
-    # The k-th access a lane makes on a source line (same array, same op) pairs with the k-th
-    # of every other lane of its warp.  (Bytecode offsets would separate two accesses on one
-    # line, but Python's adaptive interpreter reports different offsets for the same access.)
-    for block, tid, seq, op, name, site, address in sorted(events, key=lambda e: (e[1], e[2])):
+    # The k-th access a lane makes on a source line (same array, same op, same width) pairs with
+    # the k-th of every other lane of its warp.  (Bytecode offsets would separate two accesses on
+    # one line, but Python's adaptive interpreter reports different offsets for the same access.)
+    for block, tid, seq, op, name, site, address, *rest in sorted(events, key=lambda e: (e[1], e[2])):
+        width = rest[0] if rest else 4
         warp, lane = divmod(tid, 32)
-        n_key = (tid, site, op, name)
+        n_key = (tid, site, op, name, width)
         occurrence[n_key] += 1
-        gkey = (warp, site, op, name, occurrence[n_key])
+        gkey = (warp, site, op, name, width, occurrence[n_key])
         g = groups.setdefault(gkey, {"order": seq, "addresses": [None] * 32})
         g["order"] = min(g["order"], seq)
         g["addresses"][lane] = address
     ordered = sorted(groups.items(), key=lambda kv: (kv[0][0], kv[1]["order"]))
-    ins = [Instruction(k[0], k[2], k[3], k[1], v["addresses"], source=_code_of(*k[1])) for k, v in ordered]
+    ins = [Instruction(k[0], k[2], k[3], k[1], v["addresses"], k[4], source=_code_of(*k[1])) for k, v in ordered]
     return _merge_wide(ins, merge) if merge else ins
 
 
 def _mergeable(run, width):
     first = run[0]
-    if any(i.warp != first.warp or i.op != first.op or i.array != first.array for i in run):
+    if any(i.warp != first.warp or i.op != first.op or i.array != first.array or i.width != first.width
+           for i in run):
         return False
     for lane in range(32):
         addrs = [i.addresses[lane] for i in run]
@@ -230,17 +272,19 @@ def _mergeable(run, width):
             if any(a is not None for a in addrs):
                 return False
             continue
-        if addrs[0] % width or any(addrs[t] != addrs[0] + 4 * t for t in range(len(run))):
+        if addrs[0] % width or any(addrs[t] != addrs[0] + first.width * t for t in range(len(run))):
             return False
     return any(a is not None for a in first.addresses)
 
 
 def _merge_wide(ins, ops):
-    """Merge runs of the same warp, op and array (in program order, other arrays' accesses in
-    between are allowed) whose lanes touch 4 (or 2) consecutive, aligned words."""
+    """Merge runs of the same warp, op, array and width (in program order, other arrays'
+    accesses in between are allowed) whose lanes touch consecutive, aligned elements: 4 (or 2)
+    4-byte ones, or 2 8-byte ones, into one 16-byte (or 8-byte) access.  16-byte accesses (the
+    float4.py helpers') are left as they are."""
     streams = collections.defaultdict(list)
     for n, x in enumerate(ins):
-        streams[(x.warp, x.op, x.array)].append(n)
+        streams[(x.warp, x.op, x.array, x.width)].append(n)
     position = {n: (key, p) for key, lst in streams.items() for p, n in enumerate(lst)}
     used, out = set(), []
     for n, x in enumerate(ins):
@@ -248,7 +292,8 @@ def _merge_wide(ins, ops):
             continue
         key, p = position[n]
         stream = streams[key]
-        for count, width in ((4, 16), (2, 8)) if x.op in ops else ():
+        wider = [(width // x.width, width) for width in (16, 8) if width // x.width >= 2]
+        for count, width in wider if x.op in ops else ():
             run = [ins[m] for m in stream[p:p + count]]
             if len(run) == count and _mergeable(run, width):
                 out.append(Instruction(x.warp, x.op, x.array, x.site, list(x.addresses), width, x.source))

@@ -219,3 +219,135 @@ def test_lesson_09_lane_figure_draws_what_the_naive_transpose_does():
     figures.transpose_warp_access(rows, cols)
     import matplotlib.pyplot as plt
     plt.close("all")
+
+
+# ---- the tracer prices each access at its width (issue 35) ----------------------------------
+def _float64_reads(stride):
+    """8 warps; each lane stores two consecutive float64, then reads s[stride * lane + 64 r] for
+    r = 0..3 (64 float64 = 512 bytes apart: bank 0 again): 32 load and 16 store warp-instructions."""
+    from numba import float64
+
+    @cuda.jit
+    def kernel(out):
+        s = cuda.shared.array(512, float64)
+        t = cuda.threadIdx.x
+        s[t] = t
+        s[t + 256] = t
+        cuda.syncthreads()
+        lane = t % 32
+        acc = 0.0
+        for r in range(4):
+            acc += s[stride * lane + 64 * r]
+        out[t] = acc
+
+    return kernel
+
+
+@requires_simulator
+@pytest.mark.parametrize("stride,per_load", [
+    # consecutive: lanes 0-15 read bytes 0-127 (words 0-31, each bank once), lanes 16-31 the next
+    # 128: one wavefront per half-warp phase = 2, ideal 2, no conflict (costed as 4-byte: 2 of ideal 1)
+    (1, (2, 2, 0, 1)),
+    # stride 2 (16 bytes): lanes 0-7 use banks 0,1,4,5,...,28,29 and lanes 8-15 the same banks on
+    # the next 128 bytes: 2 wavefronts per phase = 4, ideal 2, 2 conflicts (the profiler: 128
+    # wavefronts, 64 conflicts for 32 instructions; costed as 4-byte it was 4 of ideal 1, 3 conflicts)
+    (2, (4, 2, 2, 2)),
+    # broadcast: every lane the same float64 (banks 0 and 1): 1 wavefront per phase = 2, ideal 2
+    (0, (2, 2, 0, 1)),
+])
+def test_tracer_prices_float64_at_8_bytes(stride, per_load):
+    wavefronts, ideal, conflicts, degree = per_load
+    out = cuda.device_array(256, np.float64)
+    tr = shared_tracer.trace(lambda: _float64_reads(stride)[1, 256](out))
+    assert {i.width for i in tr.instructions} == {8}
+    assert tr.totals("ld") == {"instructions": 32, "wavefronts": 32 * wavefronts, "ideal": 32 * ideal,
+                               "conflicts": 32 * conflicts}
+    assert tr.first("ld").cost.degree == degree and len(tr.first("ld").cost.phases) == 2
+    # the stores: 16 of consecutive float64, 2 wavefronts each, no conflict
+    assert tr.totals("st") == {"instructions": 16, "wavefronts": 32, "ideal": 32, "conflicts": 0}
+    assert tr.arrays["s"] == ((512,), 8, 0)
+
+
+@requires_simulator
+def test_tracer_mixed_widths_in_one_kernel():
+    from numba import float32, float64
+
+    from gemm_lessons.instruments import access_log
+
+    @cuda.jit
+    def mixed(out):
+        a = cuda.shared.array(64, float32)
+        d = cuda.shared.array(64, float64)
+        t = cuda.threadIdx.x
+        a[t] = t
+        a[t + 32] = t
+        d[t] = t
+        d[t + 32] = t
+        cuda.syncthreads()
+        x = a[2 * t]  # float32 stride 2: even banks, 2 words each: 2 wavefronts, ideal 1
+        y = d[2 * t]  # float64 stride 2: 2 phases of 2 wavefronts = 4, ideal 2
+        z = d[t]  # float64 consecutive: 2 phases of 1 wavefront = 2, ideal 2
+        out[t] = x + y + z
+
+    out = cuda.device_array(32, np.float64)
+    tr = shared_tracer.trace(lambda: mixed[1, 32](out), merge=False)
+    assert tr.arrays == {"a": ((64,), 4, 0), "d": ((64,), 8, 256)}  # d starts at byte 256: bank 0
+    loads = [(i.array, i.width, i.cost.wavefronts, i.cost.ideal) for i in tr.instructions if i.op == "ld"]
+    assert loads == [("a", 4, 2, 1), ("d", 8, 4, 2), ("d", 8, 2, 2)]
+    assert tr.totals("ld") == {"instructions": 3, "wavefronts": 8, "ideal": 5, "conflicts": 3}
+    # stores: a[t], a[t + 32] one wavefront each; d[t], d[t + 32] two each
+    assert tr.totals("st") == {"instructions": 4, "wavefronts": 6, "ideal": 6, "conflicts": 0}
+    assert [(r["array"], r["width"]) for r in tr.by_site() if r["op"] == "ld"] == [("a", 4), ("d", 8), ("d", 8)]
+    assert "| d | 8 |" in tr._repr_markdown_()
+    # the access log's shared trace prices them the same way
+    log, _ = access_log.log(lambda out: mixed[1, 32](out), {"out": np.zeros(32, np.float64)})
+    assert log.shared_trace(merge=False).totals() == tr.totals()
+
+
+@requires_simulator
+def test_tracer_merges_neighbouring_float64_into_16_bytes():
+    from numba import float64
+
+    @cuda.jit
+    def pairs(out):
+        s = cuda.shared.array(64, float64)
+        t = cuda.threadIdx.x
+        s[t] = t
+        s[t + 32] = t
+        cuda.syncthreads()
+        out[t] = s[2 * t] + s[2 * t + 1]  # two neighbouring float64, 16-byte aligned: one LDS.128
+
+    out = cuda.device_array(32, np.float64)
+    merged = shared_tracer.trace(lambda: pairs[1, 32](out), merge=("ld",)).first("ld")
+    # 16 bytes per lane, 512 contiguous bytes: 4 quarter-warp phases of 1 wavefront
+    assert (merged.width, merged.cost.wavefronts, merged.cost.ideal) == (16, 4, 4)
+    apart = shared_tracer.trace(lambda: pairs[1, 32](out), merge=False)
+    assert [(i.width, i.cost.wavefronts) for i in apart.instructions if i.op == "ld"] == [(8, 4), (8, 4)]
+
+
+@requires_simulator
+def test_tracer_records_float4_helpers_as_16_byte_accesses_at_the_kernels_line():
+    from numba import float32
+
+    from gemm_lessons.core.float4 import load4, store4
+
+    @cuda.jit
+    def helpers(out):
+        s = cuda.shared.array((2, 128), float32)
+        t = cuda.threadIdx.x
+        store4(s, 0, 4 * t, t, t, t, t)  # STS.128: 32 lanes x 16 contiguous bytes
+        s[1, t] = t
+        cuda.syncthreads()
+        x0, x1, x2, x3 = load4(s, 0, 4 * (t % 8))  # LDS.128: 8 distinct float4, lanes 8 apart share
+        out[t] = x0 + x1 + x2 + x3 + s[1, t]
+
+    out = cuda.device_array(32, np.float32)
+    for merge in (False, ("ld", "st")):  # explicit 16-byte accesses: whatever the compiler merges
+        tr = shared_tracer.trace(lambda: helpers[1, 32](out), merge=merge)
+        rows = [(r["op"], r["width"], r["instructions"], r["wavefronts"], r["ideal"]) for r in tr.by_site()]
+        # store4: 4 quarter-warp phases of 8 lanes x 16 bytes = 128 bytes, 1 wavefront each;
+        # load4: each phase reads the same 128 bytes: 1 wavefront each (4; the paired rule does not
+        # apply: lanes n and n^1 differ); s[1, t]: one 4-byte phase
+        assert rows == [("st", 16, 1, 4, 4), ("st", 4, 1, 1, 1), ("ld", 16, 1, 4, 4), ("ld", 4, 1, 1, 1)]
+        sources = [i.source for i in tr.instructions if i.width == 16]
+        assert sources[0].startswith("store4(s, 0, 4 * t") and sources[1].startswith("x0, x1, x2, x3 = load4(s")

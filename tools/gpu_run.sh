@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What a GPU session runs.  Usage on the GPU machine: OUT=<dir> bash tools/gpu_run.sh STEP...
-#   rewrite    tools/compare_rewrite.py .legacy: rewritten vs generated kernels, same run -> rewrite-*.json
+#   rewrite    experiments/rewrite/compare_rewrite.py .legacy: rewritten vs generated kernels, same run -> rewrite-*.json
 #   tests      the README's test command (pytest, notebooks included) -> logs/pytest.log, timed per test
 #   bench      python -m gemm_lessons.runs.bench -> results/<device>.json + plots (copied to $OUT)
 #   shapes     python -m gemm_lessons.runs.shapes: gl.sgemm vs cuBLAS on the shape suite, per-call cost, the
@@ -103,7 +103,7 @@ for step in "$@"; do
       done ;;
     rewrite)
       # needs .legacy/ (the template-generated kernels, carried): same-run speed old vs new
-      python3 tools/compare_rewrite.py .legacy > "$OUT/logs/rewrite.log" 2>&1
+      python3 experiments/rewrite/compare_rewrite.py .legacy > "$OUT/logs/rewrite.log" 2>&1
       echo "rewrite rc=$?" >> "$OUT/logs/steps.log"
       cp results/rewrite-*.json "$OUT/" 2>/dev/null ;;
     latency)

@@ -1,40 +1,32 @@
 """Can a numba kernel use cp.async (asynchronous global -> shared copies) through linked CUDA C?
 
-    python3 tools/cp_async_probe.py        (on a GPU; prints what it checked)
+    python3 -m experiments.cp_async.cp_async_probe    (from the repository root, on a GPU; prints what it checked)
 
 Issue 14's last lever for large squares: cuBLAS's kernel there keeps 4 k slices in flight
 (CUTLASS's stages, lesson 11), filled by copies that bypass registers.  numba-cuda 0.30.4 has no
-intrinsic for them, so tools/cp_async/cp_async.cu wraps the PTX in C functions that
+intrinsic for them, so cp_async.cu (next to this file) wraps the PTX in C functions that
 cuda.declare_device links in.  This probe only checks the mechanism, not a GEMM:
   * 4-byte copies (cp.async.ca: what a transposing A-tile load needs, one float at a time) and
     16-byte copies (cp.async.cg) into a shared array, committed as groups and waited for
     (wait_group 0, and wait_group 1 with two groups in flight), then written back: exact;
   * the SASS holds LDGSTS (the instruction cp.async becomes) and no LDG/STS pair for those copies.
 """
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import numpy as np  # noqa: E402
+import numpy as np
 
-import gemm_lessons  # noqa: E402  (chooses the GPU before numba.cuda is imported)
+import gemm_lessons  # (chooses the GPU before numba.cuda is imported)
 
-CU = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cp_async", "cp_async.cu")
+from experiments._shared import cp_async_functions, opcode_counts
 
 
 def main():
     if gemm_lessons.SIMULATOR:
         sys.exit("cp.async needs a GPU (the simulator cannot link CUDA C)")
-    import cffi
     from numba import cuda, float32
 
-    ffi = cffi.FFI()
-    sig = "int32(CPointer(float32), int64, CPointer(float32), int64)"
-    cp4 = cuda.declare_device("cp_async4", sig, link=CU)
-    cp16 = cuda.declare_device("cp_async16", sig, link=CU)
-    commit = cuda.declare_device("cp_async_commit", "int32()", link=CU)
-    wait0 = cuda.declare_device("cp_async_wait0", "int32()", link=CU)
-    wait1 = cuda.declare_device("cp_async_wait1", "int32()", link=CU)
+    fns = cp_async_functions(waits=(0, 1))
+    ffi, cp4, cp16, commit, wait0, wait1 = (fns[k] for k in ("ffi", "cp4", "cp16", "commit", "wait0", "wait1"))
     N = 1024  # floats per block: 256 threads, 4 floats each
 
     @cuda.jit
@@ -69,11 +61,9 @@ def main():
         good = np.array_equal(d_dst.copy_to_host(), src)
         ok &= good
         print(f"{'16' if wide else '4'}-byte cp.async, two groups, wait_group 1 then 0: {'exact' if good else 'WRONG'}")
-    sass = copy_through_shared.inspect_sass()
-    sass = next(iter(sass.values())) if isinstance(sass, dict) else sass
-    import re
-    ops = re.findall(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?P\d\s+)?([A-Z][A-Z0-9_]*)", sass, re.M)  # opcodes
-    counts = {op: ops.count(op) for op in ("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDG", "STS")}
+    ops = opcode_counts(copy_through_shared, ("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDG", "STS"))
+    counts = {op: sum(n for o, n in ops.items() if o.split(".")[0] == op)  # by name, widths summed
+              for op in ("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDG", "STS")}
     print("SASS:", counts)
     ok &= counts["LDGSTS"] > 0
     print("cp.async through linked CUDA C:", "works" if ok else "FAILED")

@@ -684,10 +684,10 @@ def reading_04(prof=None, traced_conflicts=None, size=DEFAULT_SIZE, tile=(128, 1
 
 
 def l2_sources(device=None):
-    """tools/l2_sources.py's record: (its header line, {kernel name: counters}), or None."""
+    """experiments/l2_sources/l2_sources.py's record: (its header line, {kernel name: counters}), or None."""
     from gemm_lessons.records import results
 
-    record = results.ncu_record(results.path_for("ncu-l2-sources", device or results.REFERENCE_DEVICE))
+    record = results.ncu_record(results.experiment("l2_sources", "ncu", device))
     if record is None:
         return None
     header, calls, launches = record
@@ -695,11 +695,11 @@ def l2_sources(device=None):
 
 
 def l2_sources_reading(kernel="naive", record=None):
-    """Where ``kernel``'s L2 misses came from, in words, from tools/l2_sources.py's record."""
+    """Where ``kernel``'s L2 misses came from, in words, from experiments/l2_sources/l2_sources.py's record."""
     record = record or l2_sources()
     k = record and record[1].get(kernel)
     if not k:
-        return ("Where the difference came from, these counters do not say (`tools/l2_sources.py` splits the "
+        return ("Where the difference came from, these counters do not say (`experiments/l2_sources/l2_sources.py` splits the "
                 "misses by the requests' source; no such profile is recorded for this GPU).")
     sector = 32
     sm_miss = k["lts__t_sectors_srcunit_tex_lookup_miss.sum"] * sector
@@ -708,7 +708,7 @@ def l2_sources_reading(kernel="naive", record=None):
     where = results.ncu_where(record[0])
     all_miss = k["lts__t_sectors_lookup_miss.sum"] * sector
     return (f"A second profile of the same kernel split the L2's lookups by where each request came from "
-            f"(`tools/l2_sources.py`, {where}, results/experiments/ncu-l2-sources-*.csv). Of its "
+            f"(`experiments/l2_sources/l2_sources.py`, {where}, experiments/l2_sources/ncu-l2-sources-*.csv). Of its "
             f"{all_miss / 1e9:.1f} GB of misses, the lookups of requests from the SMs missed "
             f"{sm_miss / 1e9:.1f} GB, and DRAM read {dram_read / 1e9:.1f} GB ({100 * abs(sm_miss / dram_read - 1):.1f}% "
             f"apart); the other {fabric_miss / 1e9:.1f} GB (`lts__t_sectors_srcunit_ltcfabric_lookup_miss`, in "

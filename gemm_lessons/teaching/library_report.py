@@ -502,16 +502,16 @@ def overhead_sentence(rec, size=CALL_COST_SIZE):
 
 
 def launch_probe(device=None):
-    """The record of tools/launch_probe.py for ``device`` (default: the reference GPU), or None."""
-    return results.plain_record("launch-probe", device or results.REFERENCE_DEVICE)
+    """The record of experiments/launch/launch_probe.py for ``device`` (default: the reference GPU), or None."""
+    return results.experiment_record("launch", device=device)
 
 
 def launch_probe_sentence(probe=None, rec=None):
-    """What tools/launch_probe.py measured, part by part, in generated sentences; with ``rec`` (the
+    """What experiments/launch/launch_probe.py measured, part by part, in generated sentences; with ``rec`` (the
     shape suite's record), its issue times of the same call next to the probe's."""
     probe = probe if probe is not None else launch_probe()
     if not probe:
-        return ("No launch probe is recorded for this GPU (`python3 tools/launch_probe.py --out results` "
+        return ("No launch probe is recorded for this GPU (`python3 -m experiments.launch.launch_probe --out experiments/launch` "
                 "on one records it).")
     T = probe["timings"]
 
@@ -524,7 +524,7 @@ def launch_probe_sentence(probe=None, rec=None):
     (c1, _), (c2, _) = get("gl.sgemm 128^2 via cuda.core"), get("gl.sgemm 512^2 via cuda.core")
     (k1, _), (k2, _) = get("checks + plan look-up only 128^2"), get("checks + plan look-up only 512^2")
     flat, _ = get("flattening three arrays")
-    text = (f"Measured part by part (`tools/launch_probe.py`, {probe['device']}, {probe['date'][:10]}, commit "
+    text = (f"Measured part by part (`experiments/launch/launch_probe.py`, {probe['device']}, {probe['date'][:10]}, commit "
             f"{probe['git_commit']}; host time per call, the median of 10 batches of 200 calls): `gl.sgemm(A, B, C)` "
             f"took {d1:.1f} µs at 128^2 ({p1}: one kernel) and {d2:.1f} µs at 512^2 ({p2}: two kernels) launching "
             f"through the driver, and {c1:.1f} and {c2:.1f} µs with the same Launchers going through the `launch` "
@@ -733,8 +733,9 @@ def split_k_sentence(rec, shape=SKINNY_SHAPE):
 
 
 def splitk_probe(device=None):
-    """The record of tools/splitk_probe.py (split-K in one launch against two) for ``device``."""
-    return results.plain_record("splitk-probe", device or results.REFERENCE_DEVICE)
+    """The record of tools/splitk_probe.py at commit 1fc2bd8 (split-K in one launch against two;
+    experiments/splitk/) for ``device``."""
+    return results.experiment_record("splitk", device=device)
 
 
 def splitk_probe_facts(probe):
@@ -788,8 +789,8 @@ def splitk_probe_sentence(probe=None):
 
 
 def bigtile_probe(device=None):
-    """The record of tools/bigtile_probe.py (larger block tiles against 128x128) for ``device``."""
-    return results.plain_record("bigtile-probe", device or results.REFERENCE_DEVICE)
+    """The record of experiments/bigtile/bigtile_probe.py (larger block tiles against 128x128) for ``device``."""
+    return results.experiment_record("bigtile", device=device)
 
 
 BIGTILE_BASE = "library 128x128"
@@ -818,7 +819,7 @@ def bigtile_probe_markdown(probe=None):
     base_low = min(r["kernels"][BIGTILE_BASE]["pct_cublas"] for r in probe["rows"])
     wins = [(r["shape"][0], n) for r in probe["rows"] for n in names
             if n != BIGTILE_BASE and r["kernels"][n]["pct_cublas"] > r["kernels"][BIGTILE_BASE]["pct_cublas"]]
-    text = (f"Measured (`tools/bigtile_probe.py`, {probe['device']}, {probe['date'][:10]}, commit {probe['git_commit']}; "
+    text = (f"Measured (`experiments/bigtile/bigtile_probe.py`, {probe['device']}, {probe['date'][:10]}, commit {probe['git_commit']}; "
             f"back to back, % of the mean of cuBLAS's medians timed before and after the tiles; registers, blocks and warps per SM "
             f"from an offline sm_90 compile of the same commit). "
             + ("Every tile gave the right product (float64 reference) at every size and on a non-square check. "
@@ -830,8 +831,8 @@ def bigtile_probe_markdown(probe=None):
 
 
 def cp_async_probe_line(device=None):
-    """tools/cp_async_probe.py's recorded output, as one line (or a line saying there is none)."""
-    path = results.path_for("experiment-log", device or results.REFERENCE_DEVICE, name="cp-async-probe")
+    """experiments/cp_async/cp_async_probe.py's recorded output, as one line (or a line saying there is none)."""
+    path = results.experiment("cp_async", "log", device)
     if not os.path.exists(path):
         return "No cp.async probe is recorded for this GPU."
     with open(path) as f:
@@ -846,12 +847,12 @@ def cp_async_probe_line(device=None):
         counts = ast.literal_eval(m.group(1))
         return ("SASS: " + ", ".join(f"{n} `{op}`" for op, n in counts.items())
                 + " ([cp.async, LDGSTS](GLOSSARY.md#cp-async) says what they are)")
-    return f"`tools/cp_async_probe.py` ({head}): " + "; ".join(readable(line) for line in lines[1:]) + "."
+    return f"`experiments/cp_async/cp_async_probe.py` ({head}): " + "; ".join(readable(line) for line in lines[1:]) + "."
 
 
 def multistage_probe(device=None):
-    """The record of tools/multistage_probe.py (cp.async stages against 128x128) for ``device``."""
-    return results.plain_record("multistage-probe", device or results.REFERENCE_DEVICE)
+    """The record of experiments/multistage/multistage_probe.py (cp.async stages against 128x128) for ``device``."""
+    return results.experiment_record("multistage", device=device)
 
 
 def multistage_probe_sentence(probe=None):
@@ -869,7 +870,7 @@ def multistage_probe_sentence(probe=None):
     names = list(rows[0]["kernels"])
     ok = not probe["failures"] and all(c["correct"] for c in probe["compiled"].values())
     regs = {c.get("registers") for c in probe["compiled"].values()}
-    return (f"Measured (`tools/multistage_probe.py`, {probe['device']}, {probe['date'][:10]}, commit {probe['git_commit']}; "
+    return (f"Measured (`experiments/multistage/multistage_probe.py`, {probe['device']}, {probe['date'][:10]}, commit {probe['git_commit']}; "
             f"back to back at {sizes[0]}^3 to {sizes[-1]}^3, % of the mean of cuBLAS's medians before and after): "
             + "; ".join(f"{n} {span(n)}" for n in names) + ". "
             + ("Every form gave the right product (float64 reference, a full check at "
@@ -882,7 +883,7 @@ def multistage_profile_sentence(device=None):
     """The recorded ncu profile of the multistage probe's first form, in a generated sentence."""
     from gemm_lessons.instruments import profiler
 
-    record = results.ncu_record(results.path_for("ncu-multistage", device or results.REFERENCE_DEVICE))
+    record = results.ncu_record(results.experiment("multistage", "ncu", device))
     if record is None:
         return ""
     header, calls, launches = record
@@ -892,7 +893,7 @@ def multistage_profile_sentence(device=None):
         parts.append(f"{call}: issue slots busy {k['smsp__issue_active.avg.pct_of_peak_sustained_active']:.0f}%, FMA pipe "
                      f"busy {k['sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active']:.0f}%, top stalls {stalls}")
     where = results.ncu_where(header)
-    return (f"Nsight Compute on the first form, which found each stage's offset at run time (`tools/multistage_probe.py "
+    return (f"Nsight Compute on the first form, which found each stage's offset at run time (`experiments/multistage/multistage_probe.py "
             f"--profile`, {where}, 4096^3): " + "; ".join(parts) + ".")
 
 
@@ -901,9 +902,9 @@ _PROBE_LINE = re.compile(r"^(\d+) (\S+ \S+ split \d+) (.+?)\s+single ([\d.]+) \(
 
 
 def reduce_wide_probe(device=None):
-    """tools/reduce_wide_probe.py's recorded output: (its header, [{size, plan, call, pass, single,
+    """experiments/reduce_wide/reduce_wide_probe.py's recorded output: (its header, [{size, plan, call, pass, single,
     b2b}]) with (median, p10, p90) in ms, ``pass`` 1 or 2 (each size ran twice), or None."""
-    path = results.path_for("reduce-wide-probe", device or results.REFERENCE_DEVICE)
+    path = results.experiment("reduce_wide", "log", device)
     if not os.path.exists(path):
         return None
     with open(path) as f:
@@ -928,7 +929,7 @@ def _probe(rows, size, call, kind, which=1):
 
 
 def reduce_wide_sentence(probe=None):
-    """The two reductions side by side, back to back, from tools/reduce_wide_probe.py's record."""
+    """The two reductions side by side, back to back, from experiments/reduce_wide/reduce_wide_probe.py's record."""
     probe = probe or reduce_wide_probe()
     if not probe:
         return ""
@@ -957,9 +958,9 @@ def reduce_wide_sentence(probe=None):
 
 
 def _probe_source(header):
-    """"`tools/reduce_wide_probe.py`, <device>, <date>, commit <sha>" from the record's header."""
+    """"`experiments/reduce_wide/reduce_wide_probe.py`, <device>, <date>, commit <sha>" from the record's header."""
     m = re.search(r"on (.+?), (\d{4}-\d\d-\d\d)[^,]*, commit (\w+)", header)
-    return f"`tools/reduce_wide_probe.py`, {m.group(1)}, {m.group(2)}, commit {m.group(3)}" if m else header
+    return f"`experiments/reduce_wide/reduce_wide_probe.py`, {m.group(1)}, {m.group(2)}, commit {m.group(3)}" if m else header
 
 
 _PROBE_CALLS = {"main alone": "the product kernel alone", "cublas": "cuBLAS",
@@ -968,7 +969,7 @@ _PROBE_CALLS = {"main alone": "the product kernel alone", "cublas": "cuBLAS",
 
 
 def probe_outliers_sentence(probe=None, rec=None, factor=1.5):
-    """Calls whose median in one pass of tools/reduce_wide_probe.py was ``factor`` times or more the
+    """Calls whose median in one pass of experiments/reduce_wide/reduce_wide_probe.py was ``factor`` times or more the
     other pass's: how often one process's timing of the same call jumps, on that machine."""
     probe = probe or reduce_wide_probe()
     if not probe:
@@ -996,9 +997,9 @@ def probe_outliers_sentence(probe=None, rec=None, factor=1.5):
 
 
 def ncu_versus_cublas(device=None, path=None):
-    """tools/ncu_vs_cublas.py's recorded profile (or the ncu output at ``path``): (its header line,
+    """experiments/ncu_vs_cublas/ncu_vs_cublas.py's recorded profile (or the ncu output at ``path``): (its header line,
     [(call, kernel counters)]), or None."""
-    record = results.ncu_record(path or results.path_for("ncu-vs-cublas", device or results.REFERENCE_DEVICE))
+    record = results.ncu_record(path or results.experiment("ncu_vs_cublas", "ncu", device))
     if record is None:
         return None
     header, calls, launches = record
@@ -1011,7 +1012,7 @@ def ncu_versus_cublas(device=None, path=None):
 
 
 def cublas_kernel_name(shape, profile=None):
-    """The name of the kernel cuBLAS ran at ``shape`` ("MxNxK") in tools/ncu_vs_cublas.py's record
+    """The name of the kernel cuBLAS ran at ``shape`` ("MxNxK") in the recorded profile (experiments/ncu_vs_cublas/)
     (the name without its template arguments), or a line saying there is none."""
     profile = profile or ncu_versus_cublas()
     names = [k["kernel"] for call, k in (profile[1] if profile else []) if call == f"{shape} cublas"]
@@ -1034,7 +1035,7 @@ def ncu_versus_cublas_markdown(profile=None):
     """The recorded profile as a table: one row per kernel of each call."""
     profile = profile or ncu_versus_cublas()
     if not profile:
-        return "No profile of gl.sgemm next to cuBLAS is recorded for this GPU (`tools/ncu_vs_cublas.py`)."
+        return "No profile of gl.sgemm next to cuBLAS is recorded for this GPU (`experiments/ncu_vs_cublas/ncu_vs_cublas.py`)."
     header, pairs = profile
     from gemm_lessons.instruments import profiler
 

@@ -495,7 +495,7 @@ def test_lesson_01_reading_names_l2_misses_above_dram_as_unexplained():
 
 def test_lesson_01s_l2_misses_are_split_by_source_in_the_record():
     """Lesson 01: more L2 misses than DRAM reads, because the L2 also looks up (and misses)
-    requests that come over its fabric; the SMs' own misses match DRAM's reads (tools/l2_sources.py)."""
+    requests that come over its fabric; the SMs' own misses match DRAM's reads (experiments/l2_sources/)."""
     record = profiler.l2_sources()
     assert record and "H100" in record[0] and "commit" in record[0] and "Nsight Compute" in record[0]
     k = record[1]["naive"]
@@ -522,8 +522,8 @@ def test_store_wavefronts_reading_scales_one_block_to_the_grid():
 
 
 def test_profile_calls_warms_up_then_profiles_each_call_after_its_label(monkeypatch, capsys):
-    """The writer of the '# call' lines that results.ncu_record reads back (tools/l2_sources.py,
-    ncu_vs_cublas.py, multistage_probe.py)."""
+    """The writer of the '# call' lines that results.ncu_record reads back (the probes of
+    experiments/l2_sources/, ncu_vs_cublas/ and multistage/)."""
     from numba import cuda
 
     seen = []

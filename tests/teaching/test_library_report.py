@@ -308,7 +308,7 @@ def test_the_one_launch_split_k_record_backs_what_readme_and_lesson_11_say():
 
 
 def test_the_profile_backs_lesson_11s_reading_of_it():
-    """Lesson 11 reads tools/ncu_vs_cublas.py's table in words: each statement checked here."""
+    """Lesson 11 reads experiments/ncu_vs_cublas/'s table in words: each statement checked here."""
     header, pairs = lr.ncu_versus_cublas()
     assert "H100" in header and "commit" in header and "Nsight Compute" in header
     by = {}
@@ -388,7 +388,8 @@ def test_the_multistage_records_back_what_readme_and_lesson_11_say():
     """cp.async through linked CUDA C works (exact, LDGSTS in the SASS); the multistage forms of
     the last rung's tile were correct and slower than 128x128 at every size timed."""
     root = REPO
-    log = open(os.path.join(root, "results", "experiments", "cp-async-probe-nvidia-h100-80gb-hbm3.txt")).read()
+    from gemm_lessons.records import results
+    log = open(results.experiment("cp_async", "log")).read()
     assert log.count(": exact") == 2 and "'LDGSTS': 10" in log and "works" in log
     probe = lr.multistage_probe()
     assert probe["kind"] == "multistage-probe" and not probe["failures"] and probe["git_commit"]

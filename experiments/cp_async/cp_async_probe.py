@@ -1,6 +1,7 @@
 """Can a numba kernel use cp.async (asynchronous global -> shared copies) through linked CUDA C?
 
-    python3 -m experiments.cp_async.cp_async_probe    (from the repository root, on a GPU; prints what it checked)
+    python3 -m experiments.cp_async.cp_async_probe [--out DIR]   -> DIR/cp-async-probe-<device>.json
+    (from the repository root, on a GPU; prints what it checked; the record is kept in experiments/cp_async/)
 
 Issue 14's last lever for large squares: cuBLAS's kernel there keeps 4 k slices in flight
 (CUTLASS's stages, lesson 11), filled by copies that bypass registers.  numba-cuda 0.30.4 has no
@@ -11,16 +12,22 @@ cuda.declare_device links in.  This probe only checks the mechanism, not a GEMM:
     (wait_group 0, and wait_group 1 with two groups in flight), then written back: exact;
   * the SASS holds LDGSTS (the instruction cp.async becomes) and no LDG/STS pair for those copies.
 """
+import argparse
 import sys
 
 import numpy as np
 
 import gemm_lessons  # (chooses the GPU before numba.cuda is imported)
 
-from experiments._shared import cp_async_functions, opcode_counts
+from experiments._shared import cp_async_functions, opcode_counts, record, write_record
+
+SASS_OPS = ("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDG", "STS")
 
 
 def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", default=None, help="write the record into this directory")
+    args = p.parse_args()
     if gemm_lessons.SIMULATOR:
         sys.exit("cp.async needs a GPU (the simulator cannot link CUDA C)")
     from numba import cuda, float32
@@ -54,19 +61,21 @@ def main():
 
     blocks = 64
     src = np.random.default_rng(0).random(blocks * 2 * N, dtype=np.float32)
-    ok = True
+    ok, checks = True, []
     for wide in (False, True):
         d_src, d_dst = cuda.to_device(src), cuda.to_device(np.full_like(src, np.nan))
         copy_through_shared[blocks, 256](d_src, d_dst, wide)
-        good = np.array_equal(d_dst.copy_to_host(), src)
+        good = bool(np.array_equal(d_dst.copy_to_host(), src))
         ok &= good
-        print(f"{'16' if wide else '4'}-byte cp.async, two groups, wait_group 1 then 0: {'exact' if good else 'WRONG'}")
-    ops = opcode_counts(copy_through_shared, ("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDG", "STS"))
-    counts = {op: sum(n for o, n in ops.items() if o.split(".")[0] == op)  # by name, widths summed
-              for op in ("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDG", "STS")}
+        checks.append({"copy": f"{'16' if wide else '4'}-byte cp.async, two groups, wait_group 1 then 0", "exact": good})
+        print(f"{checks[-1]['copy']}: {'exact' if good else 'WRONG'}")
+    ops = opcode_counts(copy_through_shared, SASS_OPS)
+    counts = {op: sum(n for o, n in ops.items() if o.split(".")[0] == op) for op in SASS_OPS}  # widths summed
     print("SASS:", counts)
     ok &= counts["LDGSTS"] > 0
     print("cp.async through linked CUDA C:", "works" if ok else "FAILED")
+    write_record("cp_async", record("cp-async-probe", {"command": "python3 -m experiments.cp_async.cp_async_probe",
+                                                       "checks": checks, "sass": counts, "works": bool(ok)}), args.out)
     return 0 if ok else 1
 
 

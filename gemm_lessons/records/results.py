@@ -81,14 +81,14 @@ def files(kind, directory=RESULTS_DIR):
 EXPERIMENTS = {
     "bigtile": {"probe": "bigtile-probe-{device}.json"},
     "compile_time": {"log": "compile-time-{device}.txt"},  # {device}: the host that compiled
-    "cp_async": {"probe": "cp-async-probe-{device}.json", "log": "cp-async-probe-{device}.txt"},
+    "cp_async": {"probe": "cp-async-probe-{device}.json"},
     "dbuf": {"bench": "dbuf-{device}.json"},  # a BenchRecord
     "l2_sources": {"ncu": "ncu-l2-sources-{device}.csv"},
     "latency_probe": {"log": "latency-probe-{device}.txt"},
     "launch": {"probe": "launch-probe-{device}.json"},
     "multistage": {"probe": "multistage-probe-{device}.json", "ncu": "ncu-multistage-{device}.csv"},
     "ncu_vs_cublas": {"ncu": "ncu-vs-cublas-{device}.csv"},
-    "reduce_wide": {"probe": "reduce-wide-probe-{device}.json", "log": "reduce-wide-probe-{device}.txt"},
+    "reduce_wide": {"probe": "reduce-wide-probe-{device}.json"},
     "rewrite": {"probe": "rewrite-{device}.json", "log": "rewrite-{device}.txt"},
     "splitk": {"probe": "splitk-probe{suffix}-{device}.json"},  # run "run1": the first form
     "transpose_anywide": {"suite": "transpose-suite-anywide{suffix}-{device}.json"},  # run "run2"

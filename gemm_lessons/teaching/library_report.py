@@ -9,7 +9,6 @@ on the simulator those return the recorded numbers, labelled as such.  Every num
 states comes from here, so it follows the record.
 """
 import math
-import os
 import re
 from dataclasses import dataclass, field
 
@@ -831,23 +830,20 @@ def bigtile_probe_markdown(probe=None):
 
 
 def cp_async_probe_line(device=None):
-    """experiments/cp_async/cp_async_probe.py's recorded output, as one line (or a line saying there is none)."""
-    path = results.experiment("cp_async", "log", device)
-    if not os.path.exists(path):
+    """experiments/cp_async/'s record, as one line (or a line saying there is none)."""
+    probe = results.experiment_record("cp_async", device=device)
+    if not probe:
         return "No cp.async probe is recorded for this GPU."
-    with open(path) as f:
-        lines = [line.strip() for line in f if line.strip()]
-    head = lines[0].lstrip("# ").replace("python3 tools/cp_async_probe.py on ", "")
-
-    def readable(line):  # "SASS: {'LDGSTS': 10, ...}" as "SASS: 10 LDGSTS, ..." (glossary: cp.async)
-        m = re.fullmatch(r"SASS: (\{.*\})", line)
-        if not m:
-            return line
-        import ast
-        counts = ast.literal_eval(m.group(1))
-        return ("SASS: " + ", ".join(f"{n} `{op}`" for op, n in counts.items())
-                + " ([cp.async, LDGSTS](GLOSSARY.md#cp-async) says what they are)")
-    return f"`experiments/cp_async/cp_async_probe.py` ({head}): " + "; ".join(readable(line) for line in lines[1:]) + "."
+    versions = ", ".join(f"{name} {probe['versions'][key]}" for key, name in (("driver", "driver"),
+                                                                              ("numba_cuda", "numba-cuda"))
+                         if key in probe["versions"])
+    head = f"{probe['device']}, {probe['date'][:10]}, commit {probe['git_commit']}" + (f" ({versions})" if versions else "")
+    parts = [f"{c['copy']}: {'exact' if c['exact'] else 'WRONG'}" for c in probe["checks"]]
+    # the SASS counts as "10 LDGSTS, ..." (glossary: cp.async)
+    parts.append("SASS: " + ", ".join(f"{n} `{op}`" for op, n in probe["sass"].items())
+                 + " ([cp.async, LDGSTS](GLOSSARY.md#cp-async) says what they are)")
+    parts.append(f"cp.async through linked CUDA C: {'works' if probe['works'] else 'FAILED'}")
+    return f"`experiments/cp_async/cp_async_probe.py` ({head}): " + "; ".join(parts) + "."
 
 
 def multistage_probe(device=None):
@@ -897,31 +893,20 @@ def multistage_profile_sentence(device=None):
             f"--profile`, {where}, 4096^3): " + "; ".join(parts) + ".")
 
 
-_PROBE_LINE = re.compile(r"^(\d+) (\S+ \S+ split \d+) (.+?)\s+single ([\d.]+) \(([\d.]+)-([\d.]+)\)\s+"
-                         r"b2b ([\d.]+) \(([\d.]+)-([\d.]+)\)\s*$")
-
-
 def reduce_wide_probe(device=None):
-    """experiments/reduce_wide/reduce_wide_probe.py's recorded output: (its header, [{size, plan, call, pass, single,
-    b2b}]) with (median, p10, p90) in ms, ``pass`` 1 or 2 (each size ran twice), or None."""
-    path = results.experiment("reduce_wide", "log", device)
-    if not os.path.exists(path):
+    """experiments/reduce_wide/'s record: (where it comes from: "`<probe>`, <device>, <date>, commit
+    <sha>", [{size, plan, split, call, pass, single, b2b}]) with (median, p10, p90) in ms, ``pass``
+    1 or 2 (each size ran twice), or None."""
+    probe = results.experiment_record("reduce_wide", device=device)
+    if not probe:
         return None
-    with open(path) as f:
-        lines = f.readlines()
-    header, rows, seen = [], [], {}
-    for line in lines:
-        if line.startswith("#"):
-            header.append(line[1:].strip())
-            continue
-        m = _PROBE_LINE.match(line.strip())
-        if m:
-            size, plan, call = int(m.group(1)), m.group(2), m.group(3).strip()
-            seen[size, call] = seen.get((size, call), 0) + 1
-            rows.append({"size": size, "plan": plan, "call": call, "pass": seen[size, call],
-                         "single": tuple(float(m.group(i)) for i in (4, 5, 6)),
-                         "b2b": tuple(float(m.group(i)) for i in (7, 8, 9))})
-    return " ".join(header), rows
+    source = (f"`experiments/reduce_wide/reduce_wide_probe.py`, {probe['device']}, {probe['date'][:10]}, "
+              f"commit {probe['git_commit']}")
+    times = ("median_ms", "p10_ms", "p90_ms")
+    rows = [{**{k: r[k] for k in ("size", "plan", "split", "call", "pass")},
+             "single": tuple(r["single"][t] for t in times), "b2b": tuple(r["back_to_back"][t] for t in times)}
+            for r in probe["rows"]]
+    return source, rows
 
 
 def _probe(rows, size, call, kind, which=1):
@@ -940,14 +925,13 @@ def reduce_wide_sentence(probe=None):
         parts.append(f"at {size}^3 the product kernel alone took {get('main alone'):.4f} ms, with the one-float "
                      f"reduction after it {get('main+reduce'):.4f} ms, with the 16-byte one {get('main+reduce_wide'):.4f} "
                      f"ms, and cuBLAS {get('cublas'):.4f} ms")
-    text = (f"Back to back ({_probe_source(header)}; each shape timed in two passes, the faster median of the "
+    text = (f"Back to back ({header}; each shape timed in two passes, the faster median of the "
             "two): " + "; ".join(parts) + ".")
     rec = load()
     model = recorded_model(rec) if rec else None
-    plan = next((r["plan"] for r in rows if r["size"] == 1024), "")
-    m = re.search(r"split (\d+)", plan)
-    if model and m:  # what the one-float reduction's bytes alone would take at the calibration's copy rate
-        n, s = 1024, int(m.group(1))
+    plan, split = next(((r["plan"], r["split"]) for r in rows if r["size"] == 1024), ("", None))
+    if model and split:  # what the one-float reduction's bytes alone would take at the calibration's copy rate
+        n, s = 1024, split
         nbytes = 4 * (s + 1) * n * n  # reads the s parts, writes C (beta 0: C is not read)
         added = min(_probe(rows, n, "main+reduce", "b2b", w) for w in (1, 2)) - min(
             _probe(rows, n, "main alone", "b2b", w) for w in (1, 2))
@@ -955,12 +939,6 @@ def reduce_wide_sentence(probe=None):
                  f"{nbytes / (model.bandwidth_gbs * 1e3):.1f} µs at the {model.bandwidth_gbs:,.0f} GB/s the model's "
                  f"calibration measured for copies, while the one-float reduction added {1e3 * added:.1f} µs.")
     return text
-
-
-def _probe_source(header):
-    """"`experiments/reduce_wide/reduce_wide_probe.py`, <device>, <date>, commit <sha>" from the record's header."""
-    m = re.search(r"on (.+?), (\d{4}-\d\d-\d\d)[^,]*, commit (\w+)", header)
-    return f"`experiments/reduce_wide/reduce_wide_probe.py`, {m.group(1)}, {m.group(2)}, commit {m.group(3)}" if m else header
 
 
 _PROBE_CALLS = {"main alone": "the product kernel alone", "cublas": "cuBLAS",
@@ -985,7 +963,7 @@ def probe_outliers_sentence(probe=None, rec=None, factor=1.5):
                 out.append(f"{_PROBE_CALLS.get(r['call'], r['call'])} at {r['size']}^3, {what}: {a:.4f} ms in one "
                            f"pass, {b:.4f} ms in the other")
     n = len(rows) * 2
-    text = (f"{_probe_source(header)}: of {n} medians, {len(out)} were {factor:g} times or more the same call's in the "
+    text = (f"{header}: of {n} medians, {len(out)} were {factor:g} times or more the same call's in the "
             f"other pass: " + "; ".join(out) + ". "
             f"gl.sgemm at 1024^3 one call at a time took {_probe(rows, 1024, 'gl.sgemm', 'single', 1):.4f} and "
             f"{_probe(rows, 1024, 'gl.sgemm', 'single', 2):.4f} ms there")

@@ -2,7 +2,8 @@
 against cuBLAS, opcode counts, and writing a probe's JSON record.
 
 Probes import this as ``experiments._shared`` (they run as modules from the repository root,
-``python3 -m experiments.<name>.<probe>``): no probe imports another, and none edits sys.path.
+``python3 -m experiments.<name>.<probe>``): no probe imports another, and none edits the module
+search path.
 """
 import json
 import os

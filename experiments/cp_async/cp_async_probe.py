@@ -67,8 +67,9 @@ def main():
         copy_through_shared[blocks, 256](d_src, d_dst, wide)
         good = bool(np.array_equal(d_dst.copy_to_host(), src))
         ok &= good
-        checks.append({"copy": f"{'16' if wide else '4'}-byte cp.async, two groups, wait_group 1 then 0", "exact": good})
-        print(f"{checks[-1]['copy']}: {'exact' if good else 'WRONG'}")
+        what = f"{'16' if wide else '4'}-byte cp.async, two groups, wait_group 1 then 0"
+        checks.append({"copy": what, "exact": good})
+        print(f"{what}: {'exact' if good else 'WRONG'}")
     ops = opcode_counts(copy_through_shared, SASS_OPS)
     counts = {op: sum(n for o, n in ops.items() if o.split(".")[0] == op) for op in SASS_OPS}  # widths summed
     print("SASS:", counts)

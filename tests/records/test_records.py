@@ -3,6 +3,7 @@ unchanged; fields are attributes; every results path comes from results.path_for
 import glob
 import json
 import os
+import re
 
 import pytest
 
@@ -119,7 +120,8 @@ def test_every_experiment_record_is_found_by_the_one_reader():
         assert any(results.experiment_of(p) == (name, kind) for p in EXPERIMENT_FILES for kind in kinds), name
     assert results.experiment("launch") == os.path.join(results.EXPERIMENTS_DIR, "launch",
                                                         "launch-probe-nvidia-h100-80gb-hbm3.json")
-    assert results.experiment("splitk", run="run1", directory="/tmp") == "/tmp/splitk-probe-run1-nvidia-h100-80gb-hbm3.json"
+    assert results.experiment("splitk", run="run1", directory="/tmp") == \
+        "/tmp/splitk-probe-run1-nvidia-h100-80gb-hbm3.json"
     assert results.experiment_record("launch")["device"] == H100
     assert results.experiment_record("launch", device="no such GPU") is None
     for p in EXPERIMENT_FILES:  # JSON everywhere but Nsight Compute's CSV and text kept for people
@@ -131,3 +133,27 @@ def test_the_dbuf_experiment_is_a_bench_record_written_back_unchanged(tmp_path):
     text = open(path).read()
     rec = BenchRecord.read(path)
     assert rec.device.name == H100 and rec.to_json() == text
+
+
+def test_each_experiment_has_a_readme_and_its_probes_stand_alone():
+    """experiments/<name>/: a README for every folder, every folder a key of results.EXPERIMENTS;
+    probes import only the package and experiments._shared (no sys.path edits)."""
+    root = results.EXPERIMENTS_DIR
+    folders = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)) and d != "__pycache__")
+    assert folders == sorted(results.EXPERIMENTS)
+    for d in folders:
+        assert os.path.isfile(os.path.join(root, d, "README.md")), d
+    for path in glob.glob(os.path.join(root, "**", "*.py"), recursive=True):
+        text = open(path).read()
+        assert not re.search(r"sys\.path\s*(\.|\[|\+?=)", text), path
+        others = set(re.findall(r"^\s*(?:from|import) experiments\.(\w+)", text, flags=re.M))
+        assert others <= {"_shared"}, (path, others)
+
+
+def test_tools_holds_only_what_its_readme_lists():
+    """tools/ is the GPU workflow: every file in it is named in tools/README.md."""
+    tools = os.path.join(os.path.dirname(results.RESULTS_DIR), "tools")
+    readme = open(os.path.join(tools, "README.md")).read()
+    for name in os.listdir(tools):
+        if name not in ("README.md", "__pycache__"):
+            assert f"`{name}" in readme, name

@@ -258,8 +258,9 @@ def roofline_counters(device=None, directory=RESULTS_DIR):
 
 
 def plain_record(kind, device=REFERENCE_DEVICE, directory=RESULTS_DIR):
-    """A record of ``kind`` kept as plain JSON (no record class: the transpose suite, the launch
-    probe) for ``device``, a dict, or None when there is none."""
+    """A record of ``kind`` kept as plain JSON in results/ (no record class: the transpose suite)
+    for ``device``, a dict, or None when there is none (the experiments' records:
+    experiment_record)."""
     import json
 
     path = path_for(kind, device, directory=directory)

@@ -637,7 +637,7 @@ Markdown(split_k_sentences.reduce_wide_sentence())
 # and resets the counter to 0 (commit 1fc2bd8, `TileConfig.serial`;
 # a first form, commit c8d6942, which added all the parts of one group of four elements before
 # loading the next group's, so that its loads did not overlap, is recorded as
-# `results/experiments/splitk-probe-run1-*.json`). We timed it against the two launches, on the
+# `experiments/splitk/splitk-probe-run1-*.json`). We timed it against the two launches, on the
 # same plans and shapes (listed in the record), in one process:
 
 # %%
@@ -645,7 +645,7 @@ Markdown(split_k_sentences.splitk_probe_sentence())
 
 # %% [markdown]
 # So the library kept two launches, and the kernel of lessons 07 and 08 lost `serial` again (the
-# probe, `tools/splitk_probe.py`, runs at commit 1fc2bd8). The host-time difference is within
+# probe, `tools/splitk_probe.py`, ran at commit 1fc2bd8; `experiments/splitk/` keeps its records). The host-time difference is within
 # how far such medians move between runs (section 2), so it is not shown to be a saving. Where
 # the GPU time goes was not profiled. Two differences are visible without a profiler: in one
 # launch, the last block of each tile adds all the parts alone, after the other blocks of its tile
@@ -790,7 +790,7 @@ Markdown(shape_suite_sentences.live_versus_record([edges, skinny], rec))
 # faster plan, and the same shape with M and N swapped where the suite has it and it ran above 90%.
 #
 # Why a chosen plan runs at the speed it does is a question for a profile of its kernels next to
-# cuBLAS's. `tools/ncu_vs_cublas.py` profiles gl.sgemm, the wide kernel without a split, and cuBLAS
+# cuBLAS's. `experiments/ncu_vs_cublas/ncu_vs_cublas.py` profiles gl.sgemm, the wide kernel without a split, and cuBLAS
 # at 1024^3 and 1000^3, the two shapes furthest behind cuBLAS back to back in the suite's previous
 # record (run before section 3's 16-byte reduction; it is in the repository's history:
 # `git show 83c001f:results/shapes-nvidia-h100-80gb-hbm3.json`), and at 16384^3, the lowest large
@@ -817,7 +817,7 @@ Markdown(profile_comparison_sentences.split_versus_one_kernel_sentence("1024x102
 # %% [markdown]
 #
 # **A larger block tile, tried.** The name of cuBLAS's kernel at 16384^3, from the profile's record
-# (`tools/ncu_vs_cublas.py`, the table above):
+# (`experiments/ncu_vs_cublas/ncu_vs_cublas.py`, the table above):
 
 # %%
 print(profile_comparison.cublas_kernel_name("16384x16384x16384"))
@@ -838,8 +838,8 @@ print(profile_comparison.cublas_kernel_name("16384x16384x16384"))
 #
 # Lesson 08's `TileConfig` can describe a 256x128 tile too. Its labels below read: block tile x k
 # depth, `warp` tile, `thread` tile, `stages` (shared buffers), `pad` (extra floats per row of the A
-# tile), `regs` (the register cap; None: no cap). `tools/bigtile_probe.py`
-# (`results/experiments/bigtile-probe-*.json`) timed three such tiles in the last rung next to its
+# tile), `regs` (the register cap; None: no cap). `experiments/bigtile/bigtile_probe.py`
+# (`experiments/bigtile/bigtile-probe-*.json`) timed three such tiles in the last rung next to its
 # 128x128 and cuBLAS, at four sizes:
 
 # %%
@@ -857,11 +857,11 @@ Markdown(probe_sentences.bigtile_probe_markdown())
 # [asynchronous copies](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#asynchronous-data-copies)
 # of compute capability 8.0 and later (`cp.async`); numba-cuda 0.30.4 has no intrinsic for them
 # (its source has no `cp.async`). A few lines of CUDA C can issue them, and `cuda.declare_device`
-# links such C functions into a numba kernel: `tools/cp_async/cp_async.cu` wraps the PTX, and
-# `tools/cp_async_probe.py` checked that 4- and 16-byte copies land exactly and become
+# links such C functions into a numba kernel: `experiments/cp_async/cp_async.cu` wraps the PTX, and
+# `experiments/cp_async/cp_async_probe.py` checked that 4- and 16-byte copies land exactly and become
 # [`LDGSTS`](GLOSSARY.md#cp-async) instructions in the SASS (its record is printed below).
 # Whether cuBLAS's kernel uses them was not checked (its SASS was not inspected); its name only
-# says 4 stages. `tools/multistage_probe.py` then wrote the last rung's 128x128 tile (not cuBLAS's
+# says 4 stages. `experiments/multistage/multistage_probe.py` then wrote the last rung's 128x128 tile (not cuBLAS's
 # 256x128) with 3 and 4 stages filled that way: A's tile is stored transposed, so its floats land
 # one by one (4-byte copies); B's rows land whole (16-byte copies). The second form, timed here,
 # handles S slices per trip of its loop, so that each stage's place in shared memory is a constant;

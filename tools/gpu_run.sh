@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
 # What a GPU session runs.  Usage on the GPU machine: OUT=<dir> bash tools/gpu_run.sh STEP...
-#   rewrite    tools/compare_rewrite.py .legacy: rewritten vs generated kernels, same run -> rewrite-*.json
 #   tests      the README's test command (pytest, notebooks included) -> logs/pytest.log, timed per test
 #   bench      python -m gemm_lessons.runs.bench -> results/<device>.json + plots (copied to $OUT)
 #   shapes     python -m gemm_lessons.runs.shapes: gl.sgemm vs cuBLAS on the shape suite, per-call cost, the
 #              dispatch model measured -> results/shapes-<device>.json + <device>-shapes.png (copied to $OUT)
 #   banks      ncu shared-memory counters for the bank lesson -> $OUT/ncu-banks.csv
 #   repro      two bench runs back to back -> $OUT/run-a.json, run-b.json
-#   dbuf       vec_split and the double-buffered variant only -> $OUT/dbuf.json
+#   dbuf       vec_split and the double-buffered variant only -> $OUT/dbuf.json (experiments/dbuf/ keeps the 2026-11-22 run)
 #   steps05    lesson 05's steps, reg2d to vec one change at a time, and cuBLAS at 4096^3 and 8192^3 in one
 #              process (python -m gemm_lessons.teaching.lesson05_steps) -> results/experiments/lesson05-steps-<device>.json
 #              (copied to $OUT)
@@ -101,11 +100,6 @@ for step in "$@"; do
           python3 tools/sanitize.py ${SANITIZE_ONLY:-} > "$OUT/logs/sanitizer-$tool${SANITIZE_TILES:+-${SANITIZE_TILES// /-}}.log" 2>&1
         echo "sanitize $tool rc=$?" >> "$OUT/logs/steps.log"
       done ;;
-    rewrite)
-      # needs .legacy/ (the template-generated kernels, carried): same-run speed old vs new
-      python3 tools/compare_rewrite.py .legacy > "$OUT/logs/rewrite.log" 2>&1
-      echo "rewrite rc=$?" >> "$OUT/logs/steps.log"
-      cp results/rewrite-*.json "$OUT/" 2>/dev/null ;;
     latency)
       python3 -m gemm_lessons.measure.latency > "$OUT/logs/latency.log" 2>&1
       echo "latency rc=$?" >> "$OUT/logs/steps.log"

@@ -26,10 +26,9 @@ function's source before numba sees it:
   are written out, is an element at constant indices becomes one variable per element:
   ``acc[1, 2]`` is written ``acc_1_2`` (what the compiler does to keep it in registers, done
   early, so numba types a few hundred variables instead of thousands of array accesses; the
-  machine code is the same, the compile about 4x faster for lessons 07-08: tools/compile_time.py,
-  results/experiments/compile-time-h100-machine-cpu.txt).  A store is cast to the array's
-  type unless the value visibly has it.  An array indexed at run time, or passed whole to a
-  function, stays an array.
+  machine code is the same, the compile about 4x faster for lessons 07-08:
+  experiments/compile_time/).  A store is cast to the array's type unless the value visibly
+  has it.  An array indexed at run time, or passed whole to a function, stays an array.
 * A function defined inside the decorated one (a helper, like a C++ lambda that captures by
   reference) is written out where it is called, as ``helper(args)`` or ``target = helper(args)``:
   its parameters become the arguments (evaluated once, first, unless they are plain expressions

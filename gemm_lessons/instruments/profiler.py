@@ -462,10 +462,10 @@ def recorded(names, size=DEFAULT_SIZE, rows=ALL_ROWS, why="", note=None, directo
 
 
 def l2_sources(device=None):
-    """tools/l2_sources.py's record: (its header line, {kernel name: counters}), or None."""
+    """experiments/l2_sources/l2_sources.py's record: (its header line, {kernel name: counters}), or None."""
     from gemm_lessons.records import results
 
-    record = results.ncu_record(results.path_for("ncu-l2-sources", device or results.REFERENCE_DEVICE))
+    record = results.ncu_record(results.experiment("l2_sources", "ncu", device))
     if record is None:
         return None
     header, calls, launches = record

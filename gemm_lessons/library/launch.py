@@ -18,7 +18,7 @@ itself flattens it (meminfo, parent, size, itemsize, data pointer, shape, stride
     (cuda-bindings) is called with that array's address.  An argument is flattened and packed
     into its slots only when it is not the one packed there last time (the same array object,
     held by a weak reference, or an equal scalar): flattening an array costs more than a
-    microsecond of Python (tools/launch_probe.py), and a library passes the same arrays and
+    microsecond of Python (experiments/launch/), and a library passes the same arrays and
     scalars call after call.
   * "cuda.core": cuda.core's ``launch`` with one LaunchConfig per grid; it converts every
     argument on every call.

@@ -1,4 +1,6 @@
-"""Recorded results in results/: where every file goes (``path_for``) and reading the records.
+"""Recorded results in results/: where every file goes (``path_for``) and reading the records;
+and the records of the one-off experiments in experiments/<name>/ (``experiment``,
+``experiment_record``).
 
 Without a GPU the notebooks plot these recorded numbers, always labelled with device and date.
 """
@@ -11,6 +13,7 @@ from gemm_lessons.core.paths import REPO_DIR
 from gemm_lessons.records.schema import BankTruth, BenchRecord, ShapesRecord, TuningRecord
 
 RESULTS_DIR = os.path.join(REPO_DIR, "results")
+EXPERIMENTS_DIR = os.path.join(REPO_DIR, "experiments")
 
 # Every kind of file in results/: {device} is the GPU's slug, {name} a part the kind needs (a
 # plot, a run), {suffix} "-" + name when one is given.  The first pattern a file matches is its
@@ -26,24 +29,12 @@ PATHS = {
     "sanitizer": "sanitizer-{device}.txt",  # compute-sanitizer ... tools/sanitize.py
     "reproducibility": "reproducibility/{device}{suffix}.json",  # bench runs to compare: "run-a", "run-b"
     "reproducibility-report": "reproducibility/{device}{suffix}.txt",  # tools/compare_runs.py
-    # tools/transpose_suite.py --kernels ... (a few candidates: a partial suite, kept apart)
-    "transpose-experiment": "experiments/transpose-suite-{name}-{device}.json",
-    "ncu-l2-sources": "experiments/ncu-l2-sources-{device}.csv",  # tools/l2_sources.py: lesson 01's L2 misses by source
-    "ncu-vs-cublas": "experiments/ncu-vs-cublas-{device}.csv",  # tools/ncu_vs_cublas.py: gl.sgemm's kernels next to cuBLAS's
-    "reduce-wide-probe": "experiments/reduce-wide-probe-{device}.txt",  # tools/reduce_wide_probe.py's output
-    "launch-probe": "experiments/launch-probe-{device}.json",  # tools/launch_probe.py: gl.sgemm's call, part by part
-    "splitk-probe": "experiments/splitk-probe{suffix}-{device}.json",  # tools/splitk_probe.py: split-K in one launch or two
-    "ncu-multistage": "experiments/ncu-multistage-{device}.csv",  # tools/multistage_probe.py --profile under ncu
-    "multistage-probe": "experiments/multistage-probe-{device}.json",  # tools/multistage_probe.py: cp.async stages
-    "bigtile-probe": "experiments/bigtile-probe-{device}.json",  # tools/bigtile_probe.py: larger block tiles vs 128x128
     "lesson05-offline-sass": "experiments/lesson05-offline-sass.json",  # tools/lesson05_offline.py (offline, sm_90)
     "experiment": "experiments/{name}-{device}.json",  # a bench run of a few kernels ("l2order": tools/l2order.py)
-    "experiment-log": "experiments/{name}-{device}.txt",  # what a one-off probe printed
     "latency": "latency-{device}.json",  # python -m gemm_lessons.measure.latency (the primer)
     "primer-listing": "primer-listing.json",  # python -m gemm_lessons.teaching.primer_listing (one device)
     "arch-facts": "arch-facts.json",  # python -m gemm_lessons.runs.arch_facts: offline, every compute capability
     "arch-facts-tables": "arch-facts.md",  # ... its tables
-    "rewrite": "rewrite-{device}.json",  # tools/compare_rewrite.py: rewritten vs generated kernels
     "shapes-quick": "shapes-quick-{device}.json",  # python -m gemm_lessons.runs.shapes --quick
     "shapes": "shapes-{device}.json",  # python -m gemm_lessons.runs.shapes: gl.sgemm vs cuBLAS, dispatch model
     "transpose-suite": "transpose-suite-{device}.json",  # tools/transpose_suite.py: library.transpose vs sgeam
@@ -81,6 +72,58 @@ def kind_of(path):
 def files(kind, directory=RESULTS_DIR):
     """The files of ``kind`` in ``directory``, for every device, sorted."""
     return sorted(p for p in glob.glob(os.path.join(directory, _pattern(kind))) if kind_of(p) == kind)
+
+
+# The one-off experiments (experiments/<name>/: a probe, the records it wrote, a README saying
+# what was tested, found and decided): each one's records, {kind: file name}, with {device} and
+# {suffix} as in PATHS.  "probe": the JSON a probe wrote; "ncu": Nsight Compute's CSV of a probe
+# run under it ('# call NAME' lines, ncu_record); "log": text kept for people, read by nothing.
+EXPERIMENTS = {
+    "bigtile": {"probe": "bigtile-probe-{device}.json"},
+    "compile_time": {"log": "compile-time-{device}.txt"},  # {device}: the host that compiled
+    "cp_async": {"probe": "cp-async-probe-{device}.json"},
+    "dbuf": {"bench": "dbuf-{device}.json"},  # a BenchRecord
+    "l2_sources": {"ncu": "ncu-l2-sources-{device}.csv"},
+    "latency_probe": {"log": "latency-probe-{device}.txt"},
+    "launch": {"probe": "launch-probe-{device}.json"},
+    "multistage": {"probe": "multistage-probe-{device}.json", "ncu": "ncu-multistage-{device}.csv"},
+    "ncu_vs_cublas": {"ncu": "ncu-vs-cublas-{device}.csv"},
+    "reduce_wide": {"probe": "reduce-wide-probe-{device}.json"},
+    "rewrite": {"probe": "rewrite-{device}.json", "log": "rewrite-{device}.txt"},
+    "splitk": {"probe": "splitk-probe{suffix}-{device}.json"},  # run "run1": the first form
+    "transpose_anywide": {"suite": "transpose-suite-anywide{suffix}-{device}.json"},  # run "run2"
+}
+
+
+def experiment(name, kind="probe", device=None, run=None, directory=None):
+    """The file of experiment ``name``'s record of ``kind`` (a key of EXPERIMENTS[name]) for
+    ``device`` (default REFERENCE_DEVICE) and ``run`` (None: the main one):
+    experiments/<name>/<file>, or <directory>/<file> when a probe writes elsewhere (on the GPU
+    machine), e.g. experiment("launch") is experiments/launch/launch-probe-nvidia-h100-80gb-hbm3.json."""
+    pattern = EXPERIMENTS[name][kind]
+    return os.path.join(directory or os.path.join(EXPERIMENTS_DIR, name),
+                        pattern.format(device=slug(device or REFERENCE_DEVICE), suffix=f"-{run}" if run else ""))
+
+
+def experiment_record(name, kind="probe", device=None, run=None, directory=None):
+    """The JSON record of ``experiment(name, kind, device, run, directory)``, a dict, or None when
+    there is none: the one reader of what the probes wrote."""
+    import json
+
+    path = experiment(name, kind, device, run, directory)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def experiment_of(path):
+    """(name, kind) of the experiment record at ``path``, judged by its folder and file name, or None."""
+    folder, base = os.path.split(os.path.abspath(path))
+    for kind, pattern in EXPERIMENTS.get(os.path.basename(folder), {}).items():
+        if fnmatch.fnmatchcase(base, pattern.format(device="*", suffix="*")):
+            return os.path.basename(folder), kind
+    return None
 
 
 def read(path):
@@ -177,21 +220,21 @@ def parse_ncu_csv(text):
 
 
 def ncu_record(path):
-    """A recorded profile of a tool that prints '# call NAME' before each profiled call and a
-    '# tools/...' header line: (header, [call names], launches as parse_ncu_csv gives them), or
-    None when ``path`` does not exist."""
+    """A recorded profile of a probe that prints '# call NAME' before each profiled call, with a
+    '# <probe> run on DEVICE, DATE, commit C, ...' header line first: (header, [call names],
+    launches as parse_ncu_csv gives them), or None when ``path`` does not exist."""
     if not os.path.exists(path):
         return None
     with open(path) as f:
         text = f.read()
     lines = text.splitlines()
-    header = next((line[1:].strip() for line in lines if line.startswith("# tools/")), "")
+    header = lines[0][1:].strip() if lines and lines[0].startswith("# ") and not lines[0].startswith("# call ") else ""
     calls = [line[len("# call "):] for line in lines if line.startswith("# call ")]
     return header, calls, parse_ncu_csv(text)
 
 
 def ncu_where(header):
-    """The device, date and commit of a recorded profile's header line ('tools/X run on DEVICE,
+    """The device, date and commit of a recorded profile's header line ('<probe> run on DEVICE,
     DATE, commit C, driver ...'): the part after 'on ' up to the driver."""
     return header.split(" on ", 1)[-1].split(", driver")[0]
 
@@ -215,8 +258,9 @@ def roofline_counters(device=None, directory=RESULTS_DIR):
 
 
 def plain_record(kind, device=REFERENCE_DEVICE, directory=RESULTS_DIR):
-    """A record of ``kind`` kept as plain JSON (no record class: the transpose suite, the launch
-    probe) for ``device``, a dict, or None when there is none."""
+    """A record of ``kind`` kept as plain JSON in results/ (no record class: the transpose suite)
+    for ``device``, a dict, or None when there is none (the experiments' records:
+    experiment_record)."""
     import json
 
     path = path_for(kind, device, directory=directory)

@@ -63,11 +63,11 @@ def reading_01(prof=None):
 
 
 def l2_sources_reading(kernel="naive", record=None):
-    """Where ``kernel``'s L2 misses came from, in words, from tools/l2_sources.py's record."""
+    """Where ``kernel``'s L2 misses came from, in words, from experiments/l2_sources/l2_sources.py's record."""
     record = record or l2_sources()
     k = record and record[1].get(kernel)
     if not k:
-        return ("Where the difference came from, these counters do not say (`tools/l2_sources.py` splits the "
+        return ("Where the difference came from, these counters do not say (`experiments/l2_sources/l2_sources.py` splits the "
                 "misses by the requests' source; no such profile is recorded for this GPU).")
     sector = 32
     sm_miss = k["lts__t_sectors_srcunit_tex_lookup_miss.sum"] * sector
@@ -76,7 +76,7 @@ def l2_sources_reading(kernel="naive", record=None):
     where = results.ncu_where(record[0])
     all_miss = k["lts__t_sectors_lookup_miss.sum"] * sector
     return (f"A second profile of the same kernel split the L2's lookups by where each request came from "
-            f"(`tools/l2_sources.py`, {where}, results/experiments/ncu-l2-sources-*.csv). Of its "
+            f"(`experiments/l2_sources/l2_sources.py`, {where}, experiments/l2_sources/ncu-l2-sources-*.csv). Of its "
             f"{all_miss / 1e9:.1f} GB of misses, the lookups of requests from the SMs missed "
             f"{sm_miss / 1e9:.1f} GB, and DRAM read {dram_read / 1e9:.1f} GB ({100 * abs(sm_miss / dram_read - 1):.1f}% "
             f"apart); the other {fabric_miss / 1e9:.1f} GB (`lts__t_sectors_srcunit_ltcfabric_lookup_miss`, in "

@@ -412,8 +412,8 @@ def test_the_ncu_version_is_shown_short():
 
 
 def test_profile_calls_warms_up_then_profiles_each_call_after_its_label(monkeypatch, capsys):
-    """The writer of the '# call' lines that results.ncu_record reads back (tools/l2_sources.py,
-    ncu_vs_cublas.py, multistage_probe.py)."""
+    """The writer of the '# call' lines that results.ncu_record reads back (the probes of
+    experiments/l2_sources/, ncu_vs_cublas/ and multistage/)."""
     from numba import cuda
 
     seen = []

@@ -3,6 +3,7 @@ unchanged; fields are attributes; every results path comes from results.path_for
 import glob
 import json
 import os
+import re
 
 import pytest
 
@@ -13,7 +14,7 @@ from gemm_lessons.records.schema import BankTruth, BenchRecord, CheckRow, Device
 
 COMMITTED = sorted(p for p in glob.glob(os.path.join(results.RESULTS_DIR, "**", "*"), recursive=True)
                    if os.path.isfile(p))
-# the typed kinds (the latency, primer-listing and rewrite files are plain JSON, read by their modules)
+# the typed kinds (the latency and primer-listing files are plain JSON, read by their modules)
 RECORD_FILES = [p for p in COMMITTED if p.endswith(".json") and results.kind_of(p) in results.RECORDS]
 H100 = "NVIDIA H100 80GB HBM3"
 
@@ -84,8 +85,7 @@ def test_path_for_builds_every_kind_of_results_file():
     assert results.path_for("plot", H100, "ladder") == os.path.join(d, "nvidia-h100-80gb-hbm3-ladder.png")
     assert results.path_for("reproducibility", H100, "run-a", directory="/tmp") == \
         "/tmp/reproducibility/nvidia-h100-80gb-hbm3-run-a.json"
-    assert results.path_for("experiment", H100, "dbuf") in COMMITTED
-    assert results.kind_of(results.path_for("launch-probe", H100)) == "launch-probe"
+    assert results.path_for("experiment", H100, "l2order") in COMMITTED
     for kind in ("banks", "ncu-banks", "ncu-transpose", "sanitizer", "reproducibility-report"):
         assert results.path_for(kind, H100) in COMMITTED, kind
     with pytest.raises(ValueError, match="name"):
@@ -104,3 +104,56 @@ def test_recorded_numbers_say_why_they_are_not_measured(monkeypatch):
     assert backend.not_measured_why() == "not measured here: CUDA simulator"
     monkeypatch.setenv(backend.FILLED_ENV, "1")  # tools/refresh_outputs.py --into --gpu-notebook
     assert "not measured in this notebook's GPU run" in backend.not_measured_why()
+
+
+EXPERIMENT_FILES = sorted(p for p in glob.glob(os.path.join(results.EXPERIMENTS_DIR, "*", "*"))
+                          if os.path.isfile(p) and not p.endswith((".py", ".cu", ".md")))
+
+
+def test_every_experiment_record_is_found_by_the_one_reader():
+    """experiments/<name>/ holds a probe, its records and a README; every record there is one that
+    results.experiment names, and every experiment named there has its records and a README."""
+    assert EXPERIMENT_FILES
+    for p in EXPERIMENT_FILES:
+        assert results.experiment_of(p) is not None, p
+    for name, kinds in results.EXPERIMENTS.items():
+        assert any(results.experiment_of(p) == (name, kind) for p in EXPERIMENT_FILES for kind in kinds), name
+    assert results.experiment("launch") == os.path.join(results.EXPERIMENTS_DIR, "launch",
+                                                        "launch-probe-nvidia-h100-80gb-hbm3.json")
+    assert results.experiment("splitk", run="run1", directory="/tmp") == \
+        "/tmp/splitk-probe-run1-nvidia-h100-80gb-hbm3.json"
+    assert results.experiment_record("launch")["device"] == H100
+    assert results.experiment_record("launch", device="no such GPU") is None
+    for p in EXPERIMENT_FILES:  # JSON everywhere but Nsight Compute's CSV and text kept for people
+        assert p.endswith(".json") or results.experiment_of(p)[1] in ("ncu", "log"), p
+
+
+def test_the_dbuf_experiment_is_a_bench_record_written_back_unchanged(tmp_path):
+    path = results.experiment("dbuf", "bench")
+    text = open(path).read()
+    rec = BenchRecord.read(path)
+    assert rec.device.name == H100 and rec.to_json() == text
+
+
+def test_each_experiment_has_a_readme_and_its_probes_stand_alone():
+    """experiments/<name>/: a README for every folder, every folder a key of results.EXPERIMENTS;
+    probes import only the package and experiments._shared (no sys.path edits)."""
+    root = results.EXPERIMENTS_DIR
+    folders = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)) and d != "__pycache__")
+    assert folders == sorted(results.EXPERIMENTS)
+    for d in folders:
+        assert os.path.isfile(os.path.join(root, d, "README.md")), d
+    for path in glob.glob(os.path.join(root, "**", "*.py"), recursive=True):
+        text = open(path).read()
+        assert not re.search(r"sys\.path\s*(\.|\[|\+?=)", text), path
+        others = set(re.findall(r"^\s*(?:from|import) experiments\.(\w+)", text, flags=re.M))
+        assert others <= {"_shared"}, (path, others)
+
+
+def test_tools_holds_only_what_its_readme_lists():
+    """tools/ is the GPU workflow: every file in it is named in tools/README.md."""
+    tools = os.path.join(os.path.dirname(results.RESULTS_DIR), "tools")
+    readme = open(os.path.join(tools, "README.md")).read()
+    for name in os.listdir(tools):
+        if name not in ("README.md", "__pycache__"):
+            assert f"`{name}" in readme, name

@@ -315,7 +315,7 @@ def test_the_one_launch_split_k_record_backs_what_readme_and_lesson_11_say():
 
 
 def test_the_profile_backs_lesson_11s_reading_of_it():
-    """Lesson 11 reads tools/ncu_vs_cublas.py's table in words: each statement checked here."""
+    """Lesson 11 reads experiments/ncu_vs_cublas/'s table in words: each statement checked here."""
     header, pairs = profile_comparison.ncu_versus_cublas()
     assert "H100" in header and "commit" in header and "Nsight Compute" in header
     by = {}
@@ -352,7 +352,10 @@ def test_the_profile_backs_lesson_11s_reading_of_it():
 
 def test_the_reduce_probe_backs_the_16_byte_reduction():
     header, rows = probes.reduce_wide_probe()
-    assert "commit" in header and "H100" in header and len(rows) == 20
+    assert "commit 2ff0197" in header and "H100" in header and "2026-11-24" in header and len(rows) == 20
+    assert {r["pass"] for r in rows} == {1, 2} and {r["split"] for r in rows} == {4}
+    first = next(r for r in rows if r["size"] == 1000 and r["call"] == "gl.sgemm" and r["pass"] == 1)
+    assert first["single"] == (0.0727, 0.0707, 0.0834) and first["b2b"] == (0.0554, 0.0554, 0.0555)  # as printed
     for size in (1000, 1024):
         for p in (1, 2):
             assert probes.probe_median(rows, size, "main+reduce_wide", "b2b", p) < probes.probe_median(rows, size, "main+reduce", "b2b", p)
@@ -395,8 +398,10 @@ def test_the_multistage_records_back_what_readme_and_lesson_11_say():
     """cp.async through linked CUDA C works (exact, LDGSTS in the SASS); the multistage forms of
     the last rung's tile were correct and slower than 128x128 at every size timed."""
     root = REPO
-    log = open(os.path.join(root, "results", "experiments", "cp-async-probe-nvidia-h100-80gb-hbm3.txt")).read()
-    assert log.count(": exact") == 2 and "'LDGSTS': 10" in log and "works" in log
+    from gemm_lessons.records import results
+    cp = results.experiment_record("cp_async")
+    assert [c["exact"] for c in cp["checks"]] == [True, True] and cp["sass"]["LDGSTS"] == 10 and cp["works"]
+    assert cp["sass"]["LDG"] == cp["sass"]["STS"] == 0
     probe = probes.multistage_probe()
     assert probe["kind"] == "multistage-probe" and not probe["failures"] and probe["git_commit"]
     base = "library 128x128"

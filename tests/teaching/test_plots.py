@@ -321,8 +321,8 @@ def test_readme_reading_of_the_any_wide_experiment():
     """README: transpose/any_wide (64x16) against sgeam and the library, one H100 run, back to back,
     on the shapes with a side that is not a multiple of 4."""
     import json
-    path = results.path_for("transpose-experiment", "NVIDIA H100 80GB HBM3", name="anywide")
-    assert results.kind_of(path) == "transpose-experiment"
+    path = results.experiment("transpose_anywide", "suite", "NVIDIA H100 80GB HBM3")
+    assert results.experiment_of(path) == ("transpose_anywide", "suite")
     suite = json.load(open(path))
     odd = {tuple(r["shape"]): r["kernels"] for r in suite["rows"] if r["shape"][0] % 4 or r["shape"][1] % 4}
     assert len(odd) == 5 and all(k[n]["correct"] for k in odd.values() for n in ("library", "anywide_64x16"))
@@ -339,7 +339,7 @@ def test_readme_reading_of_the_any_wide_experiment():
 
 def test_readme_reading_of_the_second_any_wide_run():
     import json
-    path = results.path_for("transpose-experiment", "NVIDIA H100 80GB HBM3", name="anywide-run2")
+    path = results.experiment("transpose_anywide", "suite", "NVIDIA H100 80GB HBM3", run="run2")
     suite = json.load(open(path))
     odd = {tuple(r["shape"]): r["kernels"] for r in suite["rows"] if r["shape"][0] % 4 or r["shape"][1] % 4}
     assert len(odd) == 5 and all(k[n]["correct"] for k in odd.values() for n in ("library", "anywide_64x16"))
@@ -348,7 +348,7 @@ def test_readme_reading_of_the_second_any_wide_run():
     assert round(min(wide.values())) == 89 and round(max(wide.values())) == 103 and round(wide[(3001, 4999)]) == 89
     assert round(min(lib.values())) == 77 and round(max(lib.values())) == 84
     assert sum(v < 95 for v in wide.values()) == 4
-    first = json.load(open(results.path_for("transpose-experiment", "NVIDIA H100 80GB HBM3", name="anywide")))
+    first = results.experiment_record("transpose_anywide", "suite", "NVIDIA H100 80GB HBM3")
     first_odd = next(r["kernels"] for r in first["rows"] if tuple(r["shape"]) == (3001, 4999))
     assert round(wide[(3001, 4999)] - first_odd["anywide_64x16"]["pct_sgeam"]) == 23
     assert sum(r["kernels"]["anywide_64x16"]["pct_sgeam"] < 95 for r in first["rows"]

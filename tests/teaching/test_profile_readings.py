@@ -90,7 +90,7 @@ def test_lesson_01_reading_names_l2_misses_above_dram_as_unexplained():
 
 def test_lesson_01s_l2_misses_are_split_by_source_in_the_record():
     """Lesson 01: more L2 misses than DRAM reads, because the L2 also looks up (and misses)
-    requests that come over its fabric; the SMs' own misses match DRAM's reads (tools/l2_sources.py)."""
+    requests that come over its fabric; the SMs' own misses match DRAM's reads (experiments/l2_sources/)."""
     record = profiler.l2_sources()
     assert record and "H100" in record[0] and "commit" in record[0] and "Nsight Compute" in record[0]
     k = record[1]["naive"]

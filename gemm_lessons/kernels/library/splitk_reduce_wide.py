@@ -4,11 +4,11 @@ splitk_reduce.py adds the parts one float per thread, which any C allows.  Where
 kernel ran, C is C-contiguous and 16-byte aligned and N a multiple of 4, so each thread here
 adds four neighbouring columns with 16-byte loads and stores (float4.py): a quarter of the
 threads and of the load and store instructions for the same bytes.  Under Nsight Compute at
-1024^3 (tools/ncu_vs_cublas.py, results/experiments/ncu-vs-cublas-*.csv) the one-float kernel
-took a quarter of gl.sgemm's time on the GPU, next to the product's kernel.  Same order of the
-sums (part 0 first) as splitk_reduce.py: the same bits when beta is 0; with beta, the compiler
-may fuse alpha * total + beta * C into one FMA differently in the two kernels, a difference of
-one rounding (tests/library/test_device_arrays.py).  Either kernel gives the same bits on every call.
+1024^3 (experiments/ncu_vs_cublas/) the one-float kernel took a quarter of gl.sgemm's time on
+the GPU, next to the product's kernel.  Same order of the sums (part 0 first) as
+splitk_reduce.py: the same bits when beta is 0; with beta, the compiler may fuse alpha * total +
+beta * C into one FMA differently in the two kernels, a difference of one rounding
+(tests/library/test_device_arrays.py).  Either kernel gives the same bits on every call.
 """
 from numba import cuda
 

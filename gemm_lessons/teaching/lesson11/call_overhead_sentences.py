@@ -113,11 +113,11 @@ def overhead_sentence(rec, size=CALL_COST_SIZE):
 
 
 def launch_probe_sentence(probe=None, rec=None):
-    """What tools/launch_probe.py measured, part by part, in generated sentences; with ``rec`` (the
+    """What experiments/launch/launch_probe.py measured, part by part, in generated sentences; with ``rec`` (the
     shape suite's record), its issue times of the same call next to the probe's."""
     probe = probe if probe is not None else launch_probe()
     if not probe:
-        return ("No launch probe is recorded for this GPU (`python3 tools/launch_probe.py --out results` "
+        return ("No launch probe is recorded for this GPU (`python3 -m experiments.launch.launch_probe --out experiments/launch` "
                 "on one records it).")
     T = probe["timings"]
 
@@ -130,7 +130,7 @@ def launch_probe_sentence(probe=None, rec=None):
     (c1, _), (c2, _) = get("gl.sgemm 128^2 via cuda.core"), get("gl.sgemm 512^2 via cuda.core")
     (k1, _), (k2, _) = get("checks + plan look-up only 128^2"), get("checks + plan look-up only 512^2")
     flat, _ = get("flattening three arrays")
-    text = (f"Measured part by part (`tools/launch_probe.py`, {probe['device']}, {probe['date'][:10]}, commit "
+    text = (f"Measured part by part (`experiments/launch/launch_probe.py`, {probe['device']}, {probe['date'][:10]}, commit "
             f"{probe['git_commit']}; host time per call, the median of 10 batches of 200 calls): `gl.sgemm(A, B, C)` "
             f"took {d1:.1f} µs at 128^2 ({p1}: one kernel) and {d2:.1f} µs at 512^2 ({p2}: two kernels) launching "
             f"through the driver, and {c1:.1f} and {c2:.1f} µs with the same Launchers going through the `launch` "

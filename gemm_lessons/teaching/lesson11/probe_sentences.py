@@ -1,9 +1,8 @@
 """Lesson 11's tries at a larger block tile and at cp.async stages, in words: the big-tile table with
 its reading, the cp.async probe's log as one line, and the multistage probe's results.
 """
-import re
 
-from gemm_lessons.teaching.lesson11.probes import BIGTILE_BASE, bigtile_probe, cp_async_probe_log, multistage_probe
+from gemm_lessons.teaching.lesson11.probes import BIGTILE_BASE, bigtile_probe, cp_async_probe, multistage_probe
 
 
 def bigtile_probe_markdown(probe=None):
@@ -29,7 +28,7 @@ def bigtile_probe_markdown(probe=None):
     base_low = min(r["kernels"][BIGTILE_BASE]["pct_cublas"] for r in probe["rows"])
     wins = [(r["shape"][0], n) for r in probe["rows"] for n in names
             if n != BIGTILE_BASE and r["kernels"][n]["pct_cublas"] > r["kernels"][BIGTILE_BASE]["pct_cublas"]]
-    text = (f"Measured (`tools/bigtile_probe.py`, {probe['device']}, {probe['date'][:10]}, commit {probe['git_commit']}; "
+    text = (f"Measured (`experiments/bigtile/bigtile_probe.py`, {probe['device']}, {probe['date'][:10]}, commit {probe['git_commit']}; "
             f"back to back, % of the mean of cuBLAS's medians timed before and after the tiles; registers, blocks and warps per SM "
             f"from an offline sm_90 compile of the same commit). "
             + ("Every tile gave the right product (float64 reference) at every size and on a non-square check. "
@@ -41,21 +40,21 @@ def bigtile_probe_markdown(probe=None):
 
 
 def cp_async_probe_line(device=None):
-    """tools/cp_async_probe.py's recorded output, as one line (or a line saying there is none)."""
-    lines = cp_async_probe_log(device)
-    if lines is None:
+    """experiments/cp_async/'s record, as one line (or a line saying there is none)."""
+    probe = cp_async_probe(device)
+    if not probe:
         return "No cp.async probe is recorded for this GPU."
-    head = lines[0].lstrip("# ").replace("python3 tools/cp_async_probe.py on ", "")
+    versions = ", ".join(f"{name} {probe['versions'][key]}" for key, name in (("driver", "driver"),
+                                                                              ("numba_cuda", "numba-cuda"))
+                         if key in probe["versions"])
+    head = f"{probe['device']}, {probe['date'][:10]}, commit {probe['git_commit']}" + (f" ({versions})" if versions else "")
+    parts = [f"{c['copy']}: {'exact' if c['exact'] else 'WRONG'}" for c in probe["checks"]]
+    # the SASS counts as "10 LDGSTS, ..." (glossary: cp.async)
+    parts.append("SASS: " + ", ".join(f"{n} `{op}`" for op, n in probe["sass"].items())
+                 + " ([cp.async, LDGSTS](GLOSSARY.md#cp-async) says what they are)")
+    parts.append(f"cp.async through linked CUDA C: {'works' if probe['works'] else 'FAILED'}")
+    return f"`experiments/cp_async/cp_async_probe.py` ({head}): " + "; ".join(parts) + "."
 
-    def readable(line):  # "SASS: {'LDGSTS': 10, ...}" as "SASS: 10 LDGSTS, ..." (glossary: cp.async)
-        m = re.fullmatch(r"SASS: (\{.*\})", line)
-        if not m:
-            return line
-        import ast
-        counts = ast.literal_eval(m.group(1))
-        return ("SASS: " + ", ".join(f"{n} `{op}`" for op, n in counts.items())
-                + " ([cp.async, LDGSTS](GLOSSARY.md#cp-async) says what they are)")
-    return f"`tools/cp_async_probe.py` ({head}): " + "; ".join(readable(line) for line in lines[1:]) + "."
 
 
 def multistage_probe_sentence(probe=None):
@@ -73,7 +72,7 @@ def multistage_probe_sentence(probe=None):
     names = list(rows[0]["kernels"])
     ok = not probe["failures"] and all(c["correct"] for c in probe["compiled"].values())
     regs = {c.get("registers") for c in probe["compiled"].values()}
-    return (f"Measured (`tools/multistage_probe.py`, {probe['device']}, {probe['date'][:10]}, commit {probe['git_commit']}; "
+    return (f"Measured (`experiments/multistage/multistage_probe.py`, {probe['device']}, {probe['date'][:10]}, commit {probe['git_commit']}; "
             f"back to back at {sizes[0]}^3 to {sizes[-1]}^3, % of the mean of cuBLAS's medians before and after): "
             + "; ".join(f"{n} {span(n)}" for n in names) + ". "
             + ("Every form gave the right product (float64 reference, a full check at "

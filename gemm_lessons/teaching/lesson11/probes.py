@@ -3,20 +3,19 @@ tools/launch_probe.py, splitk_probe.py, bigtile_probe.py, multistage_probe.py, c
 reduce_wide_probe.py.  Their sentences are in the sections' ``*_sentences`` modules
 (``call_overhead_sentences``, ``split_k_sentences``, ``probe_sentences``, ``shape_suite_sentences``).
 """
-import os
-import re
 
 from gemm_lessons.records import results
 
 
 def launch_probe(device=None):
-    """The record of tools/launch_probe.py for ``device`` (default: the reference GPU), or None."""
-    return results.plain_record("launch-probe", device or results.REFERENCE_DEVICE)
+    """The record of experiments/launch/launch_probe.py for ``device`` (default: the reference GPU), or None."""
+    return results.experiment_record("launch", device=device)
 
 
 def splitk_probe(device=None):
-    """The record of tools/splitk_probe.py (split-K in one launch against two) for ``device``."""
-    return results.plain_record("splitk-probe", device or results.REFERENCE_DEVICE)
+    """The record of tools/splitk_probe.py at commit 1fc2bd8 (split-K in one launch against two;
+    experiments/splitk/) for ``device``."""
+    return results.experiment_record("splitk", device=device)
 
 
 def splitk_probe_facts(probe):
@@ -33,62 +32,40 @@ def splitk_probe_facts(probe):
 
 
 def bigtile_probe(device=None):
-    """The record of tools/bigtile_probe.py (larger block tiles against 128x128) for ``device``."""
-    return results.plain_record("bigtile-probe", device or results.REFERENCE_DEVICE)
+    """The record of experiments/bigtile/bigtile_probe.py (larger block tiles against 128x128) for ``device``."""
+    return results.experiment_record("bigtile", device=device)
 
 
 BIGTILE_BASE = "library 128x128"
 
 
-def cp_async_probe_log(device=None):
-    """tools/cp_async_probe.py's recorded output for ``device``: its non-empty lines, stripped (the
-    first is its header), or None where it has none."""
-    path = results.path_for("experiment-log", device or results.REFERENCE_DEVICE, name="cp-async-probe")
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        return [line.strip() for line in f if line.strip()]
+def cp_async_probe(device=None):
+    """The record of experiments/cp_async/cp_async_probe.py for ``device``, or None."""
+    return results.experiment_record("cp_async", device=device)
 
 
 def multistage_probe(device=None):
-    """The record of tools/multistage_probe.py (cp.async stages against 128x128) for ``device``."""
-    return results.plain_record("multistage-probe", device or results.REFERENCE_DEVICE)
-
-
-_PROBE_LINE = re.compile(r"^(\d+) (\S+ \S+ split \d+) (.+?)\s+single ([\d.]+) \(([\d.]+)-([\d.]+)\)\s+"
-                         r"b2b ([\d.]+) \(([\d.]+)-([\d.]+)\)\s*$")
+    """The record of experiments/multistage/multistage_probe.py (cp.async stages against 128x128) for ``device``."""
+    return results.experiment_record("multistage", device=device)
 
 
 def reduce_wide_probe(device=None):
-    """tools/reduce_wide_probe.py's recorded output: (its header, [{size, plan, call, pass, single,
-    b2b}]) with (median, p10, p90) in ms, ``pass`` 1 or 2 (each size ran twice), or None."""
-    path = results.path_for("reduce-wide-probe", device or results.REFERENCE_DEVICE)
-    if not os.path.exists(path):
+    """experiments/reduce_wide/'s record: (where it comes from: "`<probe>`, <device>, <date>, commit
+    <sha>", [{size, plan, split, call, pass, single, b2b}]) with (median, p10, p90) in ms, ``pass``
+    1 or 2 (each size ran twice), or None."""
+    probe = results.experiment_record("reduce_wide", device=device)
+    if not probe:
         return None
-    with open(path) as f:
-        lines = f.readlines()
-    header, rows, seen = [], [], {}
-    for line in lines:
-        if line.startswith("#"):
-            header.append(line[1:].strip())
-            continue
-        m = _PROBE_LINE.match(line.strip())
-        if m:
-            size, plan, call = int(m.group(1)), m.group(2), m.group(3).strip()
-            seen[size, call] = seen.get((size, call), 0) + 1
-            rows.append({"size": size, "plan": plan, "call": call, "pass": seen[size, call],
-                         "single": tuple(float(m.group(i)) for i in (4, 5, 6)),
-                         "b2b": tuple(float(m.group(i)) for i in (7, 8, 9))})
-    return " ".join(header), rows
+    source = (f"`experiments/reduce_wide/reduce_wide_probe.py`, {probe['device']}, {probe['date'][:10]}, "
+              f"commit {probe['git_commit']}")
+    times = ("median_ms", "p10_ms", "p90_ms")
+    rows = [{**{k: r[k] for k in ("size", "plan", "split", "call", "pass")},
+             "single": tuple(r["single"][t] for t in times), "b2b": tuple(r["back_to_back"][t] for t in times)}
+            for r in probe["rows"]]
+    return source, rows
 
 
 def probe_median(rows, size, call, kind, which=1):
     """The median (ms) of ``call`` at ``size`` in pass ``which`` of reduce_wide_probe's ``rows``;
     ``kind`` "single" or "b2b"."""
     return next(r[kind][0] for r in rows if r["size"] == size and r["call"] == call and r["pass"] == which)
-
-
-def reduce_wide_source(header):
-    """"`tools/reduce_wide_probe.py`, <device>, <date>, commit <sha>" from the record's header."""
-    m = re.search(r"on (.+?), (\d{4}-\d\d-\d\d)[^,]*, commit (\w+)", header)
-    return f"`tools/reduce_wide_probe.py`, {m.group(1)}, {m.group(2)}, commit {m.group(3)}" if m else header

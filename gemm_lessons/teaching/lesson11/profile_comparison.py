@@ -9,9 +9,9 @@ from gemm_lessons.records import results
 
 
 def ncu_versus_cublas(device=None, path=None):
-    """tools/ncu_vs_cublas.py's recorded profile (or the ncu output at ``path``): (its header line,
+    """experiments/ncu_vs_cublas/ncu_vs_cublas.py's recorded profile (or the ncu output at ``path``): (its header line,
     [(call, kernel counters)]), or None."""
-    record = results.ncu_record(path or results.path_for("ncu-vs-cublas", device or results.REFERENCE_DEVICE))
+    record = results.ncu_record(path or results.experiment("ncu_vs_cublas", "ncu", device))
     if record is None:
         return None
     header, calls, launches = record
@@ -24,7 +24,7 @@ def ncu_versus_cublas(device=None, path=None):
 
 
 def cublas_kernel_name(shape, profile=None):
-    """The name of the kernel cuBLAS ran at ``shape`` ("MxNxK") in tools/ncu_vs_cublas.py's record
+    """The name of the kernel cuBLAS ran at ``shape`` ("MxNxK") in the recorded profile (experiments/ncu_vs_cublas/)
     (the name without its template arguments), or a line saying there is none."""
     profile = profile or ncu_versus_cublas()
     names = [k["kernel"] for call, k in (profile[1] if profile else []) if call == f"{shape} cublas"]
@@ -44,6 +44,6 @@ def kernel_label(name):
 
 
 def multistage_profile(device=None):
-    """The recorded ncu profile of the multistage probe (tools/multistage_probe.py --profile) for
+    """The recorded ncu profile of the multistage probe (experiments/multistage/multistage_probe.py --profile) for
     ``device``: (header line, calls, kernel counters) as results.ncu_record reads it, or None."""
-    return results.ncu_record(results.path_for("ncu-multistage", device or results.REFERENCE_DEVICE))
+    return results.ncu_record(results.experiment("multistage", "ncu", device))

@@ -10,7 +10,7 @@ def ncu_versus_cublas_markdown(profile=None):
     """The recorded profile as a table: one row per kernel of each call."""
     profile = profile or ncu_versus_cublas()
     if not profile:
-        return "No profile of gl.sgemm next to cuBLAS is recorded for this GPU (`tools/ncu_vs_cublas.py`)."
+        return "No profile of gl.sgemm next to cuBLAS is recorded for this GPU (`experiments/ncu_vs_cublas/ncu_vs_cublas.py`)."
     header, pairs = profile
     lines = [f"**gl.sgemm's kernels next to cuBLAS's under Nsight Compute** ({header}):", "",
              "| shape | call | kernel | µs (under ncu) | blocks | registers | achieved occupancy | issue slots busy "
@@ -67,5 +67,5 @@ def multistage_profile_sentence(device=None):
         parts.append(f"{call}: issue slots busy {k['smsp__issue_active.avg.pct_of_peak_sustained_active']:.0f}%, FMA pipe "
                      f"busy {k['sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active']:.0f}%, top stalls {stalls}")
     where = results.ncu_where(header)
-    return (f"Nsight Compute on the first form, which found each stage's offset at run time (`tools/multistage_probe.py "
+    return (f"Nsight Compute on the first form, which found each stage's offset at run time (`experiments/multistage/multistage_probe.py "
             f"--profile`, {where}, 4096^3): " + "; ".join(parts) + ".")

@@ -5,7 +5,7 @@ what the lesson does not explain, and the reduce-wide probe's jumps between its 
 from gemm_lessons.core import tables
 from gemm_lessons.model import counting
 from gemm_lessons.teaching.lesson11.call_overhead import CALL_COST_SIZE
-from gemm_lessons.teaching.lesson11.probes import probe_median, reduce_wide_probe, reduce_wide_source
+from gemm_lessons.teaching.lesson11.probes import probe_median, reduce_wide_probe
 from gemm_lessons.teaching.lesson11.shape_suite import GROUPS, WHO, below, host_bound, host_bound_evidence, unexplained
 from gemm_lessons.teaching.lesson11.suite_record import HOST_BOUND, LOW_PCT, command, is_wide, label, row, shape_name
 
@@ -174,7 +174,7 @@ _PROBE_CALLS = {"main alone": "the product kernel alone", "cublas": "cuBLAS",
 
 
 def probe_outliers_sentence(probe=None, rec=None, factor=1.5):
-    """Calls whose median in one pass of tools/reduce_wide_probe.py was ``factor`` times or more the
+    """Calls whose median in one pass of experiments/reduce_wide/reduce_wide_probe.py was ``factor`` times or more the
     other pass's: how often one process's timing of the same call jumps, on that machine."""
     probe = probe or reduce_wide_probe()
     if not probe:
@@ -190,7 +190,7 @@ def probe_outliers_sentence(probe=None, rec=None, factor=1.5):
                 out.append(f"{_PROBE_CALLS.get(r['call'], r['call'])} at {r['size']}^3, {what}: {a:.4f} ms in one "
                            f"pass, {b:.4f} ms in the other")
     n = len(rows) * 2
-    text = (f"{reduce_wide_source(header)}: of {n} medians, {len(out)} were {factor:g} times or more the same call's in the "
+    text = (f"{header}: of {n} medians, {len(out)} were {factor:g} times or more the same call's in the "
             f"other pass: " + "; ".join(out) + ". "
             f"gl.sgemm at 1024^3 one call at a time took {probe_median(rows, 1024, 'gl.sgemm', 'single', 1):.4f} and "
             f"{probe_median(rows, 1024, 'gl.sgemm', 'single', 2):.4f} ms there")

@@ -1,13 +1,12 @@
 """Lesson 11, section 3 in words: the split kernels' blocks per SM against the model's, split-K against
 the fastest plan without it, the one-launch split-K probe, and the two reductions side by side.
 """
-import re
 
 import numpy as np
 
 from gemm_lessons.library import dispatch
 from gemm_lessons.teaching.lesson11.kernel_facts import offline_facts
-from gemm_lessons.teaching.lesson11.probes import (probe_median, reduce_wide_probe, reduce_wide_source,
+from gemm_lessons.teaching.lesson11.probes import (probe_median, reduce_wide_probe,
                                                    splitk_probe, splitk_probe_facts)
 from gemm_lessons.teaching.lesson11.split_k_plans import split_k_best
 from gemm_lessons.teaching.lesson11.suite_record import (SKINNY_SHAPE, label, load, recorded_model, row,
@@ -99,7 +98,7 @@ def splitk_probe_sentence(probe=None):
 
 
 def reduce_wide_sentence(probe=None):
-    """The two reductions side by side, back to back, from tools/reduce_wide_probe.py's record."""
+    """The two reductions side by side, back to back, from experiments/reduce_wide/reduce_wide_probe.py's record."""
     probe = probe or reduce_wide_probe()
     if not probe:
         return ""
@@ -110,14 +109,13 @@ def reduce_wide_sentence(probe=None):
         parts.append(f"at {size}^3 the product kernel alone took {get('main alone'):.4f} ms, with the one-float "
                      f"reduction after it {get('main+reduce'):.4f} ms, with the 16-byte one {get('main+reduce_wide'):.4f} "
                      f"ms, and cuBLAS {get('cublas'):.4f} ms")
-    text = (f"Back to back ({reduce_wide_source(header)}; each shape timed in two passes, the faster median of the "
+    text = (f"Back to back ({header}; each shape timed in two passes, the faster median of the "
             "two): " + "; ".join(parts) + ".")
     rec = load()
     model = recorded_model(rec) if rec else None
-    plan = next((r["plan"] for r in rows if r["size"] == 1024), "")
-    m = re.search(r"split (\d+)", plan)
-    if model and m:  # what the one-float reduction's bytes alone would take at the calibration's copy rate
-        n, s = 1024, int(m.group(1))
+    plan, split = next(((r["plan"], r["split"]) for r in rows if r["size"] == 1024), ("", None))
+    if model and split:  # what the one-float reduction's bytes alone would take at the calibration's copy rate
+        n, s = 1024, split
         nbytes = 4 * (s + 1) * n * n  # reads the s parts, writes C (beta 0: C is not read)
         added = min(probe_median(rows, n, "main+reduce", "b2b", w) for w in (1, 2)) - min(
             probe_median(rows, n, "main alone", "b2b", w) for w in (1, 2))

@@ -1,8 +1,12 @@
 """gl.sgemm's kernels next to cuBLAS's under Nsight Compute, at the shapes where gl.sgemm is slowest.
 
     ncu --clock-control none --profile-from-start off --csv --print-units base \
-        --metrics "$(python3 tools/ncu_vs_cublas.py metrics)" python3 tools/ncu_vs_cublas.py run > ncu.csv
-    python3 tools/ncu_vs_cublas.py table ncu.csv        # one row per kernel (lesson 11's table)
+        --metrics "$(python3 -m experiments.ncu_vs_cublas.ncu_vs_cublas metrics)" \
+        python3 -m experiments.ncu_vs_cublas.ncu_vs_cublas run > ncu-vs-cublas-<device>.csv
+    python3 -m experiments.ncu_vs_cublas.ncu_vs_cublas table ncu-vs-cublas-<device>.csv   # library_report's table
+
+(from the repository root; the CSV, with a '# ... run on DEVICE, DATE, commit C, driver ...' line
+put first, is kept in experiments/ncu_vs_cublas/)
 
 ``run`` makes the operands of each shape, warms every call up outside the profiled range, then
 between cuda.profile_start() and profile_stop() makes each call once: gl.sgemm (the plan
@@ -12,10 +16,7 @@ occupancy, issue slots used, the FMA pipe's share of cycles, DRAM bytes, the L2 
 top warp stall reasons (gemm_lessons.instruments.ncu_metrics's metric names; Nsight Compute's Profiling Guide,
 https://docs.nvidia.com/nsight-compute/ProfilingGuide/).  The clocks are left as they are.
 """
-import os
 import sys
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 SHAPES = [(1024, 1024, 1024), (1000, 1000, 1000), (16384, 16384, 16384)]
 METRICS = ["gpu__time_duration.sum", "launch__grid_size", "launch__block_size", "launch__registers_per_thread",

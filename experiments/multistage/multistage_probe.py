@@ -1,14 +1,16 @@
 """The last rung with S shared stages filled by cp.async, against the library's 128x128 and cuBLAS.
 
-    python3 tools/multistage_probe.py [--out DIR]  -> DIR/experiments/multistage-probe-<device>.json
+    python3 -m experiments.multistage.multistage_probe [--out DIR]  -> DIR/multistage-probe-<device>.json
     ncu --clock-control none --profile-from-start off --csv --print-units base \
-        --metrics "$(python3 tools/ncu_vs_cublas.py metrics)" python3 tools/multistage_probe.py --profile
+        --metrics "$(python3 -m experiments.ncu_vs_cublas.ncu_vs_cublas metrics)" \
+        python3 -m experiments.multistage.multistage_probe --profile > ncu-multistage-<device>.csv
+    (from the repository root, on a GPU; both kept in experiments/multistage/)
 
 Lesson 11 read cuBLAS's kernel for large squares as CUTLASS's `256x128_8x4`: 4 stages, that is
 four k slices in shared memory at once, filled by asynchronous copies that bypass registers
 (`align1`: 4 bytes at a time).  The last rung (warptile.py) instead loads the next slice into
-registers while it computes, then stores it into its second buffer.  tools/cp_async_probe.py
-showed that a numba kernel can issue cp.async through linked CUDA C (tools/cp_async/cp_async.cu).
+registers while it computes, then stores it into its second buffer.  experiments/cp_async/
+showed that a numba kernel can issue cp.async through linked CUDA C (cp_async/cp_async.cu).
 This probe writes the last rung's tile (128x128x8, warp tiles 32x64, 8x8 results per thread, 256
 threads, 128 registers) with S = 3 and 4 stages:
 
@@ -23,28 +25,25 @@ threads, 128 registers) with S = 3 and 4 stages:
 
 An experiment, not a kernel of the package: it takes only M and N multiples of 128 and K of 8
 (no edge guards).  Checked against float64 (every element at 1024 x 1152 x 768, a sample at each
-timed size), then timed back to back with cuBLAS before and after, as tools/bigtile_probe.py.
+timed size), then timed back to back with cuBLAS before and after, as experiments/bigtile/.
 """
 import argparse
 import functools
-import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import numpy as np  # noqa: E402
+import numpy as np
 
-import gemm_lessons  # noqa: E402  (chooses the GPU before numba.cuda is imported)
+import gemm_lessons  # noqa: F401  (chooses the GPU before numba.cuda is imported)
 from gemm_lessons.library import dispatch
-from gemm_lessons.instruments import profiler  # noqa: E402
-from gemm_lessons.core.float4 import load4, store4  # noqa: E402
-from gemm_lessons.kernels.sgemm import warptile  # noqa: E402
-from gemm_lessons.runs.shapes import check_product, random_device_matrix  # noqa: E402
-from gemm_lessons.core.unroll import static_range, unrolled  # noqa: E402
+from gemm_lessons.instruments import profiler
+from gemm_lessons.core.float4 import load4, store4
+from gemm_lessons.kernels.sgemm import warptile
+from gemm_lessons.runs.shapes import check_product, random_device_matrix
+from gemm_lessons.core.unroll import static_range, unrolled
 
-from bigtile_probe import poisoned, time_squares, write_record  # noqa: E402  (tools/bigtile_probe.py)
+from experiments._shared import cp_async_functions, opcode_counts, poisoned, record, time_squares, write_record
 
-CU = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cp_async", "cp_async.cu")
 BM = BN = 128
 BK, WM, WN, TM, TN, THREADS, PAD = 8, 32, 64, 8, 8, 256, 4
 LM, LN = WM // TM, WN // TN  # 4 x 8 lanes
@@ -54,15 +53,11 @@ CHECK_SHAPE = (1024, 1152, 768)
 
 
 def make_multistage(S):
-    import cffi
     from numba import cuda, float32
 
-    ffi = cffi.FFI()
-    sig = "int32(CPointer(float32), int64, CPointer(float32), int64)"
-    cp4 = cuda.declare_device("cp_async4", sig, link=CU)
-    cp16 = cuda.declare_device("cp_async16", sig, link=CU)
-    commit = cuda.declare_device("cp_async_commit", "int32()", link=CU)
-    wait = cuda.declare_device(f"cp_async_wait{S - 2}", "int32()", link=CU)  # slice kt landed
+    fns = cp_async_functions(waits=(S - 2,))
+    ffi, cp4, cp16, commit = fns["ffi"], fns["cp4"], fns["cp16"], fns["commit"]
+    wait = fns[f"wait{S - 2}"]  # slice kt landed
     ROWS = S * BK  # shared rows: S stages of BK
 
     @cuda.jit(max_registers=128)
@@ -149,19 +144,8 @@ def library_128():
     return run
 
 
-def sass_counts(kernel):
-    """Opcode counts of a compiled kernel's SASS (CALL: a foreign function not inlined)."""
-    import re
-
-    sass = kernel.inspect_sass()
-    sass = next(iter(sass.values())) if isinstance(sass, dict) else sass
-    ops = re.findall(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?P\d\s+)?([A-Z][A-Z0-9_.]*)", sass, re.M)
-    out = {}
-    for op in ops:
-        out[op] = out.get(op, 0) + 1
-    keep = ("CALL", "RET", "LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "LDS", "STS", "LDG.E.128", "FFMA", "BAR.SYNC",
-            "STL", "LDL")
-    return {k: v for k, v in out.items() if k.split(".")[0] in {x.split(".")[0] for x in keep}}
+SASS_KEEP = ("CALL", "RET", "LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "LDS", "STS", "LDG.E.128", "FFMA", "BAR.SYNC",
+             "STL", "LDL")  # opcodes counted (CALL: a foreign function not inlined)
 
 
 def profile(n=4096):
@@ -177,7 +161,7 @@ def profile(n=4096):
             "4 stages, cp.async": make_multistage(4)}
     profiler.profile_calls({name: functools.partial(run, A_d, B_d, C) for name, run in runs.items()})
     for name, run in runs.items():
-        print(f"# sass {name}: {sass_counts(run.kernel)}", flush=True)
+        print(f"# sass {name}: {opcode_counts(run.kernel, SASS_KEEP)}", flush=True)
 
 
 def main():
@@ -213,8 +197,10 @@ def main():
             failures.append((name, CHECK_SHAPE))
         print(f"{name:22s} ok {ok} {err:.2e}  registers {compiled[name]['registers']}", flush=True)
     rows = time_squares(runs, args.sizes, rng, failures)
-    write_record("multistage-probe", {"command": "python3 tools/multistage_probe.py", "compiled": compiled,
-                                      "rows": rows, "failures": failures}, t_start, args.out)
+    rec = record("multistage-probe", {"command": "python3 -m experiments.multistage.multistage_probe",
+                                      "pct_of": "mean of the cuBLAS medians before and after", "compiled": compiled,
+                                      "rows": rows, "failures": failures}, t_start)
+    write_record("multistage", rec, args.out)
     return 1 if failures else 0
 
 

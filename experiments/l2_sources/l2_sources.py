@@ -2,8 +2,12 @@
 
     ncu --query-metrics > metrics.txt
     ncu --clock-control none --profile-from-start off --csv --print-units base \
-        --metrics "$(python3 tools/l2_sources.py metrics metrics.txt)" python3 tools/l2_sources.py run > l2.csv
-    python3 tools/l2_sources.py table l2.csv
+        --metrics "$(python3 -m experiments.l2_sources.l2_sources metrics metrics.txt)" \
+        python3 -m experiments.l2_sources.l2_sources run > ncu-l2-sources-<device>.csv
+    python3 -m experiments.l2_sources.l2_sources table ncu-l2-sources-<device>.csv
+
+(from the repository root; the CSV, with a '# experiments/l2_sources run on DEVICE, DATE, commit C,
+driver ..., Nsight Compute ...' line put first, is kept in experiments/l2_sources/)
 
 Lesson 01's profile of `naive` at 4096^3 counts more L2 misses (L2 traffic times the miss rate)
 than DRAM moved.  The H100's L2 is built of two partitions; Nsight Compute's L2 counters split
@@ -15,10 +19,7 @@ two kernels once at 4096^3 inside the profiled range (warmed up outside it); ``m
 of the counters below, those this ncu knows (its --query-metrics listing); ``table`` prints one
 row per counter.
 """
-import os
 import sys
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 SIZE = (4096, 4096, 4096)
 WANTED = ["gpu__time_duration.sum", "lts__t_bytes.sum", "lts__t_sectors.sum", "lts__t_sector_hit_rate.pct",

@@ -1,40 +1,39 @@
 """Can a numba kernel use cp.async (asynchronous global -> shared copies) through linked CUDA C?
 
-    python3 tools/cp_async_probe.py        (on a GPU; prints what it checked)
+    python3 -m experiments.cp_async.cp_async_probe [--out DIR]   -> DIR/cp-async-probe-<device>.json
+    (from the repository root, on a GPU; prints what it checked; the record is kept in experiments/cp_async/)
 
 Issue 14's last lever for large squares: cuBLAS's kernel there keeps 4 k slices in flight
 (CUTLASS's stages, lesson 11), filled by copies that bypass registers.  numba-cuda 0.30.4 has no
-intrinsic for them, so tools/cp_async/cp_async.cu wraps the PTX in C functions that
+intrinsic for them, so cp_async.cu (next to this file) wraps the PTX in C functions that
 cuda.declare_device links in.  This probe only checks the mechanism, not a GEMM:
   * 4-byte copies (cp.async.ca: what a transposing A-tile load needs, one float at a time) and
     16-byte copies (cp.async.cg) into a shared array, committed as groups and waited for
     (wait_group 0, and wait_group 1 with two groups in flight), then written back: exact;
   * the SASS holds LDGSTS (the instruction cp.async becomes) and no LDG/STS pair for those copies.
 """
-import os
+import argparse
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import numpy as np  # noqa: E402
+import numpy as np
 
-import gemm_lessons  # noqa: E402  (chooses the GPU before numba.cuda is imported)
+import gemm_lessons  # (chooses the GPU before numba.cuda is imported)
 
-CU = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cp_async", "cp_async.cu")
+from experiments._shared import cp_async_functions, opcode_counts, record, write_record
+
+SASS_OPS = ("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDG", "STS")
 
 
 def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", default=None, help="write the record into this directory")
+    args = p.parse_args()
     if gemm_lessons.SIMULATOR:
         sys.exit("cp.async needs a GPU (the simulator cannot link CUDA C)")
-    import cffi
     from numba import cuda, float32
 
-    ffi = cffi.FFI()
-    sig = "int32(CPointer(float32), int64, CPointer(float32), int64)"
-    cp4 = cuda.declare_device("cp_async4", sig, link=CU)
-    cp16 = cuda.declare_device("cp_async16", sig, link=CU)
-    commit = cuda.declare_device("cp_async_commit", "int32()", link=CU)
-    wait0 = cuda.declare_device("cp_async_wait0", "int32()", link=CU)
-    wait1 = cuda.declare_device("cp_async_wait1", "int32()", link=CU)
+    fns = cp_async_functions(waits=(0, 1))
+    ffi, cp4, cp16, commit, wait0, wait1 = (fns[k] for k in ("ffi", "cp4", "cp16", "commit", "wait0", "wait1"))
     N = 1024  # floats per block: 256 threads, 4 floats each
 
     @cuda.jit
@@ -62,21 +61,22 @@ def main():
 
     blocks = 64
     src = np.random.default_rng(0).random(blocks * 2 * N, dtype=np.float32)
-    ok = True
+    ok, checks = True, []
     for wide in (False, True):
         d_src, d_dst = cuda.to_device(src), cuda.to_device(np.full_like(src, np.nan))
         copy_through_shared[blocks, 256](d_src, d_dst, wide)
-        good = np.array_equal(d_dst.copy_to_host(), src)
+        good = bool(np.array_equal(d_dst.copy_to_host(), src))
         ok &= good
-        print(f"{'16' if wide else '4'}-byte cp.async, two groups, wait_group 1 then 0: {'exact' if good else 'WRONG'}")
-    sass = copy_through_shared.inspect_sass()
-    sass = next(iter(sass.values())) if isinstance(sass, dict) else sass
-    import re
-    ops = re.findall(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?P\d\s+)?([A-Z][A-Z0-9_]*)", sass, re.M)  # opcodes
-    counts = {op: ops.count(op) for op in ("LDGSTS", "LDGDEPBAR", "DEPBAR", "LDG", "STS")}
+        what = f"{'16' if wide else '4'}-byte cp.async, two groups, wait_group 1 then 0"
+        checks.append({"copy": what, "exact": good})
+        print(f"{what}: {'exact' if good else 'WRONG'}")
+    ops = opcode_counts(copy_through_shared, SASS_OPS)
+    counts = {op: sum(n for o, n in ops.items() if o.split(".")[0] == op) for op in SASS_OPS}  # widths summed
     print("SASS:", counts)
     ok &= counts["LDGSTS"] > 0
     print("cp.async through linked CUDA C:", "works" if ok else "FAILED")
+    write_record("cp_async", record("cp-async-probe", {"command": "python3 -m experiments.cp_async.cp_async_probe",
+                                                       "checks": checks, "sass": counts, "works": bool(ok)}), args.out)
     return 0 if ok else 1
 
 

@@ -1,6 +1,7 @@
 """Where gl.sgemm's per-call time goes, on a GPU: each part timed alone, in one process.
 
-    python3 tools/launch_probe.py [--out DIR]   -> DIR/experiments/launch-probe-<device>.json (default: print only)
+    python3 -m experiments.launch.launch_probe [--out DIR]   -> DIR/launch-probe-<device>.json (default: print only)
+    (from the repository root, on a GPU; kept in experiments/launch/)
 
 Host time per call ("issue": the call returns, nothing waits for the GPU), median of 10
 batches of 200 calls with a synchronize between batches, for:
@@ -14,21 +15,19 @@ Before timing, both launch paths are checked against a float64 product and again
 (bit for bit) on one-kernel, split-K, any-shape and padded plans.
 """
 import argparse
-import json
-import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-import numpy as np  # noqa: E402
+import numpy as np
 
-import gemm_lessons  # noqa: E402,F401  (chooses the GPU before numba.cuda is imported)
+import gemm_lessons  # noqa: F401  (chooses the GPU before numba.cuda is imported)
 from gemm_lessons.library import dispatch, launch, device_arrays as library
 from gemm_lessons.measure import provenance
-from gemm_lessons.records import results  # noqa: E402
-from gemm_lessons.measure.device import device_info  # noqa: E402
-from gemm_lessons.runs.shapes import POISON, check_product, random_device_matrix  # noqa: E402
-from numba import cuda  # noqa: E402
+from gemm_lessons.measure.device import device_info
+from gemm_lessons.runs.shapes import POISON, check_product, random_device_matrix
+from numba import cuda
+
+from experiments._shared import write_record
 
 
 def issue_us(fn, calls=200, batches=10):
@@ -121,12 +120,7 @@ def main():
     T["A.device_ctypes_pointer.value"] = issue_us(lambda: A_d.device_ctypes_pointer.value)
     for k, v in T.items():
         print(f"{k:70s} {v}", flush=True)
-    if args.out:
-        path = results.path_for("launch-probe", record["device"], directory=args.out)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as f:
-            json.dump(record, f, indent=1)
-        print("wrote", path)
+    write_record("launch", record, args.out)
     return 0 if all(c["correct"] and c["same_as_driver"] in (None, True) for c in record["checks"]) else 1
 
 

@@ -2,7 +2,8 @@
 @unrolled's register arrays (one variable per element of a constant-indexed local array), and
 whether the machine code is the same.
 
-    GEMM_LESSONS_SIMULATOR=0 python tools/compile_time.py [--out results/experiments/]
+    GEMM_LESSONS_SIMULATOR=0 python -m experiments.compile_time.compile_time [--out experiments/compile_time/]
+    (from the repository root; the table, text for people, is kept in experiments/compile_time/)
 
 Needs numba's libnvvm and, for the SASS comparison, ptxas and cuobjdump on PATH (no GPU).  Each
 kernel is expanded again from its undecorated function both ways and compiled to PTX

@@ -1,0 +1,118 @@
+"""What more than one probe uses: the cp.async C functions, poisoned outputs, timing squares
+against cuBLAS, opcode counts, and writing a probe's JSON record.
+
+Probes import this as ``experiments._shared`` (they run as modules from the repository root,
+``python3 -m experiments.<name>.<probe>``): no probe imports another, and none edits the module
+search path.
+"""
+import json
+import os
+import time
+
+import numpy as np
+
+CP_ASYNC_CU = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cp_async", "cp_async.cu")
+
+
+def cp_async_functions(waits=(0, 1)):
+    """The device functions of cp_async/cp_async.cu, declared for numba (linked when a kernel that
+    calls them compiles): {"cp4", "cp16", "commit", "wait<N>" for N in ``waits``}, and the cffi
+    FFI whose from_buffer gives the pointers they take."""
+    import cffi
+    from numba import cuda
+
+    sig = "int32(CPointer(float32), int64, CPointer(float32), int64)"
+    out = {"ffi": cffi.FFI(),
+           "cp4": cuda.declare_device("cp_async4", sig, link=CP_ASYNC_CU),
+           "cp16": cuda.declare_device("cp_async16", sig, link=CP_ASYNC_CU),
+           "commit": cuda.declare_device("cp_async_commit", "int32()", link=CP_ASYNC_CU)}
+    for n in waits:
+        out[f"wait{n}"] = cuda.declare_device(f"cp_async_wait{n}", "int32()", link=CP_ASYNC_CU)
+    return out
+
+
+def opcode_counts(kernel, keep):
+    """{opcode: count} of a compiled kernel's SASS (compiler_facts.sass_opcodes) for the opcodes
+    whose name before the first '.' is one of ``keep``; ``keep`` entries written with a '.'
+    (e.g. "LDS.128") are matched by that base name too."""
+    from gemm_lessons.instruments import compiler_facts
+
+    bases = {k.split(".")[0] for k in keep}
+    counts = compiler_facts.sass_opcodes(kernel) or {}
+    return {op: n for op, n in counts.items() if op.split(".")[0] in bases}
+
+
+def poisoned(M, N):
+    """An M x N device array of problems.POISON, which check_product reports if any is left."""
+    from numba import cuda
+
+    from gemm_lessons.measure.problems import POISON
+
+    return cuda.to_device(np.full((M, N), POISON, np.float32))
+
+
+def time_squares(runs, sizes, rng, failures):
+    """Rows of the record: for each n in ``sizes``, cuBLAS timed back to back, then each of ``runs``
+    (name -> run(A, B, C)) checked on a poisoned C against float64 (a sample) and timed back to
+    back, then cuBLAS again; % of cuBLAS against the mean of its two medians.  Wrong results are
+    appended to ``failures``."""
+    from numba import cuda
+
+    from gemm_lessons.measure import cublas
+    from gemm_lessons.runs.shapes import back_to_back, check_product, random_device_matrix
+
+    rows = []
+    for n in sizes:
+        A_d, A = random_device_matrix(n, n, rng)
+        B_d, B = random_device_matrix(n, n, rng)
+        row = {"shape": [n, n, n], "kernels": {}}
+        C = cuda.device_array((n, n), np.float32)
+        row["cublas_before"] = back_to_back(lambda: cublas.sgemm(A_d, B_d, C)).__dict__
+        for name, run in runs.items():
+            C = poisoned(n, n)
+            run(A_d, B_d, C)
+            ok, err, how = check_product(A, B, C.copy_to_host())
+            if not ok:
+                failures.append((name, n))
+            t = back_to_back(lambda run=run, C=C: run(A_d, B_d, C)).__dict__
+            row["kernels"][name] = dict(correct=ok, rel_error=err, checked=how, back_to_back=t)
+        row["cublas_after"] = back_to_back(lambda: cublas.sgemm(A_d, B_d, C)).__dict__
+        ref = (row["cublas_before"]["median_ms"] + row["cublas_after"]["median_ms"]) / 2
+        print(f"{n}^3  cuBLAS {row['cublas_before']['median_ms']:.4f} / {row['cublas_after']['median_ms']:.4f} ms",
+              flush=True)
+        for name, k in row["kernels"].items():
+            k["pct_cublas"] = 100 * ref / k["back_to_back"]["median_ms"]
+            print(f"   {name:26s} {k['back_to_back']['median_ms']:.4f} ms  {k['pct_cublas']:5.1f}%  ok {k['correct']}",
+                  flush=True)
+        rows.append(row)
+        del A_d, B_d, C
+    return rows
+
+
+def record(kind, fields, t_start=None):
+    """A probe's record: ``kind``, the device, date, versions and commit, then ``fields`` (and the
+    seconds since ``t_start`` when given)."""
+    from gemm_lessons.measure import provenance
+    from gemm_lessons.measure.device import device_info
+
+    out = {"kind": kind, "device": device_info().name, "date": provenance.now(), "versions": provenance.versions(),
+           "git_commit": provenance.git_commit(), **fields}
+    if t_start is not None:
+        out["seconds"] = round(time.perf_counter() - t_start, 1)
+    return out
+
+
+def write_record(name, rec, out, kind="probe", run=None):
+    """Write ``rec`` as JSON where results.experiment(name, kind, its device, run) puts it in the
+    directory ``out`` (nothing when ``out`` is None: the probe printed what it found); returns the
+    path or None.  Keep a record by copying it into experiments/<name>/."""
+    from gemm_lessons.records import results
+
+    if not out:
+        return None
+    path = results.experiment(name, kind, rec["device"], run=run, directory=out)
+    os.makedirs(out, exist_ok=True)
+    with open(path, "w") as fh:
+        json.dump(rec, fh, indent=1)
+    print("wrote", path)
+    return path

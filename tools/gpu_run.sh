@@ -19,6 +19,8 @@
 #              real kernels under ncu -> logs/profiler-tests.log; then the counters of lessons 01, 04, 06
 #              and 08 recorded -> $OUT/ncu-lessons-<device>.csv (for results/), their tables -> logs/profiler-tables.md
 #   sanitize   compute-sanitizer memcheck + racecheck (or $SANITIZE_TOOLS) over every kernel (or $SANITIZE_ONLY) -> logs
+#   limiter    python -m gemm_lessons.runs.limiter measure, run under ncu, predict -> $OUT/limiter-<device>.json,
+#              $OUT/ncu-limiter-<device>.csv (keep both in results/)
 #   latency    python -m gemm_lessons.measure.latency and the primer's compiler listing -> results/latency-<device>.json,
 #              results/primer-listing.json (copied to $OUT)
 #   notebooks  execute every notebook (or those of $NOTEBOOKS, e.g. "04 05") on the GPU, outputs kept; seconds per
@@ -100,6 +102,18 @@ for step in "$@"; do
           python3 tools/sanitize.py ${SANITIZE_ONLY:-} > "$OUT/logs/sanitizer-$tool${SANITIZE_TILES:+-${SANITIZE_TILES// /-}}.log" 2>&1
         echo "sanitize $tool rc=$?" >> "$OUT/logs/steps.log"
       done ;;
+    limiter)
+      # the limiter model's inputs (issue 29): the GPU's ceilings and every case timed with clock and
+      # power; one profiled launch per case; the model against both -> limiter-<device>.json
+      python3 -m gemm_lessons.runs.limiter measure --out "$OUT" > "$OUT/logs/limiter.log" 2>&1
+      echo "limiter measure rc=$?" >> "$OUT/logs/steps.log"
+      csv=$(python3 -c "from gemm_lessons.records import results; from gemm_lessons.measure.device import device_info; print(results.path_for('ncu-limiter', device_info().name, directory='$OUT'))")
+      ncu --clock-control none --print-units base --csv --profile-from-start off \
+          --metrics "$(python3 -m gemm_lessons.runs.limiter metrics)" \
+          python3 -m gemm_lessons.runs.limiter run > "$csv" 2> "$OUT/logs/ncu-limiter.err"
+      echo "limiter ncu rc=$?" >> "$OUT/logs/steps.log"
+      python3 -m gemm_lessons.runs.limiter predict --out "$OUT" >> "$OUT/logs/limiter.log" 2>&1
+      echo "limiter predict rc=$?" >> "$OUT/logs/steps.log" ;;
     latency)
       python3 -m gemm_lessons.measure.latency > "$OUT/logs/latency.log" 2>&1
       echo "latency rc=$?" >> "$OUT/logs/steps.log"

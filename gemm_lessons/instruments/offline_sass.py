@@ -2,7 +2,8 @@
 
 numba turns the kernel's Python function into PTX through libnvvm (no driver needed), ptxas
 (``-arch=sm_90``) assembles it and cuobjdump disassembles it.  Start Python with
-GEMM_LESSONS_SIMULATOR=0 and put the CUDA toolkit's bin directory (ptxas, cuobjdump) on PATH.
+GEMM_LESSONS_SIMULATOR=0; ``pip install -e ".[offline-sass]"`` brings the compiler (GET_TOOLS), or
+put a CUDA toolkit's bin directory (ptxas, cuobjdump) on PATH.
 The GPU's own driver may compile the same PTX slightly differently: a quick look before
 spending GPU time, and the check that two versions of a kernel give the same machine code
 (tests/kernels/test_sass_equal.py).
@@ -38,10 +39,15 @@ def find_tool(name):
     return name
 
 
-# where to get them: the CUDA toolkit, or pip (numba-cuda[cu13] pulls in libnvvm; these two are extra)
-GET_TOOLS = ("pip install nvidia-cuda-nvcc nvidia-cuda-cuobjdump (CUDA 13: ptxas and cuobjdump land in "
-             "site-packages/nvidia/cu13/bin, found there), or install the CUDA toolkit and put its bin/ on "
-             "PATH, or set $PTXAS / $CUOBJDUMP to the programs")
+# where to get them.  The extra pins CUDA 13.5.37, the versions tests/data/sass_baseline.json was recorded
+# with: libnvvm (nvidia-nvvm: numba's PTX), NVRTC (nvidia-cuda-nvrtc: numba-cuda asks it which GPUs it
+# can compile for), ptxas (nvidia-cuda-nvcc), cuobjdump and the nvdisasm it runs (nvidia-cuda-cuobjdump,
+# nvidia-cuda-nvdisasm).  A ptxas older than libnvvm rejects its PTX (ptxas 13.0: "Unsupported .version
+# 9.5"), hence the pip copies first on PATH.
+GET_TOOLS = ('pip install -e ".[offline-sass]" (the CUDA 13.5.37 wheels nvidia-nvvm, nvidia-cuda-nvrtc, '
+             "nvidia-cuda-nvcc, nvidia-cuda-cuobjdump, nvidia-cuda-nvdisasm) and put site-packages/nvidia/cu13/bin "
+             "first on PATH (.ci/run does both), or install the CUDA toolkit and put its bin/ on PATH, or set "
+             "$PTXAS / $CUOBJDUMP to the programs")
 CUOBJDUMP = find_tool("cuobjdump")
 PTXAS = find_tool("ptxas")
 # counted by prefix, first match wins: LDS.128 before LDS, LDG.E.128 before LDG.E
@@ -51,20 +57,43 @@ OPS = ("FFMA", "LDS.128", "LDS.64", "LDS", "STS.128", "STS", "LDG.E.128", "LDG.E
 _OPCODE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z0-9_.]+)")
 
 
-def missing_toolchain():
-    """Why kernels cannot be compiled offline here (a sentence), or None when they can."""
-    if backend.SIMULATOR:
-        return "the CUDA simulator is active (set GEMM_LESSONS_SIMULATOR=0)"
-    for tool in (PTXAS, CUOBJDUMP):
-        if shutil.which(tool) is None:
-            return f"{tool} was not found: {GET_TOOLS}"
-    try:
-        from numba.cuda.cudadrv import nvvm
+def _nvdisasm_found():
+    """cuobjdump -sass runs nvdisasm, found beside cuobjdump, on PATH or in $NVDISASM_PATH."""
+    beside = os.path.join(os.path.dirname(shutil.which(CUOBJDUMP) or ""), "nvdisasm")
+    in_env = os.path.join(os.environ.get("NVDISASM_PATH", ""), "nvdisasm")
+    return bool(shutil.which("nvdisasm") or shutil.which(beside) or shutil.which(in_env))
 
-        nvvm.NVVM()
-    except Exception as e:  # noqa: BLE001 (any failure to load libnvvm means: no toolchain)
-        return f"libnvvm cannot be loaded through numba: {e}"
-    return None
+
+def _first_line(e):
+    return str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
+
+
+def missing_toolchain():
+    """Why kernels cannot be compiled offline here (a sentence naming everything missing and how to
+    get it), or None when they can."""
+    missing = []
+    if backend.SIMULATOR:
+        missing.append("numba's CUDA simulator is active (start Python with GEMM_LESSONS_SIMULATOR=0)")
+    missing += [f"{tool} was not found" for tool in (PTXAS, CUOBJDUMP) if shutil.which(tool) is None]
+    if shutil.which(CUOBJDUMP) and not _nvdisasm_found():
+        missing.append("nvdisasm (which cuobjdump -sass runs) was not found beside cuobjdump or on PATH")
+    if not backend.SIMULATOR:  # the simulator's numba.cuda has neither
+        def libnvvm():
+            from numba.cuda.cudadrv import nvvm
+
+            nvvm.NVVM()
+
+        def nvrtc():
+            from numba.cuda.cudadrv import nvrtc
+
+            nvrtc.get_supported_ccs()
+
+        for name, load in (("libnvvm", libnvvm), ("NVRTC", nvrtc)):
+            try:
+                load()
+            except Exception as e:  # noqa: BLE001 (any failure to load it means: no toolchain)
+                missing.append(f"{name} cannot be loaded through numba ({_first_line(e)})")
+    return f"{'; '.join(missing)}. Get them: {GET_TOOLS}" if missing else None
 
 
 def versions():
@@ -105,8 +134,12 @@ def compile_sass(kernel, max_registers=None, cc=(9, 0), argtypes=None, sass=True
         if run.returncode:  # e.g. a ptxas older than the PTX numba's libnvvm wrote
             raise RuntimeError(f"{PTXAS} -arch={arch} failed for {kernel.__name__}: {run.stderr.strip()}")
         info = run.stderr
-        text = subprocess.run([CUOBJDUMP, "-sass", f"{d}/k.cubin"], capture_output=True, text=True,
-                              check=True).stdout if sass else None
+        text = None
+        if sass:
+            dump = subprocess.run([CUOBJDUMP, "-sass", f"{d}/k.cubin"], capture_output=True, text=True)
+            if dump.returncode:  # e.g. no nvdisasm beside cuobjdump or on PATH
+                raise RuntimeError(f"{CUOBJDUMP} -sass failed for {kernel.__name__}: {dump.stderr.strip()}")
+            text = dump.stdout
     return text, info
 
 

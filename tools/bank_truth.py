@@ -56,6 +56,7 @@ WIDE = {"sgemm smem_tile": ("ld",), "sgemm vec": ("ld",), "sgemm vec_split": ("l
 # (2 wavefronts each, no conflict), stride 2: 16 bytes apart (4 wavefronts, 2 conflicts each),
 # stride 0: every lane the same float64 (broadcast; the documented rule: 2 wavefronts, none extra).
 F64_THREADS = 256
+F64_SHARED = 2 * F64_THREADS  # a shared array's size must be a constant numba sees as one (a global)
 F64_STRIDES = {"float64 consecutive": 1, "float64 stride 2": 2, "float64 broadcast": 0}
 
 
@@ -65,7 +66,7 @@ def _float64_kernel(stride):
 
     @cuda.jit
     def float64_reads(out):
-        s = cuda.shared.array(2 * F64_THREADS, float64)
+        s = cuda.shared.array(F64_SHARED, float64)
         t = cuda.threadIdx.x
         s[t] = t
         s[t + F64_THREADS] = t

@@ -8,10 +8,11 @@
     python -m gemm_lessons.runs.limiter predict [--out DIR]   # the model against the measurement (no GPU needed)
 
 ``measure`` records the machine (SMs; the SM clock NVML read while the kernels ran; a float4 copy's
-rate through DRAM and on arrays that fit in L2; the DRAM latency of a dependent load chain) and
+rate through DRAM; the DRAM latency of a dependent load chain) and
 times every case (CASES: the SGEMM rungs at 4096^3, the transposes at 8192^2) with the SM clock,
 power and clock-event reasons sampled during its timing.  ``predict`` reads that record and the
-profile: the profiler counts each case's work (gemm_lessons.model.limiter.Work), the model predicts
+profile: the profiler counts each case's work (gemm_lessons.model.limiter.Work) and rates the L2's
+peak (a copy of L2-resident arrays is too short to time with events), the model predicts
 its time from the machine, and the record gets, per case, every ceiling's time, the prediction,
 the measurement, the binding ceiling and the profiler's busiest unit.
 """
@@ -29,7 +30,6 @@ TRANSPOSE_CASES = ["naive", "smem_tile", "smem_padded", "smem_padded_32x8", "wid
 # bytes each thread of a transpose loads before it stores (Little's law: what an SM keeps in flight)
 TRANSPOSE_LOAD_BYTES = {"naive": 4, "smem_tile": 4, "smem_padded": 4, "smem_padded_32x8": 16, "wide": 64,
                         "copy": 16}
-L2_COPY_SIDE = 1024  # 4 MiB arrays: source and destination together fit in L2
 DRAM_CHASE_BYTES = 1 << 30  # a dependent chain through 1 GiB: every load from DRAM
 
 UTILIZATION = ["sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
@@ -114,7 +114,6 @@ def measure(out_dir):
                          "rate_unit": "TFLOPS" if unit == "FLOP" else "GB/s", "power": s.summary()})
             print(f"{case:28s} {t.median_ms:9.4f} ms  {rows[-1]['rate']:9.2f} {rows[-1]['rate_unit']}", flush=True)
         dram_gbs = _copy_gbs(TRANSPOSE_SIZE, repeats=50)
-        l2_gbs = _copy_gbs(L2_COPY_SIDE)
         chase = latency.measure_global([DRAM_CHASE_BYTES], progress=None)[0]
     held = [r["power"]["clock_mhz"]["median"] for r in rows if r.get("power")]
     record = {
@@ -126,7 +125,7 @@ def measure(out_dir):
             "clock_source": "NVML: median of the cases' median SM clocks while timed" if held
             else "the driver's boost clock (NVML not available)",
             "dram_gbs": dram_gbs, "dram_gbs_source": f"measured: float4 copy {TRANSPOSE_SIZE}^2, read + written",
-            "l2_gbs": l2_gbs, "l2_gbs_source": f"measured: float4 copy {L2_COPY_SIDE}^2 (8 MiB, L2-resident), back to back",
+            "l2_gbs": None, "l2_gbs_source": "read off the profile by predict (l2_peak_gbs)",
             "dram_latency_ns": chase["ns_per_load"], "dram_latency_cycles": chase["cycles_per_load"],
             "dram_latency_source": f"measured: dependent loads through {DRAM_CHASE_BYTES >> 20} MiB",
         },
@@ -186,11 +185,27 @@ def work_of(case, launch):
                 blocks=int(launch["launch__grid_size"]), blocks_per_sm=per_sm, in_flight_per_sm=in_flight)
 
 
+def l2_peak_gbs(launches, busy_pct=20):
+    """(GB/s, where it comes from): the L2's peak as Nsight Compute rates it, from the launches that
+    kept it at least ``busy_pct``% busy (their bytes per second over their % of peak; a copy of
+    L2-resident arrays timed with events is dominated by the launch)."""
+    peaks = [launch["lts__t_bytes.sum"] / (launch["gpu__time_duration.sum"] * 1e-9) / 1e9
+             / (launch[UTILIZATION[3]] / 100) for launch in launches if launch[UTILIZATION[3]] >= busy_pct]
+    if not peaks:
+        raise SystemExit(f"no profiled launch kept the L2 {busy_pct}% busy: its peak cannot be read off the profile")
+    return statistics.median(peaks), (f"Nsight Compute: the median of lts__t_bytes per second over "
+                                      f"{UTILIZATION[3]} of the {len(peaks)} launches at least {busy_pct}% busy")
+
+
 def predict(out_dir, device=None):
     from gemm_lessons.model import limiter
     from gemm_lessons.records import results
 
-    path = results.path_for("limiter", device or results.REFERENCE_DEVICE, directory=out_dir)
+    if device is None:  # the one device measured in out_dir (else the reference GPU)
+        measured = results.files("limiter", out_dir)
+        path = measured[0] if len(measured) == 1 else results.path_for("limiter", results.REFERENCE_DEVICE, directory=out_dir)
+    else:
+        path = results.path_for("limiter", device, directory=out_dir)
     with open(path) as f:
         record = json.load(f)
     name = record["device"]["name"]
@@ -198,6 +213,7 @@ def predict(out_dir, device=None):
     names = [c for c, _, _ in cases()]
     if len(launches) != len(names):
         sys.exit(f"the profile has {len(launches)} launches, the cases are {len(names)}: profile again")
+    record["machine"]["l2_gbs"], record["machine"]["l2_gbs_source"] = l2_peak_gbs(launches)
     machine = machine_of(record)
     timed = {r["case"]: r for r in record["timings"]}
     rows = []
@@ -210,7 +226,7 @@ def predict(out_dir, device=None):
                      "binding": p.binding, "waves": p.waves, "tail": p.tail, "predicted_ms": p.seconds * 1e3,
                      "measured_ms": measured * 1e3, "measured_over_predicted": measured / p.seconds,
                      "profiler_utilization_pct": util, "profiler_busiest": limiter.busiest(util),
-                     "profiled_ms": launch["gpu__time_duration.sum"] * 1e3,
+                     "profiled_ms": launch["gpu__time_duration.sum"] / 1e6,  # ns
                      "profiled_clock_mhz": launch["sm__cycles_elapsed.avg.per_second"] / 1e6})
     record["model"] = {"machine": {k: getattr(machine, k) for k in ("sm_count", "clock_mhz", "dram_gbs", "l2_gbs",
                                                                       "dram_latency_ns", "fp32_lanes_per_sm",

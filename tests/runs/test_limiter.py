@@ -29,7 +29,8 @@ def _launch(**over):
     base.update({"launch__grid_size": 1024, "launch__block_size": 256, "launch__occupancy_limit_blocks": 32,
                  "launch__occupancy_limit_registers": 2, "launch__occupancy_limit_shared_mem": 8,
                  "launch__occupancy_limit_warps": 8, "sm__cycles_elapsed.avg.per_second": 1.98e9,
-                 "gpu__time_duration.sum": 1e-3})
+                 "gpu__time_duration.sum": 1e6,  # ns, as --print-units base gives it
+                 "lts__t_bytes.sum": 5e6, "lts__t_sectors.avg.pct_of_peak_sustained_elapsed": 50.0})  # 10 TB/s peak
     base.update(over)
     return base
 
@@ -57,6 +58,9 @@ def test_predict_writes_every_ceiling_the_binding_one_and_the_profilers_word(rec
     # 1024 blocks, 2 per SM (registers): 264 slots, 4 waves
     assert first["waves"] == 4 and first["predicted_ms"] == pytest.approx(2.0 * 4 * 264 / 1024)
     assert first["measured_over_predicted"] == pytest.approx(2.0 / first["predicted_ms"])
+    assert first["profiled_ms"] == pytest.approx(1.0)
+    model = json.loads((recorded / "limiter-test-gpu.json").read_text())
+    assert model["machine"]["l2_gbs"] == pytest.approx(10000) and "Nsight Compute" in model["machine"]["l2_gbs_source"]
     copy = rows[-1]
     assert copy["case"] == "copy" and "latency" in copy["ceilings_ms"]  # bytes in flight: 16 x 256 x 2 per SM
 

@@ -30,7 +30,7 @@ def _launch(**over):
                  "launch__occupancy_limit_registers": 2, "launch__occupancy_limit_shared_mem": 8,
                  "launch__occupancy_limit_warps": 8, "sm__cycles_elapsed.avg.per_second": 1.98e9,
                  "gpu__time_duration.sum": 1e6,  # ns, as --print-units base gives it
-                 "lts__t_bytes.sum": 5e6, "lts__t_sectors.avg.pct_of_peak_sustained_elapsed": 50.0})  # 10 TB/s peak
+                 "lts__t_bytes.sum": 5e9, "lts__t_sectors.avg.pct_of_peak_sustained_elapsed": 50.0})  # 10 TB/s peak
     base.update(over)
     return base
 

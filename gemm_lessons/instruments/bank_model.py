@@ -3,7 +3,8 @@
 NVIDIA's rules, as the lessons use them: shared memory is 32 banks of 4 bytes; the word at
 byte address a lives in bank (a // 4) % 32.  A warp-wide access of 4-byte values is served
 in one phase (all 32 lanes), 8-byte values in two phases (lanes 0-15, 16-31), 16-byte values
-in four phases (8 lanes each).  Within a phase, lanes reading the same word share it
+in four phases (8 lanes each); an 8-byte access whose warp touches at most 32 words, in distinct
+banks, in one (measured).  Within a phase, lanes reading the same word share it
 (broadcast); a phase costs as many wavefronts as the largest number of *distinct* words
 that fall into one bank.  An access with no conflict costs one wavefront per phase.
 """
@@ -41,6 +42,19 @@ def _paired(addresses):
     return False
 
 
+def _one_pass_8(addresses):
+    """An 8-byte access whose whole warp touches at most 32 distinct words, none two in one bank,
+    is served in one wavefront, not one per half-warp: Nsight Compute counted 1 wavefront per
+    LDS.64 for a warp reading one float64 (a broadcast) on an H200, where two half-warp phases
+    would cost 2 (tools/bank_truth.py, results/banks-nvidia-h200.json, "float64 broadcast")."""
+    words = {w for a in addresses if a is not None for w in words_of(a, 8)}
+    if not words or len(words) > BANKS:
+        return None
+    if max(collections.Counter(w % BANKS for w in words).values()) > 1:
+        return None
+    return Access(1, 1, 1, [1])
+
+
 def wavefronts(addresses, width=4, paired_loads=False):
     """Cost of one warp-wide access: ``addresses`` are the 32 lanes' byte addresses in lane
     order (None for an inactive lane), ``width`` the bytes each lane reads (4, 8 or 16).
@@ -58,6 +72,10 @@ def wavefronts(addresses, width=4, paired_loads=False):
         if a is not None and a % width:
             raise ValueError(f"address {a} is not a multiple of the access width {width} bytes")
     per = PHASE_LANES[width]
+    if width == 8:  # one pass when the whole warp's words fit one wavefront (measured: see _one_pass_8)
+        one = _one_pass_8(addresses)
+        if one:
+            return one
     lanes_of = list(addresses)
     if paired_loads and width == 16 and _paired(addresses):
         step = 1 if all(addresses[l] == addresses[l ^ 1] for l in range(32)) else 2

@@ -18,6 +18,11 @@ EXPERIMENTS_DIR = os.path.join(REPO_DIR, "experiments")
 # Every kind of file in results/: {device} is the GPU's slug, {name} a part the kind needs (a
 # plot, a run), {suffix} "-" + name when one is given.  The first pattern a file matches is its
 # kind, so "bench" comes last.
+# The GPU whose records the lessons' prose and committed outputs were rendered from. Records of
+# other GPUs sit beside its own (lesson 10 compares them); they are read only when asked for by
+# name, so adding one does not change what a lesson shows.
+REFERENCE_DEVICE = "NVIDIA H100 80GB HBM3"
+
 PATHS = {
     "tuning": "tuning-{device}.json",  # python -m gemm_lessons.runs.tuning
     "banks": "banks-{device}.json",  # tools/bank_truth.py table
@@ -143,10 +148,6 @@ def available(directory=RESULTS_DIR):
     return files("bench", directory)
 
 
-# The GPU whose records the lessons' prose and committed outputs were rendered from. Records of
-# other GPUs sit beside its own (lesson 10 compares them); they are read only when asked for by
-# name, so adding one does not change what a lesson shows.
-REFERENCE_DEVICE = "NVIDIA H100 80GB HBM3"
 
 
 def load(device=None, directory=RESULTS_DIR):
@@ -164,8 +165,9 @@ def load(device=None, directory=RESULTS_DIR):
     return max((BenchRecord.read(p) for p in paths), key=lambda r: r.date)
 
 
-def load_banks(device=None, directory=RESULTS_DIR):
-    """The bank-conflict ground truth (ncu against the tracer) of ``device``, or the last file."""
+def load_banks(device=REFERENCE_DEVICE, directory=RESULTS_DIR):
+    """The bank-conflict ground truth (ncu against the tracer) of ``device`` (default: the reference
+    GPU's; None: the last file)."""
     paths = [path_for("banks", device, directory=directory)] if device else files("banks", directory)
     if not paths or not os.path.exists(paths[-1]):
         raise FileNotFoundError(f"no bank-conflict ground truth in {directory}: see tools/bank_truth.py")

@@ -11,6 +11,7 @@ import pytest
 
 from gemm_lessons.teaching import leaderboard, measure_step, plots
 from gemm_lessons.records import results
+from gemm_lessons.records.schema import BankTruth
 
 
 @pytest.fixture(scope="module")
@@ -98,8 +99,9 @@ def test_sanitizer_record_covers_the_kernels_added_after_its_first_run():
     assert "library_transpose 127x129: ok" in sixth
 
 
-def test_bank_ground_truth_agrees_with_the_tracer():
-    truth = results.load_banks()
+@pytest.mark.parametrize("path", results.files("banks"))
+def test_bank_ground_truth_agrees_with_the_tracer(path):
+    truth = BankTruth.read(path)
     for row in truth.rows:
         n, t = row.ncu, row.tracer
         assert n["ld_instructions"] == t["ld_instructions"] and n["st_instructions"] == t["st_instructions"]

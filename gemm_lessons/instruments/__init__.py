@@ -1,5 +1,9 @@
-"""Instruments: tools that watch a kernel run on numba's CUDA simulator and count what it does.
+"""Looking inside a kernel: what it does on numba's CUDA simulator, what the compiler made of it,
+and what Nsight Compute counts on a GPU.
 
+* ``compiler_facts``: registers, local and shared memory, SASS counts of a compiled kernel;
+  ``offline_sass``: the same compiled for sm_90 without a GPU.
+* ``profiler`` (gl.profile) and ``ncu_metrics``: Nsight Compute's counters of a kernel, as a table.
 * ``bank_model``: how many wavefronts one warp-wide shared-memory access costs (pure arithmetic).
 * ``shared_tracer``: records the shared-memory accesses of one block of any kernel and costs
   them with the bank model (lessons 02-09; checked against Nsight Compute in lesson 06).

@@ -15,7 +15,16 @@ from gemm_lessons.model.counting import sgemm_flops, transpose_bytes
 from gemm_lessons.measure.problems import GPU_SHAPES, SIM_SHAPES, check, check_transpose, random_matrix, tolerance
 from gemm_lessons.core.progress import bar
 from gemm_lessons.records.schema import BandwidthRow, CheckRow, SgemmRow
+from gemm_lessons.measure.power import PowerSampler
 from gemm_lessons.measure.timing import time_gpu
+
+
+def _timed(fn, **kw):
+    """time_gpu(fn, **kw) with the SM clock, power and clock-event reasons sampled while it runs:
+    (Timing, PowerSampler.summary() or None where NVML is not available)."""
+    with PowerSampler(interval_s=0.05) as s:  # 20 reads a second: little host time taken from the launches
+        t = time_gpu(fn, **kw)
+    return t, s.summary()
 
 SLOW_LIMIT = 4096  # variants (the deliberately bad versions) stop at this size
 TRANSPOSE_CHECK_SHAPES = [(67, 45), (1, 7), (100, 4), (1000, 1), (513, 1031), (68, 44), (516, 1028)]
@@ -78,7 +87,7 @@ def time_sgemm(kernels, shapes, repeats, progress=True, max_seconds=10.0, varian
                 continue
             C.copy_to_device(np.full((M, N), np.nan, np.float32))
             try:
-                t = time_gpu(lambda: fn(A, B, C), repeats=repeats, max_seconds=max_seconds)
+                t, power = _timed(lambda: fn(A, B, C), repeats=repeats, max_seconds=max_seconds)
             except ValueError as e:
                 rows.append(SgemmRow(kernel=name, M=M, N=N, K=K, refused=str(e)))
                 pbar.update()
@@ -92,7 +101,7 @@ def time_sgemm(kernels, shapes, repeats, progress=True, max_seconds=10.0, varian
                 median_ms=t.median_ms, p10_ms=t.p10_ms, p90_ms=t.p90_ms,
                 gflops=flop / t.median_ms / 1e6, gflops_p10=flop / t.p90_ms / 1e6,
                 gflops_p90=flop / t.p10_ms / 1e6, rel_error_vs_cublas=err,
-                correct=bool(np.isfinite(out).all() and err <= tolerance(K)),
+                correct=bool(np.isfinite(out).all() and err <= tolerance(K)), power=power,
             ))
             pbar.update()
     pbar.close()
@@ -111,15 +120,15 @@ def time_bandwidth(rows_cols=(8192, 8192), repeats=30):
     out = []
     for name, fn in COPIES.items():
         dst.copy_to_device(np.zeros((R, Cc), np.float32))
-        t = time_gpu(lambda: fn(src, dst), repeats=repeats)
+        t, power = _timed(lambda: fn(src, dst), repeats=repeats)
         if not np.array_equal(dst.copy_to_host(), src.copy_to_host()):
             raise AssertionError(f"{name} did not copy correctly")
-        out.append(_bw_row(name, R, Cc, t, transpose_bytes(R, Cc)))
+        out.append(_bw_row(name, R, Cc, t, transpose_bytes(R, Cc), power))
     return out
 
 
-def _bw_row(name, R, Cc, t, nbytes):
-    return BandwidthRow(kernel=name, rows=R, cols=Cc, n=len(t.samples), batch=t.batch,
+def _bw_row(name, R, Cc, t, nbytes, power=None):
+    return BandwidthRow(kernel=name, rows=R, cols=Cc, n=len(t.samples), batch=t.batch, power=power,
                         host_issue_ms=t.host_ms, host_bound=t.host_bound, median_ms=t.median_ms,
                         p10_ms=t.p10_ms, p90_ms=t.p90_ms, gbs=nbytes / t.median_ms / 1e6,
                         gbs_p10=nbytes / t.p90_ms / 1e6, gbs_p90=nbytes / t.p10_ms / 1e6)
@@ -136,14 +145,14 @@ def time_transpose(shapes=((8192, 8192), (8192, 4096)), repeats=30, progress=Tru
         ref = src.copy_to_host().T
         dst = cuda.device_array((Cc, R), np.float32)
         same = cuda.device_array((R, Cc), np.float32)
-        t = time_gpu(lambda: copy_kernel(src, same), repeats=repeats)
-        rows.append(_bw_row("copy_float4", R, Cc, t, transpose_bytes(R, Cc)))
+        t, power = _timed(lambda: copy_kernel(src, same), repeats=repeats)
+        rows.append(_bw_row("copy_float4", R, Cc, t, transpose_bytes(R, Cc), power))
         pbar.update()
         for name, fn in kernels.items():
             pbar.set_postfix_str(f"{name} {R}x{Cc}")
             dst.copy_to_device(np.zeros((Cc, R), np.float32))
-            t = time_gpu(lambda: fn(src, dst), repeats=repeats)
-            row = _bw_row(name, R, Cc, t, transpose_bytes(R, Cc))
+            t, power = _timed(lambda: fn(src, dst), repeats=repeats)
+            row = _bw_row(name, R, Cc, t, transpose_bytes(R, Cc), power)
             row.correct = bool(np.array_equal(dst.copy_to_host(), ref))
             rows.append(row)
             pbar.update()

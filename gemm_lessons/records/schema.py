@@ -122,6 +122,7 @@ class Timed(Json):
     median_ms: float | None = None
     p10_ms: float | None = None
     p90_ms: float | None = None
+    power: dict | None = None  # NVML while timed: SM clock, power, clock-event reasons (measure.power)
 
 
 @_record

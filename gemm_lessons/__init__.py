@@ -19,7 +19,7 @@ from gemm_lessons.measure.device import DeviceInfo, banner, device_info
 from gemm_lessons.measure.problems import SgemmProblem, check, check_all
 from gemm_lessons.measure.timing import NOT_MEASURED, Timing, time_gpu
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = ["sgemm", "SIMULATOR", "DeviceInfo", "banner", "device_info", "SgemmProblem", "check",
            "check_all", "NOT_MEASURED", "Timing", "time_gpu", "profile"]

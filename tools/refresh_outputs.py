@@ -2,7 +2,7 @@
 
     GEMM_LESSONS_SIMULATOR=1 python tools/refresh_outputs.py [notebooks/01_naive.ipynb ...]
 Outputs of unmarked cells are cleared (they depend on the machine); with --keep-all every
-output is kept (used for notebooks executed on a GPU, see README).
+output is kept (used for notebooks executed on a GPU, see TEACHING.md).
 
     GEMM_LESSONS_SIMULATOR=1 python tools/refresh_outputs.py --into --cell "block_order.report()" NB
 executes a copy of NB and writes into NB only the outputs of the cells whose source contains one

@@ -1,5 +1,6 @@
-"""The results summary the README shows, generated from a results file (a test keeps the README
-in step: python -m gemm_lessons.course.readme_results --write updates it)."""
+"""The recorded results the documents show, generated from the results file: RESULTS.md's full
+tables and the README's five-row headline.  A test keeps both in step with results/:
+python -m gemm_lessons.course.readme_results --write updates them."""
 import argparse
 import os
 import re
@@ -9,11 +10,33 @@ from gemm_lessons.records import results
 from gemm_lessons.core import tables
 from gemm_lessons.kernels.ladder import SGEMM
 
-BEGIN, END = "<!-- results: begin -->", "<!-- results: end -->"
-README = os.path.join(os.path.dirname(results.RESULTS_DIR), "README.md")
+BEGIN, END = "<!-- results: begin -->", "<!-- results: end -->"  # RESULTS.md: every rung and transpose
+HEADLINE_BEGIN, HEADLINE_END = "<!-- headline: begin -->", "<!-- headline: end -->"  # README: five rows
+REPO_DIR = os.path.dirname(results.RESULTS_DIR)
+README = os.path.join(REPO_DIR, "README.md")
+RESULTS_MD = os.path.join(REPO_DIR, "RESULTS.md")
+HEADLINE_RUNGS = ["naive", "reg2d", "vec", "warptile", "cublas"]
+SIZES = [(4096,) * 3, (8192,) * 3]
+
+
+def _row(record, name, size):
+    rows = results.sgemm_rows(record, name, size)
+    return rows[0] if rows else None
+
+
+def _pct(row):
+    return 100.0 if row.pct_cublas is None else row.pct_cublas
+
+
+def _lesson(name):
+    return SGEMM[name].lesson if name in SGEMM else ""
+
+
+SGEMM_HEADERS = ["rung", "lesson", "4096^3 TFLOPS", "% cuBLAS", "8192^3 TFLOPS", "% cuBLAS"]
 
 
 def summary(record):
+    """RESULTS.md's tables: every rung with its p10-p90 range, and the transposes at 8192x8192."""
     dev, v = record.device, record.versions
     lines = [
         f"Measured on **{dev.name}** ({dev.sm_count} SMs, {dev.clock_mhz:.0f} MHz, "
@@ -26,46 +49,69 @@ def summary(record):
     ]
 
     def cells(name, size):
-        rows = results.sgemm_rows(record, name, size)
-        if not rows:
+        r = _row(record, name, size)
+        if r is None:
             return ["", ""]
-        r = rows[0]
-        return [f"{r.gflops / 1e3:.2f} ({r.gflops_p10 / 1e3:.2f}-{r.gflops_p90 / 1e3:.2f})",
-                f"{100.0 if r.pct_cublas is None else r.pct_cublas:.1f}%"]
+        return [f"{r.gflops / 1e3:.2f} ({r.gflops_p10 / 1e3:.2f}-{r.gflops_p90 / 1e3:.2f})", f"{_pct(r):.1f}%"]
 
-    rungs = [[name, SGEMM[name].lesson if name in SGEMM else "", *cells(name, (4096,) * 3), *cells(name, (8192,) * 3)]
+    rungs = [[name, _lesson(name), *(c for size in SIZES for c in cells(name, size))]
              for name in record.ladder + ["cublas"]]
-    lines += ["", tables.markdown(["rung", "lesson", "4096^3 TFLOPS", "% cuBLAS", "8192^3 TFLOPS", "% cuBLAS"],
-                                  rungs, "llrrrr")]
+    lines += ["", tables.markdown(SGEMM_HEADERS, rungs, "llrrrr")]
     transposes = [[r.kernel, f"{r.gbs:,.0f} ({r.gbs_p10:,.0f}-{r.gbs_p90:,.0f})", f"{r.pct_sgeam:.1f}%",
                    f"{r.pct_copy:.1f}%"] for r in record.transpose or [] if r.shape == (8192, 8192)]
     lines += ["", tables.markdown(["transpose 8192x8192", "GB/s", "% of cuBLAS sgeam", "% of copy"], transposes, "lrrr")]
     return "\n".join(lines)
 
 
-def readme_block(record):
+def headline(record):
+    """The README's five rows: medians only, the last rung's share of cuBLAS in words."""
+    last = [_row(record, "warptile", size) for size in SIZES]
+    lines = [f"Medians on an **{record.device.name}** ({record.date[:10]}), FP32 without TF32, cuBLAS timed in the "
+             f"same run: the last rung, `warptile`, reaches {_pct(last[0]):.1f}% of cuBLAS at 4096^3 and "
+             f"{_pct(last[1]):.1f}% at 8192^3. Every rung, the spreads and the transposes: [RESULTS.md](RESULTS.md)."]
+
+    def cells(name, size):
+        r = _row(record, name, size)
+        return ["", ""] if r is None else [f"{r.gflops / 1e3:.1f}", f"{_pct(r):.1f}%"]
+
+    rows = [[name, _lesson(name), *(c for size in SIZES for c in cells(name, size))] for name in HEADLINE_RUNGS]
+    lines += ["", tables.markdown(SGEMM_HEADERS, rows, "llrrrr")]
+    return "\n".join(lines)
+
+
+def results_block(record):
     return BEGIN + "\n" + summary(record) + "\n" + END
 
 
-def current_block(path=README):
+def headline_block(record):
+    return HEADLINE_BEGIN + "\n" + headline(record) + "\n" + HEADLINE_END
+
+
+# (document, begin marker, end marker, the block from a record)
+BLOCKS = [(RESULTS_MD, BEGIN, END, results_block), (README, HEADLINE_BEGIN, HEADLINE_END, headline_block)]
+
+
+def current_block(path=RESULTS_MD, begin=BEGIN, end=END):
     text = open(path).read()
-    m = re.search(re.escape(BEGIN) + ".*?" + re.escape(END), text, re.S)
+    m = re.search(re.escape(begin) + ".*?" + re.escape(end), text, re.S)
     return m.group(0) if m else None
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--write", action="store_true")
+    p.add_argument("--write", action="store_true", help="rewrite the blocks in RESULTS.md and README.md")
     args = p.parse_args(argv)
-    block = readme_block(results.load())
-    if args.write:
-        old = current_block()
-        if old is None:
-            raise SystemExit(f"README has no {BEGIN} ... {END} block")
-        text = open(README).read().replace(old, block)
-        with open(README, "w") as f:
-            f.write(text)
-    print(block)
+    record = results.load()
+    for path, begin, end, make in BLOCKS:
+        block = make(record)
+        if args.write:
+            old = current_block(path, begin, end)
+            if old is None:
+                raise SystemExit(f"{os.path.basename(path)} has no {begin} ... {end} block")
+            text = open(path).read().replace(old, block)
+            with open(path, "w") as f:
+                f.write(text)
+        print(block)
     return 0
 
 

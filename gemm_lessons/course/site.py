@@ -2,7 +2,8 @@
 
 Static HTML of the whole series: the README as the home page, every lesson notebook with its
 committed outputs and plots (nothing is executed: the notebooks are run on a GPU before they are
-committed), the glossary and the references.  Open ``<out>/index.html``, or publish the folder
+committed), the glossary and the references, and the course's documents (COURSE.md, TEACHING.md,
+RESULTS.md, DEVELOPING.md, CHANGELOG.md).  Open ``<out>/index.html``, or publish the folder
 as it is (GitHub Pages included: a ``.nojekyll`` file is written).
 
 Choices, and why:
@@ -11,7 +12,8 @@ Choices, and why:
   stored outputs (``nb_execution_mode = "off"``) and turns the lessons' ``GLOSSARY.md#term`` and
   ``NN_name.ipynb`` links into links between pages; the theme gives a sidebar in course order and
   Colab launch buttons.
-* The checkout is Sphinx's source folder (only README.md and notebooks/ are read) and the
+* The checkout is Sphinx's source folder (only README.md, the documents beside it in ``DOCUMENTS``
+  and notebooks/ are read) and the
   configuration is the dict below, passed to Sphinx in this process: no conf.py in the repository,
   nothing copied, and a warning names the real file and line.
 * The course order is the order of the README's lesson table; a notebook missing from that table
@@ -46,6 +48,7 @@ INSTALL_HINT = 'pip install -e ".[site]"'
 COLAB = "https://colab.research.google.com"
 REPOSITORY_FORM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+$")  # GitHub owner/name
 REFERENCE_PAGES = ["GLOSSARY", "REFERENCES"]  # notebooks/<name>.md, after the lessons
+DOCUMENTS = ["COURSE", "TEACHING", "RESULTS", "DEVELOPING", "CHANGELOG"]  # <name>.md beside README.md, last
 
 
 class SiteError(Exception):
@@ -167,7 +170,7 @@ def sphinx_config(repository=None, branch="main"):
         "extensions": ["myst_nb"],
         "root_doc": "README",
         # only the course: the rest of the checkout (lessons/*.py, results/, tools/) is not a page
-        "include_patterns": ["README.md", "notebooks/*.ipynb", "notebooks/*.md"],
+        "include_patterns": ["README.md", *(f"{d}.md" for d in DOCUMENTS), "notebooks/*.ipynb", "notebooks/*.md"],
         "exclude_patterns": ["**/.ipynb_checkpoints"],
         "nb_execution_mode": "off",  # the committed outputs, recorded on a GPU
         "nb_merge_streams": True,  # one block per cell for stdout, as Jupyter shows it
@@ -266,11 +269,13 @@ def build(out=DEFAULT_OUT, repository=None, branch="main", repo_dir=REPO_DIR, ve
     names = sorted(f[:-len(".ipynb")] for f in os.listdir(notebook_dir) if f.endswith(".ipynb"))
     with open(os.path.join(repo_dir, "README.md"), encoding="utf-8") as f:
         order = lesson_order(f.read(), names)
-    missing = [p for p in REFERENCE_PAGES if not os.path.exists(os.path.join(notebook_dir, p + ".md"))]
+    missing = ([f"notebooks/{p}.md" for p in REFERENCE_PAGES if not os.path.exists(os.path.join(notebook_dir, p + ".md"))]
+               + [f"{d}.md" for d in DOCUMENTS if not os.path.exists(os.path.join(repo_dir, d + ".md"))])
     if missing:
-        raise SiteError(f"notebooks/{missing[0]}.md not found")
+        raise SiteError(f"{missing[0]} not found")
     tree = (toctree("Lessons", [f"notebooks/{n}" for n in order])
-            + toctree("Reference", [f"notebooks/{p}" for p in REFERENCE_PAGES]))
+            + toctree("Reference", [f"notebooks/{p}" for p in REFERENCE_PAGES])
+            + toctree("The course", DOCUMENTS))
 
     def prepare(app, docname, source):
         if app.env.doc2path(docname).suffix == ".md":
@@ -302,7 +307,8 @@ def build(out=DEFAULT_OUT, repository=None, branch="main", repo_dir=REPO_DIR, ve
         if os.path.exists(os.path.join(html, ".buildinfo")):
             os.remove(os.path.join(html, ".buildinfo"))  # Sphinx's incremental-build record: this build is always fresh
         _replace(out, html)
-    pages = ["index.html", "README.html"] + [f"notebooks/{n}.html" for n in order + REFERENCE_PAGES]
+    pages = (["index.html", "README.html"] + [f"notebooks/{n}.html" for n in order + REFERENCE_PAGES]
+             + [f"{d}.html" for d in DOCUMENTS])
     absent = [p for p in pages if not os.path.exists(os.path.join(out, p))]
     if absent:
         raise SiteError(f"Sphinx wrote no {', '.join(absent)}")
@@ -392,7 +398,7 @@ def main(argv=None):
         return 1
     colab = f", Colab buttons open {repository} at {branch}" if repository else ""
     lessons = sum(p.startswith("notebooks/") for p in result.pages) - len(REFERENCE_PAGES)
-    print(f"site: the home page, {lessons} lessons, {', '.join(p.lower() for p in REFERENCE_PAGES)} in {result.seconds:.1f} s, "
+    print(f"site: the home page, {lessons} lessons, {', '.join(p.lower() for p in REFERENCE_PAGES + DOCUMENTS)} in {result.seconds:.1f} s, "
           f"{len(result.warnings)} Sphinx warnings{colab}; open {os.path.join(result.out, 'index.html')}")
     return 0
 

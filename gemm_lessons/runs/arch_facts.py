@@ -15,7 +15,7 @@ compute capability (``ARCHS``).
     python -m gemm_lessons.runs.arch_facts                                    # the committed record, as tables
 
 ``--write`` writes results/arch-facts.json (the record), results/arch-facts.md (its tables)
-and the README's "Smaller GPUs" block; ``--rederive`` redoes everything computed from the
+and RESULTS.md's "Smaller GPUs" block; ``--rederive`` redoes everything computed from the
 compiler's facts (after a change to ``occupancy`` or ``ARCHS``) without compiling.
 tests/runs/test_arch_facts.py checks the record against ``occupancy`` and the kernel list without
 compiling anything.
@@ -57,7 +57,7 @@ AMPERE_TUNING_GUIDE = "https://docs.nvidia.com/cuda/ampere-tuning-guide/index.ht
 OCCUPANCY_HEADER = "cuda_occupancy.h (CUDA toolkit, include/)"
 RECORD = results.path_for("arch-facts", "")
 TABLES = results.path_for("arch-facts-tables", "")
-README = os.path.join(os.path.dirname(results.RESULTS_DIR), "README.md")
+RESULTS_MD = os.path.join(os.path.dirname(results.RESULTS_DIR), "RESULTS.md")
 BEGIN, END = "<!-- arch-facts: begin -->", "<!-- arch-facts: end -->"
 KIB = 1024
 
@@ -524,24 +524,24 @@ def markdown(record):
     return "\n".join(lines)
 
 
-README_RUNGS = ["naive", "smem_tile", "reg1d", "reg2d", "vec", "vec_split", "dbuf", "warptile",
+SUMMARY_RUNGS = ["naive", "smem_tile", "reg1d", "reg2d", "vec", "vec_split", "dbuf", "warptile",
                 "transpose_smem_padded_32x8", "transpose_wide"]
-README_ARCHS = ["7.5", "8.0", "9.0"]
+SUMMARY_ARCHS = ["7.5", "8.0", "9.0"]
 
 
-def readme_block(record):
-    """The README's "Smaller GPUs" numbers: the ladder on a T4 (7.5) and an A100 (8.0), next to
+def summary_block(record):
+    """RESULTS.md's "Smaller GPUs" numbers: the ladder on a T4 (7.5) and an A100 (8.0), next to
     the H100's 9.0, from the record."""
     text = [BEGIN,
             f"{fits_sentence(record)} Blocks per SM at the lessons' launch configurations (cell: registers, "
             f"spills if any: blocks per SM (% of the SM's warps, limit)); every kernel, the library's and the "
             f"sweep's included, with the limits used, in `results/arch-facts.md`. "
             + _versions_line(record), "",
-            kernels_table(record, names=README_RUNGS, archs=README_ARCHS), END]
+            kernels_table(record, names=SUMMARY_RUNGS, archs=SUMMARY_ARCHS), END]
     return "\n".join(text)
 
 
-def current_readme_block(path=README):
+def current_summary_block(path=RESULTS_MD):
     text = open(path).read()
     if BEGIN not in text:
         return None
@@ -554,27 +554,27 @@ def write(record):
         f.write("\n")
     with open(TABLES, "w") as f:
         f.write(markdown(record))
-    old = current_readme_block()
+    old = current_summary_block()
     if old is not None:
-        text = open(README).read().replace(old, readme_block(record))
-        with open(README, "w") as f:
+        text = open(RESULTS_MD).read().replace(old, summary_block(record))
+        with open(RESULTS_MD, "w") as f:
             f.write(text)
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--write", action="store_true", help="compile everything and write the record, tables and README block")
+    p.add_argument("--write", action="store_true", help="compile everything and write the record, tables and RESULTS.md block")
     p.add_argument("--no-sweep", action="store_true", help="leave out lesson 08's 21 sweep configurations")
     p.add_argument("--only", nargs="*", help="compile only these kernels (printed, not written)")
     p.add_argument("--arch", nargs="*", choices=list(ARCHS), help="compute capabilities (default: all)")
     p.add_argument("--checkpoint", metavar="JSON", help="keep the facts compiled so far here; a rerun resumes")
     p.add_argument("--rederive", action="store_true",
-                   help="recompute blocks per SM, tables and README block from the record's compiler facts "
+                   help="recompute blocks per SM, tables and RESULTS.md block from the record's compiler facts "
                         "(after a change to occupancy or ARCHS; compiles nothing)")
     args = p.parse_args(argv)
     if args.rederive:
         write(rederive(load()))
-        print("rewrote", os.path.relpath(RECORD), os.path.relpath(TABLES), "and the README block")
+        print("rewrote", os.path.relpath(RECORD), os.path.relpath(TABLES), "and the RESULTS.md block")
         return 0
     if not args.write and args.only is None:
         record = load()
@@ -586,7 +586,7 @@ def main(argv=None):
     record = collect(args.arch, sweep=not args.no_sweep, names=args.only, checkpoint=args.checkpoint)
     if args.write and not args.only:
         write(record)
-        print("wrote", os.path.relpath(RECORD), os.path.relpath(TABLES), "and the README block")
+        print("wrote", os.path.relpath(RECORD), os.path.relpath(TABLES), "and the RESULTS.md block")
     else:
         print(json.dumps(record["kernels"], indent=1))
     return 0

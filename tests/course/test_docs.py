@@ -1,13 +1,22 @@
-"""Every relative link and anchor in the course's Markdown (README, lessons/ and notebooks/ .md
-files, the notebooks' markdown cells) resolves, and the glossary defines the terms it must."""
+"""Every relative link and anchor in the course's Markdown (README and the documents beside it,
+lessons/ and notebooks/ .md files, the notebooks' markdown cells) resolves, and the glossary
+defines the terms it must.  The README stays a front page; the version, CITATION.cff, the
+changelog and the license agree."""
 import glob
 import os
 import re
 
 import nbformat
 import pytest
+import yaml
 
 from conftest import REPO
+from gemm_lessons.course.site import DOCUMENTS
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
 
 INLINE = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 REF_DEF = re.compile(r"^\s{0,3}\[([^\]]+)\]:\s*<?(\S+?)>?\s*$", re.M)
@@ -31,7 +40,7 @@ def anchors_of(path):
 def documents():
     """(name, markdown text, directory its relative links start from)."""
     docs = []
-    for path in [os.path.join(REPO, "README.md")] + sorted(
+    for path in [os.path.join(REPO, name + ".md") for name in ["README"] + DOCUMENTS] + sorted(
             glob.glob(os.path.join(REPO, "lessons", "*.md")) + glob.glob(os.path.join(REPO, "notebooks", "*.md"))):
         docs.append((os.path.relpath(path, REPO), open(path, encoding="utf-8").read(), os.path.dirname(path)))
     for path in sorted(glob.glob(os.path.join(REPO, "notebooks", "*.ipynb"))):
@@ -151,3 +160,57 @@ def test_each_source_article_lists_the_lessons_that_cite_it():
         for seed in set(re.findall(r"REFERENCES\.md#(seed-\d+)", open(path, encoding="utf-8").read())):
             cited.setdefault(seed, set()).add(lesson)
     assert len(used) == 5 and used == cited
+
+
+# --- the front page and the course's documents ----------------------------------------------
+
+README_WORDS = 900  # the README is a front page: what it is, the headline, how to start, links
+
+
+def _read(name):
+    return open(os.path.join(REPO, name), encoding="utf-8").read()
+
+
+def test_readme_is_a_front_page():
+    readme = _read("README.md")
+    assert len(readme.split()) < README_WORDS, f"README.md has {len(readme.split())} words"
+    for name in DOCUMENTS + ["LICENSE", "CITATION.cff"]:  # every other document is one link away
+        assert f"]({name}.md)" in readme or f"]({name})" in readme, name
+    assert "results/nvidia-h100-80gb-hbm3-ladder.png" in readme  # the headline's figure
+
+
+def _pyproject():
+    with open(os.path.join(REPO, "pyproject.toml"), "rb") as f:
+        return tomllib.load(f)
+
+
+def test_the_version_and_its_date_agree_everywhere():
+    version = _pyproject()["project"]["version"]
+    init = re.search(r'^__version__ = "([^"]+)"$', _read("gemm_lessons/__init__.py"), re.M).group(1)
+    citation = yaml.safe_load(_read("CITATION.cff"))
+    newest = re.search(r"^## (\d+\.\d+\.\d+) \((\d{4}-\d\d-\d\d)\)$", _read("CHANGELOG.md"), re.M)
+    assert init == version and citation["version"] == version and newest.group(1) == version
+    assert str(citation["date-released"]) == newest.group(2)
+
+
+def test_citation_cff_has_what_cff_1_2_0_requires():
+    """The fields CFF 1.2.0's schema requires, the license as in LICENSE, and the repository only
+    where one is set (``[tool.gemm-lessons] repository``)."""
+    citation = yaml.safe_load(_read("CITATION.cff"))
+    assert citation["cff-version"] == "1.2.0" and citation["message"] and citation["title"]
+    assert citation["authors"] == [{"name": "gemm-lessons authors"}]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d", str(citation["date-released"]))
+    assert citation["license"] == ["MIT", "CC-BY-4.0"]
+    repository = _pyproject().get("tool", {}).get("gemm-lessons", {}).get("repository")
+    if repository:
+        assert citation.get("repository-code") == f"https://github.com/{repository}"
+    else:
+        assert "repository-code" not in citation
+
+
+def test_license_says_which_license_covers_what():
+    text = _read("LICENSE")
+    assert "MIT License" in text and "Permission is hereby granted, free of charge" in text
+    assert "https://creativecommons.org/licenses/by/4.0/legalcode" in text
+    assert "notebooks/*.ipynb" in text and "gemm_lessons/" in text  # what each covers
+    assert _pyproject()["project"]["license"] == "MIT"  # the package: the code only

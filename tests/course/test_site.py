@@ -147,6 +147,8 @@ def test_every_notebook_is_a_page_titled_by_its_first_heading(plain):
         assert title.startswith(first_heading(name)), (name, title)
     for name, heading in (("GLOSSARY", "Glossary"), ("REFERENCES", "References")):
         assert Page(os.path.join(out, "notebooks", name + ".html")).title.startswith(heading)
+    for name in site.DOCUMENTS:  # the course's documents beside the README, each a page
+        assert os.path.exists(os.path.join(out, name + ".html")), f"no page for {name}.md"
 
 
 def test_sidebar_lists_the_lessons_in_course_order(plain):
@@ -155,7 +157,7 @@ def test_sidebar_lists_the_lessons_in_course_order(plain):
     order = site.lesson_order(readme, NOTEBOOKS)
     assert order[:2] == ["00a_primer", "00_setup_and_roofline"] and order[2:] == sorted(order[2:])
     sidebar = [h for h in Page(os.path.join(out, "index.html")).sidebar if h != "#"]  # '#': the home page, first
-    assert sidebar == [f"notebooks/{n}.html" for n in order + site.REFERENCE_PAGES], sidebar
+    assert sidebar == [f"notebooks/{n}.html" for n in order + site.REFERENCE_PAGES] + [f"{d}.html" for d in site.DOCUMENTS], sidebar
 
 
 def test_internal_links_and_anchors_resolve(plain):

@@ -133,8 +133,8 @@ def test_lesson_formula_agrees_at_cc90(record):
         assert blocks_per_sm(r["registers"], r["shared_bytes"], k["threads"])[0] == r["blocks_per_sm"], name
 
 
-def test_tables_and_readme_are_rendered_from_the_record(record):
+def test_tables_and_results_md_are_rendered_from_the_record(record):
     assert open(arch_facts.TABLES).read() == arch_facts.markdown(record), \
         "results/arch-facts.md differs: python -m gemm_lessons.runs.arch_facts --rederive"
-    assert arch_facts.current_readme_block() == arch_facts.readme_block(record), \
-        "README's Smaller GPUs block differs: python -m gemm_lessons.runs.arch_facts --rederive"
+    assert arch_facts.current_summary_block() == arch_facts.summary_block(record), \
+        "RESULTS.md's Smaller GPUs block differs: python -m gemm_lessons.runs.arch_facts --rederive"

@@ -299,15 +299,15 @@ def test_launch_probe_sentence_reads_the_probe_record():
     assert json.dumps(probe)  # plain JSON
 
 
-def test_the_one_launch_split_k_record_backs_what_readme_and_lesson_11_say():
-    """README and lesson 11: split-K stays two launches because one launch was slower back to
+def test_the_one_launch_split_k_record_backs_what_developing_and_lesson_11_say():
+    """DEVELOPING.md and lesson 11: split-K stays two launches because one launch was slower back to
     back on every shape and plan the probe timed, with the same bits."""
     probe = probes.splitk_probe()
     assert probe and probe["kind"] == "splitk-probe" and probe["git_commit"] and probe["versions"]["numba_cuda"]
     facts = probes.splitk_probe_facts(probe)
     assert len(facts) >= 10 and all(b2b > 1 and same for b2b, _, _, same in facts.values())
-    readme = open(os.path.join(REPO, "README.md")).read()
-    assert "slower back to back on every\n  shape and plan timed" in readme
+    developing = open(os.path.join(REPO, "DEVELOPING.md")).read()
+    assert "slower back to back on every\n  shape and plan timed" in developing
     text = split_k_sentences.splitk_probe_sentence(probe)
     assert f"longer on {len(facts)} of the {len(facts)} pairs" in text and "same bits" in text
     from gemm_lessons.kernels.sgemm.warptile import TileConfig
@@ -370,9 +370,9 @@ def test_the_reduce_probe_backs_the_16_byte_reduction():
     assert f"added {1e3 * added:.1f} µs" in text
 
 
-def test_the_big_tile_record_backs_what_readme_and_lesson_11_say():
-    """README and lesson 11: 256x128 and 128x256 block tiles, one block per SM, were slower than
-    128x128 at every size the probe timed; the README's ranges are the record's, rounded."""
+def test_the_big_tile_record_backs_what_results_md_and_lesson_11_say():
+    """RESULTS.md and lesson 11: 256x128 and 128x256 block tiles, one block per SM, were slower than
+    128x128 at every size the probe timed; RESULTS.md's ranges are the record's, rounded."""
     probe = probes.bigtile_probe()
     assert probe and probe["kind"] == "bigtile-probe" and probe["git_commit"] and probe["versions"]["numba_cuda"]
     rows, K = probe["rows"], probe["offline_sm90"]["kernels"]
@@ -385,16 +385,16 @@ def test_the_big_tile_record_backs_what_readme_and_lesson_11_say():
                                                  for n in others)
     big = [r["kernels"][n]["pct_cublas"] for r in rows for n in others]
     small = [r["kernels"][base]["pct_cublas"] for r in rows]
-    readme = open(os.path.join(REPO, "README.md")).read()
+    results_md = open(os.path.join(REPO, "RESULTS.md")).read()
     sizes = sorted(r["shape"][0] for r in rows)
     assert (f"three forms: {int(min(big))}-{round(max(big))}% of cuBLAS back to back at {sizes[0]}^3-{sizes[-1]}^3, where 128x128 "
-            f"reached {int(min(small))}-{round(max(small))}%").replace(" ", "") in readme.replace("\n", "").replace(" ", "")
+            f"reached {int(min(small))}-{round(max(small))}%").replace(" ", "") in results_md.replace("\n", "").replace(" ", "")
     assert profile_comparison.cublas_kernel_name("16384x16384x16384") == "cutlass_80_simt_sgemm_256x128_8x4_nn_align1"
     text = probe_sentences.bigtile_probe_markdown(probe)
     assert "No larger tile beat 128x128 at any size" in text and "right product" in text
 
 
-def test_the_multistage_records_back_what_readme_and_lesson_11_say():
+def test_the_multistage_records_back_what_results_md_and_lesson_11_say():
     """cp.async through linked CUDA C works (exact, LDGSTS in the SASS); the multistage forms of
     the last rung's tile were correct and slower than 128x128 at every size timed."""
     root = REPO
@@ -410,8 +410,8 @@ def test_the_multistage_records_back_what_readme_and_lesson_11_say():
     assert all(s < b for s, b in staged)
     lo, hi = min(s for s, _ in staged), max(s for s, _ in staged)
     blo, bhi = min(b for _, b in staged), max(b for _, b in staged)
-    readme = open(os.path.join(root, "README.md")).read().replace("\n", " ")
-    assert f"reached {int(lo)}-{round(hi)}% of cuBLAS where 128x128 reached {round(blo)}-{round(bhi)}%" in readme
+    results_md = open(os.path.join(root, "RESULTS.md")).read().replace("\n", " ")
+    assert f"reached {int(lo)}-{round(hi)}% of cuBLAS where 128x128 reached {round(blo)}-{round(bhi)}%" in results_md
     text = profile_comparison_sentences.multistage_profile_sentence()
     assert "*short scoreboard*" in text and "3 stages, cp.async" in text
 

@@ -57,11 +57,15 @@ def test_missing_results_give_a_clear_error(tmp_path):
         results.load(directory=str(tmp_path))
 
 
-def test_readme_shows_the_recorded_results():
-    from gemm_lessons.course import readme_results
+def test_results_md_and_readme_show_the_recorded_results():
+    from gemm_lessons.course import readme_results as rr
 
-    assert readme_results.current_block() == readme_results.readme_block(results.load()), \
-        "README results differ from results/: run python -m gemm_lessons.course.readme_results --write"
+    record = results.load()
+    assert rr.current_block(rr.RESULTS_MD, rr.BEGIN, rr.END) == rr.results_block(record), \
+        "RESULTS.md's results differ from results/: run python -m gemm_lessons.course.readme_results --write"
+    assert rr.current_block(rr.README, rr.HEADLINE_BEGIN, rr.HEADLINE_END) == rr.headline_block(record), \
+        "README's headline differs from results/: run python -m gemm_lessons.course.readme_results --write"
+    assert len(rr.headline(record).split("\n")) == 2 + 2 + 5  # a sentence, a blank line, the header, five rows
 
 
 def test_sanitizer_summary_is_clean():
@@ -73,7 +77,7 @@ def test_sanitizer_summary_is_clean():
 
 
 def test_sanitizer_record_covers_every_library_plan():
-    """README: gl.sgemm's plans ran under memcheck and racecheck, every kernel kind on every tile."""
+    """RESULTS.md: gl.sgemm's plans ran under memcheck and racecheck, every kernel kind on every tile."""
     from gemm_lessons.library import dispatch
 
     text = open(results.path_for("sanitizer", "NVIDIA H100 80GB HBM3")).read()
@@ -259,7 +263,7 @@ def test_recorded_transpose_suite_checks_out():
         pytest.skip("no transpose suite recorded")
     assert all(r["kernels"]["library"]["correct"] for r in suite["rows"])  # every shape, exact
     assert {tuple(r["shape"]) for r in suite["rows"]} >= {(8192, 8192), (3000, 5000), (8191, 4097)}
-    # the README's reading of it: 101% of sgeam or more back-to-back on every shape; on the five
+    # RESULTS.md's reading of it: 101% of sgeam or more back-to-back on every shape; on the five
     # large shapes with a side not a multiple of 4, aligned_stores (the library's kernel there)
     # 101-111%, the 4-byte kernel 77-84%, any_wide 89-102%
     assert len(suite["rows"]) == 22 and all(r["kernels"]["library"]["pct_sgeam"] >= 100.5 for r in suite["rows"])
@@ -271,9 +275,9 @@ def test_recorded_transpose_suite_checks_out():
         return round(min(k[name]["pct_sgeam"] for k in odd)), round(max(k[name]["pct_sgeam"] for k in odd))
 
     assert span("aligned_64x16") == (101, 111) and span("smem_padded_32x8") == (77, 84) and span("anywide_64x16") == (89, 102)
-    readme = open(os.path.join(os.path.dirname(results.RESULTS_DIR), "README.md")).read().replace("\n", " ")
-    assert "on 22 shapes" in readme and "101-111% on the five large ones" in readme and "reached 77-84% in the same run" in readme
-    assert "reached 89-102% on those five in that run" in readme
+    results_md = open(os.path.join(os.path.dirname(results.RESULTS_DIR), "RESULTS.md")).read().replace("\n", " ")
+    assert "on 22 shapes" in results_md and "101-111% on the five large ones" in results_md and "reached 77-84% in the same run" in results_md
+    assert "reached 89-102% on those five in that run" in results_md
     text = leaderboard.odd_side_transpose_sentence(suite)  # lesson 11's reading
     assert "on the 5 shapes" in text and "`aligned_stores` (the library's choice there) 101% to 111%" in text
     assert "was the faster of the first two on 4 of the 5" in text
@@ -319,8 +323,8 @@ def test_small_grid_note_counts_blocks_from_the_tiles_and_reads_the_record(recor
     assert leaderboard.small_grid_markdown(replace(record, device=replace(record.device, sm_count=64))) == ""
 
 
-def test_readme_reading_of_the_any_wide_experiment():
-    """README: transpose/any_wide (64x16) against sgeam and the library, one H100 run, back to back,
+def test_results_md_reading_of_the_any_wide_experiment():
+    """RESULTS.md: transpose/any_wide (64x16) against sgeam and the library, one H100 run, back to back,
     on the shapes with a side that is not a multiple of 4."""
     import json
     path = results.experiment("transpose_anywide", "suite", "NVIDIA H100 80GB HBM3")
@@ -335,11 +339,11 @@ def test_readme_reading_of_the_any_wide_experiment():
     assert round(min(lib[s] for s in others)) == 77 and round(max(lib[s] for s in others)) == 84
     assert all(wide[s] > lib[s] for s in others)
     assert round(wide[(3001, 4999)]) == 66 and round(lib[(3001, 4999)]) == 80
-    readme = open(os.path.join(os.path.dirname(results.RESULTS_DIR), "README.md")).read().replace("\n", " ")
-    assert "89-103% on four of them, and 66% then 89% on 3001x4999" in readme
+    results_md = open(os.path.join(os.path.dirname(results.RESULTS_DIR), "RESULTS.md")).read().replace("\n", " ")
+    assert "89-103% on four of them, and 66% then 89% on 3001x4999" in results_md
 
 
-def test_readme_reading_of_the_second_any_wide_run():
+def test_results_md_reading_of_the_second_any_wide_run():
     import json
     path = results.experiment("transpose_anywide", "suite", "NVIDIA H100 80GB HBM3", run="run2")
     suite = json.load(open(path))
@@ -355,8 +359,8 @@ def test_readme_reading_of_the_second_any_wide_run():
     assert round(wide[(3001, 4999)] - first_odd["anywide_64x16"]["pct_sgeam"]) == 23
     assert sum(r["kernels"]["anywide_64x16"]["pct_sgeam"] < 95 for r in first["rows"]
                if r["shape"][0] % 4 or r["shape"][1] % 4) == 4
-    readme = open(os.path.join(os.path.dirname(results.RESULTS_DIR), "README.md")).read().replace("\n", " ")
-    assert "89-103% on four of them, and 66% then 89% on 3001x4999" in readme
+    results_md = open(os.path.join(os.path.dirname(results.RESULTS_DIR), "RESULTS.md")).read().replace("\n", " ")
+    assert "89-103% on four of them, and 66% then 89% on 3001x4999" in results_md
 
 
 def test_shapes_sentence_says_when_the_two_suites_ran_different_code():

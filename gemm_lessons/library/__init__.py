@@ -2,7 +2,9 @@
 plan per shape (device_arrays), the rule that picks a plan (dispatch), cheap launches (launch).
 
 The lessons call the device-array functions through this package: ``library.transpose(src, dst)``,
-``library.plan_of(M, N, K)``."""
+``library.plan_of(A, B)``.  ``help(library.sgemm)``, ``help(library.transpose)`` and
+``help(gemm_lessons.sgemm)`` state what each call promises and refuses (shapes, dtypes, layouts,
+alignment, aliasing, asynchrony, errors)."""
 from gemm_lessons.library.device_arrays import launcher_for, plan_of, run_plan, sgemm, transpose
 
 __all__ = ["launcher_for", "plan_of", "run_plan", "sgemm", "transpose"]

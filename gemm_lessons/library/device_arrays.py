@@ -18,7 +18,9 @@ What it adds to the ladder's last rung, and where each part lives:
     (compiled once for explicit types, no per-call typing or launch-configuration objects).
     Anything unexpected falls through to slower checks whose only job is a clear error.
 
-Calls are asynchronous, like cuBLAS: they queue work on the default stream and return.
+Calls are asynchronous, like cuBLAS: they queue work on the default stream and return.  What
+every call promises and refuses (shapes, dtypes, layouts, alignment, aliasing, asynchrony,
+errors) is in ``sgemm``'s and ``transpose``'s docstrings.
 
     T = library.transpose(X)                 # dst = src.T, any shape, on the device
     library.transpose(X, T)                  # into a given C-contiguous cols x rows array
@@ -117,9 +119,54 @@ def _workspace(role, rows, cols):
 
 
 def sgemm(A, B, C=None, alpha=1.0, beta=0.0):
-    """C = alpha * A @ B + beta * C on float32 numba device arrays; returns C (a new device array
-    when C is None).  Any M, N, K >= 1; each array's rows must be contiguous (C-contiguous
-    arrays and slices of rows or columns of one are; a transposed view is not)."""
+    """C = alpha * A @ B + beta * C on float32 device arrays; returns C (a new device array when
+    C is None).  ``gemm_lessons.sgemm`` is the same call, which also takes NumPy arrays.
+
+    Shapes
+        A is M x K, B is K x N, C is M x N, all 2-D.  Any M, N, K >= 0; empty products follow
+        BLAS: M = 0 or N = 0 returns C (empty) and launches nothing; K = 0 returns beta * C
+        (alpha is ignored, beta = 0 writes zeros without reading C, beta = 1 launches nothing;
+        with C = None, an M x N zero matrix).  With K > 0, alpha = 0 still computes A @ B: NaN
+        or inf in A or B then give NaN, where reference BLAS would not read A and B.
+    Dtypes
+        float32 only (single precision), converted by nobody: another dtype is a TypeError that
+        names the conversion.  alpha and beta are used as float32.
+    Layouts
+        numba device arrays, or anything with __cuda_array_interface__ (CuPy, PyTorch: wrapped
+        without a copy); NumPy arrays are refused (gemm_lessons.sgemm takes those).  Each array's
+        rows must be contiguous: C-contiguous arrays and slices of rows or columns of one (a row
+        stride larger than the row) are taken as they are.  Transposed (column-major, F-order)
+        arrays and slices with a step are refused: ``gemm_lessons.library.transpose(B.T)`` makes
+        a C-contiguous copy of a transposed B on the device (B.T is then row-major; numba's
+        DeviceNDArray.T on a GPU is itself a C-contiguous copy, and is taken).  C's rows must
+        not overlap each other.
+    Alignment
+        Full speed (the ladder's last rung, 16-byte loads and stores): K and N multiples of 4,
+        all three arrays C-contiguous and starting on a 16-byte boundary (fresh allocations
+        do).  Anything else runs the any-shape kernel (4-byte accesses) or, for large products,
+        the fast kernel on zero-padded copies of A and B: correct, slower.  ``plan_of(A, B, C)``
+        says which plan a call runs.
+    Aliasing
+        C must not share memory with A or B: the kernels write C while they read A and B, so
+        they would read values already overwritten.  The same array, or views whose elements
+        overlap, are refused with a ValueError (elements, not just byte ranges: column blocks
+        of one matrix with the same row stride may be used together).  A and B may overlap
+        (they are only read).  Checked on every call from the pointers the call reads anyway.
+    Asynchrony
+        The call queues its kernels on the CUDA default stream (stream 0; an array's bound
+        stream is not used) and returns once they are launched, like cuBLAS: C holds the result
+        when the stream has run them (cuda.synchronize(), or C.copy_to_host(), which waits).
+        Work queued on the default stream before (writing A, B or C) is finished first; work
+        on other streams must be synchronized by the caller.  Workspaces (split-K's partial
+        sums, the padded copies) are kept per shape and shared by calls of that shape: call
+        from one host thread at a time.
+    Errors
+        TypeError: a NumPy array, something that is not a device array, a dtype other than
+        float32.  ValueError: not 2-D, inner dimensions or C's shape that do not fit, beta != 0
+        with C None, rows that are not contiguous (transposed, stepped or reversed views), C
+        overlapping A or B.  Errors of the CUDA driver (a failed launch, out of memory) pass
+        through as numba raises them.
+    """
     try:
         M, K = A.shape
         K2, N = B.shape
@@ -133,11 +180,11 @@ def sgemm(A, B, C=None, alpha=1.0, beta=0.0):
         ok = False
     if not ok:
         return _checked_call(A, B, C, alpha, beta)
-    if C is None:
-        C = cuda.device_array((M, N), np.float32)
-    layout = _layout(A, B, C, M, N, K)
+    layout = _layout(A, B, C, M, N, K)  # C None: the fresh allocation below (C-contiguous, aligned)
     if layout is None:
         return _checked_call(A, B, C, alpha, beta)
+    if C is None:
+        C = cuda.device_array((M, N), np.float32)
     wide, contiguous = layout
     key = (M, N, K, wide, contiguous)
     run = _RUNS.get(key)
@@ -150,24 +197,119 @@ def sgemm(A, B, C=None, alpha=1.0, beta=0.0):
 
 
 def _layout(A, B, C, M, N, K):
-    """(wide, contiguous) for arrays whose rows are contiguous, else None.  contiguous: all three
-    C-contiguous (strides (4 * columns, 4)), not rows of a larger array; wide: also K and N
-    multiples of 4 and every array on a 16-byte boundary, so the 16-byte loads may be used.
-    C None stands for the fresh C-contiguous allocation sgemm would make (aligned)."""
+    """(wide, contiguous) for arrays whose rows are contiguous (and C's rows apart), else None;
+    a ValueError if C shares memory with A or B.  contiguous: all three C-contiguous (strides
+    (4 * columns, 4)), not rows of a larger array; wide: also K and N multiples of 4 and every
+    array on a 16-byte boundary, so the 16-byte loads may be used.  C None stands for the fresh
+    C-contiguous allocation sgemm would make (aligned, overlapping nothing).
+
+    The overlap check uses the pointers the alignment needs: C's bytes [pc, pc + (M-1)*c0 + 4N)
+    against A's and B's; only where those ranges meet does _refuse_overlap compare elements."""
     a0, a1 = A.strides
     b0, b1 = B.strides
     c0, c1 = C.strides if C is not None else (4 * N, 4)
-    if not ((a1 == 4 or K == 1) and (b1 == 4 or N == 1) and (c1 == 4 or N == 1) and a0 > 0 and b0 > 0 and c0 > 0):
+    if not ((a1 == 4 or K == 1) and (b1 == 4 or N == 1) and (c1 == 4 or N == 1) and a0 > 0 and b0 > 0
+            and (c0 >= 4 * N or M == 1) and c0 > 0):
         return None
     contiguous = (a0 == 4 * K or M == 1) and (b0 == 4 * N or K == 1) and (c0 == 4 * N or M == 1)
-    wide = (contiguous and not (K & 3 or N & 3)
-            and not ((_pointer(A) | _pointer(B) | (_pointer(C) if C is not None else 0)) & 15))
-    return wide, contiguous
+    if C is None:
+        return (contiguous and not (K & 3 or N & 3) and not ((_pointer(A) | _pointer(B)) & 15)), contiguous
+    pa, pb, pc = _pointer(A), _pointer(B), _pointer(C)
+    c_end = pc + (M - 1) * c0 + 4 * N
+    if (pc < pa + (M - 1) * a0 + 4 * K and pa < c_end) or (pc < pb + (K - 1) * b0 + 4 * N and pb < c_end):
+        _refuse_overlap(A, B, C, pa, pb, pc)  # byte ranges meet: do elements?
+    return (contiguous and not (K & 3 or N & 3) and not ((pa | pb | pc) & 15)), contiguous
+
+
+# ----------------------------------------------------------------------------- aliasing
+def overlap_message(out, inp, op="gl.sgemm"):
+    """The error for an output ``out`` sharing memory with an input ``inp`` (names as the caller's)."""
+    return (f"{out} overlaps {inp} (the same array, or views whose elements share memory): {op} writes "
+            f"{out} while it reads {inp}, so the kernel would read values it has already overwritten; pass "
+            f"a separate output array ({out} = None allocates one).")
+
+
+def _rows_meet(px, sx, wx, rx, py, sy, wy, ry):
+    """Whether two arrays made of rows of bytes [p + i*s, p + i*s + w), i < r (s > 0 where r > 1),
+    share a byte: integer arithmetic, exact."""
+    if not (rx and ry and wx and wy):
+        return False
+    if px >= py + (ry - 1) * sy + wy or py >= px + (rx - 1) * sx + wx:
+        return False  # byte ranges apart
+    if rx == 1 and ry == 1:
+        return True
+    sx, sy = (sy if rx == 1 else sx), (sx if ry == 1 else sy)  # a single row's stride is no constraint
+    d = py - px
+    if sx == sy:  # row i of x meets row j of y iff (i - j) * s lies in (d - wx, d + wy)
+        lo = max((d - wx) // sx + 1, 1 - ry)
+        hi = min(-(-(d + wy) // sx) - 1, rx - 1)
+        return lo <= hi
+    if rx > ry:
+        px, sx, wx, rx, py, sy, wy, ry = py, sy, wy, ry, px, sx, wx, rx
+    for i in range(rx):  # the array with fewer rows, row by row: the rows j of y that this one meets
+        a = px + i * sx
+        if max((a - wy - py) // sy + 1, 0) <= min(-(-(a + wx - py) // sy) - 1, ry - 1):
+            return True
+    return False
+
+
+def _rows_of(x, p):
+    """(start, row stride, row width, rows) in bytes of a 2-D float32 array at ``p`` whose rows are
+    contiguous, or None where they are not (or a stride is not positive)."""
+    r, c = x.shape
+    s0, s1 = x.strides
+    if r > 1 and s0 <= 0 or c > 1 and s1 != 4:
+        return None
+    return p, s0, 4 * c, r
+
+
+def _shares_memory(x, px, y, py):
+    """Whether device arrays x and y (2-D float32 at px, py) have an element in common: exact where
+    both have contiguous rows, else whether their byte ranges meet (a conservative answer)."""
+    rx, ry = _rows_of(x, px), _rows_of(y, py)
+    if rx is not None and ry is not None:
+        return _rows_meet(*rx, *ry)
+    (lx, hx), (ly, hy) = _byte_range(x, px), _byte_range(y, py)
+    return lx < hy and ly < hx
+
+
+def _byte_range(x, p):
+    """[low, high) of the bytes a 2-D float32 array at ``p`` may touch, whatever its strides."""
+    if 0 in tuple(x.shape):
+        return p, p
+    low = high = p
+    for n, s in zip(x.shape, x.strides):
+        low, high = low + min(0, (n - 1) * s), high + max(0, (n - 1) * s)
+    return low, high + 4
+
+
+def _refuse_overlap(A, B, C, pa, pb, pc):
+    """The ValueError if C shares an element with A or B (their data at pa, pb, pc)."""
+    for name, x, p in (("A", A, pa), ("B", B, pb)):
+        if _shares_memory(C, pc, x, p):
+            raise ValueError(overlap_message("C", name))
+
+
+def _data_pointer(x):
+    """The data pointer of a device array: numba's (or the simulator's), or from
+    __cuda_array_interface__ for another library's."""
+    if type(x) is _DeviceArray:
+        return _pointer(x)
+    return x.__cuda_array_interface__["data"][0] or 0
+
+
+def refuse_overlap(A, B, C):
+    """ValueError if the device array C shares memory with A or B (None: nothing to check).  For
+    callers outside the library's own call (gemm_lessons.sgemm with ``rung=``): any layout;
+    arrays that are not 2-D are left to the caller's own checks."""
+    if C is not None and all(len(x.shape) == 2 for x in (A, B, C)):
+        _refuse_overlap(A, B, C, _data_pointer(A), _data_pointer(B), _data_pointer(C))
 
 
 def plan_of(A, B, C=None):
     """The dispatch.Plan that ``sgemm(A, B, C)`` runs for these arrays (their shape, layout and
-    alignment decide it), without running it."""
+    alignment decide it), without running it; None for an empty product (M, N or K = 0: sgemm
+    launches nothing, or only scales C).  Arrays sgemm refuses get the error sgemm would raise."""
     for name, x in (("A", A), ("B", B), ("C", C)):
         if x is not None and not (is_device_array(x) and len(x.shape) == 2):
             raise TypeError(f"{name} must be a 2-D numba device array (cuda.to_device), got {type(x).__name__}")
@@ -176,17 +318,20 @@ def plan_of(A, B, C=None):
     if B.shape[0] != K or (C is not None and tuple(C.shape) != (M, N)):
         raise ValueError(f"shapes do not fit: A {tuple(A.shape)}, B {tuple(B.shape)}"
                          + (f", C {tuple(C.shape)}" if C is not None else "") + " (need A: MxK, B: KxN, C: MxN)")
+    if 0 in (M, N, K):
+        return None
     layout = _layout(A, B, C, M, N, K)
     if layout is None:
-        raise ValueError("an array's rows are not contiguous (a transposed view, a slice with a step): "
-                         "gl.sgemm refuses it; pass a C-contiguous copy")
+        raise _layout_error([("A", A), ("B", B)] + ([("C", C)] if C is not None else []))
     return dispatch.plan_for(M, N, K, layout[0])
 
 
 def run_plan(plan, A, B, C, alpha=1.0, beta=0.0, contiguous=True):
     """Launch ``plan`` (a dispatch.Plan) on checked arrays: what sgemm does once it has chosen,
     and what the shape benchmark calls to time every plan.  ``contiguous``: all three arrays
-    C-contiguous (else the any-shape kernel is compiled for strided arrays)."""
+    C-contiguous (else the any-shape kernel is compiled for strided arrays).  C overlapping A or
+    B is refused here too."""
+    refuse_overlap(A, B, C)
     M, K = A.shape
     _runner(plan, M, B.shape[1], K, contiguous)(A, B, C, alpha, beta)
 
@@ -254,7 +399,8 @@ def launcher_for(plan, contiguous=True):
 def _checked_call(A, B, C, alpha, beta):
     """The slow path: foreign device arrays (CuPy, PyTorch: anything with
     __cuda_array_interface__) are wrapped as numba arrays without a copy and the call is
-    retried; anything else gets an error that says what is wrong and what to do."""
+    retried; empty products are done as BLAS does them; anything else gets an error that says
+    what is wrong and what to do."""
     named = [("A", A), ("B", B)] + ([("C", C)] if C is not None else [])
     for name, x in named:
         if isinstance(x, np.ndarray):
@@ -278,21 +424,69 @@ def _checked_call(A, B, C, alpha, beta):
     if K2 != K:
         raise ValueError(f"inner dimensions differ: A is {M}x{K} but B is {K2}x{N} "
                          "(need A.shape[1] == B.shape[0]).")
-    if 0 in (M, N, K):
-        raise ValueError(f"every dimension must be at least 1, got M={M}, N={N}, K={K}.")
     if C is None and beta != 0:
         raise ValueError("beta != 0 needs a C to scale: pass C, or leave beta at 0.")
     if C is not None and tuple(C.shape) != (M, N):
         raise ValueError(f"C must be {M}x{N} (rows of A x columns of B), got {C.shape[0]}x{C.shape[1]}.")
+    if M == 0 or N == 0:  # BLAS: nothing to compute, nothing launched
+        return C if C is not None else cuda.device_array((M, N), np.float32)
+    if K == 0:  # BLAS: C = beta * C, alpha ignored (A and B are empty: nothing of theirs is read)
+        if C is None:
+            C, beta = cuda.device_array((M, N), np.float32), 0.0
+        error = _layout_error([("C", C)])
+        if error:
+            raise error
+        _scale(C, beta)
+        return C
+    error = _layout_error(named)
+    if error:
+        raise error
+    raise AssertionError(f"gl.sgemm refused arrays it should take: {[(n, type(x), x.shape) for n, x in named]}")
+
+
+def _is_transposed(x):
+    """A transposed C-contiguous array: column-major (F-order), more than one row and column."""
+    r, c = x.shape
+    return r > 1 and c > 1 and tuple(x.strides) == (4, 4 * r)
+
+
+def _layout_error(named):
+    """The ValueError for the first array of ``named`` ((name, array) pairs) whose layout sgemm
+    cannot take (rows not contiguous, C's rows overlapping), with advice that works; else None."""
     for name, x in named:
         s0, s1 = x.strides
-        if not (s1 == 4 or x.shape[1] == 1) or s0 <= 0:
-            raise ValueError(
+        r, c = x.shape
+        if _is_transposed(x):
+            alloc = "C = None allocates one; " if name == "C" else ""
+            return ValueError(
+                f"{name} is a transposed (column-major, F-order) array, strides {tuple(x.strides)} bytes: "
+                f"gl.sgemm reads and writes whole rows. Pass a C-contiguous array: {alloc}"
+                f"gemm_lessons.library.transpose({name}.T) makes one on the device ({name}.T is row-major).")
+        if not (s1 == 4 or c == 1) or s0 <= 0:
+            return ValueError(
                 f"{name} has strides {tuple(x.strides)} (bytes): its rows are not contiguous in memory "
-                "(a transposed view, a slice with a step, or reversed rows). gl.sgemm reads and writes "
-                "whole rows; pass a C-contiguous array, e.g. a copy made with np.ascontiguousarray on "
-                "the host, or for a transposed operand use (A.T @ B).T = B.T @ A with the original arrays.")
-    raise AssertionError(f"gl.sgemm refused arrays it should take: {[(n, type(x), x.shape) for n, x in named]}")
+                "(a slice with a step, reversed rows, or a transposed slice). gl.sgemm reads and writes "
+                "whole rows; pass a C-contiguous array, e.g. made on the host with np.ascontiguousarray "
+                "and copied with cuda.to_device.")
+        if name == "C" and r > 1 and s0 < 4 * c:
+            return ValueError(
+                f"C has strides {tuple(x.strides)} (bytes): its rows, {4 * c} bytes each, overlap each "
+                "other, so one element would be written twice; pass a C-contiguous C (C = None "
+                "allocates one).")
+    return None
+
+
+def _scale(C, beta):
+    """C = beta * C on the device, the product with K = 0 (BLAS: alpha ignored, beta 0 writes
+    zeros without reading C, beta 1 launches nothing).  The any-shape kernel with K = 0 does just
+    that (no k to sum: alpha * 0 + beta * C, C not read when beta is 0), given empty views of C
+    (M x 0 and 0 x N, valid pointers) as its A and B."""
+    if beta == 1:
+        return
+    M, N = C.shape
+    plan = dispatch.Plan("any_shape", "64x64")
+    gx, gy, _ = plan.grid(M, N)
+    _launcher("any_shape", plan.tiles, "A")((gx, gy, 1), C[:, :0], C[:0, :], C, 0.0, beta, 0)
 
 
 # ----------------------------------------------------------------------------- transpose
@@ -320,9 +514,40 @@ def _transpose_launcher(kind, width=None):
 
 
 def transpose(src, dst=None):
-    """dst = src.T for a float32 numba device array ``src`` (rows x cols, C-contiguous); returns
-    dst, a new C-contiguous cols x rows device array when None.  Any rows, cols >= 1 (rows up to
-    65535 x 32)."""
+    """dst = src.T on float32 device arrays; returns dst (a new cols x rows device array when
+    dst is None).
+
+    Shapes
+        src is rows x cols, dst cols x rows, both 2-D.  Any rows, cols >= 0: an empty src is a
+        no-op (dst returned as it is, nothing launched).  At most 65535 x 32 rows (one launch's
+        grid).
+    Dtypes
+        float32 only; another dtype is a TypeError.
+    Layouts
+        numba device arrays, or anything with __cuda_array_interface__ (wrapped without a copy);
+        NumPy arrays are refused (NumPy's x.T.copy() does this on the host).  Both arrays must be
+        C-contiguous: strides exactly (4 * columns, 4) bytes, so no row-strided slices either.  A
+        transposed (F-order) src needs no transpose: src.T is already row-major.
+    Alignment
+        Full speed (16-byte loads and stores, lesson 09's wide tiles): both arrays starting on a
+        16-byte boundary (fresh allocations do) and rows and cols multiples of 4.  Both aligned,
+        other sides: 16-byte accesses on the arrays seen flat.  Otherwise (a view starting
+        mid-float4): lesson 09's 4-byte padded-tile kernel.  All are exact.
+    Aliasing
+        dst must not share memory with src: an in-place transpose would read elements it has
+        already overwritten (at 128 x 128, transpose(s, s) left a quarter of them wrong), so
+        it is refused with a ValueError.  Checked on every call from the two pointers the
+        alignment reads anyway.
+    Asynchrony
+        The kernel is queued on the CUDA default stream (stream 0) and the call returns once it
+        is launched; dst holds the result when the stream has run it (cuda.synchronize(), or
+        dst.copy_to_host(), which waits).  Work on other streams must be synchronized by the
+        caller.
+    Errors
+        TypeError: a NumPy array, something that is not a device array, a dtype other than
+        float32.  ValueError: not 2-D, dst's shape not cols x rows, an array that is not
+        C-contiguous, dst overlapping src, too many rows.  CUDA driver errors pass through.
+    """
     try:
         rows, cols = src.shape
         ok = (type(src) is _DeviceArray and src.dtype == _F32 and rows > 0 and cols > 0
@@ -334,11 +559,16 @@ def transpose(src, dst=None):
         ok = False
     if not ok:
         return _checked_transpose(src, dst)
-    if dst is None:
-        dst = cuda.device_array((cols, rows), np.float32)
     # row by row, 16-byte accesses need every row of both arrays to start on a 16-byte boundary;
     # seen flat, only the two arrays' starts
-    aligned = not (_pointer(src) | _pointer(dst)) & 15
+    if dst is None:
+        dst = cuda.device_array((cols, rows), np.float32)
+        aligned = not (_pointer(src) | _pointer(dst)) & 15
+    else:  # both C-contiguous: each array is the bytes [p, p + 4 * rows * cols)
+        ps, pd = _pointer(src), _pointer(dst)
+        if pd < ps + 4 * rows * cols and ps < pd + 4 * rows * cols:
+            raise ValueError(overlap_message("dst", "src", "library.transpose"))
+        aligned = not (ps | pd) & 15
     if aligned and not (cols & 3 or rows & 3):
         T, launcher = _WIDE_TILE, _transpose_launcher("wide")
     elif aligned:
@@ -353,7 +583,8 @@ def transpose(src, dst=None):
 
 
 def _checked_transpose(src, dst):
-    """The slow path of transpose: foreign device arrays wrapped without a copy, or a clear error."""
+    """The slow path of transpose: foreign device arrays wrapped without a copy, an empty src (a
+    no-op), or a clear error."""
     named = [("src", src)] + ([("dst", dst)] if dst is not None else [])
     for name, x in named:
         if isinstance(x, np.ndarray):
@@ -370,17 +601,28 @@ def _checked_transpose(src, dst):
         if len(x.shape) != 2:
             raise ValueError(f"{name} must be a 2-D matrix, got {len(x.shape)}-D with shape {tuple(x.shape)}.")
     rows, cols = src.shape
-    if 0 in (rows, cols):
-        raise ValueError(f"src must have at least one row and one column, got {rows}x{cols}.")
     if dst is not None and tuple(dst.shape) != (cols, rows):
         raise ValueError(f"dst must be {cols}x{rows} (the transpose of a {rows}x{cols} src), "
                          f"got {dst.shape[0]}x{dst.shape[1]}.")
+    if 0 in (rows, cols):  # nothing to move
+        return dst if dst is not None else cuda.device_array((cols, rows), np.float32)
     for name, x in named:
         r, c = x.shape
-        if tuple(x.strides) != (4 * c, 4):
-            raise ValueError(f"{name} has strides {tuple(x.strides)} (bytes), not those of a C-contiguous "
-                             f"{r}x{c} float32 array (a transposed view or a slice?): pass a freshly "
-                             "allocated array (cuda.device_array or cuda.to_device of a contiguous one).")
+        if tuple(x.strides) == (4 * c, 4):
+            continue
+        if _is_transposed(x) and name == "src":
+            raise ValueError(f"src is a transposed (column-major, F-order) array, strides {tuple(x.strides)} "
+                             "bytes: src.T is already its transpose, C-contiguous. Use src.T, or "
+                             "dst.copy_to_device(src.T) to fill a dst of your own.")
+        if _is_transposed(x):
+            raise ValueError(f"dst is a transposed (column-major, F-order) array, strides {tuple(x.strides)} "
+                             "bytes: library.transpose writes whole rows of dst. Pass a C-contiguous dst "
+                             "(dst = None allocates one).")
+        raise ValueError(f"{name} has strides {tuple(x.strides)} (bytes), not those of a C-contiguous "
+                         f"{r}x{c} float32 array (a slice?): pass a freshly allocated array "
+                         "(cuda.device_array, or cuda.to_device of a contiguous one).")
+    if dst is not None and _shares_memory(dst, _pointer(dst), src, _pointer(src)):
+        raise ValueError(overlap_message("dst", "src", "library.transpose"))
     if -(-rows // _SCALAR_TILE) > _MAX_GRID_Y:
         raise ValueError(f"src has {rows} rows: at most {_MAX_GRID_Y * _SCALAR_TILE} fit one launch's grid.")
     raise AssertionError("transpose: arguments look valid but were refused (a bug: please report it)")

@@ -63,8 +63,7 @@ def test_clear_errors():
         sgemm(A, B, beta=1.0)
     with pytest.raises(TypeError, match="all as NumPy"):
         sgemm(A, cuda.to_device(B))
-    with pytest.raises(ValueError, match="at least 1"):
-        sgemm(np.zeros((0, 4), np.float32), B)
+    assert sgemm(np.zeros((0, 4), np.float32), B).shape == (0, 4)  # empty: BLAS (test_contract.py)
 
 
 def test_is_the_package_level_sgemm():

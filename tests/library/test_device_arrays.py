@@ -350,8 +350,7 @@ def test_clear_errors_on_device_arrays():
         gl.sgemm(A, B, dev((5, 4), np.float32))
     with pytest.raises(ValueError, match="2-D"):
         gl.sgemm(dev((4, 3, 1), np.float32), B, C)
-    with pytest.raises(ValueError, match="at least 1"):
-        gl.sgemm(dev((0, 3), np.float32), B)
+    assert tuple(gl.sgemm(dev((0, 3), np.float32), B).shape) == (0, 5)  # empty: BLAS (test_contract.py)
     with pytest.raises(ValueError, match="needs a C"):
         gl.sgemm(A, B, beta=1.0)
     with pytest.raises(TypeError, match="to_device"):

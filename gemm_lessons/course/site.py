@@ -1,10 +1,26 @@
-"""python -m gemm_lessons.course.site [--out build/site] [--repository OWNER/NAME]: the course website.
+"""python -m gemm_lessons.course.site [--teacher | --student] [--out DIR] [--repository OWNER/NAME]: the course website.
 
 Static HTML of the whole series: the README as the home page, every lesson notebook with its
 committed outputs and plots (nothing is executed: the notebooks are run on a GPU before they are
 committed), the glossary and the references, and the course's documents (COURSE.md, TEACHING.md,
 RESULTS.md, DEVELOPING.md, CHANGELOG.md).  Open ``<out>/index.html``, or publish the folder
 as it is (GitHub Pages included: a ``.nojekyll`` file is written).
+
+Two editions:
+
+* ``--teacher`` (the default; into build/site): the notebooks as committed, solutions and the
+  checks' "Correct" outputs included.  For the teachers, or for a course that publishes its answers.
+* ``--student`` (into build/site-student): each lesson as ``python -m gemm_lessons.course.student``
+  writes it: the skeletons in place of the solutions, and no output that gives an answer away
+  (see ``student.reveals_answer``: solution cells, checks, predictions' comparisons).  A page's
+  download button gives that student notebook (it replaces the teacher notebook Sphinx copies
+  into ``_sources/``), and the pages have no Colab or repository buttons, which would open the
+  repository's notebooks, solutions included (``--repository`` is refused).
+
+Both editions, on Sphinx's copy of each notebook (the files are not changed): a progress bar
+(tqdm writes it to stderr, each update after a carriage return) shows as its final line, as plain
+output, not as a stderr block; every plot gets an alt text (``figure_alt``: the title in the PNG,
+else the cell's first comment line, else "figure: <lesson title>: <section>"), not the image's hash.
 
 Choices, and why:
 
@@ -15,7 +31,8 @@ Choices, and why:
 * The checkout is Sphinx's source folder (only README.md, the documents beside it in ``DOCUMENTS``
   and notebooks/ are read) and the
   configuration is the dict below, passed to Sphinx in this process: no conf.py in the repository,
-  nothing copied, and a warning names the real file and line.
+  nothing copied, and a warning names the real file and line.  The changes above are made on the
+  text Sphinx has read (its ``source-read`` event), not on the files.
 * The course order is the order of the README's lesson table; a notebook missing from that table
   is an error (so the sidebar, the table and the folder cannot disagree).  Sphinx names a page
   after its document, so the home page is README.html; index.html is a copy of it.
@@ -30,9 +47,13 @@ Choices, and why:
   the build fails, naming them, if one does not resolve.
 """
 import argparse
+import base64
+import copy
+import glob
 import os
 import re
 import shutil
+import struct
 import sys
 import tempfile
 import time
@@ -41,9 +62,13 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from urllib.parse import unquote, urlsplit
 
+import nbformat
+
 from gemm_lessons.course.lesson_source import REPO_DIR
+from gemm_lessons.course.student import student_notebook
 
 DEFAULT_OUT = os.path.join(REPO_DIR, "build", "site")
+DEFAULT_STUDENT_OUT = os.path.join(REPO_DIR, "build", "site-student")
 INSTALL_HINT = 'pip install -e ".[site]"'
 COLAB = "https://colab.research.google.com"
 REPOSITORY_FORM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+$")  # GitHub owner/name
@@ -63,6 +88,7 @@ class Build:
     seconds: float = 0.0
     repository: str = None
     branch: str = None
+    student: bool = False
 
 
 # --- what goes in, in which order -----------------------------------------------------------
@@ -109,6 +135,132 @@ def toctree(caption, docnames):
     return f"\n\n```{{toctree}}\n:hidden:\n:caption: {caption}\n\n{entries}\n```\n"
 
 
+# --- what a notebook looks like on the site (on Sphinx's copy) -----------------------------
+
+# tqdm's line: "<description>: 42%|████      | 4/10 [00:05<00:07, 1.2s/it, ...]"
+PROGRESS_BAR = re.compile(r"^(?P<desc>[^\r\n|]*?)\s*(?P<pct>\d{1,3})%\|")
+
+
+def terminal_lines(text):
+    """The lines a terminal shows of ``text``: each line's last stretch after a carriage return
+    (a progress bar redraws itself with ``\\r``; tqdm pads each redraw to the full width)."""
+    return [next((part for part in reversed(line.split("\r")) if part), "") for line in text.split("\n")]
+
+
+def collapse_progress(outputs):
+    """A cell's outputs with each progress bar as its final line, in a plain (stdout) stream where
+    its stderr stream was; any other stderr text stays stderr.  Returns a new list."""
+    merged = []
+    for output in outputs:  # a bar's updates may be stored as several stderr outputs in a row
+        if (merged and output.get("output_type") == "stream" and output.get("name") == "stderr"
+                and merged[-1].get("output_type") == "stream" and merged[-1].get("name") == "stderr"):
+            merged[-1] = nbformat.from_dict(dict(merged[-1], text=merged[-1]["text"] + output["text"]))
+        else:
+            merged.append(output)
+    result = []
+    for output in merged:
+        if output.get("output_type") != "stream" or output.get("name") != "stderr":
+            result.append(output)
+            continue
+        bars, rest = [], []
+        for line in terminal_lines(output["text"]):
+            m = PROGRESS_BAR.match(line)
+            if not m:
+                rest.append(line)
+            elif bars and bars[-1][0] == m["desc"] and bars[-1][1] != "100":
+                bars[-1] = (m["desc"], m["pct"], line.rstrip())  # a later state of the same bar
+            else:
+                bars.append((m["desc"], m["pct"], line.rstrip()))
+        if not bars:
+            result.append(output)
+            continue
+        result.append(nbformat.from_dict({"output_type": "stream", "name": "stdout",
+                                          "text": "".join(bar[2] + "\n" for bar in bars)}))
+        if "".join(rest).strip():
+            result.append(nbformat.from_dict({"output_type": "stream", "name": "stderr",
+                                              "text": "\n".join(rest).strip("\n") + "\n"}))
+    return result
+
+
+def png_title(b64):
+    """The Title text chunk of a base64 PNG (matplotlib writes one when asked to), or None."""
+    try:
+        data = base64.b64decode(b64)
+    except (ValueError, TypeError):
+        return None
+    pos = 8
+    while data[:8] == b"\x89PNG\r\n\x1a\n" and pos + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"tEXt" and b"\0" in body:
+            key, value = body.split(b"\0", 1)
+            if key == b"Title" and value.strip():
+                return value.decode("latin-1").strip()
+        if kind == b"IEND":
+            break
+        pos += 12 + length
+    return None
+
+
+def _first_comment(source):
+    for line in source.splitlines():
+        text = line.strip()
+        if text.startswith("#") and not text.startswith(("# source:", "# NBVAL", "#!")):
+            text = text.lstrip("#").strip()
+            if text:
+                return text
+    return None
+
+
+def figure_alt(cell, lesson_title, section=None):
+    """A plot's alt text: the figure's title (from the PNG), else the cell's first comment line,
+    else "figure: <lesson title>", with the section it is in."""
+    for output in cell.get("outputs", []):
+        title = png_title(output.get("data", {}).get("image/png", ""))
+        if title:
+            return title
+    comment = _first_comment(cell.source)
+    if comment:
+        return comment
+    return f"figure: {lesson_title}" + (f": {section}" if section and section != lesson_title else "")
+
+
+HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.M)
+FENCE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)  # a comment in a fenced code block is no heading
+
+
+def _plain(heading):
+    """A Markdown heading as text: no links, code marks, bold or raw anchors (``smem_tile`` keeps its _)."""
+    heading = re.sub(r"<[^>]+>", "", heading)
+    heading = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)
+    return re.sub(r"[`*]", "", heading).strip()
+
+
+def site_notebook(nb, student=False):
+    """The notebook as the site shows it (a copy; ``nb`` is not changed): the student notebook
+    when ``student``; progress bars collapsed; alt texts on the plots (cell metadata
+    ``mystnb.image.alt``, unless the cell sets its own)."""
+    nb = copy.deepcopy(nbformat.from_dict(nb))
+    if student:
+        nb = student_notebook(nb)
+    lesson_title, section = None, None
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for level, text in HEADING.findall(FENCE.sub("", cell.source)):
+                if lesson_title is None and len(level) == 1:
+                    lesson_title = _plain(text)
+                elif len(level) > 1:
+                    section = _plain(text)
+            continue
+        if cell.cell_type != "code":
+            continue
+        cell.outputs = collapse_progress(cell.get("outputs", []))
+        if any("image/png" in o.get("data", {}) for o in cell.outputs):
+            image = cell.metadata.setdefault("mystnb", {}).setdefault("image", {})
+            image.setdefault("alt", figure_alt(cell, lesson_title or "gemm-lessons", section))
+    return nb
+
+
 # --- the Colab setting ----------------------------------------------------------------------
 
 def _pyproject_setting(key, repo_dir=REPO_DIR):
@@ -150,13 +302,16 @@ def colab_url(repository, branch, notebook):
 
 # --- the build ------------------------------------------------------------------------------
 
-def sphinx_config(repository=None, branch="main"):
+def sphinx_config(repository=None, branch="main", student=False):
     theme_options = {
         "home_page_in_toc": True,  # the README is the sidebar's first entry
         "show_toc_level": 2,  # the lesson's sections in the right-hand table of contents
-        "use_download_button": True,  # the .ipynb itself, from _sources/
+        "use_download_button": True,  # the .ipynb itself, from _sources/ (the student notebook on the student site)
         "use_fullscreen_button": False,
     }
+    if repository and student:
+        raise SiteError("the student site has no Colab or repository buttons: they open the repository's "
+                        "notebooks, solutions included")
     if repository:
         theme_options.update({
             "repository_url": f"https://github.com/{repository}",
@@ -178,7 +333,7 @@ def sphinx_config(repository=None, branch="main"):
         "myst_enable_extensions": ["dollarmath"],  # the lessons' $2MNK$
         "myst_heading_anchors": 3,  # GitHub-style #heading links
         "html_theme": "sphinx_book_theme",
-        "html_title": "gemm-lessons",
+        "html_title": "gemm-lessons (student edition)" if student else "gemm-lessons",
         "html_theme_options": theme_options,
     }
 
@@ -251,9 +406,21 @@ def _output_links(folder):
                 f.write(fixed)
 
 
-def build(out=DEFAULT_OUT, repository=None, branch="main", repo_dir=REPO_DIR, verbose=False, warning_stream=None):
-    """Build the site into ``out`` (a site built there before is replaced).  Returns a Build; raises
-    SiteError when it fails.  Sphinx's warnings go to ``warning_stream`` (default: stderr) as well."""
+def _student_sources(html, notebook_dir, names):
+    """The download button's copies of the notebooks (Sphinx copies the files it read, the teacher
+    notebooks) replaced by the student notebooks."""
+    for name in names:
+        copies = glob.glob(os.path.join(html, "_sources", "notebooks", glob.escape(name) + ".ipynb*"))
+        nb = student_notebook(nbformat.read(os.path.join(notebook_dir, name + ".ipynb"), as_version=4))
+        for path in copies:
+            nbformat.write(nb, path)
+
+
+def build(out=DEFAULT_OUT, repository=None, branch="main", repo_dir=REPO_DIR, verbose=False, warning_stream=None,
+          student=False):
+    """Build the site into ``out`` (a site built there before is replaced): the teacher edition, or
+    the student edition when ``student``.  Returns a Build; raises SiteError when it fails.  Sphinx's
+    warnings go to ``warning_stream`` (default: stderr) as well."""
     _require_sphinx()
     from sphinx.application import Sphinx
     from sphinx.errors import SphinxError
@@ -262,6 +429,7 @@ def build(out=DEFAULT_OUT, repository=None, branch="main", repo_dir=REPO_DIR, ve
 
     nocolor()  # the warnings are also kept as text
     start = time.perf_counter()
+    config = sphinx_config(repository, branch, student)  # refuses a repository for the student site
     _check_replaceable(out)  # before spending the build on it
     notebook_dir = os.path.join(repo_dir, "notebooks")
     if not os.path.isdir(notebook_dir):
@@ -278,8 +446,11 @@ def build(out=DEFAULT_OUT, repository=None, branch="main", repo_dir=REPO_DIR, ve
             + toctree("The course", DOCUMENTS))
 
     def prepare(app, docname, source):
-        if app.env.doc2path(docname).suffix == ".md":
+        suffix = app.env.doc2path(docname).suffix
+        if suffix == ".md":
             source[0] = myst_targets(source[0])
+        elif suffix == ".ipynb":
+            source[0] = nbformat.writes(site_notebook(nbformat.reads(source[0], as_version=4), student))
         if docname == "README":
             source[0] += tree
 
@@ -291,7 +462,7 @@ def build(out=DEFAULT_OUT, repository=None, branch="main", repo_dir=REPO_DIR, ve
             warnings.filterwarnings("ignore", message=r".* is deprecated\. Check CHANGES for Sphinx API modifications")
             try:
                 app = Sphinx(repo_dir, None, html, os.path.join(tmp, "doctrees"), "html",
-                             confoverrides=sphinx_config(repository, branch),
+                             confoverrides=config,
                              status=sys.stdout if verbose else None, warning=tee, freshenv=True)
                 app.connect("source-read", prepare)
                 app.build()
@@ -300,6 +471,8 @@ def build(out=DEFAULT_OUT, repository=None, branch="main", repo_dir=REPO_DIR, ve
         if app.statuscode:
             raise SiteError(f"Sphinx failed (status {app.statuscode}); its messages are above")
         _output_links(os.path.join(html, "notebooks"))
+        if student:
+            _student_sources(html, notebook_dir, names)
         shutil.copyfile(os.path.join(html, "README.html"), os.path.join(html, "index.html"))
         open(os.path.join(html, ".nojekyll"), "w").close()  # GitHub Pages: serve _static/ and _images/ as they are
         with open(os.path.join(html, MARKER), "w") as f:
@@ -315,7 +488,7 @@ def build(out=DEFAULT_OUT, repository=None, branch="main", repo_dir=REPO_DIR, ve
     broken = broken_links(out)
     if broken:
         raise SiteError(f"{len(broken)} internal link(s) do not resolve:\n  " + "\n  ".join(broken[:50]))
-    return Build(out, pages, tee.warnings(), time.perf_counter() - start, repository, branch)
+    return Build(out, pages, tee.warnings(), time.perf_counter() - start, repository, branch, student)
 
 
 # --- checking the result --------------------------------------------------------------------
@@ -378,27 +551,45 @@ def broken_links(out):
 # --- command line ---------------------------------------------------------------------------
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", default=DEFAULT_OUT, help="output folder, replaced (default: build/site)")
+    p = argparse.ArgumentParser(description="the course website: the README, the lessons with their recorded "
+                                            "outputs, the glossary and the references, as static HTML")
+    edition = p.add_mutually_exclusive_group()
+    edition.add_argument("--teacher", dest="student", action="store_false",
+                         help="the notebooks as committed, solutions and checks' outputs included (the default)")
+    edition.add_argument("--student", dest="student", action="store_true",
+                         help="the student notebooks: skeletons instead of solutions, no output that gives an "
+                              "answer away, the student notebook behind the download button, no Colab buttons")
+    p.set_defaults(student=False)
+    p.add_argument("--out", help="output folder, replaced (default: build/site; build/site-student with --student)")
     p.add_argument("--repository", help="GitHub OWNER/NAME for the Colab buttons (default: $GEMM_LESSONS_REPOSITORY, "
-                                        "then [tool.gemm-lessons] repository in pyproject.toml)")
+                                        "then [tool.gemm-lessons] repository in pyproject.toml); teacher site only")
     p.add_argument("--branch", help="the branch Colab opens (default: $GEMM_LESSONS_BRANCH, then "
                                     "[tool.gemm-lessons] branch, then main)")
     p.add_argument("--verbose", action="store_true", help="show Sphinx's progress")
     args = p.parse_args(argv)
+    out = args.out or (DEFAULT_STUDENT_OUT if args.student else DEFAULT_OUT)
     try:
-        repository, _ = repository_setting(args.repository)
-        branch = branch_setting(args.branch)
-        if repository is None:
-            print("site: no repository set (--repository OWNER/NAME, GEMM_LESSONS_REPOSITORY or [tool.gemm-lessons] "
-                  "repository in pyproject.toml): the pages have no Colab buttons")
-        result = build(os.path.abspath(args.out), repository, branch, verbose=args.verbose)
+        if args.student:
+            if args.repository:
+                raise SiteError("--repository with --student: the student site has no Colab or repository buttons "
+                                "(they would open the repository's notebooks, solutions included)")
+            repository, branch = None, None
+            print("site: the student edition: no solutions, no Colab buttons; the download button gives the student notebook")
+        else:
+            repository, _ = repository_setting(args.repository)
+            branch = branch_setting(args.branch)
+            if repository is None:
+                print("site: no repository set (--repository OWNER/NAME, GEMM_LESSONS_REPOSITORY or [tool.gemm-lessons] "
+                      "repository in pyproject.toml): the pages have no Colab buttons")
+        result = build(os.path.abspath(out), repository, branch or "main", verbose=args.verbose, student=args.student)
     except SiteError as e:
         print(f"site: {e}", file=sys.stderr)
         return 1
     colab = f", Colab buttons open {repository} at {branch}" if repository else ""
     lessons = sum(p.startswith("notebooks/") for p in result.pages) - len(REFERENCE_PAGES)
-    print(f"site: the home page, {lessons} lessons, {', '.join(p.lower() for p in REFERENCE_PAGES + DOCUMENTS)} in {result.seconds:.1f} s, "
+    edition = "student" if result.student else "teacher"
+    print(f"site: {edition} edition: the home page, {lessons} lessons, "
+          f"{', '.join(p.lower() for p in REFERENCE_PAGES + DOCUMENTS)} in {result.seconds:.1f} s, "
           f"{len(result.warnings)} Sphinx warnings{colab}; open {os.path.join(result.out, 'index.html')}")
     return 0
 

@@ -1,30 +1,36 @@
 """The course website (python -m gemm_lessons.course.site): built from the committed notebooks, every
-lesson a page, internal links and anchors resolve, plots shown, Colab buttons exactly when a
-repository is set, no machine paths; then a real headless Chromium opens it.
+lesson a page, internal links and anchors resolve, plots shown with alt texts, progress bars as one
+line, Colab buttons exactly when a repository is set, no machine paths; the student edition
+(--student) shows no solution in any page, page source or downloadable notebook; then a real
+headless Chromium opens it.
 
 The site needs Sphinx and myst-nb (the test extra brings them) and the browser test Chromium and
 Python's playwright. Where one is missing these tests are skipped, saying how to install it, so
 `pytest` on a student's GPU machine without Chromium stays green; CI (.ci/run) sets
 GEMM_LESSONS_REQUIRE_SITE=1, and there a missing one is a failure."""
+import base64
 import contextlib
 import functools
 import glob
+import hashlib
 import http.server
 import io
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
+import zlib
 from html.parser import HTMLParser
 
 import nbformat
 import pytest
 
 from conftest import REPO
-from gemm_lessons.course import site
+from gemm_lessons.course import site, student
 
 REQUIRED = os.environ.get("GEMM_LESSONS_REQUIRE_SITE") == "1"
 
@@ -84,6 +90,7 @@ class Page(HTMLParser):
     def __init__(self, path):
         super().__init__(convert_charrefs=True)
         self.title, self.ids, self.hrefs, self.images, self.sidebar = "", set(), [], [], []
+        self.alts = []  # (src, alt or None) of every <img>
         self._in_title = self._in_sidebar = False
         with open(path, encoding="utf-8") as f:
             self.feed(f.read())
@@ -100,6 +107,7 @@ class Page(HTMLParser):
                 self.sidebar.append(attrs["href"])
         if tag == "img":
             self.images.append(attrs.get("src", ""))
+            self.alts.append((attrs.get("src", ""), attrs.get("alt")))
         self._in_title = tag == "title"
 
     def handle_endtag(self, tag):
@@ -272,6 +280,221 @@ def test_missing_sphinx_is_a_clear_error(monkeypatch):
 def test_raw_html_anchors_become_myst_targets():
     md = '### <a id="kernel"></a>kernel\ntext\n* <a id="paper"></a>Williams,\n  Roofline\n'
     assert site.myst_targets(md) == '(kernel)=\n### kernel\ntext\n* (paper)=\n  Williams,\n  Roofline\n'
+
+
+# --- what the notebooks look like on the site -----------------------------------------------
+
+class _Text(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.parts = []
+
+    def handle_data(self, data):
+        self.parts.append(data)
+
+
+def html_text(html):
+    """What a page shows: its text without the tags (a highlighted code line is one string again)."""
+    parser = _Text()
+    parser.feed(html)
+    return "".join(parser.parts)
+
+
+def notebook_text(nb):
+    """A notebook's cells and outputs as text."""
+    parts = []
+    for cell in nb.cells:
+        parts.append(cell.source)
+        parts += [student._output_text(o) for o in cell.get("outputs", [])]
+    return "\n".join(parts)
+
+
+def stored_bars(notebook):
+    """The final line of every progress bar the notebook's stored stderr outputs hold."""
+    nb = nbformat.read(os.path.join(REPO, "notebooks", notebook + ".ipynb"), as_version=4)
+    return [line.rstrip() for c in nb.cells if c.cell_type == "code" for o in c.outputs
+            if o.output_type == "stream" and o.name == "stderr"
+            for line in site.terminal_lines(o.text) if site.PROGRESS_BAR.match(line)]
+
+
+@pytest.mark.parametrize("fixture", ["plain", "student_site"])
+def test_progress_bars_are_their_final_line_not_stderr_blocks(fixture, request):
+    out = request.getfixturevalue(fixture)[0]
+    seen = 0
+    for name in NOTEBOOKS:
+        html = open(os.path.join(out, "notebooks", name + ".html"), encoding="utf-8").read()
+        assert "output stderr" not in html, name
+        text = html_text(html)
+        for bar in stored_bars(name):
+            assert text.count(bar) == 1, (name, bar)
+            seen += 1
+    assert seen > 10
+
+
+def test_collapse_progress():
+    stream = lambda name, text: nbformat.v4.new_output("stream", name=name, text=text)  # noqa: E731
+    bar = "timing SGEMM: {p:3d}%|{b:<10}| {n}/4 [00:0{n}<00:00, 1.00s/it, naive]"
+    redraws = "".join("\r" + bar.format(p=25 * n, b="█" * (n * 10 // 4), n=n) for n in range(5))
+    outputs = [stream("stdout", "Running\n"), stream("stderr", redraws[:40]), stream("stderr", redraws[40:] + "\n"),
+               stream("stderr", "sweep: 50%|█████     | 1/2 [00:01<00:01]\n"
+                                "sweep: 100%|██████████| 2/2 [00:02<00:00]\nUserWarning: something\n")]
+    got = site.collapse_progress(outputs)
+    assert [(o.name, o.text) for o in got] == [
+        ("stdout", "Running\n"),
+        ("stdout", bar.format(p=100, b="█" * 10, n=4) + "\nsweep: 100%|██████████| 2/2 [00:02<00:00]\n"),
+        ("stderr", "UserWarning: something\n")]
+    assert outputs[1].text == redraws[:40]  # the stored outputs are not changed
+    assert site.collapse_progress([stream("stderr", "a warning\n")])[0].name == "stderr"
+
+
+def _png(title=None):
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    data = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0))
+    if title:
+        data += chunk(b"tEXt", b"Title\0" + title.encode("latin-1"))
+    data += chunk(b"IDAT", zlib.compress(b"\0\0")) + chunk(b"IEND", b"")
+    return base64.b64encode(data).decode()
+
+
+def test_figure_alt():
+    image = lambda png: nbformat.v4.new_output("display_data", {"image/png": png, "text/plain": "<Figure>"})  # noqa: E731
+    titled = nbformat.v4.new_code_cell("# the roofline\nplots.roofline(t);", outputs=[image(_png("GFLOP/s vs size"))])
+    assert site.figure_alt(titled, "01 · Naive") == "GFLOP/s vs size"
+    commented = nbformat.v4.new_code_cell("# source: x.py\n# the roofline of this GPU\nplots.roofline(t);",
+                                          outputs=[image(_png())])
+    assert site.figure_alt(commented, "01 · Naive") == "the roofline of this GPU"
+    plain_cell = nbformat.v4.new_code_cell("plots.roofline(t)  # inline", outputs=[image(_png())])
+    assert site.figure_alt(plain_cell, "01 · Naive", "Across sizes") == "figure: 01 · Naive: Across sizes"
+    assert site.figure_alt(plain_cell, "01 · Naive") == "figure: 01 · Naive"
+
+
+FILE_NAME = re.compile(r"(\.(png|jpe?g|gif|svg)$|^[0-9a-f]{16,}|/)", re.I)
+
+
+@pytest.mark.parametrize("fixture", ["plain", "student_site"])
+def test_every_image_has_a_meaningful_alt(fixture, request):
+    out = request.getfixturevalue(fixture)[0]
+    for path in glob.glob(os.path.join(out, "**", "*.html"), recursive=True):
+        for src, alt in Page(path).alts:
+            where = f"{os.path.relpath(path, out)}: {src}"
+            assert alt and alt.strip() and not FILE_NAME.search(alt.strip()), f"{where}: alt {alt!r}"
+    for name in NOTEBOOKS:
+        alts = [alt for src, alt in Page(os.path.join(out, "notebooks", name + ".html")).alts if "_images/" in src]
+        assert len(alts) == png_outputs(name)
+        assert all(a.startswith(f"figure: {first_heading(name)}") or not a.startswith("figure:") for a in alts), alts
+
+
+def test_the_build_changes_no_notebook(plain, student_site):
+    assert student_site[3] == _notebook_hashes()
+
+
+# --- the student site ------------------------------------------------------------------------
+
+def _notebook_hashes():
+    return {p: hashlib.sha256(open(p, "rb").read()).hexdigest()
+            for p in sorted(glob.glob(os.path.join(REPO, "notebooks", "*")))}
+
+
+@pytest.fixture(scope="module")
+def student_site(tmp_path_factory):
+    """The student edition: (folder, stdout, stderr, the notebooks' hashes before it was built)."""
+    _require_builder()
+    before = _notebook_hashes()
+    out = str(tmp_path_factory.mktemp("site") / "student")
+    status, stdout, stderr = _main(["--student", "--out", out])
+    assert status == 0, stdout + stderr
+    return out, stdout, stderr, before
+
+
+def solution_lines():
+    """{line: notebook}: each line between BEGIN and END SOLUTION in the teacher notebooks (10
+    characters or more) that no student notebook, nor the README, glossary or references, holds
+    anywhere (a line of a solution may be shown elsewhere, e.g. in the package's kernel)."""
+    teacher = {name: nbformat.read(os.path.join(REPO, "notebooks", name + ".ipynb"), as_version=4) for name in NOTEBOOKS}
+    shown = "\n".join([notebook_text(student.student_notebook(nb)) for nb in teacher.values()]
+                      + [open(p, encoding="utf-8").read() for p in [os.path.join(REPO, "README.md")]
+                         + glob.glob(os.path.join(REPO, "notebooks", "*.md"))])
+    lines = {}
+    for name, nb in teacher.items():
+        for cell in nb.cells:
+            if cell.cell_type != "code" or student.BEGIN not in cell.source:
+                continue
+            inside = False
+            for line in cell.source.split("\n"):
+                text = line.strip()
+                if text.startswith(student.BEGIN) or text.startswith(student.END):
+                    inside = text.startswith(student.BEGIN)
+                elif inside and len(text) >= 10 and text not in shown:
+                    lines[text] = name
+    return lines
+
+
+def site_texts(out):
+    """(path in the site, text) of every file a reader can open or download, but the theme's:
+    each page as shown and as written, the page sources, the notebooks and the downloads."""
+    for root, dirs, files in os.walk(out):
+        dirs[:] = [d for d in dirs if d not in ("_static", "_images")]
+        for f in files:
+            path = os.path.join(root, f)
+            raw = open(path, encoding="utf-8", errors="replace").read()
+            if f.endswith(".html"):
+                raw = html_text(raw) + "\n" + raw
+            elif ".ipynb" in f:
+                raw = notebook_text(nbformat.reads(raw, as_version=4)) + "\n" + raw
+            yield os.path.relpath(path, out), raw
+
+
+def leaks(out, lines):
+    """What of the solutions the site at ``out`` shows: 'path: what' strings."""
+    readme_mentions_marker = student.BEGIN in open(os.path.join(REPO, "README.md"), encoding="utf-8").read()
+    found = []
+    for path, text in site_texts(out):
+        readme = path in ("index.html", "README.html") or path.startswith(os.path.join("_sources", "README."))
+        if "BEGIN SOLUTION" in text and not (readme and readme_mentions_marker):  # the README describes the marker
+            found.append(f"{path}: BEGIN SOLUTION")
+        verdict = student.VERDICT.search(text)
+        if verdict and verdict.group(1) == "Correct":
+            found.append(f"{path}: {verdict.group(0)}")
+        found += [f"{path}: {line}" for line in lines if line in text]
+    return found
+
+
+@pytest.mark.slow
+def test_student_site_shows_no_solution(student_site, plain):
+    lines = solution_lines()
+    assert len(lines) > 40 and {n for n in lines.values()} >= {"01_naive", "11_from_kernel_to_library"}
+    assert leaks(student_site[0], lines) == []
+    teacher = leaks(plain[0], lines)  # the check finds what the teacher site shows
+    assert any("BEGIN SOLUTION" in f for f in teacher) and any("Correct [" in f for f in teacher)
+    assert sum(f.split(": ", 1)[1] in lines for f in teacher) > len(lines)
+
+
+@pytest.mark.slow
+def test_student_site_shows_the_skeletons_and_offers_the_student_notebook(student_site):
+    out, stdout, stderr, _ = student_site
+    assert re.search(r"\b0 Sphinx warnings\b", stdout) and "student edition" in stdout, stdout + stderr
+    assert site.broken_links(out) == []
+    for name in NOTEBOOKS:
+        teacher = nbformat.read(os.path.join(REPO, "notebooks", name + ".ipynb"), as_version=4)
+        page = html_text(open(os.path.join(out, "notebooks", name + ".html"), encoding="utf-8").read())
+        if any(student.BEGIN in c.source for c in teacher.cells):
+            assert "YOUR CODE HERE" in page or 'NotImplementedError("your code here")' in page, name
+        assert "no prediction written yet" not in page, name
+        download = [h for h in Page(os.path.join(out, "notebooks", name + ".html")).hrefs if "_sources/" in h]
+        assert download, f"{name}: no download button"
+        for href in download:
+            got = nbformat.read(os.path.normpath(os.path.join(out, "notebooks", href)), as_version=4)
+            assert [c.source for c in got.cells] == [c.source for c in student.student_notebook(teacher).cells], name
+
+
+@pytest.mark.slow
+def test_student_site_has_no_colab_buttons(student_site, tmp_path):
+    out = student_site[0]
+    for path in glob.glob(os.path.join(out, "**", "*.html"), recursive=True):
+        assert "colab.research.google.com" not in open(path, encoding="utf-8").read(), path
+    status, stdout, stderr = _main(["--student", "--repository", REPOSITORY, "--out", str(tmp_path / "s")])
+    assert status == 1 and "solutions included" in stderr and not (tmp_path / "s").exists(), stdout + stderr
 
 
 # --- a real browser -------------------------------------------------------------------------

@@ -1,6 +1,8 @@
 """The package's folders are its layers: a module imports only from its own layer or the layers
 below it (ORDER, lowest first), and no import cycle exists.  Every import counts, including the
-ones inside functions."""
+ones inside functions.  The one exception: the named entry modules at the package's root
+(ENTRY_POINTS, ``python -m gemm_lessons.<name>``), thin wrappers that may import from any layer
+and that no module may import."""
 import ast
 import os
 
@@ -9,6 +11,8 @@ import gemm_lessons
 PACKAGE = os.path.dirname(gemm_lessons.__file__)
 ORDER = ["core", "kernels", "model", "records", "measure", "instruments", "library", "runs", "teaching",
          "course"]
+# root-level entry modules: each may import from any layer; none may be imported
+ENTRY_POINTS = {"gemm_lessons.check"}
 
 
 def modules():
@@ -57,7 +61,16 @@ def graph():
 
 def test_every_module_lives_in_a_layer():
     for name in modules():
+        if name in ENTRY_POINTS:
+            continue
         assert layer(name) in ORDER + [None], f"{name} is in no layer folder: move it into one of {ORDER}"
+
+
+def test_entry_points_are_modules_at_the_root():
+    known = modules()
+    for name in ENTRY_POINTS:
+        assert name in known, f"{name} is in ENTRY_POINTS but is no module of the package"
+        assert name.count(".") == 1 and not known[name].endswith("__init__.py"), f"{name} is not at the root"
 
 
 def test_every_layer_says_what_it_is():
@@ -71,14 +84,22 @@ def test_every_layer_says_what_it_is():
 def test_no_module_imports_from_a_higher_layer():
     upward = []
     for name, targets in graph().items():
-        if layer(name) is None:
+        if layer(name) is None or name in ENTRY_POINTS:
             continue
         for target in targets:
+            if target in ENTRY_POINTS:
+                continue  # test_no_module_imports_an_entry_point
             if layer(target) is None:
                 upward.append(f"{name} imports the package root (import from the layer instead)")
             elif ORDER.index(layer(target)) > ORDER.index(layer(name)):
                 upward.append(f"{name} ({layer(name)}) imports {target} ({layer(target)})")
     assert not upward, "imports that go up a layer:\n" + "\n".join(sorted(upward))
+
+
+def test_no_module_imports_an_entry_point():
+    importers = [f"{name} imports {target}" for name, targets in graph().items() for target in targets
+                 if target in ENTRY_POINTS]
+    assert not importers, "entry modules are run, not imported:\n" + "\n".join(sorted(importers))
 
 
 def test_no_import_cycles():

@@ -1,8 +1,12 @@
-"""The exercises' registry and ``check``: a checker registered with ``@exercise(id, hint)``
-returns ``(ok, message)``; ``check`` turns it into Feedback and never raises (a wrong answer, a
-missing one, a crashing or endless kernel, a warning: all come back as feedback)."""
+"""The exercises' registry, ``check`` and ``hint``: a checker registered with ``@exercise(id,
+hint, *later_hints)`` returns ``(ok, message)``; ``check`` turns it into Feedback and never raises
+(a wrong answer, a missing one, a crashing or endless kernel, a warning: all come back as
+feedback).  A failure says what is wrong and where, with the first hint; ``hint(id)`` gives the
+next one, a step at a time (the session counts, per exercise, how many it has shown)."""
 import contextlib
 import inspect
+import os
+import sysconfig
 import threading
 import time
 import traceback
@@ -19,7 +23,10 @@ KERNEL_TIME_LIMIT_S = 120.0
 class KernelTimeout(Exception):
     """Raised inside a simulated kernel that ran past its time limit."""
 
-_CHECKS = {}
+_CHECKS = {}  # id: (checker, first hint)
+_HINTS = {}  # id: every hint, the most general first (the first is the one in _CHECKS)
+_ANSWERS = {}  # id: (the expression the exercise cell checks, what its names are), for gemm_lessons.check
+_HINTS_SHOWN = {}  # id: how many of its hints this session has shown (a failure shows the first)
 
 
 @dataclass
@@ -40,12 +47,63 @@ class Feedback:
         return ("✅ " if self.ok else "❌ ") + str(self)
 
 
-def exercise(exercise_id, hint):
-    """Register ``fn(answer) -> (ok, message)`` as the checker for ``exercise_id``."""
+def exercise(exercise_id, hint, *later_hints, answer=None, defines=None):
+    """Register ``fn(answer) -> (ok, message)`` as the checker for ``exercise_id``.  ``hint``
+    and ``later_hints`` are its hints in steps, the most general first and none of them the
+    answer: a failure quotes the first, ``hint(exercise_id)`` gives the next.  ``answer`` is the
+    expression the exercise cell passes to check (``"answer"``, ``"my_naive_1d"``,
+    ``"make_my_reg2d()"``) and ``defines`` says in one line what its names must be: what a file
+    given to ``python -m gemm_lessons.check`` must define."""
     def register(fn):
         _CHECKS[exercise_id] = (fn, hint)
+        _HINTS[exercise_id] = (hint,) + tuple(later_hints)
+        if answer is not None:
+            _ANSWERS[exercise_id] = (answer, defines or "")
         return fn
     return register
+
+
+@dataclass
+class Hint:
+    """Hint ``step`` of ``total`` for an exercise (step 0: the exercise is unknown)."""
+    exercise: str
+    step: int
+    total: int
+    text: str
+
+    def __str__(self):
+        if not self.step:
+            return f"No hint [{self.exercise}]: {self.text}"
+        last = ("This is the last hint." if self.step == self.total
+                else f'The next one: exercises.hint("{self.exercise}").')
+        return f"Hint {self.step} of {self.total} [{self.exercise}]: {self.text} {last}"
+
+    __repr__ = __str__
+
+    def _repr_markdown_(self):
+        return "💡 " + str(self)
+
+
+def hint(exercise_id, step=None):
+    """The next hint for ``exercise_id`` (the first this session has not shown yet; a failed
+    check has shown the first), or hint number ``step`` (from 1) again.  After the last, the
+    last again.  Never raises: an unknown exercise gets a Hint that lists the known ones."""
+    hints = _HINTS.get(exercise_id)
+    if not hints:
+        return Hint(exercise_id, 0, 0, f"unknown exercise; known: {', '.join(ids())}")
+    shown = _HINTS_SHOWN.get(exercise_id, 0)
+    step = min(shown + 1 if step is None else max(int(step), 1), len(hints))
+    _HINTS_SHOWN[exercise_id] = max(shown, step)
+    return Hint(exercise_id, step, len(hints), hints[step - 1])
+
+
+def _first_hint(exercise_id):
+    """The first hint, as a failure quotes it: with where the next ones are, if there are any."""
+    hints = _HINTS.get(exercise_id) or (_CHECKS[exercise_id][1],)
+    _HINTS_SHOWN[exercise_id] = max(_HINTS_SHOWN.get(exercise_id, 0), 1)
+    more = len(hints) - 1
+    return hints[0] + (f' ({more} more hint{"s" if more > 1 else ""}, one at a time: exercises.hint("{exercise_id}").)'
+                       if more else "")
 
 
 def check(exercise_id, answer, time_limit=KERNEL_TIME_LIMIT_S):
@@ -63,27 +121,55 @@ def check(exercise_id, answer, time_limit=KERNEL_TIME_LIMIT_S):
 def _check(exercise_id, answer, time_limit):
     if exercise_id not in _CHECKS:
         return Feedback(exercise_id, False, f"unknown exercise; known: {', '.join(sorted(_CHECKS))}")
-    fn, hint = _CHECKS[exercise_id]
+    fn, _ = _CHECKS[exercise_id]
     if answer is None or answer is Ellipsis:
-        return Feedback(exercise_id, False, "no answer yet: replace the placeholder with your answer. Hint: " + hint)
+        return Feedback(exercise_id, False,
+                        "no answer yet: replace the placeholder with your answer. Hint: " + _first_hint(exercise_id))
     try:
         ok, message = _with_time_limit(lambda: fn(answer), time_limit)
     except KernelTimeout:
         return Feedback(exercise_id, False,
                         f"stopped after {time_limit:g} s on the simulator: does a loop never end (a loop "
                         "variable that never changes, a while without an exit, a guard that skips "
-                        "the increment)? Hint: " + hint)
+                        "the increment)? Hint: " + _first_hint(exercise_id))
     except Exception as e:  # a broken kernel or answer must give feedback, not a traceback
-        tb = traceback.extract_tb(e.__traceback__)
-        where = f" (line {tb[-1].lineno} of {tb[-1].name})" if tb else ""
-        return Feedback(exercise_id, False,
-                        f"your answer raised {type(e).__name__}: {e}{where}. Hint: {hint}")
+        return _raised(exercise_id, e)
     if not ok:
         if not backend.SIMULATOR and "never written" in message and _still_unwritten(answer):
             message += (" Your kernel still has the `raise NotImplementedError` of the part to write: on a GPU"
                         " a raise inside a kernel does not stop it with an error, it just leaves C unwritten.")
-        message += " Hint: " + hint
+        message += " Hint: " + _first_hint(exercise_id)
     return Feedback(exercise_id, ok, message)
+
+
+def _raised(exercise_id, error, what="your answer"):
+    """The Feedback for an exception raised by ``what``: its type, its message and where."""
+    return Feedback(exercise_id, False, f"{what} raised {type(error).__name__}: {error}{_where(error)}. "
+                                        f"Hint: {_first_hint(exercise_id)}")
+
+
+# not the student's code: this package (gemm_lessons/), the standard library, installed packages
+_LIBRARY_DIRS = tuple(os.path.join(os.path.normcase(os.path.abspath(d)), "") for d in {
+    os.path.dirname(os.path.dirname(os.path.dirname(__file__))), *(sysconfig.get_paths()[k] for k in
+                                                                   ("stdlib", "platstdlib", "purelib", "platlib"))})
+
+
+def _where(error):
+    """Where an exception was raised, as ' (line N of name)': the innermost line of the student's
+    own code (a notebook cell, a file) in the traceback, past the simulator's and this package's
+    frames; else the innermost line.  '' for a syntax error (its message says where) or no
+    traceback."""
+    if isinstance(error, SyntaxError):
+        return ""
+    tb = traceback.extract_tb(error.__traceback__)
+    if not tb:
+        return ""
+    theirs = [f for f in tb if not f.filename.startswith("<frozen") and "site-packages" not in f.filename
+              and f.filename != "<string>"  # code generated by a library (dataclasses, namedtuple)
+              and (f.filename.startswith("<")  # exec'd code: a cell, say
+                   or not os.path.normcase(os.path.abspath(f.filename)).startswith(_LIBRARY_DIRS))]
+    frame = (theirs or tb)[-1]
+    return f" (line {frame.lineno} of {frame.name})"
 
 
 def _written_function(kernel):

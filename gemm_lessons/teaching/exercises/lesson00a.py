@@ -5,8 +5,15 @@ from gemm_lessons.teaching.exercises.core import exercise
 _LAUNCH_SIZES = (1, 129, 300)
 
 
-@exercise("00a-launch", "blocks = (n + threads - 1) // threads rounds up to whole blocks; inside the kernel, "
-                        "i = cuda.grid(1) and `if i < out.size:` before touching any array.")
+@exercise("00a-launch",
+          "two things are checked: every element of out is written, and nothing is written past its end (the sizes "
+          "are not multiples of 128).",
+          "the number of blocks must round up, not down; the last block then has threads without an element: each "
+          "thread tests its index before it reads or writes.",
+          "blocks = (n + threads - 1) // threads rounds up to whole blocks; inside the kernel, "
+          "i = cuda.grid(1) and `if i < out.size:` before touching any array.",
+          answer="launch",
+          defines="launch(x, y, out): launches, 128 threads per block, a @cuda.jit kernel with out = 2*x - y")
 def check_launch_and_guard(ans):
     import numpy as np
 
@@ -44,9 +51,16 @@ def check_launch_and_guard(ans):
                   "and nothing written past the end.")
 
 
-@exercise("00a-occupancy", "Registers: a warp needs registers x 32, rounded up to a multiple of 256; "
-                           "shared memory: each block also reserves 1 KB (1,024 bytes) besides its own; "
-                           "threads: 2,048 per SM; blocks: 32 per SM. The smallest of the four counts wins.")
+@exercise("00a-occupancy",
+          "work out how many blocks each resource allows on one SM (registers, shared memory, threads, blocks): the "
+          "smallest count is the answer, and its resource the limiter.",
+          "the limits table of part 4 has the SM's totals; mind how they are handed out: registers per warp, shared "
+          "memory per block, with something reserved.",
+          "Registers: a warp needs registers x 32, rounded up to a multiple of 256; "
+          "shared memory: each block also reserves 1 KB (1,024 bytes) besides its own; "
+          "threads: 2,048 per SM; blocks: 32 per SM. The smallest of the four counts wins.",
+          answer="answer",
+          defines='answer: a pair (blocks per SM, the limiting resource), e.g. (2, "threads")')
 def check_blocks_per_sm(ans):
     from gemm_lessons.instruments.compiler_facts import blocks_per_sm
 

@@ -6,9 +6,16 @@ from gemm_lessons.teaching.exercises.kernels_01_04 import SECTORS_PER_KSTEP_LIMI
 SECTORS_BLOCK_X = 16  # 01-sectors: blocks 16 threads wide (16 x 16), the coalesced mapping, K = N = 4096
 
 
-@exercise("01-sectors", "A warp is 32 consecutive thread numbers, threadIdx.x fastest: with blocks 16 wide "
-                        "it holds two rows of 16 threads. A sector is 32 bytes; count the distinct sectors "
-                        "the 32 threads touch in A and in B.")
+@exercise("01-sectors",
+          "first work out which 32 threads form a warp when blocks are 16 threads wide, and which element of A and of "
+          "B each of them reads at one k-step.",
+          "threads on the same row of C read the same float of A; threads on the same column the same float of B. "
+          "Count the distinct addresses, then the 32-byte sectors they fall in.",
+          "A warp is 32 consecutive thread numbers, threadIdx.x fastest: with blocks 16 wide "
+          "it holds two rows of 16 threads. A sector is 32 bytes; count the distinct sectors "
+          "the 32 threads touch in A and in B.",
+          answer="answer",
+          defines="answer: a pair (sectors of A, sectors of B)")
 def check_warp_sectors(ans):
     from gemm_lessons.teaching.figures import naive_warp_addresses, sectors
 
@@ -28,8 +35,16 @@ def check_warp_sectors(ans):
     return False, f"{(a, b)} is not it."
 
 
-@exercise("01-kernel", "a warp is 32 consecutive values of i = cuda.grid(1): make consecutive i walk along a "
-                       "row of C (the contiguous dimension of C and of B), and guard i < M * N.")
+@exercise("01-kernel",
+          "each i must get its own (row, col) of C, every (row, col) must get one i, and threads with i >= M * N must "
+          "do nothing.",
+          "of the two ways to split i into (row, col), take the one where i and i + 1 are neighbouring columns of one "
+          "row: then a warp reads neighbouring floats of B.",
+          "a warp is 32 consecutive values of i = cuda.grid(1): make consecutive i walk along a "
+          "row of C (the contiguous dimension of C and of B), and guard i < M * N.",
+          answer="my_naive_1d",
+          defines="my_naive_1d: the @cuda.jit kernel (A, B, C, alpha, beta), one thread per element of C, launched in "
+                  "1-D (exercises.launch_1d)")
 def check_coalesced_kernel(ans):
     ok, shapes = _answer_first("01", ans)
     if ok is False:

@@ -3,9 +3,17 @@ from gemm_lessons.teaching.exercises.core import exercise
 from gemm_lessons.teaching.exercises.kernels_01_04 import _answer_first, _global_reads_ok, _tile, technique_facts
 
 
-@exercise("03-kernel", "for each k of the slice, one of the two factors is the same for all TN results of the "
-                       "thread (which?): read it from shared memory once, into a register, and update the TN "
-                       "accumulators from it and the TN values of the other factor.")
+@exercise("03-kernel",
+          "the staging is given: yours is the loop over k of one slice. Each thread accumulates TN results of one row "
+          "of C, acc[0] .. acc[TN - 1].",
+          "for a fixed k, write out the products for acc[0] and for acc[1]: one of the two factors does not depend on "
+          "j.",
+          "for each k of the slice, one of the two factors is the same for all TN results of the "
+          "thread (which?): read it from shared memory once, into a register, and update the TN "
+          "accumulators from it and the TN values of the other factor.",
+          answer="make_my_reg1d_rows()",
+          defines="make_my_reg1d_rows(): returns the @cuda.jit kernel (A, B, C, alpha, beta) with .tile = (BM, BN, "
+                  "BK, TN)")
 def check_register_reuse_1d(ans):
     ok, shapes = _answer_first("03", ans)
     if ok is False:

@@ -7,7 +7,12 @@ from gemm_lessons.teaching.exercises.kernels_01_04 import _answer_first, _global
 RATIO_04 = ((8, 4), (32, 1))  # 04-ratio: two patches of 32 results, not in the lesson's printed table
 
 
-@exercise("04-ratio", "x*y products per k-step need x values of A and y of B: ratio = 2xy/(x+y).")
+@exercise("04-ratio",
+          "the ratio compares the FLOP of one k-step of the patch with the values it reads for that k-step.",
+          "an x-by-y patch does x*y multiply-adds (2 FLOP each) per k-step and reads x values of A and y of B.",
+          "x*y products per k-step need x values of A and y of B: ratio = 2xy/(x+y).",
+          answer="answer",
+          defines="answer: a pair of numbers, the ratios of the 8x4 and the 32x1 patch")
 def check_compute_to_memory_ratio(ans):
     (x1, y1), (x2, y2) = RATIO_04
     try:
@@ -22,9 +27,17 @@ def check_compute_to_memory_ratio(ans):
     return False, f"({got[0]:g}, {got[1]:g}) is not right."
 
 
-@exercise("04-kernel", "for each k: TM values of sA (column k, this thread's rows) into a_reg, TN values of "
-                       "sB (row k, this thread's columns) into b_reg, then acc[i, j] += a_reg[i] * b_reg[j] "
-                       "for all TM x TN pairs.")
+@exercise("04-kernel",
+          "the staging is given: yours is the loop over k of one slice. Each thread owns a TM x TN patch of results, "
+          "acc[i, j].",
+          "for a fixed k, acc[i, j] needs the value of sA on the thread's row i and the value of sB on its column j: "
+          "read each of those TM + TN values into a register once, not once per product.",
+          "for each k: TM values of sA (column k, this thread's rows) into a_reg, TN values of "
+          "sB (row k, this thread's columns) into b_reg, then acc[i, j] += a_reg[i] * b_reg[j] "
+          "for all TM x TN pairs.",
+          answer="make_my_reg2d()",
+          defines="make_my_reg2d(): returns the @cuda.jit kernel (A, B, C, alpha, beta) with .tile = (BM, BN, BK, TM, "
+                  "TN)")
 def check_register_tile_2d(ans):
     ok, shapes = _answer_first("04", ans)
     if ok is False:

@@ -6,8 +6,14 @@ from gemm_lessons.teaching.exercises.kernels_05_11 import (_log_sgemm, _on_gpu, 
                                                            _sites, _tile_launcher)
 
 
-@exercise("05-stage-a", "256 threads, a 128 x 8 tile: 2 float4 per row. "
-                        "Return (row, first column) of the float4 that thread tid stages.")
+@exercise("05-stage-a",
+          "256 threads, a 128 x 8 tile: 2 float4 per row. "
+          "Return (row, first column) of the float4 that thread tid stages.",
+          "number the float4s of the tile in row order and give float4 number tid to thread tid: its row and its "
+          "place in the row follow from a division and a remainder.",
+          "the answer's column counts floats, not float4s: a float4's place in its row times 4.",
+          answer="stage_a",
+          defines="stage_a(tid): returns (row, first column) of the float4 of the 128x8 A tile thread tid stages")
 def check_float4_staging(ans):
 
     for tid in range(vec.THREADS):
@@ -21,9 +27,17 @@ def check_float4_staging(ans):
     return True, "every float4 of the 128x8 A tile is staged exactly once, each by one 16-byte load."
 
 
-@exercise("05-transpose-a", "x_d is element (m, a_c + d) of the A tile, with m = a_r + p * A_STEP: transposed, it "
-                            "goes to row a_c + d, column m of sAT. In the k-step a thread's 8 values of A are "
-                            "then 8 neighbouring columns of row k of sAT.")
+@exercise("05-transpose-a",
+          "two pieces, and they must agree: where the staged values go in sAT, and where the k-step reads them. "
+          "sAT[k, m] holds element (m, k) of the A tile.",
+          "x_d comes from tile row a_r + p * A_STEP and slice column a_c + d; transposing swaps the two. In the "
+          "k-step the thread needs tile rows t_row + i at column k.",
+          "x_d is element (m, a_c + d) of the A tile, with m = a_r + p * A_STEP: transposed, it "
+          "goes to row a_c + d, column m of sAT. In the k-step a thread's 8 values of A are "
+          "then 8 neighbouring columns of row k of sAT.",
+          answer="sgemm_ex05",
+          defines="sgemm_ex05: the @cuda.jit kernel (A, B, C, alpha, beta) of lesson 05's exercise cell (64 x 64 "
+                  "tiles, 64 threads)")
 def check_transposed_a_tile(kernel):
     ok, right = _result_right(_tile_launcher("05-transpose-a"), kernel)
     if not ok:

@@ -7,10 +7,19 @@ from gemm_lessons.teaching.exercises.kernels_05_11 import (_log_sgemm, _on_gpu, 
                                                            _sites, _tile_launcher)
 
 
-@exercise("06-conflict-free", "two changes: (1) PAD: row k of sAT starts at word k * (64 + PAD); the 4-byte "
-                              "stores of lanes 2t and 2t+1 go to rows d and d+4: pick PAD so they fall in different "
-                              "banks, keeping rows 16-byte aligned (PAD a multiple of 4); (2) col_of: with 8 threads "
-                              "across, let each thread own 4 columns in each half of the tile (4*tc.., 32 + 4*tc..).")
+@exercise("06-conflict-free",
+          "the tracer's message names the accesses in conflict: the stores into sAT, the loads from sB, or both. Each "
+          "has its own fix: PAD for the first, col_of for the second.",
+          "a bank is a 4-byte word's index modulo 32: with rows of 64 floats, one column of every row sits in one "
+          "bank; a row of 64 + PAD floats moves each row PAD banks on. For the loads, the 8 lanes of a 16-byte phase "
+          "should read 128 contiguous bytes.",
+          "two changes: (1) PAD: row k of sAT starts at word k * (64 + PAD); the 4-byte "
+          "stores of lanes 2t and 2t+1 go to rows d and d+4: pick PAD so they fall in different "
+          "banks, keeping rows 16-byte aligned (PAD a multiple of 4); (2) col_of: with 8 threads "
+          "across, let each thread own 4 columns in each half of the tile (4*tc.., 32 + 4*tc..).",
+          answer="sgemm_ex06",
+          defines="sgemm_ex06: the @cuda.jit kernel (A, B, C, alpha, beta) of lesson 06's exercise cell, with PAD and "
+                  "col_of")
 def check_conflict_free_layout(kernel):
     ok, right = _result_right(_tile_launcher("06-conflict-free"), kernel)
     if not ok:

@@ -4,9 +4,17 @@ from gemm_lessons.teaching.exercises.core import exercise
 from gemm_lessons.teaching.exercises.kernels_05_11 import _log_sgemm, _on_gpu, _result_right, _tile_launcher
 
 
-@exercise("07-double-buffer", "prologue: stage slice 0 into buffer 0, one barrier. Then per slice: start the "
-                              "next slice's global loads (load_slice), compute from the current buffer, store the "
-                              "loaded slice into the OTHER buffer, one barrier; swap the buffers' roles.")
+@exercise("07-double-buffer",
+          "with two shared buffers the block computes from one while the next slice goes into the other: a barrier is "
+          "needed only before a buffer is overwritten.",
+          "count the barriers: one after the prologue, then one per slice. A race means a buffer is written while a "
+          "thread may still read it: during the compute, which buffer does nobody read?",
+          "prologue: stage slice 0 into buffer 0, one barrier. Then per slice: start the "
+          "next slice's global loads (load_slice), compute from the current buffer, store the "
+          "loaded slice into the OTHER buffer, one barrier; swap the buffers' roles.",
+          answer="sgemm_ex07",
+          defines="sgemm_ex07: the @cuda.jit kernel (A, B, C, alpha, beta) of lesson 07's exercise cell, "
+                  "double-buffered")
 def check_double_buffering(kernel):
     if not backend.SIMULATOR:
         ok, right = _result_right(_tile_launcher("07-double-buffer"), kernel)

@@ -4,9 +4,17 @@ from gemm_lessons.teaching.exercises.core import exercise
 from gemm_lessons.teaching.exercises.kernels_05_11 import _log_sgemm, _on_gpu, _result_right, _tile_launcher
 
 
-@exercise("08-warp-tile", "warp w owns columns (w % (BN // WN)) * WN .. + WN of the block tile and rows "
-                          "(w // (BN // WN)) * WM .. + WM; inside it, lane l sits at row l // LN, column l % LN "
-                          "of the LM x LN grid, and its 4x4 pieces repeat LM * 4 rows and LN * 4 columns apart.")
+@exercise("08-warp-tile",
+          "per k-step a warp should read only WM values of A and WN of B: its 32 lanes must cover one compact WM x WN "
+          "region of the block tile, not rows spread over the whole tile.",
+          "first find warp w's region (the warp tiles numbered row by row, BN // WN of them across), then place lane "
+          "l inside it on the LM x LN grid of lanes.",
+          "warp w owns columns (w % (BN // WN)) * WN .. + WN of the block tile and rows "
+          "(w // (BN // WN)) * WM .. + WM; inside it, lane l sits at row l // LN, column l % LN "
+          "of the LM x LN grid, and its 4x4 pieces repeat LM * 4 rows and LN * 4 columns apart.",
+          answer="sgemm_ex08",
+          defines="sgemm_ex08: the @cuda.jit kernel (A, B, C, alpha, beta) of lesson 08's exercise cell, with warp "
+                  "tiles")
 def check_warp_tiles(kernel):
     ok, right = _result_right(_tile_launcher("08-warp-tile"), kernel)
     if not ok:

@@ -20,9 +20,18 @@ def _launch_symmetrize(kernel, src, dst):
     kernel[grid, (TILE, ROWS)](src, dst)
 
 
-@exercise("09-symmetrize", "stage the MIRROR tile, src[c0 + ty + j, r0 + tx] (a row of src per warp: coalesced), "
-                           "into tile[ty + j, tx] after the barrier read it by column, tile[tx, ty + j]; pad "
-                           "the tile by one float per row so that the column is conflict-free.")
+@exercise("09-symmetrize",
+          "both the read of src and the write of dst should go along rows (threadIdx.x along a row): take the "
+          "transposed element from a shared tile, not from global memory.",
+          "the block that writes dst's tile at rows r0.., columns c0.. needs src's mirror tile, rows c0.., columns "
+          "r0..: stage that one row by row, then read the tile by column after a barrier. A column of a tile 32 "
+          "floats wide lies in one bank.",
+          "stage the MIRROR tile, src[c0 + ty + j, r0 + tx] (a row of src per warp: coalesced), "
+          "into tile[ty + j, tx] after the barrier read it by column, tile[tx, ty + j]; pad "
+          "the tile by one float per row so that the column is conflict-free.",
+          answer="symmetrize",
+          defines="symmetrize: the @cuda.jit kernel (src, dst) writing dst = src + src.T, launched with 32 x 8 "
+                  "threads per 32 x 32 tile")
 def check_symmetrize_through_shared_tile(kernel):
     from numba import cuda
 

@@ -48,9 +48,16 @@ def next_step_example(record, cases):
                  if next_step_answer(record, *case)), None)
 
 
-@exercise("10-next-step", "leaderboard.technique_effects(record, size) lists (technique, lesson, without, with, "
-                          "TFLOPS without, TFLOPS with, change in %); keep the rows whose 'without' is the kernel "
-                          "and whose change is above 2 %, and return (with, change) of the largest, or None.")
+@exercise("10-next-step",
+          "leaderboard.technique_effects(record, size) already has the rows: yours is to filter them and pick one.",
+          "each row is (technique, lesson, without, with, TFLOPS without, TFLOPS with, change in %): which fields say "
+          "that a row starts from kernel, and how much it gained?",
+          "leaderboard.technique_effects(record, size) lists (technique, lesson, without, with, "
+          "TFLOPS without, TFLOPS with, change in %); keep the rows whose 'without' is the kernel "
+          "and whose change is above 2 %, and return (with, change) of the largest, or None.",
+          answer="next_step",
+          defines="next_step(kernel, size): returns (kernel with the technique, change in %) or None, from the "
+                  "benchmark record (record = results.load())")
 def check_next_step(fn):
     from gemm_lessons.records import results
 

@@ -163,11 +163,18 @@ def _span(ks):
     return f"k = {ks[0]}..{ks[-1]}" if ks else "no k"
 
 
-@exercise("11-split-k", "partial kernel: with parts = cuda.gridDim.z and k_chunk = ceil(K / parts), the blocks "
-                        "with blockIdx.z == z sum k from z * k_chunk up to min(K, (z + 1) * k_chunk) - 1 and "
-                        "write W[z, row, col]. Reduction: the same mapping "
-                        "(threadIdx.x along the columns); total = W[0, row, col] + W[1, row, col] + ... over "
-                        "W.shape[0] parts, then C = alpha * total, + beta * C only when beta != 0.")
+@exercise("11-split-k",
+          "two kernels: the partial kernel sums only its part's chunk of k (part z = cuda.blockIdx.z), the reduction "
+          "adds the parts. The message says which of the two is wrong.",
+          "with cuda.gridDim.z parts, each covers ceil(K / parts) values of k and the last one what is left; the "
+          "reduction adds W[0], W[1], ... at its (row, col), then applies alpha and beta.",
+          "partial kernel: with parts = cuda.gridDim.z and k_chunk = ceil(K / parts), the blocks "
+          "with blockIdx.z == z sum k from z * k_chunk up to min(K, (z + 1) * k_chunk) - 1 and "
+          "write W[z, row, col]. Reduction: the same mapping "
+          "(threadIdx.x along the columns); total = W[0, row, col] + W[1, row, col] + ... over "
+          "W.shape[0] parts, then C = alpha * total, + beta * C only when beta != 0.",
+          answer="split_k",
+          defines="split_k = (sgemm_partial, splitk_reduce): the @cuda.jit kernels (A, B, W) and (W, C, alpha, beta)")
 def check_split_k(answer):
     ok, right = _split_k_answer(answer)
     if not ok:

@@ -1,0 +1,6 @@
+# Exercise 00-flops, the teacher notebook's solution (lessons/00_setup_and_roofline.py):
+# python -m gemm_lessons.check 00-flops tests/data/exercises/00-flops.py
+### BEGIN SOLUTION: answer = None
+M, N, K = 300, 200, 100
+answer = (2 * K + 2) * M * N
+### END SOLUTION

@@ -154,7 +154,7 @@ def test_reveals_answer():
 def test_command_line_lists_what_it_wrote(tmp_path):
     r = subprocess.run([sys.executable, "-m", "gemm_lessons.course.student", "--out", str(tmp_path / "s")],
                        cwd=REPO, capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ, PYTHONPATH=REPO))
+                       env=dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")])))
     assert r.returncode == 0, r.stderr
     for name in student.COPIED:
         assert f"wrote {tmp_path / 's' / name}" in r.stdout

@@ -1,0 +1,148 @@
+"""The "Why" step of a lesson: the limiter model's ceilings for a few rungs, the binding one, the
+prediction against the measurement, and the profiler's busiest unit, as one small table.
+
+The facts come from the limiter record (``python -m gemm_lessons.runs.limiter``, results/limiter-
+<device>.json): one run that timed every rung with clock and power, profiled one launch of each
+(which counted its instructions, shared-memory wavefronts and bytes) and applied the model
+(gemm_lessons.model.limiter).  Given this notebook's own measurement (``measured``, a
+``measure_step.Comparison`` or ``Table`` taken on the record's GPU), the table sets the prediction
+against that instead.  The lesson writes the sentences; this module returns numbers.
+"""
+from dataclasses import dataclass
+
+from gemm_lessons.core import tables
+from gemm_lessons.model.limiter import BUSY, NAMES, WHAT
+
+SHORT = {"fp32": "FP32", "issue": "issue", "shared": "shared", "l2": "L2", "dram": "DRAM", "latency": "latency"}
+
+
+def record(device=None):
+    """The limiter record of ``device`` (default: the GPU in use if it has one, else the newest
+    record), as a dict; FileNotFoundError with what to run when there is none."""
+    import json
+
+    from gemm_lessons.records import results
+
+    paths = results.files("limiter")
+    if device is None:
+        from gemm_lessons.core import backend
+        from gemm_lessons.measure.device import device_info
+
+        here = None if backend.SIMULATOR else results.path_for("limiter", device_info().name)
+        path = here if here in paths else (paths[-1] if paths else None)
+    else:
+        path = results.path_for("limiter", device)
+        path = path if path in paths else None
+    if path is None:
+        raise FileNotFoundError("no limiter record in results/: on a GPU, run `bash tools/gpu_run.sh limiter` "
+                                "(python -m gemm_lessons.runs.limiter measure, run under ncu, predict)")
+    with open(path) as f:
+        rec = json.load(f)
+    if "model" not in rec:
+        raise FileNotFoundError(f"{path} has no model yet: run `python -m gemm_lessons.runs.limiter predict`")
+    return rec
+
+
+@dataclass(frozen=True)
+class Row:
+    case: str                 # "sgemm reg1d", "transpose wide", "copy"
+    ceilings_ms: dict         # ceiling name -> the time it alone would take, ms
+    binding: str              # the model's binding ceiling
+    tail: float               # the last wave's stretch (>= 1)
+    predicted_ms: float       # binding ceiling x tail
+    measured_ms: float
+    measured_here: bool       # True: this notebook's run; False: the limiter run
+    busiest: str              # the profiler's busiest unit ("latency": none at least BUSY % busy)
+    busiest_pct: float        # that unit's % of peak (the highest of all, for "latency")
+    utilization_pct: dict     # ceiling name -> the profiler's % of peak for its unit
+
+    @property
+    def rung(self):
+        return self.case.partition(" ")[2] or self.case
+
+    @property
+    def ratio(self):
+        """Measured over predicted: 1 is the model exactly; above 1, time the model does not see."""
+        return self.measured_ms / self.predicted_ms
+
+    @property
+    def agrees(self):
+        """The model and the profiler name the same limiter."""
+        return self.binding == self.busiest
+
+
+@dataclass
+class LimiterTable:
+    rows: list
+    device: str
+    date: str
+    clock_mhz: float
+    size: str                 # "4096^3" or "8192^2"
+
+    def row(self, rung):
+        return next(r for r in self.rows if r.rung == rung or r.case == rung)
+
+    def _repr_markdown_(self):
+        names = [n for n in NAMES if any(n in r.ceilings_ms for r in self.rows)]
+        head = ["rung"] + [SHORT[n] for n in names] + ["binding", "predicted", "measured", "measured / predicted",
+                                                         "profiler's busiest unit"]
+        body = []
+        for r in self.rows:
+            cells = [r.rung]
+            for n in names:
+                ms = r.ceilings_ms.get(n)
+                cell = "" if ms is None else f"{ms:.3g}"
+                cells.append(f"**{cell}**" if n == r.binding else cell)
+            cells += [SHORT[r.binding], f"{r.predicted_ms:.3g}", f"{r.measured_ms:.3g}" + ("" if r.measured_here else "*"),
+                      f"{r.ratio:.2f}", (f"{SHORT[r.busiest]} ({r.busiest_pct:.0f}%)" if r.busiest != "latency"
+                       else f"none above {BUSY:.0f}% (latency; highest {r.busiest_pct:.0f}%)")]
+            body.append(cells)
+        note = ("" if all(r.measured_here for r in self.rows) else
+                " \\* measured in the limiter run (this notebook did not time that rung on this GPU).")
+        return (f"**Time each ceiling allows, ms, at {self.size}** (model: {self.device}, SM clock "
+                f"{self.clock_mhz:,.0f} MHz; bold: the binding ceiling).{note}\n\n"
+                + tables.markdown(head, body, "l" + "r" * (len(head) - 2) + "l"))
+
+    def __repr__(self):
+        return self._repr_markdown_()
+
+
+def _measured_ms(measured, case, device):
+    """This notebook's median for ``case``, in ms, when ``measured`` was taken on ``device``."""
+    if measured is None:
+        return None
+    source = getattr(measured, "source", "")
+    if device not in source or "recorded" in source:
+        return None
+    kind, _, name = case.partition(" ")
+    name = name or kind
+    rows = getattr(measured, "rows", [])
+    row = next((r for r in rows if r.kernel == name), None)
+    if row is None:
+        return None
+    if hasattr(row, "gflops"):
+        return 2 * row.M * row.N * row.K / (row.gflops * 1e9) * 1e3
+    return getattr(row, "median_ms", None)
+
+
+def why(rungs, kind="sgemm", measured=None, device=None):
+    """The limiter table of ``rungs`` (SGEMM rungs at 4096^3, or with ``kind="transpose"`` the
+    transposes at 8192^2; "copy" is the device copy, "cublas"/"cublas_sgeam" the library)."""
+    rec = record(device)
+    cases = {c["case"]: c for c in rec["model"]["cases"]}
+    rows = []
+    for rung in rungs:
+        case = rung if rung == "copy" else f"{kind} {rung}"
+        if case not in cases:
+            raise KeyError(f"the limiter record has no case {case!r}; it has {sorted(cases)}")
+        c = cases[case]
+        here = _measured_ms(measured, case, rec["device"]["name"])
+        util = c["profiler_utilization_pct"]
+        busiest_pct = util[c["profiler_busiest"]] if c["profiler_busiest"] in util else max(util.values())
+        rows.append(Row(case, c["ceilings_ms"], c["binding"], c["tail"], c["predicted_ms"],
+                        here if here is not None else c["measured_ms"], here is not None,
+                        c["profiler_busiest"], busiest_pct, util))
+    size = "4096^3" if kind == "sgemm" else "8192^2"
+    return LimiterTable(rows, rec["device"]["name"], rec["date"][:10], rec["model"]["machine"]["clock_mhz"], size)
+
+

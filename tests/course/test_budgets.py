@@ -1,0 +1,37 @@
+"""The lesson standard's word budgets, for the lessons rewritten to it (issues 30 and 31)."""
+import os
+
+import nbformat
+import pytest
+
+from conftest import REPO
+from gemm_lessons.course import budget
+
+# lessons rewritten to the standard: their main path must fit its budget
+REWRITTEN = []
+
+
+def test_budgets_follow_the_lesson_plan():
+    assert budget.budget("notebooks/00a_primer.ipynb") == 3000
+    assert budget.budget("notebooks/11_from_kernel_to_library.ipynb") == 3000
+    assert budget.budget("notebooks/03_register_tiling_1d.ipynb") == 2000
+
+
+def test_counting_stops_at_the_lab_notes(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    code = nbformat.v4.new_code_cell("print()")
+    code.outputs = [nbformat.v4.new_output("stream", name="stdout", text="three printed words"),
+                    nbformat.v4.new_output("display_data", data={"image/png": "x", "text/plain": "<Figure>"}),
+                    nbformat.v4.new_output("execute_result", data={"text/markdown": "a b", "text/plain": "x y z"})]
+    nb.cells = [nbformat.v4.new_markdown_cell("# Title\n\none two"), code,
+                nbformat.v4.new_markdown_cell("## Lab notes\n\nnot counted at all"),
+                nbformat.v4.new_markdown_cell("nor this")]
+    path = tmp_path / "05_x.ipynb"
+    nbformat.write(nb, str(path))
+    assert budget.main_path_words(str(path)) == 4 + 3 + 2  # markdown, stream, markdown over plain; no image
+
+
+@pytest.mark.parametrize("number", REWRITTEN)
+def test_rewritten_lesson_fits_its_budget(number):
+    path = next(p for p in budget.notebooks() if os.path.basename(p).startswith(number + "_"))
+    assert budget.main_path_words(path) <= budget.budget(path)

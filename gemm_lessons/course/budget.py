@@ -1,8 +1,8 @@
 """How many words a student reads on each lesson's main path, against the lesson standard's budget.
 
-The main path is every cell up to the first "Lab notes" or "Appendix" heading: the markdown and the
-text that code cells print or render (a table, a sentence; not images, not the code).  Budgets
-(../shared/LESSON_PLAN.md): 2,000 words a lesson, 3,000 for the primer and lesson 11's core, under
+The main path is every cell up to the first markdown cell that starts with a "Lab notes" or
+"Appendix" heading: the markdown, and the text code cells print to stdout or render (a table, a
+sentence; not images, not the code).  Budgets (../shared/LESSON_PLAN.md): 2,000 words a lesson, 3,000 for the primer and lesson 11's core, under
 24,000 for the whole main path.
 
     python -m gemm_lessons.course.budget [notebooks/01_naive.ipynb ...]
@@ -17,7 +17,8 @@ from gemm_lessons.core.paths import REPO_DIR
 LESSON_WORDS = 2000
 LONGER = {"00a": 3000, "11": 3000}  # the primer, lesson 11's core
 COURSE_WORDS = 24000
-END_OF_MAIN_PATH = re.compile(r"^#+\s*(lab notes|appendix)", re.I | re.M)
+END_OF_MAIN_PATH = re.compile(r"#+\s*(lab notes|appendix)", re.I)  # at the start of a markdown cell
+APPENDIX = re.compile(r"\d+b_")  # an appendix notebook (11b_...): lab notes, no budget
 
 
 def budget(path):
@@ -27,12 +28,12 @@ def budget(path):
 
 
 def _output_words(out):
-    if out.get("output_type") == "stream":
-        return len(out.get("text", "").split())
+    if out.get("output_type") == "stream":  # stderr (warnings, progress bars) is not the lesson's text
+        return len(_text(out.get("text", "")).split()) if out.get("name") == "stdout" else 0
     data = out.get("data", {})
     if "text/markdown" in data:
         return len(_text(data["text/markdown"]).split())
-    if "text/plain" in data and not any(k.startswith("image/") for k in data):
+    if "text/plain" in data and "text/html" not in data and not any(k.startswith("image/") for k in data):
         return len(_text(data["text/plain"]).split())
     return 0
 
@@ -49,7 +50,7 @@ def main_path_words(path):
     words = 0
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            if END_OF_MAIN_PATH.search(cell.source):
+            if END_OF_MAIN_PATH.match(cell.source.strip()):
                 break
             words += len(cell.source.split())
         elif cell.cell_type == "code":
@@ -58,7 +59,9 @@ def main_path_words(path):
 
 
 def notebooks():
-    return sorted(glob.glob(os.path.join(REPO_DIR, "notebooks", "[0-9]*.ipynb")))
+    """The lessons' notebooks (appendix notebooks have no budget)."""
+    return sorted(p for p in glob.glob(os.path.join(REPO_DIR, "notebooks", "[0-9]*.ipynb"))
+                  if not APPENDIX.match(os.path.basename(p)))
 
 
 def main(argv=None):

@@ -113,12 +113,29 @@ def device_info() -> DeviceInfo:
 
 
 def banner():
-    """One line for the top of every notebook."""
+    """The notebook's one provenance line, for its first cell: the GPU, its FP32 peak at the rated
+    clock, the date, the versions and the commit; on the simulator, which recorded run the lesson's
+    tables and plots show instead."""
+    from gemm_lessons.measure import provenance
+
+    commit = (provenance.git_commit() or "no git checkout")[:7]
     info = device_info()
     if info.simulator:
-        return (f"Running on the CUDA SIMULATOR ({backend.REASON}): small sizes, no timings; "
-                "plots show recorded GPU results.")
-    return f"Running on {info.name} ({info.sm_count} SMs, peak FP32 {info.peak_gflops / 1e3:.1f} TFLOPS)."
+        from gemm_lessons.records import results
+
+        try:
+            record = results.load()
+            shown = (f"tables and plots show the recorded run on {record.device.name}, {record.date[:10]} "
+                     f"(commit {(record.git_commit or '?')[:7]})")
+        except FileNotFoundError:
+            shown = "no recorded GPU run was found in results/"
+        return (f"CUDA simulator ({backend.REASON}): kernels run at small sizes for correctness, nothing is "
+                f"timed; {shown}. Code at commit {commit}.")
+    v = provenance.versions()
+    cublas = v.get("cublas")
+    return (f"Run on {info.name} ({info.sm_count} SMs; FP32 peak {info.peak_gflops / 1e3:.1f} TFLOPS at "
+            f"{info.clock_mhz:,.0f} MHz), {provenance.now()[:10]}; numba-cuda {v['numba_cuda']}, "
+            f"CUDA {v.get('cuda_driver', '?')}" + (f", cuBLAS {cublas}" if cublas else "") + f"; commit {commit}.")
 
 
 # Sizes and per-SM limits the driver reports (cuDeviceGetAttribute, read through numba's

@@ -32,12 +32,19 @@ def _name(row):
     return row.kernel + " (host-bound: the host took about as long to issue a call as the GPU to run it)"
 
 
+def _clock_held(row):
+    """The median SM clock NVML read while ``row`` was timed (None where it was not sampled)."""
+    clock = (getattr(row, "power", None) or {}).get("clock_mhz") or {}
+    return clock.get("median") if isinstance(clock, dict) else clock
+
+
 @dataclass
 class Comparison:
     size: tuple
     rows: list = field(default_factory=list)  # records.SgemmRow
     source: str = ""  # "measured on ..." or "recorded on ..."
-    peak_gflops: float = None  # FP32 peak of the device the numbers come from
+    peak_gflops: float = None  # FP32 peak of the device the numbers come from, at its rated clock
+    rated_clock_mhz: float = None  # the clock that peak assumes
 
     def gflops(self, kernel):
         return next((r.gflops for r in self.rows if r.kernel == kernel), None)
@@ -50,13 +57,20 @@ class Comparison:
     def _repr_markdown_(self):
         M, N, K = self.size
         peak = self.peak_gflops
-        rows = [[_name(r), f"{r.gflops / 1e3:.2f}", f"{r.gflops_p10 / 1e3:.2f}-{r.gflops_p90 / 1e3:.2f}",
-                 f"{r.pct_cublas:.1f}%" if r.pct_cublas is not None else "",
-                 f"{100 * r.gflops / peak:.1f}%" if peak else ""] for r in self.rows]
+        clocks = [_clock_held(r) for r in self.rows]
+        held = any(clocks)  # measured now, with NVML: the peak at the clock each kernel held
+        rows = []
+        for r, clock in zip(self.rows, clocks):
+            at = peak * clock / self.rated_clock_mhz if clock and self.rated_clock_mhz and peak else peak
+            rows.append([_name(r), f"{r.gflops / 1e3:.2f}", f"{r.gflops_p10 / 1e3:.2f}-{r.gflops_p90 / 1e3:.2f}",
+                         f"{r.pct_cublas:.1f}%" if r.pct_cublas is not None else "",
+                         f"{100 * r.gflops / at:.1f}%" if at else ""] + ([f"{clock:,.0f}" if clock else ""] if held else []))
         if not rows:
             rows = [["(no recorded results for these kernels at this size)", "", "", "", ""]]
-        return f"**SGEMM {M}x{N}x{K}**, {self.source}\n\n" + tables.markdown(
-            ["kernel", "TFLOPS (median)", "p10-p90", "% of cuBLAS", "% of FP32 peak"], rows, "lrrrr")
+        head = ["kernel", "TFLOPS (median)", "p10-p90", "% of cuBLAS",
+                "% of FP32 peak at the clock held" if held else "% of FP32 peak"] + (["SM clock held (MHz)"] if held else [])
+        where = "this run" if self.source.startswith("measured") else self.source
+        return f"**SGEMM {M}x{N}x{K}**, {where}\n\n" + tables.markdown(head, rows, "l" + "r" * (len(head) - 1))
 
     def __repr__(self):
         return self._repr_markdown_()
@@ -77,7 +91,7 @@ def compare(kernels, size=(4096, 4096, 4096), repeats=20, progress=True, record=
                              "fix it before timing it.")
     return Comparison(tuple(size), rows[1:] + rows[:1],  # cuBLAS last, as the yardstick
                       source=f"measured on {device_info().name}, {_today()}",
-                      peak_gflops=device_info().peak_gflops)
+                      peak_gflops=device_info().peak_gflops, rated_clock_mhz=device_info().clock_mhz)
 
 
 def recorded(kernels, size=(4096, 4096, 4096), record=None):
@@ -131,7 +145,8 @@ class Table:
             head = ["copy", "size", "GB/s (median)", "p10-p90"]
             body = [[_name(r), f"{r.rows}x{r.cols}", f"{r.gbs:,.0f}", f"{r.gbs_p10:,.0f}-{r.gbs_p90:,.0f}"]
                     for r in rows]
-        return f"**{self.title}**, {self.source}\n\n" + tables.markdown(head, body, "ll" + "r" * (len(head) - 2))
+        where = "this run" if self.measured_now else self.source
+        return f"**{self.title}**, {where}\n\n" + tables.markdown(head, body, "ll" + "r" * (len(head) - 2))
 
 
 def copy_bandwidth(shape=(8192, 8192), repeats=30):

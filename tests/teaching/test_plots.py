@@ -392,3 +392,16 @@ def test_rung_sizes_sentence_reads_the_record_and_counts_blocks(record):
     text = leaderboard.rung_sizes_sentence("reg2d", record, {"reg2d": (128, 128, 256), "reg1d": (128, 128, 1024)})
     for n in (n for n in sizes if tf["reg2d"][n] < tf["reg1d"][n] and (n // 128) ** 2 < sms):
         assert f"At {n}^3 both make {(n // 128) ** 2} blocks" in text and "Idle SMs slow both alike" in text
+
+
+def test_a_table_measured_now_gives_the_peak_at_the_clock_each_kernel_held(record):
+    row = results.sgemm_rows(record, "naive", (4096, 4096, 4096))[0]
+    held = replace(row, power={"clock_mhz": {"median": 990.0, "min": 980.0}, "power_w": {"median": 300.0}})
+    table = measure_step.Comparison((4096, 4096, 4096), [held], source="measured on X, 2026-11-28",
+                                    peak_gflops=60000.0, rated_clock_mhz=1980.0)
+    text = table._repr_markdown_()
+    assert "this run" in text and "SM clock held" in text and "990" in text
+    # at half the rated clock the peak halves: the kernel's share of it doubles
+    assert f"{100 * row.gflops / 30000.0:.1f}%" in text
+    plain = measure_step.Comparison((4096, 4096, 4096), [row], source="recorded on X", peak_gflops=60000.0)
+    assert "clock held" not in plain._repr_markdown_() and "recorded on X" in plain._repr_markdown_()

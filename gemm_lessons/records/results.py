@@ -6,14 +6,27 @@ Without a GPU the notebooks plot these recorded numbers, always labelled with de
 """
 import fnmatch
 import glob
+import importlib.util
 import os
 import re
 
 from gemm_lessons.core.paths import REPO_DIR
 from gemm_lessons.records.schema import BankTruth, BenchRecord, ShapesRecord, TuningRecord
 
-RESULTS_DIR = os.path.join(REPO_DIR, "results")
-EXPERIMENTS_DIR = os.path.join(REPO_DIR, "experiments")
+
+
+def _records_dir(folder, package):
+    """The checkout's ``folder`` (results/, experiments/); in an installed wheel, which has no
+    checkout, the same files shipped as package data (pyproject.toml maps them to ``package``)."""
+    here = os.path.join(REPO_DIR, folder)
+    if os.path.isdir(here):
+        return here
+    spec = importlib.util.find_spec(package)  # a namespace package (results/ has no __init__.py)
+    return spec.submodule_search_locations[0] if spec and spec.submodule_search_locations else here
+
+
+RESULTS_DIR = _records_dir("results", "gemm_lessons.recorded")
+EXPERIMENTS_DIR = _records_dir("experiments", "gemm_lessons.recorded_experiments")
 
 # Every kind of file in results/: {device} is the GPU's slug, {name} a part the kind needs (a
 # plot, a run), {suffix} "-" + name when one is given.  The first pattern a file matches is its

@@ -1,6 +1,8 @@
 import os
 import re
 
+import pytest
+
 from conftest import REPO
 
 try:
@@ -34,3 +36,47 @@ def test_readme_commands_and_ci_agree():
     test_cmd = 'pip install -e ".[test]" && pytest'
     assert test_cmd in readme and test_cmd in ci
     assert "jupyter lab notebooks/" in readme
+
+
+def _pyproject():
+    with open(os.path.join(REPO, "pyproject.toml"), "rb") as f:
+        return tomllib.load(f)
+
+
+def test_every_package_and_the_records_are_in_the_wheel_list():
+    from setuptools import find_packages
+
+    listed = set(_pyproject()["tool"]["setuptools"]["packages"])
+    assert set(find_packages(REPO, include=["gemm_lessons*"])) <= listed, "a new subpackage is missing from pyproject"
+    mapped = _pyproject()["tool"]["setuptools"]["package-dir"]
+    assert mapped == {"gemm_lessons.recorded": "results", "gemm_lessons.recorded_experiments": "experiments"}
+    assert set(mapped) <= listed
+
+
+@pytest.mark.slow
+def test_an_installed_wheel_finds_the_recorded_runs(tmp_path):
+    """A wheel has no checkout: the lessons read the records it ships (Colab, pip install from a URL)."""
+    import subprocess
+    import sys
+    import zipfile
+
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), REPO],
+                           capture_output=True, text=True, timeout=600)
+    if build.returncode and "Could not find a version" in build.stderr + build.stdout:
+        pytest.skip("no network to fetch the build backend")
+    assert build.returncode == 0, build.stderr[-2000:]
+    wheel = next(tmp_path.glob("gemm_lessons-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "gemm_lessons/recorded/limiter-nvidia-h200.json" in names
+    assert "gemm_lessons/recorded_experiments/splitk/splitk-probe-nvidia-h100-80gb-hbm3.json" in names
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    probe = ("from gemm_lessons.records import results; import os; "
+             "assert results.RESULTS_DIR.startswith(os.environ['PYTHONPATH']), results.RESULTS_DIR; "
+             "r = results.load(); print(r.device.name); "
+             "print(len(results.experiment_record('splitk')) > 0)")
+    env = dict(os.environ, PYTHONPATH=str(site), GEMM_LESSONS_SIMULATOR="1")
+    run = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "NVIDIA" in run.stdout

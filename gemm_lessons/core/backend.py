@@ -5,6 +5,7 @@ be made here, first thing when ``gemm_lessons`` is imported.  We ask the CUDA dr
 directly (through ctypes) instead of importing numba.cuda, which would lock the choice in.
 """
 import ctypes
+import importlib.util
 import os
 import sys
 import warnings
@@ -63,6 +64,10 @@ def not_measured_why():
 
 if SIMULATOR:
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    if importlib.util.find_spec("cuda") is None:
+        # no NVIDIA CUDA bindings (macOS, where numba-cuda 0.20 is the newest: it refuses to import
+        # without them unless told to use its ctypes ones, which the simulator never calls)
+        os.environ.setdefault("NUMBA_CUDA_USE_NVIDIA_BINDING", "0")
     if "numba.cuda" in sys.modules:
         from numba.cuda.core import config as _cuda_config
 

@@ -33,7 +33,7 @@ from dataclasses import replace
 
 import numpy as np
 from numba import cuda
-from numba.cuda import types
+from gemm_lessons.core.numba_compat import types
 
 from gemm_lessons.core import backend
 from gemm_lessons.library import dispatch

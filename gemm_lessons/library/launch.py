@@ -53,7 +53,7 @@ _SLOTS = {"float32": "f4x", "int64": "q"}
 
 
 def _slots(numba_type):
-    from numba.cuda import types
+    from gemm_lessons.core.numba_compat import types
 
     if isinstance(numba_type, types.Array):
         if numba_type.ndim != 2:
@@ -65,7 +65,7 @@ def _slots(numba_type):
 def _marshaller(numba_type):
     """The flattened values of one argument for cuda.core's launch: scalars as ctypes values
     (cuda.core would otherwise pass a Python float as a double)."""
-    from numba.cuda import types
+    from gemm_lessons.core.numba_compat import types
 
     if isinstance(numba_type, types.Array):
         return _marshal_array

@@ -58,7 +58,7 @@ if backend.SIMULATOR:
         return time.perf_counter_ns()
 else:
     from llvmlite import ir
-    from numba.cuda import types
+    from gemm_lessons.core.numba_compat import types
     from numba.cuda.extending import intrinsic
 
     @intrinsic

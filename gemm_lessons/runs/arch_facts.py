@@ -243,7 +243,7 @@ def kernel_specs(sweep=True):
     and variants, the transposes and the copy of lesson 09, gl.sgemm's kernels (every tile size
     and layout of device_arrays.KERNEL_KEYS) and, with ``sweep``, lesson 08's sweep
     (tuning.lesson_configs(), run on the student's GPU with ``python -m gemm_lessons.runs.tuning``)."""
-    from numba.cuda import types
+    from gemm_lessons.core.numba_compat import types
 
     from gemm_lessons.kernels import device_copy, ladder
     from gemm_lessons.library import device_arrays

@@ -80,3 +80,52 @@ def test_an_installed_wheel_finds_the_recorded_runs(tmp_path):
                          timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "NVIDIA" in run.stdout
+
+
+PLATFORMS = {  # pip's platform tag -> the marker environment of a machine there
+    "macosx_14_0_arm64": {"sys_platform": "darwin", "platform_system": "Darwin", "platform_machine": "arm64"},
+    "macosx_13_0_x86_64": {"sys_platform": "darwin", "platform_system": "Darwin", "platform_machine": "x86_64"},
+    "win_amd64": {"sys_platform": "win32", "platform_system": "Windows", "platform_machine": "AMD64"},
+    "manylinux_2_28_x86_64": {"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64"},
+}
+
+
+# pip takes a platform's older tags only when named (a Linux wheel may be tagged manylinux2014)
+TAGS = {"manylinux_2_28_x86_64": ["manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64",
+                                  "manylinux2014_x86_64"]}
+
+
+def requirements_for(platform):
+    """The project's dependencies that apply on ``platform`` (its markers evaluated there, Python 3.12)."""
+    from packaging.requirements import Requirement
+
+    env = dict(PLATFORMS[platform], python_version="3.12", python_full_version="3.12.0",
+               os_name="nt" if platform.startswith("win") else "posix", implementation_name="cpython",
+               platform_python_implementation="CPython")
+    reqs = [Requirement(r) for r in _pyproject()["project"]["dependencies"]]
+    return [str(Requirement(f"{r.name}{r.specifier}")) for r in reqs if r.marker is None or r.marker.evaluate(env)]
+
+
+def test_macos_gets_the_simulator_set():
+    mac = requirements_for("macosx_14_0_arm64")
+    assert "numba-cuda>=0.20" in mac and not any(r.startswith("nvmath-python") for r in mac)
+    linux = requirements_for("manylinux_2_28_x86_64")
+    assert "numba-cuda>=0.30" in linux and any(r.startswith("nvmath-python") for r in linux)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("platform", sorted(PLATFORMS))
+def test_the_dependencies_install_from_wheels_on(platform, tmp_path):
+    """What pip would install on a laptop of each kind (wheels only: no compiler on a student's
+    machine), resolved here with --platform."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "-q",
+                          "--only-binary=:all:", "--python-version", "3.12"]
+                         + [f"--platform={tag}" for tag in TAGS.get(platform, [platform])] + [
+                          "--target", str(tmp_path)] + requirements_for(platform),
+                         capture_output=True, text=True, timeout=600)
+    if "Could not fetch URL" in run.stderr or "Failed to establish a new connection" in run.stderr:
+        pytest.skip("no package index reachable")
+    assert run.returncode == 0, run.stderr[-3000:]

@@ -99,8 +99,11 @@ class LimiterTable:
             body.append(cells)
         note = ("" if all(r.measured_here for r in self.rows) else
                 " \\* measured in the limiter run (this notebook did not time that rung on this GPU).")
-        return (f"**Time each ceiling allows, ms, at {self.size}** (model: {self.device}, SM clock "
-                f"{self.clock_mhz:,.0f} MHz; bold: the binding ceiling).{note}\n\n"
+        if "latency" not in names:
+            note += " Latency is modelled for the memory-bound kernels (lesson 09)."
+        return (f"**The shortest time each resource allows, ms, at {self.size}** (model: {self.device}, SM clock "
+                f"held {self.clock_mhz:,.0f} MHz; bold: the binding ceiling; predicted = binding x the last "
+                f"wave's stretch).{note}\n\n"
                 + tables.markdown(head, body, "l" + "r" * (len(head) - 2) + "l"))
 
     def __repr__(self):

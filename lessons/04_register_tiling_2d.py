@@ -3,8 +3,8 @@
 #
 # **Where we are.** Lesson 03's `reg1d` gives each thread a column of 16 results: a value of B
 # loaded from shared memory serves 16 FMAs, but every FMA still loads its own value of A, so 17
-# shared-memory loads feed 16 FMAs. The [limiter model](GLOSSARY.md#limiter-model) found what
-# that costs:
+# shared-memory loads feed 16 FMAs. The *limiter run* timed and profiled every rung of the
+# course on one GPU, and the [limiter model](GLOSSARY.md#limiter-model) found what that costs:
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -192,7 +192,7 @@ reg2d_contiguous = make_sgemm_reg2d(SPREAD=False)           # each thread's 8x8 
 gl.check_all(functools.partial(reg2d.sgemm, kernel=reg2d_default), name="reg2d")
 
 # %% [markdown]
-# ## Registers, and no local memory
+# ## Registers and local memory
 #
 # The [compiler facts](GLOSSARY.md#compiler-facts): `registers` per thread; `local bytes` per
 # thread, where anything but 0 would mean the compiler ran out of registers and

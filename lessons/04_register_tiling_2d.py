@@ -64,7 +64,7 @@ for x, y in [(1, 1), (16, 1), (4, 4), (16, 4), (8, 8)]:
 #   instruction: an `FFMA`, an `LDS`, or an integer add computing an address;
 # * shared memory: 1 [wavefront](GLOSSARY.md#wavefront) per cycle.
 #
-# The largest of the three, in cycles per warp-FFMA, binds. Its inputs are counts, which the
+# The largest of the three, in cycles per warp-FFMA, *binds*: it sets the time. Its inputs are counts, which the
 # profiler took for both kernels in the limiter run:
 
 # %%

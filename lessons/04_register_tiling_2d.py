@@ -1,16 +1,18 @@
 # %% [markdown]
 # # 04 · 2-D register tiling: the outer product
 #
-# **Where we are.** Lesson 03's threads reuse each `sB` value TM times, but still read one `sA`
-# value per FMA.
+# **Where we are.** Lesson 03's `reg1d` gives each thread a column of 16 results: a value of B
+# loaded from shared memory serves 16 FMAs, but every FMA still loads its own value of A, so 17
+# shared-memory loads feed 16 FMAs. The *limiter run* timed and profiled every rung of the
+# course on one GPU, and the [limiter model](GLOSSARY.md#limiter-model) found what that costs:
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
 from gemm_lessons.model import counting
-from gemm_lessons.teaching import exercises, figures, measure_step, plots
+from gemm_lessons.model.limiter import WHAT
+from gemm_lessons.teaching import exercises, figures, limiter_table, measure_step
 from gemm_lessons.instruments import compiler_facts
 from gemm_lessons.kernels import ladder
-from gemm_lessons.records import results
 from gemm_lessons.core.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
 import functools
 import numpy as np
@@ -18,26 +20,29 @@ from numba import cuda, float32
 # %matplotlib inline
 print(gl.banner())
 
-# %%
-measure_step.recorded(["reg1d", "reg2d", "cublas"])
+prev = limiter_table.why(["reg1d"])  # the limiter run: every rung timed and profiled on one GPU
+r = prev.row("reg1d")
+print(f"reg1d at 4096^3 on the {prev.device}: {r.measured_ms:.1f} ms, {2 * 4096**3 / r.measured_ms / 1e9:.1f} TFLOPS. "
+      f"Binding ceiling: {WHAT[r.binding]}, {r.ceilings_ms[r.binding]:.1f} ms on its own.")
 
 # %% [markdown]
-# ## Idea: TM x TN results per thread
+# ## Idea: an 8x8 patch of C per thread
 #
-# Give each thread a TM x TN patch of C. At each k it loads TM values of A (a column of the A
-# tile) and TN values of B (a row of the B tile) into registers and forms all TM x TN products:
-# an **outer product**. Reads: TM + TN. FMAs: TM x TN.
+# Give each thread a TM x TN patch of C. At each [k-step](GLOSSARY.md#k-step) it loads TM values
+# of A (a column of the A slice) and TN values of B (a row of the B slice) into registers and
+# forms all TM x TN products: an [outer product](GLOSSARY.md#outer-product), TM + TN loads for
+# TM x TN FMAs. This lesson's kernel, `reg2d`, uses the classic shape: a block computes a
+# 128x128 tile of C from a 128x8 slice of A and an 8x128 slice of B (BK = 8) at a time, each
+# thread 8x8 results, so 16 x 16 = 256 threads per block.
 
 # %%
-figures.outer_product(8, 8);
+figures.register_block(BM=128, BN=128, BK=8, TM=8, TN=8);
 
 # %% [markdown]
-# **Predict.** For an x-by-y patch the compute-to-memory ratio is
-# $$\frac{2xy}{x + y} = \frac{2}{1/x + 1/y}\ \text{FLOP per value read.}$$
-# For a fixed number of results $xy$ (a fixed number of accumulators), it is largest when the
-# patch is square, $x = y$; a bigger patch raises it too. The series uses the classic
-# configuration: a 128x128 tile of C per block, BK = 8, and 8x8 results per thread, so 256
-# threads per block.
+# An x-by-y patch does 2xy FLOPs from x + y loaded values, a compute-to-memory ratio of
+# $$\frac{2xy}{x + y} = \frac{2}{1/x + 1/y}\ \text{FLOP per value loaded.}$$
+# For a fixed number of results $xy$ (of accumulators) it is largest when the patch is square;
+# a bigger patch raises it too.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -47,26 +52,70 @@ for x, y in [(1, 1), (16, 1), (4, 4), (16, 4), (8, 8)]:
 
 
 # %% [markdown]
+# ## Predict
+#
+# `reg1d` is the 16 x 1 row above, `reg2d` the 8 x 8: 4.25 times fewer shared loads per FMA.
+# Is it 4.25 times faster? A kernel takes as long as its busiest unit needs. The limiter model
+# counts, per [warp-FFMA](GLOSSARY.md#warp-fma), the work of each unit of an SM and divides by
+# the unit's rate per cycle:
+#
+# * FP32 lanes: 4 warp-FFMAs per cycle (128 lanes);
+# * [issue](GLOSSARY.md#issue): 4 warp-instructions per cycle (one per scheduler), whatever the
+#   instruction: an `FFMA`, an `LDS`, or an integer add computing an address;
+# * shared memory: 1 [wavefront](GLOSSARY.md#wavefront) per cycle.
+#
+# The largest of the three, in cycles per warp-FFMA, *binds*: it sets the time. Its inputs are counts, which the
+# profiler took for both kernels in the limiter run:
+
+# %%
+work = {rung: limiter_table.counts(rung) for rung in ("reg1d", "reg2d")}  # one launch at 4096^3 each
+for rung, n in work.items():
+    print(f"{rung}: {n['warp_instructions'] / n['warp_ffma']:.2f} warp-instructions and "
+          f"{n['shared_wavefronts'] / n['warp_ffma']:.2f} shared wavefronts per warp-FFMA")
+print(f"(a k-step of reg2d holds 64 FFMA and 16 LDS, {80 / 64:.2f} instructions per FFMA: the rest is "
+      "index arithmetic, staging the slices, barriers and the loops' counters)")
+
+# %% [markdown]
+# `reg2d`'s wavefronts are its 16 conflict-free loads per 64 FMAs (0.25) plus the stores that
+# stage the slices. **Your prediction:** work out each rung's cycles per warp-FFMA for the three
+# units, find the binding one, and predict how many times faster `reg2d` runs than `reg1d` at
+# 4096^3.
+
+# %%
+my_speedup = None  # your prediction: replace None with a number (for example 2.5)
+
+# %% [markdown]
+# The model's own answer:
+
+# %%
+binding = {}
+for rung, n in work.items():
+    cycles = {"FP32": 1 / n["ffma_per_cycle"],
+              "issue": n["warp_instructions"] / n["warp_ffma"] / n["issue_per_cycle"],
+              "shared": n["shared_wavefronts"] / n["warp_ffma"] / n["wavefronts_per_cycle"]}
+    binding[rung] = max(cycles.items(), key=lambda kv: kv[1])
+    print(f"{rung}: cycles per warp-FFMA " + ", ".join(f"{k} {v:.2f}" for k, v in cycles.items())
+          + f" -> {binding[rung][0]} binds")
+model_speedup = binding["reg1d"][1] / binding["reg2d"][1]
+fewer = {k: work["reg1d"][k] / work["reg2d"][k] for k in ("shared_wavefronts", "warp_instructions")}
+print(f"Model: reg2d {model_speedup:.2f}x as fast as reg1d. Wavefronts fall {fewer['shared_wavefronts']:.1f}x, "
+      f"so shared memory stops binding; instructions fall only {fewer['warp_instructions']:.2f}x, and issue binds.")
+
+# %% [markdown]
 # ## The kernel
 #
-# Two choices in this kernel matter more than they look:
+# Each slice, the 256 threads stage the A and B slices in shared memory, then run BK = 8 k-steps
+# of the outer product. Two choices in it matter:
 #
-# * **Where a thread's 64 results lie.** Side by side (an 8x8 square) is the obvious choice, but
-#   then the 16 threads along a row of the block read `sB` at addresses 8 floats apart, and
-#   several of them hit the same shared-memory bank (lesson 06 counts them). With `SPREAD`,
-#   a thread's 8 columns are 16 apart instead, and neighbouring threads read neighbouring words.
-#   Whether that pays depends on what else limits the kernel: compare `reg2d` with
-#   `reg2d_contiguous` in the table below.
-# * **Registers.** 64 accumulators + 16 operands + addresses: left alone, the compiler used more
-#   than 128 registers per thread, and an SM (65,536 registers) then holds only one 256-thread
-#   block. `MAX_REGISTERS=128` lets two blocks share an SM. numba's
-#   [`max_registers`](GLOSSARY.md#max-registers) caps the registers per thread of this one kernel,
-#   as CUDA C++'s
-#   [`__maxnreg__`](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#maximum-number-of-registers-per-thread)
-#   does; nvcc's `-maxrregcount` caps every kernel of a file, and
-#   [`__launch_bounds__(256, 2)`](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#launch-bounds)
-#   states a goal, blocks of at most 256 threads with at least 2 of them per SM, from which the
-#   compiler derives a cap.
+# * **Registers.** 64 accumulators, 16 operands and the addresses: left alone, the compiler
+#   may give each thread more than 128 [registers](GLOSSARY.md#register), and an SM (65,536
+#   registers) then holds only one 256-thread block. `MAX_REGISTERS=128` caps them
+#   ([max_registers](GLOSSARY.md#max-registers), CUDA C++'s `__maxnreg__`) so that two blocks
+#   fit: 2 x 256 x 128 = 65,536. `reg2d_uncapped` is the same kernel without the cap.
+# * **Where a thread's results lie.** With `SPREAD`, a thread's 8 rows lie 16 apart, as do its 8
+#   columns, not side by side as in the figure: the threads of a warp then read neighbouring
+#   shared-memory words, without [bank conflicts](GLOSSARY.md#bank-conflict) (lesson 06). The
+#   Lab notes look at the side-by-side layout, `reg2d_contiguous`.
 
 # %%
 # source: gemm_lessons/kernels/sgemm/reg2d.py  (the package runs this same code; a test keeps the two identical)
@@ -139,45 +188,33 @@ from gemm_lessons.kernels.sgemm import reg2d
 
 reg2d_default = make_sgemm_reg2d()                          # spread, 128 registers
 reg2d_uncapped = make_sgemm_reg2d(MAX_REGISTERS=None)        # spread, registers left to the compiler
-reg2d_contiguous = make_sgemm_reg2d(SPREAD=False)           # each thread's 8x8 side by side
+reg2d_contiguous = make_sgemm_reg2d(SPREAD=False)           # each thread's 8x8 side by side (Lab notes)
 gl.check_all(functools.partial(reg2d.sgemm, kernel=reg2d_default), name="reg2d")
 
-# %%
-gl.check_all(functools.partial(reg2d.sgemm, kernel=reg2d_contiguous), name="reg2d contiguous")
-
 # %% [markdown]
-# ### Look inside with the bank tracer: spread vs side by side
+# ## Registers and local memory
 #
-# The tracer ([bank tracer](GLOSSARY.md#bank-tracer)) runs one block of each layout on the
-# simulator (K = 8) and counts, for each shared-memory access of a warp, the
-# [wavefronts](GLOSSARY.md#wavefront) it takes (passes of shared memory: a 4-byte access takes
-# one when the warp's addresses fall in distinct [banks](GLOSSARY.md#bank), more when some
-# share a bank, a [bank conflict](GLOSSARY.md#bank-conflict)). With the 8x8 results side by side, the 16
-# threads along a block row read `sB` 8 words apart, and a warp's two rows of threads read `sA`
-# 64 words apart: both land in few banks. Spread, the same reads are conflict-free.
+# The [compiler facts](GLOSSARY.md#compiler-facts): `registers` per thread; `local bytes` per
+# thread, where anything but 0 would mean the compiler ran out of registers and
+# [spilled](GLOSSARY.md#register-spill) values to local memory; the
+# [blocks per SM](GLOSSARY.md#blocks-per-sm) the registers allow; and SASS counts in the code.
 
 # %%
-# NBVAL_CHECK_OUTPUT
-from gemm_lessons.instruments import shared_tracer
-for name in ("reg2d", "reg2d_contiguous"):
-    t = shared_tracer.trace_rung(name, (128, 128, 8), merge=False).totals("ld")
-    print(f"{name:<17} loads: {t['instructions']} warp instructions, {t['wavefronts']} wavefronts, "
-          f"{t['conflicts']} from conflicts")
+kernels = {"reg2d": reg2d_default, "reg2d_uncapped": reg2d_uncapped, "reg1d": ladder.SGEMM["reg1d"].kernel}
+threads = {"reg2d": 256, "reg2d_uncapped": 256, "reg1d": 1024}
+facts = compiler_facts.compiler_facts(kernels, threads=threads)
+facts
 
 # %%
-contiguous = shared_tracer.trace_rung("reg2d_contiguous", (128, 128, 8), merge=False)
-figures.bank_map(contiguous.first("ld", array="sB").addresses, 4, title="reg2d_contiguous: first sB read, warp 0");
+warps = {name: compiler_facts.blocks_per_sm(f["registers"], f.get("shared_bytes", 0), threads[name])[0]
+         * threads[name] // 32 for name, f in facts.facts.items()}
+spills = [name for name, f in facts.facts.items() if f.get("local_bytes")]
+print("Resident warps per SM: " + ", ".join(f"{name} {w}" for name, w in warps.items()) + ". "
+      + (f"Spilled to local memory: {', '.join(spills)}." if spills else "Local memory: 0 bytes in all three, no spill."))
 
 # %% [markdown]
-# ## Predict, then measure
-# Per k-step a `reg2d` thread reads 8 + 8 = 16 shared-memory values for 64 FMAs, 0.25 per FMA;
-# `reg1d` read 17 for 16, 1.06 per FMA: 4.25 times more. Global loads are the same (both use
-# 128x128 tiles). How many times faster do you expect `reg2d` to run than `reg1d` at 4096^3?
-# Write one number in the next cell; after the measurement, a cell sets it against the
-# measured speedup.
-
-# %%
-my_speedup = None  # your prediction: replace None with a number (for example 2.5)
+# The SASS counts are instructions in the code, not executed: the loop body is one k-step, 16
+# `LDS` and 64 `FFMA`; the other 64 `FFMA` compute `alpha * acc + beta * C` after the loop.
 
 # %% [markdown]
 # ## Measure
@@ -192,96 +229,49 @@ table = measure_step.compare({
 table
 
 # %%
-print(f"reg2d vs reg1d: {table.speedup('reg2d', 'reg1d'):.2f}x; "
-      f"reg2d_uncapped vs reg2d: {table.speedup('reg2d_uncapped', 'reg2d'):.2f}x; "
-      f"reg2d_contiguous vs reg2d: {table.speedup('reg2d_contiguous', 'reg2d'):.2f}x ({table.source})")
-
-# %%
 exercises.compare_prediction(my_speedup, table.speedup("reg2d", "reg1d"), "reg2d vs reg1d at 4096^3 (times faster)",
                              table.source)
 
 # %% [markdown]
-# Where the measurement falls short of the ratio of shared-memory values, the ratio's assumption
-# (shared loads are the only cost) failed. Two things it leaves out are in the next sections.
-# How many warps each SM keeps resident: `reg2d`'s 64 accumulators take registers, which decide
-# how many of its 256-thread blocks fit on an SM, against `reg1d`'s 1,024-thread blocks (the
-# compiler facts below, with both); fewer resident warps hide less of the global loads' latency.
-# And what the warps do wait for: the profiler's stall reasons of `reg2d` and its two variants,
-# further down (`reg1d` is not profiled there, so they do not settle that gap either).
-
-# %% [markdown]
-# ## Look inside: registers, spills, occupancy
+# ## Why: the limiter model
 #
-# `registers` is per thread; `local_bytes` is local memory per thread: anything but 0 means the
-# compiler ran out of registers and spilled some values to local memory, with `LDL`/`STL`
-# instructions to move them ([register spill](GLOSSARY.md#register-spill)). From the register
-# count follows how many blocks fit on one SM (65,536 registers per SM, allocated per warp in
-# units of 256: `compiler_facts.blocks_per_sm`): 256-thread blocks for the `reg2d` kernels,
-# 1,024-thread blocks for lesson 03's `reg1d`. The cell after the table reads it.
+# Each rung's ceilings (the time each unit alone would need), the binding one, the prediction
+# against the measurement, and the profiler's busiest unit in the limiter run:
 
 # %%
-kernels = {"reg2d": reg2d_default, "reg2d_uncapped": reg2d_uncapped, "reg2d_contiguous": reg2d_contiguous,
-           "reg1d": ladder.SGEMM["reg1d"].kernel}
-threads = {"reg2d": 256, "reg2d_uncapped": 256, "reg2d_contiguous": 256, "reg1d": 1024}
-facts = compiler_facts.compiler_facts(kernels, threads=threads)
-facts
+why = limiter_table.why(["reg1d", "reg2d", "cublas"], measured=table)
+why
 
 # %%
-from IPython.display import Markdown, display
-
-# Resident warps and spills, read off the table above
-text, warps = [], {}
-for name, f in facts.facts.items():
-    if f.get("registers"):
-        blocks, _ = compiler_facts.blocks_per_sm(f["registers"], f.get("shared_bytes", 0), threads[name])
-        warps[name] = blocks * threads[name] // 32
-if warps:
-    text.append("Resident warps per SM (blocks/SM x warps per block): "
-                + ", ".join(f"`{name}` {w}" for name, w in warps.items()) + ".")
-base = facts.facts.get("reg2d") or {}
-for name, f in facts.facts.items():
-    if f.get("local_bytes"):
-        sass = f.get("sass") or {}
-        same_cap = (name != "reg2d" and not base.get("local_bytes") and base.get("registers") == f.get("registers"))
-        text.append(f"`{name}` spills: {f['local_bytes']} bytes of local memory per thread, `LDL` x {sass.get('LDL', 0)} "
-                    f"and `STL` x {sass.get('STL', 0)} in its code"
-                    + (f", at the same {f['registers']} registers with which `reg2d` does not spill: a cap that fits "
-                       "one index pattern can make another spill." if same_cap else "."))
-if not any(f.get("local_bytes") for f in facts.facts.values()):
-    text.append("No kernel in this table spills (0 bytes of local memory).")
-display(Markdown(" ".join(text)))
+r1, r2, rc = (why.row(rung) for rung in ("reg1d", "reg2d", "cublas"))
+short = limiter_table.SHORT
+print(f"reg1d: {short[r1.binding]}-bound ({r1.ceilings_ms[r1.binding]:.1f} ms). The outer product cuts the shared "
+      f"ceiling to {r2.ceilings_ms['shared']:.1f} ms, and {short[r2.binding]} binds instead "
+      f"({r2.ceilings_ms[r2.binding]:.1f} ms): predicted {r1.predicted_ms / r2.predicted_ms:.2f}x, "
+      f"measured {r1.measured_ms / r2.measured_ms:.2f}x"
+      + ("." if r1.measured_here and r2.measured_here else " (in the limiter run)."))
+agree = [r.rung for r in (r1, r2) if r.agrees]
+print("The profiler's busiest unit is the model's binding one for "
+      + (" and ".join(agree) if agree else "neither rung") + ".")
+print(f"Measured/predicted: {r1.ratio:.2f} (reg1d), {r2.ratio:.2f} (reg2d). The model assumes the binding unit "
+      f"busy every cycle; the profiler found it {r1.utilization_pct[r1.binding]:.0f}% and "
+      f"{r2.utilization_pct[r2.binding]:.0f}% busy. The other cycles are stalls: warps waiting at barriers, for "
+      "loads, for the previous FFMA's result.")
+ipf = {rung: limiter_table.counts(rung) for rung in ("reg2d", "cublas")}
+ipf = {rung: n["warp_instructions"] / n["warp_ffma"] for rung, n in ipf.items()}
+print(f"cuBLAS is {short[rc.binding]}-bound too, at {ipf['cublas']:.2f} instructions per FFMA against "
+      f"reg2d's {ipf['reg2d']:.2f}.")
 
 # %% [markdown]
-# What to read in the SASS: the counts are instructions in the *code*, not instructions executed.
-# One k-step loads 8 values of `sA` and 8 of `sB` and does 8 x 8 = 64 FMAs. `LDS = 16` is
-# exactly one k-step's loads, so the loop body holds one k-step: the compiler unrolled the `i`
-# and `j` loops (64 `FFMA` side by side, the accumulators in registers) and kept the loop over
-# the BK = 8 k-steps as a loop. The other 64 `FFMA` of the 128 are after the loop: the
-# `alpha * acc + beta * C` of the 64 results when beta is not 0. Every `sA` and `sB` value still
-# arrives through its own 4-byte `LDS`; lesson 05 makes them 16 bytes wide.
-
-# %% [markdown]
-# ## Look through the profiler: occupancy and stalls
-#
-# The compiler facts predict registers and blocks per SM; Nsight Compute reports them for the
-# run, with the **achieved occupancy** (the warps resident on average, against the most an SM can
-# hold) and the [stall reasons](GLOSSARY.md#stall-reasons): what the warps waited for. Compare
-# `reg2d` with `reg2d_uncapped` (the same code without the register cap), and the bank-conflict
-# row with the tracer above, which found conflicts in one block of `reg2d_contiguous` only.
+# So the next rungs must cut instructions: lesson 05 replaces four 4-byte loads by one 16-byte
+# load. The register cap is outside the model: `reg2d_uncapped` runs the same code, so the
+# same instructions, from the warps its registers leave room for.
 
 # %%
-prof04 = gl.profile({"reg2d": functools.partial(reg2d.sgemm, kernel=reg2d_default),
-                     "reg2d_uncapped": functools.partial(reg2d.sgemm, kernel=reg2d_uncapped),
-                     "reg2d_contiguous": functools.partial(reg2d.sgemm, kernel=reg2d_contiguous)},
-                    size=(4096, 4096, 4096), lesson="04")
-prof04
-
-# %%
-from IPython.display import Markdown
-from gemm_lessons.teaching import profile_readings
-# the tracer's conflicts of reg2d_contiguous in one block and one slice (the tracer cell above)
-traced = shared_tracer.trace_rung("reg2d_contiguous", (128, 128, 8), merge=False).totals("ld")["conflicts"]
-Markdown(profile_readings.reading_04(prof04, traced))
+ratio, w_cap, w_un = table.speedup("reg2d_uncapped", "reg2d"), warps["reg2d"], warps["reg2d_uncapped"]
+print(f"reg2d_uncapped ran {ratio:.2f}x as fast as reg2d, with {w_un} warps per SM against {w_cap}"
+      + (": with fewer warps, a scheduler more often finds none ready to issue while the others wait for "
+         "their global loads (the profiler's stalls, in the Lab notes)." if ratio < 1 and w_un < w_cap else "."))
 
 # %% [markdown]
 # ## Exercises
@@ -365,35 +355,17 @@ def make_my_reg2d(BM=32, BN=32, BK=8, TM=4, TN=4):
 exercises.check("04-kernel", make_my_reg2d())
 
 # %% [markdown]
-# ## Across sizes
-#
-# The recorded benchmark timed every [rung](GLOSSARY.md#rung) (each lesson's kernel) at four
-# square sizes in one run. This lesson's rung,
-# the rung before it and cuBLAS:
-
-# %%
-plots.rung_versus_size("reg2d");
-
-# %%
-from IPython.display import Markdown
-from gemm_lessons.teaching import leaderboard
-Markdown(leaderboard.rung_sizes_sentence("reg2d", results.load(), {"reg2d": (128, 128, 128 * 128 // 64),
-                                                                    "reg1d": (128, 128, 128 * 128 // 16)}))
-
-# %% [markdown]
 # ## Takeaway
 #
-# * The outer product reuses each loaded value in both directions: 8x8 results per thread read
-#   16 values per 64 FMAs.
-# * More results per thread means more registers; registers decide how many blocks fit on an SM.
-#   Capping them is a tuning knob: under the cap `reg2d` fits two blocks per SM where
-#   `reg2d_uncapped` fits one, and the measurement above shows what that was worth. A cap can also
-#   make a kernel spill: the same cap did in `reg2d_contiguous`.
-# * Which thread owns which results changes how a warp hits shared memory: the side-by-side
-#   layout has bank conflicts (the tracer above). At this rung they, and its spill, cost nothing
-#   measurable: `reg2d_contiguous` ran at `reg2d`'s speed (the ratio printed under the
-#   measurement). Lesson 05 changes the layout of the A tile so the loads can be 16 bytes wide;
-#   lesson 06 explains banks.
+# * The outer product reuses each loaded value in both directions: an 8x8 patch per thread reads
+#   16 values per 64 FMAs, a ratio $2/(1/x + 1/y)$ = 8 FLOP per value.
+# * Four times fewer shared loads did not make the kernel four times faster: shared memory
+#   stopped binding, and instruction issue took over. The limiter model says which unit binds
+#   next, from counts of instructions and wavefronts.
+# * `reg2d` issues far more instructions per FFMA than cuBLAS; lesson 05 cuts them.
+# * Registers per thread decide how many blocks, hence warps, an SM holds. A cap
+#   (`max_registers`) trades registers for warps; the compiler facts show whether it spilled,
+#   and the measurement what the warps were worth.
 
 # %% [markdown]
 # ## Sources and further reading
@@ -403,3 +375,59 @@ Markdown(leaderboard.rung_sizes_sentence("reg2d", results.load(), {"reg2d": (128
 # * What to read next: [REFERENCES.md, lesson 04](REFERENCES.md#lessons-02-04).
 # * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
 #   introduced in the [primer](00a_primer.ipynb).
+
+# %% [markdown]
+# ## Lab notes
+#
+# **Spread vs side by side.** The [bank tracer](GLOSSARY.md#bank-tracer) runs one block of each
+# layout on the simulator (K = 8) and counts the wavefronts of its shared-memory loads. Side by
+# side, the 16 threads along a block row read `sB` 8 words apart and a warp's two rows of
+# threads read `sA` 64 words apart: both land in few [banks](GLOSSARY.md#bank).
+
+# %%
+# NBVAL_CHECK_OUTPUT
+from gemm_lessons.instruments import shared_tracer
+for name in ("reg2d", "reg2d_contiguous"):
+    t = shared_tracer.trace_rung(name, (128, 128, 8), merge=False).totals("ld")
+    print(f"{name:<17} loads: {t['instructions']} warp instructions, {t['wavefronts']} wavefronts, "
+          f"{t['conflicts']} from conflicts")
+
+# %%
+side = compiler_facts.compiler_facts({"reg2d_contiguous": reg2d_contiguous}, threads={"reg2d_contiguous": 256})
+f = side.facts["reg2d_contiguous"]
+wf = {name: sum(shared_tracer.trace_rung(name, (128, 128, 8), merge=False).totals(op)["wavefronts"] for op in ("ld", "st"))
+      for name in ("reg2d", "reg2d_contiguous")}
+shared_ms = why.row("reg2d").ceilings_ms["shared"] * wf["reg2d_contiguous"] / wf["reg2d"]
+print(f"Scaled by the traced wavefronts (loads and stores), reg2d_contiguous's shared ceiling would be {shared_ms:.1f} ms "
+      f"against reg2d's issue ceiling of {why.row('reg2d').ceilings_ms['issue']:.1f} ms. It has {f['registers']} "
+      f"registers and {f['local_bytes']} bytes of local memory per thread (LDL x {f['sass'].get('LDL', 0)}, "
+      f"STL x {f['sass'].get('STL', 0)} in its code), and ran {table.speedup('reg2d_contiguous', 'reg2d'):.2f}x "
+      f"as fast as reg2d ({table.source}).")
+
+# %% [markdown]
+# Lesson 05 starts from the side-by-side layout, because 16-byte loads need a thread's values
+# to be neighbours; lesson 06 removes its conflicts.
+#
+# **The register cap, through the profiler.** [Nsight Compute](GLOSSARY.md#ncu)'s counters of
+# `reg2d` and `reg2d_uncapped`: achieved [occupancy](GLOSSARY.md#occupancy) (warps resident on
+# average against the most an SM holds) and [stall reasons](GLOSSARY.md#stall-reasons).
+
+# %%
+prof04 = gl.profile({"reg2d": functools.partial(reg2d.sgemm, kernel=reg2d_default),
+                     "reg2d_uncapped": functools.partial(reg2d.sgemm, kernel=reg2d_uncapped)},
+                    size=(4096, 4096, 4096), lesson="04")
+prof04
+
+# %%
+if all(prof04.counters.get(n) for n in ("reg2d", "reg2d_uncapped")):
+    occ = {n: prof04.value(n, "occupancy") for n in ("reg2d", "reg2d_uncapped")}
+    waits = {n: dict(prof04.top_stalls(n, 10)).get("long_scoreboard", 0) for n in ("reg2d", "reg2d_uncapped")}
+    print(f"Achieved occupancy {occ['reg2d_uncapped']:.1f}% (uncapped) against {occ['reg2d']:.1f}%; warps waiting "
+          f"on global memory (long scoreboard) {waits['reg2d_uncapped']:.0f}% of their cycles against "
+          f"{waits['reg2d']:.0f}% ({prof04.source}).")
+    extra = prof04.value("reg2d", "shared_ld_conflicts")
+    if extra:  # the tracer finds none in reg2d's addresses (above)
+        print(f"The profiler also counted {extra:,.0f} bank conflicts in reg2d, {extra / (1024 * 512):.2f} per block "
+              "and slice, which its addresses do not explain (lesson 06 meets such extras too).")
+else:
+    print(f"No counters for both kernels ({prof04.source}).")

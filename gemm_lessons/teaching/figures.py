@@ -109,6 +109,59 @@ def outer_product(TM=8, TN=8, ax=None):
     return ax
 
 
+def thread_tile_rows_cols(thread, BM=128, BN=128, TM=8, TN=8, spread=False):
+    """The rows and columns of the block's C tile that ``thread`` owns, as the reg2d kernel lays
+    them out: side by side, or with ``spread`` BM//TM rows and BN//TN columns apart."""
+    t_row, t_col = thread // (BN // TN), thread % (BN // TN)
+    if spread:
+        return [t_row + i * (BM // TM) for i in range(TM)], [t_col + j * (BN // TN) for j in range(TN)]
+    return [t_row * TM + i for i in range(TM)], [t_col * TN + j for j in range(TN)]
+
+
+def register_block(BM=128, BN=128, BK=8, TM=8, TN=8, thread=37, k=2, spread=False, axes=None):
+    """One block of the 2-D register-tiled kernel (left): the BM x BK slice of A and the BK x BN
+    slice of B in shared memory, the BM x BN tile of C cut into (BM/TM) x (BN/TN) threads of
+    TM x TN results, one ``thread``'s results and, at k-step ``k``, the TM values of A and TN values
+    of B it reads; and that thread's outer product (right, ``outer_product``)."""
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(10, 5.2), gridspec_kw={"width_ratios": [1.45, 1]})
+    ax = axes[0]
+    gap = 3
+    rows, cols = thread_tile_rows_cols(thread, BM, BN, TM, TN, spread)
+    # the slices in shared memory: A to the left of C, B above it
+    ax.add_patch(patches.Rectangle((-gap - BK, 0), BK, BM, fc="tab:red", alpha=0.12, ec="black", lw=0.8))
+    ax.add_patch(patches.Rectangle((0, -gap - BK), BN, BK, fc="tab:olive", alpha=0.12, ec="black", lw=0.8))
+    for i in range(1, BK):  # the k columns of the A slice, the k rows of the B slice
+        ax.plot([-gap - BK + i] * 2, [0, BM], color="0.8", lw=0.4)
+        ax.plot([0, BN], [-gap - BK + i] * 2, color="0.8", lw=0.4)
+    for r in rows:
+        ax.add_patch(patches.Rectangle((-gap - BK + k, r), 1, 1, fc="tab:red", ec="none"))
+    for c in cols:
+        ax.add_patch(patches.Rectangle((c, -gap - BK + k), 1, 1, fc="tab:olive", ec="none"))
+    # the C tile and its grid of threads
+    ax.add_patch(patches.Rectangle((0, 0), BN, BM, fill=False, ec="black", lw=1.2))
+    for y in range(0, BM + 1, TM):
+        ax.plot([0, BN], [y, y], color="0.8", lw=0.4)
+    for x in range(0, BN + 1, TN):
+        ax.plot([x, x], [0, BM], color="0.8", lw=0.4)
+    for r in rows:
+        for c in cols:
+            ax.add_patch(patches.Rectangle((c, r), 1, 1, fc="tab:blue", ec="none"))
+    threads = (BM // TM) * (BN // TN)
+    ax.text(-gap - BK / 2, BM + 2, f"A slice\n{BM}x{BK}", ha="center", va="top", fontsize=8)
+    ax.text(BN + 2, -gap - BK / 2, f"B slice\n{BK}x{BN}", ha="left", va="center", fontsize=8)
+    ax.text(BN / 2, BM + 2, f"C tile {BM}x{BN}: {BM // TM}x{BN // TN} = {threads} threads (grey grid),\n"
+            f"{TM}x{TN} results each; blue: thread {thread}'s", ha="center", va="top", fontsize=8)
+    ax.set_xlim(-gap - BK - 2, BN + 22)
+    ax.set_ylim(BM + 14, -gap - BK - 2)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(f"one block, one slice (BK = {BK}); dark: what thread {thread} reads at k = {k}", fontsize=9)
+    outer_product(TM, TN, ax=axes[1])
+    plt.tight_layout()
+    return axes
+
+
 def transposed_tile(BM=16, BK=8, TM=4, ax=None):
     """One thread's TM values of A for one k: strided in sA[BM][BK], contiguous in sAT[BK][BM]."""
     if ax is None:

@@ -149,3 +149,23 @@ def why(rungs, kind="sgemm", measured=None, device=None):
     return LimiterTable(rows, rec["device"]["name"], rec["date"][:10], rec["model"]["machine"]["clock_mhz"], size)
 
 
+
+
+def counts(rung, kind="sgemm", device=None):
+    """What the limiter run's profiler counted for one launch of ``rung`` (4096^3 for an SGEMM):
+    ``warp_ffma`` (FFMA instructions of whole warps: thread FFMAs / 32), ``warp_instructions``
+    (every warp-level instruction issued) and ``shared_wavefronts``, each read back from its ceiling
+    (the count over its rate at the record's clock), and the SM's rates per cycle: ``ffma_per_cycle``
+    (warp-FFMAs: FP32 lanes / 32), ``issue_per_cycle``, ``wavefronts_per_cycle``."""
+    rec = record(device)
+    m = rec["model"]["machine"]
+    case = rung if rung == "copy" else f"{kind} {rung}"
+    c = next((c for c in rec["model"]["cases"] if c["case"] == case), None)
+    if c is None:
+        raise KeyError(f"the limiter record has no case {case!r}")
+    cycles = {name: ms * 1e-3 * m["clock_mhz"] * 1e6 * m["sm_count"] for name, ms in c["ceilings_ms"].items()}
+    rates = {"ffma_per_cycle": m["fp32_lanes_per_sm"] / 32, "issue_per_cycle": m["issue_per_sm_cycle"],
+             "wavefronts_per_cycle": m["shared_wavefronts_per_sm_cycle"]}
+    return {"warp_ffma": cycles["fp32"] * rates["ffma_per_cycle"],
+            "warp_instructions": cycles["issue"] * rates["issue_per_cycle"],
+            "shared_wavefronts": cycles["shared"] * rates["wavefronts_per_cycle"], **rates}

@@ -38,3 +38,16 @@ def test_transposes_and_the_copy_are_at_8192_squared():
     table = limiter_table.why(["wide", "copy"], kind="transpose")
     assert table.size == "8192^2" and table.row("copy").case == "copy"
     assert "latency" in table.row("wide").ceilings_ms
+
+
+def test_counts_are_the_work_behind_the_ceilings():
+    c = limiter_table.counts("reg2d")
+    assert c["warp_ffma"] == pytest.approx(4096 ** 3 / 32, rel=1e-6)  # M*N*K thread FFMAs, beta = 0
+    row = limiter_table.why(["reg2d"]).row("reg2d")
+    fp32, issue, shared = (row.ceilings_ms[n] for n in ("fp32", "issue", "shared"))
+    assert c["warp_instructions"] / c["warp_ffma"] == pytest.approx(issue / fp32 * c["issue_per_cycle"] / c["ffma_per_cycle"])
+    assert c["shared_wavefronts"] / c["warp_ffma"] == pytest.approx(shared / fp32 * c["wavefronts_per_cycle"] / c["ffma_per_cycle"])
+    # 16 conflict-free 4-byte loads per 64 FFMAs (the tracer's count) plus the staging stores
+    assert 0.25 <= c["shared_wavefronts"] / c["warp_ffma"] < 0.3
+    with pytest.raises(KeyError):
+        limiter_table.counts("no_such_rung")

@@ -214,10 +214,11 @@ plots.roofline(measure_step.merge(bw, sweep), yticks=TICKS,
 # two ceilings are the first two of the course's **[limiter model](GLOSSARY.md#limiter-model)**
 # (defined in the [primer](00a_primer.ipynb)): one time per resource of the GPU, the time the
 # whole kernel would take if that resource were all that mattered; the largest binds. It has four
-# more ceilings, the first of which settles this lesson and the others later ones: **instruction issue** (an SM's four [schedulers](GLOSSARY.md#warp-scheduler)
-# issue one warp-instruction each per cycle), **shared-memory [wavefronts](GLOSSARY.md#wavefront)**
-# (one per SM per cycle), **[L2](GLOSSARY.md#l2) bandwidth**, and **DRAM [latency](GLOSSARY.md#latency)**
-# (too few bytes in flight to keep DRAM busy, by [Little's law](GLOSSARY.md#littles-law)).
+# more ceilings; this lesson needs the first, later lessons the rest: **instruction issue** (an
+# SM's four [schedulers](GLOSSARY.md#warp-scheduler) issue one warp-instruction each per cycle),
+# **shared-memory [wavefronts](GLOSSARY.md#wavefront)** (one per SM per cycle),
+# **[L2](GLOSSARY.md#l2) bandwidth**, and **DRAM [latency](GLOSSARY.md#latency)** (too few bytes in
+# flight to keep DRAM busy, by [Little's law](GLOSSARY.md#littles-law)).
 #
 # Here is the model for cuBLAS at 4096^3. Its counts of instructions, wavefronts and bytes come
 # from one profiled run (the heading names the GPU):

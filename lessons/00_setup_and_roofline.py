@@ -1,68 +1,57 @@
 # %% [markdown]
 # # 00 · Setup and the roofline
 #
-# This series builds a single-precision matrix product (SGEMM) on the GPU, one idea at a time,
-# in Python with `numba.cuda`, and measures every step against NVIDIA's cuBLAS. Lesson 09 does
-# the same for a memory-bound kernel, the matrix transpose.
+# **Where we are.** The [primer](00a_primer.ipynb) launched a first kernel and toured the memory
+# hierarchy. This series now builds a single-precision matrix product (SGEMM) in Python with
+# `numba.cuda`, one idea per lesson, each measured against NVIDIA's cuBLAS. Before any of that we
+# need the two numbers every kernel is judged against: how fast this GPU can compute, and how fast
+# it can move data. Together they draw the *roofline*. Then we time cuBLAS, place it on the
+# roofline, and ask what holds it there.
 #
-# This first notebook sets up the two numbers every later lesson is judged against:
-#
-# * **how fast the GPU can compute**: its peak FP32 rate, derived from SMs, lanes and clock;
-# * **how fast it can move data**: its measured copy bandwidth.
-#
-# Together they draw the *roofline*: for a kernel that does `I` floating-point operations per
-# byte of DRAM traffic, the best possible rate is `min(peak, bandwidth x I)`.
-#
-# **No GPU?** Everything runs unchanged on numba's CUDA simulator: kernels execute as Python
-# threads at small sizes, correctness checks work, nothing is timed, and every table and plot
-# shows the *recorded* GPU results, labelled with the device and date they were measured on.
+# **No GPU?** Everything runs on numba's CUDA simulator: kernels run as Python threads at small
+# sizes, checks work, nothing is timed, and every table and plot shows recorded GPU results,
+# labelled with their device and date.
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
 from gemm_lessons.model import counting
-from gemm_lessons.teaching import exercises, figures, measure_step, plots
-from gemm_lessons.instruments import compiler_facts
-from gemm_lessons.kernels import ladder
+from gemm_lessons.teaching import exercises, limiter_table, measure_step, plots
 from gemm_lessons.records import results
-from gemm_lessons.core.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
-import functools
+from gemm_lessons.core.float4 import load4, store4  # 16-byte loads and stores (lesson 05 explains them)
+from gemm_lessons.measure import cublas
+from IPython.display import Markdown, display
 import numpy as np
-from numba import cuda, float32
+from numba import cuda
 # %matplotlib inline
 print(gl.banner())
 
 # %% [markdown]
-# ## The machine
+# ## The machine: peak FP32
 #
-# `gl.device_info()` asks the driver for the number of streaming multiprocessors (SMs), the
-# compute capability and the clock (the highest, boost clock). The number of FP32 lanes per SM
-# (here a lane is one FP32 unit, not a thread of a warp) comes from NVIDIA's
+# A GPU computes in its streaming multiprocessors ([SMs](GLOSSARY.md#sm)). Each SM has FP32
+# lanes (units, not threads: 128 per SM on Hopper; NVIDIA's
 # [throughput table](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#arithmetic-instructions)
-# for that compute capability (128 on Hopper). Each lane finishes one fused
-# multiply-add (FMA, 2 FLOP) per clock:
+# gives the count per compute capability), and each lane finishes one fused multiply-add
+# ([FMA](GLOSSARY.md#ffma), 2 FLOP) per clock:
 #
 # $$\text{peak} = \text{SMs} \times \text{lanes per SM} \times 2 \times \text{clock}$$
+#
+# The driver reports the SMs and the (boost) clock.
 
 # %%
-info = gl.device_info()
-info
-
-# %%
-record = results.load()  # the newest recorded GPU run in results/
-rec_dev = record.device
-print(f"recorded on {results.label(record)}:")
-print(f"  {rec_dev.sm_count} SMs x {rec_dev.fp32_lanes_per_sm} lanes x 2 FLOP x {rec_dev.clock_mhz:.0f} MHz"
-      f" = {rec_dev.peak_gflops / 1e3:.1f} TFLOPS peak FP32")
-print(f"  DRAM: {rec_dev.memory_bus_bits}-bit bus x 2 transfers per clock x {rec_dev.memory_clock_mhz:.0f} MHz / 8 bits"
-      f" = {rec_dev.memory_bandwidth_gbs:,.0f} GB/s (theoretical)")
+dev = results.load().device if gl.SIMULATOR else gl.device_info()  # the simulator: the recorded GPU
+print(f"{dev.name}: {dev.sm_count} SMs x {dev.fp32_lanes_per_sm} lanes x 2 FLOP x {dev.clock_mhz:,.0f} MHz"
+      f" = {dev.peak_gflops / 1e3:.1f} TFLOPS peak FP32")
+print(f"DRAM on paper: {dev.memory_bus_bits}-bit bus x 2 transfers per clock x {dev.memory_clock_mhz:,.0f} MHz"
+      f" / 8 bits = {dev.memory_bandwidth_gbs:,.0f} GB/s")
 
 # %% [markdown]
 # ## Counting the work
 #
 # Each element of `C = alpha*A@B + beta*C` (A is MxK, B is KxN) is a dot product of length K:
 # K multiplies and K-1 additions. Scaling by alpha, scaling C by beta and adding them costs three
-# more operations, so the exact count is $(2K-1+3)MN = (2K+2)MN$. For large K this is the familiar
-# $2MNK$, which is what every GFLOPS figure in this series uses (as cuBLAS benchmarks do).
+# more, so the exact count is $(2K+2)MN$. For large K this is the familiar $2MNK$, which every
+# TFLOPS figure in this series uses (as cuBLAS benchmarks do).
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -86,18 +75,9 @@ exercises.check("00-flops", answer)
 # %% [markdown]
 # ## Counting the bytes: arithmetic intensity
 #
-# A perfect kernel reads A and B once and writes C once: $4(MK + KN + MN)$ bytes (with beta not 0
-# it reads C too, 4MN bytes more; the table below takes beta = 0). The ratio FLOP / byte is the problem's
-# **[arithmetic intensity](GLOSSARY.md#arithmetic-intensity)**. It grows with size: SGEMM at
-# 4096^3 does hundreds of FLOP per byte (the table below). The roofline's
-# **[ridge point](GLOSSARY.md#ridge-point)** is the intensity at which moving the bytes at full
-# bandwidth takes as long as doing the FLOP at the peak rate: peak / bandwidth, worked out below
-# once the copy bandwidth is measured. Below the ridge point the best a kernel can do is set by
-# DRAM bandwidth (*memory-bound*), above it by the FP32 units (*compute-bound*)
-# ([compute-bound, memory-bound](GLOSSARY.md#compute-bound)). SGEMM's ideal intensity, with each
-# value read from DRAM once, lies far above the ridge point. A kernel that reads each value r
-# times from DRAM divides its intensity by r, so it stays compute-bound as long as r is below the
-# ideal intensity over the ridge point; the whole series is about keeping r small.
+# A perfect kernel reads A and B from DRAM once and writes C once: $4(MK + KN + MN)$ bytes (with
+# beta = 0; otherwise it reads C too, 4MN bytes more). FLOP per byte is the problem's
+# **[arithmetic intensity](GLOSSARY.md#arithmetic-intensity)**. For SGEMM it grows with size:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -122,105 +102,192 @@ exercises.check("00-intensity", answer)
 # %% [markdown]
 # ## Measured copy bandwidth
 #
-# The theoretical DRAM figure above is an upper bound; the copy below shows how much of it a
-# kernel gets. What matters is that measured figure:
-# we time a copy of a 8192x8192 float32 matrix (256 MiB read, 256 MiB written) two ways:
-# our own numba kernel moving 16 bytes per thread (`gemm_lessons/kernels/device_copy.py`) and `cudaMemcpy`
-# device-to-device. Bandwidth counts bytes read + written.
-# Timing uses **[CUDA events](GLOSSARY.md#cuda-events)**: markers queued on the GPU between the
-# calls, which the GPU timestamps when it reaches them, so the time between two events is the
-# GPU's time, not the host's. Each call is timed after a warm-up, many times; the table gives the
-# median and the 10th-90th percentile range ([p10-p90](GLOSSARY.md#p10-p90)) of the repeats.
+# The DRAM figure on paper is an upper bound; what a kernel gets is measured. The kernel below
+# copies a matrix, each thread moving 16 bytes with one load and one store:
+
+# %%
+# source: gemm_lessons/kernels/device_copy.py  (the package runs this same code; a test keeps the two identical)
+@cuda.jit
+def copy_float4(src, dst):
+    # one row per block row of the grid (grid-stride if there are more rows than blocks),
+    # 16 bytes per thread with LDG.128 / STG.128.  No integer division: a 64-bit division
+    # per thread (to turn a flat index into row and column) measurably slowed a copy down.
+    rows, cols = src.shape
+    c = (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x) * 4
+    if c < cols:
+        for r in range(cuda.blockIdx.y, rows, cuda.gridDim.y):
+            v0, v1, v2, v3 = load4(src, r, c)
+            store4(dst, r, c, v0, v1, v2, v3)
+
+# %%
+# Check: copy a 6x12 matrix with 3 rows of blocks (so each block row does two rows)
+src = cuda.to_device(np.random.default_rng(0).random((6, 12), dtype=np.float32))
+dst = cuda.device_array_like(src)
+copy_float4[(1, 3), 4](src, dst)
+print("copy_float4 copies exactly:", np.array_equal(dst.copy_to_host(), src.copy_to_host()))
+
+# %% [markdown]
+# We time the package's copy of an 8192x8192 matrix (256 MiB read, 256 MiB written) and, for
+# comparison, the driver's `cudaMemcpy`; bandwidth counts bytes read + written. Timing uses
+# [CUDA events](GLOSSARY.md#cuda-events), timestamps the GPU itself records, after a warm-up and
+# over many repeats: the table gives the median and the 10th-90th percentile range
+# ([p10-p90](GLOSSARY.md#p10-p90)). A row marked [host-bound](GLOSSARY.md#host-bound) is one
+# where issuing a call took the host nearly as long as running it took the GPU (the lab notes
+# give both times).
 
 # %%
 bw = measure_step.copy_bandwidth()
 bw
 
 # %%
-from IPython.display import Markdown, display
-
-# The host's time to issue each call against the GPU's time to run it, and the ridge point, from the table above
 peak, ceiling = bw.record.device.peak_gflops, results.copy_bandwidth_gbs(bw.record)
-issue = "; ".join(f"`{r.kernel}` {r.host_issue_ms * 1e3:,.0f} µs to issue, {r.median_ms * 1e3:,.0f} µs on the GPU"
-                  for r in bw.rows)
-text = [f"**Host time against GPU time** ({bw.source}): {issue}. A timing is flagged "
-        "[host-bound](GLOSSARY.md#host-bound) when issuing a call took the host at least 80% of the GPU's time "
-        "per call: the GPU may then have waited for the host between calls."]
-copy = next((r for r in bw.rows if r.kernel == "copy_float4"), None)
-for r in bw.rows:
-    if r.host_bound and copy is not None and r is not copy and not copy.host_bound and abs(r.gbs / copy.gbs - 1) < 0.02:
-        text.append(f"`{r.kernel}` is flagged, yet it ran at {r.gbs:,.0f} GB/s, within 2% of `copy_float4` "
-                    f"({copy.gbs:,.0f} GB/s), which is not flagged: so here the GPU likely did not wait, and the host's "
-                    "time is that of the driver's copy call itself.")
-text.append(f"**Ridge point**: the FP32 peak, {peak / 1e3:.1f} TFLOPS, over the best copy bandwidth, "
-            f"{ceiling:,.0f} GB/s: {peak / ceiling:.0f} FLOP per byte. SGEMM at 4096^3 offers "
-            f"{counting.sgemm_intensity(4096, 4096, 4096):.0f} (the table of intensities above).")
-display(Markdown("\n\n".join(text)))
+print(f"The best copy moved {ceiling:,.0f} GB/s, {100 * ceiling / bw.record.device.memory_bandwidth_gbs:.0f}% "
+      f"of the DRAM bandwidth on paper.")
+
+# %% [markdown]
+# ## The roofline
+#
+# A kernel that does F FLOP and moves B bytes of DRAM needs at least F / peak seconds of
+# arithmetic and at least B / bandwidth seconds of memory traffic; it takes at least the larger
+# of the two. Each of these is a **ceiling**, and the larger one **binds**. Divided by the time,
+# this reads as a rate: a kernel of intensity I = F / B runs at most at
+# **[min(peak, bandwidth x I)](GLOSSARY.md#roofline)**. Drawn against I, that is the roofline: a
+# slanted DRAM ceiling, then a flat FP32 ceiling. They meet at the
+# **[ridge point](GLOSSARY.md#ridge-point)**, peak / bandwidth: left of it a kernel is
+# memory-bound, right of it compute-bound ([compute-bound, memory-bound](GLOSSARY.md#compute-bound)).
+
+# %%
+print(f"Ridge point: {peak / 1e3:.1f} TFLOPS / {ceiling:,.0f} GB/s = {peak / ceiling:.0f} FLOP per byte. "
+      f"SGEMM at 4096^3 offers {counting.sgemm_intensity(4096, 4096, 4096):.0f}.")
+TICKS = (10, 20, 30, 40, 50, 60, 70)  # TFLOPS: a grid fine enough to read a point against the peak
+plots.roofline(bw.record, points=[], yticks=TICKS,
+               marks=[("SGEMM 4096^3, each value read once", counting.sgemm_intensity(4096, 4096, 4096))]);
+
+# %% [markdown]
+# ## Predict
+#
+# cuBLAS computes `C = A@B` at 4096^3. If it reads each value from DRAM once (the dashed line),
+# what rate does the roofline allow it, in TFLOPS? Write your number before running the next
+# cells.
+
+# %%
+my_cublas_tflops = None  # your prediction, TFLOPS
 
 # %% [markdown]
 # ## cuBLAS: the yardstick
 #
 # cuBLAS is column-major; our matrices are row-major. A row-major MxN matrix is, byte for byte,
 # its column-major transpose, so `C = A@B` is the column-major product `C^T = B^T A^T`: one
-# `cublasSgemm` call with A and B swapped and no transposes (`gemm_lessons/measure/cublas.py`, through
-# `nvmath-python`'s bindings on raw device pointers). Math mode is the default: true FP32, no
-# [TF32](GLOSSARY.md#tf32) (a tensor-core format that rounds the inputs to a 10-bit mantissa, which
-# cuBLAS uses only when allowed to).
+# `cublasSgemm` call with A and B swapped and no transposes, on the pointers of numba device
+# arrays (`gemm_lessons/measure/cublas.py`, through `nvmath-python`). Math mode is the default:
+# true FP32, no [TF32](GLOSSARY.md#tf32). First the check: against a float64 reference, on
+# random non-square sizes, with alpha and beta.
+
+# %%
+if cublas.available():
+    display(gl.check_all(cublas.sgemm, name="cublas"))
+else:
+    print("cuBLAS needs a GPU: on the simulator the check is skipped.")
 
 # %%
 sweep = measure_step.cublas_sweep(sizes=(1024, 2048, 4096, 8192))
 sweep
 
 # %%
-cub = next((r for r in sweep.rows if r.M == 4096), None)
-if cub is not None:
-    display(Markdown(f"cuBLAS at 4096^3: {cub.gflops / 1e3:.1f} TFLOPS, "
-                     f"{100 * cub.gflops / sweep.record.device.peak_gflops:.0f}% of the nominal FP32 peak "
-                     f"({sweep.source})."))
+cub = next(r for r in sweep.rows if r.M == 4096)
+allowed = min(peak, ceiling * counting.sgemm_intensity(4096, 4096, 4096))
+print(f"cuBLAS at 4096^3: {cub.gflops / 1e3:.1f} TFLOPS, {100 * cub.gflops / peak:.0f}% of the FP32 peak; "
+      f"the roofline allows {allowed / 1e3:.1f}.")
+exercises.compare_prediction(my_cublas_tflops, cub.gflops / 1e3, "cuBLAS at 4096^3, TFLOPS", sweep.source)
 
 # %% [markdown]
-# ## The roofline
+# On the roofline (cuBLAS's dot sits at the ideal intensity, each value read once):
+
+# %%
+plots.roofline(measure_step.merge(bw, sweep), yticks=TICKS,
+               points=[(f"cuBLAS {cub.gflops / 1e3:.1f}", counting.sgemm_intensity(4096, 4096, 4096), cub.gflops)]);
+
+# %% [markdown]
+# ## Why: the limiter model
 #
-# Black: the roofline, `min(peak, measured copy bandwidth x intensity)`, on a log-log chart; the
-# dotted line marks the ridge point (worked out above). A kernel left of it is memory-bound at
-# best, right of it compute-bound. SGEMM at 4096^3 sits far to the right, so the memory ceiling
-# of this chart does not hold cuBLAS down (its dot sits at the ideal intensity of the table above,
-# each value read from DRAM once, not at a measured one); only the nominal FP32 peak is above it, and cuBLAS
-# stays below that peak (the fraction is printed above).
-# Why is not measured in this course. Two likely contributors, as hypotheses: the SM clock under
-# full load may sit below the boost clock the peak assumes, and some issue slots go to loads and
-# address arithmetic instead of `FFMA`. Lesson 10 puts every kernel of the series on this chart,
-# each at the arithmetic intensity it really achieves.
+# DRAM is far from binding here, yet cuBLAS stops well short of the FP32 ceiling. The roofline's
+# two ceilings are the first two of the course's **[limiter model](GLOSSARY.md#limiter-model)**
+# (defined in the [primer](00a_primer.ipynb)): one time per resource of the GPU, the time the
+# whole kernel would take if that resource were all that mattered; the largest binds. It has four
+# more ceilings; this lesson needs the first, later lessons the rest: **instruction issue** (an
+# SM's four [schedulers](GLOSSARY.md#warp-scheduler) issue one warp-instruction each per cycle),
+# **shared-memory [wavefronts](GLOSSARY.md#wavefront)** (one per SM per cycle),
+# **[L2](GLOSSARY.md#l2) bandwidth**, and **DRAM [latency](GLOSSARY.md#latency)** (too few bytes in
+# flight to keep DRAM busy, by [Little's law](GLOSSARY.md#littles-law)).
+#
+# Here is the model for cuBLAS at 4096^3. Its counts of instructions, wavefronts and bytes come
+# from one profiled run (the heading names the GPU):
 
 # %%
-plots.roofline(measure_step.merge(bw, sweep));
+why = limiter_table.why(["cublas"], measured=sweep)
+why
 
 # %% [markdown]
-# cuBLAS at every size of the sweep, in TFLOPS (the axis starts at 0):
+# Why issue? A Hopper SM's 128 lanes finish 4 [warp-FFMAs](GLOSSARY.md#warp-fma) per cycle
+# (128 / 32 threads), and its schedulers issue 4 warp-instructions per cycle. So the FP32 peak
+# needs *every* issue slot to carry an `FFMA`: each load, address computation or branch takes a
+# slot an FFMA could have had.
 
 # %%
-plots.versus_size(measure_step.merge(bw, sweep), kernels=["cublas"]);
+r = why.row("cublas")
+c = r.ceilings_ms
+per_ffma = c["issue"] / c["fp32"]  # 4 issue slots and 4 warp-FFMAs per cycle: the ratio of the two times
+print(f"cuBLAS issues {per_ffma:.2f} warp-instructions per warp-FFMA, so issue allows {100 / per_ffma:.0f}% of "
+      f"the FP32 peak ({c['issue']:.2f} ms against {c['fp32']:.2f} ms). The last wave of blocks leaves some SMs "
+      f"idle and stretches that by {100 * (r.tail - 1):.0f}%: predicted {r.predicted_ms:.2f} ms, "
+      f"{100 * c['fp32'] / r.predicted_ms:.0f}% of the peak. Measured: {r.measured_ms:.2f} ms, "
+      f"{100 * c['fp32'] / r.measured_ms:.0f}% of the peak, {r.ratio:.2f} times the prediction.")
+print(f"The model assumes the binding unit busy every cycle; the profiler found the busiest unit, "
+      f"{limiter_table.SHORT[r.busiest]}, busy {r.busiest_pct:.0f}% of them. The other cycles are stalls: warps "
+      f"waiting at a barrier, for a load, or for the result of an earlier instruction.")
 
 # %% [markdown]
+# The model's times are taken at the clock the GPU held (the table's heading), so the gap between
+# cuBLAS and the peak is not the clock and not memory: it is instructions other than FFMA, plus
+# stalls. Every rung of this series will be read the same way: its ceilings, the binding one,
+# and how close it gets.
+#
 # ## Takeaway
 #
-# * Peak FP32 = SMs x lanes x 2 x clock; copy bandwidth is measured, not read off a data sheet.
-# * SGEMM's intensity grows with size: at 4096^3 the work is compute-bound *if* each value is
-#   read from DRAM only a few times. The naive kernel of lesson 01 asks global memory for each
-#   value of A N times and for each value of B M times: 4,096 times each at 4096^3. Lesson 02
-#   cuts those global loads with shared-memory tiles, lesson 03 with larger tiles; lessons 03-04
-#   cut the shared-memory loads per FMA; lesson 05 cuts the load instructions around the FMAs
-#   (16-byte loads), lesson 06 the shared-memory bank conflicts, lesson 07 hides the global loads
-#   behind the FMAs, and lesson 08 tunes the tile sizes.
-# * cuBLAS sets the bar. Every speed claim about a kernel in this series is a ratio against
-#   cuBLAS measured in the same run; the tables also give each kernel's share of the nominal
-#   FP32 peak, and lesson 10 adds a second GPU.
+# * Peak FP32 = SMs x lanes x 2 x clock; the DRAM ceiling is a measured copy, not a data sheet.
+# * SGEMM does 2MNK FLOP on at least 4(MK + KN + MN) bytes: 683 FLOP per byte at 4096^3, far
+#   right of the ridge point, so DRAM bandwidth need not limit it.
+# * A ceiling is a time; the largest binds. The roofline draws two (FP32, DRAM); the limiter model
+#   adds issue, shared-memory wavefronts, L2 and latency.
+# * cuBLAS at 4096^3 is issue-bound: the FP32 peak needs every issue slot to be an FFMA. Every
+#   later kernel is measured as a % of cuBLAS in the same run.
 
 # %% [markdown]
 # ## Sources and further reading
 #
 # * The source articles this lesson re-tells and tests: [[1]](REFERENCES.md#seed-000), [[2]](REFERENCES.md#seed-001), [[5]](REFERENCES.md#seed-004) (their origins and what each
 #   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
-# * What to read next: [REFERENCES.md, lesson 00](REFERENCES.md#lesson-00).
+# * What to read next: [REFERENCES.md, lesson 00](REFERENCES.md#lesson-00), among them the roofline paper.
 # * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
 #   introduced in the [primer](00a_primer.ipynb).
+
+# %% [markdown]
+# ## Lab notes
+#
+# * **Two GPUs on the simulator.** There the tables show the recorded H100 run and the model's
+#   table the H200 limiter run (`results/limiter-nvidia-h200.json`). The two GPUs have the same
+#   SMs and clock, so the same FP32 and issue rates; the H200's DRAM is faster, which
+#   moves its ridge point left and changes nothing for cuBLAS. On an H200 the model's table takes
+#   this notebook's own cuBLAS time.
+# * **Host time against GPU time** for the two copies, the numbers behind the host-bound flag:
+
+# %%
+copy = next((row for row in bw.rows if row.kernel == "copy_float4"), None)
+for row in bw.rows:
+    print(f"{row.kernel}: {row.host_issue_ms * 1e3:,.0f} µs to issue a call, {row.median_ms * 1e3:,.0f} µs on the "
+          f"GPU, {row.gbs:,.0f} GB/s" + (" (host-bound)" if row.host_bound else ""))
+    if row.host_bound and copy is not None and row is not copy and not copy.host_bound \
+            and abs(row.gbs / copy.gbs - 1) < 0.02:
+        print(f"  {row.kernel} moved as many bytes per second as copy_float4 (within 2%), which is not host-bound: "
+              "a GPU that waited for the host between calls would have moved fewer, so here it did not wait; "
+              "the host's time is the driver's copy call itself.")

@@ -106,20 +106,22 @@ def _tflops_axis(ax):
     ax.set_ylabel("TFLOPS")
 
 
-def roofline(record, points=None, ax=None, size=(4096, 4096, 4096)):
+def roofline(record, points=None, ax=None, size=(4096, 4096, 4096), yticks=None, marks=None):
     """Log-log roofline: measured copy bandwidth and FP32 peak as ceilings, kernels as points.
 
     ``points`` is a list of (name, FLOP per DRAM byte, GFLOPS); by default every rung and
-    cuBLAS at ``size``, placed at the problem's ideal intensity (each input read once)."""
+    cuBLAS at ``size``, placed at the problem's ideal intensity (each input read once).
+    ``yticks``: TFLOPS values to label on the y axis, with a grid line each, so that points near
+    the peak can be read against it; the axis then spans them.  ``marks``: (label, FLOP per
+    byte) pairs drawn as dashed vertical lines (an intensity of interest, before any point)."""
     peak = record.device.peak_gflops
     bw = results.copy_bandwidth_gbs(record)
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4.5))
-    xs = [2 ** (i / 4) for i in range(-16, 53)]
-    ax.plot(xs, [min(peak, bw * x) for x in xs], "k-", lw=2)
     ridge = peak / bw
+    xs = sorted([2 ** (i / 4) for i in range(-16, 53)] + [ridge])  # the corner drawn sharp
+    ax.plot(xs, [min(peak, bw * x) for x in xs], "k-", lw=2)
     ax.annotate(f"FP32 peak {peak / 1e3:.1f} TFLOPS", (xs[-1], peak), ha="right", va="bottom", fontsize=8)
-    ax.annotate(f"measured copy {bw / 1e3:.2f} TB/s", (1, bw), rotation=0, fontsize=8, va="bottom")
     ax.axvline(ridge, color="grey", ls=":", lw=1)
     if points is None:
         I = counting.sgemm_intensity(*size)
@@ -132,6 +134,23 @@ def roofline(record, points=None, ax=None, size=(4096, 4096, 4096)):
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP per DRAM byte)")
     _tflops_axis(ax)
+    if yticks:
+        from matplotlib.ticker import FixedLocator, NullLocator
+
+        lo, hi = 1e3 * min(yticks), 1e3 * max(yticks)
+        ax.set_ylim(lo / 1.15, hi * 1.15)
+        ax.set_xlim(lo / 1.15 / bw, xs[-1] * 1.2)
+        ax.yaxis.set_major_locator(FixedLocator([1e3 * t for t in yticks]))
+        ax.yaxis.set_minor_locator(NullLocator())
+        ax.grid(True, axis="y", which="major", alpha=0.35)
+        ax.annotate(f"measured copy\n{bw / 1e3:.2f} TB/s", (0.6 * peak / bw, 0.6 * peak), fontsize=8,
+                    xytext=(-6, 0), textcoords="offset points", ha="right", va="center")
+    else:
+        ax.annotate(f"measured copy {bw / 1e3:.2f} TB/s", (1, bw), rotation=0, fontsize=8, va="bottom")
+    for name, x in marks or []:
+        ax.axvline(x, color="tab:blue", ls="--", lw=1)
+        ax.annotate(name, (x, np.sqrt(np.prod(ax.get_ylim()))), xytext=(-4, 0), textcoords="offset points",
+                    rotation=90, ha="right", va="center", fontsize=8, color="tab:blue")
     ax.set_title(f"Roofline, ridge at {ridge:.0f} FLOP/byte ({label(record)})", fontsize=10)
     return ax
 

@@ -51,3 +51,19 @@ def test_counts_are_the_work_behind_the_ceilings():
     assert 0.25 <= c["shared_wavefronts"] / c["warp_ffma"] < 0.3
     with pytest.raises(KeyError):
         limiter_table.counts("no_such_rung")
+
+
+def test_lesson_00_reads_cublas_as_issue_bound():
+    """Lesson 00's Why: at 4096^3 cuBLAS is issue-bound in the model and in the profiler; 4 issue
+    slots and 128 FP32 lanes (4 warp-FFMAs) per SM per cycle, so the issue time over the FP32 time
+    is warp-instructions per warp-FFMA, above 1; the measured time stays at or above the prediction."""
+    from gemm_lessons.model import limiter
+
+    machine = limiter_table.record()["model"]["machine"]
+    assert machine["issue_per_sm_cycle"] == limiter.DOCUMENTED["issue_per_sm_cycle"][0] == 4
+    assert machine["fp32_lanes_per_sm"] // 32 == 4
+    row = limiter_table.why(["cublas"]).row("cublas")
+    assert row.binding == "issue" and row.busiest == "issue" and row.agrees
+    assert 1 < row.ceilings_ms["issue"] / row.ceilings_ms["fp32"] < 1.3
+    assert row.ceilings_ms["dram"] < 0.1 * row.ceilings_ms["fp32"]  # memory far from binding
+    assert 1 <= row.ratio < 1.6 and row.tail > 1

@@ -44,6 +44,22 @@ def test_plots_are_labelled_with_device_and_date(record):
         matplotlib.pyplot.close(ax.figure)
 
 
+def test_roofline_ticks_let_a_reader_read_cublas_against_the_peak(record):
+    """Lesson 00's roofline: TFLOPS ticks every 10 near the top (51.7 against 66.9 readable), the
+    axis spanning them, a dashed mark at an intensity; without them, the log axis of before."""
+    ticks = (10, 20, 30, 40, 50, 60, 70)
+    ax = plots.roofline(record, points=[], yticks=ticks, marks=[("SGEMM 4096^3", 682.7)])
+    assert [t.get_text() for t in ax.get_yticklabels()] == [str(t) for t in ticks]
+    lo, hi = ax.get_ylim()
+    assert lo <= 10e3 and hi >= record.device.peak_gflops and hi < 100e3
+    assert any(list(line.get_xdata()) == [682.7, 682.7] for line in ax.lines)
+    assert not [l for l in ax.lines if l.get_marker() == "o"]  # no point before the prediction
+    matplotlib.pyplot.close(ax.figure)
+    ax = plots.roofline(record)
+    assert ax.get_ylim()[0] < 1e3  # the default still spans the slanted ceiling from below 1 TFLOPS
+    matplotlib.pyplot.close(ax.figure)
+
+
 def test_recorded_comparison_table(record):
     table = measure_step.recorded(["naive", "cublas"], (4096, 4096, 4096), record)
     md = table._repr_markdown_()

@@ -11,7 +11,8 @@ INTENSITY_00 = (4096, 4096, 512)  # M, N, K of 00-intensity (beta = 0): not squa
           "count the operations for one element of C, then multiply by the number of elements of C.",
           "one element is a dot product of length K, then alpha times it, plus beta times the old C: count the "
           "multiplications and the additions separately.",
-          "K multiplies and K-1 adds per element, then alpha*, beta* and one more add.",
+          "the dot product alone takes K multiplies and K-1 adds per element; what do alpha*(...), beta*C and "
+          "the + between them add?",
           answer="answer",
           defines="answer: a number, the FLOP count of alpha*A@B + beta*C for M=300, N=200, K=100")
 def check_flop_count(ans):
@@ -24,7 +25,8 @@ def check_flop_count(ans):
           "arithmetic intensity = FLOP / bytes, for a perfect kernel that reads A and B once and writes C once.",
           "each float is 4 bytes; with beta = 0, C is written but not read. How many elements do A (M x K), B and C "
           "hold?",
-          "FLOP = 2MNK; bytes = 4 x (MK + KN + MN) when beta == 0.",
+          "FLOP = 2MNK. A perfect kernel moves every element of A, B and C across DRAM exactly once (A and B "
+          "read, C written): count those elements, then bytes.",
           answer="answer",
           defines="answer: a number, the FLOP per byte of a 4096x4096x512 SGEMM with beta = 0")
 def check_arithmetic_intensity(ans):

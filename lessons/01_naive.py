@@ -14,7 +14,7 @@
 # Which thread gets which element matters. A [warp](GLOSSARY.md#warp) is 32 threads with
 # consecutive thread numbers, `threadIdx.x` counting fastest: here, 32 consecutive `threadIdx.x`
 # with one `threadIdx.y`. They execute each load together, and memory serves them in 32-byte
-# [sectors](GLOSSARY.md#sector) of 8 floats. At each k-step:
+# [sectors](GLOSSARY.md#sector) of 8 floats. At each step k of the walk (a *k-step*):
 #
 # * **Coalesced**: `threadIdx.x` walks the *columns* of C. The warp reads one float of A, the same
 #   for all 32 threads (a [broadcast](GLOSSARY.md#broadcast): 1 sector), and 32 neighbouring
@@ -43,8 +43,8 @@ figures.naive_warp_map();
 # NBVAL_CHECK_OUTPUT
 for coalesced in (True, False):
     a, b = figures.naive_warp_addresses(coalesced, K=4096, N=4096)
-    print(f"{'coalesced  ' if coalesced else 'uncoalesced'}: A {figures.sectors(a):>2} sectors, "
-          f"B {figures.sectors(b):>2} sectors per warp per k-step")
+    print(f"{'coalesced  ' if coalesced else 'uncoalesced'}: sectors per warp per k-step: "
+          f"A {figures.sectors(a):>2}, B {figures.sectors(b):>2}")
 print(f"global loads of a 4096^3 naive SGEMM: {counting.naive_global_loads(4096, 4096, 4096):,}")
 
 # %% [markdown]
@@ -214,11 +214,13 @@ waits = {"lg_throttle": "the queue of global-memory instructions was full",
          "not_selected": "ready, but another warp was issued",
          "math_pipe_throttle": "the arithmetic unit was busy"}
 s_n, s_u = prof.value("naive", "sectors_per_request"), prof.value("naive_uncoalesced", "sectors_per_request")
-print(f"Sectors per warp load instruction: naive {s_n:.2f}, naive_uncoalesced {s_u:.2f} (the figure's 5 and "
-      f"33 per k-step, over its two loads: {5 / 2:.2f} and {33 / 2:.2f}).")
-print("naive_uncoalesced's warps were stalled on " + "; ".join(
-    f"{r.replace('_', ' ')} {p:.0f}% of cycles ({waits.get(r, 'see the glossary')})"
-    for r, p in prof.top_stalls("naive_uncoalesced", 2)) + ".")
+stalls = prof.top_stalls("naive_uncoalesced", 2)
+if s_n and s_u:
+    print(f"Sectors per warp load instruction: naive {s_n:.2f}, naive_uncoalesced {s_u:.2f} (the figure's 5 and "
+          f"33 per k-step, over its two loads: {5 / 2:.2f} and {33 / 2:.2f}).")
+if stalls:
+    print("naive_uncoalesced's warps were stalled on " + "; ".join(
+        f"{r.replace('_', ' ')} {p:.0f}% of cycles ({waits.get(r, 'see the glossary')})" for r, p in stalls) + ".")
 
 # %% [markdown]
 # ## Exercises
@@ -274,7 +276,7 @@ exercises.check("01-kernel", my_naive_1d)
 #
 # * One thread per element of C: a 2-D grid of 2-D blocks, rounded up, and a guard for the edge.
 # * Let `threadIdx.x` walk the contiguous dimension: a warp then touches 1 + 4 sectors per k-step,
-#   not 32 + 1, and the same instructions run several times faster.
+#   not 32 + 1, and the same instructions run far faster.
 # * The limiter model: each unit's ceiling is the time it alone would allow; the largest binds.
 #   The measurement exceeds it by the cycles that unit sits idle.
 # * The coalesced naive kernel is bound by instruction issue: dozens of instructions per FFMA,
@@ -299,31 +301,33 @@ exercises.check("01-kernel", my_naive_1d)
 #   profile). Its measured column is this notebook's run when that ran on the same GPU, else the
 #   limiter run's time (marked \*). The sector and stall readings come from `gl.profile`: measured
 #   now on a GPU with Nsight Compute, recorded counters otherwise (its source is `prof.source`).
-# * **The instructions per FFMA, in the code.** On a GPU, `sgemm_naive.inspect_sass()` lists the
-#   machine code. The compiler unrolls the k-loop four times and adds a loop for the leftover
+# * **The instructions per FFMA, in the code.** `sgemm_naive.inspect_sass()` on a GPU (or
+#   `gemm_lessons.instruments.offline_sass.compile_sass` without one, for sm_90) lists the machine
+#   code. The compiler unrolls the k-loop four times and adds a loop for the leftover
 #   k-steps; besides the `FFMA` and the two `LDG.E` of each k-step, both loops hold integer
 #   instructions (`IMAD.WIDE`, `LEA`, `IADD3`, and uniform ones such as `UIADD3`, `USEL`): numba
 #   indexes with 64-bit integers, handles negative indices, and counts the `range` in 64 bits.
+# * **The caches.** Each value of A is loaded N times and each value of B M times. The first
+#   lines below compare the bytes the loads ask for with those that reached the L2 and DRAM in the
+#   limiter run's profile: the L1 and L2 serve most of them, for either mapping.
 # * **The L1's passes.** Nsight Compute calls them *wavefronts* of the L1TEX unit: "if not all
 #   cache lines or sectors can be accessed in a single wavefront, multiple wavefronts are created
 #   and sent for processing one by one" (NVIDIA's answer in
 #   [this forum thread](https://forums.developer.nvidia.com/t/wahts-the-difference-between-wavefronts-and-sectors-req/165293/4);
 #   the Kernel Profiling Guide, "Memory Workload Analysis"). The records hold no L1 counter, so
-#   the model has no L1 ceiling. One hypothesis, not yet tested: one pass per cache line touched,
-#   one pass per SM per cycle. The next cell computes the time that would allow.
+#   the model has no L1 ceiling. An untested hypothesis: one pass per cache line a warp load
+#   touches, one pass per SM per cycle. The last lines compute the time that would allow; the
+#   profiler's count of L1TEX wavefronts for both kernels would test it.
 
 # %%
-passes = {"naive": 1 + 1, "naive_uncoalesced": 32 + 1}  # cache lines per k-step: A, then B
+asked_gb = 2 * 4096 ** 3 * 4 / 1e9  # two 4-byte loads per multiply-add
+for rung in ("naive", "naive_uncoalesced"):
+    w = limiter_table.work(rung)
+    print(f"{rung}: loads ask for {asked_gb:,.0f} GB; {w.l2_bytes / 1e9:,.0f} GB reached the L2, "
+          f"{w.dram_bytes / 1e9:,.0f} GB moved to or from DRAM")
+passes = {"naive": 1 + 1, "naive_uncoalesced": 32 + 1}  # cache lines per warp per k-step: A, then B
 warps = 4096 * 4096 // 32
 for rung, p in passes.items():
     t_ms = warps * 4096 * p / (machine["sm_count"] * machine["clock_mhz"] * 1e6) * 1e3
     print(f"{rung}: {p} L1 passes per k-step -> {t_ms:.0f} ms at one pass per SM per cycle "
           f"(issue ceiling {why.row(rung).ceilings_ms['issue']:.0f} ms, measured {why.row(rung).measured_ms:.0f} ms)")
-
-# %% [markdown]
-# The profiler's count of L1TEX wavefronts per global load, for both kernels on one GPU, would test
-# it; the records hold none.
-#
-# * **The caches.** Each value of A is loaded N times and each value of B M times; most of those
-#   loads hit in L1 or L2, which is why DRAM is far from binding for either mapping (the DRAM
-#   column of the Why table).

@@ -109,10 +109,10 @@ def naive_warp_map(K=64, N=64):
         total = sectors(a) + sectors(b)
         head = ("COALESCED: threadIdx.x walks the columns of C (lane i: row 0, column i)" if coalesced else
                 "UNCOALESCED: threadIdx.x walks the rows of C (lane i: row i, column 0)")
-        sub.suptitle(f"{head}: {sectors(a)} + {sectors(b)} = {total} sectors per k-step", fontsize=10,
+        sub.suptitle(f"{head}\n{sectors(a)} + {sectors(b)} = {total} sectors per warp per k-step", fontsize=10,
                      fontweight="bold", color="tab:green" if coalesced else "tab:red")
-    fig.text(0.01, 0.005, "blue: the float a lane (number) reads at k = 0; shaded, outlined: each 32-byte sector fetched; "
-             f"black lines: sector boundaries (8 floats); rows of {K} floats", fontsize=8)
+    fig.text(0.01, 0.005, "blue: the float a lane (number) reads at k = 0; shaded, outlined: each 32-byte sector "
+             f"fetched; black lines: sector boundaries (8 floats); matrices {K} floats wide", fontsize=8)
     return fig
 
 

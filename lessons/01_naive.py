@@ -1,85 +1,85 @@
 # %% [markdown]
 # # 01 · The naive kernel, and coalescing
 #
-# **Where we are.** Lesson 00 set the bar: cuBLAS, measured, and the FP32 peak, worked out from
-# the SMs, lanes and clock. Now the floor:
-# the most direct kernel there is.
+# **Where we are.** Lesson 00 measured the bar, cuBLAS, against the GPU's FP32 peak. Now the
+# floor: the most direct kernel there is, how threads map onto C, why the mapping's direction in
+# memory (*coalescing*) decides the speed, and the limiter model that explains a speed.
 #
 # **Idea.** One thread per element of C. Thread (row, col) walks along row `row` of A and column
-# `col` of B, K multiply-adds, and writes one number. A 2-D grid of 2-D blocks covers C; the grid
-# is rounded up, so threads past the edge must do nothing (the `if row < M and col < N` guard).
+# `col` of B, K multiply-adds, and writes one number. A 2-D grid of 2-D blocks of 32 x 8 threads
+# covers C; the grid is rounded up, so threads past the edge must do nothing (the guard
+# `if row < M and col < N`). Every multiply-add loads its two operands from global memory:
+# $2MNK$ loads in all.
+#
+# Which thread gets which element matters. A [warp](GLOSSARY.md#warp) is 32 threads with
+# consecutive thread numbers, `threadIdx.x` counting fastest: here, 32 consecutive `threadIdx.x`
+# with one `threadIdx.y`. They execute each load together, and memory serves them in 32-byte
+# [sectors](GLOSSARY.md#sector) of 8 floats. At each step k of the walk (a *k-step*):
+#
+# * **Coalesced**: `threadIdx.x` walks the *columns* of C. The warp reads one float of A, the same
+#   for all 32 threads (a [broadcast](GLOSSARY.md#broadcast): 1 sector), and 32 neighbouring
+#   floats of B (128 bytes: 4 sectors).
+# * **Uncoalesced**: `threadIdx.x` walks the *rows* of C. The warp reads 32 floats of A, one per
+#   row, each in a sector of its own (32 sectors), and one float of B (1 sector).
+#
+# The figure draws one warp at k = 0 under each mapping, from the kernel's own index arithmetic.
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
 from gemm_lessons.model import counting
-from gemm_lessons.teaching import exercises, figures, measure_step, plots
-from gemm_lessons.instruments import compiler_facts
-from gemm_lessons.kernels import ladder
-from gemm_lessons.records import results
-from gemm_lessons.core.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
+from gemm_lessons.teaching import exercises, figures, limiter_table, measure_step
+from gemm_lessons.kernels.sgemm import naive, naive_uncoalesced
 import functools
 import numpy as np
-from numba import cuda, float32
+from numba import cuda
+from IPython.display import display
 # %matplotlib inline
 print(gl.banner())
 
 # %%
-measure_step.recorded(["naive", "cublas"])  # where this lesson ends up, on the recorded GPU
-
-# %% [markdown]
-# ## Which thread gets which element? Coalescing
-#
-# A warp is 32 threads with consecutive thread numbers, `threadIdx.x` counting fastest (the
-# [primer](00a_primer.ipynb)); in this lesson's 32 x 8 blocks that is one row of 32 consecutive
-# `threadIdx.x`, the same `threadIdx.y`. They execute each load together, and the
-# memory system serves them in 32-byte **sectors**. What matters is which addresses the 32
-# threads touch *in the same instruction*.
-#
-# * **Coalesced**: `threadIdx.x` walks the *columns* of C. At step k the warp reads one float of
-#   A (the same one for all 32 threads: a broadcast, 1 sector) and 32 neighbouring floats of B
-#   (128 bytes: 4 sectors).
-# * **Uncoalesced**: `threadIdx.x` walks the *rows* of C. The warp reads 32 floats of A that are
-#   K floats apart (32 sectors, 28 of each sector's 32 bytes wasted) and one float of B.
-#
-# The figure shows one k-step of one warp, computed from the same index arithmetic as the kernel,
-# on matrices with rows of 64 floats (a toy size, so that the whole access fits the picture; at
-# K = 4096 the 32 floats of A lie further apart, again one sector each, 32 in all).
-
-# %%
-figures.warp_access(coalesced=True);
-
-# %%
-figures.warp_access(coalesced=False);
-
-# %% [markdown]
-# **Predict.** Per k-step a warp needs 1 + 4 = 5 sectors with the coalesced mapping and
-# 32 + 1 = 33 with the other: about 6.6x more sectors requested from the L1 cache. Caches soften
-# this (the rows of A are reused by neighbouring warps, so many requests never leave L1), so
-# expect the uncoalesced kernel to be slower, but by less than 6.6x; the profile below shows the
-# sectors per request and what reached L2 and DRAM for both. Either way the kernel performs $2MNK$ global loads, two per FMA, which is
-# lesson 02's problem.
+figures.naive_warp_map();
 
 # %%
 # NBVAL_CHECK_OUTPUT
 for coalesced in (True, False):
     a, b = figures.naive_warp_addresses(coalesced, K=4096, N=4096)
-    print(f"{'coalesced  ' if coalesced else 'uncoalesced'}: A {figures.sectors(a):>2} sectors, "
-          f"B {figures.sectors(b):>2} sectors per warp per k-step")
+    print(f"{'coalesced  ' if coalesced else 'uncoalesced'}: sectors per warp per k-step: "
+          f"A {figures.sectors(a):>2}, B {figures.sectors(b):>2}")
 print(f"global loads of a 4096^3 naive SGEMM: {counting.naive_global_loads(4096, 4096, 4096):,}")
 
+# %% [markdown]
+# ## Predict
+#
+# **The limiter model.** Each unit of the GPU sets a *ceiling*: the time the kernel would take if
+# that unit alone limited it. The units: the FP32 lanes (one FFMA per lane per cycle), instruction
+# [issue](GLOSSARY.md#issue) (each SM's four schedulers issue at most one warp instruction each
+# per cycle), shared memory, L2 and DRAM bandwidth. The largest ceiling *binds* and is the
+# prediction ([limiter model](GLOSSARY.md#limiter-model)). Its inputs are counts; the profiler
+# took these of one launch of each kernel at 4096^3:
+
+# %%
+machine = limiter_table.record()["model"]["machine"]
+for rung in ("naive", "naive_uncoalesced"):
+    w = limiter_table.work(rung)
+    print(f"{rung}: {w.ffma / 1e9:.1f} billion FFMAs, {w.warp_instructions / 1e9:.1f} billion warp instructions issued")
+print(f"the GPU: {machine['sm_count']} SMs at {machine['clock_mhz']:,.0f} MHz; each SM issues up to "
+      f"{machine['issue_per_sm_cycle']} warp instructions per cycle and has {machine['fp32_lanes_per_sm']} FP32 lanes")
+
+# %% [markdown]
+# Predict, in milliseconds: **(1)** the naive kernel's time if issuing its instructions is what
+# limits it (warp instructions / (SMs x 4 x clock)); **(2)** the uncoalesced kernel's time. It
+# issues exactly the same instructions, but its warps touch 33 sectors per k-step instead of 5.
+
+# %%
+my_naive_ms = None
+my_uncoalesced_ms = None
 
 # %% [markdown]
 # ## The kernel
 #
-# This cell is the package's own kernel (`gemm_lessons/kernels/sgemm/naive.py`); edit it and re-run the
-# cells below to try ideas. Three details worth a look:
-#
-# * `np.float32(0.0)`: numba would otherwise accumulate in float64. Most GPUs run float64 far
-#   slower than float32: by NVIDIA's
-#   [throughput table](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#arithmetic-instructions),
-#   1/64 of the float32 rate on compute capability 8.6 and 8.9 (consumer GPUs), 1/2 on the H100.
-# * `alpha` and `beta` arrive as `np.float32` (the launcher converts them) for the same reason.
-# * with `beta == 0` the kernel does not read C at all, as BLAS specifies: C may hold garbage.
+# The package's own kernel (`gemm_lessons/kernels/sgemm/naive.py`): edit it and re-run the cells
+# below. `np.float32(0.0)` keeps the sum in float32 (numba would otherwise accumulate in float64,
+# far slower on most GPUs); with `beta == 0` C is not read, as BLAS specifies.
 
 # %%
 # source: gemm_lessons/kernels/sgemm/naive.py  (the package runs this same code; a test keeps the two identical)
@@ -102,23 +102,8 @@ def sgemm_naive(A, B, C, alpha, beta):
 
 
 # %% [markdown]
-# ## Check
-#
-# Every check runs the kernel on random matrices, non-square except a 1 x 1 x 1 edge case (sizes
-# that are mostly not multiples of the block's 32 x 8 threads, so the guards are exercised), with
-# alpha and beta, against a float64 reference, and reports the
-# **[relative error](GLOSSARY.md#relative-error)** $\|C - C_{ref}\|_F / \|C_{ref}\|_F$, where
-# $\|X\|_F$, the Frobenius norm, is the square root of the sum of the squares of X's elements: one
-# number for the whole matrix, about the size of float32 rounding when the kernel is right. Before
-# each run with beta = 0, C is filled with a special NaN ("poison"): any element the kernel
-# forgets to write is reported as *unwritten*, with its position. With beta != 0 the kernel must
-# read C, so C holds its random input instead.
-
-# %%
-from gemm_lessons.kernels.sgemm import naive, naive_uncoalesced
-
-gl.check_all(functools.partial(naive.sgemm, kernel=sgemm_naive), name="sgemm_naive")
-
+# The uncoalesced kernel is the same code with the first two lines swapped: `threadIdx.x` now
+# picks the row.
 
 # %%
 # source: gemm_lessons/kernels/sgemm/naive_uncoalesced.py  (the package runs this same code; a test keeps the two identical)
@@ -140,6 +125,17 @@ def sgemm_naive_uncoalesced(A, B, C, alpha, beta):
             C[row, col] = alpha * acc + beta * C[row, col]
 
 
+# %% [markdown]
+# ## Check
+#
+# Random matrices, mostly non-square and not multiples of 32 x 8 (the guard is exercised), with
+# alpha and beta, against a float64 reference: the [relative error](GLOSSARY.md#relative-error)
+# should be about float32 rounding. C starts as [poison](GLOSSARY.md#poison), so an element left
+# unwritten is reported.
+
+# %%
+gl.check_all(functools.partial(naive.sgemm, kernel=sgemm_naive), name="sgemm_naive")
+
 # %%
 gl.check_all(functools.partial(naive_uncoalesced.sgemm, kernel=sgemm_naive_uncoalesced),
              name="sgemm_naive_uncoalesced")
@@ -147,8 +143,7 @@ gl.check_all(functools.partial(naive_uncoalesced.sgemm, kernel=sgemm_naive_uncoa
 # %% [markdown]
 # ## Measure
 #
-# Both mappings and cuBLAS, in the same process, on the same inputs (4096^3 on a GPU). On the
-# simulator the table shows the recorded GPU run instead.
+# Both mappings and cuBLAS, in one run, on the same inputs at 4096^3.
 
 # %%
 size = (4096, 4096, 4096)
@@ -159,58 +154,73 @@ table = measure_step.compare({
 table
 
 # %%
-print(f"coalesced / uncoalesced: {table.speedup('naive', 'naive_uncoalesced'):.1f}x faster; "
-      f"cuBLAS / naive: {table.speedup('cublas', 'naive'):.0f}x ({table.source})")
+ms = {r.kernel: 2 * r.M * r.N * r.K / (r.gflops * 1e9) * 1e3 for r in table.rows}
+display(exercises.compare_prediction(my_naive_ms, ms["naive"], "naive, ms", table.source),
+        exercises.compare_prediction(my_uncoalesced_ms, ms["naive_uncoalesced"], "naive_uncoalesced, ms",
+                                     table.source))
+print(f"Same instructions, other mapping: coalesced ran {table.speedup('naive', 'naive_uncoalesced'):.1f}x "
+      f"faster than uncoalesced. cuBLAS ran {table.speedup('cublas', 'naive'):.0f}x faster than naive.")
 
 # %% [markdown]
-# ## Look through the profiler
+# ## Why
 #
-# `gl.profile` runs each kernel once under Nsight Compute, NVIDIA's profiler, which reads the
-# GPU's own counters (on the simulator, or where `ncu` is missing or not permitted, it shows
-# counters recorded on a GPU, labelled). Each k-step makes two warp-wide loads, one of A and one
-# of B, so the figure's 5 and 33 sectors per k-step predict 2.5 and 16.5 **sectors per warp
-# instruction**: compare. The L1 hit rate and the L2 and DRAM traffic show how much of that the
-# caches absorb; the [stall reasons](GLOSSARY.md#stall-reasons), what the warps waited for.
+# The model's ceilings (binding in bold), its prediction against the measurement, and the unit
+# the profiler found busiest; when no unit reaches 60% of its peak the warps were mostly waiting,
+# which the table calls *latency*.
+
+# %%
+why = limiter_table.why(["naive", "naive_uncoalesced", "cublas"], measured=table)
+why
+
+# %%
+n, u, c = why.row("naive"), why.row("naive_uncoalesced"), why.row("cublas")
+per_ffma = {r: w.warp_instructions / (w.ffma / 32) for r, w in
+            ((r, limiter_table.work(r)) for r in ("naive", "cublas"))}
+busy_n, busy_u = n.utilization_pct["issue"] / 100, u.utilization_pct["issue"] / 100
+print(f"naive is bound by instruction issue: {n.ceilings_ms['issue']:.0f} ms of issuing against "
+      f"{n.ceilings_ms['fp32']:.1f} ms for its FFMAs alone, because it issues {per_ffma['naive']:.1f} warp "
+      f"instructions per warp FFMA (cuBLAS: {per_ffma['cublas']:.2f}). "
+      + (f"The profiler agrees: its busiest unit is issue, {busy_n:.0%} busy. "
+         if n.agrees else f"The profiler's busiest unit is {limiter_table.SHORT.get(n.busiest, n.busiest)} "
+                          f"({n.busiest_pct:.0f}%). ")
+      + (f"The model assumes an issue in every cycle, the schedulers issued in {busy_n:.0%}: hence a measurement "
+         f"{n.ratio:.2f}x the prediction (1 / {busy_n:.2f} = {1 / busy_n:.2f})." if abs(n.ratio * busy_n - 1) < 0.1
+         else f"The measurement is {n.ratio:.2f}x the prediction; the schedulers issued in {busy_n:.0%} of cycles."))
+near = max(abs(u.ceilings_ms[k] / n.ceilings_ms[k] - 1) for k in ("l2", "dram"))
+print(f"naive_uncoalesced issues the same instructions, and its L2 and DRAM ceilings are within {near:.0%} of "
+      f"naive's, so the model predicts the same {u.predicted_ms:.0f} ms. It took {u.measured_ms:.0f} ms, "
+      f"{u.ratio:.1f}x that, and the profiler finds no unit near its peak: issue {busy_u:.0%} busy "
+      f"(1 / {busy_u:.2f} = {1 / busy_u:.1f}). Its warps were waiting.")
+
+# %% [markdown]
+# Per k-step a naive thread needs one FFMA and two loads; the other instructions are integer
+# arithmetic that turns (row, k) and (k, col) into two 64-bit addresses, and the loop's counter.
+# They set the coalesced kernel's time. The later rungs cut the instructions per FFMA towards
+# cuBLAS's.
+#
+# The uncoalesced warps wait for their loads. Each warp load of A touches 32 sectors in 32
+# cache lines, not 4 sectors of one. The L1 cache serves a load in passes, each reaching a limited
+# number of cache lines, so a scattered load holds the L1 for many cycles while other warps' loads
+# queue behind it. The model counts instructions and the bytes reaching L2 and DRAM, nearly equal
+# for the two mappings; it has no ceiling for the L1's passes: that is its miss here. The
+# profiler's count of sectors, and what the warps waited for:
 
 # %%
 prof = gl.profile({"naive": functools.partial(naive.sgemm, kernel=sgemm_naive),
                    "naive_uncoalesced": functools.partial(naive_uncoalesced.sgemm, kernel=sgemm_naive_uncoalesced)},
-                  size=(4096, 4096, 4096), lesson="01")
-prof
-
-# %% [markdown]
-# ## Look inside
-#
-# On a GPU, numba shows what the compiler made: registers per thread, local memory (spills),
-# [blocks per SM](GLOSSARY.md#blocks-per-sm) (here for the launcher's 32 x 8 = 256-thread blocks)
-# and the SASS instructions, counted in the *code*, not as executed (the primer explains the
-# table). The cell after the table reads it.
-
-# %%
-facts = compiler_facts.compiler_facts({"naive": sgemm_naive}, threads={"naive": naive.BLOCK[0] * naive.BLOCK[1]})
-facts
-
-# %%
-from IPython.display import Markdown, display
-from gemm_lessons.teaching import profile_readings
-
-# What the table above and the profile before it say, in sentences made from their numbers
-sass = (facts.facts.get("naive") or {}).get("sass") or {}
-ffma, ldg, stg = sass.get("FFMA", 0), sass.get("LDG.E", 0), sass.get("STG.E", 0)
-text = []
-if ffma >= 2 and ldg == 2 * (ffma - 1) + 1:
-    text.append(
-        f"The code holds {ffma} `FFMA` and {ldg} `LDG.E` ({facts.source}). {ldg - 1} = 2 x {ffma - 1} of the loads "
-        f"feed the {ffma - 1} `FFMA` of the k-loop, one load of A and one of B each. The likely reading, which "
-        "these counts do not prove: the compiler wrote the loop's body out several times (a main loop) and added a "
-        "second loop for the leftover k-steps, and after the loops, when beta is not 0, one more `LDG.E` reads C and "
-        f"one more `FFMA` computes `alpha*acc + beta*C`; the {stg} `STG.E` would be the stores of the two branches "
-        "(beta 0 or not). The full listing, `sgemm_naive.inspect_sass()` on a GPU, shows the loops and branches.")
-elif sass:
-    text.append(f"The code holds {ffma} `FFMA` and {ldg} `LDG.E` ({facts.source}): the k-loop's `FFMA` each take "
-                "two loads, one of A and one of B; the rest are C's read and stores after the loop.")
-text.append(profile_readings.reading_01(prof))
-display(Markdown("\n\n".join(text)))
+                  size=size, lesson="01")
+waits = {"lg_throttle": "the queue of global-memory instructions was full",
+         "long_scoreboard": "waiting for data from global memory",
+         "not_selected": "ready, but another warp was issued",
+         "math_pipe_throttle": "the arithmetic unit was busy"}
+s_n, s_u = prof.value("naive", "sectors_per_request"), prof.value("naive_uncoalesced", "sectors_per_request")
+stalls = prof.top_stalls("naive_uncoalesced", 2)
+if s_n and s_u:
+    print(f"Sectors per warp load instruction: naive {s_n:.2f}, naive_uncoalesced {s_u:.2f} (the figure's 5 and "
+          f"33 per k-step, over its two loads: {5 / 2:.2f} and {33 / 2:.2f}).")
+if stalls:
+    print("naive_uncoalesced's warps were stalled on " + "; ".join(
+        f"{r.replace('_', ' ')} {p:.0f}% of cycles ({waits.get(r, 'see the glossary')})" for r, p in stalls) + ".")
 
 # %% [markdown]
 # ## Exercises
@@ -218,9 +228,8 @@ display(Markdown("\n\n".join(text)))
 # ### 01-sectors
 # The coalesced kernel, launched with blocks of **16 x 16** threads instead of 32 x 8
 # (`threadIdx.x` still walks the columns of C; K = N = 4096, and each block's first column is a
-# multiple of 16). A warp is 32 consecutive thread numbers, `threadIdx.x` fastest. At one k-step,
-# how many 32-byte sectors does one warp touch in A and in B? Answer with a pair
-# `(sectors_of_A, sectors_of_B)`.
+# multiple of 16). At one k-step, how many 32-byte sectors does one warp touch in A and in B?
+# Answer with a pair `(sectors_of_A, sectors_of_B)`.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -232,17 +241,14 @@ exercises.check("01-sectors", answer)
 
 # %% [markdown]
 # ### 01-kernel
-# A library that does not want to choose a block shape may launch one thread per element of C
-# in **one** dimension: blocks of 256 threads, and enough blocks for M x N threads. The check
-# launches your kernel that way (`exercises.launch_1d`). Inside, `i = cuda.grid(1)` numbers the
-# threads 0, 1, 2, ...; a warp is 32 consecutive values of `i`. Turn `i` into `(row, col)`,
-# guard the threads past M x N, and compute `C[row, col]` (alpha and beta as above; C is not
-# read when beta is 0).
+# Launch one thread per element of C in **one** dimension: blocks of 256 threads, enough for
+# M x N threads (`exercises.launch_1d`). Inside, `i = cuda.grid(1)` numbers the threads 0, 1,
+# 2, ...; a warp is 32 consecutive `i`. Turn `i` into `(row, col)`, guard the threads past M x N,
+# and compute `C[row, col]` (alpha and beta as above; C is not read when beta is 0).
 #
 # Two ways of turning `i` into `(row, col)` give the right result; only one is coalesced. The
-# check runs your kernel twice: against the float64 reference, then on the simulator with
-# arrays that record which elements each warp reads together, to count the 32-byte sectors a
-# warp touches per k-step.
+# check compares with the float64 reference, then counts, on the simulator, the sectors each warp
+# touches per k-step.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -266,24 +272,17 @@ def my_naive_1d(A, B, C, alpha, beta):
 exercises.check("01-kernel", my_naive_1d)
 
 # %% [markdown]
-# ## Across sizes
-#
-# The recorded benchmark timed every [rung](GLOSSARY.md#rung) (each lesson's kernel) at four
-# square sizes in one run. This lesson's rung
-# and cuBLAS:
-
-# %%
-plots.rung_versus_size("naive");
-
-# %% [markdown]
 # ## Takeaway
 #
-# * Map `threadIdx.x` to the contiguous dimension: the same arithmetic ran faster when a warp's
-#   loads fell into few sectors (by how much: the ratio printed under the measurement above).
-# * Even coalesced, the naive kernel loads two floats from global memory per FMA, $2MNK$ loads
-#   in all, and reaches a few percent of cuBLAS. Each value of A is loaded N times, once per
-#   column of C, and each value of B M times, once per row of C (the caches serve many of those
-#   loads, as the profile showed). Lesson 02 stages them in shared memory.
+# * One thread per element of C: a 2-D grid of 2-D blocks, rounded up, and a guard for the edge.
+# * Let `threadIdx.x` walk the contiguous dimension: a warp then touches 1 + 4 sectors per k-step,
+#   not 32 + 1, and the same instructions run far faster.
+# * The limiter model: each unit's ceiling is the time it alone would allow; the largest binds.
+#   The measurement exceeds it by the cycles that unit sits idle.
+# * The coalesced naive kernel is bound by instruction issue: dozens of instructions per FFMA,
+#   mostly address arithmetic. The uncoalesced one waits on the L1, which the model does not count.
+# * $2MNK$ loads from global memory, one per operand; lesson 02 stages tiles of A and B in shared
+#   memory so that each load serves many threads.
 
 # %% [markdown]
 # ## Sources and further reading
@@ -291,5 +290,44 @@ plots.rung_versus_size("naive");
 # * The source articles this lesson re-tells and tests: [[1]](REFERENCES.md#seed-000), [[2]](REFERENCES.md#seed-001), [[3]](REFERENCES.md#seed-002), [[5]](REFERENCES.md#seed-004) (their origins and what each
 #   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
 # * What to read next: [REFERENCES.md, lesson 01](REFERENCES.md#lesson-01).
-# * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
-#   introduced in the [primer](00a_primer.ipynb).
+# * Terms: the [glossary](GLOSSARY.md); the execution model is introduced in the
+#   [primer](00a_primer.ipynb).
+
+# %% [markdown]
+# ## Lab notes
+#
+# * **Where the numbers come from.** The Why table's ceilings and profiler readings come from one
+#   limiter run (`python -m gemm_lessons.runs.limiter`, results/limiter-nvidia-h200.json and its
+#   profile). Its measured column is this notebook's run when that ran on the same GPU, else the
+#   limiter run's time (marked \*). The sector and stall readings come from `gl.profile`: measured
+#   now on a GPU with Nsight Compute, recorded counters otherwise (its source is `prof.source`).
+# * **The instructions per FFMA, in the code.** `sgemm_naive.inspect_sass()` on a GPU (or
+#   `gemm_lessons.instruments.offline_sass.compile_sass` without one, for sm_90) lists the machine
+#   code. The compiler unrolls the k-loop four times and adds a loop for the leftover
+#   k-steps; besides the `FFMA` and the two `LDG.E` of each k-step, both loops hold integer
+#   instructions (`IMAD.WIDE`, `LEA`, `IADD3`, and uniform ones such as `UIADD3`, `USEL`): numba
+#   indexes with 64-bit integers, handles negative indices, and counts the `range` in 64 bits.
+# * **The caches.** Each value of A is loaded N times and each value of B M times. The first
+#   lines below compare the bytes the loads ask for with those that reached the L2 and DRAM in the
+#   limiter run's profile: the L1 and L2 serve most of them, for either mapping.
+# * **The L1's passes.** Nsight Compute calls them *wavefronts* of the L1TEX unit: "if not all
+#   cache lines or sectors can be accessed in a single wavefront, multiple wavefronts are created
+#   and sent for processing one by one" (NVIDIA's answer in
+#   [this forum thread](https://forums.developer.nvidia.com/t/wahts-the-difference-between-wavefronts-and-sectors-req/165293/4);
+#   the Kernel Profiling Guide, "Memory Workload Analysis"). The records hold no L1 counter, so
+#   the model has no L1 ceiling. An untested hypothesis: one pass per cache line a warp load
+#   touches, one pass per SM per cycle. The last lines compute the time that would allow; the
+#   profiler's count of L1TEX wavefronts for both kernels would test it.
+
+# %%
+asked_gb = 2 * 4096 ** 3 * 4 / 1e9  # two 4-byte loads per multiply-add
+for rung in ("naive", "naive_uncoalesced"):
+    w = limiter_table.work(rung)
+    print(f"{rung}: loads ask for {asked_gb:,.0f} GB; {w.l2_bytes / 1e9:,.0f} GB reached the L2, "
+          f"{w.dram_bytes / 1e9:,.0f} GB moved to or from DRAM")
+passes = {"naive": 1 + 1, "naive_uncoalesced": 32 + 1}  # cache lines per warp per k-step: A, then B
+warps = 4096 * 4096 // 32
+for rung, p in passes.items():
+    t_ms = warps * 4096 * p / (machine["sm_count"] * machine["clock_mhz"] * 1e6) * 1e3
+    print(f"{rung}: {p} L1 passes per k-step -> {t_ms:.0f} ms at one pass per SM per cycle "
+          f"(issue ceiling {why.row(rung).ceilings_ms['issue']:.0f} ms, measured {why.row(rung).measured_ms:.0f} ms)")

@@ -59,6 +59,63 @@ def warp_access(coalesced=True, K=64, N=64, ax=None):
     return ax
 
 
+def _lanes_on_matrix(axis, addrs, ld, rows, cols, name, xlabel, ylabel):
+    """One matrix's corner as a grid of floats: blue, the float each lane reads (its number inside,
+    or one note for a float all lanes share); shaded and outlined, each 32-byte sector fetched."""
+    fetched = {a // SECTOR_BYTES for a in addrs}
+    lanes_of = collections.defaultdict(list)
+    for lane, a in enumerate(addrs):
+        lanes_of[a // 4].append(lane)
+    floats_per_sector = SECTOR_BYTES // 4
+    for s in fetched:
+        y, x = divmod(s * floats_per_sector, ld)
+        axis.add_patch(patches.Rectangle((x, y), floats_per_sector, 1, fc="tab:orange", alpha=0.35,
+                                         ec="tab:red", lw=0.8))
+    for f, lanes in lanes_of.items():
+        y, x = divmod(f, ld)
+        axis.add_patch(patches.Rectangle((x, y), 1, 1, fc="tab:blue", ec="white"))
+        if len(lanes) == 1:
+            axis.text(x + 0.5, y + 0.5, str(lanes[0]), ha="center", va="center", fontsize=6.5, color="white")
+        else:
+            axis.annotate(f"lanes {lanes[0]}-{lanes[-1]} all read\nthis one float (a broadcast)",
+                          (x + 1, y + 0.5), (x + 4, y + 2.6), fontsize=8, va="center",
+                          arrowprops=dict(arrowstyle="->", lw=0.8))
+    for x in range(0, cols + 1, SECTOR_BYTES // 4):  # sector boundaries along a row
+        axis.axvline(x, color="black", lw=0.6)
+    axis.set_xlim(0, cols)
+    axis.set_ylim(rows, 0)
+    axis.set_aspect("equal")
+    axis.set_xticks(range(0, cols + 1, 8))
+    axis.set_yticks(range(0, rows + 1, 8 if rows > 8 else 1))
+    axis.tick_params(labelsize=7)
+    axis.set_xlabel(xlabel, fontsize=8)
+    axis.set_ylabel(ylabel, fontsize=8)
+    n = len(lanes_of)
+    axis.set_title(f"{name}: {n} float{'s' if n > 1 else ''}, {len(fetched)} sector{'s' if len(fetched) > 1 else ''}",
+                   fontsize=9)
+
+
+def naive_warp_map(K=64, N=64):
+    """The naive kernel's two thread mappings, one above the other: which float of A and of B each
+    lane of one warp reads at k = 0, and the sectors fetched (rows of K and N floats)."""
+    fig = plt.figure(figsize=(10, 7.6))
+    top, bottom = fig.subfigures(2, 1, height_ratios=[1, 2.3])
+    for sub, coalesced in ((top, True), (bottom, False)):
+        a, b = naive_warp_addresses(coalesced, K, N)
+        rows_a = max(4, max(x // 4 // K for x in a) + 1)
+        ax = sub.subplots(1, 2, gridspec_kw={"width_ratios": [16, 40]})
+        _lanes_on_matrix(ax[0], a, K, rows_a, 16, "A", "column of A (k)", "row of A = row of C")
+        _lanes_on_matrix(ax[1], b, N, 4, 40, "B", "column of B = column of C", "row of B (k)")
+        total = sectors(a) + sectors(b)
+        head = ("COALESCED: threadIdx.x walks the columns of C (lane i: row 0, column i)" if coalesced else
+                "UNCOALESCED: threadIdx.x walks the rows of C (lane i: row i, column 0)")
+        sub.suptitle(f"{head}\n{sectors(a)} + {sectors(b)} = {total} sectors per warp per k-step", fontsize=10,
+                     fontweight="bold", color="tab:green" if coalesced else "tab:red")
+    fig.text(0.01, 0.005, "blue: the float a lane (number) reads at k = 0; shaded, outlined: each 32-byte sector "
+             f"fetched; black lines: sector boundaries (8 floats); matrices {K} floats wide", fontsize=8)
+    return fig
+
+
 def tiles(BM=32, BN=32, BK=32, M=128, N=128, K=128, ax=None):
     """A block's tile of C, the strip of A and B it needs, and one BK-wide slice of each."""
     if ax is None:

@@ -128,6 +128,22 @@ def _measured_ms(measured, case, device):
     return getattr(row, "median_ms", None)
 
 
+def work(rung, kind="sgemm", device=None):
+    """What the profiler counted for one launch of ``rung`` in the limiter run: the model's
+    ``Work`` (FFMAs, warp-instructions issued, shared wavefronts, L2 and DRAM bytes, blocks), read
+    from the run's profile (results/ncu-limiter-<device>.csv)."""
+    from gemm_lessons.records import results
+    from gemm_lessons.runs import limiter as limiter_run
+
+    rec = record(device)
+    case = rung if rung == "copy" else f"{kind} {rung}"
+    names = [c for c, _, _ in limiter_run.cases()]
+    if case not in names:
+        raise KeyError(f"the limiter run has no case {case!r}; it has {names}")
+    launches = results.ncu_launches(results.path_for("ncu-limiter", rec["device"]["name"]))
+    return limiter_run.work_of(case, launches[names.index(case)])
+
+
 def why(rungs, kind="sgemm", measured=None, device=None):
     """The limiter table of ``rungs`` (SGEMM rungs at 4096^3, or with ``kind="transpose"`` the
     transposes at 8192^2; "copy" is the device copy, "cublas"/"cublas_sgeam" the library)."""

@@ -67,3 +67,20 @@ def test_lesson_00_reads_cublas_as_issue_bound():
     assert 1 < row.ceilings_ms["issue"] / row.ceilings_ms["fp32"] < 1.3
     assert row.ceilings_ms["dram"] < 0.1 * row.ceilings_ms["fp32"]  # memory far from binding
     assert 1 <= row.ratio < 1.6 and row.tail > 1
+
+
+def test_work_is_what_the_profiler_counted_and_gives_the_ceilings_back():
+    """The counts behind a row: the issue ceiling is the warp-instructions over the SMs' issue
+    rate, the FP32 ceiling the FFMAs over their lanes; so their ratio is warp-instructions per
+    warp-FFMA (lesson 01's Why)."""
+    m = limiter_table.record()["model"]["machine"]
+    w = limiter_table.work("naive")
+    row = limiter_table.why(["naive"]).row("naive")
+    hz = m["clock_mhz"] * 1e6
+    assert w.ffma == 4096 ** 3
+    assert row.ceilings_ms["issue"] == pytest.approx(
+        w.warp_instructions / (m["sm_count"] * m["issue_per_sm_cycle"] * hz) * 1e3)
+    assert row.ceilings_ms["fp32"] == pytest.approx(w.ffma / (m["sm_count"] * m["fp32_lanes_per_sm"] * hz) * 1e3)
+    assert w.warp_instructions == limiter_table.work("naive_uncoalesced").warp_instructions
+    with pytest.raises(KeyError, match="sgemm reg2d"):
+        limiter_table.work("no_such_rung")

@@ -247,6 +247,20 @@ def test_the_prediction_is_written_before_the_measurement_and_compared_after(les
     assert f'table.speedup("{kernel}", "{baseline}")' in cells[compare] and "table.source" in cells[compare]
 
 
+def test_lesson_01_predicts_both_mappings_before_measuring_and_explains_after():
+    """Lesson 01: the student predicts both mappings' times from the limiter run's counts before
+    any measurement, meets them after the one compare call, and the Why table follows."""
+    cells = _lesson_cells("01")
+    counts = next(n for n, c in enumerate(cells) if "limiter_table.work(rung)" in c)
+    predict = next(n for n, c in enumerate(cells) if c.startswith("my_naive_ms = None\nmy_uncoalesced_ms = None"))
+    measure_ = [n for n, c in enumerate(cells) if "measure_step.compare(" in c or "measure_step.recorded(" in c]
+    compare = next(n for n, c in enumerate(cells) if "exercises.compare_prediction(my_naive_ms" in c)
+    why = next(n for n, c in enumerate(cells) if "limiter_table.why(" in c)
+    assert counts < predict < measure_[0] < compare < why and len(measure_) == 1
+    assert "exercises.compare_prediction(my_uncoalesced_ms" in cells[compare] and "table.source" in cells[compare]
+    assert '["naive", "naive_uncoalesced", "cublas"], measured=table' in cells[why]
+
+
 @requires_simulator
 @pytest.mark.parametrize("lesson", sorted(PREDICTIONS))
 def test_on_the_simulator_the_prediction_meets_the_recorded_run(lesson):

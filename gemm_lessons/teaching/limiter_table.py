@@ -116,13 +116,38 @@ def _measured_ms(measured, case, device):
         return None
     kind, _, name = case.partition(" ")
     name = name or kind
+    names = {name, "copy_float4"} if name == "copy" else {name}  # the copy is "copy_float4" in the bench's tables
     rows = getattr(measured, "rows", [])
-    row = next((r for r in rows if r.kernel == name), None)
+    row = next((r for r in rows if r.kernel in names), None)
     if row is None:
         return None
     if hasattr(row, "gflops"):
         return 2 * row.M * row.N * row.K / (row.gflops * 1e9) * 1e3
     return getattr(row, "median_ms", None)
+
+
+def machine(device=None):
+    """The limiter record's machine (a gemm_lessons.model.limiter.Machine: SMs, the clock held, the
+    copy rate, the DRAM latency, ...)."""
+    from gemm_lessons.runs.limiter import machine_of
+
+    return machine_of(record(device))
+
+
+def work(rung, kind="sgemm", device=None):
+    """The model's Work of one rung (a gemm_lessons.model.limiter.Work: instructions, wavefronts,
+    bytes, blocks per SM, bytes of loads each SM keeps in flight), from the limiter run's profile
+    (results/ncu-limiter-<device>.csv); ``rung`` and ``kind`` as in ``why``."""
+    from gemm_lessons.records import results
+    from gemm_lessons.runs.limiter import cases, work_of
+
+    rec = record(device)
+    case = rung if rung == "copy" else f"{kind} {rung}"
+    launches = dict(zip([c for c, _, _ in cases()],
+                        results.ncu_launches(results.path_for("ncu-limiter", rec["device"]["name"]))))
+    if case not in launches:
+        raise KeyError(f"the limiter profile has no case {case!r}; it has {sorted(launches)}")
+    return work_of(case, launches[case])
 
 
 def why(rungs, kind="sgemm", measured=None, device=None):

@@ -336,21 +336,25 @@ def bytes_in_flight(names, per_sm, needed, duty=1.0, ax=None):
     if ax is None:
         _, ax = plt.subplots(figsize=(9, 0.5 * len(names) + 1.6))
     y = np.arange(len(names))
-    kib = np.array(per_sm, dtype=float) / 1024
-    enough = needed / duty / 1024
-    ax.barh(y, kib, color=["tab:blue" if k >= enough else "tab:orange" for k in kib], alpha=0.8)
-    for yi, k in zip(y, kib):
-        ax.text(k + 1, yi, f"{k:.0f} KiB", va="center", fontsize=9)
-    lines = [(needed / 1024, ":", f"B x L per SM: {needed / 1024:.1f} KiB")]
+    per_sm = np.array(per_sm, dtype=float)
+    enough = needed / duty
+    ax.barh(y, per_sm, color=["tab:blue" if b >= enough else "tab:orange" for b in per_sm], alpha=0.8)
+    right = max(per_sm.max(), enough) * 1.25
+    for yi, b in zip(y, per_sm):
+        ax.text(b + right / 150, yi, f"{b:,.0f}", va="center", fontsize=9, bbox=dict(fc="white", ec="none", pad=1))
+    lines = [(needed, ":", f"B x L per SM: {needed:,.0f}")]
     if duty != 1:
-        lines.append((enough, "--", f"loading {duty:.0%} of the time: {enough:.1f} KiB"))
+        lines.append((enough, "--", f"needed when loading {duty:.0%} of the time: {enough:,.0f}"))
     for i, (x, style, label) in enumerate(lines):
         ax.axvline(x, color="black", ls=style, lw=1)
-        ax.text(x, -0.75 - 0.55 * i, " " + label, fontsize=9, va="center")
+        ax.text(x, -0.75 - 0.55 * i, " " + label, fontsize=9, va="center",
+                bbox=dict(fc="white", ec="none", pad=1))
+    ax.set_title("orange: short of the last line (a share of the bandwidth); blue: enough", fontsize=9, loc="left")
     ax.set_yticks(y, names, fontsize=9)
     ax.set_ylim(len(names) - 0.5, -0.75 - 0.55 * len(lines))
-    ax.set_xlim(0, max(kib.max(), enough) * 1.2)
-    ax.set_xlabel("bytes of loads in flight per SM while its blocks load (KiB)", fontsize=9)
+    ax.set_xlim(0, right)
+    ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.set_xlabel("bytes of loads in flight per SM while its blocks load", fontsize=9)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     return ax

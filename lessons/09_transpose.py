@@ -84,7 +84,7 @@ checked("naive", check_transpose_all(functools.partial(t_naive.transpose, kernel
 # word in each of the 32 [banks](GLOSSARY.md#bank), so a column lies in one bank: a 32-way
 # [bank conflict](GLOSSARY.md#bank-conflict), 32 [wavefronts](GLOSSARY.md#wavefront) instead of 1.
 # One float of [padding](GLOSSARY.md#padding) per row (`[32][33]`) starts row `l` in bank `l`.
-# `make_transpose_tile` builds both (`PAD`); with `ROWS < 32` threads each moves `32 / ROWS`
+# `make_transpose_tile` builds both (`PAD`); with `ROWS` below 32, each thread moves `32 / ROWS`
 # elements (section 4).
 
 # %%
@@ -280,6 +280,7 @@ overlap = ("between the larger of its two ceilings and their sum: the conflicted
            if tile.predicted_ms <= tile.measured_ms <= both else
            f"against {tile.predicted_ms:.3g} ms for the larger of the two ceilings and {both:.3g} ms for their sum")
 binding_busy = [r.busiest_pct for r in (x8, wide, copy, row["cublas_sgeam"]) if r.agrees]
+ratios = [r.ratio for r in why.rows if r.rung != "naive"]
 print(f"* smem_padded: bound by {limiter.WHAT[pad.binding]}, measured {pad.ratio:.2f}x the prediction; no unit "
       f"is busier than {pad.busiest_pct:.0f}%: the SMs wait for DRAM.")
 print(f"* smem_tile: the same latency ceiling plus {tile.ceilings_ms['shared']:.3g} ms of conflicted wavefronts; "
@@ -292,8 +293,8 @@ print(f"* smem_padded_32x8: {enough}; bound by {limiter.WHAT[x8.binding]}: "
 print(f"* wide: 16-byte loads and stores cut that to {per32['wide']:.0f}; bound by "
       f"{limiter.WHAT[wide.binding]}, measured {wide.ratio:.2f}x the prediction (the copy {copy.ratio:.2f}x).")
 print(f"* The model lets the binding unit run at 100%; the profiler shows it {min(binding_busy):.0f}-"
-      f"{max(binding_busy):.0f}% busy (stalls at barriers and on loads), hence measured/predicted above 1 "
-      f"(naive's {row['naive'].ratio:.1f}x: Lab notes).")
+      f"{max(binding_busy):.0f}% busy (stalls at barriers and on loads), so the kernels take "
+      f"{min(ratios):.2f}-{max(ratios):.2f}x the prediction (naive {row['naive'].ratio:.1f}x: Lab notes).")
 
 # %% [markdown]
 # ## Exercise 09-symmetrize: `dst = src + src.T` through a padded tile
@@ -372,12 +373,15 @@ exercises.check("09-symmetrize", symmetrize)
 # the table's title); the Why table is the limiter run, on the GPU its title names. On a GPU that
 # has a limiter record, the Why table's measured column is this notebook's run (no asterisk).
 #
-# **What the model leaves.** The naive kernel takes several times its latency ceiling: the model
-# gives every kernel the same half duty, and a warp's scattered store (32 sectors) probably keeps
-# it from loading for longer than that; nothing here measures the duty. The primer counts only the
-# read half of the copy rate against the loads in flight (a store has nothing to wait for); the
-# model counts all of `B` and half the time, which is the same as counting the reads at a quarter
-# of the time. The model's numbers are checked only by the measurement (`smem_padded` above).
+# **What the model leaves.** The naive kernel takes several times its latency ceiling. The model
+# gives every kernel the same half duty; a warp's scattered store (32 sectors) probably keeps
+# naive's threads from loading for more than half their time, but nothing here measures the duty.
+#
+# **Two ways to count Little's law.** The primer sets the loads in flight against the read half of
+# the copy rate (a store has nothing to wait for); the model sets them against all of `B`, loading
+# half the time, which is the same as the reads loading a quarter of the time. With the same half
+# duty the primer's count would give the 4-byte tiles twice the model's share; the measured
+# `smem_padded` sits near the model's (the Why table).
 #
 # **`wide`'s residual conflicts.** Its padded tile is 65 floats wide, and the tracer finds 2-way
 # conflicts in both its tile stores and its gathering reads (below; lesson 06's ncu table counts

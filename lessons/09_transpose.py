@@ -1,8 +1,8 @@
 # %% [markdown]
 # # 09 · Matrix transpose: bytes in flight
 #
-# **Where we are.** Lesson 08 ended with a warp-tiled SGEMM close to cuBLAS, both bound by the
-# ceiling the second cell names. A matrix product does hundreds of FLOPs per byte; a transpose,
+# **Where we are.** Lesson 08 ended with a warp-tiled SGEMM close to cuBLAS (the cell below gives
+# both and the ceiling that binds them). A matrix product does hundreds of FLOPs per byte; a transpose,
 # `dst[c, r] = src[r, c]`, does none. Each float is read once and written once, so it is judged by
 # [bandwidth](GLOSSARY.md#bandwidth) (GB/s, bytes read plus written per second) against a copy of
 # the same bytes, its ceiling, and cuBLAS's transpose, [`sgeam`](GLOSSARY.md#sgeam). Coalescing

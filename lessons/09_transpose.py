@@ -1,44 +1,52 @@
 # %% [markdown]
-# # 09 · Matrix transpose: the memory-bound twin
+# # 09 · Matrix transpose: bytes in flight
 #
-# SGEMM lives on the right of the roofline: it does hundreds of FLOP per byte, and the lessons
-# were about feeding the FP32 units. A transpose does **no arithmetic at all**: every element is
-# read once and written once. Its only measure is bandwidth (bytes read + written per second),
-# its ceiling a plain copy, and its yardstick cuBLAS [`sgeam`](GLOSSARY.md#sgeam) (which computes
-# C = alpha op(A) + beta op(B), op a transpose or not: with alpha 1, beta 0 and op(A) = A^T, a
-# transpose). The same tools apply: coalescing
-# (lesson 01), shared-memory tiles (02), bank conflicts and padding (06), wide accesses (05).
+# **Where we are.** Lesson 08 ended with a warp-tiled SGEMM close to cuBLAS (the cell below gives
+# both and the ceiling that binds them). A matrix product does hundreds of FLOPs per byte; a transpose,
+# `dst[c, r] = src[r, c]`, does none. Each float is read once and written once, so it is judged by
+# [bandwidth](GLOSSARY.md#bandwidth) (GB/s, bytes read plus written per second) against a copy of
+# the same bytes, its ceiling, and cuBLAS's transpose, [`sgeam`](GLOSSARY.md#sgeam). Coalescing
+# (lesson 01), shared tiles (02), padding (06) and 16-byte accesses (05) take it most of the way;
+# the last step needs one more model, the latency-bandwidth ceiling
+# ([Little's law](GLOSSARY.md#littles-law)).
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
-from gemm_lessons.model import counting
-from gemm_lessons.teaching import exercises, figures, measure_step, plots
-from gemm_lessons.instruments import compiler_facts
+from gemm_lessons.teaching import exercises, figures, limiter_table, measure_step
+from gemm_lessons.instruments import shared_tracer
 from gemm_lessons.kernels import ladder
-from gemm_lessons.records import results
-from gemm_lessons.core.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
+from gemm_lessons.kernels.transpose import naive as t_naive, smem_tile as t_tile, wide as t_wide
+from gemm_lessons.measure.problems import check_transpose_all
+from gemm_lessons.model import limiter
+from gemm_lessons.core.float4 import load4, store4  # lesson 05's 16-byte load/store intrinsics
 import functools
+from IPython.display import display
+import matplotlib.pyplot as plt
 import numpy as np
 from numba import cuda, float32
 # %matplotlib inline
 print(gl.banner())
 
-# %%
-from gemm_lessons.instruments import shared_tracer
-from gemm_lessons.kernels.transpose import naive as t_naive, smem_tile as t_tile, wide as t_wide
-measure_step.compare_transpose({}, shape=(8192, 8192))  # the references: a copy of the same bytes, and cuBLAS sgeam
 
+def checked(name, report):  # one line when every shape transposed exactly, else the report
+    if report:
+        print(f"{name}: every element in place on {', '.join(f'{c.shape[0]}x{c.shape[1]}' for c in report)}")
+    else:
+        display(report)
+
+# %%
+sgemm = limiter_table.why(["warptile", "cublas"])
+print(", ".join(f"{r.rung} {2 * 4096 ** 3 / (r.measured_ms * 1e-3) / 1e12:.1f} TFLOPS" for r in sgemm.rows)
+      + f" at 4096^3 ({sgemm.device}); binding: " + " and ".join(sorted({limiter.WHAT[r.binding] for r in sgemm.rows})))
 
 # %% [markdown]
-# ## Naive: one of the two sides is always strided
+# ## 1 · Naive: one side is always strided
 #
-# `dst[c, r] = src[r, c]`. With `threadIdx.x` along the columns of `src`, a warp reads 128
-# contiguous bytes but writes 32 floats a whole row of `dst` apart: 32 sectors for 128 useful
-# bytes. Swapping the mapping only moves the problem to the reads. The kernel runs in blocks of
-# 32 x 8 threads (`transpose/naive.py`), so warp 0 is the 32 threads with `threadIdx.y = 0`. Its
-# accesses on a 64 x 64 matrix, each lane's float numbered by the lane; the panels show the first
-# rows and columns of src and dst (a test checks the figure's formula against the kernel's
-# access log on the simulator):
+# One thread per element, `threadIdx.x` along the columns of `src`, blocks of 32 x 8 threads.
+# Warp 0 reads 32 neighbours in a row of `src`: 128 contiguous bytes, 4
+# [sectors](GLOSSARY.md#sector). It writes them down a column of `dst`, a whole row apart: 32
+# sectors for the same 128 bytes. Swapping the mapping only moves the problem to the reads. Warp 0
+# on a 64 x 64 matrix (a test checks the figure against the kernel's access log):
 
 # %%
 figures.transpose_warp_access(64, 64);
@@ -63,20 +71,21 @@ def transpose_naive(src, dst):
 
 
 # %%
-from gemm_lessons.measure.problems import check_transpose_all
-check_transpose_all(functools.partial(t_naive.transpose, kernel=transpose_naive), name="naive")
+# NBVAL_CHECK_OUTPUT
+checked("naive", check_transpose_all(functools.partial(t_naive.transpose, kernel=transpose_naive)))
 
 
 # %% [markdown]
-# ## Through a shared-memory tile
+# ## 2 · Through a shared tile, padded to `[32][33]`
 #
-# A block reads a 32x32 tile with coalesced row reads into shared memory, then writes it out
-# with coalesced row writes to `dst`, reading the tile **by columns**. Both global accesses are
-# now rows, read and written a warp at a time (the exercise at the end of this lesson checks the
-# sectors of such a kernel); shared memory is not so lucky: a column of a `[32][32]` float tile
-# lies in one bank.
-# With one float of padding per row (`[32][33]`), row l starts in bank l and the column read is
-# conflict-free. The tracer shows both, on the kernel itself.
+# A block copies a 32 x 32 tile of `src` into [shared memory](GLOSSARY.md#shared-memory) row by
+# row (coalesced reads), waits at the [barrier](GLOSSARY.md#barrier), then writes rows of `dst`
+# (coalesced writes) by reading the tile **by columns**. A row of a `[32][32]` float tile is one
+# word in each of the 32 [banks](GLOSSARY.md#bank), so a column lies in one bank: a 32-way
+# [bank conflict](GLOSSARY.md#bank-conflict), 32 [wavefronts](GLOSSARY.md#wavefront) instead of 1.
+# One float of [padding](GLOSSARY.md#padding) per row (`[32][33]`) starts row `l` in bank `l`.
+# `make_transpose_tile` builds both (`PAD`); with `ROWS` below 32, each thread moves `32 / ROWS`
+# elements (section 4).
 
 # %%
 # source: gemm_lessons/kernels/transpose/smem_tile.py  (the package runs this same code; a test keeps the two identical)
@@ -111,54 +120,67 @@ def make_transpose_tile(TILE=32, ROWS=32, PAD=0):
 
 # %%
 # NBVAL_CHECK_OUTPUT
-for pad in (0, 1):
-    check = check_transpose_all(functools.partial(t_tile.transpose, kernel=make_transpose_tile(32, 32, pad)),
-                                name=f"tile pad={pad}")
-    print(check)
+for rows, pad in ((32, 0), (32, 1), (8, 1)):  # smem_tile, smem_padded, smem_padded_32x8
+    checked(f"tile, 32 x {rows} threads, PAD={pad}",
+            check_transpose_all(functools.partial(t_tile.transpose, kernel=make_transpose_tile(32, rows, pad))))
 
 # %%
-# NBVAL_CHECK_OUTPUT
-unpadded = shared_tracer.trace_rung("transpose:smem_tile", (32, 32), merge=False)
-padded = shared_tracer.trace_rung("transpose:smem_padded", (32, 32), merge=False)
-for name, t in [("tile[32][32]", unpadded), ("tile[32][33]", padded)]:
-    ld = t.totals("ld")
-    print(f"{name}: {ld['instructions']} column reads, {ld['wavefronts']} wavefronts, "
-          f"worst {t.first('ld').cost.degree}-way")
-
-# %%
-import matplotlib.pyplot as plt
-fig, ax = plt.subplots(2, 1, figsize=(12, 7))
-figures.bank_map(unpadded.first("ld").addresses, 4, ax=ax[0], title="column read of tile[32][32]", rows=8)
-figures.bank_map(padded.first("ld").addresses, 4, ax=ax[1], title="column read of tile[32][33]", rows=8)
+unpadded = shared_tracer.trace_rung("transpose:smem_tile", (32, 32), merge=False).first("ld")
+padded = shared_tracer.trace_rung("transpose:smem_padded", (32, 32), merge=False).first("ld")
+fig, ax = plt.subplots(1, 2, figsize=(13, 7.2))
+figures.tile_column_banks(unpadded.addresses, 32, ax=ax[0], title="tile[32][32]")
+figures.tile_column_banks(padded.addresses, 33, ax=ax[1], title="tile[32][33]")
 plt.tight_layout()
 
 # %% [markdown]
-# ## More work per thread, wider accesses
+# *Bank maps of the first column read, `tile[tx, ty + j]`, traced on the kernels above: cell `n`
+# is the float lane `n` reads (tile row down, bank across). The bottom line counts the lanes each
+# bank serves; a bank delivers one word per wavefront, so the largest count is the wavefronts.*
 #
-# * **32x8 threads** for a 32x32 tile: each thread moves 4 elements. Fewer, fuller threads; more
-#   independent loads in flight per thread before the barrier (the likely reason it is faster;
-#   not measured here).
-# * **Wide**: a 64x64 tile moved by 16x16 threads, each reading four float4 along `src` rows
-#   (`LDG.128`) and writing four float4 along `dst` rows (`STG.128`), gathering each float4 from
-#   a column of the padded tile. Rows must start on 16-byte boundaries, so rows and columns must
-#   be multiples of 4 (ValueError otherwise). The padded tile is 65 floats wide, and the tracer
-#   finds 2-way conflicts in both the gathering reads and the tile stores (the cell below; the
-#   `transpose wide` row of lesson 06's ncu table counts the same on the GPU). No
-#   rung here removes them, so the measurement below bounds what they can cost (`wide` against
-#   the copy of the same bytes); it does not measure it.
+# ## 3 · Little's law: enough bytes in flight
+#
+# Whether the padded tile then reaches the copy depends on a ceiling no unit's peak shows:
+# [latency](GLOSSARY.md#latency). A load from DRAM comes back `L` nanoseconds after it is issued.
+# To move `B` bytes per second, `B x L` bytes must be on their way at every moment (Little's law),
+# shared among the SMs. The course measured both (its limiter record): `B` the copy rate, `L` the
+# DRAM latency of a chain of dependent loads.
 
 # %%
-# NBVAL_CHECK_OUTPUT
-wide_trace = shared_tracer.trace_rung("transpose:wide", (64, 64), merge=False)
-for op, what in (("st", "tile stores"), ("ld", "gathering reads")):
-    tot = wide_trace.totals(op)
-    worst = max(i.cost.degree for i in wide_trace.instructions if i.op == op)
-    print(f"wide, one 64x64 block, {what}: {tot['instructions']} instructions, {tot['wavefronts']} wavefronts "
-          f"(ideal {tot['ideal']}), worst {worst}-way")
+m = limiter_table.machine()
+need = m.in_flight_needed_per_sm  # bytes each SM must keep in flight
+print(f"{m.name}: B = {m.dram_gbs:,.0f} GB/s (copy), L = {m.dram_latency_ns:.0f} ns (DRAM latency), "
+      f"B x L = {m.dram_gbs * m.dram_latency_ns / 1e6:.2f} MB in flight; over {m.sm_count} SMs, "
+      f"{need:,.0f} bytes per SM")
+
+# %% [markdown]
+# A transpose thread issues its loads, waits for them (at the barrier, or for the value it
+# stores), then stores; while it stores it has nothing loading. The [limiter
+# model](../gemm_lessons/model/limiter.py) counts that as loads in flight half the time
+# (`LATENCY_DUTY` = 1/2), so a kernel gets
+#
+# > share of the copy rate = min(1, `LATENCY_DUTY` x bytes in flight per SM / (`B x L` per SM)),
+#
+# where bytes in flight per SM = the bytes a thread loads before it stores x the threads
+# [resident](GLOSSARY.md#resident) on the SM.
 
 # %%
-from gemm_lessons.core.float4 import load4, store4  # lesson 05's 16-byte load/store intrinsics
+TRANSPOSES = ["naive", "smem_tile", "smem_padded", "smem_padded_32x8", "wide"]
+from gemm_lessons.runs.limiter import TRANSPOSE_LOAD_BYTES as LOADS  # bytes a thread loads before it stores: 4, 16, 64
+works = {r: limiter_table.work(r, kind="transpose") for r in TRANSPOSES}
+print("bytes per thread x threads per SM = bytes in flight per SM")
+for r, w in works.items():
+    print(f"{r:17s}: {LOADS[r]:2d} x {w.in_flight_per_sm // LOADS[r]:,} = {w.in_flight_per_sm:7,}")
+figures.bytes_in_flight(TRANSPOSES, [w.in_flight_per_sm for w in works.values()], need, duty=limiter.LATENCY_DUTY);
 
+# %% [markdown]
+# ## 4 · More bytes per thread
+#
+# * **`smem_padded_32x8`**: the padded tile with 32 x 8 threads; each thread's loop issues 4
+#   independent loads (16 bytes) before the barrier.
+# * **`wide`**: a 64 x 64 padded tile, 16 x 16 threads; each loads four float4 along `src` rows
+#   ([`LDG.128`](GLOSSARY.md#width-128): 64 bytes before the barrier), then gathers four float4
+#   from columns of the tile and stores them along `dst` rows (`STG.128`). A float4 starts on a
+#   16-byte boundary, so both sides must be multiples of 4 (`ValueError` otherwise).
 
 # %%
 # source: gemm_lessons/kernels/transpose/wide.py  (the package runs this same code; a test keeps the two identical)
@@ -206,57 +228,85 @@ def make_transpose_wide(TILE=64, ROWS=16, PAD=1, DIAGONAL=False):
 
 
 # %%
-check_transpose_all(functools.partial(t_wide.transpose, kernel=make_transpose_wide()), name="wide",
-                    shapes=[(68, 44), (128, 132), (4, 8), (100, 4)])
+# NBVAL_CHECK_OUTPUT
+checked("wide", check_transpose_all(functools.partial(t_wide.transpose, kernel=make_transpose_wide()),
+                                    shapes=[(68, 44), (128, 132), (4, 8), (100, 4)]))
+
+# %% [markdown]
+# ## Predict
+#
+# With the bars and the rule above: what share of the copy's GB/s will `smem_padded` reach (a
+# fraction, for example 0.8)? And which rungs does Little's law leave free to reach the copy?
+
+# %%
+my_share = None  # your prediction for smem_padded: replace None with a fraction of the copy's GB/s
+
+# %%
+share = {r: limiter.latency_fraction(w, m) for r, w in works.items()}
+print("Little's law's share of the copy rate: " + ", ".join(f"{r} {s:.0%}" for r, s in share.items()))
 
 # %% [markdown]
 # ## Measure
 #
-# All [rungs](GLOSSARY.md#rung) (this lesson's kernels), cuBLAS `sgeam` and the float4 copy, on the same 8192x8192 matrix (256 MiB read and
-# 256 MiB written per call), in one run. Short kernels are timed in batches of
-# back-to-back calls so that Python's [launch overhead](GLOSSARY.md#launch-overhead) is not counted.
-
-# %% [markdown]
-# **Predict, then measure.** The tracer found 32 [wavefronts](GLOSSARY.md#wavefront) per column read of `tile[32][32]`
-# and 1 of `tile[32][33]`. How many times the bandwidth of `smem_tile` do you expect
-# `smem_padded` to reach? On a GPU the next cell measures every rung now; on the simulator it
-# shows the recorded GPU result.
-
-# %%
-my_ratio = None  # your prediction: replace None with a number (for example 2)
+# Every [rung](GLOSSARY.md#rung), cuBLAS `sgeam` and the float4 copy on one 8192 x 8192 matrix
+# (256 MiB read and 256 MiB written per call), in one run, timed in batches of back-to-back calls
+# so that Python's [launch overhead](GLOSSARY.md#launch-overhead) is not counted.
 
 # %%
 table = measure_step.compare_transpose(dict(ladder.TRANSPOSE), shape=(8192, 8192))
 table
 
 # %%
-exercises.compare_prediction(my_ratio, table.gbs("smem_padded") / table.gbs("smem_tile"),
-                             "smem_padded vs smem_tile at 8192x8192 (times the GB/s)", table.source)
+exercises.compare_prediction(my_share, table.gbs("smem_padded") / table.gbs("copy_float4"),
+                             "smem_padded's share of the copy's GB/s at 8192x8192", table.source)
+
+# %% [markdown]
+# ## Why: the limiter model
+#
+# Each column is the time one ceiling alone allows, from each kernel's profiled counts; latency is
+# DRAM's time divided by Little's share. The largest binds. The last column is the
+# [profiler's](GLOSSARY.md#ncu) busiest unit.
 
 # %%
-from IPython.display import Markdown
-Markdown(counting.transpose_conflict_reading(table, unpadded, padded))
+why = limiter_table.why(TRANSPOSES + ["cublas_sgeam", "copy"], kind="transpose", measured=table)
+why
 
 # %%
-best = max(ladder.TRANSPOSE, key=table.gbs)
-print(f"best rung: {best}, {table.gbs(best):,.0f} GB/s = {100 * table.gbs(best) / table.gbs('cublas_sgeam'):.0f}% "
-      f"of cuBLAS sgeam and {100 * table.gbs(best) / table.gbs('copy_float4'):.0f}% of the copy ({table.source})")
+row = {r.rung: r for r in why.rows}
+pad, tile, x8, wide, copy = (row[k] for k in ("smem_padded", "smem_tile", "smem_padded_32x8", "wide", "copy"))
+per32 = {k: works[k].warp_instructions / (8192 * 8192 / 32) for k in ("smem_padded_32x8", "wide")}
+both = tile.predicted_ms + tile.ceilings_ms["shared"]
+overlap = ("between the larger of its two ceilings and their sum: the conflicted reads overlap the waiting in part"
+           if tile.predicted_ms <= tile.measured_ms <= both else
+           f"against {tile.predicted_ms:.3g} ms for the larger of the two ceilings and {both:.3g} ms for their sum")
+binding_busy = [r.busiest_pct for r in (x8, wide, copy, row["cublas_sgeam"]) if r.agrees]
+ratios = [r.ratio for r in why.rows if r.rung != "naive"]
+print(f"* smem_padded: bound by {limiter.WHAT[pad.binding]}, measured {pad.ratio:.2f}x the prediction; no unit "
+      f"is busier than {pad.busiest_pct:.0f}%: the SMs wait for DRAM.")
+print(f"* smem_tile: the same latency ceiling plus {tile.ceilings_ms['shared']:.3g} ms of conflicted wavefronts; "
+      f"it took {tile.measured_ms:.3g} ms, {overlap}.")
+enough = ("enough bytes in flight for the whole copy rate" if share["smem_padded_32x8"] >= 1 else
+          f"bytes in flight for {share['smem_padded_32x8']:.0%} of the copy rate")
+print(f"* smem_padded_32x8: {enough}; bound by {limiter.WHAT[x8.binding]}: "
+      f"{per32['smem_padded_32x8']:.0f} warp-instructions per 32 floats moved (profiler: "
+      f"{limiter_table.SHORT[x8.busiest]}, {x8.busiest_pct:.0f}% busy).")
+print(f"* wide: 16-byte loads and stores cut that to {per32['wide']:.0f}; bound by "
+      f"{limiter.WHAT[wide.binding]}, measured {wide.ratio:.2f}x the prediction (the copy {copy.ratio:.2f}x).")
+print(f"* The model lets the binding unit run at 100%; the profiler shows it {min(binding_busy):.0f}-"
+      f"{max(binding_busy):.0f}% busy (stalls at barriers and on loads), so the kernels take "
+      f"{min(ratios):.2f}-{max(ratios):.2f}x the prediction (naive {row['naive'].ratio:.1f}x: Lab notes).")
 
 # %% [markdown]
 # ## Exercise 09-symmetrize: `dst = src + src.T` through a padded tile
 #
-# For a square matrix, `dst[r, c] = src[r, c] + src[c, r]`. Reading `src[r, c]` with
-# `threadIdx.x` along `c` is coalesced; reading `src[c, r]` the same way is the naive
-# transpose's strided access. Write the kernel so that **every** warp-wide global access is
-# coalesced and the shared tile is conflict-free: a block of 32 x 8 threads owns the 32 x 32
-# tile of `dst` at rows `r0..`, columns `c0..`; stage the *mirror* tile of `src` (rows `c0..`,
-# columns `r0..`) into shared memory reading rows of `src`, and read it back by column.
-#
-# As given, the kernel is right but reads `src[c, r]` straight from global memory. The check
-# runs it for n = 67, 40 and 1, then on the simulator records a 64 x 64 run with the access log:
-# each warp-wide global read and write must touch the fewest 32-byte sectors its addresses
-# allow, and the tracer must find no bank conflicts (on a GPU the access log runs in a child
-# process on the simulator).
+# For a square matrix, `dst[r, c] = src[r, c] + src[c, r]`. As given, the kernel is right but reads
+# `src[c, r]` straight from global memory: the naive transpose's strided access. Make **every**
+# warp-wide global access coalesced and the shared tile conflict-free. A block of 32 x 8 threads
+# owns the 32 x 32 tile of `dst` at rows `r0..`, columns `c0..`: stage the *mirror* tile of `src`
+# (rows `c0..`, columns `r0..`) into shared memory reading rows of `src`, and read it back by
+# column. The check runs the kernel for n = 67, 40 and 1, then traces a 64 x 64 run on the
+# simulator: each warp's global read and write must touch the fewest 32-byte sectors possible,
+# and the tile must have no bank conflicts.
 
 # %%
 import numpy as np
@@ -296,17 +346,65 @@ def symmetrize(src, dst):
 exercises.check("09-symmetrize", symmetrize)
 
 # %% [markdown]
-# ## The library's transpose: every shape
+# ## Takeaway
 #
-# `wide` refuses a matrix whose sides are not multiples of 4 (a row must start on a 16-byte
-# boundary), and each lesson launch goes through `kernel[grid, block]`, whose Python work per
-# call can take longer than a small transpose takes on the GPU (lesson 11 measures it). `gemm_lessons.library.transpose(src,
-# dst)` is what a library makes of this lesson: the wide kernel when every row of both arrays
-# allows 16-byte accesses; when a side is not a multiple of 4 but both arrays start on a 16-byte
-# boundary, `transpose/aligned_stores.py`, which sees each array as one flat run of floats and
-# moves 16 bytes at a time but for up to 3 floats at each end of a row of dst (lesson 11 shows how); `smem_padded_32x8` for the rest (an array
-# that starts inside a float4, such as a view). Each is launched with little Python per call
-# (through a [`Launcher`](GLOSSARY.md#launcher)). It takes any shape on the device:
+# * A memory-bound kernel is judged in GB/s against a copy of the same bytes.
+# * A shared tile makes both global sides coalesced; padding it to `[32][33]` turns its 32-way
+#   column read into one wavefront.
+# * Little's law: to stream `B` bytes per second across a latency `L`, `B x L` bytes must be in
+#   flight, shared among the SMs. One float per thread, loading half the time, is not enough.
+# * More bytes per thread lifts the latency ceiling; 16-byte accesses then cut the instructions
+#   until DRAM binds, as for sgeam and the copy.
+
+# %% [markdown]
+# ## Sources and further reading
+#
+# * The source articles this lesson re-tells and tests: [[4]](REFERENCES.md#seed-003) (their origins and what each
+#   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
+# * What to read next: [REFERENCES.md, lesson 09](REFERENCES.md#lesson-09); Little's law on a GPU:
+#   Volkov's thesis ([REFERENCES.md, lesson 00a](REFERENCES.md#lesson-00a)).
+# * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
+#   introduced in the [primer](00a_primer.ipynb).
+
+# %% [markdown]
+# ## Lab notes
+#
+# **Two records on the simulator.** The measure table is a recorded run of the bench (its GPU is in
+# the table's title); the Why table is the limiter run, on the GPU its title names. On a GPU that
+# has a limiter record, the Why table's measured column is this notebook's run (no asterisk).
+#
+# **What the model leaves.** The naive kernel takes several times its latency ceiling. The model
+# gives every kernel the same half duty; a warp's scattered store (32 sectors) probably keeps
+# naive's threads from loading for more than half their time, but nothing here measures the duty.
+#
+# **Two ways to count Little's law.** The primer sets the loads in flight against the read half of
+# the copy rate (a store has nothing to wait for); the model sets them against all of `B`, loading
+# half the time, which is the same as the reads loading a quarter of the time. With the same half
+# duty the primer's count would give the 4-byte tiles twice the model's share; the measured
+# `smem_padded` sits near the model's (the Why table).
+#
+# **`wide`'s residual conflicts.** Its padded tile is 65 floats wide, and the tracer finds 2-way
+# conflicts in both its tile stores and its gathering reads (below; lesson 06's ncu table counts
+# the same on the GPU). No rung removes them, so `wide` against the copy bounds what they cost.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+wide_trace = shared_tracer.trace_rung("transpose:wide", (64, 64), merge=False)
+for op, what in (("st", "tile stores"), ("ld", "gathering reads")):
+    tot = wide_trace.totals(op)
+    worst = max(i.cost.degree for i in wide_trace.instructions if i.op == op)
+    print(f"wide, one 64x64 block, {what}: {tot['instructions']} instructions, {tot['wavefronts']} wavefronts "
+          f"(ideal {tot['ideal']}), worst {worst}-way")
+
+# %% [markdown]
+# **The library's transpose: every shape.** `wide` refuses sides that are not multiples of 4, and
+# each lesson launch goes through `kernel[grid, block]`, whose Python work per call can outlast a
+# small transpose on the GPU (lesson 11 measures it). `gemm_lessons.library.transpose(src, dst)`
+# takes any shape: the wide kernel when every row of both arrays allows 16-byte accesses;
+# `transpose/aligned_stores.py` when a side is not a multiple of 4 but both arrays start on a
+# 16-byte boundary (16 bytes at a time but for up to 3 floats at each end of a row of `dst`;
+# lesson 11 shows how); `smem_padded_32x8` for the rest (an array that starts inside a float4,
+# such as a view). Each is launched through a [`Launcher`](GLOSSARY.md#launcher).
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -323,47 +421,21 @@ library.transpose(view, dst)  # smem_padded_32x8, the 4-byte kernel
 print(f"61x90 view starting inside a float4: exact {np.array_equal(dst.copy_to_host(), big.copy_to_host()[1:].T)}")
 
 # %% [markdown]
-# `tools/transpose_suite.py` timed it against cuBLAS `sgeam` on a suite of shapes, as a user
-# calls it ([single calls](GLOSSARY.md#single-call), the GPU idle before each) and back to back, next to the other
-# candidate kernels (all in `results/transpose-suite-<device>.json`). Where the matrices are
-# small, a call likely takes longer on the host than on the GPU (a 1024 x 1024 transpose moves
-# 8 MiB: under 3 µs at this GPU's copy bandwidth, less than one launch costs the host even through
-# a `Launcher`: lesson 11 measures `Launcher` launches of gl.sgemm's kernels, and a transpose is one
-# such launch), so there the ratios likely compare two ways of calling (ours, through a
-# `Launcher`, and nvmath-python's binding of cuBLAS), not two kernels. The kernels are compared
-# best on the large shapes back to back, where calls queue while the GPU works; even on large
-# shapes single calls still include each call's cost on the host, and the two can differ (the
-# sentence with the figure gives both). The figure shows the library against sgeam, the large
-# shapes first; the shapes that move less than 64 MiB (read plus written) come last, in a grey
-# band, because their bars likely compare calls. The record holds the other candidate kernels too.
+# `tools/transpose_suite.py` timed it against cuBLAS `sgeam`, called through nvmath-python
+# (NVIDIA's Python bindings to its math libraries, cuBLAS among them), on a suite of shapes, in
+# [single calls](GLOSSARY.md#single-call) and back to back (`results/transpose-suite-<device>.json`,
+# with the other candidate kernels). A 1024 x 1024 transpose moves 8 MiB, under 3 µs at this
+# GPU's copy rate and less than one launch costs the host, so on small shapes the ratios compare
+# two ways of calling more than two kernels. The figure puts the large shapes first; those
+# moving less than 64 MiB come last, in a grey band.
 
 # %%
 from IPython.display import Markdown, display
-from gemm_lessons.teaching import leaderboard
+from gemm_lessons.records import results
+from gemm_lessons.teaching import leaderboard, plots
 suite = results.transpose_suite()
 if suite is None:
     print("no transpose suite recorded for this device yet: run `python3 tools/transpose_suite.py` on a GPU")
 else:
     plots.transpose_suite(suite)
     display(Markdown(leaderboard.transpose_suite_markdown(suite)))
-
-# %% [markdown]
-# ## Takeaway
-#
-# * Memory-bound kernels are judged in bytes per second against a copy: no FLOPS to hide behind.
-# * A shared-memory tile makes both sides coalesced; padding makes the column read conflict-free;
-#   more elements per thread and 16-byte accesses closed most of the remaining gap to the copy in
-#   the measurement above (fewer instructions for the same bytes, and more bytes requested before
-#   each barrier, are the likely reasons; not measured here).
-# * The tracer, the model and the profiler agree on which kernels have bank conflicts and on
-#   their instruction counts; ncu counts a few extra wavefronts in the 32x32-thread kernels
-#   that the addresses cannot explain (lesson 06).
-
-# %% [markdown]
-# ## Sources and further reading
-#
-# * The source articles this lesson re-tells and tests: [[4]](REFERENCES.md#seed-003) (their origins and what each
-#   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
-# * What to read next: [REFERENCES.md, lesson 09](REFERENCES.md#lesson-09).
-# * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
-#   introduced in the [primer](00a_primer.ipynb).

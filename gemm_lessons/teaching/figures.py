@@ -399,6 +399,77 @@ def bank_map(addresses, width=4, ax=None, title=None, rows=None):
 
 
 
+def tile_column_banks(addresses, tile_width, ax=None, title=None):
+    """One warp-wide 4-byte read of a shared tile ``tile_width`` floats wide (``addresses``: the 32
+    lanes' byte addresses, as the tracer records them): a row per tile row, a column per bank,
+    every lane's float labelled with its lane; under the grid, how many lanes each bank serves.
+    The largest of those counts is the access's wavefronts (one phase of 32 lanes)."""
+    cost = wavefronts(addresses, 4)
+    words = {lane: a // 4 for lane, a in enumerate(addresses) if a is not None}
+    rows = sorted({w // tile_width for w in words.values()})
+    height = max(rows) + 1
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.5, 7))
+    per_bank = collections.Counter(w % BANKS for w in words.values())
+    for y in range(height):
+        for bank in range(BANKS):
+            ax.add_patch(plt.Rectangle((bank, y), 1, 1, fc="white", ec="0.88", lw=0.5))
+    for lane, w in words.items():
+        y, bank = w // tile_width, w % BANKS
+        red = per_bank[bank] > 1
+        ax.add_patch(plt.Rectangle((bank, y), 1, 1, fc="tab:red" if red else "tab:blue", alpha=0.75, ec="white"))
+        ax.text(bank + 0.5, y + 0.5, str(lane), ha="center", va="center", fontsize=7.5, color="white")
+    ax.axhline(height + 0.25, color="black", lw=0.8)
+    for bank in range(BANKS):
+        n = per_bank.get(bank, 0)
+        ax.text(bank + 0.5, height + 1, str(n), ha="center", va="center", fontsize=7.5,
+                color="tab:red" if n > 1 else "black", fontweight="bold" if n > 1 else "normal")
+    ax.set_xlim(0, BANKS)
+    ax.set_ylim(height + 1.6, 0)
+    ax.set_aspect("equal")
+    ax.set_xticks(np.arange(0, BANKS, 4) + 0.5, range(0, BANKS, 4), fontsize=8)
+    ax.set_yticks(list(np.arange(0, height, 4) + 0.5) + [height + 1],
+                  [str(r) for r in range(0, height, 4)] + ["lanes in bank"], fontsize=8)
+    ax.set_xlabel("bank", fontsize=9)
+    ax.set_ylabel("tile row", fontsize=9)
+    ax.tick_params(length=0)
+    head = title or f"tile[..][{tile_width}]"
+    ax.set_title(f"{head}: {cost.wavefronts} wavefront{'s' if cost.wavefronts > 1 else ''}", fontsize=10)
+    return ax
+
+
+def bytes_in_flight(names, per_sm, needed, duty=1.0, ax=None):
+    """Bars of the bytes of loads each SM keeps in flight while its blocks load (``per_sm``, one
+    per name) against what Little's law needs (``needed``: bandwidth x latency per SM) and, when
+    loads are in flight only a fraction ``duty`` of the time, against needed / duty (a bar short of
+    that line sustains only its share of the bandwidth)."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 0.5 * len(names) + 1.6))
+    y = np.arange(len(names))
+    per_sm = np.array(per_sm, dtype=float)
+    enough = needed / duty
+    ax.barh(y, per_sm, color=["tab:blue" if b >= enough else "tab:orange" for b in per_sm], alpha=0.8)
+    right = max(per_sm.max(), enough) * 1.25
+    for yi, b in zip(y, per_sm):
+        ax.text(b + right / 150, yi, f"{b:,.0f}", va="center", fontsize=9, bbox=dict(fc="white", ec="none", pad=1))
+    lines = [(needed, ":", f"B x L per SM: {needed:,.0f}")]
+    if duty != 1:
+        lines.append((enough, "--", f"needed when loading {duty:.0%} of the time: {enough:,.0f}"))
+    for i, (x, style, label) in enumerate(lines):
+        ax.axvline(x, color="black", ls=style, lw=1)
+        ax.text(x, -0.75 - 0.55 * i, " " + label, fontsize=9, va="center",
+                bbox=dict(fc="white", ec="none", pad=1))
+    ax.set_title("orange: short of the last line (a share of the bandwidth); blue: enough", fontsize=9, loc="left")
+    ax.set_yticks(y, names, fontsize=9)
+    ax.set_ylim(len(names) - 0.5, -0.75 - 0.55 * len(lines))
+    ax.set_xlim(0, right)
+    ax.xaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    ax.set_xlabel("bytes of loads in flight per SM while its blocks load", fontsize=9)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    return ax
+
+
 def bank_explorer():
     """A small widget: warp shape, access width and padding -> bank map of a B-tile read."""
     import ipywidgets as w  # a notebook-only dependency: imported when the widget is asked for

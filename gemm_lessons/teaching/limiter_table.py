@@ -119,8 +119,9 @@ def _measured_ms(measured, case, device):
         return None
     kind, _, name = case.partition(" ")
     name = name or kind
+    names = {name, "copy_float4"} if name == "copy" else {name}  # the copy is "copy_float4" in the bench's tables
     rows = getattr(measured, "rows", [])
-    row = next((r for r in rows if r.kernel == name), None)
+    row = next((r for r in rows if r.kernel in names), None)
     if row is None:
         return None
     if hasattr(row, "gflops"):
@@ -128,20 +129,28 @@ def _measured_ms(measured, case, device):
     return getattr(row, "median_ms", None)
 
 
+def machine(device=None):
+    """The limiter record's machine (a gemm_lessons.model.limiter.Machine: SMs, the clock held, the
+    copy rate, the DRAM latency, ...)."""
+    from gemm_lessons.runs.limiter import machine_of
+
+    return machine_of(record(device))
+
+
 def work(rung, kind="sgemm", device=None):
-    """What the profiler counted for one launch of ``rung`` in the limiter run: the model's
-    ``Work`` (FFMAs, warp-instructions issued, shared wavefronts, L2 and DRAM bytes, blocks), read
-    from the run's profile (results/ncu-limiter-<device>.csv)."""
+    """The model's Work of one rung (a gemm_lessons.model.limiter.Work: instructions, wavefronts,
+    bytes, blocks per SM, bytes of loads each SM keeps in flight), from the limiter run's profile
+    (results/ncu-limiter-<device>.csv); ``rung`` and ``kind`` as in ``why``."""
     from gemm_lessons.records import results
-    from gemm_lessons.runs import limiter as limiter_run
+    from gemm_lessons.runs.limiter import cases, work_of
 
     rec = record(device)
     case = rung if rung == "copy" else f"{kind} {rung}"
-    names = [c for c, _, _ in limiter_run.cases()]
-    if case not in names:
-        raise KeyError(f"the limiter run has no case {case!r}; it has {names}")
-    launches = results.ncu_launches(results.path_for("ncu-limiter", rec["device"]["name"]))
-    return limiter_run.work_of(case, launches[names.index(case)])
+    launches = dict(zip([c for c, _, _ in cases()],
+                        results.ncu_launches(results.path_for("ncu-limiter", rec["device"]["name"]))))
+    if case not in launches:
+        raise KeyError(f"the limiter profile has no case {case!r}; it has {sorted(launches)}")
+    return work_of(case, launches[case])
 
 
 def why(rungs, kind="sgemm", measured=None, device=None):

@@ -221,6 +221,28 @@ def test_lesson_09_lane_figure_draws_what_the_naive_transpose_does():
     plt.close("all")
 
 
+@requires_simulator
+def test_lesson_09_tile_bank_maps_label_every_lane():
+    """figures.tile_column_banks on the traced column reads of lesson 09's tiles: all 32 lanes
+    labelled, the per-bank lane counts under the grid, the title's wavefronts the tracer's."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for rung, width, wf, counts in (("transpose:smem_tile", 32, 32, ["32"] + ["0"] * 31),
+                                    ("transpose:smem_padded", 33, 1, ["1"] * 32)):
+        ld = shared_tracer.trace_rung(rung, (32, 32), merge=False).first("ld")
+        assert ld.cost.wavefronts == wf
+        ax = figures.tile_column_banks(ld.addresses, width)
+        texts = [t.get_text() for t in ax.texts]
+        assert sorted(texts[:32], key=int) == [str(l) for l in range(32)] and texts[32:] == counts
+        assert ax.get_title().endswith(f"{wf} wavefront{'s' if wf > 1 else ''}")
+        plt.close(ax.figure)
+    ax = figures.bytes_in_flight(["a", "b"], [8192, 32768], 11000, duty=0.5)
+    assert [p.get_facecolor()[:3] == matplotlib.colors.to_rgb("tab:blue") for p in ax.patches] == [False, True]
+    plt.close(ax.figure)
+
+
 # ---- the tracer prices each access at its width (issue 35) ----------------------------------
 def _float64_reads(stride):
     """8 warps; each lane stores two consecutive float64, then reads s[stride * lane + 64 r] for

@@ -84,3 +84,28 @@ def test_work_is_what_the_profiler_counted_and_gives_the_ceilings_back():
     assert w.warp_instructions == limiter_table.work("naive_uncoalesced").warp_instructions
     with pytest.raises(KeyError, match="sgemm reg2d"):
         limiter_table.work("no_such_rung")
+
+
+def test_the_copy_row_takes_this_notebooks_copy_float4():
+    device = limiter_table.record()["device"]["name"]
+    row = SimpleNamespace(kernel="copy_float4", median_ms=0.25)
+    same = SimpleNamespace(source=f"measured on {device}, 2026-11-28", rows=[row])
+    copy = limiter_table.why(["copy"], kind="transpose", measured=same).row("copy")
+    assert copy.measured_here and copy.measured_ms == pytest.approx(0.25)
+
+
+def test_machine_and_work_rebuild_the_records_latency_ceiling():
+    """Little's law from the record's machine and the profiled work: the share of the copy rate a
+    transpose's bytes in flight sustain is the record's DRAM ceiling over its latency ceiling."""
+    from gemm_lessons.model.limiter import latency_fraction
+
+    m = limiter_table.machine()
+    assert m.in_flight_needed_per_sm == pytest.approx(m.dram_gbs * m.dram_latency_ns / m.sm_count)
+    table = limiter_table.why(["smem_padded", "smem_padded_32x8", "wide"], kind="transpose")
+    for rung in ("smem_padded", "smem_padded_32x8", "wide"):
+        w = limiter_table.work(rung, kind="transpose")
+        c = table.row(rung).ceilings_ms
+        assert latency_fraction(w, m) == pytest.approx(c["dram"] / c["latency"])
+    assert limiter_table.work("smem_padded", kind="transpose").in_flight_per_sm == 4 * 32 * 32 * 2
+    with pytest.raises(KeyError, match="transpose wide"):
+        limiter_table.work("no_such_rung", kind="transpose")

@@ -26,9 +26,10 @@ def _launch_symmetrize(kernel, src, dst):
           "the block that writes dst's tile at rows r0.., columns c0.. needs src's mirror tile, rows c0.., columns "
           "r0..: stage that one row by row, then read the tile by column after a barrier. A column of a tile 32 "
           "floats wide lies in one bank.",
-          "stage the MIRROR tile, src[c0 + ty + j, r0 + tx] (a row of src per warp: coalesced), "
-          "into tile[ty + j, tx] after the barrier read it by column, tile[tx, ty + j]; pad "
-          "the tile by one float per row so that the column is conflict-free.",
+          "follow one element: dst[r, c] with r = r0 + ty + j and c = c0 + tx needs src[c, r]. In the staging "
+          "loop, which thread (tx, ty, j) loads src[c, r] when a warp reads along a row of src, and where in the "
+          "tile does it put it? Read that tile position in the second loop; lanes then differ in the tile's first "
+          "index (a column). For the conflict-free column: what tile width puts row l in bank l?",
           answer="symmetrize",
           defines="symmetrize: the @cuda.jit kernel (src, dst) writing dst = src + src.T, launched with 32 x 8 "
                   "threads per 32 x 32 tile")

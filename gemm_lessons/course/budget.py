@@ -6,6 +6,7 @@ sentence; not images, not the code).  Budgets (../shared/LESSON_PLAN.md): 2,000 
 24,000 for the whole main path.
 
     python -m gemm_lessons.course.budget [notebooks/01_naive.ipynb ...]
+    python -m gemm_lessons.course.budget --course   # COURSE.md's words and reading times, rewritten
 """
 import glob
 import os
@@ -64,8 +65,45 @@ def notebooks():
                   if not APPENDIX.match(os.path.basename(p)))
 
 
+WORDS_PER_MINUTE = 200
+COURSE_ROW = re.compile(r"^\| (?P<n>\w+) \| (?P<nb>[^|]+) \| (?P<words>[\d,]+) \| (?P<min>\d+) min \|(?P<rest>.*)$")
+COURSE_TOTAL = re.compile(r"^\| \| all (?P<count>\d+) \| (?P<words>[\d,]+) \| (?P<min>\d+) min \|(?P<rest>.*)$")
+
+
+def course_table(text, words_of):
+    """COURSE.md's text with each lesson's main-path words and reading time (at WORDS_PER_MINUTE)
+    set from ``words_of`` (lesson number -> words), and the total row summed."""
+    lines, total, count = [], 0, 0
+    for line in text.splitlines():
+        m = COURSE_ROW.match(line)
+        if m and m.group("n") in words_of:
+            words = words_of[m.group("n")]
+            total, count = total + words, count + 1
+            line = (f"| {m.group('n')} | {m.group('nb')} | {words:,} | {round(words / WORDS_PER_MINUTE)} min |"
+                    + m.group("rest"))
+        t = COURSE_TOTAL.match(line)
+        if t:
+            line = f"| | all {count} | {total:,} | {round(total / WORDS_PER_MINUTE)} min |" + t.group("rest")
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+def lesson_words():
+    """Lesson number ("00a", "01", ...) -> main-path words of its notebook."""
+    return {os.path.basename(p).split("_")[0]: main_path_words(p) for p in notebooks()}
+
+
 def main(argv=None):
-    paths = (argv if argv is not None else sys.argv[1:]) or notebooks()
+    argv = argv if argv is not None else sys.argv[1:]
+    if argv == ["--course"]:
+        path = os.path.join(REPO_DIR, "COURSE.md")
+        with open(path) as f:
+            text = course_table(f.read(), lesson_words())
+        with open(path, "w") as f:
+            f.write(text)
+        print("rewrote", path)
+        return 0
+    paths = argv or notebooks()
     total = 0
     for path in paths:
         words, limit = main_path_words(path), budget(path)

@@ -211,9 +211,9 @@ else:
 #
 # numba compiles the Python kernel to **[PTX](GLOSSARY.md#ptx)**, NVIDIA's portable assembly
 # language; a CUDA compiler library then turns PTX into **[SASS](GLOSSARY.md#sass)**, the machine
-# code of one GPU generation. SASS is what runs, so the lessons count SASS instructions. In numba,
-# `kernel.inspect_asm()` gives the PTX, `kernel.inspect_sass()` the SASS. Here are the lines of
-# `saxpy` that do its work (on the simulator, from a saved listing):
+# code of one GPU generation, which the lessons count because it is what runs. In numba,
+# `kernel.inspect_asm()` gives the PTX, `kernel.inspect_sass()` the SASS. The lines of `saxpy` that
+# do its work (on the simulator, from a saved listing):
 
 # %%
 how, compiled = listing.listing()
@@ -299,14 +299,8 @@ facts
 # memory ([`LDL`/`STL`](GLOSSARY.md#ldl)). **blocks/SM**: how many blocks fit on one SM at once,
 # and the resource that stops the next one (part 4). The opcode columns count instructions *in the
 # code*, not executed: a loop unrolled eight times shows eight. **[`.128`](GLOSSARY.md#width-128)**
-# moves 16 bytes per thread in one instruction (`.64`: 8 bytes; no suffix: 4).
-
-# %%
-if facts is not None:
-    f = facts.facts
-    wide = lambda name: sum(n for op, n in f[name]["sass"].items() if op.endswith(".128"))  # noqa: E731
-    print(f"16-byte instructions: naive {wide('naive')}, vec {wide('vec')}. Spilled bytes per thread: "
-          f"reg2d_contiguous {f['reg2d_contiguous']['local_bytes']}, vec {f['vec']['local_bytes']}.")
+# moves 16 bytes per thread in one instruction (`.64`: 8 bytes; no suffix: 4). Compare `naive`'s
+# `LDG.E` with `vec`'s `LDG.E.128`, and the local bytes of `reg2d_contiguous` with the others'.
 
 # %% [markdown]
 # ## 4 · Occupancy, latency hiding, instruction-level parallelism
@@ -359,22 +353,19 @@ figures.issue_timeline(latency=L, chains=(1, 2, L), label=(
 # %%
 if lat is not None and lat.get("ffma"):
     ilp, tlp = lat["ffma"]["ilp"], lat["ffma"]["warps"]
-    lines = ["| independent chains in one warp | " + " | ".join(str(r["chains"]) for r in ilp) + " |",
-             "|---" * (len(ilp) + 1) + "|",
-             "| cycles per warp-FFMA | " + " | ".join(f"{r['cycles_per_ffma']:.2f}" for r in ilp) + " |", "",
-             "| warps on the SM, one chain each | " + " | ".join(str(r["warps"]) for r in tlp) + " |",
-             "|---" * (len(tlp) + 1) + "|",
-             "| warp-FFMAs per cycle on the SM | " + " | ".join(f"{r['warp_ffma_per_cycle']:.2f}" for r in tlp) + " |"]
-    one, many = ilp[0], ilp[-1]
-    best = max(tlp, key=lambda r: r["warp_ffma_per_cycle"])
-    lines += ["", f"One chain: a warp-`FFMA` every {one['cycles_per_ffma']:.2f} cycles, its latency; "
-              f"{many['chains']} chains: {one['cycles_per_ffma'] / many['cycles_per_ffma']:.1f}x the work from the "
-              f"same warp. More warps reach {best['warp_ffma_per_cycle']:.2f} per cycle ({best['warps']} warps)."]
-    display(Markdown("\n".join(lines)))
+    one, many, w1, wn = ilp[0], ilp[-1], tlp[0], tlp[-1]
+    display(Markdown("\n".join([
+        "| independent chains in one warp | " + " | ".join(str(r["chains"]) for r in ilp) + " |",
+        "|---" * (len(ilp) + 1) + "|",
+        "| cycles per warp-FFMA | " + " | ".join(f"{r['cycles_per_ffma']:.2f}" for r in ilp) + " |", "",
+        f"One chain: a warp-`FFMA` every {one['cycles_per_ffma']:.2f} cycles, its latency; {many['chains']} chains: "
+        f"{one['cycles_per_ffma'] / many['cycles_per_ffma']:.1f}x the work from the same warp. {wn['warps']} warps "
+        f"of one chain each: {wn['warp_ffma_per_cycle']:.2f} warp-FFMAs per cycle on the SM, "
+        f"{wn['warp_ffma_per_cycle'] / w1['warp_ffma_per_cycle']:.1f}x one warp."])))
 
 # %% [markdown]
 # A **[warp-FFMA](GLOSSARY.md#warp-fma)** is one `FFMA` for a whole warp (32 FFMAs); the SM's 128
-# FP32 lanes complete 4 per cycle. The same law for memory: streaming at bandwidth `B` from a
+# FP32 lanes could complete 4 per cycle (why these loops stay below: Lab notes). The same law for memory: streaming at bandwidth `B` from a
 # memory of latency `t` needs `B x t` bytes on their way at every moment. With part 5's numbers:
 
 # %%
@@ -395,7 +386,8 @@ print(f"{m['dram_gbs']:,.0f} GB/s x {m['dram_latency_ns']:.0f} ns = {per_sm * m[
 #
 # Each unit of the GPU has a peak rate. What a kernel asks of a unit, divided by that rate, is the
 # least time the kernel can take: a **ceiling**. The kernel takes at least its largest ceiling,
-# the **binding** one, which names its **limiter**. Six ceilings:
+# the **binding** one, which names its **limiter** ([limiter model](GLOSSARY.md#limiter-model)).
+# Six ceilings:
 #
 # | ceiling | the least time it allows |
 # |---|---|
@@ -404,7 +396,7 @@ print(f"{m['dram_gbs']:,.0f} GB/s x {m['dram_latency_ns']:.0f} ns = {per_sm * m[
 # | shared | shared-memory [wavefronts](GLOSSARY.md#wavefront) / (SMs x 1 per cycle x clock); a wavefront serves 32 banks x 4 bytes |
 # | L2 | bytes through L2 / L2 bandwidth (measured) |
 # | DRAM | bytes to and from DRAM / DRAM bandwidth (measured with a copy) |
-# | latency | the DRAM ceiling / the share of `B x t / SMs` (part 4) the kernel keeps in flight per SM |
+# | latency | the DRAM ceiling / the fraction of the `B x t / SMs` bytes (part 4) the kernel keeps in flight per SM (at most 1) |
 #
 # The clock is the SM clock the GPU held while the kernels ran.
 #
@@ -442,17 +434,20 @@ exercises.compare_prediction(my_copy_ms, row.measured_ms, "the copy's time, ms",
 
 # %%
 nbytes = 2 * 8192 * 8192 * 4
+counted = row.ceilings_ms["dram"] * 1e-3 * m["dram_gbs"] * 1e9  # the DRAM bytes the profiler counted
 top = row.ceilings_ms[row.binding]
 runner_up = max((n for n in row.ceilings_ms if row.ceilings_ms[n] < top), key=row.ceilings_ms.get)
 tie = [n for n in row.ceilings_ms if n != row.binding and np.isclose(row.ceilings_ms[n], top)]
-print(f"The copy moves {nbytes / 1e6:,.0f} MB: at {m['dram_gbs']:,.0f} GB/s, {nbytes / m['dram_gbs'] / 1e6:.3f} ms. "
-      f"The binding ceiling is {WHAT[row.binding]}, {row.ceilings_ms[row.binding]:.3f} ms; the next, "
-      f"{WHAT[runner_up]}, allows {row.ceilings_ms[runner_up]:.3f} ms"
-      + (". The latency ceiling equals the DRAM one: the copy keeps enough bytes in flight" if tie == ["latency"] else "")
-      + f". With the tail the model predicts "
-      f"{row.predicted_ms:.3f} ms; the copy took {row.measured_ms:.3f} ms, {row.ratio:.2f}x the prediction. "
-      f"The profiler's busiest unit: {limiter_table.SHORT[row.busiest]}, {row.busiest_pct:.0f}% of its peak"
-      + (", the unit the model names." if row.agrees else f", not the {limiter_table.SHORT[row.binding]} the model names."))
+binding = (" (the binding ceiling)" if row.binding == "dram" else
+           f"; the binding ceiling is {limiter_table.SHORT[row.binding]}, {top:.3f} ms")
+print(f"The copy moves {nbytes / 1e6:,.0f} MB; the profiler counted {counted / 1e6:,.0f} MB of DRAM traffic: "
+      f"{row.ceilings_ms['dram']:.3f} ms at {m['dram_gbs']:,.0f} GB/s{binding}. The next, {WHAT[runner_up]}, "
+      f"allows {row.ceilings_ms[runner_up]:.3f} ms"
+      + ("; the latency ceiling equals the DRAM one: the copy keeps enough bytes in flight" if tie == ["latency"] else "")
+      + f". With the tail the model predicts {row.predicted_ms:.3f} ms; the copy took {row.measured_ms:.3f} ms, "
+      f"{row.ratio:.2f}x. The profiler's busiest unit: {limiter_table.SHORT[row.busiest]}, {row.busiest_pct:.0f}% of "
+      "its peak" + (", the unit the model names." if row.agrees else f", not the {limiter_table.SHORT[row.binding]} "
+                    "the model names."))
 
 # %% [markdown]
 # The model's DRAM bandwidth is this copy's own rate, so here it must agree. The SGEMM kernels
@@ -516,10 +511,10 @@ exercises.check("00a-occupancy", answer)
 # %% [markdown]
 # ## Takeaway
 #
-# * `kernel[blocks, threads](args)` launches; `cuda.grid` gives each thread its element; the grid
-#   is whole blocks, so every kernel needs a bounds guard. A warp's 32 threads run together.
-# * Registers, shared memory and L1 sit on the SM, L2 serves the GPU, DRAM is behind it: each
-#   step away costs more cycles per load.
+# * `kernel[blocks, threads](args)` launches whole blocks, so every kernel needs a bounds guard.
+#   A warp's 32 threads run each instruction together.
+# * Registers, shared memory and L1 sit on the SM, L2 serves all SMs, DRAM is behind it: each step
+#   away costs more cycles per load.
 # * SASS is what runs: `FFMA` computes, `LDG`/`STG` and `LDS`/`STS` move global and shared data,
 #   `.128` moves 16 bytes, `LDL`/`STL` mean spills, `BAR.SYNC` is a barrier.
 # * Latency is hidden by more warps (occupancy) and independent instructions (ILP); Little's law
@@ -533,7 +528,7 @@ exercises.check("00a-occupancy", answer)
 # ## Sources
 #
 # The memory spaces follow section 1.1 of source article [3] ([REFERENCES.md](REFERENCES.md#seed-002));
-# NVIDIA's guides and the microbenchmark papers are under [lesson 00a](REFERENCES.md#lesson-00a).
+# NVIDIA's guides and the benchmark papers: [lesson 00a](REFERENCES.md#lesson-00a).
 
 # %% [markdown]
 # ## Lab notes
@@ -558,7 +553,11 @@ exercises.check("00a-occupancy", answer)
 #   also miss the GPU's address-translation caches ([TLB](GLOSSARY.md#tlb)), and that time is part
 #   of what it records; a streaming access mostly avoids it. Under full bandwidth, requests queue
 #   and each load takes longer, so Little's law's bytes in flight are a lower bound.
+# * **The copy's DRAM bytes.** The profiler counts less DRAM traffic than the 537 MB the copy reads
+#   and writes; the record does not say where the rest went (the L2 writes back to DRAM lazily, so
+#   written data still in L2 when the kernel ends is one candidate, not checked).
 # * **FFMA rates.** With 8 chains one warp still issues less than one `FFMA` per cycle, and 32
-#   one-chain warps stay below the 4 warp-FFMAs per cycle of the FP32 lanes. The loop's counter
+#   one-chain warps stay below the 4 warp-FFMAs per cycle of the FP32 lanes (the full sweep:
+#   `lat["ffma"]`). The loop's counter
 #   and branch take issue slots too, and the many-warp rate is taken from the first warp's start to
 #   the last one's end; the record holds no breakdown of the cycles.

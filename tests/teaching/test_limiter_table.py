@@ -38,3 +38,19 @@ def test_transposes_and_the_copy_are_at_8192_squared():
     table = limiter_table.why(["wide", "copy"], kind="transpose")
     assert table.size == "8192^2" and table.row("copy").case == "copy"
     assert "latency" in table.row("wide").ceilings_ms
+
+
+def test_the_bars_show_every_ceiling_and_colour_the_binding_one():
+    import matplotlib
+    matplotlib.use("Agg")
+    from gemm_lessons.teaching import figures
+
+    row = limiter_table.why(["copy"], kind="transpose").row("copy")
+    ax = figures.limiter_bars(row)
+    widths = [p.get_width() for p in ax.patches]
+    assert widths == [row.ceilings_ms[n] for n in figures.LIMITER_LABELS if n in row.ceilings_ms]
+    from matplotlib.colors import to_rgba
+    coloured = [p.get_width() for p in ax.patches if p.get_facecolor() == to_rgba("tab:red")]
+    assert coloured == [row.ceilings_ms[row.binding]] == [max(widths)]
+    assert any(t.get_text().endswith(", binding") for t in ax.texts)
+    assert any(f"measured: {row.measured_ms:.3g} ms" in t.get_text() for t in ax.texts)

@@ -164,7 +164,7 @@ except IndexError as e:
 # %%
 hier = hierarchy.hierarchy()
 lat = hier.latency_record
-hier.figure(title=f"memory hierarchy of {hierarchy.this_gpu()['name']}, closest to the threads on top "
+hier.figure(title=f"memory hierarchy of {(hierarchy.this_gpu() or {}).get('name', 'the H100')}, closest to the threads on top "
                   "(latency: cycles of one dependent load)");
 
 # %% [markdown]
@@ -535,9 +535,10 @@ exercises.check("00a-occupancy", answer)
 #
 # * **Records.** On the simulator, the latencies come from `results/latency-<device>.json`
 #   (`python -m gemm_lessons.measure.latency`), the listing from `results/primer-listing.json`
-#   (`python -m gemm_lessons.teaching.primer_listing`), the compiler facts from the bench record,
+#   (`python -m gemm_lessons.teaching.primer_listing`), the compiler facts from a bench record,
 #   and part 5 from `results/limiter-nvidia-h200.json` (`python -m gemm_lessons.runs.limiter`). On a
-#   GPU, parts 1-4 measure and compile now, with a shorter latency run (`latency.collect(quick=True)`).
+#   GPU, parts 2-4 measure and compile now, with a shorter latency run (`latency.collect(quick=True)`);
+#   part 5 always reads the limiter record.
 #   A cell whose first line is `# NBVAL_CHECK_OUTPUT` has an output the tests compare with the
 #   saved one ([nbval](GLOSSARY.md#nbval)).
 # * **The rest of the SASS.** `saxpy` compiles to a few dozen instructions;

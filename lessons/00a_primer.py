@@ -1,44 +1,22 @@
 # %% [markdown]
 # # 00a · Primer: how a GPU runs your kernel
 #
-# **Where we are.** At the very start: this primer comes first, before
-# [lesson 00](00_setup_and_roofline.ipynb) (the GPU's two ceilings) and [lesson 01](01_naive.ipynb)
-# (the first matrix product). It needs neither to have run: where it shows a number that only a
-# GPU can give (SM count, latencies, copy bandwidth, compiler facts), it measures it here on a GPU,
-# or reads the saved record in `results/`, and each output says which.
-#
-# The lessons speak of warps, blocks, SASS, `LDS.128`, occupancy and latency. Here each of these
-# words is defined: most of them on kernels you launch yourself, the others (`LDS.128`, spills) on
-# the lessons' own kernels, through the compiler-facts table of part 3. Every term is also in the
-# [glossary](GLOSSARY.md); the source articles and the documentation to read next are in
+# **Where we are.** At the start: no kernel has been measured yet. This primer defines the words
+# the lessons use on kernels you launch yourself, in five parts: (1) threads, warps, blocks and
+# the grid; (2) the memory hierarchy; (3) PTX and SASS, the compiler's output; (4) occupancy and
+# latency hiding; (5) the **limiter model**, which every later lesson uses to say *why* a kernel
+# takes the time it does. Every term is in the [glossary](GLOSSARY.md); further reading is in
 # [REFERENCES.md](REFERENCES.md).
-#
-# Four parts:
-#
-# 1. **Threads, warps, blocks, grid**: the execution model in numba terms, and a first kernel
-#    launched by hand and checked against NumPy.
-# 2. **The memory hierarchy**: registers, shared memory, L1, L2, DRAM, with their sizes on this
-#    GPU; and for the levels a load goes to (shared memory, L1, L2, DRAM) the latency of one load,
-#    measured. Registers need no load: an instruction reads its operands from them directly.
-# 3. **PTX and SASS**: what the compiler made of the kernel, and how to read the
-#    compiler-facts tables of the lessons.
-# 4. **Occupancy, latency hiding, instruction-level parallelism**: why a GPU needs many
-#    independent operations in flight, and where they come from.
-#
-# A code cell whose first line is `# NBVAL_CHECK_OUTPUT` is one whose output the course's
-# automatic tests compare with the saved one ([nbval](https://github.com/computationalmodelling/nbval)):
-# its output does not depend on the GPU. The line is a comment; it does nothing when you run the cell.
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
-from gemm_lessons.teaching import exercises, figures, hierarchy
+from gemm_lessons.teaching import exercises, figures, hierarchy, limiter_table
+from gemm_lessons.teaching import primer_listing as listing
 from gemm_lessons.instruments import compiler_facts
 from gemm_lessons.kernels import ladder
 from gemm_lessons.measure import latency
-from gemm_lessons.records import results
 from gemm_lessons.measure.latency import clock64  # the SM's cycle counter, for the latency kernel of part 2
-from gemm_lessons.teaching import primer_listing as listing
-import inspect
+from gemm_lessons.model.limiter import WHAT
 import numpy as np
 from numba import cuda, float32
 from IPython.display import Markdown, display
@@ -48,78 +26,47 @@ print(gl.banner())
 # %% [markdown]
 # ## 1 · Threads, warps, blocks, grid
 #
-# A **kernel** is a function that the GPU (the **device**; the CPU is the **host**) runs many
-# times at once, once per **thread**. Each thread runs the same code on its own data: it finds
-# its data from its own index.
+# A **[kernel](GLOSSARY.md#kernel)** is a function the GPU (the **device**; the CPU is the
+# **host**) runs once per **[thread](GLOSSARY.md#thread)**, many at once. Every thread runs the
+# same code and finds its data from its own index.
 #
-# * Threads are grouped into **blocks**. A block runs on one **streaming multiprocessor (SM)**,
-#   the GPU's unit of execution (the cell below gives their number). The threads of a block
-#   can share fast **shared memory** and wait for each other (`cuda.syncthreads()`).
-# * The blocks of one launch form the **grid**. Blocks are independent: they may run in any order
-#   and on any SM, several at once on one SM if its resources allow (part 4).
-# * Inside a block the hardware cuts the threads into **warps** of 32 consecutive threads
-#   ([CUDA C++ Programming Guide, SIMT architecture](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#simt-architecture)).
-#   Consecutive by the thread's number in its block, in which `threadIdx.x` counts fastest, then
-#   `threadIdx.y`, then `threadIdx.z`: thread (x, y, z) is number `x + y*blockDim.x +
-#   z*blockDim.x*blockDim.y` ([thread hierarchy](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#thread-hierarchy)).
-#   Numbers 0-31 form warp 0, 32-63 warp 1, and so on: in a 1-D block, warp 0 is `threadIdx.x`
-#   0-31; in a 2-D block 32 threads wide, each value of `threadIdx.y` is one warp.
-# * A warp executes one instruction at a time for all of its threads together, each on its own
-#   data ([SIMT](GLOSSARY.md#simt): single instruction, multiple threads); each thread is a
-#   **lane** of its warp. Everything the lessons say about [coalescing](GLOSSARY.md#coalescing)
-#   (lesson 01), [bank conflicts](GLOSSARY.md#bank-conflict) (lesson 06) and
-#   [divergence](GLOSSARY.md#divergence) is about what the 32 lanes of one warp do in the same
-#   instruction. Inside a kernel, `cuda.warpsize` gives the warp size (on the host that name is
-#   only a placeholder for the compiler, not a number); the driver reports it too (below).
-# * **Compute capability** is NVIDIA's version number of a GPU's SM design, X.Y: the major
-#   number names the architecture (9 for Hopper), the minor one a step within it
-#   ([Programming Guide, compute capability](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#compute-capability)).
-#   A GPU's limits (registers, shared memory, threads per SM) are documented per compute
-#   capability; this primer quotes those of 9.0, the H100's.
+# * Threads are grouped into **[blocks](GLOSSARY.md#block)**. A block runs on one
+#   **[streaming multiprocessor (SM)](GLOSSARY.md#sm)**, the GPU's unit of execution. The threads
+#   of a block share fast **shared memory** and can wait for each other (`cuda.syncthreads()`).
+# * The blocks of one launch form the **[grid](GLOSSARY.md#grid)**. Blocks are independent: they
+#   run in any order, on any SM, several at once on one SM if its resources allow (part 4).
+# * The hardware cuts each block into **[warps](GLOSSARY.md#warp)** of 32 consecutive threads,
+#   `threadIdx.x` counting fastest: in a block 32 threads wide, each `threadIdx.y` is one warp. A
+#   warp executes one instruction at a time for its 32 threads (its **[lanes](GLOSSARY.md#lane)**),
+#   each on its own data ([SIMT](GLOSSARY.md#simt)).
+# * **[Compute capability](GLOSSARY.md#compute-capability)** is the SM design's version: 9.0 for
+#   Hopper (H100, H200), whose limits this primer quotes.
 #
-# In numba a kernel is a Python function under `@cuda.jit`, and a launch names the grid first:
+# In numba a kernel is a Python function under `@cuda.jit`; a **[launch](GLOSSARY.md#launch)**
+# names the grid in square brackets:
 #
 # | | numba | CUDA C++ |
 # |---|---|---|
-# | declare | `@cuda.jit` over `def k(...)` | `__global__ void k(...)` |
-# | launch | `k[blocks, threads_per_block](args)` | `k<<<blocks, threads_per_block>>>(args)` |
-# | 2-D launch | `k[(bx, by), (tx, ty)](args)` | `k<<<dim3(bx, by), dim3(tx, ty)>>>(args)` |
-# | who am I | `cuda.threadIdx.x`, `cuda.blockIdx.x`, `cuda.blockDim.x`, `cuda.gridDim.x` | `threadIdx.x`, `blockIdx.x`, ... |
-# | my global index | `cuda.grid(1)`; `x, y = cuda.grid(2)` | `blockIdx.x * blockDim.x + threadIdx.x` |
-#
-# Terms: [kernel](GLOSSARY.md#kernel), [thread](GLOSSARY.md#thread), [block](GLOSSARY.md#block),
-# [grid](GLOSSARY.md#grid), [warp](GLOSSARY.md#warp), [lane](GLOSSARY.md#lane), [SM](GLOSSARY.md#sm),
-# [launch](GLOSSARY.md#launch), [compute capability](GLOSSARY.md#compute-capability).
-#
-# The GPU this notebook runs on (on the simulator: the GPU of the newest record in `results/`):
+# | launch | `k[blocks, threads](args)`; 2-D: `k[(bx, by), (tx, ty)](args)` | `k<<<blocks, threads>>>(args)` |
+# | who am I | `cuda.threadIdx.x`, `cuda.blockIdx.x`, ... | `threadIdx.x`, ... |
+# | global index | `cuda.grid(1)`; `x, y = cuda.grid(2)` | `blockIdx.x * blockDim.x + threadIdx.x` |
 
 # %%
-display(Markdown(hierarchy.this_gpu_markdown()))
+gpu = hierarchy.this_gpu()
+if gpu is not None:
+    print(f"{gpu['name']}{' (a record: no GPU here)' if gpu['simulator'] else ''}: compute capability "
+          f"{gpu['compute_capability']}, {gpu['sm_count']} SMs, warp size {gpu['warp_size']}.")
 
 # %% [markdown]
-# A launch returns at once: the GPU works in the background until something waits for it
-# (copying a result back, or `cuda.synchronize()`). The lessons hide the launch inside small
-# *launchers*; here is lesson 01's, the whole of it:
-
-# %%
-from gemm_lessons.kernels.sgemm import naive
-print(inspect.getsource(naive.sgemm))
-bx, by = naive.BLOCK
-print("BLOCK =", naive.BLOCK, " # threads per block along x (columns of C) and y (rows)")
-print(f"{bx * by // 32} warps per block; threads are numbered x fastest, so warp w holds "
-      + (f"the {bx} threads with threadIdx.y == w" if bx == 32 else "32 consecutive thread numbers"))
-
-# %% [markdown]
-# The grid is rounded **up** to whole blocks, so unless the size divides evenly, some threads
-# get an index past the end of the data. The figure shows a 1-D launch over 1000 elements with
-# 256 threads per block.
+# The grid holds whole blocks, so unless the size divides evenly, some threads get an index past
+# the end of the data. A 1-D launch over 1000 elements with 256 threads per block:
 
 # %%
 figures.execution_model(n=1000, threads_per_block=256);
 
 # %% [markdown]
-# **Predict.** For `n` elements and 256 threads per block: how many blocks, how many warps, and
-# how many threads past the end? Work it out for `n = 1000` and `n = 4096` before running the cell.
+# **Work it out.** With 256 threads per block: how many blocks, warps, and threads past the end
+# for `n = 1000`, and for `n = 4096`?
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -129,12 +76,10 @@ for n in (1000, 4096):
     print(f"n = {n}: {blocks} blocks, {blocks * 256 // 32} warps, {blocks * 256 - n} threads past the end")
 
 # %% [markdown]
-# ### The kernel: `out = a*x + y`
+# ### A first kernel: `out = a*x + y`
 #
-# One thread per element. `cuda.grid(1)` is the thread's global index; the `if` is the
-# **bounds guard**: without it, the threads past the end would read and write memory that is not
-# part of the arrays. numba checks no bounds on a GPU (on the simulator it does, and raises
-# `IndexError`).
+# One thread per element. The `if` is the **[bounds guard](GLOSSARY.md#bounds-guard)**: it stops
+# the threads past the end. numba checks no bounds on a GPU.
 
 # %%
 # source: gemm_lessons/kernels/primer/saxpy.py  (the package runs this same code; a test keeps the two identical)
@@ -146,11 +91,9 @@ def saxpy(a, x, y, out):
 
 
 # %% [markdown]
-# ### Launch it by hand
-#
-# `cuda.to_device` copies a NumPy array into the GPU's memory (**global memory**) and returns a
-# device array; `copy_to_host` copies back, after waiting for the kernel. The output starts as
-# NaN, so an element that no thread writes is visible afterwards.
+# **Launch it by hand.** `cuda.to_device` copies a NumPy array into the GPU's
+# **[global memory](GLOSSARY.md#global-memory)**; `copy_to_host` waits for the kernel and copies
+# back. The output starts as NaN, so an element no thread wrote would show.
 
 # %%
 n = 1000
@@ -159,23 +102,16 @@ x = rng.standard_normal(n).astype(np.float32)
 y = rng.standard_normal(n).astype(np.float32)
 a = np.float32(2.5)
 
-x_d = cuda.to_device(x)
-y_d = cuda.to_device(y)
+x_d, y_d = cuda.to_device(x), cuda.to_device(y)
 out_d = cuda.to_device(np.full(n, np.nan, np.float32))
-
 threads = 256
 blocks = (n + threads - 1) // threads  # rounded up: every element gets a thread
 saxpy[blocks, threads](a, x_d, y_d, out_d)  # the launch
 out = out_d.copy_to_host()
 
 # %% [markdown]
-# ### Check against NumPy
-#
-# On a GPU the compiled kernel computes `a*x + y` as one **fused multiply-add** (FMA: one
-# rounding): part 3 shows the kernel's [SASS](GLOSSARY.md#sass), the GPU's machine code, in which
-# it is a single [`FFMA`](GLOSSARY.md#ffma) instruction (FP32 fused multiply-add), and counts it.
-# NumPy computes a multiply and an add (two roundings), so the last bit may differ.
-# The check compares with a float64 result and allows float32 rounding.
+# **Check** against a float64 result, allowing float32 rounding. The GPU computes `a*x + y` as
+# one **fused multiply-add** (one rounding; part 3 finds it in the machine code).
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -185,11 +121,7 @@ print("elements never written:", int(np.isnan(out).sum()))
 print("every element within float32 rounding of the exact result:", bool((np.abs(out - exact) <= allowed).all()))
 
 # %% [markdown]
-# ### Without the guard
-#
-# The same kernel without `if i < out.size`, launched on arrays that are views of longer
-# buffers (so that nothing outside our own allocations can be hit). On a GPU, the extra threads
-# silently read and write past the end; in a real program, past the end is someone else's data.
+# **Without the guard**, on views of longer buffers (so nothing outside our own arrays is hit):
 
 # %%
 @cuda.jit
@@ -207,65 +139,41 @@ try:
     written = int((~np.isnan(out_big.copy_to_host()[n:])).sum())
     print(f"GPU: no error, and {written} values were written past the end of out.")
 except IndexError as e:
-    print(f"simulator: IndexError ({str(e)[:80]}...). A GPU would raise nothing.")
+    print(f"simulator: IndexError ({str(e)[:60]}...). A GPU raises nothing and writes past the end.")
 
 # %% [markdown]
 # ## 2 · The memory hierarchy
 #
-# Each thread sees several kinds of memory. From closest to farthest:
+# From closest to the threads to farthest:
 #
-# * **[Registers](GLOSSARY.md#register)**: a thread's own variables (in `saxpy`: `i`, and the
-#   values it loads from `x[i]` and `y[i]`; also small fixed-size `cuda.local.array`s indexed with
-#   constants). An instruction reads its operands from registers directly. The SM has a fixed
-#   number, shared by all threads on it (part 4). If a kernel needs more than it gets, the
-#   compiler moves some values to **[local memory](GLOSSARY.md#local-memory)**: a
-#   **[register spill](GLOSSARY.md#register-spill)**. Local memory lives in DRAM behind the
-#   caches and shows up as `LDL`/`STL` instructions (part 3).
-# * **Shared memory** (`cuda.shared.array`): on the SM, visible to the threads of one block,
-#   managed by the program. Lessons 02-08 stage tiles of A and B in it.
-# * **L1 cache**: on the SM, in the same storage as shared memory; it keeps recently loaded
-#   global data automatically.
-# * **L2 cache**: one for the whole GPU, shared by all SMs.
-# * **DRAM** (**[HBM](GLOSSARY.md#dram)** on an H100): the GPU's main memory, where global memory
-#   (the arrays you pass in) lives. Data moves between DRAM, L2 and L1 in 32-byte
-#   **[sectors](GLOSSARY.md#sector)**; a 128-byte **[cache line](GLOSSARY.md#cache-line)** holds
-#   four of them ([CUDA C++ Best Practices Guide](https://docs.nvidia.com/cuda/cuda-c-best-practices-guide/index.html#coalesced-access-to-global-memory)).
+# * **[Registers](GLOSSARY.md#register)**: a thread's own variables; instructions read their
+#   operands from them. A kernel that needs more than it gets keeps some values in
+#   **[local memory](GLOSSARY.md#local-memory)**, in DRAM: a **[spill](GLOSSARY.md#register-spill)**.
+# * **[Shared memory](GLOSSARY.md#shared-memory)** (`cuda.shared.array`): on the SM, seen by the
+#   threads of one block, managed by the program.
+# * **[L1 cache](GLOSSARY.md#l1)**: on the SM, in the same storage as shared memory; it keeps
+#   recently loaded global data.
+# * **[L2 cache](GLOSSARY.md#l2)**: one for the whole GPU, shared by all SMs.
+# * **[DRAM](GLOSSARY.md#dram)** (HBM): the GPU's main memory, where global memory lives. Data
+#   moves between DRAM, L2 and L1 in 32-byte **[sectors](GLOSSARY.md#sector)**.
 #
 # **[Latency](GLOSSARY.md#latency)** is how long one access takes from issue to result;
-# **[bandwidth](GLOSSARY.md#bandwidth)** is how many bytes per second a level can deliver when
-# many accesses are in flight at once. The table's first line says where its numbers come from:
-# on a GPU, the sizes from the driver and the latencies measured just now by a quick run of the
-# benchmarks below; on the simulator, a saved record in `results/` (NVIDIA's documented H100
-# sizes when there is none).
+# **[bandwidth](GLOSSARY.md#bandwidth)** is how many bytes per second a level delivers when many
+# accesses are in flight.
 
 # %%
 hier = hierarchy.hierarchy()
-hier
-
-# %%
-hier.figure();
+lat = hier.latency_record
+hier.figure(title=f"memory hierarchy of {(hierarchy.this_gpu() or {}).get('name', 'the H100')}, closest to the threads on top "
+                  "(latency: cycles of one dependent load)");
 
 # %% [markdown]
 # ### How the latencies are measured: pointer chasing
 #
-# A single thread follows a chain through an array: `j = chain[j]`. Each load's address is the
-# value the previous load returned, so the loads cannot overlap, and the time per step is the
-# latency of one load plus the loop's own instructions (the address computation and the loop
-# counter). The method does not separate those: they are the same instructions at every
-# working set, so they add the same amount to every level. The chain visits its places in
-# random order, one per 128-byte line, so every step touches a new line. The size of the array
-# decides where the loads are served: a few KiB stay in L1, a few MiB in L2, a working set several
-# times the L2 size comes from DRAM. The time is read from the SM's cycle counter (`clock64`, a
-# small numba intrinsic in `gemm_lessons/measure/latency.py`) around the loop. The tables give
-# nanoseconds too: the cycles at the clock the driver reports, the same conversion for every level.
-#
-# One more cost hides in the largest working sets. The GPU translates each virtual address into
-# a physical one and caches recent translations in **[TLBs](GLOSSARY.md#tlb)**; a random chase
-# over hundreds of MiB can miss them, and the translation's time is then part of what the chase
-# records as DRAM latency. It is the latency of a *random* load; a streaming access, which walks
-# its pages in order, mostly does not pay it (GPU TLBs are measured with this same pointer-chasing
-# method by [Mei and Chu](https://arxiv.org/abs/1509.02308)). The kernel's indices are unsigned;
-# part 3 shows what numba adds to an access with a signed index.
+# One thread follows a chain, `j = chain[j]`: each load's address is what the previous load
+# returned, so loads cannot overlap and each step takes one load's latency
+# ([pointer chasing](GLOSSARY.md#pointer-chasing)). The array's size decides where loads are
+# served: a few KiB stay in L1, a few MiB in L2, several times the L2 size comes from DRAM.
 
 # %%
 # source: gemm_lessons/measure/latency.py  (the package runs this same code; a test keeps the two identical)
@@ -273,7 +181,8 @@ hier.figure();
 def chase_global(chain, start, steps, out):
     # One thread follows the chain: each load's address is the value the previous load
     # returned, so the loads cannot overlap.  Indices are uint32: unsigned, so numba has no
-    # negative-index wraparound to add (part 3 shows it for a signed one).  out = [where it ended, cycles it took].
+    # negative-index wraparound to add (the primer's lab notes show it for a signed one).
+    # out = [where it ended, cycles it took].
     j = start
     t0 = clock64()  # the SM's cycle counter
     for _ in range(steps):
@@ -283,125 +192,56 @@ def chase_global(chain, start, steps, out):
     out[1] = t1 - t0
 
 
-# %% [markdown]
-# A chain of 8 places, 128 bytes apart (32 `uint32` words), and the kernel following it:
-
 # %%
-# NBVAL_CHECK_OUTPUT
-chain = latency.make_chain(8 * 128, seed=0)
-path = [0]
-for _ in range(8):
-    path.append(int(chain[path[-1]]))
-print("word indices visited:", path, "(back at 0: one cycle through all 8)")
-res = np.zeros(2, np.int64) if gl.SIMULATOR else cuda.to_device(np.zeros(2, np.int64))
-chase_global[1, 1](chain if gl.SIMULATOR else cuda.to_device(chain), np.uint32(0), np.int64(5), res)
-ended = int((res if gl.SIMULATOR else res.copy_to_host())[0])
-print("after 5 loads the kernel is at word", ended, "- the host says", latency.chase_host(chain, 0, 5))
-
-# %% [markdown]
-# **Measured here, or read from a record.** The full measurement (`python -m gemm_lessons.measure.latency`,
-# on a GPU) runs the chase at working sets from 4 KiB to several times the L2 size, through shared
-# memory too, and saves `results/latency-<device>.json`. On a GPU, the table above and everything
-# below were measured just now by a shorter run of the same code (`latency.collect(quick=True)`:
-# fewer, shorter launches). On the simulator nothing can be timed: the numbers are read from the
-# saved record, if there is one. Each output names its source.
-
-# %%
-lat = hier.latency_record
 if lat is None:
-    display(Markdown("**No latency record yet**: nothing has been measured on a GPU. Run "
-                     "`python -m gemm_lessons.measure.latency` on one (it writes `results/latency-<device>.json`), "
-                     "and this part shows the curve and the numbers."))
+    print("No latency record: run `python -m gemm_lessons.measure.latency` on a GPU.")
 else:
-    display(Markdown(latency.summary_markdown(lat)))
     figures.latency_curve(lat)
-
-# %%
-if lat is not None:
-    lv = latency.levels(lat)
-    c = {k: v["cycles_per_load"] for k, v in lv.items()}
-    text = [f"On {latency.label(lat)}: a load that hits L1 costs about {c['L1']:.0f} cycles"]
-    if "L2" in c:
-        text.append(f"one served by L2 about {c['L2']:.0f} ({c['L2'] / c['L1']:.1f}x)")
-    if "DRAM" in c:
-        text.append(f"one from DRAM about {c['DRAM']:.0f} ({c['DRAM'] / c['L1']:.1f}x)")
-    text = ", ".join(text) + (f"; shared memory {lat['shared']['cycles_per_load']:.0f} cycles." if lat.get("shared")
-                              else "; shared memory: not in this record.")
-    text += (" A kernel that waits for each load before the next one runs at these speeds; part 4 shows "
-             "how a GPU keeps busy anyway.")
-    display(Markdown(text))
+    c = {k: v["cycles_per_load"] for k, v in latency.levels(lat).items()}
+    clock = lat["device"].get("clock_mhz")
+    ns = (lambda cyc: f" ({cyc / clock * 1e3:.0f} ns at {clock:.0f} MHz)") if clock else (lambda cyc: "")
+    print(f"A load served by L1 takes {c['L1']:.0f} cycles{ns(c['L1'])}"
+          + (f", by L2 {c['L2']:.0f}{ns(c['L2'])}, {c['L2'] / c['L1']:.1f}x longer" if "L2" in c else "")
+          + (f", from DRAM {c['DRAM']:.0f}{ns(c['DRAM'])}, {c['DRAM'] / c['L1']:.0f}x" if "DRAM" in c else "")
+          + (f"; shared memory {lat['shared']['cycles_per_load']:.0f} cycles" if lat.get("shared") else "")
+          + ". A thread that waits for each load before the next runs at these speeds.")
 
 # %% [markdown]
 # ## 3 · PTX and SASS: what the compiler made
 #
-# numba turns the Python kernel into **PTX**, NVIDIA's portable assembly language for a virtual
-# machine. PTX is then compiled into **SASS**, the machine code of one GPU generation. On a GPU,
-# numba does that when the kernel is first launched, through a CUDA library (nvJitLink where it is
-# installed, else the driver's built-in compiler:
-# [Programming Guide, just-in-time compilation](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#just-in-time-compilation));
-# ahead of time, without a GPU, the CUDA toolkit's assembler [`ptxas`](GLOSSARY.md#ptxas) does the
-# same job. The line above the listing below says which way it was made. The lessons count SASS
-# instructions because SASS is what runs. In numba:
-#
-# * `kernel.inspect_asm()`: the PTX; `kernel.inspect_sass()`: the SASS (needs `nvdisasm`);
-# * `kernel.get_regs_per_thread()`, `get_local_mem_per_thread()`, `get_shared_mem_per_block()`.
-#
-# Terms: [PTX](GLOSSARY.md#ptx), [SASS](GLOSSARY.md#sass), [FFMA](GLOSSARY.md#ffma),
-# [LDG/STG](GLOSSARY.md#ldg), [LDS/STS](GLOSSARY.md#lds), [LDL/STL](GLOSSARY.md#ldl),
-# [.128](GLOSSARY.md#width-128), [BAR.SYNC](GLOSSARY.md#bar-sync).
-#
-# They need a GPU (or at least the CUDA compiler). On the simulator the listing below is a saved
-# record (`results/primer-listing.json`), made earlier from the same kernels; it says how and when.
+# numba compiles the Python kernel to **[PTX](GLOSSARY.md#ptx)**, NVIDIA's portable assembly
+# language; a CUDA compiler library then turns PTX into **[SASS](GLOSSARY.md#sass)**, the machine
+# code of one GPU generation, which the lessons count because it is what runs. In numba,
+# `kernel.inspect_asm()` gives the PTX, `kernel.inspect_sass()` the SASS. The lines of `saxpy` that
+# do its work (on the simulator, from a saved listing):
 
 # %%
 how, compiled = listing.listing()
 if compiled is None:
-    display(Markdown("No compiler listing here: run `python -m gemm_lessons.teaching.primer_listing` on a GPU, or "
-                     "`GEMM_LESSONS_SIMULATOR=0 python -m gemm_lessons.teaching.primer_listing --offline` where the "
-                     "CUDA compiler is installed."))
+    print("No compiler listing: run `python -m gemm_lessons.teaching.primer_listing` on a GPU.")
 else:
-    display(Markdown(f"**Listing of `saxpy`**, {how}: made {listing.made_by(how)}."))
-    print("PTX (the body, without the parameter loads):")
-    print(listing.ptx_body(compiled["saxpy"]["ptx"]))
-
-# %%
-if compiled is not None:
-    print("SASS, from the first instruction to the last EXIT (the padding after it never runs):")
-    print(listing.sass_until_exit(compiled["saxpy"]["sass"]))
-    print(f"\nFFMA instructions in this listing: {listing.count(compiled['saxpy']['sass'], 'FFMA')} "
-          "(the a*x + y of the kernel, one fused multiply-add)")
-
-# %%
-if compiled is not None:
-    display(Markdown(listing.explain_opcodes(compiled["saxpy"]["sass"])))
+    k = compiled["saxpy"]
+    ptx = [l.strip() for l in listing.ptx_body(k["ptx"]).splitlines()
+           if l.strip().startswith(("ld.global", "fma.rn", "st.global"))]
+    sass = listing.instructions(k["sass"])
+    work = [i for i in sass if i["base"] in ("S2R", "ISETP", "EXIT", "LDG", "FFMA", "STG")]
+    print("PTX:\n  " + "\n  ".join(ptx))
+    print(f"\nSASS: {len(work)} of its {len(sass)} instructions (the others read the kernel's parameters "
+          "and compute the index and the addresses):\n  " + "\n  ".join(f"{i['addr']} {i['text']}" for i in work))
 
 # %% [markdown]
-# Read the SASS from the top. The notation: `R2` is a register of the thread; `UR4` a *uniform*
-# register, one value for the whole warp; `RZ` a register that always reads 0; `c[0x0][0x210]` a
-# word of the constant bank, where the kernel's parameters sit (array addresses and lengths, `a`).
-# `P0` is a **[predicate](GLOSSARY.md#predicate)** register, one bit per thread: an instruction
-# written `@P0 ...` runs only in the threads whose `P0` is true (`@!P0`: false). The walk-through
-# below is made from the listing shown: every quoted line and every count comes from it (another
-# compiler version may order or name a few instructions differently).
-
-# %%
-if compiled is None:
-    display(Markdown("No listing here to walk through (see above)."))
-else:
-    display(Markdown(listing.saxpy_walkthrough(compiled["saxpy"])))
-
-# %% [markdown]
+# `S2R` reads `threadIdx.x` (`SR_TID.X`) and `blockIdx.x` (`SR_CTAID.X`). `ISETP` compares `i`
+# with `out.size` (in two halves: `i` has 64 bits) and sets the
+# **[predicate](GLOSSARY.md#predicate)** `P0`, one bit per thread; `@P0 EXIT` ends the threads past
+# the end: the bounds guard. **[`LDG`](GLOSSARY.md#ldg)** loads from global memory (`.E`: 64-bit
+# address), `STG` stores, and **[`FFMA`](GLOSSARY.md#ffma)** is the fused multiply-add `a*x + y`.
+#
 # ### Shared memory and a barrier
 #
-# A second kernel: each block reverses its own slice of `THREADS` values. A thread reads a value that
-# *another* thread stored, so every store must be done before any read: `cuda.syncthreads()` is
-# a **barrier**, every thread of the block waits there until all have arrived.
-#
-# The barrier stands outside `if t < n`, where every thread of the block reaches it, also those
-# of a short last slice that have nothing to store. The Programming Guide allows the barrier in
-# conditional code only if the condition is the same for the whole block; where some threads skip
-# it, the block may hang or give wrong results
-# ([synchronization functions](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#synchronization-functions)).
+# Each block reverses its slice of `THREADS` values through shared memory. A thread reads a value
+# *another* thread stored, so all stores must finish first: `cuda.syncthreads()` is a
+# **[barrier](GLOSSARY.md#barrier)** where each thread of the block waits for all the others. All
+# must reach it, so it stands outside `if t < n`.
 
 # %%
 from gemm_lessons.kernels.primer import reverse
@@ -425,215 +265,213 @@ def reverse_slices(x, out):
 # %%
 # NBVAL_CHECK_OUTPUT
 v = np.arange(300, dtype=np.float32)
-v_d = cuda.to_device(v)
 r_d = cuda.to_device(np.full(300, np.nan, np.float32))
-reverse_slices[(v.size + THREADS - 1) // THREADS, THREADS](v_d, r_d)
+reverse_slices[(v.size + THREADS - 1) // THREADS, THREADS](cuda.to_device(v), r_d)
 print("matches the host:", np.array_equal(r_d.copy_to_host(), reverse.reference(v)))
 
 # %%
 if compiled is not None:
-    k = compiled["reverse_slices"]
-    display(Markdown(
-        f"`reverse_slices` ({how}): {k['registers']} registers, {k['local_bytes']} bytes of local memory, "
-        f"{k['shared_bytes']} bytes of shared memory per block. Its memory instructions: "
-        + ", ".join(f"`{op}` x {n}" for op, n in k["sass_summary"].items())
-        + ". `STS` stores to shared memory, `BAR.SYNC` is `cuda.syncthreads()`, `LDS` loads from shared memory."))
+    ops = compiled["reverse_slices"]["sass_summary"]
+    print("reverse_slices:", ", ".join(f"{op} x {n}" for op, n in ops.items()))
 
 # %% [markdown]
-# ### Reading the compiler-facts table of the lessons
+# `STS` and `LDS` store to and load from shared memory ([LDS, STS](GLOSSARY.md#lds));
+# [`BAR.SYNC`](GLOSSARY.md#bar-sync) is the barrier.
 #
-# From lesson 01 on, each lesson ends its "look inside" with a table like this one, for its own
-# kernels. The four here are SGEMM kernels of later lessons (the list below says which lesson
-# and what each does); on a GPU they are compiled now, on the simulator their facts are read from
-# the saved record of `python -m gemm_lessons.runs.bench` in `results/`.
+# ### The compiler-facts table
+#
+# Each lesson shows a table like this one for its kernels. Here, three SGEMM kernels: `naive`
+# (lesson 01), `reg2d_contiguous` (lesson 04) and `vec` (lesson 05):
 
 # %%
-rungs = {"naive": ladder.SGEMM["naive"], "reg2d": ladder.SGEMM["reg2d"],
-         "reg2d_contiguous": ladder.VARIANTS["reg2d_contiguous"], "vec": ladder.SGEMM["vec"]}
-display(Markdown("\n".join(f"* `{name}` (lesson {r.lesson}{', a variant' if r.variant else ''}): {r.title}"
-                           for name, r in rungs.items())))
+rungs = {"naive": ladder.SGEMM["naive"], "reg2d_contiguous": ladder.VARIANTS["reg2d_contiguous"],
+         "vec": ladder.SGEMM["vec"]}
 try:
     facts = compiler_facts.compiler_facts({name: r.kernel for name, r in rungs.items()},
                                           threads={name: 256 for name in rungs})
 except Exception as e:  # the simulator with no benchmark record in results/, or no nvdisasm on a GPU
     facts = None
-    display(Markdown(f"No compiler facts here ({type(e).__name__}): {e}"))
+    print(f"No compiler facts here ({type(e).__name__}): {e}")
 facts
 
 # %% [markdown]
-# The columns:
-#
-# * **registers**: per thread. **local bytes (spills)**: local memory per thread; anything but 0
-#   means the compiler ran out of registers and keeps values in memory (`LDL`/`STL`).
-# * **blocks/SM**: how many blocks of this kernel fit on one SM at once, and the resource that
-#   stops the next one (part 4); where two resources allow the same count, both are named
-#   (`registers = threads`: either alone would stop it there).
-# * **FFMA**: fused multiply-adds *in the code*, not executed: a loop written once but unrolled
-#   eight times shows eight.
-# * **LDS / STS**: loads from and stores to shared memory, 4 bytes per thread; **LDS.128**: 16
-#   bytes per thread in one instruction (`.64`: 8 bytes). Global loads and stores are **LDG** and
-#   **STG**, with `.E` for a 64-bit address and the same width suffixes (`LDG.E.128`).
-# * **BAR**: barriers (`BAR.SYNC`, from `cuda.syncthreads()`).
-
-# %%
-if facts is not None:
-    display(Markdown(listing.describe_facts(facts.facts, facts.source)))
+# **registers**: per thread. **local bytes (spills)**: anything but 0 means values kept in local
+# memory ([`LDL`/`STL`](GLOSSARY.md#ldl)). **blocks/SM**: how many blocks fit on one SM at once,
+# and the resource that stops the next one (part 4). The opcode columns count instructions *in the
+# code*, not executed: a loop unrolled eight times shows eight. **[`.128`](GLOSSARY.md#width-128)**
+# moves 16 bytes per thread in one instruction (`.64`: 8 bytes; no suffix: 4). Compare `naive`'s
+# `LDG.E` with `vec`'s `LDG.E.128`, and the local bytes of `reg2d_contiguous` with the others'.
 
 # %% [markdown]
 # ## 4 · Occupancy, latency hiding, instruction-level parallelism
 #
-# An SM holds several blocks at once, as long as their registers, shared memory and threads fit:
-# these are its **resident** blocks. **Occupancy** is the number of resident warps divided by the
-# most an SM can hold. Whichever resource runs out first limits it
-# ([blocks/SM](GLOSSARY.md#blocks-per-sm), [occupancy](GLOSSARY.md#occupancy)). The limits
-# depend on the [compute capability](GLOSSARY.md#compute-capability); those of 9.0, with where
-# each is documented:
-
-# %%
-display(Markdown(hierarchy.cc90_limits_markdown()))
-
-# %% [markdown]
-# `compiler_facts.blocks_per_sm` does the arithmetic with these compute capability 9.0 limits:
-# a warp's registers are rounded up to the allocation unit and come out of one of the SM's four
-# quarters (its sub-partitions, 16,384 registers each: the H100's SM has four processing blocks,
-# each with a 16,384 x 32-bit register file, by NVIDIA's
-# [Hopper architecture in depth](https://developer.nvidia.com/blog/nvidia-hopper-architecture-in-depth/)),
-# each block's shared memory gets the
-# reserved bytes added, and the smallest of the four counts wins.
+# An SM holds several blocks at once (its **[resident](GLOSSARY.md#resident)** blocks) as long as
+# their registers, shared memory and threads fit. **[Occupancy](GLOSSARY.md#occupancy)** is the
+# number of resident warps over the most an SM can hold; whichever resource runs out first limits
+# it ([blocks/SM](GLOSSARY.md#blocks-per-sm)). The compute capability 9.0 limits
+# (sources in [REFERENCES.md](REFERENCES.md#lesson-00a)):
 
 # %%
 # NBVAL_CHECK_OUTPUT
-limits = compiler_facts.SM_LIMITS_CC90
-print("per SM, compute capability 9.0:", ", ".join(f"{k} {v:,}" for k, v in limits.items()))
-print(f"{'registers':>9} {'shared bytes':>12} {'threads':>7} | {'blocks/SM':>9}  {'limited by':<13} {'warps':>5} {'occupancy':>9}")
-for regs, smem, threads in [(24, 0, 256), (64, 8192, 256), (128, 8192, 256), (168, 16384, 256),
-                            (32, 49152, 256), (40, 0, 1024)]:
-    blocks, by = compiler_facts.blocks_per_sm(regs, smem, threads)
-    warps = blocks * threads // 32
-    print(f"{regs:>9} {smem:>12,} {threads:>7} | {blocks:>9}  {by:<13} {warps:>5} "
-          f"{warps / (limits['threads'] // 32):>9.1%}")
+for key, what, value, source in hierarchy.CC90_LIMITS:
+    print(f"{what}: {value:,}")
 
 # %% [markdown]
-# Why care? Because of latency. Each cycle, the SM's **[warp schedulers](GLOSSARY.md#warp-scheduler)**
-# each pick a warp whose next instruction is ready and **[issue](GLOSSARY.md#issue)** it: send it
-# to the execution units, for all the warp's threads at once
-# ([Programming Guide, multiprocessor level](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#multiprocessor-level)).
-# When a warp's next instruction needs a result that is not there yet (a load from part 2, or
-# even an `FFMA`: the tables below measure its latency), that warp waits, and the scheduler
-# issues from another warp that is ready. Two sources of ready instructions **hide latency**:
+# `compiler_facts.blocks_per_sm` does the arithmetic: a warp's registers are rounded up to the
+# allocation unit, each block's shared memory gets the reserved bytes added, and the smallest
+# count wins.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+max_warps = compiler_facts.SM_LIMITS_CC90["threads"] // 32
+print(f"{'registers':>9} {'shared bytes':>12} {'threads':>7} | {'blocks/SM':>9}  {'limited by':<13} {'warps':>5} {'occupancy':>9}")
+for regs, smem, threads in [(24, 0, 256), (64, 8192, 256), (128, 8192, 256), (32, 49152, 256), (40, 0, 1024)]:
+    blocks, by = compiler_facts.blocks_per_sm(regs, smem, threads)
+    warps = blocks * threads // 32
+    print(f"{regs:>9} {smem:>12,} {threads:>7} | {blocks:>9}  {by:<13} {warps:>5} {warps / max_warps:>9.1%}")
+
+# %% [markdown]
+# Why care? Because of latency. Each cycle, each of the SM's four
+# **[warp schedulers](GLOSSARY.md#warp-scheduler)** picks a warp whose next instruction is ready
+# and **[issues](GLOSSARY.md#issue)** it. A warp waiting for a result (a load, or even an `FFMA`)
+# is skipped. Two sources of ready instructions **[hide latency](GLOSSARY.md#latency-hiding)**:
+# **more warps** (what occupancy buys), and **independent instructions in one warp**
+# (**[ILP](GLOSSARY.md#ilp)**): with several accumulators, the second `FFMA` need not wait for the
+# first. The register-tiled kernels of lessons 03-08 use both.
 #
-# * **more warps** (thread-level parallelism): while one waits, another runs. That is what
-#   occupancy buys.
-# * **independent instructions in the same warp** (**instruction-level parallelism, ILP**): if a
-#   thread has several accumulators, the second `FFMA` does not wait for the first. The
-#   register-tiled GEMM kernels of lessons 03-08 are built this way: each thread keeps a whole
-#   patch of results in registers (`TM x TN` accumulators, lesson 04), whose `FFMA`s do not depend
-#   on each other.
-#
-# The arithmetic behind both ([Little's law](GLOSSARY.md#littles-law)): to keep a unit that accepts one instruction per
-# cycle busy while each result takes `L` cycles, `L` independent instructions must be in flight.
-# With one chain of dependent `FFMA`s a warp can start one every `L` cycles; with `L` chains, at
-# most one every cycle. The figure is an idealised schematic of that: a warp that issues nothing
-# but `FFMA`s, one per cycle at most, each taking exactly `L` cycles; its only measured input is
-# `L`. The measurements after it show how close a real warp comes.
+# **[Little's law](GLOSSARY.md#littles-law)**: to keep a unit busy that accepts one instruction per
+# cycle while each result takes `L` cycles, `L` independent instructions must be in flight. A
+# schematic of one warp, then the measurement:
 
 # %%
 ffma_latency = latency.ffma_latency(lat)  # None without a latency record
 L = round(ffma_latency) if ffma_latency else 4
 figures.issue_timeline(latency=L, chains=(1, 2, L), label=(
-    f"idealised schematic of one warp; its only measured input: the FFMA latency, {L} cycles ({latency.label(lat)})"
-    if ffma_latency else f"idealised schematic of one warp, FFMA latency {L} cycles: an illustrative value, nothing measured here yet"));
-
-# %% [markdown]
-# The latency measurement covers both effects (kernels in `gemm_lessons/measure/latency.py`): one warp
-# running 1, 2, 4 or 8 independent `FFMA` chains, and 1 to 32 warps of one block each running
-# a single chain. A **warp-FFMA** is one `FFMA` instruction issued for a whole warp: 32 FFMAs,
-# one per thread.
+    f"schematic of one warp; FFMA latency {L} cycles, measured on {latency.label(lat)}"
+    if ffma_latency else f"schematic of one warp, FFMA latency {L} cycles (an illustrative value)"));
 
 # %%
-if lat is None or not lat.get("ffma"):
-    display(Markdown("No latency record with FFMA timings yet: the measured tables appear here once "
-                     "`python -m gemm_lessons.measure.latency` has run on a GPU."))
-else:
+if lat is not None and lat.get("ffma"):
     ilp, tlp = lat["ffma"]["ilp"], lat["ffma"]["warps"]
-    lines = [f"FFMA timings, {latency.source(lat)}:", "",
-             "| chains in one warp | cycles per warp-FFMA | warp-FFMAs per cycle |", "|---:|---:|---:|"]
-    lines += [f"| {r['chains']} | {r['cycles_per_ffma']:.2f} | {r['ffma_per_cycle']:.2f} |" for r in ilp]
-    lines += ["", "| warps, one chain each | warp-FFMAs per cycle on the SM |", "|---:|---:|"]
-    lines += [f"| {r['warps']} | {r['warp_ffma_per_cycle']:.2f} |" for r in tlp]
-    best_w = max(tlp, key=lambda r: r["warp_ffma_per_cycle"])
-    one, eight = ilp[0], ilp[-1]
-    lines += ["", f"One dependent chain: a warp-`FFMA` every {one['cycles_per_ffma']:.2f} cycles, the latency. "
-              f"With {eight['chains']} chains the same warp issues one every {eight['cycles_per_ffma']:.2f} cycles: "
-              f"{one['cycles_per_ffma'] / eight['cycles_per_ffma']:.1f}x the work from one warp, by ILP alone"
-              + (", but still more than the one cycle of the idealised figure above, likely in part because the "
-                 "loop's other instructions (its counter and branch) take issue slots too; the measurement records "
-                 "no breakdown of the cycles. " if eight["cycles_per_ffma"] > 1.05 else ". ")
-              + 
-              f"More warps with one chain each reach at most {best_w['warp_ffma_per_cycle']:.2f} warp-FFMAs per cycle "
-              f"on the SM (with {best_w['warps']} warps)"]
-    units = lat["device"].get("fp32_lanes_per_sm")  # FP32 results per cycle per SM, by compute capability
-    if units:
-        lines[-1] += (
-            f". The SM's FP32 units (NVIDIA's \"CUDA cores\") deliver {units} FP32 multiply-add results per "
-            "cycle, by the Programming Guide's [throughput table]"
-            "(https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#arithmetic-instructions): "
-            f"{units // 32} warp-FFMAs per cycle. The measurement shows how far below that the one-chain warps "
-            "stay; it does not show why, since it records no breakdown of their cycles (the loop also runs "
-            "other instructions).")
-    else:
-        lines[-1] += "."
-    display(Markdown("\n".join(lines)))
+    one, many, w1, wn = ilp[0], ilp[-1], tlp[0], tlp[-1]
+    display(Markdown("\n".join([
+        "| independent chains in one warp | " + " | ".join(str(r["chains"]) for r in ilp) + " |",
+        "|---" * (len(ilp) + 1) + "|",
+        "| cycles per warp-FFMA | " + " | ".join(f"{r['cycles_per_ffma']:.2f}" for r in ilp) + " |", "",
+        f"One chain: a warp-`FFMA` every {one['cycles_per_ffma']:.2f} cycles, its latency; {many['chains']} chains: "
+        f"{one['cycles_per_ffma'] / many['cycles_per_ffma']:.1f}x the work from the same warp. {wn['warps']} warps "
+        f"of one chain each: {wn['warp_ffma_per_cycle']:.2f} warp-FFMAs per cycle on the SM, "
+        f"{wn['warp_ffma_per_cycle'] / w1['warp_ffma_per_cycle']:.1f}x one warp."])))
 
 # %% [markdown]
-# The same law for memory: to stream data at bandwidth `B` from a memory whose latency is `t`,
-# `B x t` bytes must be in flight. For `B`: the bandwidth of `copy_float4`, lesson 00's copy
-# kernel (each thread moves 16 bytes per load and per store), as saved by
-# `python -m gemm_lessons.runs.bench` in `results/` for the same GPU (lesson 00 measures the same
-# kernel again on a GPU; this cell reads the record, so lesson 00 need not have run). For `t`: the DRAM latency of the chase above. Only the reads count: a
-# thread that loads a value waits for it to arrive in a register, while a store writes no
-# register, so nothing in the thread waits for it to finish (it still takes its share of the
-# bandwidth: a copy's GB/s counts the bytes read plus the bytes written, lesson 00's convention, so
-# it reads at half that rate). The formula is `latency.bytes_in_flight`.
+# A **[warp-FFMA](GLOSSARY.md#warp-fma)** is one `FFMA` for a whole warp (32 FFMAs); the SM's 128
+# FP32 lanes could complete 4 per cycle (why these loops stay below: Lab notes). The same law for memory: streaming at bandwidth `B` from a
+# memory of latency `t` needs `B x t` bytes on their way at every moment. With part 5's numbers:
 
 # %%
-bench = None
-if lat is not None:
-    try:
-        bench = results.load(lat["device"]["name"])  # the benchmark record of the same GPU
-    except FileNotFoundError:
-        pass
-if lat is None or bench is None:
-    display(Markdown("Little's law needs a latency record and a benchmark record (`python -m gemm_lessons.runs.bench`) "
-                     "of the same GPU in `results/`: " + ("no latency record yet." if lat is None else
-                     f"there is no benchmark record of {lat['device']['name']}.")))
-else:
-    try:
-        f = latency.bytes_in_flight(lat, bench)
-    except ValueError as e:
-        display(Markdown(f"Little's law cannot be worked out from these records: {e}."))
-    else:
-        how_ns = "the chase's cycles at the clock the driver reports; " if lat["device"].get("clock_mhz") else ""
-        display(Markdown(
-            f"Reading at {f['read_gbs']:,.0f} GB/s (half of the copy's {f['copy_gbs']:,.0f} GB/s, "
-            f"{f['copy_shape'][0]} x {f['copy_shape'][1]} floats, recorded on {results.label(bench)}) with a DRAM "
-            f"latency of {f['t_ns']:.0f} ns ({how_ns}{latency.source(lat)}) needs at least {f['bytes'] / 2**20:.2f} MiB of "
-            f"loads in flight on the whole GPU: {f['per_sm'] / 1024:.1f} KiB per SM ({f['sm_count']} SMs). Even with "
-            f"all {f['threads_per_sm']:,} thread slots of every SM filled, that is {f['per_thread']:.1f} bytes, "
-            f"{f['loads_per_thread']:.1f} 4-byte loads, waiting per thread at every moment.\n\n"
-            "*At least*: the latency is that of one load on an otherwise idle GPU. At full bandwidth the memory "
-            "system queues requests and each load takes longer, so more must be in flight. One effect works the "
-            "other way: the random chase may include TLB misses that a streaming copy mostly avoids (part 2), and "
-            "the record does not separate them. A kernel with fewer resident threads needs more per thread: "
-            "several independent loads, or 16-byte loads (`LDG.E.128`, lesson 05)."))
+rec = limiter_table.record()
+m = rec["model"]["machine"]
+per_sm = m["dram_gbs"] * m["dram_latency_ns"] / m["sm_count"]  # GB/s x ns = bytes
+per_thread = per_sm / compiler_facts.SM_LIMITS_CC90["threads"]
+print(f"{m['dram_gbs']:,.0f} GB/s x {m['dram_latency_ns']:.0f} ns = {per_sm * m['sm_count'] / 1e6:.2f} MB in flight "
+      f"({rec['device']['name']}): {per_sm / 1e3:.1f} KB per SM, {per_thread:.1f} bytes for each of the "
+      f"{compiler_facts.SM_LIMITS_CC90['threads']:,} threads a full SM holds"
+      + (": more than one 4-byte load per thread at every moment." if per_thread > 4 else "."))
+
+# %% [markdown]
+# A kernel with fewer bytes in flight gets a smaller share of the bandwidth; 16-byte loads
+# (lesson 05) and several loads per thread keep more.
+#
+# ## 5 · The limiter model
+#
+# Each unit of the GPU has a peak rate. What a kernel asks of a unit, divided by that rate, is the
+# least time the kernel can take: a **ceiling**. The kernel takes at least its largest ceiling,
+# the **binding** one, which names its **limiter** ([limiter model](GLOSSARY.md#limiter-model)).
+# Six ceilings:
+#
+# | ceiling | the least time it allows |
+# |---|---|
+# | FP32 | FFMAs / (SMs x 128 lanes x clock) |
+# | issue | warp-instructions / (SMs x 4 schedulers x clock) |
+# | shared | shared-memory [wavefronts](GLOSSARY.md#wavefront) / (SMs x 1 per cycle x clock); a wavefront serves 32 banks x 4 bytes |
+# | L2 | bytes through L2 / L2 bandwidth (measured) |
+# | DRAM | bytes to and from DRAM / DRAM bandwidth (measured with a copy) |
+# | latency | the DRAM ceiling / the fraction of the `B x t / SMs` bytes (part 4) the kernel keeps in flight per SM (at most 1) |
+#
+# The clock is the SM clock the GPU held while the kernels ran.
+#
+# The prediction is the binding ceiling, stretched when the last [wave](GLOSSARY.md#wave) of
+# blocks leaves SMs idle ([tail](GLOSSARY.md#tail-effect)). The profiler,
+# [Nsight Compute](GLOSSARY.md#ncu), counts the instructions, wavefronts and bytes, and reports how
+# busy each unit was (% of its peak). Its **busiest unit** should be the binding one; below 60% on
+# every unit, its word is "latency". The record: one H200 run that timed and profiled every rung.
+
+# %%
+print(f"The model's machine ({rec['device']['name']}, {rec['date'][:10]}): {m['sm_count']} SMs at "
+      f"{m['clock_mhz']:,.0f} MHz, DRAM {m['dram_gbs']:,.0f} GB/s, L2 {m['l2_gbs']:,.0f} GB/s, "
+      f"DRAM latency {m['dram_latency_ns']:.0f} ns.")
+
+# %% [markdown]
+# **Predict.** Lesson 00's copy kernel reads an 8192 x 8192 float32 matrix and writes it
+# elsewhere, 16 bytes per load and store, no arithmetic. Which ceiling binds, and how many ms does
+# it take? Count the bytes; use the machine above.
+
+# %%
+my_copy_ms = None  # your prediction, in ms
+
+# %%
+t = limiter_table.why(["copy"], kind="transpose")
+t
+
+# %%
+row = t.row("copy")
+figures.limiter_bars(row, title=f"limiter model of the 8192 x 8192 copy ({t.device})");
+exercises.compare_prediction(my_copy_ms, row.measured_ms, "the copy's time, ms",
+                             f"measured in the limiter run on {t.device}, {t.date}")
+
+# %% [markdown]
+# **Why.** Computed from the table:
+
+# %%
+nbytes = 2 * 8192 * 8192 * 4
+counted = row.ceilings_ms["dram"] * 1e-3 * m["dram_gbs"] * 1e9  # the DRAM bytes the profiler counted
+top = row.ceilings_ms[row.binding]
+runner_up = max((n for n in row.ceilings_ms if row.ceilings_ms[n] < top), key=row.ceilings_ms.get)
+tie = [n for n in row.ceilings_ms if n != row.binding and np.isclose(row.ceilings_ms[n], top)]
+binding = (" (the binding ceiling)" if row.binding == "dram" else
+           f"; the binding ceiling is {limiter_table.SHORT[row.binding]}, {top:.3f} ms")
+print(f"The copy moves {nbytes / 1e6:,.0f} MB; the profiler counted {counted / 1e6:,.0f} MB of DRAM traffic: "
+      f"{row.ceilings_ms['dram']:.3f} ms at {m['dram_gbs']:,.0f} GB/s{binding}. The next, {WHAT[runner_up]}, "
+      f"allows {row.ceilings_ms[runner_up]:.3f} ms"
+      + ("; the latency ceiling equals the DRAM one: the copy keeps enough bytes in flight" if tie == ["latency"] else "")
+      + f". With the tail the model predicts {row.predicted_ms:.3f} ms; the copy took {row.measured_ms:.3f} ms, "
+      f"{row.ratio:.2f}x. The profiler's busiest unit: {limiter_table.SHORT[row.busiest]}, {row.busiest_pct:.0f}% of "
+      "its peak" + (", the unit the model names." if row.agrees else f", not the {limiter_table.SHORT[row.binding]} "
+                    "the model names."))
+
+# %% [markdown]
+# The model's DRAM bandwidth is this copy's own rate, so here it must agree. The SGEMM kernels
+# did not set the ceilings, and take longer than predicted: the model assumes the binding unit
+# busy 100% of the time.
+
+# %%
+sg = limiter_table.why(["naive", "naive_uncoalesced", "smem_tile", "smem_tile16", "reg1d", "reg2d", "vec",
+                        "vec_split", "dbuf_one_buffer", "dbuf", "warptile", "cublas"])
+same = [r for r in sg.rows if r.agrees]
+busy = [r.busiest_pct for r in same]
+ratio = [r.ratio for r in same]
+print(f"In {len(same)} of the record's {len(sg.rows)} SGEMM kernels the profiler's busiest unit is the binding one. "
+      f"It is busy {min(busy):.0f}-{max(busy):.0f}% of the time, and measured/predicted is "
+      f"{min(ratio):.2f}-{max(ratio):.2f}: the rest of the time the warps stall (at barriers, on a "
+      "dependent result, on loads not hidden).")
 
 # %% [markdown]
 # ## Exercises
 #
 # ### 00a-launch
 # Write a kernel computing `out[i] = 2*x[i] - y[i]` and a function `launch(x, y, out)` that
-# launches it by hand with 128 threads per block. The check runs it for several sizes, looks for
-# elements never written and for writes past the end of `out`.
+# launches it with 128 threads per block. The check tries several sizes, looking for elements
+# never written and writes past the end.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -660,14 +498,8 @@ exercises.check("00a-launch", launch)
 # ### 00a-occupancy
 # A kernel uses 40 registers per thread, 128 threads per block and 57 KiB of shared memory per
 # block. How many blocks fit on one SM of compute capability 9.0, and which resource limits it?
-# Answer with a pair such as `(2, "threads")`; the resources are named `"registers"`,
-# `"shared memory"`, `"threads"` and `"blocks"`. Work it out by hand first, with the limits
-# table of part 4.
-#
-# 57 KiB is more than a block may declare statically, with `cuda.shared.array` (see the limits
-# table): such a kernel gets its shared memory as *dynamic* shared memory, whose size is given at
-# launch rather than in the kernel's code ([static shared memory](GLOSSARY.md#static-shared) says
-# how numba asks for it), with an explicit opt-in (CUDA C++: `cudaFuncSetAttribute`). The occupancy arithmetic is the same either way.
+# Answer with a pair such as `(2, "threads")`; the resources are `"registers"`,
+# `"shared memory"`, `"threads"` and `"blocks"`. Work it out by hand with the limits of part 4.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -679,17 +511,54 @@ exercises.check("00a-occupancy", answer)
 # %% [markdown]
 # ## Takeaway
 #
-# * A launch is `kernel[blocks, threads_per_block](args)`; each thread finds its element with
-#   `cuda.grid`, and the grid is rounded up, so every kernel needs a bounds guard.
-# * The 32 threads of a warp execute together: most of what follows in the course (coalescing,
-#   bank conflicts, `LDS.128`) is about the addresses one warp presents in one instruction.
-# * Memory is a hierarchy: registers, shared memory and L1 on the SM, L2 for the whole GPU,
-#   DRAM behind it; a load takes longer at each step away from the SM (part 2 measures how much).
-# * SASS is what runs: `FFMA` for the arithmetic, `LDG`/`STG` for global memory, `LDS`/`STS` for
-#   shared memory, `.128` for 16 bytes at once, `LDL`/`STL` for spills, `BAR.SYNC` for barriers.
-# * A GPU hides latency with independent work: other warps (occupancy) and independent
-#   instructions within a thread (ILP). The lessons' kernels use both.
+# * `kernel[blocks, threads](args)` launches whole blocks, so every kernel needs a bounds guard.
+#   A warp's 32 threads run each instruction together.
+# * Registers, shared memory and L1 sit on the SM, L2 serves all SMs, DRAM is behind it: each step
+#   away costs more cycles per load.
+# * SASS is what runs: `FFMA` computes, `LDG`/`STG` and `LDS`/`STS` move global and shared data,
+#   `.128` moves 16 bytes, `LDL`/`STL` mean spills, `BAR.SYNC` is a barrier.
+# * Latency is hidden by more warps (occupancy) and independent instructions (ILP); Little's law
+#   says how much must be in flight.
+# * A kernel takes at least its largest ceiling (FP32, issue, shared wavefronts, L2, DRAM,
+#   latency): the binding one is the limiter, and the profiler's busiest unit confirms it.
 #
-# Next: [lesson 00](00_setup_and_roofline.ipynb) measures the two ceilings, peak FP32 and copy
-# bandwidth; [lesson 01](01_naive.ipynb) writes the first matrix product. Terms:
-# [GLOSSARY.md](GLOSSARY.md); further reading by lesson: [REFERENCES.md](REFERENCES.md).
+# Next: [lesson 00](00_setup_and_roofline.ipynb) measures peak FP32 and copy bandwidth;
+# [lesson 01](01_naive.ipynb) writes the first matrix product.
+#
+# ## Sources
+#
+# The memory spaces follow section 1.1 of source article [3] ([REFERENCES.md](REFERENCES.md#seed-002));
+# NVIDIA's guides and the benchmark papers: [lesson 00a](REFERENCES.md#lesson-00a).
+
+# %% [markdown]
+# ## Lab notes
+#
+# * **Records.** On the simulator, the latencies come from `results/latency-<device>.json`
+#   (`python -m gemm_lessons.measure.latency`), the listing from `results/primer-listing.json`
+#   (`python -m gemm_lessons.teaching.primer_listing`), the compiler facts from a bench record,
+#   and part 5 from `results/limiter-nvidia-h200.json` (`python -m gemm_lessons.runs.limiter`). On a
+#   GPU, parts 2-4 measure and compile now, with a shorter latency run (`latency.collect(quick=True)`);
+#   part 5 always reads the limiter record.
+#   A cell whose first line is `# NBVAL_CHECK_OUTPUT` has an output the tests compare with the
+#   saved one ([nbval](GLOSSARY.md#nbval)).
+# * **The rest of the SASS.** `saxpy` compiles to a few dozen instructions;
+#   `listing.sass_until_exit(compiled["saxpy"]["sass"])` prints them all. Most compute addresses:
+#   numba's index is a signed 64-bit integer, and for each array access it adds NumPy's
+#   wraparound for negative indices (`x[-1]` is `x[len(x) - 1]`): a sign shift (`SHF`), a mask
+#   (`LOP3`) and an add (`IADD3`, `IMAD.X`). `listing.saxpy_walkthrough` reads it line by line.
+# * **L1 and shared memory** share 256 KiB per SM; the driver picks the split (the carveout) per
+#   kernel, up to 228 KiB of shared memory.
+# * **The latency ceiling** counts a block's loads as in flight half of its life (it loads, then
+#   stores): `LATENCY_DUTY` in `gemm_lessons/model/limiter.py`.
+# * **DRAM latency** is that of a random chase on an idle GPU. A chase over hundreds of MiB can
+#   also miss the GPU's address-translation caches ([TLB](GLOSSARY.md#tlb)), and that time is part
+#   of what it records; a streaming access mostly avoids it. Under full bandwidth, requests queue
+#   and each load takes longer, so Little's law's bytes in flight are a lower bound.
+# * **The copy's DRAM bytes.** The profiler counts less DRAM traffic than the 537 MB the copy reads
+#   and writes; the record does not say where the rest went (the L2 writes back to DRAM lazily, so
+#   written data still in L2 when the kernel ends is one candidate, not checked).
+# * **FFMA rates.** With 8 chains one warp still issues less than one `FFMA` per cycle, and 32
+#   one-chain warps stay below the 4 warp-FFMAs per cycle of the FP32 lanes (the full sweep:
+#   `lat["ffma"]`). The loop's counter
+#   and branch take issue slots too, and the many-warp rate is taken from the first warp's start to
+#   the last one's end; the record holds no breakdown of the cycles.

@@ -558,12 +558,16 @@ def memory_hierarchy(levels, ax=None, title=None):
     return ax
 
 
-def latency_curve(record, ax=None):
+def latency_curve(record, ax=None, plateaus=True):
     """Cycles per dependent load against the working set of the chase (a latency record of
-    gemm_lessons.measure.latency), with the L2 size the driver reports."""
+    gemm_lessons.measure.latency), with the L2 size the driver reports.  ``plateaus``: name the
+    flat stretches of the curve (L1, L2, DRAM: the working sets ``latency.levels`` picks, and their
+    neighbours within 15% of the same latency) with their cycles."""
+    from gemm_lessons.measure import latency
+
     rows = record["global"]
     if ax is None:
-        _, ax = plt.subplots(figsize=(8, 3.2))
+        _, ax = plt.subplots(figsize=(8, 3.4))
     x = [r["bytes"] for r in rows]
     y = [r["cycles_per_load"] for r in rows]
     ax.plot(x, y, "o-", color="tab:blue")
@@ -574,13 +578,24 @@ def latency_curve(record, ax=None):
     l2 = (record.get("limits") or {}).get("l2_bytes")
     if l2:
         ax.axvline(l2, color="tab:red", ls="--", lw=1)
-        ax.text(l2, 0.5 * max(y), f" L2 = {_bytes_label(l2)} ", color="tab:red", fontsize=8, va="center",
+        ax.text(l2, 0.3 * max(y), f" L2 size = {_bytes_label(l2)} ", color="tab:red", fontsize=8, va="center",
                 ha="right")
+    if plateaus:
+        for name, r in latency.levels(record).items():
+            i = rows.index(r)
+            lo = hi = i
+            while lo > 0 and abs(y[lo - 1] / y[i] - 1) <= 0.15:
+                lo -= 1
+            while hi < len(y) - 1 and abs(y[hi + 1] / y[i] - 1) <= 0.15:
+                hi += 1
+            ax.plot([x[lo], x[hi]], [y[i]] * 2, color="black", lw=6, alpha=0.15, solid_capstyle="round")
+            ax.text((x[lo] * x[hi]) ** 0.5, y[i] + 0.04 * max(y), f"{name}: {y[i]:.0f} cycles", ha="center",
+                    va="bottom", fontsize=9, weight="bold")
     if record.get("shared"):
         ax.axhline(record["shared"]["cycles_per_load"], color="tab:green", ls=":", lw=1)
         ax.text(x[-1], record["shared"]["cycles_per_load"], "shared memory ", color="tab:green", fontsize=8,
                 va="bottom", ha="right")
-    ax.set_ylim(0, max(y) * 1.15)
+    ax.set_ylim(0, max(y) * 1.2)
     ax.set_xlabel("working set of the chase (one load per 128-byte line)")
     ax.set_ylabel("cycles per dependent load")
     ax.set_title(f"load latency, measured on {record['device']['name']}, {record['date'][:10]}", fontsize=9,
@@ -622,6 +637,39 @@ def issue_timeline(latency=4, chains=(1, 4), cycles=16, ax=None, label=None):
                   [f"{c} chain{'s' if c > 1 else ''}" for c in chains])
     ax.set_xlabel("cycle (grey: the warp has nothing independent to issue)")
     ax.set_title(label or f"one warp, FFMA latency {latency} cycles (schematic)", fontsize=9, loc="left")
+    for s in ("top", "right"):
+        ax.spines[s].set_visible(False)
+    return ax
+
+
+LIMITER_LABELS = {"fp32": "FP32 lanes", "issue": "instruction issue", "shared": "shared-memory wavefronts",
+                  "l2": "L2 bytes", "dram": "DRAM bytes", "latency": "latency (Little's law)"}
+
+
+def limiter_bars(row, ax=None, title=None):
+    """The limiter model of one kernel as bars: the time each ceiling allows (a row of
+    ``limiter_table.why``: ``ceilings_ms``, ``binding``, ``measured_ms``), the binding one
+    coloured, the measured time as a vertical line."""
+    names = [n for n in LIMITER_LABELS if n in row.ceilings_ms]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 0.45 * len(names) + 1.0))
+    top = max(max(row.ceilings_ms.values()), row.measured_ms)
+    for k, n in enumerate(names):
+        ms = row.ceilings_ms[n]
+        binding = n == row.binding
+        ax.barh(k, ms, color="tab:red" if binding else "0.75", height=0.6)
+        label = f"{ms:.3g} ms" + (", binding" if binding else "")
+        inside = ms > 0.4 * top  # a long bar carries its label inside, clear of the measured line
+        ax.text(ms - 0.01 * top if inside else ms + 0.01 * top, k, label, va="center", ha="right" if inside else "left",
+                fontsize=8, weight="bold" if binding else "normal", color="white" if inside and binding else "black")
+    ax.axvline(row.measured_ms, color="black", ls="--", lw=1)
+    ax.text(row.measured_ms, -0.55, f" measured: {row.measured_ms:.3g} ms", ha="left", va="center", fontsize=8)
+    ax.set_yticks(range(len(names)), [LIMITER_LABELS[n] for n in names], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, top * 1.3)
+    ax.set_ylim(len(names) - 0.4, -0.9)
+    ax.set_xlabel("time the ceiling alone allows, ms (the longest bar binds)")
+    ax.set_title(title or f"limiter model: {row.rung}", fontsize=9, loc="left")
     for s in ("top", "right"):
         ax.spines[s].set_visible(False)
     return ax

@@ -145,14 +145,16 @@ class Hierarchy:
             lines += ["", "The GPU: " + self.limits_line() + "."]
         return "\n".join(lines)
 
-    def figure(self, ax=None):
+    def figure(self, ax=None, title=None):
+        """The hierarchy as stacked boxes (figures.memory_hierarchy); ``title`` replaces the default,
+        which sends the reader to the table for the sources."""
         from gemm_lessons.teaching import figures
 
         measured = "latencies measured" if self.latency_record else "latencies not measured yet"
         return figures.memory_hierarchy(
             [{"name": r["short"], "scope": r["scope"], "size": r["short_size"], "latency": r["short_latency"]}
              for r in self.rows], ax=ax,
-            title=f"memory hierarchy, closest to the threads on top ({measured}; sources in the table)")
+            title=title or f"memory hierarchy, closest to the threads on top ({measured}; sources in the table)")
 
 
 def _documented_limits():

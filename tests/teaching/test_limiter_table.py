@@ -109,3 +109,19 @@ def test_machine_and_work_rebuild_the_records_latency_ceiling():
     assert limiter_table.work("smem_padded", kind="transpose").in_flight_per_sm == 4 * 32 * 32 * 2
     with pytest.raises(KeyError, match="transpose wide"):
         limiter_table.work("no_such_rung", kind="transpose")
+
+
+def test_the_bars_show_every_ceiling_and_colour_the_binding_one():
+    import matplotlib
+    matplotlib.use("Agg")
+    from gemm_lessons.teaching import figures
+
+    row = limiter_table.why(["copy"], kind="transpose").row("copy")
+    ax = figures.limiter_bars(row)
+    widths = [p.get_width() for p in ax.patches]
+    assert widths == [row.ceilings_ms[n] for n in figures.LIMITER_LABELS if n in row.ceilings_ms]
+    from matplotlib.colors import to_rgba
+    coloured = [p.get_width() for p in ax.patches if p.get_facecolor() == to_rgba("tab:red")]
+    assert coloured == [row.ceilings_ms[row.binding]] == [max(widths)]
+    assert any(t.get_text().endswith(", binding") for t in ax.texts)
+    assert any(f"measured: {row.measured_ms:.3g} ms" in t.get_text() for t in ax.texts)

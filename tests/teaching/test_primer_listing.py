@@ -197,3 +197,27 @@ def test_this_gpu_reads_the_records(tmp_path, monkeypatch):
     text = hierarchy.this_gpu_markdown(gpu)
     assert "compute capability **8.0**" in text and "documented for compute capability 9.0" in text
     assert "results/arch-facts.md" in text  # where a smaller GPU's limits meet the course's kernels
+
+
+def test_the_latency_curve_names_its_plateaus():
+    import matplotlib
+    matplotlib.use("Agg")
+    from gemm_lessons.teaching import figures
+
+    rec = _fake_record()
+    labels = lambda ax: [t.get_text() for t in ax.texts]  # noqa: E731
+    named = labels(figures.latency_curve(rec))
+    for name, row in latency.levels(rec).items():
+        assert f"{name}: {row['cycles_per_load']:.0f} cycles" in named
+    assert not any(t.startswith(("L1:", "L2:", "DRAM:")) for t in labels(figures.latency_curve(rec, plateaus=False)))
+
+
+@requires_simulator
+def test_the_hierarchy_figure_takes_a_title(tmp_path, monkeypatch):
+    import matplotlib
+    matplotlib.use("Agg")
+
+    monkeypatch.setattr(results, "RESULTS_DIR", str(tmp_path))  # no records: documented sizes
+    h = hierarchy.hierarchy()
+    assert h.figure(title="my title").get_title(loc="left") == "my title"
+    assert "sources in the table" in h.figure().get_title(loc="left")

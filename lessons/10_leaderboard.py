@@ -98,8 +98,10 @@ lo, hi = min(rows, key=lambda r: r.ratio), max(rows, key=lambda r: r.ratio)
 print(f"The profiler's busiest unit is the model's binding ceiling for "
       + (f"all {len(rows)} rows." if len(agree) == len(rows) else
          f"{len(agree)} of the {len(rows)} rows (not for {', '.join(r.rung for r in rows if r.rung not in agree)})."))
+off = max(abs(r.ratio - 100 / r.busiest_pct) for r in rows)
 print(f"That unit was busy {min(r.busiest_pct for r in rows):.0f}-{max(r.busiest_pct for r in rows):.0f}% of the "
-      f"time; measured / predicted runs from {lo.ratio:.2f} ({lo.rung}) to {hi.ratio:.2f} ({hi.rung}).")
+      f"time; measured / predicted runs from {lo.ratio:.2f} ({lo.rung}) to {hi.ratio:.2f} ({hi.rung}), and for every "
+      f"row it is 100 / (% busy) give or take {off:.2f}.")
 (iw, _), (ic, _) = leaderboard.issue_counts(why, "warptile"), leaderboard.issue_counts(why, "cublas")
 rw, rc = why.row("warptile").ratio, why.row("cublas").ratio
 print(f"warptile against cuBLAS: {iw / ic:.3f}x the instructions and {rw / rc:.3f}x the stall factor "
@@ -172,8 +174,8 @@ print(f"What cost speed, each against the kernel without it ({run.source.split('
 # %% [markdown]
 # ## Clock and power: one more ceiling
 #
-# The FP32 peak assumes the GPU's top clock. A GPU holds that clock only while it draws less
-# than its [power cap](GLOSSARY.md#power-cap); at the cap it lowers the clock. The table's last
+# The FP32 peak assumes the GPU's top clock. At its [power cap](GLOSSARY.md#power-cap) a GPU
+# lowers the clock. The table's last
 # two columns read the clock while each rung was timed (short bursts) and while it ran back to
 # back for seconds, and the power then:
 
@@ -198,7 +200,8 @@ if cub.watts:
 
 # %% [markdown]
 # Every instruction issued costs energy as well as an issue slot. Where a rung reaches the cap,
-# power is one more ceiling: the clock, and with it every other ceiling, comes down.
+# power is one more ceiling: the clock comes down, and with it every ceiling that counts SM
+# cycles (FP32, issue, shared memory).
 
 # %% [markdown]
 # ## Exercise 10-next-step: which technique to try next, by the record
@@ -261,8 +264,8 @@ for rec in filter(None, [limiter_table.record(why.device)]):
     print(f"The limiter run ({rec['date'][:10]}) sampled power while timing each rung, compile included: median "
           f"{t[last]['power_w']['median']:.0f} W for {last}, {t['cublas']['power_w']['median']:.0f} W for cuBLAS. "
           f"NVML's reading on this GPU is a one-second average and the window held the compile (GPU idle), so "
-          f"those medians are not the kernels' draw: hence the separate back-to-back run (runs.power, "
-          f"{power.SETTLE_S:g} s left to settle).")
+          f"those medians are not the kernels' draw: hence the separate back-to-back run (runs.power, one "
+          f"{power.SECONDS:g}-second run per kernel, the first {power.SETTLE_S:g} s left out).")
 
 # %% [markdown]
 # * **Two GPUs, and two runs.** The H100's record has the H200's SM count and clock but less copy

@@ -1,233 +1,222 @@
 # %% [markdown]
-# # 10 · The leaderboard: every rung against cuBLAS
+# # 10 · The leaderboard: every rung, what held it back, and cuBLAS
 #
-# Lessons 01-08 built eight SGEMM rungs, lesson 09 the transposes. This notebook puts them all
-# side by side. The main table comes from one benchmark run in which every rung, every side
-# variant and cuBLAS were timed in the same process on the same inputs, each result checked
-# against cuBLAS: `python -m gemm_lessons.runs.bench` on a GPU writes `results/<device>.json` and the
-# plots. Other sections read other records, each labelled with its own device and date: lesson
-# 05's steps, lesson 08's tile sweep, the shape suite of lesson 11, and a second GPU. Without a
-# GPU, the recorded runs are shown.
+# **Where we are.** Lessons 01-08 built eight rungs, one change each, and each lesson's Why named
+# the ceiling that held its rung back. Lesson 08's `warptile` ended the climb bound, like cuBLAS,
+# by [instruction issue](GLOSSARY.md#issue). This lesson lines them all up: one table, the same
+# rungs across sizes, and every rung under its ceilings. Those are the course's take-away.
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
-from gemm_lessons.model import counting
-from gemm_lessons.teaching import exercises, figures, measure_step, plots
-from gemm_lessons.instruments import compiler_facts
+from gemm_lessons.teaching import exercises, leaderboard, limiter_table, measure_step, plots
 from gemm_lessons.kernels import ladder
 from gemm_lessons.records import results
-from gemm_lessons.core.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
-import functools
-import numpy as np
-from numba import cuda, float32
 # %matplotlib inline
 print(gl.banner())
-
-# %%
-from IPython.display import Markdown
-from gemm_lessons.teaching import leaderboard
-record = results.load()
-print(f"{record.device.name}, {record.date}, commit {(record.git_commit or '?')[:12]}")
-print(", ".join(f"{k} {v}" for k, v in record.versions.items()))
-print("cuBLAS:", record.cublas_math_mode)
-
-# %% [markdown]
-# ## Every rung at every size
-#
-# Four square sizes and two non-square shapes. Each cell: TFLOPS (median) · % of cuBLAS in the
-# same run · % of the FP32 peak (SMs x 128 lanes x 2 FLOP x clock). "[host-bound](GLOSSARY.md#host-bound)" marks timings
-# where Python could not launch kernels as fast as the GPU finished them (small sizes): those
-# measure the launch overhead, not the kernel.
-
-# %%
-Markdown(leaderboard.table(record))
-
-# %%
-plots.ladder(record, size=(4096, 4096, 4096));
-
-# %%
-plots.ladder(record, size=(8192, 8192, 8192));
-
-# %% [markdown]
-# Every rung and cuBLAS against size (where two lines lie on top of each other, such as `dbuf`
-# and `warptile` from 2048 on, the tables above give both numbers):
-
-# %%
-plots.versus_size(record);
-
-# %%
-Markdown(leaderboard.small_grid_markdown(record))
-
-# %% [markdown]
-# ## The roofline, with every rung where it really is
-#
-# Lesson 00 placed SGEMM at the problem's *ideal* arithmetic intensity (each input read once
-# from DRAM): far right of the ridge, compute-bound. A kernel does not read each input once,
-# though. Lesson 02's formula says how many values a rung *asks* global memory for,
-# MNK(1/BM + 1/BN) (2MNK for the naive kernel), and the same reasoning one level down gives
-# what it reads from shared memory in all: MNK(1/TM + 1/TN) for a TM x TN register tile
-# (`counting.sgemm_traffic`; a test checks both against the load counter and the tracer). Each
-# memory has its own ceiling: global memory the measured copy bandwidth, shared memory
-# 32 banks x 4 bytes per clock on every SM. Placing each rung at the intensity it achieves
-# against each memory (left: global, right: shared) shows which ceiling holds it down. Where
-# the profiler's counters are recorded (`tools/roofline_profile.py` under ncu), a filled point
-# shows the FLOP per byte DRAM really delivered: the L1 and L2 caches serve part of what a
-# kernel asks for, so a rung can sit above the ceiling of the bytes it asks for.
-
-# %%
-counters = results.roofline_counters(record.device.name)
-print("profiler counters:", "recorded" if counters else "none recorded for this device (model only)")
-plots.roofline_rungs(record, counters);
-
-# %%
-Markdown(leaderboard.roofline_markdown(record, counters))
-
-# %% [markdown]
-# The naive kernel is the surprise: counted by what it asks for it sits *above* the global
-# ceiling (over 100% in the last column), because most of its requests never reach DRAM, and
-# its filled point, where the profiler puts it, is far *below* the DRAM ceiling. Neither memory
-# ceiling of this figure holds it down. Lesson 01 profiled it: its two largest stall reasons were
-# not waits for global memory (the profile there names them), so what limits it is inside the SM,
-# and this roofline has no ceiling for it (no measurement in the course isolates it).
-#
-# The global ceiling is the faster of the bench's two copy measurements (its float4 copy kernel
-# and the driver's device-to-device copy, `results.copy_bandwidth_gbs`); the two-GPU table below
-# shows instead the float4 copy timed next to the transposes at 8192 x 8192 in the same run, a few
-# GB/s apart.
-#
-# Read the table against the ladder: the rung whose speed is closest to one of its ceilings is
-# held down by that memory, and the next lesson's technique is the one that raises that
-# ceiling (bigger tiles for global memory, bigger register tiles for shared memory). With an
-# 8x8 register tile the shared-memory ceiling reaches the FP32 peak: a thread does 2 x 8 x 8
-# FLOP per 16 values = 64 bytes read, 2 FLOP per byte, and the peak is exactly 2 FLOP per byte
-# of shared bandwidth (128 FP32 lanes x 2 FLOP against 128 bytes per clock per SM). From 8x8 on,
-# no memory ceiling binds at 4096^3: the gap to the peak is in how the instructions are issued
-# and overlapped (lessons 05-08).
-
-# %% [markdown]
-# ## What each technique was worth
-#
-# Each row compares two kernels named after the technique that separates them (some rows change
-# more than one thing: the label says what), timed in the same run at 4096^3. Each kernel's
-# TFLOPS come with their [p10-p90](GLOSSARY.md#p10-p90) range, and the mark reads the two
-# ranges: ✅ faster when the range with the technique lies wholly above the range without it,
-# ❌ slower when it lies wholly below, ≈ when the ranges overlap (the difference is within the
-# spread of the samples). Lesson 05's steps were timed in a run of their own on the same GPU
-# (`python -m gemm_lessons.teaching.lesson05_steps`): a pair this benchmark run did not time comes
-# from there, marked †, both kernels still from one run.
-
-# %%
-from gemm_lessons.teaching import lesson05_steps
-Markdown(leaderboard.effects_markdown(leaderboard.technique_effects(record, extra=[lesson05_steps.load(record.device.name)])))
-
-# %% [markdown]
-# And the single changes of lesson 08's tile sweep, a record of its own. Its configurations were
-# timed in more than one run: the "timed in" column says which pairs were timed together (only
-# those can be compared as firmly as the pairs above).
-
-# %%
-from gemm_lessons.runs import tuning
-sweep = leaderboard.load_sweep()
-Markdown(tuning.runs_sentence(sweep) + "\n\n" + tuning.changes_markdown(sweep.rows))
-
-# %% [markdown]
-# ## What the last rung is made of, and what limits it
-#
-# The compiler's view of the last rung next to lesson 06's: 128 registers (the cap) and no
-# spills, so two blocks of 256 threads share an SM (16 warps). Its main loop handles two slices
-# per trip: 64 `LDS.128` feed 1,024 FFMA (of the 1,088 counted; the other 64 compute
-# alpha * acc + beta * C at the end), with one barrier per slice (the third `BAR` is the
-# prologue's). Every warp instruction that is not an FFMA takes an issue slot from one: that is
-# one reason no kernel here, cuBLAS included, reaches the FP32 peak. It is likely not the only
-# one: the peak assumes the GPU's maximum clock, and nothing in these runs recorded the clock
-# while the kernels ran (a GPU under full load may run below it).
-
-# %%
-compiler_facts.compiler_facts({name: ladder.SGEMM[name].kernel for name in ["vec_split", "dbuf", "warptile"]},
-                              threads={name: 256 for name in ["vec_split", "dbuf", "warptile"]})
-
-# %%
-last = list(ladder.SGEMM)[-1]
-for size in [(4096, 4096, 4096), (8192, 8192, 8192)]:
-    row = results.sgemm_rows(record, last, size)[0]
-    cub = results.sgemm_rows(record, "cublas", size)[0]
-    print(f"{last} at {size[0]}^3: {row.gflops / 1e3:.2f} TFLOPS (p10-p90 {row.gflops_p10 / 1e3:.2f}-"
-          f"{row.gflops_p90 / 1e3:.2f}) = {row.pct_cublas:.1f}% of cuBLAS ({cub.gflops / 1e3:.2f})")
-    spread = (row.gflops_p90 - row.gflops_p10) / row.gflops
-    if spread > 0.05:  # most rows of the record spread well under 1%
-        print(f"  its p10-p90 range is {100 * spread:.0f}% of the median: a tenth of its timed calls ran at "
-              f"{row.gflops_p10 / 1e3:.2f} TFLOPS or slower; the median, not the range, is what the ratio uses, "
-              "and why those calls were slower was not measured")
-
-# %% [markdown]
-# ## Two GPUs: what moves with the memory, what does not
-#
-# The same benchmark ran on a second GPU, an NVIDIA H200 (`results/nvidia-h200.json`, and the
-# shape suite in `results/shapes-nvidia-h200.json`). Its records give it the H100's SM count
-# and clock, so the same FP32 peak, with more DRAM bandwidth (the first table). That makes it
-# an experiment on the roofline: a kernel held down by its arithmetic, or by anything inside
-# the SM, should run at the same speed on both; a kernel held down by DRAM should speed up by
-# the ratio of the copies. Each number below comes from its own GPU's run, with cuBLAS and the
-# copy timed in that same run.
-
-# %%
-Markdown(leaderboard.devices_markdown(leaderboard.device_records()))
-
-# %% [markdown]
-# Read it against the lessons. Every SGEMM rung, even the naive one, stays where it was: none
-# of them is held down by DRAM bandwidth (for the naive kernel this agrees with the roofline
-# above, which put it far below its DRAM ceiling). The transposes are memory-bound, yet they
-# do not all move: the `wide` rung follows the copy and cuBLAS's `sgeam` nearly does, the others
-# gain less, and a transpose that gained 5% or less while the copy gained far more (the last
-# sentence lists them) is held by something other than DRAM bandwidth. For `smem_tile` lesson 09
-# found one likely part of it: its column reads of `tile[32][32]` are 32-way bank conflicts, and
-# shared memory's nominal bandwidth is the same on both GPUs (the first table: the same SM count
-# and clock, from the records, not measured). The conflicts alone do not account for its speed
-# (at 33 wavefronts per 32 elements the SMs could move about twice its GB/s), and the middle
-# cases (the naive kernel, the padded tiles) are not explained here. Both GPUs' FP32 peak comes
-# from their nominal clock; nothing recorded the clock while the kernels ran.
-#
-# The **shape suite** is lesson 11's benchmark of the library call `gl.sgemm`: squares, shapes
-# whose sides are not powers of 2, and skinny ones, each against cuBLAS; for each shape the
-# library picks a **plan** (a kernel, a tile size and how many ways to split K:
-# [dispatch](GLOSSARY.md#dispatch)). The shape suite differs more between the two GPUs than the
-# square sizes do. The sentence
-# under its table says which side moved, and whether the two suites ran the same version of
-# `gl.sgemm` (where they did not, its rows compare versions of the library as much as GPUs):
-# compare how far `gl.sgemm`'s time per call moved with how far cuBLAS's did, and compare the
-# single-call row with the back-to-back one
-# ([single call, back to back](GLOSSARY.md#single-call): lesson 11 measures what a call costs).
-
-# %% [markdown]
-# ## Measure it on your GPU
-#
-# On a machine with a GPU this cell times the last rung and cuBLAS now (on the simulator it
-# shows the recorded numbers). For the full table, run `python -m gemm_lessons.runs.bench`
-# and re-run this notebook: it reads the newest record.
-
-# %%
-measure_step.compare({last: ladder.SGEMM[last]}, size=(4096, 4096, 4096))
 
 # %%
 # NBVAL_CHECK_OUTPUT
 print("rungs in order:", " -> ".join(ladder.SGEMM))
 
 # %% [markdown]
-# ## Exercise 10-next-step: which technique to try next, by the record
+# ## Idea: one time per ceiling, and the longest wins
 #
-# You have a kernel from this course and a shape to run it at. Which technique should you try
-# next? The record answers with measurements: `leaderboard.technique_effects(record, size)`
-# lists, for one recorded size, the rows of the technique table above (technique, lesson, the
-# kernel without it, the kernel with it, TFLOPS without, TFLOPS with, change in %), each pair
-# timed in the same run. Write `next_step(kernel, size)`: among the rows that start from
-# `kernel`, the one with the largest gain, returned as `(kernel with it, change in %)`, or
-# `None` when no row from `kernel` gained more than 2 % at that size (the exercise's rule: a
-# gain of 2 % or less does not count, whether or not the two p10-p90 ranges overlap). The function sees this record's rows only (not
-# the † rows of lesson 05's steps run). The check asks about every kernel of the table at every
-# recorded size where the record timed both kernels of its rows, none of them host-bound, and
-# compares with the record; the answer differs from size to size.
+# The [limiter model](GLOSSARY.md#limiter-model) gives each rung one time per unit of the GPU,
+# from what the profiler counted the rung doing: its FFMAs over the FP32 lanes, its
+# warp-instructions over the schedulers (4 per SM per cycle), its shared-memory
+# [wavefronts](GLOSSARY.md#wavefront) (1 per SM per cycle), its bytes over the measured L2 and
+# DRAM bandwidths. The longest time is the **binding ceiling**: the rung cannot be faster. A
+# [roofline](GLOSSARY.md#roofline) draws two of these ceilings, FP32 and DRAM; below, every rung
+# gets its own column with all five, as the TFLOPS each one allows.
 
 # %%
+RUNGS = list(ladder.SGEMM) + ["cublas"]
+model = limiter_table.why(RUNGS)  # the limiter record: ceilings from the profiler's counts
+plots.ceilings(model, measured=False);
+
+# %% [markdown]
+# In each column the lowest dash, drawn thick, is the binding ceiling. The red line is the
+# same for every rung: 128 FP32 lanes are 4 warp-FFMAs per SM per cycle, exactly the issue rate,
+# so a kernel reaches the FP32 roof only if every instruction it issues is an FFMA.
+
+# %% [markdown]
+# ## Predict: how close does the last rung get?
+#
+# `warptile` and cuBLAS are both issue-bound. Here is what each issues at 4096^3:
+
+# %%
+for name in ["warptile", "cublas"]:
+    issued, ffma = leaderboard.issue_counts(model, name)
+    print(f"{name:9s} {issued / 1e9:.3f} billion warp-instructions, {ffma / 1e9:.3f} billion of them FFMA "
+          f"({100 * ffma / issued:.0f}%)")
+
+# %% [markdown]
+# If both kept their schedulers equally busy, time would follow the instruction count. What % of
+# cuBLAS's speed does `warptile` reach? Write your number:
+
+# %%
+my_pct = None  # warptile's % of cuBLAS at 4096^3
+
+# %%
+w, c = model.row("warptile"), model.row("cublas")
+print(f"The model's answer: {100 * c.predicted_ms / w.predicted_ms:.1f}% "
+      f"(cuBLAS's predicted {c.predicted_ms:.3g} ms over warptile's {w.predicted_ms:.3g} ms).")
+
+# %% [markdown]
+# ## Measure: every rung, every variant and cuBLAS in one run
+#
+# One `compare` call times the eight rungs, the variants the lessons compared them with, and
+# cuBLAS at 4096^3, and checks each result against cuBLAS's (a wrong one stops the cell). A
+# second call runs each rung back to back for seconds and reads the SM clock and power (the last
+# two columns; the section on clock and power comes back to them).
+
+# %%
+KERNELS = {**ladder.SGEMM, **ladder.VARIANTS}
+LESSON05_STEPS = ["reg2d_unrolled", "transposed_a", "wide_loads"]  # lesson 05 times these itself
+bench = leaderboard.lesson_record()  # what the simulator shows: this GPU's recorded benchmark
+run = measure_step.compare({k: f for k, f in KERNELS.items() if k not in LESSON05_STEPS}, record=bench)
+why = limiter_table.why(RUNGS, measured=run)
+board = leaderboard.board(why, run, leaderboard.clock_power())
+board
+
+# %%
+exercises.compare_prediction(my_pct, board.row("warptile").pct_cublas, "warptile's % of cuBLAS at 4096^3",
+                             board.source)
+
+# %% [markdown]
+# ## Why: the binding ceiling, and the stalls the model leaves out
+#
+# The model assumes the binding unit works every cycle. The profiler shows it busy less than
+# that; in the other cycles the warps are stalled: waiting at a [barrier](GLOSSARY.md#barrier),
+# for a result the next instruction needs, or for a load the kernel did not hide. That is the
+# "measured / predicted" column:
+
+# %%
+rows = board.rows
+agree = [r.rung for r in rows if r.binding == r.busiest]
+lo, hi = min(rows, key=lambda r: r.ratio), max(rows, key=lambda r: r.ratio)
+print(f"The profiler's busiest unit is the model's binding ceiling for "
+      + (f"all {len(rows)} rows." if len(agree) == len(rows) else
+         f"{len(agree)} of the {len(rows)} rows (not for {', '.join(r.rung for r in rows if r.rung not in agree)})."))
+off = max(abs(r.ratio - 100 / r.busiest_pct) for r in rows)
+print(f"That unit was busy {min(r.busiest_pct for r in rows):.0f}-{max(r.busiest_pct for r in rows):.0f}% of the "
+      f"time; measured / predicted runs from {lo.ratio:.2f} ({lo.rung}) to {hi.ratio:.2f} ({hi.rung}), and for every "
+      f"row it is 100 / (% busy) give or take {off:.2f}.")
+(iw, _), (ic, _) = leaderboard.issue_counts(why, "warptile"), leaderboard.issue_counts(why, "cublas")
+rw, rc = why.row("warptile").ratio, why.row("cublas").ratio
+print(f"warptile against cuBLAS: {iw / ic:.3f}x the instructions and {rw / rc:.3f}x the stall factor "
+      f"(measured / predicted) make {why.row('warptile').measured_ms / why.row('cublas').measured_ms:.3f}x the time.")
+
+# %% [markdown]
+# The same ceilings with the measurements on them: the gap between a thick dash and the dot
+# below it is the rung's measured / predicted.
+
+# %%
+plots.ceilings(why, source=board.source);
+
+# %% [markdown]
+# ## Across sizes
+#
+# The recorded benchmark timed every rung and cuBLAS, in one run, at four square sizes (the
+# plot) and two non-square shapes (the line under it):
+
+# %%
+plots.versus_size(bench);
+
+# %%
+last = list(ladder.SGEMM)[-1]
+timed = [r for r in results.sgemm_rows(bench, last) if r.gflops is not None]
+kept = [r for r in timed if not r.host_bound]  # a host-bound timing measures Python's launches, not the kernel
+print(f"{last} as % of cuBLAS ({results.label(bench)}): "
+      + "; ".join(f"{r.M}x{r.N}x{r.K} {r.pct_cublas:.0f}%" for r in kept)
+      + (f" (host-bound, left out: {', '.join(f'{r.M}^3' for r in timed if r.host_bound)})." if len(kept) < len(timed) else "."))
+twin = [abs(a.gflops / b.gflops - 1) for a in results.sgemm_rows(bench, "dbuf") for b in results.sgemm_rows(bench, last)
+        if a.size == b.size]
+if twin and max(twin) < 0.02:
+    print(f"dbuf's line lies under {last}'s: they differ by {100 * max(twin):.1f}% at most.")
+small = min(kept, key=lambda r: r.M * r.N * r.K)
+blocks, sms = leaderboard.grid_blocks(last, small.size), bench.device.sm_count
+if blocks < sms:
+    big = max(kept, key=lambda r: r.M * r.N * r.K)
+    speed = lambda k, size: results.sgemm_rows(bench, k, size)[0].gflops  # noqa: E731
+    print(f"At {small.M}x{small.N}x{small.K} its 128x128 tiles cut C into {blocks} blocks for {sms} SMs: {sms - blocks} "
+          f"SMs get none. There {last} keeps {100 * speed(last, small.size) / speed(last, big.size):.0f}% of its speed at "
+          f"{big.M}x{big.N}x{big.K}, cuBLAS (which chooses among many kernels by shape, lesson 11) "
+          f"{100 * speed('cublas', small.size) / speed('cublas', big.size):.0f}% of its own.")
+
+# %% [markdown]
+# ## What each technique was worth
+#
+# A step's speed-up splits in two, by the model: the binding ceiling's time falls (less work:
+# fewer instructions, fewer wavefronts, fewer bytes), or measured / predicted falls (fewer
+# stalls). Speed-up = less work x fewer stalls. Each row compares two kernels from the same run
+# that differ by the change named (lesson 07's row names two changes: its kernel was rewritten).
+
+# %%
+whole = limiter_table.why(sorted({k for pair in leaderboard.MODEL_STEPS for k in pair}, key=list(KERNELS).index),
+                          measured=run)
+steps = leaderboard.steps(whole)
+from IPython.display import Markdown
+Markdown(leaderboard.steps_markdown(steps, board.source))
+
+# %%
+work = max(steps, key=lambda s: s.model)
+calm = sorted(steps, key=lambda s: s.stalls, reverse=True)[:2]
+fewer = whole.row("reg2d").ceilings_ms["issue"] / whole.row("vec").ceilings_ms["issue"]
+print(f"Most work removed: {work.before} → {work.after} ({work.model:.1f}x less at the binding ceiling). "
+      f"Lesson 05's step reg2d → vec issues {fewer:.2f}x fewer instructions. "
+      "Most stalls removed: " + " and ".join(f"{s.before} → {s.after} ({s.stalls:.2f}x, with {s.model:.2f}x for the "
+                                             "work)" for s in calm) + ".")
+hurt = [e for e in leaderboard.effects_of(run) if leaderboard.effect_mark(e) == "❌"]
+print(f"What cost speed, each against the kernel without it ({run.source.split(' (')[0]}): "
+      + "; ".join(f"{lesson} · {what}: {pct:+.0f}%" for what, lesson, _, _, _, _, pct in hurt) + ".")
+
+# %% [markdown]
+# ## Clock and power: one more ceiling
+#
+# The FP32 peak assumes the GPU's top clock. At its [power cap](GLOSSARY.md#power-cap) a GPU
+# lowers the clock. The table's last
+# two columns read the clock while each rung was timed (short bursts) and while it ran back to
+# back for seconds, and the power then:
+
+# %%
+timed_clocks = [r.timed_clock_mhz for r in board.rows if r.timed_clock_mhz]
+if timed_clocks:
+    print(f"While timed, the SM clock's median was " + (f"{timed_clocks[0]:,.0f} MHz for every rung." if
+          min(timed_clocks) == max(timed_clocks) else f"{min(timed_clocks):,.0f}-{max(timed_clocks):,.0f} MHz."))
+capped = [r for r in board.rows if "sw_power_cap" in r.events]
+cub = board.row("cublas")
+if capped:
+    print(f"Back to back, {' and '.join(r.rung for r in capped)} drew {min(r.watts for r in capped):.0f}-"
+          f"{max(r.watts for r in capped):.0f} W against the {board.power_limit_w:.0f} W cap, and the GPU lowered "
+          f"the clock to {min(r.clock_mhz for r in capped):,.0f} MHz (median).")
+elif cub.watts:
+    print(f"Back to back, no rung reached the {board.power_limit_w:.0f} W cap; the highest drew "
+          f"{max(r.watts for r in board.rows if r.watts):.0f} W.")
+if cub.watts:
+    print(f"cuBLAS drew {cub.watts:.0f} W at {cub.clock_mhz:,.0f} MHz. Energy per FLOP (watts / TFLOPS): "
+          + ", ".join(f"{r.rung} {r.watts / r.tflops:.1f} pJ" for r in board.rows if r.watts and r.rung in (last, "cublas"))
+          + ".")
+
+# %% [markdown]
+# Every instruction issued costs energy as well as an issue slot. Where a rung reaches the cap,
+# power is one more ceiling: the clock comes down, and with it every ceiling that counts SM
+# cycles (FP32, issue, shared memory).
+
+# %% [markdown]
+# ## Exercise 10-next-step: which technique to try next, by the record
+#
+# `leaderboard.technique_effects(record, size)` lists, for one recorded size, same-run pairs as
+# `(technique, lesson, without, with, TFLOPS without, TFLOPS with, change in %)`. Write
+# `next_step(kernel, size)`: among the rows whose "without" is `kernel`, the one with the largest
+# change, as `(with, change)`, or `None` when none gained more than 2%. The check asks about
+# every kernel at every recorded size where no timing of its rows is host-bound; the answer
+# differs from size to size.
+
+# %%
+record = bench
+
+
 def next_step(kernel, size):
     ### BEGIN SOLUTION
     gains = [(after, change) for _, _, before, after, _, _, change in leaderboard.technique_effects(record, size)
@@ -239,20 +228,16 @@ def next_step(kernel, size):
 exercises.check("10-next-step", next_step)
 
 # %% [markdown]
-# ## Good and bad techniques, in one sentence each
+# ## Takeaway
 #
-# * **Good:** coalesced loads (01); shared-memory tiles (02); several results per thread in
-#   registers, best as a square outer product (03, 04); a transposed A tile, 128-bit loads and
-#   compile-time unrolling of the k-step (05); conflict-free shared reads (06); two shared buffers with the next
-#   slice's loads under the compute (07); a register cap that keeps two blocks per SM (04, 08).
-# * **Bad, measured:** lifting the register cap (04, 08); a runtime buffer index (07); a
-#   short-circuit `and` around loads, which made the compiler spill (07); in the sweep, some tile
-#   shapes and slice depths (08: the sweep's table above, among them one where one buffer beat
-#   two).
-# * **Neutral here:** 16x16 vs 32x32 shared tiles (02), warp layout and padding of the A tile
-#   (08): changes of 1% or less, most within the spread of the samples (the sweep's "timed in"
-#   column says where the ranges were apart all the same) (for the warp layout the bank model predicted none; without
-#   padding it predicts 2-way conflicts on the A-tile stores, too few to show in the time).
+# * Each rung's time is set by one ceiling: FP32, instruction issue, shared-memory wavefronts, L2
+#   or DRAM. The ladder's steps moved the binding one from issue to shared memory and back.
+# * The model predicts a lower bound; measured / predicted is the stalls. Coalescing and double
+#   buffering cut stalls, not work.
+# * The issue ceiling reaches the FP32 roof only when every instruction is an FFMA: the last rung
+#   and cuBLAS differ by a few percent of instructions and a few percent of stalls.
+# * Small products leave SMs idle with 128x128 tiles; a library picks another kernel there.
+# * Power is a ceiling too: at the cap the GPU lowers its clock.
 
 # %% [markdown]
 # ## Sources and further reading
@@ -262,3 +247,52 @@ exercises.check("10-next-step", next_step)
 # * What to read next: [REFERENCES.md, lesson 10](REFERENCES.md#lesson-10).
 # * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
 #   introduced in the [primer](00a_primer.ipynb).
+
+# %% [markdown]
+# ## Lab notes
+#
+# Details behind the main path, for the curious.
+
+# %%
+print("The limiter record's ceilings, ms (the numbers behind the figures):")
+whole
+
+# %%
+from gemm_lessons.runs import power
+for rec in filter(None, [limiter_table.record(why.device)]):
+    t = {x["case"].split(" ", 1)[-1]: x["power"] for x in rec["timings"] if x["case"].startswith("sgemm")}
+    print(f"The limiter run ({rec['date'][:10]}) sampled power while timing each rung, compile included: median "
+          f"{t[last]['power_w']['median']:.0f} W for {last}, {t['cublas']['power_w']['median']:.0f} W for cuBLAS. "
+          f"NVML's reading on this GPU is a one-second average and the window held the compile (GPU idle), so "
+          f"those medians are not the kernels' draw: hence the separate back-to-back run (runs.power, one "
+          f"{power.SECONDS:g}-second run per kernel, the first {power.SETTLE_S:g} s left out).")
+
+# %% [markdown]
+# * **Two GPUs, and two runs.** The H100's record has the H200's SM count and clock but less copy
+#   bandwidth: a test of the model's claim that no rung is DRAM-bound (the first line below). The
+#   second line is the spread between two runs on one GPU.
+# * **`naive_uncoalesced`** (in the table above) has measured / predicted far above the
+#   others: no unit is busy (latency-bound), and the model has no ceiling for uncoalesced
+#   requests in flight.
+# * **Lesson 05's steps** are timed in their own run (lesson 05). Its largest step changed the
+#   stores of C to 16 bytes, and with it the compiler turned the shared loads into `LDS.128`
+#   (lesson 05's SASS counts). The gain is the loads': a thread stores C once, but loads from
+#   shared memory in every k-step.
+# * **Lesson 08's sweep** (other tile shapes, slice depths, stages) is in lesson 08.
+# * **The library** (`gl.sgemm`) against cuBLAS over a shape suite is lesson 11.
+
+# %%
+recs = leaderboard.device_records()
+if len(recs) >= 2:
+    r = leaderboard.devices_ratios(recs[0], recs[-1])
+    s = [v for k, v in r["sgemm"].items() if k != "cublas"]
+    print(f"{recs[-1].device.name} over {recs[0].device.name} ({results.label(recs[0])}; {results.label(recs[-1])}): "
+          f"copy {r['copy']:.2f}x; SGEMM rungs {min(s):.2f}x-{max(s):.2f}x; transposes "
+          f"{min(r['transpose'].values()):.2f}x-{max(r['transpose'].values()):.2f}x.")
+lim = limiter_table.record(why.device)
+if lim["device"]["name"] == bench.device.name:
+    both = [(t["case"].split(" ", 1)[1], t["median_ms"]) for t in lim["timings"] if t["case"].startswith("sgemm ")]
+    diff = [100 * abs(results.sgemm_rows(bench, k, (4096,) * 3)[0].median_ms / ms - 1) for k, ms in both
+            if results.sgemm_rows(bench, k, (4096,) * 3)]
+    print(f"Two runs on {bench.device.name} ({bench.date[:10]}, {lim['date'][:10]}): the medians of the {len(diff)} "
+          f"SGEMM kernels both timed at 4096^3 differ by {min(diff):.1f}-{max(diff):.1f}%.")

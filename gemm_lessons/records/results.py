@@ -51,6 +51,7 @@ PATHS = {
     "experiment": "experiments/{name}-{device}.json",  # a bench run of a few kernels ("l2order": tools/l2order.py)
     "latency": "latency-{device}.json",  # python -m gemm_lessons.measure.latency (the primer)
     "limiter": "limiter-{device}.json",  # python -m gemm_lessons.runs.limiter measure / predict
+    "power": "power-{device}.json",  # python -m gemm_lessons.runs.power: clock and watts, each rung back to back
     "ncu-limiter": "ncu-limiter-{device}.csv",  # ncu ... python -m gemm_lessons.runs.limiter run
     "primer-listing": "primer-listing.json",  # python -m gemm_lessons.teaching.primer_listing (one device)
     "arch-facts": "arch-facts.json",  # python -m gemm_lessons.runs.arch_facts: offline, every compute capability

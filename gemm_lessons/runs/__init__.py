@@ -1,1 +1,1 @@
-"""Programs that measure on a GPU and write the records: python -m gemm_lessons.runs.<name> (bench, shapes, tuning, arch_facts, limiter)."""
+"""Programs that measure on a GPU and write the records: python -m gemm_lessons.runs.<name> (bench, shapes, tuning, arch_facts, limiter, power)."""

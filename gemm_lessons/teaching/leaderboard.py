@@ -2,9 +2,12 @@
 
 All numbers come from one results record (``python -m gemm_lessons.runs.bench``: every rung,
 variant and cuBLAS timed in one process) and, for the tile-configuration changes, from the
-recorded sweep (``python -m gemm_lessons.runs.tuning``).
+recorded sweep (``python -m gemm_lessons.runs.tuning``).  The leaderboard of lesson 10 (``board``,
+``steps``) adds the limiter model's facts (teaching.limiter_table) and the clock and power of each
+rung run back to back (gemm_lessons.runs.power).
 """
 import os
+from dataclasses import dataclass
 
 from gemm_lessons.kernels import ladder
 from gemm_lessons.records import results
@@ -516,3 +519,220 @@ def rung_sizes_sentence(rung, record, blocks):
                        "with is the likely reason for the difference; the course did not profile these kernels at this size.")
     return text + ("Idle SMs, and few warps on the busy ones to [hide latency](GLOSSARY.md#latency-hiding) with, are "
                    "the likely reasons; the course did not profile these kernels at this size.")
+
+
+# ---- lesson 10: the leaderboard with its limiter, clock and power (facts; the lesson writes the sentences) ----
+
+# The steps the limiter run timed and profiled at 4096^3, each a pair of TECHNIQUES (same run, same inputs)
+MODEL_STEPS = [("naive_uncoalesced", "naive"), ("naive", "smem_tile"), ("smem_tile", "smem_tile16"),
+               ("smem_tile", "reg1d"), ("reg1d", "reg2d"), ("reg2d", "vec"), ("vec", "vec_split"),
+               ("vec_split", "dbuf_one_buffer"), ("dbuf_one_buffer", "dbuf"), ("dbuf", "warptile")]
+
+
+def lesson_device():
+    """The GPU lesson 10 reads: the one in use, or on the simulator the limiter record's GPU (the
+    reference GPU when there is no limiter record)."""
+    from gemm_lessons.core import backend
+
+    if not backend.SIMULATOR:
+        from gemm_lessons.measure.device import device_info
+
+        return device_info().name
+    from gemm_lessons.teaching import limiter_table
+
+    try:
+        return limiter_table.record()["device"]["name"]
+    except FileNotFoundError:
+        return results.REFERENCE_DEVICE
+
+
+def lesson_record():
+    """The bench record of ``lesson_device()`` (every rung and variant at every size, one run), or
+    the reference GPU's when that device has none."""
+    try:
+        return results.load(lesson_device())
+    except FileNotFoundError:
+        return results.load()
+
+
+def clock_power(names=None, size=(4096, 4096, 4096)):
+    """The SM clock and power of each of ``names`` (default: the ladder and cuBLAS) run back to
+    back (gemm_lessons.runs.power): measured now on a GPU, else the recorded run of
+    ``lesson_device()``.  A dict: ``rows`` {kernel: row of runs.power}, ``source``, or None
+    when there is neither a GPU nor a record."""
+    import datetime
+
+    from gemm_lessons.core import backend
+    from gemm_lessons.runs import power
+
+    if not backend.SIMULATOR:
+        from gemm_lessons.measure.device import device_info
+
+        rows = power.measure(names, size, progress=None)
+        return {"rows": {r["kernel"]: r for r in rows},
+                "source": f"measured on {device_info().name}, {datetime.date.today().isoformat()}"}
+    rec = power.load(lesson_device())
+    if rec is None:
+        return None
+    return {"rows": {r["kernel"]: r for r in rec["rows"]},
+            "source": f"recorded on {rec['device']['name']}, {rec['date'][:10]}"}
+
+
+@dataclass(frozen=True)
+class BoardRow:
+    rung: str
+    lesson: str
+    tflops: float           # at the median time
+    pct_cublas: float       # cuBLAS's time over this rung's, in %, same run (None without cuBLAS)
+    pct_peak: float         # of the FP32 peak at the clock held while timed (the model's clock if not read)
+    binding: str            # the model's binding ceiling
+    busiest: str            # the profiler's busiest unit
+    busiest_pct: float
+    ratio: float            # measured / predicted
+    clock_mhz: float = None  # run back to back: SM clock (median) and watts (median), NVML
+    clock_min_mhz: float = None
+    timed_clock_mhz: float = None  # SM clock (median) while its time was taken (short bursts)
+    watts: float = None
+    events: tuple = ()      # NVML's reasons for holding the clock back (sw_power_cap, ...)
+
+
+@dataclass
+class Board:
+    """Lesson 10's one table: every rung at 4096^3 with its limiter, clock and power."""
+    rows: list
+    source: str             # where the times come from
+    power_source: str = None
+    power_limit_w: float = None
+
+    def row(self, rung):
+        return next(r for r in self.rows if r.rung == rung)
+
+    def _repr_markdown_(self):
+        from gemm_lessons.teaching.limiter_table import SHORT
+
+        power = any(r.clock_mhz for r in self.rows)
+        head = ["rung", "lesson", "TFLOPS", "% of cuBLAS", "% of FP32 peak", "binding ceiling (model)",
+                "profiler's busiest unit",
+                "measured / predicted"] + (["SM clock (MHz): timed / back to back", "power (W)"] if power else [])
+        body = []
+        for r in self.rows:
+            cells = [r.rung, r.lesson, f"{r.tflops:.2f}", "" if r.pct_cublas is None else f"{r.pct_cublas:.1f}%",
+                     f"{r.pct_peak:.0f}%",
+                     SHORT[r.binding], f"{SHORT.get(r.busiest, r.busiest)} ({r.busiest_pct:.0f}%)", f"{r.ratio:.2f}"]
+            if power:
+                cells += [("–" if r.timed_clock_mhz is None else f"{r.timed_clock_mhz:,.0f}") + " / "
+                          + ("–" if r.clock_mhz is None else f"{r.clock_mhz:,.0f}"),
+                          "–" if r.watts is None else f"{r.watts:.0f}" + (" (cap)" if "sw_power_cap" in r.events else "")]
+            body.append(cells)
+        note = (f"; clock and power with each kernel run back to back, {self.power_source} (power cap "
+                f"{self.power_limit_w:.0f} W)" if power else "")
+        return (f"**SGEMM 4096^3**: times {self.source}{note}\n\n"
+                + tables.markdown(head, body, "llrrrllr" + ("rr" if power else "")))
+
+    def __repr__(self):
+        return self._repr_markdown_()
+
+
+def _flop(table):
+    n = int(table.size.split("^")[0])
+    return 2 * n ** 3
+
+
+def board(why_table, measured=None, power=None):
+    """The leaderboard of ``why_table`` (limiter_table.why over the rungs and cuBLAS), with the
+    clock and power of ``clock_power()`` where it has the rung.  ``measured`` is the comparison
+    whose times the why table used, for its label."""
+    from gemm_lessons.teaching import limiter_table
+
+    flop = _flop(why_table)
+    cub = next((r for r in why_table.rows if r.rung == "cublas"), None)
+    power_rows = (power or {}).get("rows", {})
+    rec = limiter_table.record(why_table.device)
+    recorded = {t["case"]: t.get("power") for t in rec["timings"]}
+    machine = rec["model"]["machine"]
+    rows = []
+    for r in why_table.rows:
+        p = (power_rows.get(r.rung) or {}).get("power") or {}
+        timed = (next((x.power for x in getattr(measured, "rows", []) if x.kernel == r.rung), None)
+                 if r.measured_here else recorded.get(r.case)) or {}
+        lesson = ladder.SGEMM[r.rung].lesson if r.rung in ladder.SGEMM else (
+            ladder.VARIANTS[r.rung].lesson if r.rung in ladder.VARIANTS else "")
+        tflops = flop / (r.measured_ms * 1e-3) / 1e12
+        clock = (timed.get("clock_mhz") or {}).get("median") or machine["clock_mhz"]
+        peak = 2 * machine["fp32_lanes_per_sm"] * machine["sm_count"] * clock * 1e6 / 1e12
+        rows.append(BoardRow(r.rung, lesson, tflops,
+                             100 * cub.measured_ms / r.measured_ms if cub else None, 100 * tflops / peak,
+                             r.binding, r.busiest,
+                             r.busiest_pct, r.ratio, clock_mhz=(p.get("clock_mhz") or {}).get("median"),
+                             clock_min_mhz=(p.get("clock_mhz") or {}).get("min"),
+                             timed_clock_mhz=(timed.get("clock_mhz") or {}).get("median"),
+                             watts=(p.get("power_w") or {}).get("median"), events=tuple(p.get("events") or ())))
+    here = all(r.measured_here for r in why_table.rows)
+    source = (getattr(measured, "source", "") if here and measured is not None
+              else f"recorded on {why_table.device}, {why_table.date}, the limiter run")
+    limits = [((power_rows.get(r.rung) or {}).get("power") or {}).get("power_limit_w") for r in why_table.rows]
+    return Board(rows, source, (power or {}).get("source"), next((x for x in limits if x), None))
+
+
+def issue_counts(why_table, rung):
+    """(warp-instructions the rung issues, of them FFMA) at the why table's size, from the model's
+    issue and FP32 ceilings: issue time x SMs x 4 per cycle x clock; FP32 time x SMs x 4 x clock
+    (128 lanes = 4 warp-FFMAs per SM per cycle)."""
+    from gemm_lessons.teaching import limiter_table
+
+    machine = limiter_table.record(why_table.device)["model"]["machine"]
+    per_ms = machine["sm_count"] * machine["clock_mhz"] * 1e3  # SM cycles per ms, all SMs
+    row = why_table.row(rung)
+    return (row.ceilings_ms["issue"] * per_ms * machine["issue_per_sm_cycle"],
+            row.ceilings_ms["fp32"] * per_ms * machine["fp32_lanes_per_sm"] / 32)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One same-run step of the ladder, its speed-up split as the model sees it:
+    speedup = model x stalls, model = predicted before / after (less work at the binding
+    ceiling), stalls = (measured / predicted) before / after (less time the model does not see)."""
+    change: str
+    lesson: str
+    before: str
+    after: str
+    speedup: float
+    model: float
+    stalls: float
+    binding_before: str
+    binding_after: str
+    ms_before: float        # the before rung's binding ceiling, ms
+    ms_after: float         # the after rung's binding ceiling, ms
+
+
+def steps(why_table, pairs=MODEL_STEPS):
+    """Step per pair of ``pairs`` whose two rungs the why table has (TECHNIQUES names the change)."""
+    names = {(b, a): (what, lesson) for what, lesson, b, a in TECHNIQUES}
+    have = {r.rung: r for r in why_table.rows}
+    out = []
+    for b, a in pairs:
+        if b in have and a in have and (b, a) in names:
+            x, y = have[b], have[a]
+            out.append(Step(*names[(b, a)], b, a, x.measured_ms / y.measured_ms, x.predicted_ms / y.predicted_ms,
+                            x.ratio / y.ratio, x.binding, y.binding, x.ceilings_ms[x.binding],
+                            y.ceilings_ms[y.binding]))
+    return out
+
+
+def steps_markdown(rows, source):
+    """The steps as a table: the change, its speed-up and the model's split of it."""
+    from gemm_lessons.teaching.limiter_table import SHORT
+
+    body = [[f"{s.lesson} · {s.change}", f"{s.before} → {s.after}", f"{s.speedup:.2f}x", f"{s.model:.2f}x",
+             f"{s.stalls:.2f}x", f"{SHORT[s.binding_before]} {s.ms_before:.3g} → {SHORT[s.binding_after]} {s.ms_after:.3g}"]
+            for s in rows]
+    return (f"**Each step at 4096^3**, {source}\n\n"
+            + tables.markdown(["lesson · change", "from → to", "speed-up", "model: less work", "fewer stalls",
+                               "binding ceiling, ms"], body, "llrrrl"))
+
+
+def effects_of(comparison):
+    """technique_effects over the rows of one measure_step comparison (one run, one size)."""
+    from types import SimpleNamespace
+
+    return technique_effects(SimpleNamespace(sgemm=comparison.rows), comparison.size)

@@ -222,6 +222,71 @@ def roofline_rungs(record, counters=None, size=(4096, 4096, 4096), axes=None):
     return axes
 
 
+CEILING_STYLE = {  # ceiling name -> (colour, label): the limiter model's ceilings (gemm_lessons.model.limiter)
+    "fp32": ("tab:red", "FP32 lanes"),
+    "issue": ("black", "instruction issue"),
+    "shared": ("tab:blue", "shared-memory wavefronts"),
+    "l2": ("tab:green", "L2 bandwidth"),
+    "dram": ("tab:orange", "DRAM bandwidth"),
+    "latency": ("tab:purple", "DRAM latency"),
+}
+
+
+def ceilings(table, measured=True, ax=None, top_tflops=200.0, source=None):
+    """The roofline's ceilings, one column per rung: for each row of ``table`` (a
+    teaching.limiter_table.LimiterTable of SGEMM rungs), the TFLOPS each ceiling of the limiter
+    model allows (FLOP / its time), a dash per ceiling, the binding one drawn thick; with
+    ``measured``, a dot at the rung's measured TFLOPS.  A ceiling above ``top_tflops`` is drawn
+    as a triangle at the top edge: it is far from binding.  The FP32 ceiling is the same for
+    every rung: the flat roof of a roofline, drawn across.  The gap from the thick dash down to
+    the dot is the rung's measured / predicted.  ``source`` says where the measurements come from
+    (default: the limiter record's run)."""
+    from matplotlib.lines import Line2D
+
+    n = int(table.size.split("^")[0])
+    flop = 2 * n ** 3
+    rows = table.rows
+    if ax is None:
+        _, ax = plt.subplots(figsize=(max(7.5, 0.85 * len(rows) + 2.5), 4.6))
+    names = [c for c in CEILING_STYLE if any(c in r.ceilings_ms for r in rows)]
+    lowest = top_tflops
+    for i, r in enumerate(rows):
+        for j, name in enumerate(names):
+            if name not in r.ceilings_ms:
+                continue
+            colour = CEILING_STYLE[name][0]
+            tflops = flop / (r.ceilings_ms[name] * 1e-3) / 1e12
+            lowest = min(lowest, tflops)
+            if tflops > top_tflops:
+                ax.plot([i - 0.3 + 0.6 * j / max(1, len(names) - 1)], [top_tflops / 1.1], "^", color=colour, ms=5)
+            else:
+                ax.plot([i - 0.32, i + 0.32], [tflops, tflops], "-", color=colour,
+                        lw=4 if name == r.binding else 1.3, solid_capstyle="butt")
+        if measured:
+            t = flop / (r.measured_ms * 1e-3) / 1e12
+            lowest = min(lowest, t)
+            ax.plot([i], [t], "o", color="tab:gray", mec="black", ms=7, zorder=5)
+            ax.annotate(f"{t:.1f}", (i, t), xytext=(0, -12), textcoords="offset points", ha="center", fontsize=7)
+    handles = [Line2D([], [], color=CEILING_STYLE[c][0], lw=2, label=CEILING_STYLE[c][1]) for c in names]
+    handles.append(Line2D([], [], color="grey", lw=4, label="thick: the binding ceiling"))
+    handles.append(Line2D([], [], color="grey", marker="^", ls="", label=f"a ceiling above {top_tflops:g} TFLOPS"))
+    if measured:
+        handles.append(Line2D([], [], color="tab:gray", mec="black", marker="o", ls="", label="measured"))
+    ax.set_yscale("log")
+    ax.set_ylim(lowest / 2, top_tflops)
+    ax.set_xlim(-0.6, len(rows) - 0.4)
+    ax.set_xticks(np.arange(len(rows)), [r.rung for r in rows], rotation=30, ha="right")
+    ax.set_ylabel("TFLOPS (log scale)")
+    ax.grid(True, axis="y", which="major", alpha=0.3)
+    what = "and where each rung ran" if measured else "(the model alone)"
+    where = f"; measured: {source or f'{table.device}, {table.date}'}" if measured else ""
+    ax.set_title(f"SGEMM {n}^3: the TFLOPS each ceiling allows, {what}\n"
+                 f"(model: {table.device}, {table.date}, SM clock {table.clock_mhz:,.0f} MHz{where})", fontsize=9)
+    ax.legend(handles=handles, fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    ax.figure.tight_layout()
+    return ax
+
+
 def save_figures(record, directory=results.RESULTS_DIR):
     """The three figures of ``record`` as PNG files in ``directory`` (what the bench writes)."""
     paths = []

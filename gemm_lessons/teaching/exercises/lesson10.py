@@ -57,11 +57,12 @@ def next_step_example(record, cases):
           "and whose change is above 2 %, and return (with, change) of the largest, or None.",
           answer="next_step",
           defines="next_step(kernel, size): returns (kernel with the technique, change in %) or None, from the "
-                  "benchmark record (record = results.load())")
+                  "benchmark record (record = leaderboard.lesson_record())")
 def check_next_step(fn):
     from gemm_lessons.records import results
+    from gemm_lessons.teaching import leaderboard
 
-    record = results.load()
+    record = leaderboard.lesson_record()
     cases = next_step_cases(record)
     for kernel, size in cases:
         want = next_step_answer(record, kernel, size)

@@ -21,7 +21,12 @@ from gemm_lessons.measure.timing import time_gpu
 
 def _timed(fn, **kw):
     """time_gpu(fn, **kw) with the SM clock, power and clock-event reasons sampled while it runs:
-    (Timing, PowerSampler.summary() or None where NVML is not available)."""
+    (Timing, PowerSampler.summary() or None where NVML is not available).  The kernel runs once
+    before sampling starts: its first call compiles it, with the GPU idle, which would drag the
+    clock and power read while it was timed toward idle values."""
+    if not backend.SIMULATOR:
+        fn()
+        cuda.synchronize()
     with PowerSampler(interval_s=0.05) as s:  # 20 reads a second: little host time taken from the launches
         t = time_gpu(fn, **kw)
     return t, s.summary()

@@ -38,3 +38,16 @@ def test_transposes_and_the_copy_are_at_8192_squared():
     table = limiter_table.why(["wide", "copy"], kind="transpose")
     assert table.size == "8192^2" and table.row("copy").case == "copy"
     assert "latency" in table.row("wide").ceilings_ms
+
+
+def test_counts_per_warp_fma_are_the_profilers_counts_read_back_from_the_ceilings():
+    """smem_tile at 4096^3 on the H200: ncu counted 9,047,638,016 warp-instructions and
+    3,380,723,129 shared wavefronts for 4096^3 / 32 warp-FMAs (results/ncu-limiter-nvidia-h200.csv)."""
+    warp_fmas = 4096 ** 3 / 32
+    per = limiter_table.per_warp_fma("smem_tile", device="NVIDIA H200")
+    assert per["issue"] == pytest.approx(9_047_638_016 / warp_fmas, rel=1e-6)
+    assert per["shared"] == pytest.approx(3_380_723_129 / warp_fmas, rel=1e-6)
+    m = limiter_table.machine("NVIDIA H200")
+    assert m["sm_count"] == 132 and m["shared_wavefronts_per_sm_cycle"] == 1
+    with pytest.raises(KeyError):
+        limiter_table.per_warp_fma("no_such_rung")

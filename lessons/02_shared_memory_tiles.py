@@ -9,7 +9,6 @@
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
 from gemm_lessons.model import counting
-from gemm_lessons.model.limiter import WHAT
 from gemm_lessons.teaching import exercises, figures, limiter_table, measure_step
 from gemm_lessons.instruments import compiler_facts, global_loads, shared_tracer
 from gemm_lessons.kernels import ladder
@@ -18,11 +17,13 @@ import numpy as np
 from numba import cuda, float32
 # %matplotlib inline
 print(gl.banner())
+UNIT = {"fp32": "the FP32 lanes", "issue": "instruction issue", "shared": "shared-memory wavefronts",
+        "l2": "L2 bandwidth", "dram": "DRAM bandwidth", "latency": "DRAM latency"}  # the model's ceilings
 
 # %%
 naive = limiter_table.why(["naive"]).row("naive")
 naive_issue = limiter_table.per_warp_fma("naive")["issue"]
-print(f"naive at 4096^3: {naive.measured_ms:.0f} ms, bound by {WHAT[naive.binding]}: "
+print(f"naive at 4096^3: {naive.measured_ms:.0f} ms, bound by {UNIT[naive.binding]}: "
       f"{naive_issue:.1f} warp-instructions issued per warp-FMA.")
 
 # %% [markdown]
@@ -99,8 +100,8 @@ for rung in ("naive", "smem_tile16", "smem_tile"):
     counts = limiter_table.per_warp_fma(rung)
     cycles[rung] = {"issue": counts["issue"] / machine["issue_per_sm_cycle"],
                     "shared": wavefronts.get(rung, counts["shared"]) / machine["shared_wavefronts_per_sm_cycle"],
-                    "FP32": 32 / machine["fp32_lanes_per_sm"]}
-    print(f"{rung:24s} {cycles[rung]['issue']:6.2f} {cycles[rung]['shared']:7.2f} {cycles[rung]['FP32']:5.2f}")
+                    "fp32": 32 / machine["fp32_lanes_per_sm"]}
+    print(f"{rung:24s} {cycles[rung]['issue']:6.2f} {cycles[rung]['shared']:7.2f} {cycles[rung]['fp32']:5.2f}")
 
 # %% [markdown]
 # How many times faster do you expect `smem_tile` (32x32) to run than `naive` at 4096^3? (And
@@ -211,11 +212,11 @@ why
 
 # %%
 t32, t16, tn = why.row("smem_tile"), why.row("smem_tile16"), why.row("naive")
-print(f"naive is bound by {WHAT[tn.binding]}, smem_tile by {WHAT[t32.binding]}; the profiler's busiest "
-      f"units: {tn.busiest} ({tn.busiest_pct:.0f}% of its peak) and {t32.busiest} ({t32.busiest_pct:.0f}%). "
+print(f"naive is bound by {UNIT[tn.binding]}, smem_tile by {UNIT[t32.binding]}; the profiler's busiest "
+      f"units: {UNIT[tn.busiest]} ({tn.busiest_pct:.0f}% of its peak) and {UNIT[t32.busiest]} ({t32.busiest_pct:.0f}%). "
       f"The model predicted smem_tile {tn.predicted_ms / t32.predicted_ms:.1f}x faster than naive; "
       f"it ran {tn.measured_ms / t32.measured_ms:.1f}x faster.")
-print(f"16x16 tiles are bound by {WHAT[t16.binding]}. Their L2 and DRAM ceilings "
+print(f"16x16 tiles are bound by {UNIT[t16.binding]}. Their L2 and DRAM ceilings "
       f"({t16.ceilings_ms['l2']:.1f} and {t16.ceilings_ms['dram']:.1f} ms) are higher than 32x32's "
       f"({t32.ceilings_ms['l2']:.1f} and {t32.ceilings_ms['dram']:.1f} ms) but far below the binding one "
       f"({t16.ceilings_ms[t16.binding]:.1f} ms). 32x32 ran {t16.measured_ms / t32.measured_ms:.2f}x as fast "
@@ -301,7 +302,8 @@ exercises.check("02-kernel", my_tiled)
 # * The limiter model: the SM cycles each warp-FMA needs from each unit (issue, shared memory,
 #   FP32 lanes, ...); the largest binds. It moved from instruction issue (`naive`) to
 #   shared-memory wavefronts (`smem_tile`).
-# * Fewer global loads (32x32 against 16x16 tiles) buy nothing once global memory does not bind.
+# * Fewer global loads (32x32 against 16x16 tiles) buy little or nothing once global memory does
+#   not bind.
 # * Next: lesson 03 keeps a shared value in a register and reuses it, to cut wavefronts per FMA.
 
 # %% [markdown]

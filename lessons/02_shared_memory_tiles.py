@@ -321,8 +321,13 @@ exercises.check("02-kernel", my_tiled)
 # **Two rules for the 16-byte broadcast.** The tracer's documented rule serves a 16-byte load in
 # four quarter-warp phases, one wavefront each, even when every lane reads the same 16 bytes; the
 # GPU does it in two (the paired-address rule of lesson 06, measured with Nsight Compute). By the
-# documented rule `smem_tile` needs 2 wavefronts per warp-FMA; the next cell prints both counts and
+# documented rule `smem_tile` needs about 2 wavefronts per warp-FMA; the next cell prints both counts and
 # the profiler's, from the limiter run. The compiler facts below show the merged `LDS.128`.
+#
+# **Where the rest of the time goes.** A profile of `smem_tile` on the H200 (lesson 03's
+# `experiments/reg1d_64x64`) gives its warp stall reasons, in cycles a warp waited per instruction
+# issued: waiting for the shared-memory pipe (`mio_throttle`) first, then `not_selected` (ready, the
+# scheduler busy with another warp), the barriers, and global loads (`long_scoreboard`).
 
 # %%
 trace = shared_tracer.trace_rung("smem_tile", (32, 32, 64), merge=("ld",))
@@ -331,6 +336,14 @@ per_rule = {rule: sum(trace.totals(op, rule=rule)["wavefronts"] for op in ("ld",
 print(f"smem_tile, wavefronts per warp-FMA: tracer, documented rule {per_rule['documented']:.3f}; "
       f"tracer, paired rule {per_rule['paired']:.3f}; profiler (4096^3) {limiter_table.per_warp_fma('smem_tile')['shared']:.3f}")
 compiler_facts.compiler_facts({"smem_tile": tiled32}, threads={"smem_tile": 32 * 32})
+
+# %%
+from gemm_lessons.records import results
+
+probe = results.experiment_record("reg1d_64x64", device="NVIDIA H200")
+stalls = next(k for k in probe["kernels"] if k["kernel"] == "smem_tile")["stalls_per_issue"]
+print("smem_tile, cycles a warp waited per instruction issued: "
+      + ", ".join(f"{reason} {cycles_:.1f}" for reason, cycles_ in list(stalls.items())[:4]))
 
 # %% [markdown]
 # **"64x64 tiles are 50% faster but less accurate."** One of the source write-ups,

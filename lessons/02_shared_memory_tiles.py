@@ -1,50 +1,53 @@
 # %% [markdown]
 # # 02 · Shared-memory tiles
 #
-# **Where we are.** The coalesced naive kernel loads two floats from global memory for every
-# FMA, $2MNK$ loads in all, and every value of A and B is fetched again and again.
+# **Where we are.** Lesson 01's coalesced `naive` kernel gives each thread one element of C and
+# makes two global loads per FMA, $2MNK$ in all. What binds it is instruction issue: the loads and
+# the instructions around them. The next cell reads the course's profiled H200 run (the limiter
+# record), which the Why section below uses too.
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
 from gemm_lessons.model import counting
-from gemm_lessons.teaching import exercises, figures, measure_step, plots
-from gemm_lessons.instruments import compiler_facts
+from gemm_lessons.teaching import exercises, figures, limiter_table, measure_step
+from gemm_lessons.instruments import compiler_facts, global_loads, shared_tracer
 from gemm_lessons.kernels import ladder
-from gemm_lessons.records import results
-from gemm_lessons.core.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
 import functools
 import numpy as np
 from numba import cuda, float32
 # %matplotlib inline
 print(gl.banner())
+UNIT = {"fp32": "the FP32 lanes", "issue": "instruction issue", "shared": "shared-memory wavefronts",
+        "l2": "L2 bandwidth", "dram": "DRAM bandwidth", "latency": "DRAM latency"}  # the model's ceilings
 
 # %%
-measure_step.recorded(["naive", "smem_tile", "cublas"])
+naive = limiter_table.why(["naive"]).row("naive")
+naive_issue = limiter_table.per_warp_fma("naive")["issue"]
+print(f"naive at 4096^3: {naive.measured_ms:.0f} ms, bound by {UNIT[naive.binding]}: "
+      f"{naive_issue:.1f} warp-instructions issued per warp-FMA.")
 
 # %% [markdown]
 # ## Idea: split K, stage tiles in shared memory
 #
 # A block that computes a BM x BN tile of C needs a BM-row strip of A and a BN-column strip of
-# B. Cut K into slices of BK. For each slice, the block's threads cooperatively copy a BM x BK
-# tile of A and a BK x BN tile of B into **shared memory** (on-chip, visible to the whole
-# block), wait for each other (`cuda.syncthreads()`), and compute from there. Every value
-# loaded from global memory is then used BN times (A) or BM times (B) instead of once.
+# B. Cut K into slices of BK ([split-by-k](GLOSSARY.md#split-by-k)). For each slice the block's
+# threads copy a BM x BK tile of A and a BK x BN tile of B into
+# [shared memory](GLOSSARY.md#shared-memory) (on the chip, one copy per block), wait for each other
+# at a [barrier](GLOSSARY.md#barrier) (`cuda.syncthreads()`), and compute from there. Each value
+# loaded from global memory then serves BN FMAs (A) or BM FMAs (B) instead of one.
 
 # %%
 figures.tiles(BM=32, BN=32, BK=32);
 
 # %% [markdown]
-# **Predict.** Each block reads $BM \cdot K$ values of A and $K \cdot BN$ of B, and there are
-# $(M/BM)(N/BN)$ blocks, so the global loads fall from $2MNK$ to
-# $$MNK\left(\frac{1}{BM} + \frac{1}{BN}\right)$$
-# a factor of $2MNK / (MNK \cdot 2/32) = 32$ for 32x32 tiles, and 16 for 16x16 tiles. The next
-# cell checks the formula against a *count* for both tile sizes: it runs the kernel on the CUDA
-# simulator with arrays that count every element read (small sizes: the simulator is slow).
+# **Global loads.** Each block reads $BM \cdot K$ values of A and $K \cdot BN$ of B, and there are
+# $(M/BM)(N/BN)$ blocks, so the loads fall from $2MNK$ to
+# $$MNK\left(\frac{1}{BM} + \frac{1}{BN}\right),$$
+# 32 times fewer with 32x32 tiles, 16 times with 16x16. The next cell checks the formula against
+# a count: it runs the kernel on the CUDA simulator with arrays that count every element read.
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from gemm_lessons.instruments import global_loads
-
 for rung, tile, (M, N, K) in [("smem_tile16", 16, (32, 48, 64)), ("smem_tile", 32, (64, 64, 64))]:
     counted = global_loads.count_rung(rung, M, N, K)["global_reads"]
     naive_loads = counting.naive_global_loads(M, N, K)
@@ -52,6 +55,68 @@ for rung, tile, (M, N, K) in [("smem_tile16", 16, (32, 48, 64)), ("smem_tile", 3
           f"formula MNK(1/{tile} + 1/{tile}) = {counting.tiled_global_loads(M, N, K, tile, tile):,.0f}, "
           f"naive 2MNK = {naive_loads:,}: {naive_loads / counted:.0f}x fewer")
 
+# %% [markdown]
+# **The new cost: shared-memory wavefronts.** With 32x32 tiles a [warp](GLOSSARY.md#warp) is one
+# row `ty` of the block. At each k it reads `sA[ty, k]`, one word for all 32 lanes (a
+# [broadcast](GLOSSARY.md#broadcast)), and `sB[k, tx]`, 32 neighbouring words. Shared memory serves
+# a warp's access in [wavefronts](GLOSSARY.md#wavefront): passes of up to 128 bytes, one word from
+# each of its 32 [banks](GLOSSARY.md#bank); an SM's shared memory serves one wavefront per cycle.
+# Each of those two reads takes one. The compiler merges four `sA` reads (k to k+3) into one
+# 16-byte load (`LDS.128`), which the GPU serves in two wavefronts when every lane reads the same
+# address (lesson 06 measures this rule). So for each [warp-FMA](GLOSSARY.md#warp-fma) (one FMA
+# instruction of a warp: 32 FMAs) a warp needs 1 wavefront for `sB`, 2/4 for `sA`, and a little
+# for the stores that stage the tiles. The [bank tracer](GLOSSARY.md#bank-tracer) counts them in
+# one block, on the simulator:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+wavefronts = {}
+for rung, tile in [("smem_tile", 32), ("smem_tile16", 16)]:
+    K = 64
+    trace = shared_tracer.trace_rung(rung, (tile, tile, K), merge=("ld",))
+    ld, st = trace.totals("ld", rule="paired"), trace.totals("st", rule="paired")
+    warp_fmas = tile * tile // 32 * K  # each warp: one FMA instruction per k
+    wavefronts[rung] = (ld["wavefronts"] + st["wavefronts"]) / warp_fmas
+    print(f"{rung} ({tile}x{tile}, K = {K}): {ld['wavefronts']:,} load and {st['wavefronts']:,} store wavefronts "
+          f"for {warp_fmas:,} warp-FMAs, {ld['conflicts'] + st['conflicts']} from bank conflicts: "
+          f"{wavefronts[rung]:.3f} per warp-FMA")
+
+# %% [markdown]
+# ## Predict
+#
+# The **[limiter model](GLOSSARY.md#limiter-model)** prices a kernel by its busiest unit. In each
+# cycle an SM can issue 4 warp-instructions (one per scheduler), serve 1 shared-memory wavefront and
+# run 4 warp-FMAs (128 FP32 lanes). So a warp-FMA costs the SM at least instructions/4 cycles of
+# issue, wavefronts/1 cycles of shared memory and 1/4 cycle of FP32 lanes; the largest binds. (L2
+# and DRAM, the model's other ceilings, are far below these for both kernels.) The next cell puts
+# the counts side by side: wavefronts from the tracer, instructions as the profiler counted them in
+# the limiter run.
+
+# %%
+machine = limiter_table.machine()
+cycles = {}
+print(f"{'SM cycles per warp-FMA':24s} {'issue':>6s} {'shared':>7s} {'FP32':>5s}")
+for rung in ("naive", "smem_tile16", "smem_tile"):
+    counts = limiter_table.per_warp_fma(rung)
+    cycles[rung] = {"issue": counts["issue"] / machine.issue_per_sm_cycle,
+                    "shared": wavefronts.get(rung, counts["shared"]) / machine.shared_wavefronts_per_sm_cycle,
+                    "fp32": 32 / machine.fp32_lanes_per_sm}
+    print(f"{rung:24s} {cycles[rung]['issue']:6.2f} {cycles[rung]['shared']:7.2f} {cycles[rung]['fp32']:5.2f}")
+
+# %% [markdown]
+# How many times faster do you expect `smem_tile` (32x32) to run than `naive` at 4096^3? (And
+# 32x32 tiles against 16x16: the cell after yours gives the model's answer to both.) Write one
+# number in the next cell; after the measurement, a cell sets it against the measured speedup.
+
+# %%
+my_speedup = None  # your prediction: replace None with a number (for example 2.5)
+
+# %%
+slowest = {rung: max(c.values()) for rung, c in cycles.items()}
+print(f"The model: smem_tile {slowest['naive'] / slowest['smem_tile']:.1f} times faster than naive "
+      f"({slowest['naive']:.2f} against {slowest['smem_tile']:.2f} cycles per warp-FMA), and "
+      f"{slowest['smem_tile16'] / slowest['smem_tile']:.2f} times faster than smem_tile16 "
+      f"({slowest['smem_tile16']:.2f} against {slowest['smem_tile']:.2f}).")
 
 # %% [markdown]
 # ## The kernel
@@ -59,9 +124,8 @@ for rung, tile, (M, N, K) in [("smem_tile16", 16, (32, 48, 64)), ("smem_tile", 3
 # A kernel *factory*: numba needs shared-array shapes to be compile-time constants, and a
 # closure variable (`TILE`) is one. Each call of `make_sgemm_smem_tile(TILE)` compiles a kernel
 # for that tile size. Threads outside the matrices stage zeros, so the inner loop needs no guard.
-#
-# The two `syncthreads()` are both necessary: the first so nobody reads a tile before it is
-# complete, the second so nobody overwrites it while a slower thread is still reading.
+# Both `syncthreads()` are necessary: the first so that nobody reads a tile before it is complete,
+# the second so that nobody overwrites it while a slower thread is still reading.
 
 # %%
 # source: gemm_lessons/kernels/sgemm/smem_tile.py  (the package runs this same code; a test keeps the two identical)
@@ -98,6 +162,11 @@ def make_sgemm_smem_tile(TILE):
     return sgemm_smem_tile
 
 
+# %% [markdown]
+# ## Check
+#
+# Both tile sizes against a float64 reference, on non-square sizes that no tile divides.
+
 # %%
 from gemm_lessons.kernels.sgemm import smem_tile
 
@@ -106,82 +175,13 @@ tiled16 = make_sgemm_smem_tile(16)
 gl.check_all(functools.partial(smem_tile.sgemm, tile=32, kernel=tiled32), name="smem_tile 32")
 
 # %%
-gl.check_all(functools.partial(smem_tile.sgemm, tile=16, kernel=tiled16), name="smem_tile 16")
+check16 = gl.check_all(functools.partial(smem_tile.sgemm, tile=16, kernel=tiled16), name="smem_tile 16")
+check16 if not check16 else print(f"smem_tile 16: the same {len(check16)} shapes, all pass.")
 
 # %% [markdown]
-# ### Look inside with the bank tracer
+# ## Measure
 #
-# The **[bank tracer](GLOSSARY.md#bank-tracer)** (`shared_tracer.trace_rung`), one of this
-# course's instruments, runs one block of a kernel on the CUDA simulator, records every
-# shared-memory access of every thread, and groups them into warp-wide instructions, as the GPU
-# issues them. Shared memory serves one instruction of a warp in one or more passes, called
-# **[wavefronts](GLOSSARY.md#wavefront)**; it is split into 32 **[banks](GLOSSARY.md#bank)**, and
-# when lanes of a warp need different words of the same bank, it needs more passes: a
-# **[bank conflict](GLOSSARY.md#bank-conflict)** (lesson 06 explains the model). The table's
-# columns:
-#
-# * **kernel line**: the line of the kernel (the cell above) that makes the access;
-#   **op**: `ld`, a load from shared memory, or `st`, a store to it; **array**: which shared array.
-# * **bytes**: bytes per thread in one instruction: 4, or 16 where four 4-byte loads were merged
-#   into one `LDS.128`, as the compiler does here ("Look inside" below shows it in the SASS).
-# * **instructions**: how many warp-wide instructions the traced block made at that line.
-# * **wavefronts**: how many passes of shared memory they took; **ideal**: the fewest those
-#   accesses could take without conflicts.
-# * **worst n-way**: the largest number of different words one bank had to deliver in one of
-#   those instructions (1: no bank conflict).
-#
-# Here one 32x32 block with K = 64: the `sA[ty, k]` reads are broadcasts (a warp is one row
-# `ty`), merged four at a time; the `sB[k, tx]` reads are 32 neighbouring words. No bank conflicts.
-# The tracer prices a 16-byte load at 4 wavefronts at least, one per quarter of the warp
-# (8 lanes, one [phase](GLOSSARY.md#phase) each), even when every lane reads the same 16 bytes:
-# its ideal column counts those 4. The GPU does better on these broadcasts: lesson 06 compares
-# the tracer with the GPU's own counters on this very kernel, finds fewer load wavefronts than
-# the tracer counts here, and adds the rule that explains it (when neighbouring lanes share an
-# address, a 16-byte load takes half the passes).
-# The cell after the table divides the totals by the block's **[warp-FMAs](GLOSSARY.md#warp-fma)**:
-# a warp-FMA is one FMA instruction of a warp, 32 FMAs, one per thread.
-
-# %%
-from gemm_lessons.instruments import shared_tracer
-tile_trace = shared_tracer.trace_rung("smem_tile", (32, 32, 64), merge=("ld",))
-tile_trace
-
-# %%
-# NBVAL_CHECK_OUTPUT
-for op in ("ld", "st"):
-    t = tile_trace.totals(op)
-    print(f"{op}: {t['instructions']} warp instructions, {t['wavefronts']} wavefronts, {t['conflicts']} from conflicts")
-warp_fmas = (32 * 32 // 32) * 64  # 32 warps, each one FMA instruction per k-step, K = 64 k-steps
-ld = tile_trace.totals("ld")
-values = sum(i.width // 4 for i in tile_trace.instructions if i.op == "ld")  # 4-byte words per lane
-print(f"per warp-FMA ({warp_fmas:,} in the block): {values / warp_fmas:.2f} values read from shared memory, "
-      f"{ld['instructions'] / warp_fmas:.2f} load instructions, {ld['wavefronts'] / warp_fmas:.2f} wavefronts")
-
-# %% [markdown]
-# The lessons measure shared-memory traffic in **shared-memory values per FMA**: the 4-byte
-# words a thread reads from shared memory for each FMA it does. Here that is 2, one of `sA` and
-# one of `sB`. The compiler fetches four `sA` values with one 16-byte instruction, so there are
-# fewer load *instructions* per FMA than values (the line above). By the tracer's count (the
-# documented rule of lesson 06), the wavefronts per FMA are as many as the values; lesson 06
-# measures the GPU doing better for this kernel's 16-byte loads.
-
-# %% [markdown]
-# ## Predict, then measure
-# With 32x32 tiles the kernel reads 32 times fewer values from global memory than the naive
-# kernel (the formula, and the count above). How many times faster do you expect
-# `smem_tile` (32x32) to run than `naive` at 4096^3? Write one number in the next cell; after the
-# measurement, a cell sets it against the measured speedup.
-
-# %%
-my_speedup = None  # your prediction: replace None with a number (for example 2.5)
-
-# %% [markdown]
-# ## Measure: 16 vs 32
-#
-# A 32x32 tile halves the global loads of a 16x16 tile, but it needs 1024 threads per block (the
-# hardware limit) and four times the shared memory per block: two tiles of 32 x 32 floats,
-# 2 x 32 x 32 x 4 bytes = 8 KiB, against 2 x 16 x 16 x 4 bytes = 2 KiB. Which wins is an empirical
-# question.
+# Both tile sizes, `naive` and cuBLAS, in one run at 4096^3.
 
 # %%
 table = measure_step.compare({
@@ -193,80 +193,44 @@ table
 
 # %%
 print(f"32x32 tiles vs naive: {table.speedup('smem_tile', 'naive'):.1f}x; "
-      f"32x32 vs 16x16: {table.speedup('smem_tile', 'smem_tile16'):.2f}x ({table.source})")
+      f"32x32 vs 16x16: {table.speedup('smem_tile', 'smem_tile16'):.2f}x.")
 
 # %%
 exercises.compare_prediction(my_speedup, table.speedup("smem_tile", "naive"), "smem_tile vs naive at 4096^3 (times faster)",
                              table.source)
 
 # %% [markdown]
-# Set both ratios against the load count. The count is a model with one cost; where a
-# measurement falls short of it, look at what it leaves out.
+# ## Why
 #
-# * **32x32 against naive**: 32 times fewer values asked of global memory, and a smaller speedup
-#   (your prediction was set against it above). Most of the naive kernel's repeated loads hit in
-#   the L1 cache, so its $2MNK$ loads cost far less than $2MNK$ trips to DRAM (lesson 01's
-#   profile, recorded: the next cell). And the tiled kernel pays costs the count does not see:
-#   two shared-memory values per FMA (the trace above) and two barriers per slice.
-# * **32x32 against 16x16**: half as many values asked of global memory, and on the H100 this
-#   notebook was run on no faster (the second ratio). The count cannot explain that: by the
-#   count, and by the barriers (a 16x16 block meets twice as many per FMA), 32x32 should win.
-#   Both tile sizes read the same two shared-memory values per FMA, which suggests that
-#   shared memory, not global memory, limits both; this lesson does not measure it. Lessons 03
-#   and 04 cut the shared-memory values per FMA.
+# The model's table: for each kernel, the time each ceiling alone would allow at 4096^3 (the
+# cycles above, times the warp-FMAs per SM, at the clock the GPU held), the binding one, the
+# prediction against the measurement, and the unit the profiler found busiest.
 
 # %%
-from IPython.display import Markdown, display
-from gemm_lessons.instruments import profiler
+why = limiter_table.why(["naive", "smem_tile", "smem_tile16", "cublas"], measured=table)
+why
 
-naive_prof = profiler.recorded({"naive": "naive"}, size=(4096, 4096, 4096), rows=("l1_hit", "l2_hit", "dram_bytes"))
-l1, l2, dram = (naive_prof.value("naive", row) for row in ("l1_hit", "l2_hit", "dram_bytes"))
-if None not in (l1, l2, dram):
-    asked = 4 * counting.naive_global_loads(4096, 4096, 4096)  # bytes the loads ask for
-    display(Markdown(
-        f"Lesson 01's profile of `naive` at 4096^3 ({naive_prof.source}): its loads ask for "
-        f"{asked / 1e9:,.0f} GB; the L1 hit rate was {l1:.0f}%, the L2 hit rate {l2:.0f}%, and DRAM moved "
-        f"{dram / 1e9:.0f} GB."))
-else:
-    display(Markdown(f"No recorded profile of `naive` here ({naive_prof.source})."))
+# %%
+t32, t16, tn = why.row("smem_tile"), why.row("smem_tile16"), why.row("naive")
+print(f"naive is bound by {UNIT[tn.binding]}, smem_tile by {UNIT[t32.binding]}; the profiler's busiest "
+      f"units: {UNIT[tn.busiest]} ({tn.busiest_pct:.0f}% of its peak) and {UNIT[t32.busiest]} ({t32.busiest_pct:.0f}%). "
+      f"The model predicted smem_tile {tn.predicted_ms / t32.predicted_ms:.1f}x faster than naive; "
+      f"it ran {tn.measured_ms / t32.measured_ms:.1f}x faster.")
+print(f"16x16 tiles are bound by {UNIT[t16.binding]}. Their L2 and DRAM ceilings "
+      f"({t16.ceilings_ms['l2']:.1f} and {t16.ceilings_ms['dram']:.1f} ms) are higher than 32x32's "
+      f"({t32.ceilings_ms['l2']:.1f} and {t32.ceilings_ms['dram']:.1f} ms) but far below the binding one "
+      f"({t16.ceilings_ms[t16.binding]:.1f} ms). 32x32 ran {t16.measured_ms / t32.measured_ms:.2f}x as fast "
+      f"as 16x16; the model said {t16.predicted_ms / t32.predicted_ms:.2f}x.")
+print(f"Measured over predicted: {min(r.ratio for r in why.rows):.2f} to {max(r.ratio for r in why.rows):.2f}; "
+      f"the profiler's busiest unit was {min(r.busiest_pct for r in why.rows):.0f}-"
+      f"{max(r.busiest_pct for r in why.rows):.0f}% busy.")
 
 # %% [markdown]
-# ### A claim from the sources: "64x64 tiles are 50% faster but less accurate"
-#
-# One of the source write-ups, [[2]](REFERENCES.md#seed-001), reports that 64x64 tiles ran about
-# 50% faster than 32x32 but gave less accurate results, cause unknown. A 64x64 block has 4096 threads, four times the limit of
-# 1024 threads per block: the launch fails. In CUDA C++ a failed launch is silent unless you
-# check for the error. A likely reading, which we cannot test without the write-up's code: the
-# "kernel" did nothing, so the time measured was that of a launch that never ran, and C kept
-# whatever it held, which the write-up read as "inaccurate". numba checks launches and raises;
-# our launcher refuses the size before trying. (The CUDA simulator does not enforce the limit, so this cell shows the launcher's
-# error there.)
-
-# %%
-A = cuda.to_device(np.ones((64, 64), np.float32))
-C = cuda.device_array((64, 64), np.float32)
-try:
-    smem_tile.sgemm(A, A, C, tile=64)
-except ValueError as e:
-    print("launcher:", e)
-if not gl.SIMULATOR:
-    try:
-        make_sgemm_smem_tile(64)[(1, 1), (64, 64)](A, A, C, np.float32(1), np.float32(0))
-        cuda.synchronize()
-    except Exception as e:
-        print("raw launch of 64x64 threads:", type(e).__name__, e)
-
-# %% [markdown]
-# ## Look inside
-#
-# The inner loop now reads shared memory (`LDS`) instead of global memory. Note the `LDS.128`:
-# the compiler noticed that `sA[ty, k..k+3]` are four neighbouring words at an aligned address
-# and merged them into one 16-byte load. Still, each FMA needs its own value of `sB`, and one of
-# `sA`: two shared-memory values per FMA (the trace above). Lesson 03 attacks that ratio. The
-# blocks/SM column is for the 32 x 32 = 1,024-thread blocks of this kernel.
-
-# %%
-compiler_facts.compiler_facts({"smem_tile": tiled32}, threads={"smem_tile": 32 * 32})
+# The model is a lower bound: it lets the binding unit work every cycle. In a real run the warps
+# also wait at the two barriers of each slice and for the global loads that fill the next tiles,
+# and shared memory idles meanwhile: hence measured over predicted above 1. What the model gets
+# right is which unit binds, and so which change can pay: once shared memory binds, only fewer
+# wavefronts per warp-FMA help. Lesson 03 cuts them.
 
 # %% [markdown]
 # ## Exercises
@@ -331,24 +295,16 @@ my_tiled.tile = (BM, BN, BK)  # the check's launch reads the tile shape from her
 exercises.check("02-kernel", my_tiled)
 
 # %% [markdown]
-# ## Across sizes
-#
-# The recorded benchmark timed every [rung](GLOSSARY.md#rung) (each lesson's kernel) at four
-# square sizes in one run. This lesson's rung,
-# the rung before it and cuBLAS:
-
-# %%
-plots.rung_versus_size("smem_tile");
-
-# %% [markdown]
 # ## Takeaway
 #
-# * Shared-memory tiles cut global loads by the tile size: $MNK(1/BM + 1/BN)$, checked against
-#   a count above.
-# * Two barriers per slice, both required. Launch errors must be checked, never assumed away.
-# * Each FMA still reads two values from shared memory, one of `sA` and one of `sB`. Whether they
-#   are what limits the kernel now, lesson 03 tests by cutting them: keep values in registers and
-#   reuse them.
+# * Shared-memory tiles cut global loads from $2MNK$ to $MNK(1/BM + 1/BN)$: checked against a count.
+# * Two barriers per slice, both required: before reading a tile and before overwriting it.
+# * The limiter model: the SM cycles each warp-FMA needs from each unit (issue, shared memory,
+#   FP32 lanes, ...); the largest binds. It moved from instruction issue (`naive`) to
+#   shared-memory wavefronts (`smem_tile`).
+# * Fewer global loads (32x32 against 16x16 tiles) buy little or nothing once global memory does
+#   not bind.
+# * Next: lesson 03 keeps a shared value in a register and reuses it, to cut wavefronts per FMA.
 
 # %% [markdown]
 # ## Sources and further reading
@@ -358,3 +314,57 @@ plots.rung_versus_size("smem_tile");
 # * What to read next: [REFERENCES.md, lesson 02](REFERENCES.md#lessons-02-04).
 # * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
 #   introduced in the [primer](00a_primer.ipynb).
+
+# %% [markdown]
+# ## Lab notes
+#
+# **Two rules for the 16-byte broadcast.** The tracer's documented rule serves a 16-byte load in
+# four quarter-warp phases, one wavefront each, even when every lane reads the same 16 bytes; the
+# GPU does it in two (the paired-address rule of lesson 06, measured with Nsight Compute). By the
+# documented rule `smem_tile` needs about 2 wavefronts per warp-FMA; the next cell prints both counts and
+# the profiler's, from the limiter run. The compiler facts below show the merged `LDS.128`.
+#
+# **Where the rest of the time goes.** A profile of `smem_tile` on the H200 (lesson 03's
+# `experiments/reg1d_64x64`) gives its warp stall reasons, in cycles a warp waited per instruction
+# issued: waiting for the shared-memory pipe (`mio_throttle`) first, then `not_selected` (ready, the
+# scheduler busy with another warp), the barriers, and global loads (`long_scoreboard`).
+
+# %%
+trace = shared_tracer.trace_rung("smem_tile", (32, 32, 64), merge=("ld",))
+per_rule = {rule: sum(trace.totals(op, rule=rule)["wavefronts"] for op in ("ld", "st")) / (32 * 64)
+            for rule in ("documented", "paired")}
+print(f"smem_tile, wavefronts per warp-FMA: tracer, documented rule {per_rule['documented']:.3f}; "
+      f"tracer, paired rule {per_rule['paired']:.3f}; profiler (4096^3) {limiter_table.per_warp_fma('smem_tile')['shared']:.3f}")
+compiler_facts.compiler_facts({"smem_tile": tiled32}, threads={"smem_tile": 32 * 32})
+
+# %%
+from gemm_lessons.records import results
+
+probe = results.experiment_record("reg1d_64x64", device="NVIDIA H200")
+stalls = next(k for k in probe["kernels"] if k["kernel"] == "smem_tile")["stalls_per_issue"]
+print("smem_tile, cycles a warp waited per instruction issued: "
+      + ", ".join(f"{reason} {cycles_:.1f}" for reason, cycles_ in list(stalls.items())[:4]))
+
+# %% [markdown]
+# **"64x64 tiles are 50% faster but less accurate."** One of the source write-ups,
+# [[2]](REFERENCES.md#seed-001), reports this for 64x64 tiles against 32x32, cause unknown. A 64x64
+# block has 4,096 threads, four times the limit of 1,024 per block: the launch fails. In CUDA C++
+# a failed launch is silent unless the program checks for the error, so the likely reading (the
+# write-up's code is not available to test it) is that the kernel never ran: the time measured was
+# that of a failed launch, and C kept whatever it held. numba checks launches and raises; the
+# course's launcher refuses the size before trying. The CUDA simulator does not enforce the limit,
+# so there the next cell shows only the launcher's error.
+
+# %%
+A = cuda.to_device(np.ones((64, 64), np.float32))
+C = cuda.device_array((64, 64), np.float32)
+try:
+    smem_tile.sgemm(A, A, C, tile=64)
+except ValueError as e:
+    print("launcher:", e)
+if not gl.SIMULATOR:
+    try:
+        make_sgemm_smem_tile(64)[(1, 1), (64, 64)](A, A, C, np.float32(1), np.float32(0))
+        cuda.synchronize()
+    except Exception as e:
+        print("raw launch of 64x64 threads:", type(e).__name__, e)

@@ -1,61 +1,109 @@
 # %% [markdown]
 # # 03 · 1-D register tiling: several results per thread
 #
-# **Where we are.** With 32x32 shared-memory tiles, lesson 02 cut the global loads 32-fold. Every
-# FMA still reads two values from shared memory, one of `sA` and one of `sB` (lesson 02 traced
-# them). This lesson cuts that ratio, and measures whether it pays.
+# **Where we are.** Lesson 02's `smem_tile` (32x32 tiles) is bound by shared-memory
+# [wavefronts](GLOSSARY.md#wavefront): for each [warp-FMA](GLOSSARY.md#warp-fma) a warp needs about
+# 1.5 of them, one for the `sB` value of every FMA and half a one for `sA` (the next cell reads the
+# course's profiled H200 run, the limiter record). This lesson cuts that count.
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
 from gemm_lessons.model import counting
-from gemm_lessons.teaching import exercises, figures, measure_step, plots
-from gemm_lessons.instruments import compiler_facts
+from gemm_lessons.teaching import exercises, figures, limiter_table, measure_step, plots
+from gemm_lessons.instruments import compiler_facts, shared_tracer
 from gemm_lessons.kernels import ladder
 from gemm_lessons.records import results
-from gemm_lessons.core.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
 import functools
 import numpy as np
 from numba import cuda, float32
 # %matplotlib inline
 print(gl.banner())
+UNIT = {"fp32": "the FP32 lanes", "issue": "instruction issue", "shared": "shared-memory wavefronts",
+        "l2": "L2 bandwidth", "dram": "DRAM bandwidth", "latency": "DRAM latency"}  # the model's ceilings
 
 # %%
-measure_step.recorded(["smem_tile", "reg1d", "cublas"])
+before = limiter_table.why(["smem_tile"]).row("smem_tile")
+print(f"smem_tile at 4096^3: {before.measured_ms:.1f} ms, bound by {UNIT[before.binding]}: "
+      f"{limiter_table.per_warp_fma('smem_tile')['shared']:.2f} wavefronts per warp-FMA, "
+      f"shared memory {before.utilization_pct['shared']:.0f}% busy.")
 
 # %% [markdown]
 # ## Idea: each thread computes a column of TM results
 #
 # Give each thread TM elements of C in one column instead of one element. At each k it reads
-# **one** value of `sB` into a register and uses it TM times, against TM values of `sA` (which
-# all threads of a warp read at the same address: a broadcast, one
-# [wavefront](GLOSSARY.md#wavefront) for a 4-byte load).
-#
-# With fewer threads per output, the block can cover a bigger tile of C for the same thread
-# count: here 1024 threads x 16 results = a 128x128 tile, 16 times the area of lesson 02's 32x32
-# tile (four times its side).
+# **one** value of `sB` into a [register](GLOSSARY.md#register) and uses it TM times, against TM
+# values of `sA`. All lanes of a warp read those `sA` values at the same address (a
+# [broadcast](GLOSSARY.md#broadcast)), so each costs one wavefront. With fewer threads per
+# result, a block covers a bigger tile of C: 1,024 threads x 16 results = a 128x128 tile, which
+# also cuts the global loads 4 times more (lesson 02's formula). They did not bind; the
+# wavefronts did.
+
+# %%
+figures.register_column(TM=16);
 
 # %% [markdown]
-# **Predict.**
+# ## Predict
 #
-# * shared-memory values per FMA (4-byte words a thread reads from shared memory for each FMA, as
-#   in lesson 02): $(1 + TM)/TM$ instead of 2 (lesson 02 reads one value of `sA` and one of `sB`
-#   for each FMA), and the `sA` reads are broadcasts;
-# * global loads: $MNK(1/128 + 1/128)$, 4x fewer than with 32x32 tiles.
+# Per k-step a warp makes one `sB` load (32 neighbouring words: one wavefront) and TM `sA` loads
+# (one wavefront each) for TM warp-FMAs: $(1 + TM)/TM$ wavefronts per warp-FMA, plus a little for
+# staging the tiles. The [bank tracer](GLOSSARY.md#bank-tracer) counts them for `smem_tile`,
+# `reg1d` (128x128 tile, TM = 16) and `reg1d_64x64` (64x64 tile, 512 threads, TM = 8: the choice
+# of Boehm's worklog, [REFERENCES.md](REFERENCES.md#lessons-02-04)):
 
 # %%
 # NBVAL_CHECK_OUTPUT
-for name, BM, BN, TM in [("smem_tile (32x32)", 32, 32, 1), ("reg1d (128x128, TM=16)", 128, 128, 16)]:
-    print(f"{name:<24} shared values per FMA {(1 + TM) / TM if TM > 1 else 2:.2f}   "
-          f"global loads at 4096^3: {counting.tiled_global_loads(4096, 4096, 4096, BM, BN):.3g}")
+wavefronts = {}
+for rung, (BM, BN, K, threads) in {"smem_tile": (32, 32, 64, 1024), "reg1d": (128, 128, 16, 1024),
+                                   "reg1d_64x64": (64, 64, 16, 512)}.items():
+    trace = shared_tracer.trace_rung(rung, (BM, BN, K), merge=("ld",))
+    warp_fmas = BM * BN * K // 32  # one block: BM*BN*K FMAs, 32 per warp-FMA
+    total = sum(trace.totals(op, rule="paired")["wavefronts"] for op in ("ld", "st"))
+    wavefronts[rung] = total / warp_fmas
+    print(f"{rung:12s} {BM}x{BN} tile, {threads:,} threads: {total:,} wavefronts for {warp_fmas:,} warp-FMAs "
+          f"= {wavefronts[rung]:.3f} per warp-FMA")
 
+# %% [markdown]
+# As in lesson 02, the [limiter model](GLOSSARY.md#limiter-model) turns counts into SM cycles per
+# warp-FMA: instructions/4 for issue, wavefronts/1 for shared memory, 1/4 for the FP32 lanes; the
+# largest binds. The instructions are the profiler's counts on the H200 (`reg1d_64x64` from a
+# separate profile of it, `experiments/reg1d_64x64`).
+
+# %%
+machine = limiter_table.machine()
+probe = {k["kernel"]: k for k in results.experiment_record("reg1d_64x64", device="NVIDIA H200")["kernels"]}
+instructions = {"smem_tile": limiter_table.per_warp_fma("smem_tile")["issue"],
+                "reg1d": limiter_table.per_warp_fma("reg1d")["issue"],
+                "reg1d_64x64": probe["reg1d_64x64"]["per_warp_fma"]["instructions"]}
+cycles = {}
+print(f"{'SM cycles per warp-FMA':24s} {'issue':>6s} {'shared':>7s} {'FP32':>5s}")
+for rung in instructions:
+    cycles[rung] = {"issue": instructions[rung] / machine.issue_per_sm_cycle,
+                    "shared": wavefronts[rung] / machine.shared_wavefronts_per_sm_cycle,
+                    "fp32": 32 / machine.fp32_lanes_per_sm}
+    print(f"{rung:24s} {cycles[rung]['issue']:6.2f} {cycles[rung]['shared']:7.2f} {cycles[rung]['fp32']:5.2f}")
+
+# %% [markdown]
+# How many times faster do you expect `reg1d` to run than `smem_tile` at 4096^3? Write one number
+# in the next cell; after the measurement, a cell sets it against the measured speedup. The cell
+# after yours gives the model's answer, and its answer for `reg1d_64x64`.
+
+# %%
+my_speedup = None  # your prediction: replace None with a number (for example 2.5)
+
+# %%
+slowest = {rung: max(c.items(), key=lambda kv: kv[1]) for rung, c in cycles.items()}
+for rung in ("reg1d", "reg1d_64x64"):
+    unit, c = slowest[rung]
+    print(f"The model: {rung} {slowest['smem_tile'][1] / c:.2f} times as fast as smem_tile ({c:.2f} cycles of "
+          f"{UNIT[unit]} per warp-FMA against {slowest['smem_tile'][1]:.2f} of {UNIT[slowest['smem_tile'][0]]}).")
 
 # %% [markdown]
 # ## The kernel
 #
 # `acc = cuda.local.array(TM, float32)` looks like an array in memory, but because every index
 # into it is a constant once the `for i in range(TM)` loops are unrolled, the compiler keeps it
-# in registers. (Index it with a value known only at run time and it moves to slow local
-# memory; "Look inside" below checks.)
+# in registers. (Index it with a value known only at run time and it moves to slow
+# [local memory](GLOSSARY.md#local-memory); the compiler facts below check.)
 #
 # The tile shape is a parameter of the factory. Each thread stages exactly one value of each
 # tile, so the factory insists on `BM*BN/TM == BM*BK == BK*BN` threads.
@@ -106,54 +154,32 @@ def make_sgemm_reg1d(BM=128, BN=128, BK=8, TM=16):
     return sgemm_reg1d
 
 
+# %% [markdown]
+# ## Check
+#
+# Both tile shapes against a float64 reference, then the compiler's facts: registers per thread,
+# and local bytes (0: the accumulators stayed in registers, nothing spilled).
+
 # %%
 from gemm_lessons.kernels.sgemm import reg1d
 
-reg1d_128 = make_sgemm_reg1d()                      # 128x128x8, 16 results per thread
+reg1d_128 = make_sgemm_reg1d()                         # 128x128x8, 16 results per thread
 reg1d_64 = make_sgemm_reg1d(BM=64, BN=64, BK=8, TM=8)  # 64x64x8, 8 results per thread
 gl.check_all(functools.partial(reg1d.sgemm, kernel=reg1d_128), name="reg1d 128x128")
 
 # %%
-gl.check_all(functools.partial(reg1d.sgemm, kernel=reg1d_64), name="reg1d 64x64")
-
-# %% [markdown]
-# ### Look inside with the bank tracer
-#
-# One 128x128 block, K = 8, traced on the simulator (the columns are those of lesson 02's tracer
-# table): per k-step each warp makes one `sB` read (32 neighbouring words) and 16 `sA` reads that
-# every lane shares (a broadcast). Shared traffic per FMA fell, and none of it conflicts.
+check64 = gl.check_all(functools.partial(reg1d.sgemm, kernel=reg1d_64), name="reg1d 64x64")
+check64 if not check64 else print(f"reg1d 64x64: the same {len(check64)} shapes, all pass.")
 
 # %%
-from gemm_lessons.instruments import shared_tracer
-reg1d_trace = shared_tracer.trace_rung("reg1d", (128, 128, 8), merge=False)
-reg1d_trace
-
-# %%
-# NBVAL_CHECK_OUTPUT
-t = reg1d_trace.totals("ld")
-print(f"loads: {t['instructions']} warp instructions, {t['wavefronts']} wavefronts, {t['conflicts']} from conflicts")
-warp_fmas = (128 * 128 // 16 // 32) * 8 * 16  # 32 warps, 8 k-steps, 16 FMA instructions per k-step
-values = sum(i.width // 4 for i in reg1d_trace.instructions if i.op == "ld")
-print(f"per warp-FMA ({warp_fmas:,} in the block): {values / warp_fmas:.2f} values read from shared memory, "
-      f"{t['instructions'] / warp_fmas:.2f} load instructions")
-
-# %% [markdown]
-# ## Predict, then measure
-# Per FMA, `reg1d` reads (1 + 16)/16 = 1.06 shared-memory values where `smem_tile` reads 2, and
-# makes 4 times fewer global loads (the table printed above). How many times faster do you expect
-# `reg1d` to run than `smem_tile` at 4096^3? Write one number in the next cell; after the
-# measurement, a cell sets it against the measured speedup.
-
-# %%
-my_speedup = None  # your prediction: replace None with a number (for example 2.5)
+facts = compiler_facts.compiler_facts({"reg1d": reg1d_128, "reg1d_64x64": reg1d_64})
+for name, f in facts.facts.items():
+    print(f"{name}: {f['registers']} registers per thread, {f['local_bytes']} bytes of local memory ({facts.source})")
 
 # %% [markdown]
 # ## Measure
 #
-# The 64x64 version is the choice of Boehm's worklog, kernel 4
-# ([REFERENCES.md](REFERENCES.md#lessons-02-04)): 512 threads, 8 results each. On the H100
-# this notebook was run on it was *no faster* than 32x32 shared-memory tiles; the 128x128 tile
-# with 16 results per thread is. Run it to see it on your GPU.
+# Both tile shapes, `smem_tile` and cuBLAS, in one run at 4096^3.
 
 # %%
 table = measure_step.compare({
@@ -165,37 +191,43 @@ table
 
 # %%
 print(f"reg1d vs smem_tile: {table.speedup('reg1d', 'smem_tile'):.2f}x; "
-      f"reg1d_64x64 vs smem_tile: {table.speedup('reg1d_64x64', 'smem_tile'):.2f}x ({table.source})")
+      f"reg1d_64x64 vs smem_tile: {table.speedup('reg1d_64x64', 'smem_tile'):.2f}x.")
 
 # %%
 exercises.compare_prediction(my_speedup, table.speedup("reg1d", "smem_tile"), "reg1d vs smem_tile at 4096^3 (times faster)",
                              table.source)
 
 # %% [markdown]
-# The `reg1d_64x64` row tests the same model a second time: its ratio of shared-memory values per
-# FMA against `smem_tile` is 2 / (9/8) = 1.78, and the table shows how close that came: on the
-# H100, not at all. A ratio of load counts predicts a speedup only when those loads are what the
-# kernel waits for; the 0.98x suggests that here they are not. What else differs between
-# `reg1d_64x64` and `smem_tile` is not measured here: the work each thread has between barriers
-# (8 results against 1), the global loads (lesson 02's formula: half as many with 64x64 tiles as
-# with 32x32 ones), and the threads an SM holds (the compiler facts below show the two `reg1d`
-# kernels; lesson 02's show `smem_tile`).
-
-# %% [markdown]
-# ## Look inside
+# ## Why
 #
-# Registers per thread, local memory (0 means the accumulators stayed in registers: nothing
-# spilled), blocks per SM (for 1,024-thread blocks at 128x128, 512-thread blocks at 64x64) and
-# the [SASS](GLOSSARY.md#sass) instruction mix of the compiled kernels. The instruction columns
-# count instructions in the compiled code, not how often they run: a loop body's `FFMA` appear
-# once for each copy of the body the compiler wrote (it may write a loop out twice), and the
-# `beta != 0` branch after the loop has `FFMA` of its own, one per result
-# ([compiler facts](GLOSSARY.md#compiler-facts); lesson 04 reads such a table line by line).
+# The model's table for the rungs (`reg1d_64x64`, a variant, is not in the limiter record: the
+# next cell reads its separate profile).
 
 # %%
-kernels = {"reg1d": reg1d_128, "reg1d_64x64": reg1d_64}
-compiler_facts.compiler_facts(kernels, threads={name: k.tile[0] * k.tile[1] // k.tile[3] for name, k in kernels.items()})
+why = limiter_table.why(["smem_tile", "reg1d", "cublas"], measured=table)
+why
 
+# %%
+s, r, v = why.row("smem_tile"), why.row("reg1d"), probe["reg1d_64x64"]
+print(f"reg1d is bound by {UNIT[r.binding]}; the profiler's busiest unit: {UNIT[r.busiest]}, {r.busiest_pct:.0f}% "
+      f"busy. The model predicted it {s.predicted_ms / r.predicted_ms:.2f}x as fast as smem_tile (with the last, "
+      f"partly filled wave of blocks); it ran {s.measured_ms / r.measured_ms:.2f}x as fast. Its issue ceiling "
+      f"({r.ceilings_ms['issue']:.1f} ms) is {'close behind' if r.ceilings_ms['issue'] > 0.8 * r.ceilings_ms[r.binding] else 'below'} "
+      f"the binding one ({r.ceilings_ms[r.binding]:.1f} ms).")
+print(f"reg1d_64x64 is bound by {UNIT[v['binding']]}; the profiler's busiest unit: {UNIT[v['profiler_busiest']]}, "
+      f"{v['profiler_utilization_pct'][v['profiler_busiest']]:.0f}% busy. It issues {v['per_warp_fma']['instructions']:.1f} "
+      f"instructions per warp-FMA against reg1d's {instructions['reg1d']:.1f}. The model predicted it "
+      f"{s.predicted_ms / v['predicted_ms']:.2f}x as fast as smem_tile; it ran "
+      f"{table.speedup('reg1d_64x64', 'smem_tile'):.2f}x as fast.")
+
+# %% [markdown]
+# Both tile shapes cut the wavefronts per warp-FMA about equally, but the 64x64 one nearly doubled
+# the instructions per warp-FMA: the work of each slice that is not an FMA (staging the tiles with
+# their bounds checks, index arithmetic, the barriers, the loop) is shared by 8 results per thread
+# instead of 16. Its limit moved from shared memory to instruction issue, whose ceiling lies above
+# `smem_tile`'s: the model's reason why the tile the worklog chose does not beat lesson 02. As in
+# lesson 02, measured times exceed the model's: it lets the binding unit work every cycle, while
+# warps also wait at barriers and for global loads.
 
 # %% [markdown]
 # ## Exercise 03-kernel: a row of results per thread
@@ -253,29 +285,15 @@ def make_my_reg1d_rows(BM=32, BN=32, BK=8, TN=4):
 exercises.check("03-kernel", make_my_reg1d_rows())
 
 # %% [markdown]
-# ## Across sizes
-#
-# The recorded benchmark timed every [rung](GLOSSARY.md#rung) (each lesson's kernel) at four
-# square sizes in one run. This lesson's rung,
-# the rung before it and cuBLAS:
-
-# %%
-plots.rung_versus_size("reg1d");
-
-# %%
-from IPython.display import Markdown
-from gemm_lessons.teaching import leaderboard
-Markdown(leaderboard.rung_sizes_sentence("reg1d", results.load(), {"reg1d": (128, 128, 128 * 128 // 16),
-                                                                    "smem_tile": (32, 32, 32 * 32)}))
-
-# %% [markdown]
 # ## Takeaway
 #
-# * One value in a register, reused TM times, cuts shared-memory values per FMA from 2 to about 1.
-# * Local arrays indexed by constants live in registers; check with the compiler, not by hope.
-# * The tile shape matters as much as the idea: at 4096^3, 64x64 with 8 results per thread did not
-#   beat lesson 02 on the GPU we recorded, 128x128 with 16 did. The size matters too: at 1024^3
-#   the 128x128 tiles make fewer blocks than the GPU has SMs, and `reg1d` was behind.
+# * One value of `sB` in a register, reused TM times, cuts shared-memory wavefronts per warp-FMA
+#   from about 1.5 to $(1 + TM)/TM$.
+# * Local arrays indexed by constants live in registers: check it in the compiler facts.
+# * The limiter model predicted the speedup from two counts, wavefronts and instructions per
+#   warp-FMA; the binding one is what pays to cut.
+# * Fewer results per thread (64x64 tile, TM = 8) spread each slice's overhead over fewer FMAs:
+#   the instructions bind instead, and the speedup is gone.
 # * Still, every FMA needs one `sA` read. Lesson 04 reuses values in *both* directions.
 
 # %% [markdown]
@@ -286,3 +304,41 @@ Markdown(leaderboard.rung_sizes_sentence("reg1d", results.load(), {"reg1d": (128
 # * What to read next: [REFERENCES.md, lesson 03](REFERENCES.md#lessons-02-04).
 # * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
 #   introduced in the [primer](00a_primer.ipynb).
+
+# %% [markdown]
+# ## Lab notes
+#
+# **The separate profile.** `reg1d_64x64` was timed and profiled on the H200 with `smem_tile` and
+# `reg1d` in one run (`experiments/reg1d_64x64/`, with the limiter record's machine). The next cell
+# sets its counts for those two against the limiter record's, and prints the three kernels' main
+# warp stall reasons (cycles a warp waited per instruction issued). They say what the model says:
+# `reg1d_64x64` waits mostly as `not_selected` (ready, while the scheduler issues another warp),
+# `smem_tile` as `mio_throttle` (the shared-memory pipe full).
+
+# %%
+for name in ("smem_tile", "reg1d"):
+    rec, mine = limiter_table.per_warp_fma(name), probe[name]["per_warp_fma"]
+    print(f"{name}: per warp-FMA, {mine['instructions']:.3f} instructions and {mine['shared_wavefronts']:.3f} "
+          f"wavefronts; limiter record {rec['issue']:.3f} and {rec['shared']:.3f}")
+for name, k in probe.items():
+    top = list(k["stalls_per_issue"].items())[:3]
+    print(f"{name:12s} stalls: " + ", ".join(f"{reason} {cycles_:.1f}" for reason, cycles_ in top))
+
+# %% [markdown]
+# **Across sizes.** The recorded benchmark timed every rung at four square sizes in one run; this
+# rung, the one before it and cuBLAS:
+
+# %%
+plots.rung_versus_size("reg1d");
+
+# %%
+bench = results.load()
+print(f"Recorded on {results.label(bench)}:")
+tflops = {(name, n): rows[0].gflops / 1e3 for name in ("reg1d", "smem_tile") for n in (1024, 2048, 4096, 8192)
+          if (rows := results.sgemm_rows(bench, name, (n, n, n)))}
+sms = bench.device.sm_count
+for n in (1024, 2048, 4096, 8192):
+    blocks = (n // 128) ** 2  # reg1d: one block of 1,024 threads per 128x128 tile, one block per SM
+    print(f"{n}^3: reg1d {tflops[('reg1d', n)]:.2f} TFLOPS, smem_tile {tflops[('smem_tile', n)]:.2f}; "
+          f"reg1d launches {blocks:,} blocks for {sms} SMs"
+          + (f": at most {blocks} SMs work, and the model stretches its time by {sms / blocks:.2f}" if blocks < sms else ""))

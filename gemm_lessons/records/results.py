@@ -110,6 +110,8 @@ EXPERIMENTS = {
     "multistage": {"probe": "multistage-probe-{device}.json", "ncu": "ncu-multistage-{device}.csv"},
     "ncu_vs_cublas": {"ncu": "ncu-vs-cublas-{device}.csv"},
     "reduce_wide": {"probe": "reduce-wide-probe-{device}.json"},
+    "reg1d_64x64": {"probe": "reg1d-64x64-probe-{device}.json", "timings": "timings-{device}.json",
+                    "ncu": "ncu-reg1d-64x64-{device}.csv"},
     "rewrite": {"probe": "rewrite-{device}.json", "log": "rewrite-{device}.txt"},
     "splitk": {"probe": "splitk-probe{suffix}-{device}.json"},  # run "run1": the first form
     "transpose_anywide": {"suite": "transpose-suite-anywide{suffix}-{device}.json"},  # run "run2"

@@ -219,6 +219,31 @@ def register_block(BM=128, BN=128, BK=8, TM=8, TN=8, thread=37, k=2, spread=Fals
     return axes
 
 
+def register_column(TM=16, ax=None):
+    """One k-step of one thread of the 1-D register tile: one value of B kept in a register,
+    TM values of A, TM accumulators: 1 + TM reads, TM FMAs."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.2, 4.2))
+    h = 6.0 / TM  # the column is drawn 6 units tall whatever TM is
+    for i in range(TM):
+        ax.add_patch(patches.Rectangle((0, i * h), 1, h, fc="tab:red", alpha=0.6, ec="white"))
+        ax.add_patch(patches.Rectangle((2.5, i * h), 1, h, fc="tab:blue", alpha=0.35, ec="white"))
+    ax.add_patch(patches.Rectangle((2.5, -1.6), 1, 1, fc="tab:olive", alpha=0.7, ec="white"))
+    ax.text(0.5, 6.25, f"sA[t_row*{TM} + i, k]\nfor i = 0..{TM - 1}:\n{TM} reads, each one\nword for the whole\nwarp (broadcast)",
+            ha="center", va="top", fontsize=8)
+    ax.text(3.6, -1.1, "b = sB[k, t_col]: 1 read,\nkept in a register", ha="left", va="center", fontsize=8)
+    ax.text(3.6, 3.0, f"acc[i] += sA[...] * b\n{TM} accumulators\n(registers): one column\nof {TM} results of C",
+            ha="left", va="center", fontsize=8)
+    ax.annotate("", xy=(2.45, 3.0), xytext=(1.05, 3.0), arrowprops={"arrowstyle": "->"})
+    ax.annotate("", xy=(3.0, -0.05), xytext=(3.0, -0.55), arrowprops={"arrowstyle": "->"})
+    ax.set_xlim(-0.6, 7.2)
+    ax.set_ylim(8.4, -2.0)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(f"one k-step of one thread: 1 + {TM} shared reads, {TM} FMAs", fontsize=9)
+    return ax
+
+
 def transposed_tile(BM=16, BK=8, TM=4, ax=None):
     """One thread's TM values of A for one k: strided in sA[BM][BK], contiguous in sAT[BK][BM]."""
     if ax is None:

@@ -125,3 +125,41 @@ def test_the_bars_show_every_ceiling_and_colour_the_binding_one():
     assert coloured == [row.ceilings_ms[row.binding]] == [max(widths)]
     assert any(t.get_text().endswith(", binding") for t in ax.texts)
     assert any(f"measured: {row.measured_ms:.3g} ms" in t.get_text() for t in ax.texts)
+
+
+def test_counts_per_warp_fma_are_the_profilers_counts_read_back_from_the_ceilings():
+    """smem_tile at 4096^3 on the H200: ncu counted 9,047,638,016 warp-instructions and
+    3,380,723,129 shared wavefronts for 4096^3 / 32 warp-FMAs (results/ncu-limiter-nvidia-h200.csv)."""
+    warp_fmas = 4096 ** 3 / 32
+    per = limiter_table.per_warp_fma("smem_tile", device="NVIDIA H200")
+    assert per["issue"] == pytest.approx(9_047_638_016 / warp_fmas, rel=1e-6)
+    assert per["shared"] == pytest.approx(3_380_723_129 / warp_fmas, rel=1e-6)
+    m = limiter_table.machine("NVIDIA H200")
+    assert m.sm_count == 132 and m.shared_wavefronts_per_sm_cycle == 1
+    with pytest.raises(KeyError):
+        limiter_table.per_warp_fma("no_such_rung")
+
+
+def test_what_lessons_02_and_03_say_in_their_text_holds_in_the_records():
+    """Lesson 02's and 03's markdown: naive is issue-bound; both smem_tile sizes and reg1d are bound
+    by shared-memory wavefronts, about 1.5 per warp-FMA for smem_tile, the profiler agreeing; L2 and
+    DRAM far below the binding ceiling; the 64x64 reg1d cuts wavefronts about as much as reg1d but
+    nearly doubles its instructions, is issue-bound, and that ceiling lies above smem_tile's."""
+    from gemm_lessons.records import results
+
+    table = limiter_table.why(["naive", "smem_tile", "smem_tile16", "reg1d"], device="NVIDIA H200")
+    assert table.row("naive").binding == table.row("naive").busiest == "issue"
+    for rung in ("smem_tile", "smem_tile16", "reg1d"):
+        row = table.row(rung)
+        assert row.binding == row.busiest == "shared", rung
+    for rung in ("naive", "smem_tile", "smem_tile16"):
+        row = table.row(rung)
+        assert max(row.ceilings_ms["l2"], row.ceilings_ms["dram"]) < 0.35 * row.ceilings_ms[row.binding], rung
+    assert 1.5 <= limiter_table.per_warp_fma("smem_tile", device="NVIDIA H200")["shared"] < 1.6
+
+    probe = {k["kernel"]: k for k in results.experiment_record("reg1d_64x64", device="NVIDIA H200")["kernels"]}
+    v, r = probe["reg1d_64x64"], probe["reg1d"]
+    assert v["binding"] == v["profiler_busiest"] == "issue"
+    assert 1.7 < v["per_warp_fma"]["instructions"] / r["per_warp_fma"]["instructions"] < 2
+    assert abs(v["per_warp_fma"]["shared_wavefronts"] / r["per_warp_fma"]["shared_wavefronts"] - 1) < 0.1
+    assert v["ceilings_ms"]["issue"] > table.row("smem_tile").ceilings_ms["shared"]

@@ -16,6 +16,7 @@ from gemm_lessons.library import dispatch
 from gemm_lessons.measure import problems
 from gemm_lessons.kernels import ladder
 from gemm_lessons.teaching import exercises, limiter_table
+from gemm_lessons.model.limiter import WHAT  # the model's ceilings in words
 from gemm_lessons.teaching.lesson11 import call_overhead, dispatch_model, edge_shapes, shape_suite, split_k_plans, suite_record
 from gemm_lessons.teaching.lesson11.suite_record import ODD_SHAPE, REFERENCE_SHAPE, SKINNY_SHAPE, shape_name
 from gemm_lessons.core.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
@@ -29,8 +30,9 @@ print(gl.banner())
 start = limiter_table.why(["warptile", "cublas"])
 w, c = start.row("warptile"), start.row("cublas")
 display(start)
+what = {name: text.split(" (")[0] for name, text in WHAT.items()}  # "issue": "instruction issue", ...
 print(f"warptile ran at {100 * c.measured_ms / w.measured_ms:.0f}% of cuBLAS, bound by "
-      + (f"{w.binding} like cuBLAS" if w.binding == c.binding else f"{w.binding} (cuBLAS by {c.binding})")
+      + (f"{what[w.binding]} like cuBLAS" if w.binding == c.binding else f"{what[w.binding]} (cuBLAS by {what[c.binding]})")
       + f". The model assumes the binding unit busy all the time; the profiler found the busiest one at "
       f"{w.busiest_pct:.0f}% and {c.busiest_pct:.0f}% (stalls), hence measured / predicted above 1.")
 
@@ -255,7 +257,7 @@ print(f"{pad_plan} at 33x65x47 (alpha 1.5, beta -0.5): right: {res.passed}")
 # **Predict.** 4095 x 4097 x 4093 is the work of 4096^3 give or take 0.1%, but nothing in it is a
 # multiple of 4. For the padded plan, the library's model (section 4) charges the wide kernel on the
 # padded sides plus the copies' bytes at copy bandwidth. How much longer than at 4096^3 will
-# `gl.sgemm` take, back to back, in %? Write your number, then run the model's.
+# `gl.sgemm` take, back to back, in %? Write your number, then run the next cell for the model's.
 
 # %%
 my_odd_extra_pct = None  # your prediction: % more time at 4095x4097x4093 than at 4096^3 (for example 10)
@@ -315,9 +317,10 @@ print(f"On an aligned 4096^3 square the any-shape kernel runs at {any_rate / 1e3
 # * **single call**, [CUDA events](GLOSSARY.md#cuda-events) around one call on an idle GPU: the
 #   host's part, then the kernel.
 #
-# cuBLAS is called through **nvmath-python**, NVIDIA's Python bindings to its math libraries. The
-# next cell times the issue of five callers in 10 batches of 20 calls at four sizes. A difference
-# between two callers counts only where it is larger than the spread of the batches.
+# cuBLAS is called through [nvmath-python](GLOSSARY.md#nvmath-python), NVIDIA's Python bindings to
+# its math libraries. The next cell times the issue of five callers in 10 batches of 20 calls at
+# four sizes. A difference between two callers counts only where it is larger than the spread of
+# the batches.
 
 # %%
 costs = call_overhead.call_costs()
@@ -429,8 +432,8 @@ print("the library's plan, right:", problems.check(
 
 # %% [markdown]
 # **Predict.** At 64 x 8192 x 8192, how many times as fast as the fastest plan without split-K will
-# the fastest split-K plan be? Count the busy slots in the figure (the reduction is not in it); then
-# run the model's answer.
+# the fastest split-K plan be? Count the busy slots in the figure (the reduction is not in it), then
+# run the next cell for the model's answer.
 
 # %%
 my_split_gain = None  # your prediction: times as fast (for example 2)

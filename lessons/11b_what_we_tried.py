@@ -1,5 +1,5 @@
 # %% [markdown]
-# # 11b · What we tried: lesson 11's lab notebook
+# # 11b · What we tried: the lab notebook of lesson 11
 #
 # [Lesson 11](11_from_kernel_to_library.ipynb) keeps to what its models predict and its
 # measurements settle. This appendix keeps the rest: the shape suite in full, the call-cost table

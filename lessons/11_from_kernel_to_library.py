@@ -39,12 +39,12 @@ print(f"warptile ran at {100 * c.measured_ms / w.measured_ms:.0f}% of cuBLAS, bo
 # %% [markdown]
 # ## 1 · Edges and alignment
 #
-# **The idea.** Lesson 05 made global loads 16 bytes wide ([wide loads](GLOSSARY.md#wide-loads)):
-# `load4(A, row, col)` reads `A[row, col:col + 4]` in one instruction, and only from an address
-# that is a multiple of 16 ([alignment](GLOSSARY.md#alignment)). Row r of a row-major float32
-# matrix with K columns starts 4 x r x K bytes after row 0: a multiple of 16 for every row only
-# when K is a multiple of 4. The same holds for B's rows with N, and the array itself must start
-# on a 16-byte boundary (a fresh allocation does; a view such as `A_d[1:]` of a 1-D `A_d` does not).
+# **The idea.** Lesson 05's `load4(A, row, col)` reads `A[row, col:col + 4]` in one instruction
+# ([wide loads](GLOSSARY.md#wide-loads)), and only from an address that is a multiple of 16
+# ([alignment](GLOSSARY.md#alignment)). Row r of a row-major float32 matrix with K columns starts
+# 4 x r x K bytes after row 0: a multiple of 16 for every row only when K is a multiple of 4. The
+# same holds for B with N, and the array must start on a 16-byte boundary (a fresh allocation
+# does; a view such as `A_d[1:]` of a 1-D `A_d` does not).
 
 # %%
 # which rows of a row-major matrix start on a 16-byte boundary, for K = 8 and K = 10
@@ -64,15 +64,14 @@ except ValueError as e:
     print("ValueError:", e)
 
 # %% [markdown]
-# **Two ways out.** The **any-shape kernel** below keeps lesson 08's tiles, two shared buffers and
-# 16-byte shared loads, but reads global memory one float at a time, each load with its own
+# **Two ways out.** The **any-shape kernel** below keeps lesson 08's tiles and two shared buffers
+# but reads global memory one float at a time, each load with its own
 # [predicate](GLOSSARY.md#predicate): inside the matrix, and inside this block's range of k
 # (`k_begin` to `k_end`; section 3 uses it). It takes any shape, alignment and strides, at four
-# times the global load instructions. The **padded plan** instead copies A and B into arrays whose
-# sides are rounded up to multiples of 4, zeros in the added rows and columns (their products are
-# 0), runs `warptile` (the library's **wide kernel**) on the copies into a
-# [workspace](GLOSSARY.md#workspace), and copies the result into C. (`cfg.pad_a` is lesson 06's
-# padding against bank conflicts, not this.)
+# times the global load instructions. The **padded plan** copies A and B into arrays whose sides
+# are rounded up to multiples of 4, zeros in the added rows and columns, runs `warptile` (the
+# library's **wide kernel**) on the copies into a [workspace](GLOSSARY.md#workspace), and copies
+# the result into C. (`cfg.pad_a` is lesson 06's padding against bank conflicts, not this.)
 
 # %%
 from numba import boolean
@@ -222,8 +221,12 @@ views = {"4 bytes off a boundary": (cuda.to_device(flat)[1:].reshape(20, 32), fl
          "a fresh array": (cuda.to_device(big[:, 1:].copy()), big[:, 1:])}
 for name, (A_view, A_host) in views.items():
     C_view = gl.sgemm(A_view, cuda.to_device(B_host)).copy_to_host()
-    right = problems.compare("view", C_view, A_host.astype(np.float64) @ B_host, 1.0, 0.0, 32).passed
-    print(f"20x12x32, A {name}: right: {right}; plan: {library.plan_of(A_view, cuda.to_device(B_host))}")
+    print(f"20x12x32, A {name}, right:", problems.compare("view", C_view, A_host.astype(np.float64) @ B_host, 1.0, 0.0, 32).passed)
+
+# %%
+# the plan gl.sgemm runs for each (the model in use decides the tiles; the layout decides the kernel)
+for name, (A_view, _) in views.items():
+    print(f"20x12x32, A {name}: {library.plan_of(A_view, cuda.to_device(B_host))}")
 
 # %% [markdown]
 # The padded plan's copy kernel: one thread per element of the destination, zeros outside the source.
@@ -298,19 +301,19 @@ print(f"On an aligned 4096^3 square the any-shape kernel runs at {any_rate / 1e3
       + ("the copies cost less than the scalar loads." if t_best["padded"] < t_best["any_shape"] else
          "the scalar loads cost less than the copies.")
       + f" The odd shape took {odd_extra_ms:.3f} ms more than 4096^3 where the model charged {t_odd - t_ref:.3f} ms"
-      + (f": measured / predicted {odd_extra_ms / (t_odd - t_ref):.1f}, time the model does not see." if t_odd > t_ref
-         else "."))
+      + ("." if t_odd <= t_ref else f": measured / predicted {odd_extra_ms / (t_odd - t_ref):.1f}"
+         + (", time the model does not see." if odd_extra_ms > 1.1 * (t_odd - t_ref) else
+            ", less than the model charged." if odd_extra_ms < 0.9 * (t_odd - t_ref) else ".")))
 
 # %% [markdown]
 # ## 2 · What a call costs
 #
 # **The idea.** `kernel[grid, block](A, B, C, alpha, beta)` returns before the GPU starts, but not
 # before Python has done its part ([launch overhead](GLOSSARY.md#launch-overhead)): numba builds the
-# launch configuration, types every argument, finds the compiled version, converts the arguments
-# and calls the driver. `gl.sgemm` launches through a [Launcher](GLOSSARY.md#launcher), which does
-# that work once and keeps it. A call costs the host its **issue time**, then the GPU its kernel
-# time, and the two ways to time a call ([single call, back to back](GLOSSARY.md#single-call)) see
-# different sums:
+# launch configuration, types and converts every argument, finds the compiled version and calls
+# the driver. `gl.sgemm` launches through a [Launcher](GLOSSARY.md#launcher), which does that work
+# once. A call costs the host its **issue time**, then the GPU its kernel time, and the two ways
+# to time a call ([single call, back to back](GLOSSARY.md#single-call)) add them differently:
 #
 # * **back to back**, the host issues the next call while the GPU runs this one: a call costs the
 #   longer of the two, the kernel unless the host is slower ([host-bound](GLOSSARY.md#host-bound));
@@ -336,10 +339,9 @@ for other in (c for c in costs.callers() if "kernel[grid, block]" in c or c.star
           + ("." if len(apart) == len(gaps) else "; elsewhere the spreads overlap and rank nothing."))
 
 # %% [markdown]
-# A product that runs for a few microseconds is host-bound back to back, and its single call is
-# mostly the host's part: a % of cuBLAS then compares Python wrappers, not kernels. A single call
-# also carries whatever else happens around it, varying from call to call. The shape suite of
-# section 4 shows both:
+# A product that runs for a few microseconds is host-bound back to back and its single call mostly
+# the host's part: a % of cuBLAS then compares Python wrappers, not kernels. A single call also
+# carries whatever else happens around it, varying from call to call. The shape suite shows both:
 
 # %%
 rec = suite_record.load()  # the shape suite's record
@@ -356,18 +358,17 @@ print(f"In the record ({suite_record.label(rec)}), host-bound back to back: "
 
 # %% [markdown]
 # So the rest of the lesson compares kernels back to back, without host-bound shapes. For users:
-# pass C when you have one; batch many small products, or replay them as a CUDA graph (not in
-# `gl.sgemm` yet; [REFERENCES.md](REFERENCES.md#lesson-11)).
+# pass C when you have one, and batch many small products ([CUDA graphs](REFERENCES.md#lesson-11)).
 #
 # ## 3 · Split-K: when C is too small to fill the GPU
 #
 # **The idea.** A block computes one BM x BN tile of C over all of K. At 64 x 8192 x 8192 with
 # 128 x 128 tiles that is 64 blocks, where the GPU has a few hundred **slots** (room for one
 # [resident](GLOSSARY.md#resident) block on an SM): most of the GPU idles while each block walks all
-# 8192 values of k, a [tail effect](GLOSSARY.md#tail-effect). [Split-K](GLOSSARY.md#split-k) cuts K:
-# with s parts there are s times as many blocks, each summing 1/s of the k-loop into its own partial
-# tile of a workspace, and a second kernel adds the parts and applies alpha and beta. The price:
-# the reduction's (s + 1) x M x N floats (s parts read, C written) and one more launch.
+# 8192 values of k, a [tail effect](GLOSSARY.md#tail-effect). [Split-K](GLOSSARY.md#split-k) cuts K
+# into s parts: s times the blocks, each summing its part into its own partial tile of a workspace;
+# a second kernel adds the parts. The price: the reduction's (s + 1) x M x N floats (s parts read,
+# C written) and one more launch.
 
 # %%
 split_k_plans.split_k_diagram(splits=4);
@@ -457,8 +458,9 @@ exercises.compare_prediction(my_split_gain, whole_ms / split_ms, "fastest split-
                              "without it at 64x8192x8192 (times as fast)", skinny.source)
 
 # %% [markdown]
-# **Why.** The split fills the slots; the gain is less than the ratio of busy slots because an SM
-# left with one block runs it faster than its share of a full SM:
+# **Why.** The split fills the slots. An SM left with one block runs it faster than its share of a
+# full SM, so the gain is less than the ratio of busy slots; the model knows that rate where the
+# calibration measured it:
 
 # %%
 fill = {p: split_k_plans.waves(SKINNY_SHAPE, p, model) for p in (whole, split)}
@@ -466,8 +468,10 @@ speed = model.speed(whole)
 share = speed.sm_rate(1, model.sms) / speed.sm_rate(speed.blocks_per_sm, model.sms)
 print("; ".join(f"{p}: {f['blocks']} blocks of {f['k_per_block']} k for {f['slots']} slots "
                 f"({f['blocks_per_sm']} per SM x {model.sms} SMs)" for p, f in fill.items())
-      + f". One {whole} block alone on an SM gets {share:.2f} of a full SM's rate, not 1/{speed.blocks_per_sm}. "
-      f"The model: {model_split_gain:.2f}x; measured / predicted {(whole_ms / split_ms) / model_split_gain:.2f}.")
+      + (f". One {whole} block alone on an SM gets {share:.2f} of a full SM's rate, not 1/{speed.blocks_per_sm}. "
+         if speed.lone_gflops else f". This model has no one-block rate: it gives a lone block 1/{speed.blocks_per_sm} "
+         "of an SM. ")
+      + f"The model: {model_split_gain:.2f}x; measured / predicted {(whole_ms / split_ms) / model_split_gain:.2f}.")
 
 # %% [markdown]
 # ## 4 · Dispatch: a model, checked by timing
@@ -475,20 +479,19 @@ print("; ".join(f"{p}: {f['blocks']} blocks of {f['k_per_block']} k for {f['slot
 # **The rule.** `gemm_lessons.library.dispatch` lists the library's **plans**: the wide and the
 # any-shape kernel, each with four tile sizes (128 x 128, 64 x 128, 128 x 64, 64 x 64) and K split
 # 1, 2, 3, 4, 6, 8, 12 or 16 ways, and the padded plan per tile size. For a shape it keeps the
-# **candidates** that can run it (the wide kernel's plans where K and N are multiples of 4 and the
-# arrays aligned, else the others; s parts only where each gets at least `model.min_k_per_split`
-# values of k) and picks the smallest estimate:
+# **candidates** that can run it (the wide kernel's where K and N are multiples of 4 and the arrays
+# aligned, else the others) and picks the smallest estimate:
 #
 # $$t = \sum_{\text{waves}} \text{blocks on the busiest SM} \times \frac{\text{FLOP of one block}}{\text{that SM's rate}}
 #   \;+\; \text{split-K: } \frac{\text{reduction bytes}}{\text{bandwidth}} + \text{one launch}
 #   \;+\; \text{padded: } \frac{\text{copy bytes}}{\text{bandwidth}} + \text{three launches}$$
 #
 # A [wave](GLOSSARY.md#wave) puts blocks-per-SM blocks on every SM. The shape suite's
-# **calibration** measures the rates (each kernel and tile size on a 4096^3 square, and on one block
-# per SM for a partly filled last wave) and a copy's bandwidth. It is section 3's tail effect in one
-# formula, blind to L2 reuse, the clock and Python. The check: the shape suite
-# (`python -m gemm_lessons.runs.shapes`) timed every candidate plan on most shapes. Each point is a
-# plan at a shape; ringed, the plan chosen; starred, the fastest.
+# **calibration** measures the rates (each kernel and tile size on a 4096^3 square, and with one
+# block per SM) and a copy's bandwidth. It is section 3's tail effect in one formula, blind to L2
+# reuse, the clock and Python. The check: the suite (`python -m gemm_lessons.runs.shapes`) timed
+# every candidate plan on most shapes. Each point is a plan at a shape; ringed, the plan chosen;
+# starred, the fastest.
 
 # %%
 rec_model = suite_record.recorded_model(rec)  # the model the record's run used
@@ -529,11 +532,11 @@ print(f"Over the {len(kept)} shapes where neither caller was host-bound, gl.sgem
 #   matmul kernel", and caches the choice per problem, as `gl.sgemm` remembers its plan per shape.
 # * **It ranks candidates by estimated time** (`cublasLtMatmulAlgoGetHeuristic`) and lets a caller
 #   time several and keep the fastest: what the shape suite did to check our model.
-# * **Its knobs are this lesson's**: an algorithm names its tile, split-K count and reduction,
-#   pipeline stages and block order ([block order](GLOSSARY.md#block-order)); a request states each
-#   matrix's alignment and the workspace allowed.
+# * **Its knobs are this lesson's**: tile, split-K count and reduction, pipeline stages, block order
+#   ([block order](GLOSSARY.md#block-order)); a request states each matrix's alignment and the
+#   workspace allowed.
 # * **CUTLASS**, NVIDIA's open-source kernel templates, builds a kernel per tile shape, alignment
-#   and more: all of them for Hopper would be "in the order of millions of kernels".
+#   and more: for Hopper, "in the order of millions of kernels".
 #
 # One kernel cannot be best at every shape: the tile that fills the GPU at 4096^3 leaves it idle at
 # 64 x 8192 x 8192, and the fastest loads need an alignment the caller may not have. A library is
@@ -551,10 +554,9 @@ print(f"Over the {len(kept)} shapes where neither caller was host-bound, gl.sgem
 # 2. `splitk_reduce(W, C, alpha, beta)`: one thread per element of C; C = alpha x (W[0] + W[1] +
 #    ...) + beta x C, reading C only when beta != 0 (C may then hold NaN).
 #
-# The check compares C with float64 on 19x37x50 in 3 parts and 9x20x64 in 4, requires each part of
-# W to hold the sum over its own chunk, and on the simulator checks from the access log that each
-# part reads only its chunk and that the reduction reads each partial sum once and C only when
-# beta != 0, with coalesced accesses.
+# The check compares C with float64, requires each part of W to hold the sum over its own chunk,
+# and on the simulator reads the access log: each part reads only its chunk, the reduction each
+# partial sum once and C only when beta != 0, coalesced.
 
 # %%
 import numpy as np

@@ -322,8 +322,8 @@ print(f"On an aligned 4096^3 square the any-shape kernel runs at {any_rate / 1e3
 #
 # cuBLAS is called through [nvmath-python](GLOSSARY.md#nvmath-python), NVIDIA's Python bindings to
 # its math libraries. The next cell times the issue of five callers in 10 batches of 20 calls at
-# four sizes. A difference between two callers counts only where it is larger than the spread of
-# the batches.
+# four sizes. A difference between two callers counts only where one's 90th percentile lies below
+# the other's 10th ([p10-p90](GLOSSARY.md#p10-p90)): the gap is then larger than the batches' spread.
 
 # %%
 costs = call_overhead.call_costs()
@@ -334,8 +334,8 @@ lib_caller = "gl.sgemm(A, B, C)"
 for other in (c for c in costs.callers() if "kernel[grid, block]" in c or c.startswith("cuBLAS")):
     gaps = [g for g in call_overhead.separation(costs, lib_caller, other).values() if g is not None]
     apart = [g for g in gaps if g > 0]
-    print(f"{lib_caller} against {other.split(' (')[0]}: at {len(apart)} of {len(gaps)} sizes the slowest tenth of "
-          f"its batches beat the other's fastest tenth" + (f", by {min(apart):.0f} µs or more" if apart else "")
+    print(f"{lib_caller} against {other.split(' (')[0]}: at {len(apart)} of {len(gaps)} sizes its 90th percentile "
+          f"lay below the other's 10th" + (f", by {min(apart):.0f} µs or more" if apart else "")
           + ("." if len(apart) == len(gaps) else "; elsewhere the spreads overlap and rank nothing."))
 
 # %% [markdown]
@@ -459,8 +459,8 @@ exercises.compare_prediction(my_split_gain, whole_ms / split_ms, "fastest split-
 
 # %% [markdown]
 # **Why.** The split fills the slots. An SM left with one block runs it faster than its share of a
-# full SM, so the gain is less than the ratio of busy slots; the model knows that rate where the
-# calibration measured it:
+# full SM, so the gain is less than the ratio of busy slots; the model has that rate where the
+# library measured it (section 4):
 
 # %%
 fill = {p: split_k_plans.waves(SKINNY_SHAPE, p, model) for p in (whole, split)}
@@ -528,8 +528,9 @@ print(f"Over the {len(kept)} shapes where neither caller was host-bound, gl.sgem
 #
 # Everything above happens inside cuBLAS too, at a larger scale ([REFERENCES.md](REFERENCES.md#lesson-11)):
 #
-# * **A heuristic picks a kernel per problem**: cuBLASLt "uses heuristics to pick the most suitable
-#   matmul kernel", and caches the choice per problem, as `gl.sgemm` remembers its plan per shape.
+# * **A heuristic picks a kernel per problem**: cuBLASLt, the interface that exposes cuBLAS's
+#   choice, "uses heuristics to pick the most suitable matmul kernel" and caches the choice per
+#   problem, as `gl.sgemm` remembers its plan per shape.
 # * **It ranks candidates by estimated time** (`cublasLtMatmulAlgoGetHeuristic`) and lets a caller
 #   time several and keep the fastest: what the shape suite did to check our model.
 # * **Its knobs are this lesson's**: tile, split-K count and reduction, pipeline stages, block order

@@ -127,8 +127,8 @@ print(f"{raw}: issue time {min(span):.0f} to {max(span):.0f} µs over the sizes,
 # likeliest reading of the cells above, and it was not tested. An earlier version of lesson 11
 # took the spread of one caller's issue time over the sizes (the last line) as its yardstick for
 # ranking callers; it was larger than many of the gaps it judged, so it ranked almost nothing.
-# The lesson now ranks two callers only where the slowest tenth of one's batches beat the fastest
-# tenth of the other's (`call_overhead.separation`).
+# The lesson now ranks two callers only where one's 90th percentile lies below the other's 10th
+# (`call_overhead.separation`).
 #
 # **Where the time of a call goes**, measured part by part (`experiments/launch/launch_probe.py`,
 # host time per call, the median of 10 batches of 200 calls). The Launcher can launch through the

@@ -174,9 +174,9 @@ def event_above_sync(costs):
 
 def separation(costs, a, b, what="issue"):
     """{size: µs} by which caller ``a``'s ``what`` ("issue", "sync" or "event") stayed below
-    ``b``'s at each size: ``b``'s 10th percentile minus ``a``'s 90th (positive: the slowest tenth of
-    ``a``'s samples beat the fastest tenth of ``b``'s, so the gap is larger than either spread);
-    None at a size where the percentiles were not recorded."""
+    ``b``'s at each size: ``b``'s 10th percentile minus ``a``'s 90th (positive: the two p10-p90
+    ranges do not overlap, so the gap is larger than the spread of either measurement); None at a
+    size where the percentiles were not recorded."""
     out = {}
     for n in costs.sizes():
         hi, lo = costs.get(a, n, f"{what}_p90_us"), costs.get(b, n, f"{what}_p10_us")

@@ -272,8 +272,10 @@ t_odd, t_ref = 1e3 * model.estimate_s(odd_plan, *ODD_SHAPE), 1e3 * model.estimat
 model_odd_extra_pct = 100 * (t_odd / t_ref - 1)
 copies = (f", of which the copies' {4 * dispatch.padded_copy_floats(*ODD_SHAPE) / 1e6:.0f} MB at "
           f"{model.bandwidth_gbs:,.0f} GB/s are {1e3 * model.padding_s(*ODD_SHAPE):.3f} ms" if odd_plan.kernel == "padded" else "")
+guessed = [str(p) for p in (odd_plan, ref_plan) if not model.speed(p).measured]  # rates this GPU's suite did not measure
 print(f"The model picks {odd_plan} at {shape_name(ODD_SHAPE)} and {ref_plan} at {shape_name(REFERENCE_SHAPE)}, and "
-      f"estimates {t_odd:.3f} ms against {t_ref:.3f} ms: {model_odd_extra_pct:+.1f}%{copies}.")
+      f"estimates {t_odd:.3f} ms against {t_ref:.3f} ms: {model_odd_extra_pct:+.1f}%{copies}"
+      + (f" ({', '.join(guessed)}: a guessed rate, not measured on this GPU)." if guessed else "."))
 
 # %%
 # measured now on a GPU as the shape suite does (checked against float64, then back to back, cuBLAS in
@@ -441,8 +443,10 @@ my_split_gain = None  # your prediction: times as fast (for example 2)
 
 # %%
 model_split_gain = estimate[whole] / estimate[split]
+guessed = [str(p) for p in (whole, split) if not model.speed(p).measured]  # rates this GPU's suite did not measure
 print(f"The model: {whole} {1e3 * estimate[whole]:.3f} ms, {split} {1e3 * estimate[split]:.3f} ms "
-      f"(the reduction and its launch included): {model_split_gain:.2f}x as fast.")
+      f"(the reduction and its launch included): {model_split_gain:.2f}x as fast"
+      + (f" ({', '.join(guessed)}: a guessed rate, not measured on this GPU)." if guessed else "."))
 
 # %%
 # on a GPU: every candidate plan timed now, back to back (the progress bar shows how long); on the

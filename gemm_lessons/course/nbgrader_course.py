@@ -1,9 +1,10 @@
 """python -m gemm_lessons.course.nbgrader_course --out course/ [NN ...]: the series as an nbgrader course.
 
 Writes ``<out>/nbgrader_config.py`` and ``<out>/source/<lesson>/<lesson>.ipynb``: **one
-assignment per lesson**, named after its notebook (``00_setup_and_roofline``, ...).  Lessons
-are taught one at a time, so a teacher releases, collects and grades them one at a time, and a
-cheap lesson is not held up by the simulator running a later lesson's kernels.  ``NN ...``
+assignment per lesson**, named after its notebook (``00_setup_and_roofline``, ...; a lesson's
+appendix notebook, ``11b_...``, has no exercise and is none).  Lessons are taught one at a
+time, so a teacher releases, collects and grades them one at a time, and a cheap lesson is not
+held up by the simulator running a later lesson's kernels.  ``NN ...``
 exports only the lessons whose names start with those prefixes.
 
 Each notebook is the teacher notebook from ``notebooks/`` with nbgrader's cell metadata put in
@@ -37,6 +38,7 @@ import sys
 
 import nbformat
 
+from gemm_lessons.course.budget import APPENDIX
 from gemm_lessons.course.lesson_source import NOTEBOOK_DIR, REPO_DIR
 from gemm_lessons.course.student import BEGIN
 
@@ -166,7 +168,10 @@ def max_points(nb):
 
 
 def lessons(names=(), notebook_dir=NOTEBOOK_DIR):
-    paths = sorted(glob.glob(os.path.join(notebook_dir, "[0-9]*.ipynb")))
+    """The lessons' notebooks (each an assignment); an appendix notebook (``11b_...``: lab notes,
+    no exercise) is not one."""
+    paths = sorted(p for p in glob.glob(os.path.join(notebook_dir, "[0-9]*.ipynb"))
+                   if not APPENDIX.match(os.path.basename(p)))
     if names:
         paths = [p for p in paths if os.path.basename(p).startswith(tuple(names))]
     return paths

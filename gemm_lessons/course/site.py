@@ -33,7 +33,8 @@ Choices, and why:
   configuration is the dict below, passed to Sphinx in this process: no conf.py in the repository,
   nothing copied, and a warning names the real file and line.  The changes above are made on the
   text Sphinx has read (its ``source-read`` event), not on the files.
-* The course order is the order of the README's lesson table; a notebook missing from that table
+* The course order is the order of the README's lesson table, a lesson's appendix notebook
+  (``NNb_name``: its lab notes) right after the lesson; any other notebook missing from that table
   is an error (so the sidebar, the table and the folder cannot disagree).  Sphinx names a page
   after its document, so the home page is README.html; index.html is a copy of it.
 * Colab buttons need the public repository, which is one setting: ``--repository OWNER/NAME``,
@@ -64,6 +65,7 @@ from urllib.parse import unquote, urlsplit
 
 import nbformat
 
+from gemm_lessons.course.budget import APPENDIX
 from gemm_lessons.course.lesson_source import REPO_DIR
 from gemm_lessons.course.student import student_notebook
 
@@ -94,10 +96,11 @@ class Build:
 # --- what goes in, in which order -----------------------------------------------------------
 
 def lesson_order(readme_text, notebook_names):
-    """The notebooks' names in course order: the order the README's lesson table links them.
+    """The notebooks' names in course order: the order the README's lesson table links them, each
+    lesson's appendix notebook (``11b_what_we_tried`` for lesson ``11_...``) right after it.
 
-    ``notebook_names`` are the files in notebooks/ without .ipynb; every one must be in the table,
-    and the table must name no other."""
+    ``notebook_names`` are the files in notebooks/ without .ipynb; every one must be in the table
+    or be the appendix of a lesson that is, and the table must name no other."""
     section = re.search(r"^## The lessons\n(.*?)(?=^## |\Z)", readme_text, re.S | re.M)
     if not section:
         raise SiteError("README.md has no '## The lessons' section: the course order comes from its table")
@@ -105,6 +108,11 @@ def lesson_order(readme_text, notebook_names):
     for name in re.findall(r"\(notebooks/([^)/#]+)\.ipynb\)", section.group(1)):
         if name not in order:
             order.append(name)
+    for appendix in sorted(n for n in notebook_names if APPENDIX.match(n) and n not in order):
+        lesson = appendix[:APPENDIX.match(appendix).end() - len("b_")] + "_"  # "11b_..." follows "11_..."
+        at = [i for i, n in enumerate(order) if n.startswith(lesson)]
+        if at:
+            order.insert(at[-1] + 1, appendix)
     missing = [n for n in sorted(notebook_names) if n not in order]
     unknown = [n for n in order if n not in notebook_names]
     if missing or unknown:

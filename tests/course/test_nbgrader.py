@@ -61,6 +61,14 @@ def _without_check(source):
     return source.split("\nexercises.check(")[0].rstrip("\n") if "\nexercises.check(" in source else source
 
 
+def test_an_appendix_notebook_is_no_assignment(tmp_path):
+    """A lesson's appendix (NNb_...: its lab notes, no exercise) is not exported as an assignment."""
+    for name in ("11_lesson.ipynb", "11b_what_we_tried.ipynb", "GLOSSARY.md"):
+        (tmp_path / name).write_text("{}")
+    assert [os.path.basename(p) for p in nbgrader_course.lessons(notebook_dir=str(tmp_path))] == ["11_lesson.ipynb"]
+    assert not any(os.path.basename(p).startswith("11b_") for p in NOTEBOOKS)
+
+
 def test_export_points_and_dropped_solution_text():
     nb = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell("import gemm_lessons"),

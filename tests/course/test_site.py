@@ -262,6 +262,10 @@ def test_lesson_order_comes_from_the_readme_table():
     assert site.lesson_order(readme, ["00_a", "01_b"]) == ["01_b", "00_a"]
     with pytest.raises(site.SiteError, match="notebooks/02_c.ipynb"):
         site.lesson_order(readme, ["00_a", "01_b", "02_c"])
+    # a lesson's appendix (NNb_: its lab notes) is not in the table and follows its lesson
+    assert site.lesson_order(readme, ["00_a", "01_b", "01b_tried", "00b_more"]) == ["01_b", "01b_tried", "00_a", "00b_more"]
+    with pytest.raises(site.SiteError, match="notebooks/02b_orphan.ipynb"):  # the appendix of no lesson
+        site.lesson_order(readme, ["00_a", "01_b", "02b_orphan"])
 
 
 def test_out_folder_that_is_not_a_site_is_not_replaced(tmp_path):

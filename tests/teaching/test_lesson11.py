@@ -1,6 +1,10 @@
-"""Lesson 11's tables, sentences and figures (gemm_lessons/teaching/lesson11/): every number they
-print is the record's, the rules they apply (host-bound, waves, split-K gain) are right, and on
-the simulator nothing claims to be measured."""
+"""Lesson 11 and its appendix 11b (what we tried): the facts their visible cells print are the
+record's, the rules they apply (host-bound, waves, split-K gain, the spread a gap must beat) are
+right, the lesson's prose constants are the package's, the main path quotes back-to-back ratios
+without host-bound shapes, and on the simulator nothing claims to be measured.
+
+The package's sentence writers (``*_sentences``) are no longer called by lesson 11 (its cells write
+their sentences from facts); their tests below stay until they are removed."""
 import copy
 import os
 import math
@@ -21,6 +25,169 @@ from gemm_lessons.teaching.lesson11 import (call_overhead, call_overhead_sentenc
 from gemm_lessons.records.schema import Device, OverheadRow, ShapeRow, ShapesRecord, Stats  # noqa: E402
 
 REC = suite_record.load()
+LESSON = os.path.join(REPO, "lessons", "11_from_kernel_to_library.py")
+APPENDIX = os.path.join(REPO, "lessons", "11b_what_we_tried.py")
+NOTEBOOK = os.path.join(REPO, "notebooks", "11_from_kernel_to_library.ipynb")
+APPENDIX_NOTEBOOK = os.path.join(REPO, "notebooks", "11b_what_we_tried.ipynb")
+
+
+def _cells(path):
+    import nbformat
+
+    return nbformat.read(path, as_version=4).cells
+
+
+def _printed(path, starts):
+    """What the code cell whose source starts with ``starts`` printed (stdout and rendered text)."""
+    cell = next(c for c in _cells(path) if c.cell_type == "code" and c.source.startswith(starts))
+    out = []
+    for o in cell.outputs:
+        if o.get("output_type") == "stream" and o.get("name") == "stdout":
+            out.append(o["text"])
+        for kind in ("text/markdown", "text/plain"):
+            if kind in o.get("data", {}):
+                out.append(o["data"][kind])
+                break
+    return "".join(out)
+
+
+def _main_path(path=NOTEBOOK):
+    """(markdown, printed text) of the lesson's main path: every cell before "## Lab notes"."""
+    from gemm_lessons.course.budget import END_OF_MAIN_PATH
+
+    md, printed = [], []
+    for c in _cells(path):
+        if c.cell_type == "markdown":
+            if END_OF_MAIN_PATH.match(c.source.strip()):
+                break
+            md.append(c.source)
+        else:
+            for o in c.get("outputs", []):
+                printed.append(o.get("text", "") + "".join(v for k, v in o.get("data", {}).items()
+                                                             if k in ("text/markdown", "text/plain")))
+    return "\n".join(md), "\n".join(printed)
+
+
+# --- lesson 11's main path -------------------------------------------------------------------
+
+def test_the_headline_is_back_to_back_without_host_bound_shapes():
+    mean, kept, left_out = shape_suite.back_to_back_geomean(REC)
+    bound = [r for r in REC.rows if shape_suite.host_bound(REC, r, "gl") or shape_suite.host_bound(REC, r, "cublas")]
+    assert [r.shape for r in left_out] == [r.shape for r in bound] and len(kept) + len(left_out) == len(REC.rows)
+    assert mean == pytest.approx(math.exp(sum(math.log(r.pct_cublas_back_to_back) for r in kept) / len(kept)))
+    # the record's summary counts every shape, a host-bound one included: the lesson does not quote it
+    assert REC.summary["geomean_pct_cublas_back_to_back"] > mean
+    text = _printed(NOTEBOOK, "mean, kept, left_out")
+    assert f"Over the {len(kept)} shapes where neither caller was host-bound" in text
+    assert f"{mean:.0f}% of cuBLAS back to back" in text
+    assert "left out, host-bound: " + ", ".join(suite_record.shape_name(r.shape) for r in left_out) in text
+    md, printed = _main_path()
+    for whole in ("geomean_pct_cublas_single", "geomean_pct_cublas_back_to_back"):
+        assert f"{REC.summary[whole]:.1f}%" not in md + printed  # the all-shapes means stay in the appendix
+    assert f"{REC.summary['geomean_pct_cublas_back_to_back']:.1f}% back to back" in _printed(APPENDIX_NOTEBOOK, "s = rec.summary")
+
+
+def test_single_call_ratios_appear_only_where_the_lesson_is_about_call_cost():
+    md, _ = _main_path()
+    src = open(LESSON).read()
+    main = src.split("# ## Lab notes")[0]
+    call_cost = main.split("# ## 2 · What a call costs")[1].split("# ## 3 ·")[0]
+    elsewhere = main.replace(call_cost, "")
+    assert "single=False" in elsewhere and "pct_cublas_single" not in elsewhere and "single calls" not in elsewhere
+    assert "pct_cublas_single" in call_cost  # the one place: what a single call measures
+    assert 'kinds=("back_to_back",)' in elsewhere  # the suite's figure, back to back only
+
+
+def test_the_yardstick_is_gone_and_gaps_must_beat_the_batches_spread():
+    md, printed = _main_path()
+    assert "yardstick" not in (md + printed).lower()
+    costs = call_overhead.recorded_costs(REC)
+    raw = next(c for c in costs.callers() if "kernel[grid, block]" in c)
+    text = _printed(NOTEBOOK, 'lib_caller = "gl.sgemm(A, B, C)"')
+    for other, name in ((raw, raw.split(" (")[0]), ("cuBLAS (nvmath wrapper)", "cuBLAS")):
+        gaps = call_overhead.separation(costs, "gl.sgemm(A, B, C)", other)
+        for n, gap in gaps.items():  # the slowest tenth of gl.sgemm's batches against the other's fastest tenth
+            assert gap == pytest.approx(costs.get(other, n, "issue_p10_us") - costs.get("gl.sgemm(A, B, C)", n, "issue_p90_us"))
+        apart = [g for g in gaps.values() if g > 0]
+        line = next(x for x in text.splitlines() if x.startswith(f"gl.sgemm(A, B, C) against {name}:"))
+        assert f"at {len(apart)} of {len(gaps)} sizes" in line
+        if apart:
+            assert f"by {min(apart):.0f} µs or more" in line
+
+
+def test_separation_reads_the_percentiles_and_says_where_they_are_missing():
+    rows = [OverheadRow(caller="a", size=128, issue_us=10.0, issue_p10_us=9.0, issue_p90_us=12.0),
+            OverheadRow(caller="b", size=128, issue_us=30.0, issue_p10_us=11.0, issue_p90_us=40.0),
+            OverheadRow(caller="a", size=256, issue_us=10.0), OverheadRow(caller="b", size=256, issue_us=30.0)]
+    costs = call_overhead.CallCosts(rows, "recorded")
+    assert call_overhead.separation(costs, "a", "b") == {128: -1.0, 256: None}  # overlapping spreads rank nothing
+
+
+def test_the_models_predictions_come_before_the_measurements():
+    src = open(LESSON).read()
+    assert "measure_step.recorded" not in src  # no "where this lesson ends up" at the top
+    for guess, model, measured in (("my_odd_extra_pct = None", "model_odd_extra_pct =", "measure_shapes([REFERENCE_SHAPE, ODD_SHAPE]"),
+                                   ("my_split_gain = None", "model_split_gain =", "measure_shapes([SKINNY_SHAPE]")):
+        assert src.index(guess) < src.index(model) < src.index(measured)
+    assert src.count("exercises.compare_prediction(") == 2
+
+
+@requires_simulator
+def test_the_models_predictions_are_the_recorded_models_arithmetic():
+    """On the simulator the lesson's model is the record's: the odd shape and split-K, as printed."""
+    model = suite_record.recorded_model(REC)
+    odd, ref = (dispatch.choose(*s, w, model) for s, w in ((suite_record.ODD_SHAPE, False), (suite_record.REFERENCE_SHAPE, True)))
+    extra = 100 * (model.estimate_s(odd, *suite_record.ODD_SHAPE) / model.estimate_s(ref, *suite_record.REFERENCE_SHAPE) - 1)
+    assert f"{extra:+.1f}%" in _printed(NOTEBOOK, "model = dispatch.model()") and str(odd) == "padded 128x128"
+    est = {p: model.estimate_s(p, *suite_record.SKINNY_SHAPE)
+           for p in dispatch.candidates(*suite_record.SKINNY_SHAPE, True, model)}
+    whole = min((p for p in est if p.split == 1), key=est.get)
+    split = min((p for p in est if p.split > 1), key=est.get)
+    assert f"{est[whole] / est[split]:.2f}x as fast" in _printed(NOTEBOOK, "model_split_gain =")
+    r = suite_record.row(REC, suite_record.SKINNY_SHAPE)
+    assert f"{split_k_plans.split_k_gain(r):.2f}x as fast" in _printed(NOTEBOOK, "best_whole, whole_ms")
+
+
+def test_the_lessons_prose_constants_are_the_packages():
+    import inspect
+
+    from gemm_lessons.model import counting
+    from gemm_lessons.runs import shapes
+
+    text = open(LESSON).read()
+    work = counting.sgemm_flops(*suite_record.ODD_SHAPE) / counting.sgemm_flops(*suite_record.REFERENCE_SHAPE)
+    assert abs(work - 1) < 0.001 and "give or take 0.1%" in text  # the odd shape's work against 4096^3
+    calls = inspect.signature(shapes.measure_overhead).parameters["calls"].default
+    assert (10, calls // 10) == (10, 20) and "10 batches of 20 calls at\n# four sizes" in text
+    assert call_overhead.call_costs.__defaults__[0] == (128, 256, 512, 1024)
+    assert "(128 x 128, 64 x 128, 128 x 64, 64 x 64)" in text and list(dispatch.TILES) == ["128x128", "64x128", "128x64", "64x64"]
+    assert "1, 2, 3, 4, 6, 8, 12 or 16 ways" in text and dispatch.SPLITS == (1, 2, 3, 4, 6, 8, 12, 16)
+    assert "at least 80% of the time per call" in text and suite_record.HOST_BOUND == 0.8
+    M, N, K = suite_record.SKINNY_SHAPE
+    assert N // dispatch.TILES["128x128"].BN == 64 and M <= dispatch.TILES["128x128"].BM and "that is 64 blocks" in text
+    assert f"all\n# {K} values of k" in text
+    # "the reduction's (s + 1) x M x N floats": s parts read, C written (beta 0), the exercise's check too
+    assert "(s + 1) x M x N floats" in text
+
+
+def test_the_appendix_is_linked_and_carries_the_lab_notebook():
+    text = open(LESSON).read()
+    assert text.count("(11b_what_we_tried.ipynb)") >= 2
+    appendix = open(APPENDIX).read()
+    for topic in ("## 1 · The shape suite in full", "## 2 · What a call costs, cell by cell", "serial* split-K",
+                  "## 7 · A larger block tile", "## 8 · cp.async and more stages", "## 9 · The transpose for every shape"):
+        assert topic in appendix, topic
+    main = text.split("# ## Lab notes")[0]
+    assert not re.search(r"commit [0-9a-f]{7}", main)  # the lab notebook's commits are in the appendix
+    assert len(re.findall(r"commit [0-9a-f]{7}", appendix)) >= 3
+    assert "_sentences" not in text and "_sentences" not in appendix  # each sentence is written in a visible cell
+
+
+def test_the_shape_table_can_show_back_to_back_only():
+    r = suite_record.row(REC, suite_record.SKINNY_SHAPE)
+    text = shape_suite.ShapeTable([r], "recorded", single=False)._repr_markdown_()
+    assert "single" not in text and f"{r.pct_cublas_back_to_back:.1f}%" in text
+    assert f"{r.back_to_back_gl.median_ms:.3f}" in text and f"{r.pct_cublas_single:.1f}%" not in text
 
 
 def test_the_record_has_what_the_lesson_reads():
@@ -143,7 +310,9 @@ def test_figures_draw():
                  lambda: call_overhead.call_costs_figure(call_overhead.CallCosts(REC.overhead, "recorded")),
                  lambda: split_k_plans.split_k_diagram(),
                  lambda: split_k_plans.waves_figure(suite_record.SKINNY_SHAPE, plans, model),
-                 lambda: shape_suite.pct_figure(REC), lambda: dispatch_model.model_figure(REC, model)):
+                 lambda: shape_suite.pct_figure(REC), lambda: dispatch_model.model_figure(REC, model),
+                 lambda: shape_suite.pct_figure(REC, kinds=("back_to_back",)),
+                 lambda: call_overhead.issue_figure(call_overhead.CallCosts(REC.overhead, "recorded"))):
         draw()
         plt.close("all")
 
@@ -310,6 +479,8 @@ def test_the_one_launch_split_k_record_backs_what_developing_and_lesson_11_say()
     assert "slower back to back on every\n  shape and plan timed" in developing
     text = split_k_sentences.splitk_probe_sentence(probe)
     assert f"longer on {len(facts)} of the {len(facts)} pairs" in text and "same bits" in text
+    printed = _printed(APPENDIX_NOTEBOOK, "sp = probes.splitk_probe()")  # the appendix (11b) says it
+    assert f"(longer on {len(facts)} of {len(facts)})" in printed and "same bits and right product on every pair: True" in printed
     from gemm_lessons.kernels.sgemm.warptile import TileConfig
     assert "serial" not in TileConfig.__dataclass_fields__  # the library kept two launches
 
@@ -348,6 +519,12 @@ def test_the_profile_backs_lesson_11s_reading_of_it():
     assert "The product alone was faster than cuBLAS; the reduction is what put the call behind." in text
     table = profile_comparison_sentences.ncu_versus_cublas_markdown()
     assert "**dispatch stall**:" in table and "**no instruction**:" in table and "issue slots busy" in table
+    appendix = open(APPENDIX).read().replace("\n# ", " ")  # the appendix (11b) reads the profile in these words
+    for claim in ("cuBLAS ran one kernel, no split, with fewer blocks than SMs and many more registers per thread",
+                  "the product kernel alone was faster than cuBLAS", "the wide kernel was the slowest of the three",
+                  "cuBLAS's block tile is twice as large, its FMA pipe busier", "first stall reason is *not selected*",
+                  "the barrier, is not among cuBLAS's first two"):
+        assert claim in appendix, claim
 
 
 def test_the_reduce_probe_backs_the_16_byte_reduction():
@@ -392,6 +569,8 @@ def test_the_big_tile_record_backs_what_results_md_and_lesson_11_say():
     assert profile_comparison.cublas_kernel_name("16384x16384x16384") == "cutlass_80_simt_sgemm_256x128_8x4_nn_align1"
     text = probe_sentences.bigtile_probe_markdown(probe)
     assert "No larger tile beat 128x128 at any size" in text and "right product" in text
+    printed = _printed(APPENDIX_NOTEBOOK, "bt = probes.bigtile_probe()")  # the appendix (11b) says it
+    assert "a larger tile beat 128x128 at: no size" in printed and "every tile right at every size: True" in printed
 
 
 def test_the_multistage_records_back_what_results_md_and_lesson_11_say():

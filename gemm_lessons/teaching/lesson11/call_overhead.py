@@ -1,5 +1,5 @@
 """Lesson 11, section 2 (what a call costs): the per-call costs of each way to call a kernel
-(``CallCosts``: measured now on a GPU, the record's on the simulator), their figure, and the comparisons
+(``CallCosts``: measured now on a GPU, the record's on the simulator), their figures, and the comparisons
 the section reads off the table (the yardstick, the cheapest caller, cells below or above another).
 The section's sentences are in ``call_overhead_sentences``.
 """
@@ -170,3 +170,40 @@ def event_above_sync(costs):
     """[(caller, size, event µs, sync µs)] where the event time is above the round trip's: the
     events are recorded inside the round trip, so only different samples can put it there."""
     return [(c, n, e, sync) for c, n, sync, e in cells_below(costs, "sync_us", "event_us")]
+
+
+def separation(costs, a, b, what="issue"):
+    """{size: µs} by which caller ``a``'s ``what`` ("issue", "sync" or "event") stayed below
+    ``b``'s at each size: ``b``'s 10th percentile minus ``a``'s 90th (positive: the two p10-p90
+    ranges do not overlap, so the gap is larger than the spread of either measurement); None at a
+    size where the percentiles were not recorded."""
+    out = {}
+    for n in costs.sizes():
+        hi, lo = costs.get(a, n, f"{what}_p90_us"), costs.get(b, n, f"{what}_p10_us")
+        out[n] = None if hi is None or lo is None or math.isnan(hi) or math.isnan(lo) else lo - hi
+    return out
+
+
+def issue_figure(costs, ax=None):
+    """The host's time to issue one call (calls back to back), per caller and size: a bar per size
+    with the 10th-90th percentile range of the batches as a whisker."""
+    import matplotlib.pyplot as plt
+
+    callers, sizes = costs.callers(), costs.sizes()
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 0.5 + 0.75 * len(callers)))
+    h = 0.8 / max(1, len(sizes))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    y = np.arange(len(callers))
+    for i, n in enumerate(sizes):
+        vals = [costs.get(c, n) for c in callers]
+        spread = costs.spread(callers, n, "issue")
+        ax.barh(y - 0.4 + (i + 0.5) * h, vals, h, color=colors[i % len(colors)], xerr=spread, capsize=2,
+                error_kw={"lw": 0.8}, label=f"{n}^2")
+    ax.set_yticks(y, callers, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("host time to issue one call, µs (median of the batches; whisker: 10th-90th percentile)")
+    ax.set_title(f"What a call costs the host, per caller and size\n({costs.source})", fontsize=9)
+    ax.legend(fontsize=7, loc="lower right", title="A, B, C of size", title_fontsize=7)
+    plt.tight_layout()
+    return ax

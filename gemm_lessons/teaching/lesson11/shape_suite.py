@@ -22,6 +22,7 @@ class ShapeTable:
     measured_now: bool = False
     rec: object = field(default=None, repr=False)
     all_plans: bool = False  # every candidate plan was timed: the table names the two split_k_gain compares
+    single: bool = True  # False: the table shows back-to-back times only (the kernels, not the calls around them)
 
     def get(self, shape):
         return next((r for r in self.rows if tuple(r.shape) == tuple(shape)), None)
@@ -43,6 +44,8 @@ class ShapeTable:
         return split_k_gain(r) if r else float("nan")
 
     def _repr_markdown_(self):
+        if not self.single:
+            return self._back_to_back_markdown()
         body = []
         for r in self.rows:
             if r.error:
@@ -61,19 +64,34 @@ class ShapeTable:
                                    "% of cuBLAS, single", "% of cuBLAS, back to back"], body, "lllrrrr")
                 + "".join(f"\n\n{t}" for t in timed))
 
+    def _back_to_back_markdown(self):
+        body = []
+        for r in self.rows:
+            if r.error:
+                body.append([shape_name(r.shape), r.plan or "", "FAILED: " + r.error.splitlines()[0], "", "", ""])
+                continue
+            g, c = r.back_to_back_gl, r.back_to_back_cublas
+            body.append([shape_name(r.shape), r.plan or "", "right" if r.correct else "WRONG",
+                         f"{g.median_ms:.3f} ({tflops(r.shape, g.median_ms):.1f} TFLOPS)" if g else "",
+                         f"{c.median_ms:.3f}" if c else "",
+                         f"{r.pct_cublas_back_to_back:.1f}%" if r.pct_cublas_back_to_back else ""])
+        return (f"**gl.sgemm against cuBLAS, back to back**, {self.source}\n\n"
+                + tables.markdown(["M x N x K", "plan", "check", "gl.sgemm ms", "cuBLAS ms", "% of cuBLAS"],
+                                  body, "lllrrr"))
+
     def __repr__(self):
         return self._repr_markdown_()
 
 
-def measure_shapes(shapes, all_plans=False, repeats=20, rec=None, progress=True):
+def measure_shapes(shapes, all_plans=False, repeats=20, rec=None, progress=True, single=True):
     """gl.sgemm and cuBLAS at ``shapes`` as the shape suite measures them (a check against float64,
     single calls, back to back; every candidate plan with ``all_plans``): now on a GPU, the
-    record's rows on the simulator."""
+    record's rows on the simulator.  ``single=False``: the table shows the back-to-back times only."""
     if backend.SIMULATOR:
         rec = rec or load()
         rows = [row(rec, s) for s in shapes]
         return ShapeTable([r for r in rows if r is not None],
-                          f"recorded on {label(rec)} ({backend.not_measured_why()})", False, rec, all_plans)
+                          f"recorded on {label(rec)} ({backend.not_measured_why()})", False, rec, all_plans, single)
     from gemm_lessons.runs import shapes as suite
     from gemm_lessons.measure.device import device_info
     from gemm_lessons.core.progress import bar
@@ -84,7 +102,7 @@ def measure_shapes(shapes, all_plans=False, repeats=20, rec=None, progress=True)
         rows.append(suite.measure_shape("lesson", tuple(s), repeats, pbar, all_plans))
         pbar.update()
     pbar.close()
-    return ShapeTable(rows, f"measured on {device_info().name} now", True, all_plans=all_plans)
+    return ShapeTable(rows, f"measured on {device_info().name} now", True, all_plans=all_plans, single=single)
 
 
 CALLERS = {"gl": "gl.sgemm(A, B, C)", "cublas": "cuBLAS (nvmath wrapper)"}  # as the per-call costs name them
@@ -128,37 +146,56 @@ def host_bound_evidence(rec, r, who):
     return n, issue, getattr(r, f"back_to_back_{who}").median_ms * 1e3
 
 
-def pct_figure(rec, ax=None):
-    """% of cuBLAS per shape, single calls and back to back; host-bound bars hatched; the 90% line."""
+def pct_figure(rec, ax=None, kinds=("single", "back_to_back")):
+    """% of cuBLAS per shape, single calls and back to back (``kinds``: either or both); host-bound
+    back-to-back bars hatched; the 90% line."""
     import matplotlib.pyplot as plt
 
     rows = [r for r in rec.rows or [] if not r.error]
     if ax is None:
         _, ax = plt.subplots(figsize=(max(8, 0.6 * len(rows)), 5))
     x = np.arange(len(rows))
-    for off, kind, color in ((-0.2, "single", "tab:blue"), (0.2, "back_to_back", "tab:orange")):
+    width = 0.8 / len(kinds)
+    styles = {"single": "tab:blue", "back_to_back": "tab:orange"}
+    for i, kind in enumerate(kinds):
+        off, color = (i - (len(kinds) - 1) / 2) * width, styles[kind]
         for xi, r in zip(x, rows):
             v = getattr(r, f"pct_cublas_{kind}") or 0
             bound = kind == "back_to_back" and (host_bound(rec, r, "gl") or host_bound(rec, r, "cublas"))
-            ax.bar(xi + off, v, 0.4, color=color, hatch="//" if bound else None, ec="white" if bound else color)
-            ax.text(xi + off, v, f"{v:.0f}", ha="center", va="bottom", fontsize=6)
+            ax.bar(xi + off, v, width, color=color, hatch="//" if bound else None, ec="white" if bound else color)
+            ax.text(xi + off, v, f"{v:.0f}", ha="center", va="bottom", fontsize=6 if len(kinds) > 1 else 7)
     from matplotlib.patches import Patch
 
     ax.axhline(100, color="black", ls="--", lw=1)
     line = ax.axhline(LOW_PCT, color="tab:red", ls=":", lw=1)
-    handles = [Patch(color="tab:blue", label="single calls (CUDA events around each call)"),
-               Patch(color="tab:orange", label="back to back (time_gpu)"),
-               Patch(fc="tab:orange", hatch="//", ec="white", label="back to back, host-bound"),
-               line]
+    handles = ([Patch(color="tab:blue", label="single calls (CUDA events around each call)")] if "single" in kinds else [])
+    if "back_to_back" in kinds:
+        handles += [Patch(color="tab:orange", label="back to back (time_gpu)"),
+                    Patch(fc="tab:orange", hatch="//", ec="white", label="back to back, host-bound")]
+    handles.append(line)
     line.set_label(f"{LOW_PCT:.0f}% of cuBLAS")
     ax.set_xticks(x, [f"{shape_name(r.shape)}\n{r.plan}" for r in rows], rotation=50, ha="right", fontsize=7)
     ax.set_ylabel("% of cuBLAS (cuBLAS time / gl.sgemm time)")
-    ax.set_title(f"gl.sgemm against cuBLAS per shape ({label(rec)})", fontsize=9)
-    top = max([getattr(r, f"pct_cublas_{k}") or 0 for r in rows for k in ("single", "back_to_back")] + [100])
+    what = " and ".join({"single": "single calls", "back_to_back": "back to back"}[k] for k in kinds)
+    ax.set_title(f"gl.sgemm against cuBLAS per shape, {what} ({label(rec)})", fontsize=9)
+    top = max([getattr(r, f"pct_cublas_{k}") or 0 for r in rows for k in kinds] + [100])
     ax.set_ylim(0, 1.35 * top)  # room above the tallest bar for the legend
     ax.legend(handles=handles, fontsize=7, loc="upper center", ncol=2)
     plt.tight_layout()
     return ax
+
+
+def back_to_back_geomean(rec):
+    """(geometric mean of % of cuBLAS back to back, the ShapeRows it is over, the rows left out):
+    the shapes where neither gl.sgemm nor cuBLAS was host-bound (there the ratio compares the
+    callers' Python, not the kernels)."""
+    kept, out = [], []
+    for r in rec.rows or []:
+        if r.error or not r.pct_cublas_back_to_back:
+            continue
+        (out if host_bound(rec, r, "gl") or host_bound(rec, r, "cublas") else kept).append(r)
+    mean = float(np.exp(np.mean(np.log([r.pct_cublas_back_to_back for r in kept])))) if kept else float("nan")
+    return mean, kept, out
 
 
 def below(rec, kind="single", threshold=LOW_PCT):

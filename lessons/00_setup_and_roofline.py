@@ -195,7 +195,7 @@ plots.roofline(bw.record, points=[], yticks=TICKS,
 # cells.
 
 # %%
-my_cublas_pct = None      # your prediction: % of the FP32 peak (for example 90)
+my_cublas_pct = None      # your prediction: % of the FP32 peak, a number from 0 to 100
 my_cublas_ceiling = None  # which ceiling binds: "fp32", "issue", "shared", "l2", "dram" or "latency"
 
 # %% [markdown]

@@ -29,18 +29,21 @@ print(gl.banner())
 # ## The machine: peak FP32
 #
 # A GPU computes in its streaming multiprocessors ([SMs](GLOSSARY.md#sm)). Each SM has FP32
-# lanes (units, not threads: 128 per SM on Hopper; NVIDIA's
+# units (execution units, not threads; also called FP32 [lanes](GLOSSARY.md#lane)): 128 per SM
+# on Hopper (NVIDIA's
 # [throughput table](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#arithmetic-instructions)
-# gives the count per compute capability), and each lane finishes one fused multiply-add
+# gives the count per compute capability). Each finishes one fused multiply-add
 # ([FMA](GLOSSARY.md#ffma), 2 FLOP) per clock:
 #
-# $$\text{peak} = \text{SMs} \times \text{lanes per SM} \times 2 \times \text{clock}$$
+# $$\text{peak} = \text{SMs} \times \text{FP32 units per SM} \times 2 \times \text{clock}$$
 #
-# The driver reports the SMs and the (boost) clock.
+# The driver reports the SMs and the (boost) clock. The memory's rate on paper comes the same
+# way: its HBM moves data on both edges of its clock (double data rate), so 2 transfers per
+# clock, each as wide as the memory bus.
 
 # %%
 dev = results.load().device if gl.SIMULATOR else gl.device_info()  # the simulator: the recorded GPU
-print(f"{dev.name}: {dev.sm_count} SMs x {dev.fp32_lanes_per_sm} lanes x 2 FLOP x {dev.clock_mhz:,.0f} MHz"
+print(f"{dev.name}: {dev.sm_count} SMs x {dev.fp32_lanes_per_sm} FP32 units x 2 FLOP x {dev.clock_mhz:,.0f} MHz"
       f" = {dev.peak_gflops / 1e3:.1f} TFLOPS peak FP32")
 print(f"DRAM on paper: {dev.memory_bus_bits}-bit bus x 2 transfers per clock x {dev.memory_clock_mhz:,.0f} MHz"
       f" / 8 bits = {dev.memory_bandwidth_gbs:,.0f} GB/s")
@@ -61,14 +64,15 @@ for M, N, K in [(1, 1, 3), (512, 256, 128), (4096, 4096, 4096)]:
 
 # %% [markdown]
 # ### Exercise 00-flops
-# How many floating-point operations does `alpha*A@B + beta*C` take for M=300, N=200, K=100,
-# counting alpha and beta? Write the expression, not the number.
+# Exactly how many floating-point operations does the plain product `C = A@B` take for M=300,
+# N=200, K=100? Count every multiply and every add; there is no alpha or beta to apply. Is it
+# 2MNK?
 
 # %%
 # NBVAL_CHECK_OUTPUT
 ### BEGIN SOLUTION: answer = None
 M, N, K = 300, 200, 100
-answer = (2 * K + 2) * M * N
+answer = (2 * K - 1) * M * N  # K multiplies and K-1 adds per element of C
 ### END SOLUTION
 exercises.check("00-flops", answer)
 
@@ -76,7 +80,7 @@ exercises.check("00-flops", answer)
 # ## Counting the bytes: arithmetic intensity
 #
 # A perfect kernel reads A and B from DRAM once and writes C once: $4(MK + KN + MN)$ bytes (with
-# beta = 0; otherwise it reads C too, 4MN bytes more). FLOP per byte is the problem's
+# beta = 0; otherwise it reads C too, 4MN bytes more). FLOP (2MNK) per byte is the problem's
 # **[arithmetic intensity](GLOSSARY.md#arithmetic-intensity)**. For SGEMM it grows with size:
 
 # %%
@@ -88,8 +92,8 @@ for s in [256, 1024, 4096, 8192]:
 
 # %% [markdown]
 # ### Exercise 00-intensity
-# What is the arithmetic intensity (FLOP per byte) of an SGEMM with M = N = 4096 and K = 512,
-# with beta = 0? (Not square: the table above does not have it.)
+# What is the arithmetic intensity, 2MNK FLOP per byte, of an SGEMM with M = N = 4096 and
+# K = 512, with beta = 0? (Not square: the table above does not have it.)
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -103,15 +107,14 @@ exercises.check("00-intensity", answer)
 # ## Measured copy bandwidth
 #
 # The DRAM figure on paper is an upper bound; what a kernel gets is measured. The kernel below
-# copies a matrix, each thread moving 16 bytes with one load and one store:
+# copies a matrix, each thread moving 16 bytes of every row it visits:
 
 # %%
 # source: gemm_lessons/kernels/device_copy.py  (the package runs this same code; a test keeps the two identical)
 @cuda.jit
 def copy_float4(src, dst):
-    # one row per block row of the grid (grid-stride if there are more rows than blocks),
-    # 16 bytes per thread with LDG.128 / STG.128.  No integer division: a 64-bit division
-    # per thread (to turn a flat index into row and column) measurably slowed a copy down.
+    # each thread copies 4 neighbouring floats (16 bytes: one wide load, one wide store) of
+    # each row it visits: row blockIdx.y, then every gridDim.y-th row after it.
     rows, cols = src.shape
     c = (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x) * 4
     if c < cols:
@@ -131,9 +134,8 @@ print("copy_float4 copies exactly:", np.array_equal(dst.copy_to_host(), src.copy
 # comparison, the driver's `cudaMemcpy`; bandwidth counts bytes read + written. Timing uses
 # [CUDA events](GLOSSARY.md#cuda-events), timestamps the GPU itself records, after a warm-up and
 # over many repeats: the table gives the median and the 10th-90th percentile range
-# ([p10-p90](GLOSSARY.md#p10-p90)). A row marked [host-bound](GLOSSARY.md#host-bound) is one
-# where issuing a call took the host nearly as long as running it took the GPU (the lab notes
-# give both times).
+# ([p10-p90](GLOSSARY.md#p10-p90)). The lab notes say what a row marked
+# [host-bound](GLOSSARY.md#host-bound) would mean.
 
 # %%
 bw = measure_step.copy_bandwidth()
@@ -148,30 +150,53 @@ print(f"The best copy moved {ceiling:,.0f} GB/s, {100 * ceiling / bw.record.devi
 # ## The roofline
 #
 # A kernel that does F FLOP and moves B bytes of DRAM needs at least F / peak seconds of
-# arithmetic and at least B / bandwidth seconds of memory traffic; it takes at least the larger
-# of the two. Each of these is a **ceiling**, and the larger one **binds**. Divided by the time,
-# this reads as a rate: a kernel of intensity I = F / B runs at most at
-# **[min(peak, bandwidth x I)](GLOSSARY.md#roofline)**. Drawn against I, that is the roofline: a
-# slanted DRAM ceiling, then a flat FP32 ceiling. They meet at the
+# arithmetic and at least B / bandwidth seconds of memory traffic. Each of these times is a
+# **ceiling**: the shortest time one resource allows. The kernel takes at least the larger of the
+# two, which **binds**. F divided by that time is the best rate: a kernel of intensity I = F / B
+# runs at most at **[min(peak, bandwidth x I)](GLOSSARY.md#roofline)**. Drawn against I, that is
+# the roofline: a slanted DRAM line, then a flat FP32 line. A longer time is a lower rate, so at
+# each I the binding ceiling is the *lower* line. The two lines meet at the
 # **[ridge point](GLOSSARY.md#ridge-point)**, peak / bandwidth: left of it a kernel is
 # memory-bound, right of it compute-bound ([compute-bound, memory-bound](GLOSSARY.md#compute-bound)).
 
 # %%
-print(f"Ridge point: {peak / 1e3:.1f} TFLOPS / {ceiling:,.0f} GB/s = {peak / ceiling:.0f} FLOP per byte. "
-      f"SGEMM at 4096^3 offers {counting.sgemm_intensity(4096, 4096, 4096):.0f}.")
+I_4096 = counting.sgemm_intensity(4096, 4096, 4096)
+allowed = min(peak, ceiling * I_4096)
+print(f"Ridge point: {peak / 1e3:.1f} TFLOPS / {ceiling / 1e3:.2f} TB/s = {peak / ceiling:.0f} FLOP per byte. "
+      f"SGEMM at 4096^3 offers {I_4096:.0f}: DRAM alone would allow {ceiling * I_4096 / 1e3:,.0f} TFLOPS, "
+      f"so the roofline allows {allowed / 1e3:.1f}, the FP32 peak.")
 TICKS = (10, 20, 30, 40, 50, 60, 70)  # TFLOPS: a grid fine enough to read a point against the peak
 plots.roofline(bw.record, points=[], yticks=TICKS,
-               marks=[("SGEMM 4096^3, each value read once", counting.sgemm_intensity(4096, 4096, 4096))]);
+               marks=[("SGEMM 4096^3, each value read once", I_4096)]);
 
 # %% [markdown]
+# ## More ceilings than two
+#
+# The roofline's two ceilings are the first two of the course's
+# **[limiter model](GLOSSARY.md#limiter-model)** (the [primer](00a_primer.ipynb) introduces it):
+# one ceiling per resource of the GPU, the time the whole kernel would take if that resource were
+# all that mattered; the largest binds. The other four: **instruction [issue](GLOSSARY.md#issue)**
+# (an SM's four [schedulers](GLOSSARY.md#warp-scheduler) issue one warp-instruction each per
+# cycle), **shared-memory [wavefronts](GLOSSARY.md#wavefront)** (one per SM per cycle),
+# **[L2](GLOSSARY.md#l2) bandwidth**, and **DRAM [latency](GLOSSARY.md#latency)** (too few bytes
+# in flight to keep DRAM busy, by [Little's law](GLOSSARY.md#littles-law); the model applies it
+# to the memory-bound kernels of lesson 09).
+#
+# Issue matters from the first kernel on. An SM's 128 FP32 units finish 4
+# [warp-FFMAs](GLOSSARY.md#warp-fma) per cycle (128 / 32 threads), and its schedulers issue 4
+# warp-instructions per cycle. So on this GPU the issue ceiling is never below the FP32 one:
+# only a kernel that issues nothing but `FFMA` reaches the peak. Each load, address computation
+# or branch takes a slot an FFMA could have had.
+#
 # ## Predict
 #
-# cuBLAS computes `C = A@B` at 4096^3. If it reads each value from DRAM once (the dashed line),
-# what rate does the roofline allow it, in TFLOPS? Write your number before running the next
+# cuBLAS computes `C = A@B` at 4096^3. The roofline allows it the full FP32 peak. What % of the
+# peak will it reach, and which ceiling will stop it short? Write both before running the next
 # cells.
 
 # %%
-my_cublas_tflops = None  # your prediction, TFLOPS
+my_cublas_pct = None      # your prediction: % of the FP32 peak, a number from 0 to 100
+my_cublas_ceiling = None  # which ceiling binds: "fp32", "issue", "shared", "l2", "dram" or "latency"
 
 # %% [markdown]
 # ## cuBLAS: the yardstick
@@ -195,72 +220,78 @@ sweep
 
 # %%
 cub = next(r for r in sweep.rows if r.M == 4096)
-allowed = min(peak, ceiling * counting.sgemm_intensity(4096, 4096, 4096))
-print(f"cuBLAS at 4096^3: {cub.gflops / 1e3:.1f} TFLOPS, {100 * cub.gflops / peak:.0f}% of the FP32 peak; "
-      f"the roofline allows {allowed / 1e3:.1f}.")
-exercises.compare_prediction(my_cublas_tflops, cub.gflops / 1e3, "cuBLAS at 4096^3, TFLOPS", sweep.source)
+cub_pct = 100 * cub.gflops / peak
+print(f"cuBLAS at 4096^3: {cub.gflops / 1e3:.1f} TFLOPS, {cub_pct:.0f}% of the {peak / 1e3:.1f} TFLOPS FP32 peak.")
+exercises.compare_prediction(my_cublas_pct, cub_pct, "cuBLAS at 4096^3, % of the FP32 peak", sweep.source)
 
 # %% [markdown]
 # On the roofline (cuBLAS's dot sits at the ideal intensity, each value read once):
 
 # %%
 plots.roofline(measure_step.merge(bw, sweep), yticks=TICKS,
-               points=[(f"cuBLAS {cub.gflops / 1e3:.1f}", counting.sgemm_intensity(4096, 4096, 4096), cub.gflops)]);
+               points=[(f"cuBLAS {cub.gflops / 1e3:.1f}", I_4096, cub.gflops)]);
 
 # %% [markdown]
 # ## Why: the limiter model
 #
-# DRAM is far from binding here, yet cuBLAS stops well short of the FP32 ceiling. The roofline's
-# two ceilings are the first two of the course's **[limiter model](GLOSSARY.md#limiter-model)**
-# (defined in the [primer](00a_primer.ipynb)): one time per resource of the GPU, the time the
-# whole kernel would take if that resource were all that mattered; the largest binds. It has four
-# more ceilings; this lesson needs the first, later lessons the rest: **instruction issue** (an
-# SM's four [schedulers](GLOSSARY.md#warp-scheduler) issue one warp-instruction each per cycle),
-# **shared-memory [wavefronts](GLOSSARY.md#wavefront)** (one per SM per cycle),
-# **[L2](GLOSSARY.md#l2) bandwidth**, and **DRAM [latency](GLOSSARY.md#latency)** (too few bytes in
-# flight to keep DRAM busy, by [Little's law](GLOSSARY.md#littles-law)).
-#
-# Here is the model for cuBLAS at 4096^3. Its counts of instructions, wavefronts and bytes come
-# from one profiled run (the heading names the GPU):
+# DRAM is far from binding, yet cuBLAS stops short of the FP32 ceiling. Here is the model for
+# cuBLAS at 4096^3. Its counts of instructions, wavefronts and bytes come from one launch read
+# by the [profiler](GLOSSARY.md#ncu) (the heading names the GPU). The first column names the
+# [rung](GLOSSARY.md#rung); cuBLAS is there as the yardstick every rung is measured against. The
+# prediction is the binding ceiling stretched by the last [wave](GLOSSARY.md#wave) of blocks,
+# which leaves some SMs idle.
 
 # %%
 why = limiter_table.why(["cublas"], measured=sweep)
 why
 
 # %% [markdown]
-# Why issue? A Hopper SM's 128 lanes finish 4 [warp-FFMAs](GLOSSARY.md#warp-fma) per cycle
-# (128 / 32 threads), and its schedulers issue 4 warp-instructions per cycle. So the FP32 peak
-# needs *every* issue slot to carry an `FFMA`: each load, address computation or branch takes a
-# slot an FFMA could have had.
+# The model assumes the binding unit busy every cycle; the profiler finds it busy less often.
+# The other cycles are stalls: warps waiting at a barrier, for a load, or for the result of an
+# earlier instruction. So a measured time sits somewhat above the prediction, here and in every
+# lesson.
 
 # %%
 r = why.row("cublas")
 c = r.ceilings_ms
-per_ffma = c["issue"] / c["fp32"]  # 4 issue slots and 4 warp-FFMAs per cycle: the ratio of the two times
-print(f"cuBLAS issues {per_ffma:.2f} warp-instructions per warp-FFMA, so issue allows {100 / per_ffma:.0f}% of "
-      f"the FP32 peak ({c['issue']:.2f} ms against {c['fp32']:.2f} ms). The last wave of blocks leaves some SMs "
-      f"idle and stretches that by {100 * (r.tail - 1):.0f}%: predicted {r.predicted_ms:.2f} ms, "
-      f"{100 * c['fp32'] / r.predicted_ms:.0f}% of the peak. Measured: {r.measured_ms:.2f} ms, "
-      f"{100 * c['fp32'] / r.measured_ms:.0f}% of the peak, {r.ratio:.2f} times the prediction.")
-print(f"The model assumes the binding unit busy every cycle; the profiler found the busiest unit, "
-      f"{limiter_table.SHORT[r.busiest]}, busy {r.busiest_pct:.0f}% of them. The other cycles are stalls: warps "
-      f"waiting at a barrier, for a load, or for the result of an earlier instruction.")
+pct = lambda ms: 100 * c["fp32"] / ms  # % of the FP32 peak that a time of ms allows
+dram_bytes = limiter_table.work("cublas").dram_bytes
+min_bytes = counting.sgemm_min_bytes(4096, 4096, 4096)
+print(f"FFMAs alone would take {c['fp32']:.2f} ms (100% of the peak). cuBLAS issues "
+      f"{c['issue'] / c['fp32']:.2f} warp-instructions per warp-FFMA, which raises the issue ceiling to "
+      f"{c['issue']:.2f} ms ({pct(c['issue']):.0f}%); the last wave stretches that to the prediction, "
+      f"{r.predicted_ms:.2f} ms ({pct(r.predicted_ms):.0f}%); "
+      + (f"stalls bring it to the measured {r.measured_ms:.2f} ms ({pct(r.measured_ms):.0f}%)."
+         if r.measured_ms > r.predicted_ms else
+         f"the measured {r.measured_ms:.2f} ms ({pct(r.measured_ms):.0f}%) is within it."))
+print(f"The profiler's busiest unit is {limiter_table.SHORT[r.busiest]}, busy {r.busiest_pct:.0f}% of the "
+      f"cycles (the model assumes 100%). The DRAM column counts the bytes the profiler saw, {dram_bytes / 1e6:,.0f} MB, "
+      f"{dram_bytes / min_bytes:.1f} times the {min_bytes / 1e6:,.0f} MB minimum (A and B are read more than "
+      f"once); even so, its time is {100 * c['dram'] / c[r.binding]:.0f}% of the binding ceiling's.")
+held, rated = why.clock_mhz, dev.clock_mhz
+print(f"The model's run held the SM clock at {held:,.0f} MHz"
+      + (", the clock the peak assumes: the gap to the peak is not the clock."
+         if abs(held / rated - 1) < 0.005 else f", against the {rated:,.0f} MHz the peak assumes."))
+print("You named no ceiling yet." if my_cublas_ceiling is None else
+      f"You named {my_cublas_ceiling!r}; the model's binding ceiling is {r.binding!r}"
+      + (", and the profiler agrees." if r.agrees else f", the profiler's busiest unit {r.busiest!r}."))
 
 # %% [markdown]
-# The model's times are taken at the clock the GPU held (the table's heading), so the gap between
-# cuBLAS and the peak is not the clock and not memory: it is instructions other than FFMA, plus
-# stalls. Every rung of this series will be read the same way: its ceilings, the binding one,
-# and how close it gets.
+# Every rung of this series will be read the same way: its ceilings, the binding one, and how
+# close it gets.
 #
 # ## Takeaway
 #
-# * Peak FP32 = SMs x lanes x 2 x clock; the DRAM ceiling is a measured copy, not a data sheet.
+# * Peak FP32 = SMs x FP32 units x 2 x clock; the DRAM ceiling is a measured copy, not a data
+#   sheet.
 # * SGEMM does 2MNK FLOP on at least 4(MK + KN + MN) bytes: 683 FLOP per byte at 4096^3, far
 #   right of the ridge point, so DRAM bandwidth need not limit it.
-# * A ceiling is a time; the largest binds. The roofline draws two (FP32, DRAM); the limiter model
-#   adds issue, shared-memory wavefronts, L2 and latency.
-# * cuBLAS at 4096^3 is issue-bound: the FP32 peak needs every issue slot to be an FFMA. Every
-#   later kernel is measured as a % of cuBLAS in the same run.
+# * A ceiling is the shortest time one resource allows; the largest binds, and on the roofline it
+#   is the lower line. The roofline draws two (FP32, DRAM); the limiter model adds issue,
+#   shared-memory wavefronts, L2 and latency.
+# * An SM issues as many warp-instructions per cycle as its FP32 units finish warp-FFMAs, so the
+#   peak needs every issue slot to be an FFMA: cuBLAS at 4096^3 is issue-bound.
+# * Every later kernel is measured as a % of cuBLAS in the same run.
 
 # %% [markdown]
 # ## Sources and further reading
@@ -279,15 +310,11 @@ print(f"The model assumes the binding unit busy every cycle; the profiler found 
 #   SMs and clock, so the same FP32 and issue rates; the H200's DRAM is faster, which
 #   moves its ridge point left and changes nothing for cuBLAS. On an H200 the model's table takes
 #   this notebook's own cuBLAS time.
-# * **Host time against GPU time** for the two copies, the numbers behind the host-bound flag:
+# * **Host time against GPU time** for the two copies. A copy would be marked
+#   [host-bound](GLOSSARY.md#host-bound) if issuing a call took the host nearly as long as
+#   running it took the GPU:
 
 # %%
-copy = next((row for row in bw.rows if row.kernel == "copy_float4"), None)
 for row in bw.rows:
     print(f"{row.kernel}: {row.host_issue_ms * 1e3:,.0f} µs to issue a call, {row.median_ms * 1e3:,.0f} µs on the "
           f"GPU, {row.gbs:,.0f} GB/s" + (" (host-bound)" if row.host_bound else ""))
-    if row.host_bound and copy is not None and row is not copy and not copy.host_bound \
-            and abs(row.gbs / copy.gbs - 1) < 0.02:
-        print(f"  {row.kernel} moved as many bytes per second as copy_float4 (within 2%), which is not host-bound: "
-              "a GPU that waited for the host between calls would have moved fewer, so here it did not wait; "
-              "the host's time is the driver's copy call itself.")

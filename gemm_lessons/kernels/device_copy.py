@@ -8,9 +8,8 @@ from gemm_lessons.core.float4 import load4, store4
 # lesson-cell: begin
 @cuda.jit
 def copy_float4(src, dst):
-    # one row per block row of the grid (grid-stride if there are more rows than blocks),
-    # 16 bytes per thread with LDG.128 / STG.128.  No integer division: a 64-bit division
-    # per thread (to turn a flat index into row and column) measurably slowed a copy down.
+    # each thread copies 4 neighbouring floats (16 bytes: one wide load, one wide store) of
+    # each row it visits: row blockIdx.y, then every gridDim.y-th row after it.
     rows, cols = src.shape
     c = (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x) * 4
     if c < cols:

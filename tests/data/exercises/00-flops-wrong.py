@@ -1,3 +1,3 @@
-# Exercise 00-flops, wrong: 2MNK, alpha and beta not counted.
+# Exercise 00-flops, wrong: 2MNK, one addition per element of C too many.
 M, N, K = 300, 200, 100
 answer = 2 * M * N * K

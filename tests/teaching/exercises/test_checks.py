@@ -33,7 +33,7 @@ def _launch_axpy(right=True, guard=True):
 RIGHT = {
     "00a-launch": _launch_axpy(),
     "00a-occupancy": (3, "shared memory"),
-    "00-flops": (2 * 100 + 2) * 300 * 200,  # M, N, K = 300, 200, 100
+    "00-flops": (2 * 100 - 1) * 300 * 200,  # C = A@B exactly, M, N, K = 300, 200, 100: K mul + K-1 add
     "00-intensity": 2 * 4096 * 4096 * 512 / (4 * (4096 * 512 * 2 + 4096 * 4096)),  # 204.8
     "01-sectors": (2, 2),  # blocks 16 wide: a warp is two rows of C
     "02-loads": 1024 * 2048 * 512 * (1 / 64 + 1 / 32),
@@ -43,7 +43,7 @@ RIGHT = {
 WRONG = {
     "00a-launch": _launch_axpy(right=False),  # the grid is rounded down: the last elements are never written
     "00a-occupancy": (4, "shared memory"),  # the 1 KB each block reserves forgotten
-    "00-flops": 2 * 100 * 300 * 200,  # alpha and beta not counted
+    "00-flops": 2 * 100 * 300 * 200,  # 2MNK: one add per element too many
     "00-intensity": 2 * 4096 / 12,  # the 4096^3 intensity the lesson prints
     "01-sectors": (1, 4),  # a warp of a block 32 wide
     "02-loads": 2 * 1024 * 2048 * 512,  # the naive count
@@ -69,6 +69,27 @@ def test_right_answer_passes(ex):
 def test_wrong_answer_fails_with_a_hint(ex):
     fb = exercises.check(ex, WRONG[ex])
     assert not fb.ok and "Hint:" in str(fb)
+
+
+def test_lesson_00_numbers_name_the_common_slips_and_print_counts_in_full():
+    fb = exercises.check("00-flops", RIGHT["00-flops"])
+    assert fb.ok and "11,940,000" in str(fb)
+    slips = {2 * 100 * 300 * 200: ["12,000,000 is not", "2MNK"], (2 * 100 + 2) * 300 * 200: ["(2K+2)MN", "alpha"],
+             100 * 300 * 200: ["multiplications only"]}
+    for answer, words in slips.items():
+        fb = exercises.check("00-flops", answer)
+        assert not fb.ok and all(w in str(fb) for w in words), str(fb)
+    M, N, K = 4096, 4096, 512
+    elements = M * K + K * N + M * N
+    slips = {2 * M * N * K / elements: ["819.2 is not", "a float is 4 bytes"],
+             2 * M * N * K / (4 * (elements + M * N)): ["113.8 is not", "counts C twice"],
+             (2 * K + 2) * M * N / (4 * elements): ["(2K+2)MN", "2MNK"],
+             (2 * K + 1) * M * N / (4 * elements): ["(2K+1)MN", "2MNK"],  # within 0.1% of the answer, still a slip
+             2 * 4096 / 12: ["the square 4096^3", "K = 512"]}
+    for answer, words in slips.items():
+        fb = exercises.check("00-intensity", answer)
+        assert not fb.ok and all(w in str(fb) for w in words), str(fb)
+    assert exercises.check("00-intensity", 204.8).ok
 
 
 def test_missing_answer_and_crashing_answer_give_feedback():

@@ -88,7 +88,7 @@ def test_list_names_every_exercise_and_what_its_file_defines():
 def test_a_right_number_passes_and_prints_the_cells_feedback():
     rc, out, err = run_cli("00-flops", data("00-flops.py"))
     assert rc == 0, (out, err)
-    assert out == str(exercises.check("00-flops", (2 * 100 + 2) * 300 * 200)) + "\n"
+    assert out == str(exercises.check("00-flops", (2 * 100 - 1) * 300 * 200)) + "\n"
 
 
 def test_a_wrong_number_fails_with_the_cells_feedback():
@@ -169,7 +169,7 @@ def test_a_skeleton_answer_is_not_yet_not_a_usage_error(tmp_path, capsys):
 
 def test_the_file_imports_from_its_own_folder_and_is_not_main(tmp_path, capsys):
     (tmp_path / "helper.py").write_text("N = 200\n")
-    (tmp_path / "mine.py").write_text("from helper import N\nM, K = 300, 100\nanswer = (2 * K + 2) * M * N\n"
+    (tmp_path / "mine.py").write_text("from helper import N\nM, K = 300, 100\nanswer = (2 * K - 1) * M * N\n"
                                       "if __name__ == '__main__':\n    answer = 0\n")
     assert cli.main(["00-flops", str(tmp_path / "mine.py")]) == 0
     assert str(tmp_path) not in sys.path

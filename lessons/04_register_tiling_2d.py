@@ -2,9 +2,9 @@
 # # 04 · 2-D register tiling: the outer product
 #
 # **Where we are.** Lesson 03's `reg1d` gives each thread a column of 16 results: a value of B
-# loaded from shared memory serves 16 FMAs, but every FMA still loads its own value of A, so 17
-# shared-memory loads feed 16 FMAs. The *limiter run* timed and profiled every rung of the
-# course on one GPU, and the [limiter model](GLOSSARY.md#limiter-model) found what that costs:
+# serves 16 FMAs, but each FMA loads its own value of A, so 17 shared-memory loads feed 16 FMAs.
+# The [limiter model](GLOSSARY.md#limiter-model), on the *limiter run* (every rung timed and
+# profiled on one GPU), says what that costs:
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -13,6 +13,7 @@ from gemm_lessons.model.limiter import WHAT
 from gemm_lessons.teaching import exercises, figures, limiter_table, measure_step
 from gemm_lessons.instruments import compiler_facts
 from gemm_lessons.kernels import ladder
+from gemm_lessons.records import results
 from gemm_lessons.core.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
 import functools
 import numpy as np
@@ -28,27 +29,26 @@ print(f"reg1d at 4096^3 on the {prev.device}: {r.measured_ms:.1f} ms, {2 * 4096*
 # %% [markdown]
 # ## Idea: an 8x8 patch of C per thread
 #
-# Give each thread a TM x TN patch of C. At each [k-step](GLOSSARY.md#k-step) it loads TM values
-# of A (a column of the A slice) and TN values of B (a row of the B slice) into registers and
-# forms all TM x TN products: an [outer product](GLOSSARY.md#outer-product), TM + TN loads for
-# TM x TN FMAs. This lesson's kernel, `reg2d`, uses the classic shape: a block computes a
-# 128x128 tile of C from a 128x8 slice of A and an 8x128 slice of B (BK = 8) at a time, each
-# thread 8x8 results, so 16 x 16 = 256 threads per block.
+# Give each thread a TM x TN patch of C. At each [k-step](GLOSSARY.md#k-step) it loads a column
+# of TM values of the A slice and a row of TN values of the B slice into registers and forms all
+# their products: an [outer product](GLOSSARY.md#outer-product), TM + TN loads for TM x TN FMAs.
+# `reg2d` computes a 128x128 tile of C per block, BK = 8 at a time, 8x8 results per thread:
+# 256 threads.
 
 # %%
 figures.register_block(BM=128, BN=128, BK=8, TM=8, TN=8);
 
 # %% [markdown]
-# An x-by-y patch does 2xy FLOPs from x + y loaded values, a compute-to-memory ratio of
+# An x-by-y patch does 2xy FLOPs per k-step from x + y values loaded from shared memory into
+# registers, a [compute-to-memory ratio](GLOSSARY.md#compute-to-memory-ratio) of
 # $$\frac{2xy}{x + y} = \frac{2}{1/x + 1/y}\ \text{FLOP per value loaded.}$$
-# For a fixed number of results $xy$ (of accumulators) it is largest when the patch is square;
-# a bigger patch raises it too.
+# For a fixed number of results (accumulators) it is largest when the patch is square; a bigger
+# patch raises it too.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 for x, y in [(1, 1), (16, 1), (4, 4), (16, 4), (8, 8)]:
-    print(f"{x:>2} x {y:<2} patch: {x * y:>3} FMAs from {x + y:>2} reads, "
-          f"ratio 2/(1/x+1/y) = {counting.compute_to_memory_ratio(x, y):.2f} FLOP per value")
+    print(f"{x:>2} x {y:<2}: {x * y:>3} FMAs, {x + y:>2} loads, ratio {counting.compute_to_memory_ratio(x, y):.2f}")
 
 
 # %% [markdown]
@@ -56,30 +56,31 @@ for x, y in [(1, 1), (16, 1), (4, 4), (16, 4), (8, 8)]:
 #
 # `reg1d` is the 16 x 1 row above, `reg2d` the 8 x 8: 4.25 times fewer shared loads per FMA.
 # Is it 4.25 times faster? A kernel takes as long as its busiest unit needs. The limiter model
-# counts, per [warp-FFMA](GLOSSARY.md#warp-fma), the work of each unit of an SM and divides by
-# the unit's rate per cycle:
+# counts each unit's work per [warp-FFMA](GLOSSARY.md#warp-fma) (one
+# [`FFMA`](GLOSSARY.md#ffma), fused multiply-add, for a whole warp) and divides by its rate:
 #
 # * FP32 lanes: 4 warp-FFMAs per cycle (128 lanes);
-# * [issue](GLOSSARY.md#issue): 4 warp-instructions per cycle (one per scheduler), whatever the
-#   instruction: an `FFMA`, an `LDS`, or an integer add computing an address;
+# * [issue](GLOSSARY.md#issue): 4 warp-instructions per cycle (one per
+#   [warp scheduler](GLOSSARY.md#warp-scheduler)), whatever the instruction: an `FFMA`, a
+#   shared-memory load ([`LDS`](GLOSSARY.md#lds)), or an integer add computing an address;
 # * shared memory: 1 [wavefront](GLOSSARY.md#wavefront) per cycle.
 #
-# The largest of the three, in cycles per warp-FFMA, *binds*: it sets the time. Its inputs are counts, which the
-# profiler took for both kernels in the limiter run:
+# The largest, in cycles per warp-FFMA, *binds*: it sets the time. The profiler counted both
+# kernels' work in the limiter run:
 
 # %%
 work = {rung: limiter_table.counts(rung) for rung in ("reg1d", "reg2d")}  # one launch at 4096^3 each
 for rung, n in work.items():
     print(f"{rung}: {n['warp_instructions'] / n['warp_ffma']:.2f} warp-instructions and "
           f"{n['shared_wavefronts'] / n['warp_ffma']:.2f} shared wavefronts per warp-FFMA")
-print(f"(a k-step of reg2d holds 64 FFMA and 16 LDS, {80 / 64:.2f} instructions per FFMA: the rest is "
-      "index arithmetic, staging the slices, barriers and the loops' counters)")
+print(f"(a k-step of reg2d holds 64 FFMA and 16 LDS, {80 / 64:.2f} instructions per FFMA; the Why section "
+      "finds the others)")
 
 # %% [markdown]
-# `reg2d`'s wavefronts are its 16 conflict-free loads per 64 FMAs (0.25) plus the stores that
-# stage the slices. **Your prediction:** work out each rung's cycles per warp-FFMA for the three
-# units, find the binding one, and predict how many times faster `reg2d` runs than `reg1d` at
-# 4096^3.
+# `reg2d`'s wavefronts are its 16 loads per 64 FMAs, one each (no
+# [bank conflicts](GLOSSARY.md#bank-conflict)), plus the stores that stage the slices.
+# **Your prediction:** work out each rung's cycles per warp-FFMA for the three units, find the
+# binding one, and predict how many times faster `reg2d` runs than `reg1d` at 4096^3.
 
 # %%
 my_speedup = None  # your prediction: replace None with a number (for example 2.5)
@@ -98,24 +99,24 @@ for rung, n in work.items():
           + f" -> {binding[rung][0]} binds")
 model_speedup = binding["reg1d"][1] / binding["reg2d"][1]
 fewer = {k: work["reg1d"][k] / work["reg2d"][k] for k in ("shared_wavefronts", "warp_instructions")}
-print(f"Model: reg2d {model_speedup:.2f}x as fast as reg1d. Wavefronts fall {fewer['shared_wavefronts']:.1f}x, "
+print(f"Model: reg2d {model_speedup:.2f}x as fast as reg1d. Wavefronts fall about {fewer['shared_wavefronts']:.0f}x, "
       f"so shared memory stops binding; instructions fall only {fewer['warp_instructions']:.2f}x, and issue binds.")
 
 # %% [markdown]
 # ## The kernel
 #
-# Each slice, the 256 threads stage the A and B slices in shared memory, then run BK = 8 k-steps
-# of the outer product. Two choices in it matter:
+# Each slice, the 256 threads stage the A and B slices in shared memory, then run 8 k-steps of
+# the outer product. Two choices matter:
 #
-# * **Registers.** 64 accumulators, 16 operands and the addresses: left alone, the compiler
-#   may give each thread more than 128 [registers](GLOSSARY.md#register), and an SM (65,536
-#   registers) then holds only one 256-thread block. `MAX_REGISTERS=128` caps them
+# * **Registers.** 64 accumulators, 16 operands and the addresses take many
+#   [registers](GLOSSARY.md#register), of the SM's 65,536. `MAX_REGISTERS=128` caps them
 #   ([max_registers](GLOSSARY.md#max-registers), CUDA C++'s `__maxnreg__`) so that two blocks
 #   fit: 2 x 256 x 128 = 65,536. `reg2d_uncapped` is the same kernel without the cap.
 # * **Where a thread's results lie.** With `SPREAD`, a thread's 8 rows lie 16 apart, as do its 8
-#   columns, not side by side as in the figure: the threads of a warp then read neighbouring
-#   shared-memory words, without [bank conflicts](GLOSSARY.md#bank-conflict) (lesson 06). The
-#   Lab notes look at the side-by-side layout, `reg2d_contiguous`.
+#   columns (not side by side as in the figure), so a warp reads neighbouring shared-memory
+#   words, without bank conflicts. Side by side (`reg2d_contiguous`) the loads take three times
+#   the wavefronts, which costs little while issue binds (Lab notes); lessons 05 and 06 are
+#   where conflicts start to cost.
 
 # %%
 # source: gemm_lessons/kernels/sgemm/reg2d.py  (the package runs this same code; a test keeps the two identical)
@@ -192,29 +193,29 @@ reg2d_contiguous = make_sgemm_reg2d(SPREAD=False)           # each thread's 8x8 
 gl.check_all(functools.partial(reg2d.sgemm, kernel=reg2d_default), name="reg2d")
 
 # %% [markdown]
-# ## Registers and local memory
+# ## What the compiler made of it
 #
-# The [compiler facts](GLOSSARY.md#compiler-facts): `registers` per thread; `local bytes` per
-# thread, where anything but 0 would mean the compiler ran out of registers and
-# [spilled](GLOSSARY.md#register-spill) values to local memory; the
-# [blocks per SM](GLOSSARY.md#blocks-per-sm) the registers allow; and SASS counts in the code.
+# The [compiler facts](GLOSSARY.md#compiler-facts), read from the [SASS](GLOSSARY.md#sass) (the
+# GPU's machine code): registers and [spilled](GLOSSARY.md#register-spill) bytes per thread,
+# [blocks per SM](GLOSSARY.md#blocks-per-sm), instructions in the code (128 `FFMA`: a k-step's
+# 64 and 64 after the loop), and the [main loop](GLOSSARY.md#k-step): the k-step loop (*inner
+# loop*, 8 times per slice) and the rest of the loop over slices (*loop around it*).
 
 # %%
 kernels = {"reg2d": reg2d_default, "reg2d_uncapped": reg2d_uncapped, "reg1d": ladder.SGEMM["reg1d"].kernel}
 threads = {"reg2d": 256, "reg2d_uncapped": 256, "reg1d": 1024}
-facts = compiler_facts.compiler_facts(kernels, threads=threads)
+h200 = results.read(results.path_for("experiment", "NVIDIA H200", "lesson04"))  # the simulator shows this H200 run
+facts = compiler_facts.compiler_facts(kernels, threads=threads, record=h200, loops=True)
 facts
 
 # %%
 warps = {name: compiler_facts.blocks_per_sm(f["registers"], f.get("shared_bytes", 0), threads[name])[0]
          * threads[name] // 32 for name, f in facts.facts.items()}
 spills = [name for name, f in facts.facts.items() if f.get("local_bytes")]
-print("Resident warps per SM: " + ", ".join(f"{name} {w}" for name, w in warps.items()) + ". "
-      + (f"Spilled to local memory: {', '.join(spills)}." if spills else "Local memory: 0 bytes in all three, no spill."))
-
-# %% [markdown]
-# The SASS counts are instructions in the code, not executed: the loop body is one k-step, 16
-# `LDS` and 64 `FFMA`; the other 64 `FFMA` compute `alpha * acc + beta * C` after the loop.
+print(f"Left alone, the compiler gives reg2d_uncapped {facts['reg2d_uncapped']['registers']} registers per thread: "
+      f"{warps['reg2d_uncapped']} resident warps per SM, against {warps['reg2d']} for reg2d and {warps['reg1d']} "
+      "for reg1d. " + (f"Spilled to local memory: {', '.join(spills)}." if spills
+                       else "Local memory: 0 bytes in all three, no spill."))
 
 # %% [markdown]
 # ## Measure
@@ -225,7 +226,7 @@ table = measure_step.compare({
     "reg2d_uncapped": functools.partial(reg2d.sgemm, kernel=reg2d_uncapped),
     "reg2d_contiguous": functools.partial(reg2d.sgemm, kernel=reg2d_contiguous),
     "reg1d": ladder.SGEMM["reg1d"],
-}, size=(4096, 4096, 4096))
+}, size=(4096, 4096, 4096), record=h200)
 table
 
 # %%
@@ -235,8 +236,9 @@ exercises.compare_prediction(my_speedup, table.speedup("reg2d", "reg1d"), "reg2d
 # %% [markdown]
 # ## Why: the limiter model
 #
-# Each rung's ceilings (the time each unit alone would need), the binding one, the prediction
-# against the measurement, and the profiler's busiest unit in the limiter run:
+# Each rung's ceilings, the binding one, the prediction (the binding ceiling stretched by the
+# last [wave](GLOSSARY.md#wave) of blocks, which leaves SMs idle) against the measurement, and
+# the profiler's busiest unit:
 
 # %%
 why = limiter_table.why(["reg1d", "reg2d", "cublas"], measured=table)
@@ -245,59 +247,88 @@ why
 # %%
 r1, r2, rc = (why.row(rung) for rung in ("reg1d", "reg2d", "cublas"))
 short = limiter_table.SHORT
-print(f"reg1d: {short[r1.binding]}-bound ({r1.ceilings_ms[r1.binding]:.1f} ms). The outer product cuts the shared "
-      f"ceiling to {r2.ceilings_ms['shared']:.1f} ms, and {short[r2.binding]} binds instead "
-      f"({r2.ceilings_ms[r2.binding]:.1f} ms): predicted {r1.predicted_ms / r2.predicted_ms:.2f}x, "
-      f"measured {r1.measured_ms / r2.measured_ms:.2f}x"
-      + ("." if r1.measured_here and r2.measured_here else " (in the limiter run)."))
+pred, meas = r1.predicted_ms / r2.predicted_ms, r1.measured_ms / r2.measured_ms
 agree = [r.rung for r in (r1, r2) if r.agrees]
-print("The profiler's busiest unit is the model's binding one for "
-      + (" and ".join(agree) if agree else "neither rung") + ".")
+print(f"reg1d: {short[r1.binding]}-bound ({r1.ceilings_ms[r1.binding]:.1f} ms). The outer product cuts the shared "
+      f"ceiling to {r2.ceilings_ms['shared']:.1f} ms, and {short[r2.binding]} binds: "
+      f"{r2.ceilings_ms[r2.binding]:.2f} ms, x {r2.tail:.2f} for the last wave = {r2.predicted_ms:.2f} ms. "
+      f"Predicted {pred:.2f}x, measured {meas:.2f}x" + ("" if r1.measured_here and r2.measured_here
+                                                      else " (limiter run)")
+      + ". The profiler's busiest unit is the binding one for " + (" and ".join(agree) if agree else "neither") + ".")
+u1, u2 = r1.utilization_pct[r1.binding], r2.utilization_pct[r2.binding]
 print(f"Measured/predicted: {r1.ratio:.2f} (reg1d), {r2.ratio:.2f} (reg2d). The model assumes the binding unit "
-      f"busy every cycle; the profiler found it {r1.utilization_pct[r1.binding]:.0f}% and "
-      f"{r2.utilization_pct[r2.binding]:.0f}% busy. The other cycles are stalls: warps waiting at barriers, for "
-      "loads, for the previous FFMA's result.")
-ipf = {rung: limiter_table.counts(rung) for rung in ("reg2d", "cublas")}
-ipf = {rung: n["warp_instructions"] / n["warp_ffma"] for rung, n in ipf.items()}
-print(f"cuBLAS is {short[rc.binding]}-bound too, at {ipf['cublas']:.2f} instructions per FFMA against "
-      f"reg2d's {ipf['reg2d']:.2f}.")
+      f"busy every cycle; the profiler found it {u1:.0f}% and {u2:.0f}% busy. The other cycles are stalls: warps "
+      f"waiting at barriers, for loads, for the previous FFMA's result. So {meas:.2f}x = {pred:.2f}x x "
+      f"{r1.ratio:.2f}/{r2.ratio:.2f}" + (f": reg2d stalls more, with {warps['reg2d']} resident warps per SM to issue "
+                                          f"from against reg1d's {warps['reg1d']}." if r2.ratio > r1.ratio else "."))
 
 # %% [markdown]
-# So the next rungs must cut instructions: lesson 05 replaces four 4-byte loads by one 16-byte
-# load. The register cap is outside the model: `reg2d_uncapped` runs the same code, so the
-# same instructions, from the warps its registers leave room for.
+# ### Where reg2d's instructions come from
+#
+# Per slice the k-step loop runs 8 times and the loop around it once, for 8 x 64 = 512 `FFMA`:
 
 # %%
-ratio, w_cap, w_un = table.speedup("reg2d_uncapped", "reg2d"), warps["reg2d"], warps["reg2d_uncapped"]
-print(f"reg2d_uncapped ran {ratio:.2f}x as fast as reg2d, with {w_un} warps per SM against {w_cap}"
-      + (": with fewer warps, a scheduler more often finds none ready to issue while the others wait for "
-         "their global loads (the profiler's stalls, in the Lab notes)." if ratio < 1 and w_un < w_cap else "."))
+def per_ffma(loop, BK=8):
+    """Instructions the main loop issues per FFMA: the k-step loop BK times, the loop around it once."""
+    return (BK * loop["inner"] + loop["outer_rest"]) / (BK * loop["inner_FFMA"])
+
+
+lp, n2, nc = facts["reg2d"]["loop"], limiter_table.counts("reg2d"), limiter_table.counts("cublas")
+ipf_cublas = nc["warp_instructions"] / nc["warp_ffma"]
+other = lp["inner"] - lp["inner_FFMA"] - lp["inner_LDS"]
+f = 8 * lp["inner_FFMA"]  # FFMA per slice
+print(f"A k-step: {lp['inner_FFMA']} FFMA, {lp['inner_LDS']} LDS and {other} other instructions; a slice adds "
+      f"{lp['outer_rest']} around the k-step loop. Per FFMA: 1 + {8 * lp['inner_LDS'] / f:.2f} (LDS) + "
+      f"{8 * other / f:.2f} (the k-step's integer arithmetic) + {lp['outer_rest'] / f:.2f} (around it) = {per_ffma(lp):.2f}; "
+      f"the profiler counted {n2['warp_instructions'] / n2['warp_ffma']:.2f} (cuBLAS: {ipf_cublas:.2f}).")
+
+# %% [markdown]
+# The k-step's other instructions are integer arithmetic: the 16 shared addresses, computed
+# anew at every k-step, and the loop's counter. The loop around it stages the slices, each value with its
+# bounds check. Wider loads alone would not fix this: four 16-byte `LDS` instead of sixteen
+# save 0.19 instructions per FFMA. Lesson 05 cuts the extra instructions: it writes the loops out
+# at compile time, so each address is a base plus a constant, and loads 16 bytes at a time.
+#
+# ### The register cap
+#
+# The model cannot see the cap: it counts instructions and wavefronts, not warps. Scaled by
+# `reg2d_uncapped`'s own compiled loops, its issue ceiling is:
+
+# %%
+ipf = {name: per_ffma(facts[name]["loop"]) for name in ("reg2d", "reg2d_uncapped")}
+issue_un = r2.ceilings_ms["issue"] * ipf["reg2d_uncapped"] / ipf["reg2d"]
+longer, w_cap, w_un = table.speedup("reg2d", "reg2d_uncapped"), warps["reg2d"], warps["reg2d_uncapped"]
+print(f"reg2d_uncapped: {ipf['reg2d_uncapped']:.2f} instructions per FFMA against reg2d's {ipf['reg2d']:.2f}, an issue "
+      f"ceiling of {issue_un:.1f} ms against {r2.ceilings_ms['issue']:.1f} ms. It took {longer:.2f}x as long as "
+      f"reg2d, with {w_un} resident warps per SM against {w_cap}"
+      + (": with fewer warps, a scheduler more often finds none ready while the others wait for global loads "
+         "(Lab notes)." if longer > 1 and w_un < w_cap else "."))
 
 # %% [markdown]
 # ## Exercises
 #
 # ### 04-ratio
-# Compute the compute-to-memory ratio for an 8x4 patch and for a 32x1 patch (the same 32
-# results, neither of them in the table above). Answer with a pair.
+# The 8x8 patch does 8 FLOP per value loaded. Which square patch would do twice as many, and how
+# many accumulators would a thread need for it (one register each, of at most 255 per thread)?
+# Answer with a pair (side, accumulators).
 
 # %%
 # NBVAL_CHECK_OUTPUT
 ### BEGIN SOLUTION: answer = None
-answer = (2 / (1 / 8 + 1 / 4), 2 / (1 / 32 + 1 / 1))
+answer = (16, 16 * 16)
 ### END SOLUTION
 exercises.check("04-ratio", answer)
 
 # %% [markdown]
 # ### 04-kernel: the outer product
-# A small version of the kernel above: a 32 x 32 tile with BK = 8 and 64 threads, each thread's
-# TM x TN = 4 x 4 results side by side (rows `t_row` .. `t_row + 3` and columns `t_col` ..
-# `t_col + 3` of the tile), the accumulators in a 2-D local array `acc[i, j]`. The staging is
-# given. Write the products of one [slice](GLOSSARY.md#k-step): for each `k`, fill the registers `a_reg` and `b_reg`
-# from shared memory, then update all TM x TN accumulators from registers.
+# A small version of the kernel above: a 32 x 32 tile, BK = 8, 64 threads, each thread's
+# 4 x 4 results side by side (tile rows `t_row` .. `t_row + 3`, columns `t_col` .. `t_col + 3`),
+# accumulated in `acc[i, j]`. The staging is given; write the products of one
+# [slice](GLOSSARY.md#k-step).
 #
-# The check runs your kernel against the float64 reference, then on the simulator counts its
-# global reads and traces its shared-memory loads: at most TM + TN = 8 per k-step for its
-# 16 FMAs.
+# The check compares your kernel with the float64 reference, counts its global reads and traces
+# its shared-memory loads: at most TM + TN = 8 per k-step for 16 FMAs (it takes 1-2 minutes on
+# the simulator).
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -357,15 +388,14 @@ exercises.check("04-kernel", make_my_reg2d())
 # %% [markdown]
 # ## Takeaway
 #
-# * The outer product reuses each loaded value in both directions: an 8x8 patch per thread reads
-#   16 values per 64 FMAs, a ratio $2/(1/x + 1/y)$ = 8 FLOP per value.
+# * The outer product reuses each loaded value in both directions: an 8x8 patch reads 16 values
+#   per 64 FMAs, 8 FLOP per value.
 # * Four times fewer shared loads did not make the kernel four times faster: shared memory
-#   stopped binding, and instruction issue took over. The limiter model says which unit binds
-#   next, from counts of instructions and wavefronts.
-# * `reg2d` issues far more instructions per FFMA than cuBLAS; lesson 05 cuts them.
-# * Registers per thread decide how many blocks, hence warps, an SM holds. A cap
-#   (`max_registers`) trades registers for warps; the compiler facts show whether it spilled,
-#   and the measurement what the warps were worth.
+#   stopped binding and issue took over, as the limiter model said before the measurement.
+# * Most of `reg2d`'s instructions are not `FFMA` but address arithmetic and staging; lesson 05
+#   cuts them.
+# * Registers per thread decide how many warps an SM holds. The model counts work, not warps:
+#   the fewer the warps, the more a kernel stalls beyond its prediction.
 
 # %% [markdown]
 # ## Sources and further reading
@@ -380,34 +410,47 @@ exercises.check("04-kernel", make_my_reg2d())
 # ## Lab notes
 #
 # **Spread vs side by side.** The [bank tracer](GLOSSARY.md#bank-tracer) runs one block of each
-# layout on the simulator (K = 8) and counts the wavefronts of its shared-memory loads. Side by
-# side, the 16 threads along a block row read `sB` 8 words apart and a warp's two rows of
-# threads read `sA` 64 words apart: both land in few [banks](GLOSSARY.md#bank).
+# layout on the simulator (K = 8: 8 warps x 8 k-steps) and counts the wavefronts of its
+# shared-memory loads. Side by side, the 16 threads along a block row read `sB` 8 words apart,
+# in 4 of the 32 [banks](GLOSSARY.md#bank): each `sB` load is 4-way; a warp's two rows of
+# threads read `sA` 64 words apart, in one bank: 2-way. Per k-step and warp, 8 x 2 + 8 x 4 = 48
+# wavefronts against 16.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 from gemm_lessons.instruments import shared_tracer
 for name in ("reg2d", "reg2d_contiguous"):
     t = shared_tracer.trace_rung(name, (128, 128, 8), merge=False).totals("ld")
-    print(f"{name:<17} loads: {t['instructions']} warp instructions, {t['wavefronts']} wavefronts, "
-          f"{t['conflicts']} from conflicts")
-
-# %%
-side = compiler_facts.compiler_facts({"reg2d_contiguous": reg2d_contiguous}, threads={"reg2d_contiguous": 256})
-f = side.facts["reg2d_contiguous"]
-wf = {name: sum(shared_tracer.trace_rung(name, (128, 128, 8), merge=False).totals(op)["wavefronts"] for op in ("ld", "st"))
-      for name in ("reg2d", "reg2d_contiguous")}
-shared_ms = why.row("reg2d").ceilings_ms["shared"] * wf["reg2d_contiguous"] / wf["reg2d"]
-print(f"Scaled by the traced wavefronts (loads and stores), reg2d_contiguous's shared ceiling would be {shared_ms:.1f} ms "
-      f"against reg2d's issue ceiling of {why.row('reg2d').ceilings_ms['issue']:.1f} ms. It has {f['registers']} "
-      f"registers and {f['local_bytes']} bytes of local memory per thread (LDL x {f['sass'].get('LDL', 0)}, "
-      f"STL x {f['sass'].get('STL', 0)} in its code), and ran {table.speedup('reg2d_contiguous', 'reg2d'):.2f}x "
-      f"as fast as reg2d ({table.source}).")
+    print(f"{name:<17} loads: {t['instructions']} warp instructions, {t['wavefronts']} wavefronts "
+          f"({t['wavefronts'] // 64} per k-step and warp), {t['conflicts']} from conflicts")
 
 # %% [markdown]
-# Lesson 05 starts from the side-by-side layout, because 16-byte loads need a thread's values
-# to be neighbours; lesson 06 removes its conflicts.
-#
+# In its SASS the side-by-side kernel also spills: 8 values stored (`STL`) once before the main
+# loop and loaded back (`LDL`) once per slice, while staging.
+
+# %%
+side = compiler_facts.compiler_facts({"reg2d_contiguous": reg2d_contiguous}, threads={"reg2d_contiguous": 256},
+                                     record=h200, loops=True)
+fc = side.facts["reg2d_contiguous"]
+wf = {name: sum(shared_tracer.trace_rung(name, (128, 128, 8), merge=False).totals(op)["wavefronts"] for op in ("ld", "st"))
+      for name in ("reg2d", "reg2d_contiguous")}
+shared_c = r2.ceilings_ms["shared"] * wf["reg2d_contiguous"] / wf["reg2d"]
+issue_c = r2.ceilings_ms["issue"] * per_ffma(fc["loop"]) / ipf["reg2d"]
+per_slice = 8 * fc["loop"]["inner"] + fc["loop"]["outer_rest"]
+print(f"reg2d_contiguous: {fc['registers']} registers and {fc['local_bytes']} bytes of local memory per thread "
+      f"(LDL x {fc['sass'].get('LDL', 0)}, STL x {fc['sass'].get('STL', 0)}): the LDL are {fc['sass'].get('LDL', 0)} of "
+      f"its {per_slice:,} instructions per slice. Scaled by its traced wavefronts (loads and stores) and compiled loops, its "
+      f"shared ceiling is {shared_c:.1f} ms and its issue ceiling {issue_c:.1f} ms, against reg2d's binding "
+      f"{r2.ceilings_ms[r2.binding]:.1f} ms ({short[r2.binding]}). It ran {table.speedup('reg2d_contiguous', 'reg2d'):.2f}x "
+      f"as fast as reg2d.")
+bind_c = "shared" if shared_c >= issue_c else "issue"
+print("So at this rung the conflicts cost little: "
+      + (f"issue binds reg2d, and the side-by-side kernel's binding ceiling ({bind_c}) is only "
+         f"{max(shared_c, issue_c) / r2.ceilings_ms[r2.binding]:.2f}x reg2d's. " if r2.binding == "issue" else "")
+      + "Lesson 05 starts from the side-by-side layout, because 16-byte loads need a thread's values to be "
+        "neighbours; once it has cut the instructions, shared memory binds again, and lesson 06 removes the conflicts.")
+
+# %% [markdown]
 # **The register cap, through the profiler.** [Nsight Compute](GLOSSARY.md#ncu)'s counters of
 # `reg2d` and `reg2d_uncapped`: achieved [occupancy](GLOSSARY.md#occupancy) (warps resident on
 # average against the most an SM holds) and [stall reasons](GLOSSARY.md#stall-reasons).
@@ -425,9 +468,15 @@ if all(prof04.counters.get(n) for n in ("reg2d", "reg2d_uncapped")):
     print(f"Achieved occupancy {occ['reg2d_uncapped']:.1f}% (uncapped) against {occ['reg2d']:.1f}%; warps waiting "
           f"on global memory (long scoreboard) {waits['reg2d_uncapped']:.0f}% of their cycles against "
           f"{waits['reg2d']:.0f}% ({prof04.source}).")
+    c = {n: prof04.counters[n] for n in ("reg2d", "reg2d_uncapped")}
+    if c["reg2d_uncapped"].get("launch__shared_mem_config_size"):
+        print("The profiler names shared memory as a limit of reg2d_uncapped too because the driver set aside only "
+              f"{c['reg2d_uncapped']['launch__shared_mem_config_size'] / 1024:.0f} KiB of each SM for shared memory "
+              f"({c['reg2d']['launch__shared_mem_config_size'] / 1024:.0f} KiB for reg2d): room for the "
+              f"{c['reg2d_uncapped']['launch__occupancy_limit_registers']:.0f} block its registers allow.")
     extra = prof04.value("reg2d", "shared_ld_conflicts")
-    if extra:  # the tracer finds none in reg2d's addresses (above)
-        print(f"The profiler also counted {extra:,.0f} bank conflicts in reg2d, {extra / (1024 * 512):.2f} per block "
-              "and slice, which its addresses do not explain (lesson 06 meets such extras too).")
+    if extra:
+        print(f"The profiler's {extra:,.0f} bank conflicts in reg2d are negligible: {extra / (1024 * 512):.2f} per block "
+              "and slice, whose loads take 1,024 wavefronts.")
 else:
     print(f"No counters for both kernels ({prof04.source}).")

@@ -1,30 +1,34 @@
 """Lesson 04's exercises: the compute-to-memory ratio of a register patch, and the 2-D register tile."""
 from gemm_lessons.model import counting
-from gemm_lessons.teaching.exercises.core import _close, exercise
+from gemm_lessons.teaching.exercises.core import exercise
 from gemm_lessons.teaching.exercises.kernels_01_04 import _answer_first, _global_reads_ok, _tile, technique_facts
 
 
-RATIO_04 = ((8, 4), (32, 1))  # 04-ratio: two patches of 32 results, not in the lesson's printed table
+RATIO_04 = 16  # 04-ratio: twice the 8x8 patch's ratio of 8, from a square patch (its side)
+MAX_REGISTERS_PER_THREAD = 255  # CUDA's limit on compute capability 9.0
 
 
 @exercise("04-ratio",
-          "the ratio compares the FLOP of one k-step of the patch with the values it reads for that k-step.",
-          "an x-by-y patch does x*y multiply-adds (2 FLOP each) per k-step and reads x values of A and y of B.",
-          "x*y products per k-step need x values of A and y of B: ratio = 2xy/(x+y).",
+          "for a square x-by-x patch the ratio 2/(1/x + 1/x) is simply x.",
+          "the ratio must go from 8 to 16; a thread holds one accumulator (one register) per result of its patch.",
+          "a 16x16 patch: ratio 16, and 16 x 16 accumulators.",
           answer="answer",
-          defines="answer: a pair of numbers, the ratios of the 8x4 and the 32x1 patch")
+          defines="answer: a pair (the side of the square patch, the accumulators a thread needs for it)")
 def check_compute_to_memory_ratio(ans):
-    (x1, y1), (x2, y2) = RATIO_04
+    side = RATIO_04
     try:
         got = tuple(float(v) for v in ans)
         assert len(got) == 2
     except (TypeError, ValueError, AssertionError):
-        return False, f"answer with a pair: (ratio for {x1}x{y1}, ratio for {x2}x{y2})."
-    want = (counting.compute_to_memory_ratio(x1, y1), counting.compute_to_memory_ratio(x2, y2))
-    if _close(got[0], want[0], 1e-3) and _close(got[1], want[1], 1e-3):
-        return True, (f"{x1}x{y1} gives {want[0]:.3g} FLOP per value read, {x2}x{y2} only {want[1]:.3g}: for the "
-                      "same number of results, the squarer patch reuses more.")
-    return False, f"({got[0]:g}, {got[1]:g}) is not right."
+        return False, "answer with a pair: (side of the square patch, accumulators per thread)."
+    if got == (side, side * side):
+        return True, (f"a {side}x{side} patch does {side} FLOP per value read, but needs {side * side} accumulators: "
+                      f"more than the {MAX_REGISTERS_PER_THREAD} registers a thread may have, before a single operand "
+                      "or address. One thread's patch cannot grow that far.")
+    if got[0] == side:
+        return False, f"the side is right, {got[1]:g} accumulators is not."
+    ratio = counting.compute_to_memory_ratio(got[0], got[0]) if got[0] > 0 else 0
+    return False, f"a {got[0]:g}x{got[0]:g} patch does {ratio:g} FLOP per value read, not {2 * counting.compute_to_memory_ratio(8, 8):g}."
 
 
 @exercise("04-kernel",

@@ -37,7 +37,7 @@ RIGHT = {
     "00-intensity": 2 * 4096 * 4096 * 512 / (4 * (4096 * 512 * 2 + 4096 * 4096)),  # 204.8
     "01-sectors": (2, 2),  # blocks 16 wide: a warp is two rows of C
     "02-loads": 1024 * 2048 * 512 * (1 / 64 + 1 / 32),
-    "04-ratio": (2 / (1 / 8 + 1 / 4), 2 / (1 / 32 + 1)),  # 8x4 and 32x1
+    "04-ratio": (16, 16 * 16),  # the square patch with twice the 8x8 patch's ratio, and its accumulators
     "05-stage-a": lambda tid: (tid // 2, (tid % 2) * 4),
 }
 WRONG = {
@@ -47,7 +47,7 @@ WRONG = {
     "00-intensity": 2 * 4096 / 12,  # the 4096^3 intensity the lesson prints
     "01-sectors": (1, 4),  # a warp of a block 32 wide
     "02-loads": 2 * 1024 * 2048 * 512,  # the naive count
-    "04-ratio": (8, 6.4),  # the 8x8 and 16x4 patches the lesson prints
+    "04-ratio": (64, 64 * 64),  # the ratio taken to grow with the patch's area
     "05-stage-a": lambda tid: (tid % 128, (tid // 128) * 4),
 }
 
@@ -90,6 +90,17 @@ def test_lesson_00_numbers_name_the_common_slips_and_print_counts_in_full():
         fb = exercises.check("00-intensity", answer)
         assert not fb.ok and all(w in str(fb) for w in words), str(fb)
     assert exercises.check("00-intensity", 204.8).ok
+
+
+def test_04_ratio_asks_for_the_square_patch_that_doubles_the_8x8_ratio():
+    from gemm_lessons.model import counting
+    from gemm_lessons.teaching.exercises import lesson04
+
+    side = lesson04.RATIO_04
+    assert counting.compute_to_memory_ratio(side, side) == 2 * counting.compute_to_memory_ratio(8, 8)
+    assert side * side > lesson04.MAX_REGISTERS_PER_THREAD  # what the feedback says
+    fb = exercises.check("04-ratio", (side, side))  # one accumulator per row: the side right, the count not
+    assert not fb.ok and "side is right" in str(fb)
 
 
 def test_missing_answer_and_crashing_answer_give_feedback():

@@ -1,26 +1,32 @@
 # %% [markdown]
 # # 01 · The naive kernel, and coalescing
 #
-# **Where we are.** Lesson 00 measured the bar, cuBLAS, against the GPU's FP32 peak. Now the
-# floor: the most direct kernel there is, how threads map onto C, why the mapping's direction in
-# memory (*coalescing*) decides the speed, and the limiter model that explains a speed.
+# **Where we are.** Lesson 00 built the [limiter model](GLOSSARY.md#limiter-model): each unit of
+# the GPU allows a shortest time (its *ceiling*), the largest *binds*, and the prediction is that
+# time stretched by the last [wave](GLOSSARY.md#wave) of blocks. Here the model meets its first
+# kernel, the first [rung](GLOSSARY.md#rung) of the ladder: the most direct SGEMM there is. It
+# also meets a cost it does not count, set by which way the threads walk memory (*coalescing*).
 #
 # **Idea.** One thread per element of C. Thread (row, col) walks along row `row` of A and column
-# `col` of B, K multiply-adds, and writes one number. A 2-D grid of 2-D blocks of 32 x 8 threads
-# covers C; the grid is rounded up, so threads past the edge must do nothing (the guard
-# `if row < M and col < N`). Every multiply-add loads its two operands from global memory:
-# $2MNK$ loads in all.
+# `col` of B, K multiply-adds (one [FFMA](GLOSSARY.md#ffma) each), and writes one number. A 2-D
+# grid of 2-D blocks of 32 x 8 threads covers C; the grid is rounded up, so threads past the edge
+# must do nothing (the guard `if row < M and col < N`). Every multiply-add loads its two operands
+# from global memory: $2MNK$ loads in all.
 #
 # Which thread gets which element matters. A [warp](GLOSSARY.md#warp) is 32 threads with
 # consecutive thread numbers, `threadIdx.x` counting fastest: here, 32 consecutive `threadIdx.x`
-# with one `threadIdx.y`. They execute each load together, and memory serves them in 32-byte
-# [sectors](GLOSSARY.md#sector) of 8 floats. At each step k of the walk (a *k-step*):
+# with one `threadIdx.y`. They execute each load together. Memory moves data in 32-byte
+# [sectors](GLOSSARY.md#sector) of 8 floats; the [L1 cache](GLOSSARY.md#l1) of each
+# [SM](GLOSSARY.md#sm) hands a warp its load in *passes*, one per 128-byte
+# [cache line](GLOSSARY.md#cache-line) (4 sectors) the load touches. At each step k of a
+# thread's walk (a [k-step](GLOSSARY.md#k-step)):
 #
 # * **Coalesced**: `threadIdx.x` walks the *columns* of C. The warp reads one float of A, the same
 #   for all 32 threads (a [broadcast](GLOSSARY.md#broadcast): 1 sector), and 32 neighbouring
-#   floats of B (128 bytes: 4 sectors).
+#   floats of B (128 bytes: 4 sectors). Each load touches one cache line: 2 passes.
 # * **Uncoalesced**: `threadIdx.x` walks the *rows* of C. The warp reads 32 floats of A, one per
-#   row, each in a sector of its own (32 sectors), and one float of B (1 sector).
+#   row, K floats apart: 32 sectors in 32 cache lines. Then one float of B (1 sector, 1 line):
+#   33 passes.
 #
 # The figure draws one warp at k = 0 under each mapping, from the kernel's own index arithmetic.
 
@@ -30,6 +36,7 @@ from gemm_lessons.model import counting
 from gemm_lessons.teaching import exercises, figures, limiter_table, measure_step
 from gemm_lessons.kernels.sgemm import naive, naive_uncoalesced
 import functools
+import math
 import numpy as np
 from numba import cuda
 from IPython.display import display
@@ -41,34 +48,42 @@ figures.naive_warp_map();
 
 # %%
 # NBVAL_CHECK_OUTPUT
+lines = {}  # cache lines one warp touches per k-step, A and B
 for coalesced in (True, False):
     a, b = figures.naive_warp_addresses(coalesced, K=4096, N=4096)
-    print(f"{'coalesced  ' if coalesced else 'uncoalesced'}: sectors per warp per k-step: "
-          f"A {figures.sectors(a):>2}, B {figures.sectors(b):>2}")
+    lines_a, lines_b = figures.cache_lines(a), figures.cache_lines(b)
+    lines["naive" if coalesced else "naive_uncoalesced"] = lines_a + lines_b
+    print(f"{'coalesced  ' if coalesced else 'uncoalesced'}: per warp per k-step: "
+          f"sectors A {figures.sectors(a):>2}, B {figures.sectors(b):>2}; cache lines A {lines_a:>2}, B {lines_b:>2}")
 print(f"global loads of a 4096^3 naive SGEMM: {counting.naive_global_loads(4096, 4096, 4096):,}")
 
 # %% [markdown]
 # ## Predict
 #
-# **The limiter model.** Each unit of the GPU sets a *ceiling*: the time the kernel would take if
-# that unit alone limited it. The units: the FP32 lanes (one FFMA per lane per cycle), instruction
-# [issue](GLOSSARY.md#issue) (each SM's four schedulers issue at most one warp instruction each
-# per cycle), shared memory, L2 and DRAM bandwidth. The largest ceiling *binds* and is the
-# prediction ([limiter model](GLOSSARY.md#limiter-model)). Its inputs are counts; the profiler
-# took these of one launch of each kernel at 4096^3:
+# The model's inputs are counts; the [profiler](GLOSSARY.md#ncu) counted these in one launch of
+# each kernel at 4096^3:
 
 # %%
 machine = limiter_table.record()["model"]["machine"]
 for rung in ("naive", "naive_uncoalesced"):
     w = limiter_table.work(rung)
-    print(f"{rung}: {w.ffma / 1e9:.1f} billion FFMAs, {w.warp_instructions / 1e9:.1f} billion warp instructions issued")
+    print(f"{rung}: {w.ffma / 1e9:.1f} billion thread FFMAs (M·N·K), "
+          f"{w.warp_instructions / 1e9:.1f} billion warp instructions issued")
+warps = 4096 * 4096 // 32
 print(f"the GPU: {machine['sm_count']} SMs at {machine['clock_mhz']:,.0f} MHz; each SM issues up to "
       f"{machine['issue_per_sm_cycle']} warp instructions per cycle and has {machine['fp32_lanes_per_sm']} FP32 lanes")
+print(f"the launch: {warps:,} warps, each walking 4,096 k-steps")
 
 # %% [markdown]
-# Predict, in milliseconds: **(1)** the naive kernel's time if issuing its instructions is what
-# limits it (warp instructions / (SMs x 4 x clock)); **(2)** the uncoalesced kernel's time. It
-# issues exactly the same instructions, but its warps touch 33 sectors per k-step instead of 5.
+# Predict, in milliseconds:
+#
+# **(1)** The naive kernel's time if issuing its instructions is what limits it:
+# warp instructions / (SMs x 4 x clock).
+#
+# **(2)** The uncoalesced kernel issues exactly the same instructions, so the model predicts the
+# same time for it. Do you believe it? Its warps touch 33 cache lines per k-step instead of 2. If
+# the L1 makes one pass per SM per cycle, the passes alone take
+# warps x k-steps x 33 / (SMs x clock). Write the time you expect.
 
 # %%
 my_naive_ms = None
@@ -80,7 +95,6 @@ my_uncoalesced_ms = None
 # The package's own kernel (`gemm_lessons/kernels/sgemm/naive.py`): edit it and re-run the cells
 # below. `np.float32(0.0)` keeps the sum in float32 (numba would otherwise accumulate in float64,
 # far slower on most GPUs); with `beta == 0` C is not read, as BLAS specifies.
-
 # %%
 # source: gemm_lessons/kernels/sgemm/naive.py  (the package runs this same code; a test keeps the two identical)
 @cuda.jit
@@ -102,8 +116,8 @@ def sgemm_naive(A, B, C, alpha, beta):
 
 
 # %% [markdown]
-# The uncoalesced kernel is the same code with the first two lines swapped: `threadIdx.x` now
-# picks the row.
+# The uncoalesced kernel exchanges `row` and `col` on the left of the first two lines:
+# `threadIdx.x` now picks the row.
 
 # %%
 # source: gemm_lessons/kernels/sgemm/naive_uncoalesced.py  (the package runs this same code; a test keeps the two identical)
@@ -164,60 +178,83 @@ print(f"Same instructions, other mapping: coalesced ran {table.speedup('naive', 
 # %% [markdown]
 # ## Why
 #
-# The model's ceilings (binding in bold), its prediction against the measurement, and the unit
-# the profiler found busiest; when no unit reaches 60% of its peak the warps were mostly waiting,
-# which the table calls *latency*.
+# The model's ceilings (binding in bold), its prediction (the binding ceiling x the last wave's
+# stretch) against the measurement, and the unit the profiler found busiest. When none of the
+# units the model counts is 60% busy, the table writes *latency*: the warps spent their time
+# waiting on something the model does not count.
 
 # %%
 why = limiter_table.why(["naive", "naive_uncoalesced", "cublas"], measured=table)
 why
 
 # %%
-n, u, c = why.row("naive"), why.row("naive_uncoalesced"), why.row("cublas")
-per_ffma = {r: w.warp_instructions / (w.ffma / 32) for r, w in
-            ((r, limiter_table.work(r)) for r in ("naive", "cublas"))}
-busy_n, busy_u = n.utilization_pct["issue"] / 100, u.utilization_pct["issue"] / 100
-print(f"naive is bound by instruction issue: {n.ceilings_ms['issue']:.0f} ms of issuing against "
-      f"{n.ceilings_ms['fp32']:.1f} ms for its FFMAs alone, because it issues {per_ffma['naive']:.1f} warp "
-      f"instructions per warp FFMA (cuBLAS: {per_ffma['cublas']:.2f}). "
-      + (f"The profiler agrees: its busiest unit is issue, {busy_n:.0%} busy. "
-         if n.agrees else f"The profiler's busiest unit is {limiter_table.SHORT.get(n.busiest, n.busiest)} "
-                          f"({n.busiest_pct:.0f}%). ")
-      + (f"The model assumes an issue in every cycle, the schedulers issued in {busy_n:.0%}: hence a measurement "
-         f"{n.ratio:.2f}x the prediction (1 / {busy_n:.2f} = {1 / busy_n:.2f})." if abs(n.ratio * busy_n - 1) < 0.1
-         else f"The measurement is {n.ratio:.2f}x the prediction; the schedulers issued in {busy_n:.0%} of cycles."))
+n, u = why.row("naive"), why.row("naive_uncoalesced")
+work = {r: limiter_table.work(r) for r in ("naive", "naive_uncoalesced", "cublas")}
+per_ffma = {r: w.warp_instructions / (w.ffma / 32) for r, w in work.items()}
+waves = work["naive"].blocks / (machine["sm_count"] * work["naive"].blocks_per_sm)
+busy_n = round(n.utilization_pct["issue"] / 100, 3)  # rounded as printed, so the division below checks by hand
+print(f"naive: issue binds, {n.ceilings_ms['issue']:.0f} ms against {n.ceilings_ms['fp32']:.1f} ms for its FFMAs "
+      f"alone. It issues {per_ffma['naive']:.1f} warp instructions per warp FFMA (cuBLAS: {per_ffma['cublas']:.2f}): "
+      f"besides the FFMA and its two loads, {per_ffma['naive'] - 3:.1f} integer and loop instructions per k-step "
+      "(numba computes each address in 64-bit integers, handles negative indices, and counts the loop in 64 bits).")
+print(f"Predicted: {n.ceilings_ms['issue']:.1f} ms x the last wave's stretch. {work['naive'].blocks:,} blocks, "
+      f"{work['naive'].blocks_per_sm} per SM at a time, are {waves:.2f} waves' worth and run in {math.ceil(waves)} "
+      f"(x{n.tail:.3f}): {n.predicted_ms:.1f} ms.")
+if n.agrees and abs(n.ratio * busy_n - 1) < 0.1:
+    print(f"Measured: {n.measured_ms:.0f} ms, {n.ratio:.2f}x the prediction. The model assumes an issue every cycle; "
+          f"the profiler found the schedulers issuing in {busy_n:.1%} of cycles (1 / {busy_n:.3f} = {1 / busy_n:.2f}).")
+else:
+    print(f"Measured: {n.measured_ms:.0f} ms, {n.ratio:.2f}x the prediction; the profiler found the schedulers "
+          f"issuing in {busy_n:.1%} of cycles, and {limiter_table.SHORT[n.busiest]} the busiest unit.")
 near = max(abs(u.ceilings_ms[k] / n.ceilings_ms[k] - 1) for k in ("l2", "dram"))
-print(f"naive_uncoalesced issues the same instructions, and its L2 and DRAM ceilings are within {near:.0%} of "
-      f"naive's, so the model predicts the same {u.predicted_ms:.0f} ms. It took {u.measured_ms:.0f} ms, "
-      f"{u.ratio:.1f}x that, and the profiler finds no unit near its peak: issue {busy_u:.0%} busy "
-      f"(1 / {busy_u:.2f} = {1 / busy_u:.1f}). Its warps were waiting.")
+top = max(u.utilization_pct, key=u.utilization_pct.get)
+print(f"naive_uncoalesced issues the same instructions and moves the same bytes to L2 and DRAM (within {near:.0%}), "
+      f"so the model predicts the same {u.predicted_ms:.0f} ms. It took {u.measured_ms:.0f} ms, {u.ratio:.1f}x that, "
+      + (f"and no unit the model counts was busy (the table's latency; the highest, {limiter_table.SHORT[top]}, "
+         f"{u.utilization_pct[top]:.1f}%)." if u.busiest == "latency" else
+         f"and its busiest unit, {limiter_table.SHORT[u.busiest]}, was {u.busiest_pct:.1f}% busy."))
+shared_per_warp = work["naive"].shared_wavefronts / warps
+print(f"(The shared column: neither kernel uses shared memory; the profiler still counts {shared_per_warp:.0f} "
+      f"wavefronts per warp, {n.ceilings_ms['shared'] * 1e3:.0f} µs.)")
 
 # %% [markdown]
-# Per k-step a naive thread needs one FFMA and two loads; the other instructions are integer
-# arithmetic that turns (row, k) and (k, col) into two 64-bit addresses, and the loop's counter.
-# They set the coalesced kernel's time. The later rungs cut the instructions per FFMA towards
-# cuBLAS's.
-#
-# The uncoalesced warps wait for their loads. Each warp load of A touches 32 sectors in 32
-# cache lines, not 4 sectors of one. The L1 cache serves a load in passes, each reaching a limited
-# number of cache lines, so a scattered load holds the L1 for many cycles while other warps' loads
-# queue behind it. The model counts instructions and the bytes reaching L2 and DRAM, nearly equal
-# for the two mappings; it has no ceiling for the L1's passes: that is its miss here. The
-# profiler's count of sectors, and what the warps waited for:
+# The miss is the L1's passes, which the model does not count. Count them as in prediction (2):
+# one per cache line a warp load touches, one pass per SM per cycle (an assumption that only the
+# time it predicts checks: the records hold no count of the L1's passes for global loads).
+
+# %%
+clock_hz = machine["clock_mhz"] * 1e6
+l1_ms = {r: warps * 4096 * p / (machine["sm_count"] * clock_hz) * 1e3 for r, p in lines.items()}
+print(f"naive: {lines['naive']} passes per k-step allow {l1_ms['naive']:.0f} ms, "
+      + (f"under its issue ceiling ({n.ceilings_ms['issue']:.0f} ms): issue still binds."
+         if l1_ms["naive"] < n.ceilings_ms["issue"] else f"above its issue ceiling ({n.ceilings_ms['issue']:.0f} ms)."))
+r_u = u.measured_ms / l1_ms["naive_uncoalesced"]
+print(f"naive_uncoalesced: {lines['naive_uncoalesced']} passes per k-step allow {l1_ms['naive_uncoalesced']:.0f} ms; "
+      f"it took {u.measured_ms:.0f} ms, {r_u:.2f}x that"
+      + (": the L1's passes are its limiter." if 0.9 <= r_u < 1.6 else "."))
+
+# %% [markdown]
+# The profiler's readings of the two kernels: the sectors of the figure, the
+# [L1](GLOSSARY.md#l1) hit rate, and what the uncoalesced warps waited for.
 
 # %%
 prof = gl.profile({"naive": functools.partial(naive.sgemm, kernel=sgemm_naive),
                    "naive_uncoalesced": functools.partial(naive_uncoalesced.sgemm, kernel=sgemm_naive_uncoalesced)},
                   size=size, lesson="01")
-waits = {"lg_throttle": "the queue of global-memory instructions was full",
+waits = {"lg_throttle": "the L1's queue of global-memory instructions was full",
          "long_scoreboard": "waiting for data from global memory",
          "not_selected": "ready, but another warp was issued",
          "math_pipe_throttle": "the arithmetic unit was busy"}
 s_n, s_u = prof.value("naive", "sectors_per_request"), prof.value("naive_uncoalesced", "sectors_per_request")
+h_n, h_u = prof.value("naive", "l1_hit"), prof.value("naive_uncoalesced", "l1_hit")
 stalls = prof.top_stalls("naive_uncoalesced", 2)
 if s_n and s_u:
     print(f"Sectors per warp load instruction: naive {s_n:.2f}, naive_uncoalesced {s_u:.2f} (the figure's 5 and "
           f"33 per k-step, over its two loads: {5 / 2:.2f} and {33 / 2:.2f}).")
+if h_n and h_u:
+    print(f"L1 hit rate: naive {h_n:.1f}%, naive_uncoalesced {h_u:.1f}%"
+          + (": the uncoalesced kernel finds more of its sectors in the L1, yet runs slower. Its cost is the "
+             "passes, not misses." if h_u >= h_n else "."))
 if stalls:
     print("naive_uncoalesced's warps were stalled on " + "; ".join(
         f"{r.replace('_', ' ')} {p:.0f}% of cycles ({waits.get(r, 'see the glossary')})" for r, p in stalls) + ".")
@@ -230,7 +267,6 @@ if stalls:
 # (`threadIdx.x` still walks the columns of C; K = N = 4096, and each block's first column is a
 # multiple of 16). At one k-step, how many 32-byte sectors does one warp touch in A and in B?
 # Answer with a pair `(sectors_of_A, sectors_of_B)`.
-
 # %%
 # NBVAL_CHECK_OUTPUT
 ### BEGIN SOLUTION: answer = None
@@ -275,14 +311,14 @@ exercises.check("01-kernel", my_naive_1d)
 # ## Takeaway
 #
 # * One thread per element of C: a 2-D grid of 2-D blocks, rounded up, and a guard for the edge.
-# * Let `threadIdx.x` walk the contiguous dimension: a warp then touches 1 + 4 sectors per k-step,
-#   not 32 + 1, and the same instructions run far faster.
-# * The limiter model: each unit's ceiling is the time it alone would allow; the largest binds.
-#   The measurement exceeds it by the cycles that unit sits idle.
+# * Let `threadIdx.x` walk the contiguous dimension: a warp then touches 2 cache lines (5 sectors)
+#   per k-step, not 33, and the same instructions run far faster.
+# * The limiter model: each unit's ceiling is the time it alone would allow; the largest binds,
+#   stretched by the last wave. The measurement exceeds it by the cycles that unit sits idle.
 # * The coalesced naive kernel is bound by instruction issue: dozens of instructions per FFMA,
-#   mostly address arithmetic. The uncoalesced one waits on the L1, which the model does not count.
-# * $2MNK$ loads from global memory, one per operand; lesson 02 stages tiles of A and B in shared
-#   memory so that each load serves many threads.
+#   mostly 64-bit address arithmetic. The later rungs cut them towards cuBLAS's.
+# * The uncoalesced one is bound by the L1's passes, one per cache line, which the model does not
+#   count: counting them gives its time.
 
 # %% [markdown]
 # ## Sources and further reading
@@ -299,35 +335,30 @@ exercises.check("01-kernel", my_naive_1d)
 # * **Where the numbers come from.** The Why table's ceilings and profiler readings come from one
 #   limiter run (`python -m gemm_lessons.runs.limiter`, results/limiter-nvidia-h200.json and its
 #   profile). Its measured column is this notebook's run when that ran on the same GPU, else the
-#   limiter run's time (marked \*). The sector and stall readings come from `gl.profile`: measured
-#   now on a GPU with Nsight Compute, recorded counters otherwise (its source is `prof.source`).
+#   limiter run's time (marked \*). The sector, hit-rate and stall readings come from `gl.profile`:
+#   measured now on a GPU with Nsight Compute, recorded counters otherwise (its source is
+#   `prof.source`).
 # * **The instructions per FFMA, in the code.** `sgemm_naive.inspect_sass()` on a GPU (or
 #   `gemm_lessons.instruments.offline_sass.compile_sass` without one, for sm_90) lists the machine
 #   code. The compiler unrolls the k-loop four times and adds a loop for the leftover
 #   k-steps; besides the `FFMA` and the two `LDG.E` of each k-step, both loops hold integer
 #   instructions (`IMAD.WIDE`, `LEA`, `IADD3`, and uniform ones such as `UIADD3`, `USEL`): numba
 #   indexes with 64-bit integers, handles negative indices, and counts the `range` in 64 bits.
-# * **The caches.** Each value of A is loaded N times and each value of B M times. The first
-#   lines below compare the bytes the loads ask for with those that reached the L2 and DRAM in the
-#   limiter run's profile: the L1 and L2 serve most of them, for either mapping.
 # * **The L1's passes.** Nsight Compute calls them *wavefronts* of the L1TEX unit: "if not all
 #   cache lines or sectors can be accessed in a single wavefront, multiple wavefronts are created
 #   and sent for processing one by one" (NVIDIA's answer in
 #   [this forum thread](https://forums.developer.nvidia.com/t/wahts-the-difference-between-wavefronts-and-sectors-req/165293/4);
-#   the Kernel Profiling Guide, "Memory Workload Analysis"). The records hold no L1 counter, so
-#   the model has no L1 ceiling. An untested hypothesis: one pass per cache line a warp load
-#   touches, one pass per SM per cycle. The last lines compute the time that would allow; the
-#   profiler's count of L1TEX wavefronts for both kernels would test it.
+#   the Kernel Profiling Guide, "Memory Workload Analysis"). The records hold no count of the
+#   L1's wavefronts for global loads, so the model has no L1 ceiling, and the Why's rate (one
+#   pass per cache line, one per SM per cycle) is checked only by the time it predicts. The
+#   profiler's L1TEX wavefront count for global loads, on both kernels, would test it directly.
+# * **The caches.** Each value of A is loaded N times and each value of B M times. The lines below
+#   split the bytes the loads ask for between the L1, the L2 and DRAM, from the limiter run's
+#   profile.
 
 # %%
 asked_gb = 2 * 4096 ** 3 * 4 / 1e9  # two 4-byte loads per multiply-add
 for rung in ("naive", "naive_uncoalesced"):
-    w = limiter_table.work(rung)
-    print(f"{rung}: loads ask for {asked_gb:,.0f} GB; {w.l2_bytes / 1e9:,.0f} GB reached the L2, "
-          f"{w.dram_bytes / 1e9:,.0f} GB moved to or from DRAM")
-passes = {"naive": 1 + 1, "naive_uncoalesced": 32 + 1}  # cache lines per warp per k-step: A, then B
-warps = 4096 * 4096 // 32
-for rung, p in passes.items():
-    t_ms = warps * 4096 * p / (machine["sm_count"] * machine["clock_mhz"] * 1e6) * 1e3
-    print(f"{rung}: {p} L1 passes per k-step -> {t_ms:.0f} ms at one pass per SM per cycle "
-          f"(issue ceiling {why.row(rung).ceilings_ms['issue']:.0f} ms, measured {why.row(rung).measured_ms:.0f} ms)")
+    w = work[rung]
+    print(f"{rung}: loads ask for {asked_gb:,.0f} GB; the L1 serves {1 - w.l2_bytes / 1e9 / asked_gb:.0%} of them. "
+          f"Of the {w.l2_bytes / 1e9:,.0f} GB that reach the L2, {w.dram_bytes / 1e9:,.0f} GB move to or from DRAM.")

@@ -9,11 +9,18 @@ import numpy as np
 from gemm_lessons.instruments.bank_model import BANKS, PHASE_LANES, wavefronts, warp_layout_addresses, words_of
 
 SECTOR_BYTES = 32
+CACHE_LINE_BYTES = 128  # the unit the L1 tracks: four sectors
 
 
 def sectors(byte_addresses):
     """Distinct 32-byte sectors touched by one warp-wide access (the unit DRAM and L2 serve)."""
     return len({a // SECTOR_BYTES for a in byte_addresses})
+
+
+def cache_lines(byte_addresses):
+    """Distinct 128-byte cache lines touched by one warp-wide access (the L1 serves a warp's load
+    one cache line per pass: lesson 01)."""
+    return len({a // CACHE_LINE_BYTES for a in byte_addresses})
 
 
 def naive_warp_addresses(coalesced, K=1024, N=1024, k=0, row0=0, col0=0, block_x=32):
@@ -95,24 +102,29 @@ def _lanes_on_matrix(axis, addrs, ld, rows, cols, name, xlabel, ylabel):
                    fontsize=9)
 
 
-def naive_warp_map(K=64, N=64):
+def naive_warp_map(K=64, N=64, cols_a=16, cols_b=40):
     """The naive kernel's two thread mappings, one above the other: which float of A and of B each
-    lane of one warp reads at k = 0, and the sectors fetched (rows of K and N floats)."""
-    fig = plt.figure(figsize=(10, 7.6))
+    lane of one warp reads at k = 0, and the sectors and cache lines fetched (rows of K and N floats;
+    the first ``cols_a`` columns of A and ``cols_b`` of B drawn)."""
+    fig = plt.figure(figsize=(10, 7.9))
     top, bottom = fig.subfigures(2, 1, height_ratios=[1, 2.3])
     for sub, coalesced in ((top, True), (bottom, False)):
         a, b = naive_warp_addresses(coalesced, K, N)
         rows_a = max(4, max(x // 4 // K for x in a) + 1)
-        ax = sub.subplots(1, 2, gridspec_kw={"width_ratios": [16, 40]})
-        _lanes_on_matrix(ax[0], a, K, rows_a, 16, "A", "column of A (k)", "row of A = row of C")
-        _lanes_on_matrix(ax[1], b, N, 4, 40, "B", "column of B = column of C", "row of B (k)")
+        ax = sub.subplots(1, 2, gridspec_kw={"width_ratios": [cols_a, cols_b]})
+        _lanes_on_matrix(ax[0], a, K, rows_a, cols_a, "A", "column of A (k)", "row of A = row of C")
+        _lanes_on_matrix(ax[1], b, N, 4, cols_b, "B", "column of B = column of C", "row of B (k)")
         total = sectors(a) + sectors(b)
+        lines_a, lines_b = cache_lines(a), cache_lines(b)
         head = ("COALESCED: threadIdx.x walks the columns of C (lane i: row 0, column i)" if coalesced else
                 "UNCOALESCED: threadIdx.x walks the rows of C (lane i: row i, column 0)")
-        sub.suptitle(f"{head}\n{sectors(a)} + {sectors(b)} = {total} sectors per warp per k-step", fontsize=10,
+        sub.suptitle(f"{head}\n{sectors(a)} + {sectors(b)} = {total} sectors, in {lines_a} + {lines_b} = "
+                     f"{lines_a + lines_b} cache lines, per warp per k-step", fontsize=10,
                      fontweight="bold", color="tab:green" if coalesced else "tab:red")
+    bottom.subplots_adjust(bottom=0.14)  # room for the two-line caption under the lower panels
     fig.text(0.01, 0.005, "blue: the float a lane (number) reads at k = 0; shaded, outlined: each 32-byte sector "
-             f"fetched; black lines: sector boundaries (8 floats); matrices {K} floats wide", fontsize=8)
+             f"fetched; black lines: sector boundaries (8 floats).\nThe matrices are {K} floats wide; only the "
+             f"first {cols_a} columns of A and {cols_b} of B are shown.", fontsize=8, va="bottom")
     return fig
 
 

@@ -1,8 +1,10 @@
 """The exercises' registry, ``check`` and ``hint``: a checker registered with ``@exercise(id,
 hint, *later_hints)`` returns ``(ok, message)``; ``check`` turns it into Feedback and never raises
 (a wrong answer, a missing one, a crashing or endless kernel, a warning: all come back as
-feedback).  A failure says what is wrong and where, with the first hint; ``hint(id)`` gives the
-next one, a step at a time (the session counts, per exercise, how many it has shown)."""
+feedback).  A failure says what is wrong and where, with the first hint (or, where the checker
+returns ``(ok, message, step)``, hint number ``step``: a failure past what the first hint is
+about); ``hint(id)`` gives the next one, a step at a time (the session counts, per exercise, how
+many it has shown)."""
 import contextlib
 import inspect
 import os
@@ -50,7 +52,9 @@ class Feedback:
 def exercise(exercise_id, hint, *later_hints, answer=None, defines=None):
     """Register ``fn(answer) -> (ok, message)`` as the checker for ``exercise_id``.  ``hint``
     and ``later_hints`` are its hints in steps, the most general first and none of them the
-    answer: a failure quotes the first, ``hint(exercise_id)`` gives the next.  ``answer`` is the
+    answer: a failure quotes the first, ``hint(exercise_id)`` gives the next.  A checker may
+    return ``(False, message, step)`` to quote hint number ``step`` (from 1) instead: for a
+    failure the earlier hints are not about.  ``answer`` is the
     expression the exercise cell passes to check (``"answer"``, ``"my_naive_1d"``,
     ``"make_my_reg2d()"``) and ``defines`` says in one line what its names must be: what a file
     given to ``python -m gemm_lessons.check`` must define."""
@@ -97,13 +101,15 @@ def hint(exercise_id, step=None):
     return Hint(exercise_id, step, len(hints), hints[step - 1])
 
 
-def _first_hint(exercise_id):
-    """The first hint, as a failure quotes it: with where the next ones are, if there are any."""
+def _first_hint(exercise_id, step=1):
+    """The first hint (or hint number ``step``), as a failure quotes it: with where the next ones
+    are, if there are any."""
     hints = _HINTS.get(exercise_id) or (_CHECKS[exercise_id][1],)
-    _HINTS_SHOWN[exercise_id] = max(_HINTS_SHOWN.get(exercise_id, 0), 1)
-    more = len(hints) - 1
-    return hints[0] + (f' ({more} more hint{"s" if more > 1 else ""}, one at a time: exercises.hint("{exercise_id}").)'
-                       if more else "")
+    step = min(max(int(step), 1), len(hints))
+    _HINTS_SHOWN[exercise_id] = max(_HINTS_SHOWN.get(exercise_id, 0), step)
+    more = len(hints) - step
+    return hints[step - 1] + (f' ({more} more hint{"s" if more > 1 else ""}, one at a time: '
+                              f'exercises.hint("{exercise_id}").)' if more else "")
 
 
 def check(exercise_id, answer, time_limit=KERNEL_TIME_LIMIT_S):
@@ -126,7 +132,7 @@ def _check(exercise_id, answer, time_limit):
         return Feedback(exercise_id, False,
                         "no answer yet: replace the placeholder with your answer. Hint: " + _first_hint(exercise_id))
     try:
-        ok, message = _with_time_limit(lambda: fn(answer), time_limit)
+        ok, message, *step = _with_time_limit(lambda: fn(answer), time_limit)
     except KernelTimeout:
         return Feedback(exercise_id, False,
                         f"stopped after {time_limit:g} s on the simulator: does a loop never end (a loop "
@@ -138,7 +144,7 @@ def _check(exercise_id, answer, time_limit):
         if not backend.SIMULATOR and "never written" in message and _still_unwritten(answer):
             message += (" Your kernel still has the `raise NotImplementedError` of the part to write: on a GPU"
                         " a raise inside a kernel does not stop it with an error, it just leaves C unwritten.")
-        message += " Hint: " + _first_hint(exercise_id)
+        message += " Hint: " + _first_hint(exercise_id, *step)
     return Feedback(exercise_id, ok, message)
 
 

@@ -32,7 +32,11 @@ def check_warp_sectors(ans):
                       f"{sum(want)} in all, against 1 + 4 with blocks 32 wide.")
     if (a, b) == (1, 4):
         return False, "(1, 4) is the warp of a block 32 threads wide; here a warp spans two rows of C."
-    return False, f"{(a, b)} is not it."
+    if a == want[0]:
+        return False, f"{(a, b)}: A right; B not. Which floats of B do the two rows of the warp read?"
+    if b == want[1]:
+        return False, f"{(a, b)}: B right; A not. How many rows of C does the warp cover?"
+    return False, f"{(a, b)}: neither A nor B is right."
 
 
 @exercise("01-kernel",
@@ -53,10 +57,11 @@ def check_coalesced_kernel(ans):
     M, N, K = f["shape"]
     a, b = f["A"]["per_read"], f["B"]["per_read"]
     if a + b > SECTORS_PER_KSTEP_LIMIT:
-        return False, (f"Right result, but not coalesced: at {M}x{N}x{K} (traced on the simulator) a warp's "
-                       f"read of A touches {a:.3g} sectors on average and its read of B {b:.3g}: {a + b:.3g} "
-                       "sectors per k-step, where a coalesced mapping needs 5 (1 for the float of A the warp "
-                       "shares, 4 for 32 neighbouring floats of B). Which elements do 32 consecutive i get?")
+        message = (f"Right result, but not coalesced: at {M}x{N}x{K} (traced on the simulator) a warp's read of A "
+                   f"touches {a:.3g} sectors on average and its read of B {b:.3g}: {a + b:.3g} sectors per k-step, "
+                   "where a coalesced mapping needs 5 (1 for the float of A the warp shares, 4 for 32 neighbouring "
+                   "floats of B). Which elements do 32 consecutive i get?")
+        return False, message, 2  # the result is right: quote hint 2 (coalescing), not hint 1 (a right result)
     return True, (f"right result on {shapes}, and coalesced: at {M}x{N}x{K} a warp touches "
                   f"{a:.3g} sector of A and {b:.3g} of B per k-step ({a + b:.3g} of the 32-byte sectors; "
                   "the swapped mapping needs 33).")

@@ -103,6 +103,12 @@ def test_04_ratio_asks_for_the_square_patch_that_doubles_the_8x8_ratio():
     assert not fb.ok and "side is right" in str(fb)
 
 
+def test_a_half_right_01_sectors_answer_says_which_half():
+    assert "A right; B not" in str(exercises.check("01-sectors", (2, 4)))
+    assert "B right; A not" in str(exercises.check("01-sectors", (1, 2)))
+    assert "neither A nor B is right" in str(exercises.check("01-sectors", (3, 3)))
+
+
 def test_missing_answer_and_crashing_answer_give_feedback():
     fb = exercises.check("00-flops", None)
     assert not fb.ok and "no answer yet" in str(fb)

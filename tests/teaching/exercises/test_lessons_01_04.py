@@ -189,6 +189,25 @@ def test_a_right_result_without_the_technique_fails(ex, body, words):
 
 
 @requires_simulator
+def test_a_right_but_uncoalesced_01_kernel_starts_from_the_coalescing_hint():
+    """The first hint is about a right result; an uncoalesced kernel has one, so its feedback quotes
+    the second (about coalescing), and exercises.hint gives the third next."""
+    from gemm_lessons.teaching.exercises import core
+
+    saved = dict(core._HINTS_SHOWN)
+    core._HINTS_SHOWN.pop("01-kernel", None)
+    try:
+        fb = check("01-kernel", UNCOALESCED_01)
+        hints = core._HINTS["01-kernel"]
+        assert not fb.ok and f"Hint: {hints[1]} (1 more hint, one at a time" in str(fb), str(fb)
+        assert hints[0] not in str(fb)
+        assert exercises.hint("01-kernel").step == 3
+    finally:
+        core._HINTS_SHOWN.clear()
+        core._HINTS_SHOWN.update(saved)
+
+
+@requires_simulator
 @pytest.mark.parametrize("ex, body", WRONG_RESULT, ids=[ex for ex, _ in WRONG_RESULT])
 def test_a_wrong_result_fails_as_a_wrong_result(ex, body):
     fb = check(ex, body)
@@ -245,6 +264,17 @@ def test_the_prediction_is_written_before_the_measurement_and_compared_after(les
     compare = next(n for n, c in enumerate(cells) if "exercises.compare_prediction(my_speedup" in c)
     assert predict < measure_ < compare
     assert f'table.speedup("{kernel}", "{baseline}")' in cells[compare] and "table.source" in cells[compare]
+
+
+def test_the_naive_warp_touches_the_sectors_and_cache_lines_lesson_01_counts():
+    """Lesson 01's figure and Why: per k-step a coalesced warp touches 1 + 4 sectors in 1 + 1 cache
+    lines, an uncoalesced one 32 + 1 sectors in 32 + 1 lines (its passes through the L1)."""
+    from gemm_lessons.teaching import figures
+
+    for coalesced, sectors, lines in ((True, (1, 4), (1, 1)), (False, (32, 1), (32, 1))):
+        a, b = figures.naive_warp_addresses(coalesced, K=4096, N=4096)
+        assert (figures.sectors(a), figures.sectors(b)) == sectors
+        assert (figures.cache_lines(a), figures.cache_lines(b)) == lines
 
 
 def test_lesson_01_predicts_both_mappings_before_measuring_and_explains_after():

@@ -10,8 +10,9 @@ MAX_REGISTERS_PER_THREAD = 255  # CUDA's limit on compute capability 9.0
 
 @exercise("04-ratio",
           "for a square x-by-x patch the ratio 2/(1/x + 1/x) is simply x.",
-          "the ratio must go from 8 to 16; a thread holds one accumulator (one register) per result of its patch.",
-          "a 16x16 patch: ratio 16, and 16 x 16 accumulators.",
+          "the ratio must double; a thread holds one accumulator (one register) per result of its patch.",
+          "the side is the x whose ratio is twice the 8x8 patch's; the accumulators are the results of an x-by-x "
+          "patch, one each.",
           answer="answer",
           defines="answer: a pair (the side of the square patch, the accumulators a thread needs for it)")
 def check_compute_to_memory_ratio(ans):

@@ -1,14 +1,14 @@
 # %% [markdown]
 # # 09 · Matrix transpose: bytes in flight
 #
-# **Where we are.** Lesson 08 ended with a warp-tiled SGEMM close to cuBLAS (the cell below gives
-# both and the ceiling that binds them). A matrix product does hundreds of FLOPs per byte; a transpose,
-# `dst[c, r] = src[r, c]`, does none. Each float is read once and written once, so it is judged by
-# [bandwidth](GLOSSARY.md#bandwidth) (GB/s, bytes read plus written per second) against a copy of
-# the same bytes, its ceiling, and cuBLAS's transpose, [`sgeam`](GLOSSARY.md#sgeam). Coalescing
-# (lesson 01), shared tiles (02), padding (06) and 16-byte accesses (05) take it most of the way;
-# the last step needs one more model, the latency-bandwidth ceiling
-# ([Little's law](GLOSSARY.md#littles-law)).
+# **Where we are.** Lesson 08's warp-tiled SGEMM is close to cuBLAS (the cell below: both, and the
+# ceiling that binds them). A transpose, `dst[c, r] = src[r, c]`, does no arithmetic: each float is
+# read and written once, so it is judged by [bandwidth](GLOSSARY.md#bandwidth) (GB/s, bytes read
+# plus written per second) against a copy of the same bytes, its ceiling (`copy_float4`: 16-byte
+# loads and stores, no reordering), and cuBLAS's transpose, [`sgeam`](GLOSSARY.md#sgeam).
+# Coalescing (lesson 01), a shared tile (02) and padding (06) stop short of the copy;
+# [Little's law](GLOSSARY.md#littles-law), a latency-bandwidth ceiling, explains the next step, and
+# 16-byte accesses (05) the last.
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -44,9 +44,9 @@ print(", ".join(f"{r.rung} {2 * 4096 ** 3 / (r.measured_ms * 1e-3) / 1e12:.1f} T
 #
 # One thread per element, `threadIdx.x` along the columns of `src`, blocks of 32 x 8 threads.
 # Warp 0 reads 32 neighbours in a row of `src`: 128 contiguous bytes, 4
-# [sectors](GLOSSARY.md#sector). It writes them down a column of `dst`, a whole row apart: 32
-# sectors for the same 128 bytes. Swapping the mapping only moves the problem to the reads. Warp 0
-# on a 64 x 64 matrix (a test checks the figure against the kernel's access log):
+# [sectors](GLOSSARY.md#sector). It writes them down a column of `dst`, a row apart: 32 sectors
+# for the same bytes. Swapping the mapping moves the problem to the reads. Warp 0 on a 64 x 64
+# matrix:
 
 # %%
 figures.transpose_warp_access(64, 64);
@@ -83,9 +83,8 @@ checked("naive", check_transpose_all(functools.partial(t_naive.transpose, kernel
 # (coalesced writes) by reading the tile **by columns**. A row of a `[32][32]` float tile is one
 # word in each of the 32 [banks](GLOSSARY.md#bank), so a column lies in one bank: a 32-way
 # [bank conflict](GLOSSARY.md#bank-conflict), 32 [wavefronts](GLOSSARY.md#wavefront) instead of 1.
-# One float of [padding](GLOSSARY.md#padding) per row (`[32][33]`) starts row `l` in bank `l`.
-# `make_transpose_tile` builds both (`PAD`); with `ROWS` below 32, each thread moves `32 / ROWS`
-# elements (section 4).
+# One float of [padding](GLOSSARY.md#padding) per row (`[32][33]`, `PAD=1`) starts row `l` in bank
+# `l`. With `ROWS` below 32, each thread moves `32 / ROWS` elements (section 4).
 
 # %%
 # source: gemm_lessons/kernels/transpose/smem_tile.py  (the package runs this same code; a test keeps the two identical)
@@ -120,9 +119,10 @@ def make_transpose_tile(TILE=32, ROWS=32, PAD=0):
 
 # %%
 # NBVAL_CHECK_OUTPUT
-for rows, pad in ((32, 0), (32, 1), (8, 1)):  # smem_tile, smem_padded, smem_padded_32x8
-    checked(f"tile, 32 x {rows} threads, PAD={pad}",
-            check_transpose_all(functools.partial(t_tile.transpose, kernel=make_transpose_tile(32, rows, pad))))
+reports = {name: check_transpose_all(functools.partial(t_tile.transpose, kernel=make_transpose_tile(32, rows, pad)))
+           for name, rows, pad in (("smem_tile", 32, 0), ("smem_padded", 32, 1), ("smem_padded_32x8", 8, 1))}
+failed = [r for r in reports.values() if not r]
+checked(", ".join(reports), failed[0] if failed else reports["smem_tile"])
 
 # %%
 unpadded = shared_tracer.trace_rung("transpose:smem_tile", (32, 32), merge=False).first("ld")
@@ -134,43 +134,51 @@ plt.tight_layout()
 
 # %% [markdown]
 # *Bank maps of the first column read, `tile[tx, ty + j]`, traced on the kernels above: cell `n`
-# is the float lane `n` reads (tile row down, bank across). The bottom line counts the lanes each
-# bank serves; a bank delivers one word per wavefront, so the largest count is the wavefronts.*
+# is the float lane `n` reads (tile row down, bank across); the bottom line counts lanes per bank,
+# and the largest count is the wavefronts.*
 #
 # ## 3 · Little's law: enough bytes in flight
 #
-# Whether the padded tile then reaches the copy depends on a ceiling no unit's peak shows:
-# [latency](GLOSSARY.md#latency). A load from DRAM comes back `L` nanoseconds after it is issued.
-# To move `B` bytes per second, `B x L` bytes must be on their way at every moment (Little's law),
-# shared among the SMs. The course measured both (its limiter record): `B` the copy rate, `L` the
-# DRAM latency of a chain of dependent loads.
+# Whether the padded tile reaches the copy depends on a ceiling no unit's peak shows:
+# [latency](GLOSSARY.md#latency). A load from DRAM returns `L` nanoseconds after it is issued. To
+# move `B` bytes per second, `B x L` bytes must be on their way at every moment (Little's law),
+# shared among the SMs. The limiter run measured both: `B` the copy rate (read plus written), `L` a
+# chain of dependent loads through DRAM on an idle GPU.
 
 # %%
 m = limiter_table.machine()
-need = m.in_flight_needed_per_sm  # bytes each SM must keep in flight
-print(f"{m.name}: B = {m.dram_gbs:,.0f} GB/s (copy), L = {m.dram_latency_ns:.0f} ns (DRAM latency), "
-      f"B x L = {m.dram_gbs * m.dram_latency_ns / 1e6:.2f} MB in flight; over {m.sm_count} SMs, "
-      f"{need:,.0f} bytes per SM")
+need = m.in_flight_needed_per_sm  # B x L per SM, bytes (the limiter model's Machine)
+print(f"{m.name}: B = {m.dram_gbs:,.0f} GB/s, L = {m.dram_latency_ns:.0f} ns: B x L = "
+      f"{m.dram_gbs * m.dram_latency_ns / 1e6:.2f} MB, {need:,.0f} bytes per SM over {m.sm_count} SMs; loading "
+      f"{limiter.LATENCY_DUTY:.0%} of the time, {need / limiter.LATENCY_DUTY:,.0f} while it loads.")
 
 # %% [markdown]
-# A transpose thread issues its loads, waits for them (at the barrier, or for the value it
-# stores), then stores; while it stores it has nothing loading. The [limiter
-# model](../gemm_lessons/model/limiter.py) counts that as loads in flight half the time
-# (`LATENCY_DUTY` = 1/2), so a kernel gets
+# A transpose thread issues its loads, waits for them, then stores; while it stores it has nothing
+# loading. The [limiter model](../gemm_lessons/model/limiter.py) counts loads in flight half the
+# time (`LATENCY_DUTY` = 1/2):
 #
 # > share of the copy rate = min(1, `LATENCY_DUTY` x bytes in flight per SM / (`B x L` per SM)),
 #
-# where bytes in flight per SM = the bytes a thread loads before it stores x the threads
+# with bytes in flight per SM = bytes a thread loads before it stores x threads
 # [resident](GLOSSARY.md#resident) on the SM.
+#
+# **This count is an assumption**: the loads against all of `B`, read and written, at the idle `L`.
+# It equals the reads alone (`B / 2`; a store waits for nothing) against a latency under load twice
+# the idle one. The reads at the idle `L` would give every kernel twice the share: an optimistic
+# bound. The measurement of `smem_padded` decides (Why).
 
 # %%
 TRANSPOSES = ["naive", "smem_tile", "smem_padded", "smem_padded_32x8", "wide"]
 from gemm_lessons.runs.limiter import TRANSPOSE_LOAD_BYTES as LOADS  # bytes a thread loads before it stores: 4, 16, 64
+from gemm_lessons.runs.arch_facts import ARCHS
 works = {r: limiter_table.work(r, kind="transpose") for r in TRANSPOSES}
-print("bytes per thread x threads per SM = bytes in flight per SM")
+threads = {r: w.in_flight_per_sm // LOADS[r] for r, w in works.items()}  # resident threads per SM
+print("bytes per thread x threads per block x blocks per SM = bytes in flight per SM")
 for r, w in works.items():
-    print(f"{r:17s}: {LOADS[r]:2d} x {w.in_flight_per_sm // LOADS[r]:,} = {w.in_flight_per_sm:7,}")
-figures.bytes_in_flight(TRANSPOSES, [w.in_flight_per_sm for w in works.values()], need, duty=limiter.LATENCY_DUTY);
+    print(f"{r:17s}: {LOADS[r]:2d} x {threads[r] // w.blocks_per_sm:5,} x {w.blocks_per_sm} = {w.in_flight_per_sm:7,}")
+most = ARCHS["9.0"].max_threads_per_sm  # the most threads a Hopper SM holds
+if set(threads.values()) == {most}:
+    print(f"Every rung fills the SM's {most:,} thread slots: bytes per thread is the only lever left.")
 
 # %% [markdown]
 # ## 4 · More bytes per thread
@@ -179,8 +187,8 @@ figures.bytes_in_flight(TRANSPOSES, [w.in_flight_per_sm for w in works.values()]
 #   independent loads (16 bytes) before the barrier.
 # * **`wide`**: a 64 x 64 padded tile, 16 x 16 threads; each loads four float4 along `src` rows
 #   ([`LDG.128`](GLOSSARY.md#width-128): 64 bytes before the barrier), then gathers four float4
-#   from columns of the tile and stores them along `dst` rows (`STG.128`). A float4 starts on a
-#   16-byte boundary, so both sides must be multiples of 4 (`ValueError` otherwise).
+#   from tile columns and stores them along `dst` rows (`STG.128`). Both sides must be multiples
+#   of 4. `DIAGONAL` (another block order) is off here; `tools/transpose_suite.py` times it.
 
 # %%
 # source: gemm_lessons/kernels/transpose/wide.py  (the package runs this same code; a test keeps the two identical)
@@ -235,22 +243,26 @@ checked("wide", check_transpose_all(functools.partial(t_wide.transpose, kernel=m
 # %% [markdown]
 # ## Predict
 #
-# With the bars and the rule above: what share of the copy's GB/s will `smem_padded` reach (a
-# fraction, for example 0.8)? And which rungs does Little's law leave free to reach the copy?
+# With the rule and the table above: what share of the copy's GB/s will `smem_padded` reach (a
+# fraction, for example 0.8)? Which rungs escape the latency ceiling, and will they then reach the
+# copy?
 
 # %%
 my_share = None  # your prediction for smem_padded: replace None with a fraction of the copy's GB/s
 
 # %%
 share = {r: limiter.latency_fraction(w, m) for r, w in works.items()}
-print("Little's law's share of the copy rate: " + ", ".join(f"{r} {s:.0%}" for r, s in share.items()))
+reads_only = min(1, limiter.LATENCY_DUTY * works["smem_padded"].in_flight_per_sm / (need / 2))
+print("The model's share of the copy rate: " + ", ".join(f"{r} {s:.0%}" for r, s in share.items())
+      + f". Counting the reads alone at the idle latency: smem_padded {reads_only:.0%}.")
+figures.bytes_in_flight(TRANSPOSES, [w.in_flight_per_sm for w in works.values()], need, duty=limiter.LATENCY_DUTY);
 
 # %% [markdown]
 # ## Measure
 #
-# Every [rung](GLOSSARY.md#rung), cuBLAS `sgeam` and the float4 copy on one 8192 x 8192 matrix
-# (256 MiB read and 256 MiB written per call), in one run, timed in batches of back-to-back calls
-# so that Python's [launch overhead](GLOSSARY.md#launch-overhead) is not counted.
+# Every [rung](GLOSSARY.md#rung), `sgeam` and `copy_float4` on one 8192 x 8192 matrix (256 MiB
+# read, 256 MiB written), in one run, timed over back-to-back calls so that Python's
+# [launch overhead](GLOSSARY.md#launch-overhead) is not counted.
 
 # %%
 table = measure_step.compare_transpose(dict(ladder.TRANSPOSE), shape=(8192, 8192))
@@ -264,7 +276,9 @@ exercises.compare_prediction(my_share, table.gbs("smem_padded") / table.gbs("cop
 # ## Why: the limiter model
 #
 # Each column is the time one ceiling alone allows, from each kernel's profiled counts; latency is
-# DRAM's time divided by Little's share. The largest binds. The last column is the
+# DRAM's time over the model's share (empty for `sgeam`: its bytes per thread are cuBLAS's own,
+# unknown). The largest binds; the prediction is it times the last [wave](GLOSSARY.md#wave)'s
+# stretch (SMs idle while the last blocks finish). The last column is the
 # [profiler's](GLOSSARY.md#ncu) busiest unit.
 
 # %%
@@ -273,40 +287,43 @@ why
 
 # %%
 row = {r.rung: r for r in why.rows}
-pad, tile, x8, wide, copy = (row[k] for k in ("smem_padded", "smem_tile", "smem_padded_32x8", "wide", "copy"))
+naive, pad, tile, x8, wide, copy, sgeam = (row[k] for k in ("naive", "smem_padded", "smem_tile", "smem_padded_32x8",
+                                                             "wide", "copy", "cublas_sgeam"))
+no_smem = {"naive": works["naive"], "copy": limiter_table.work("copy")}  # kernels with no shared memory
+per_warp = {r: w.shared_wavefronts / (w.blocks * w.in_flight_per_sm / LOADS[r] / w.blocks_per_sm / 32)
+            for r, w in no_smem.items()}  # the profiler's wavefronts per warp
 per32 = {k: works[k].warp_instructions / (8192 * 8192 / 32) for k in ("smem_padded_32x8", "wide")}
-both = tile.predicted_ms + tile.ceilings_ms["shared"]
-overlap = ("between the larger of its two ceilings and their sum: the conflicted reads overlap the waiting in part"
-           if tile.predicted_ms <= tile.measured_ms <= both else
-           f"against {tile.predicted_ms:.3g} ms for the larger of the two ceilings and {both:.3g} ms for their sum")
-binding_busy = [r.busiest_pct for r in (x8, wide, copy, row["cublas_sgeam"]) if r.agrees]
-ratios = [r.ratio for r in why.rows if r.rung != "naive"]
-print(f"* smem_padded: bound by {limiter.WHAT[pad.binding]}, measured {pad.ratio:.2f}x the prediction; no unit "
-      f"is busier than {pad.busiest_pct:.0f}%: the SMs wait for DRAM.")
-print(f"* smem_tile: the same latency ceiling plus {tile.ceilings_ms['shared']:.3g} ms of conflicted wavefronts; "
-      f"it took {tile.measured_ms:.3g} ms, {overlap}.")
-enough = ("enough bytes in flight for the whole copy rate" if share["smem_padded_32x8"] >= 1 else
-          f"bytes in flight for {share['smem_padded_32x8']:.0%} of the copy rate")
-print(f"* smem_padded_32x8: {enough}; bound by {limiter.WHAT[x8.binding]}: "
-      f"{per32['smem_padded_32x8']:.0f} warp-instructions per 32 floats moved (profiler: "
-      f"{limiter_table.SHORT[x8.busiest]}, {x8.busiest_pct:.0f}% busy).")
-print(f"* wide: 16-byte loads and stores cut that to {per32['wide']:.0f}; bound by "
-      f"{limiter.WHAT[wide.binding]}, measured {wide.ratio:.2f}x the prediction (the copy {copy.ratio:.2f}x).")
-print(f"* The model lets the binding unit run at 100%; the profiler shows it {min(binding_busy):.0f}-"
-      f"{max(binding_busy):.0f}% busy (stalls at barriers and on loads), so the kernels take "
-      f"{min(ratios):.2f}-{max(ratios):.2f}x the prediction (naive {row['naive'].ratio:.1f}x: Lab notes).")
+got = copy.measured_ms / pad.measured_ms  # smem_padded's measured share of the copy rate
+closer = "the model's count" if abs(got - share["smem_padded"]) <= abs(got - reads_only) else "the reads-only count"
+added = (tile.measured_ms - tile.predicted_ms) / tile.ceilings_ms["shared"]
+issue_busy = x8.utilization_pct["issue"] / 100
+print(f"* smem_padded ({limiter_table.SHORT[pad.binding]}-bound): the model gave it {share['smem_padded']:.0%} of the "
+      f"copy rate, the reads-only count {reads_only:.0%}; it reached {got:.0%}, nearer {closer}. No unit is busier than "
+      f"{pad.busiest_pct:.0f}%: the SMs wait for DRAM.")
+print(f"* smem_tile: predicted {tile.predicted_ms:.3g} ms like smem_padded (the same latency binds), so the model misses "
+      f"the step between them: it took {tile.measured_ms:.3g} ms, "
+      + (f"{added:.0%} of its {tile.ceilings_ms['shared']:.3g} ms of conflicted wavefronts on top of the waiting, not "
+         "hidden under it." if 0 < added <= 1 else
+         f"with {tile.ceilings_ms['shared']:.3g} ms of conflicted wavefronts on top of the waiting."))
+print(f"* smem_padded_32x8: {'the whole copy rate in flight' if share['smem_padded_32x8'] >= 1 else 'more in flight'}; "
+      f"bound by issue: {per32['smem_padded_32x8']:.0f} warp-instructions per 32 floats moved, 4 moving data "
+      f"(global load, shared store and load, global store), the rest addresses, bounds and loop. wide spreads a "
+      f"thread's set-up over 16 elements, not 4, and moves 4 floats per access: {per32['wide']:.0f} per 32 floats; "
+      f"{limiter_table.SHORT[wide.binding]} binds.")
+print(f"* The model lets the binding unit work every cycle. Issue's rate is the hardware's: at {issue_busy:.0%} busy, "
+      f"smem_padded_32x8 should take 1/{issue_busy:.2f} = {1 / issue_busy:.2f}x its prediction; it took "
+      f"{x8.ratio:.2f}x. DRAM's rate is the copy's ({copy.busiest_pct:.0f}% of DRAM's peak to the profiler), so "
+      f"DRAM-bound kernels are measured against the copy: wide {wide.ratio:.2f}x, sgeam {sgeam.ratio:.2f}x, the copy "
+      f"{copy.ratio:.2f}x. Naive {naive.ratio:.1f}x: Lab notes.")
+print(f"* naive and the copy use no shared memory; the profiler still counts {per_warp['naive']:.0f} and "
+      f"{per_warp['copy']:.0f} wavefronts per warp.")
 
 # %% [markdown]
 # ## Exercise 09-symmetrize: `dst = src + src.T` through a padded tile
 #
 # For a square matrix, `dst[r, c] = src[r, c] + src[c, r]`. As given, the kernel is right but reads
-# `src[c, r]` straight from global memory: the naive transpose's strided access. Make **every**
-# warp-wide global access coalesced and the shared tile conflict-free. A block of 32 x 8 threads
-# owns the 32 x 32 tile of `dst` at rows `r0..`, columns `c0..`: stage the *mirror* tile of `src`
-# (rows `c0..`, columns `r0..`) into shared memory reading rows of `src`, and read it back by
-# column. The check runs the kernel for n = 67, 40 and 1, then traces a 64 x 64 run on the
-# simulator: each warp's global read and write must touch the fewest 32-byte sectors possible,
-# and the tile must have no bank conflicts.
+# `src[c, r]` from global memory, strided like the naive transpose. Make **every** warp-wide global
+# access coalesced and the shared tile conflict-free (32 x 8 threads per 32 x 32 tile of `dst`).
 
 # %%
 import numpy as np
@@ -346,25 +363,38 @@ def symmetrize(src, dst):
 exercises.check("09-symmetrize", symmetrize)
 
 # %% [markdown]
+# ### 09-in-flight: Little's law for your kernel
+#
+# How many bytes does each thread of your `symmetrize` load before the barrier, and what share of
+# the copy rate does section 3's rule give it at 2,048 threads per SM? Answer with a pair.
+
+# %%
+### BEGIN SOLUTION: my_in_flight = None
+per_thread = 4 * (TILE // ROWS)  # the staging loop's loads, a float32 each, before the barrier
+my_in_flight = (per_thread, min(1, limiter.LATENCY_DUTY * per_thread * 2048 / need))
+### END SOLUTION
+exercises.check("09-in-flight", my_in_flight)
+
+# %% [markdown]
 # ## Takeaway
 #
 # * A memory-bound kernel is judged in GB/s against a copy of the same bytes.
-# * A shared tile makes both global sides coalesced; padding it to `[32][33]` turns its 32-way
-#   column read into one wavefront.
+# * A shared tile makes both global sides coalesced; padding to `[32][33]` makes its column read
+#   one wavefront.
 # * Little's law: to stream `B` bytes per second across a latency `L`, `B x L` bytes must be in
-#   flight, shared among the SMs. One float per thread, loading half the time, is not enough.
+#   flight, shared among the SMs. The model counts read and written bytes at the idle latency,
+#   loading half the time; the reads alone are the optimistic bound. One float per thread is short.
 # * More bytes per thread lifts the latency ceiling; 16-byte accesses then cut the instructions
-#   until DRAM binds, as for sgeam and the copy.
+#   until DRAM binds.
 
 # %% [markdown]
 # ## Sources and further reading
 #
-# * The source articles this lesson re-tells and tests: [[4]](REFERENCES.md#seed-003) (their origins and what each
-#   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
+# * The source article this lesson re-tells and tests: [[4]](REFERENCES.md#seed-003) (origins:
+#   [REFERENCES.md](REFERENCES.md#source-articles)).
 # * What to read next: [REFERENCES.md, lesson 09](REFERENCES.md#lesson-09); Little's law on a GPU:
 #   Volkov's thesis ([REFERENCES.md, lesson 00a](REFERENCES.md#lesson-00a)).
-# * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
-#   introduced in the [primer](00a_primer.ipynb).
+# * Terms: the [glossary](GLOSSARY.md) and the [primer](00a_primer.ipynb).
 
 # %% [markdown]
 # ## Lab notes
@@ -374,14 +404,8 @@ exercises.check("09-symmetrize", symmetrize)
 # has a limiter record, the Why table's measured column is this notebook's run (no asterisk).
 #
 # **What the model leaves.** The naive kernel takes several times its latency ceiling. The model
-# gives every kernel the same half duty; a warp's scattered store (32 sectors) probably keeps
-# naive's threads from loading for more than half their time, but nothing here measures the duty.
-#
-# **Two ways to count Little's law.** The primer sets the loads in flight against the read half of
-# the copy rate (a store has nothing to wait for); the model sets them against all of `B`, loading
-# half the time, which is the same as the reads loading a quarter of the time. With the same half
-# duty the primer's count would give the 4-byte tiles twice the model's share; the measured
-# `smem_padded` sits near the model's (the Why table).
+# gives every kernel the same half duty; how long naive's scattered stores (32 sectors a warp) keep
+# its threads from loading is not measured here.
 #
 # **`wide`'s residual conflicts.** Its padded tile is 65 floats wide, and the tracer finds 2-way
 # conflicts in both its tile stores and its gathering reads (below; lesson 06's ncu table counts
@@ -424,10 +448,11 @@ print(f"61x90 view starting inside a float4: exact {np.array_equal(dst.copy_to_h
 # `tools/transpose_suite.py` timed it against cuBLAS `sgeam`, called through nvmath-python
 # (NVIDIA's Python bindings to its math libraries, cuBLAS among them), on a suite of shapes, in
 # [single calls](GLOSSARY.md#single-call) and back to back (`results/transpose-suite-<device>.json`,
-# with the other candidate kernels). A 1024 x 1024 transpose moves 8 MiB, under 3 µs at this
-# GPU's copy rate and less than one launch costs the host, so on small shapes the ratios compare
-# two ways of calling more than two kernels. The figure puts the large shapes first; those
-# moving less than 64 MiB come last, in a grey band.
+# with the other candidate kernels; the record shown is the H100's: no H200 suite was run). A 1024 x 1024
+# transpose moves 8 MiB, under 3 µs at that GPU's copy rate and less than one launch costs the
+# host, so on small shapes the ratios compare two ways of calling a kernel more than the kernels
+# themselves. The figure puts the large shapes first; those moving less than 64 MiB come last, in a
+# grey band.
 
 # %%
 from IPython.display import Markdown, display

@@ -52,9 +52,9 @@ class Feedback:
 def exercise(exercise_id, hint, *later_hints, answer=None, defines=None):
     """Register ``fn(answer) -> (ok, message)`` as the checker for ``exercise_id``.  ``hint``
     and ``later_hints`` are its hints in steps, the most general first and none of them the
-    answer: a failure quotes the first, ``hint(exercise_id)`` gives the next.  A checker may
-    return ``(False, message, step)`` to quote hint number ``step`` (from 1) instead: for a
-    failure the earlier hints are not about.  ``answer`` is the
+    answer: a failure quotes the first (or hint number ``step``, from 1, when the checker returns
+    ``(False, message, step)``: the hint for the stage it failed at), ``hint(exercise_id)`` gives
+    the next.  ``answer`` is the
     expression the exercise cell passes to check (``"answer"``, ``"my_naive_1d"``,
     ``"make_my_reg2d()"``) and ``defines`` says in one line what its names must be: what a file
     given to ``python -m gemm_lessons.check`` must define."""
@@ -102,8 +102,8 @@ def hint(exercise_id, step=None):
 
 
 def _first_hint(exercise_id, step=1):
-    """The first hint (or hint number ``step``), as a failure quotes it: with where the next ones
-    are, if there are any."""
+    """The hint a failure quotes (the first, or hint ``step`` when the checker names the one that
+    fits the stage it failed at): with where the next ones are, if there are any."""
     hints = _HINTS.get(exercise_id) or (_CHECKS[exercise_id][1],)
     step = min(max(int(step), 1), len(hints))
     _HINTS_SHOWN[exercise_id] = max(_HINTS_SHOWN.get(exercise_id, 0), step)
@@ -132,7 +132,7 @@ def _check(exercise_id, answer, time_limit):
         return Feedback(exercise_id, False,
                         "no answer yet: replace the placeholder with your answer. Hint: " + _first_hint(exercise_id))
     try:
-        ok, message, *step = _with_time_limit(lambda: fn(answer), time_limit)
+        ok, message, *step = _with_time_limit(lambda: fn(answer), time_limit)  # a third item: the hint to quote
     except KernelTimeout:
         return Feedback(exercise_id, False,
                         f"stopped after {time_limit:g} s on the simulator: does a loop never end (a loop "
@@ -144,7 +144,7 @@ def _check(exercise_id, answer, time_limit):
         if not backend.SIMULATOR and "never written" in message and _still_unwritten(answer):
             message += (" Your kernel still has the `raise NotImplementedError` of the part to write: on a GPU"
                         " a raise inside a kernel does not stop it with an error, it just leaves C unwritten.")
-        message += " Hint: " + _first_hint(exercise_id, *step)
+        message += " Hint: " + _first_hint(exercise_id, *step[:1])
     return Feedback(exercise_id, ok, message)
 
 

@@ -39,6 +39,7 @@ RIGHT = {
     "02-loads": 1024 * 2048 * 512 * (1 / 64 + 1 / 32),
     "04-ratio": (16, 16 * 16),  # the square patch with twice the 8x8 patch's ratio, and its accumulators
     "05-stage-a": lambda tid: (tid // 2, (tid % 2) * 4),
+    "09-in-flight": (16, 1.0),  # 4 loads of 4 bytes; 0.5 x 16 x 2048 bytes is more than B x L per SM: the whole rate
 }
 WRONG = {
     "00a-launch": _launch_axpy(right=False),  # the grid is rounded down: the last elements are never written
@@ -49,6 +50,7 @@ WRONG = {
     "02-loads": 2 * 1024 * 2048 * 512,  # the naive count
     "04-ratio": (64, 64 * 64),  # the ratio taken to grow with the patch's area
     "05-stage-a": lambda tid: (tid % 128, (tid // 128) * 4),
+    "09-in-flight": (16, 1.48),  # the min(1, ...) forgotten
 }
 
 

@@ -54,6 +54,17 @@ def test_a_failure_shows_the_first_hint_and_points_to_the_next():
     assert exercises.hint("02-loads").step == 2
 
 
+def test_a_checker_can_quote_the_hint_of_the_stage_it_failed_at():
+    """09-in-flight: a wrong byte count quotes hint 1; right bytes with a share above 1 quotes hint 3
+    (the formula with its min), the last, which then counts as shown."""
+    hints = core._HINTS["09-in-flight"]
+    fb = exercises.check("09-in-flight", (4, 0.37))
+    assert f"Hint: {hints[0]} (2 more hints" in str(fb)
+    fb = exercises.check("09-in-flight", (16, 1.48))
+    assert not fb.ok and str(fb).endswith(f"Hint: {hints[2]}") and hints[0] not in str(fb)
+    assert exercises.hint("09-in-flight").step == 3
+
+
 def test_an_unknown_exercise_gets_a_hint_that_lists_the_known_ones():
     h = exercises.hint("99-nothing")
     assert h.step == 0 and str(h).startswith("No hint [99-nothing]: unknown exercise; known: 00-flops")

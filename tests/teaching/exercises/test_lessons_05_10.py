@@ -192,6 +192,32 @@ def test_09_unpadded_tile_conflicts_and_a_wrong_index_is_wrong():
     _fails(check_cell("09-symmetrize", replace=[("tile[tx, ty + j]  #", "tile[ty + j, tx]  #")]), "expected src[")
 
 
+@requires_simulator
+def test_09_each_failure_quotes_the_hint_of_its_stage():
+    """Hint 1 (a shared tile) for an uncoalesced kernel, hint 2 (which element goes where) for a wrong
+    result, hint 3 (the tile's width) for bank conflicts: not hint 1 for every failure."""
+    from gemm_lessons.teaching.exercises import core
+    hints = core._HINTS["09-symmetrize"]
+    stages = {1: check_cell("09-symmetrize", student_version=True),
+              2: check_cell("09-symmetrize", replace=[("tile[tx, ty + j]  #", "tile[ty + j, tx]  #")]),
+              3: check_cell("09-symmetrize", replace=[("(TILE, 33), float32)", "(TILE, TILE), float32)")])}
+    for step, fb in stages.items():
+        assert f"Hint: {hints[step - 1]}" in str(fb), (step, str(fb))
+        assert all(h not in str(fb) for h in hints if h != hints[step - 1]), (step, str(fb))
+
+
+@requires_simulator
+def test_09_a_shape_the_gpu_would_reject_is_flagged_from_the_source():
+    """(TILE, TILE + 1) runs on the simulator, but numba compiling for a GPU needs constants."""
+    from gemm_lessons.teaching.exercises.lesson09 import shared_shape_expressions
+    _fails(check_cell("09-symmetrize", replace=[("(TILE, 33), float32)", "(TILE, TILE + 1), float32)")]),
+           "(TILE, TILE + 1)", "GPU", "constant")
+    ns, _, _ = run_cell(exercise_cell("09-symmetrize"))
+    assert shared_shape_expressions(ns["symmetrize"]) == []  # numbers and globals are constants
+    from gemm_lessons.kernels.transpose import smem_tile
+    assert shared_shape_expressions(smem_tile.make_transpose_tile(32, 8, 1)) == []  # a closure variable too
+
+
 # ---- 10 and the prediction helper -----------------------------------------------------
 def _extra_10():
     from gemm_lessons.teaching import leaderboard

@@ -68,8 +68,7 @@ for rung, tile, (M, N, K) in [("smem_tile16", 16, (32, 48, 64)), ("smem_tile", 3
 # lane reads the same address (lesson 06 measures this rule). So for each
 # [warp-FMA](GLOSSARY.md#warp-fma) (one FMA instruction of a warp: 32 FMAs) a warp needs
 # 1 wavefront for `sB`, 2/4 for `sA`, and a little for the stores that stage the tiles. (With 16x16
-# tiles a warp spans two rows, so it reads `sA` at two addresses, in different banks: the same
-# 1 + 2/4.) The [bank tracer](GLOSSARY.md#bank-tracer) counts them in one block, on the simulator:
+# tiles a warp spans two rows: it reads `sA` at two addresses in different banks, the same 1 + 2/4.) The [bank tracer](GLOSSARY.md#bank-tracer) counts them in one block, on the simulator:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -91,21 +90,18 @@ for rung, tile in [("smem_tile", 32), ("smem_tile16", 16)]:
 # The **[limiter model](GLOSSARY.md#limiter-model)** prices a kernel by its busiest unit. In each
 # cycle an SM can issue 4 warp-instructions (one per scheduler), serve 1 shared-memory wavefront and
 # run 4 warp-FMAs (128 FP32 lanes). So a warp-FMA costs the SM at least instructions/4 cycles of
-# issue, wavefronts/1 cycles of shared memory and 1/4 cycle of FP32 lanes; the largest binds. (L2
-# and DRAM, the model's other ceilings, are far below these for both kernels.)
+# issue, wavefronts/1 cycles of shared memory and 1/4 cycle of FP32 lanes; the largest binds.
 #
-# You have two of the counts: `naive`'s instructions per warp-FMA (top of the lesson) and
-# `smem_tile`'s wavefronts (just above). **Which unit will bind `smem_tile`, and how many times
-# faster than `naive` will it run at 4096^3?** To decide, estimate what `smem_tile`'s inner loop
-# must issue for each FMA. Write one number in the next cell; after the measurement, a cell sets it
-# against the measured speedup.
+# You have `naive`'s instructions and `smem_tile`'s wavefronts per warp-FMA. **Which unit will
+# bind `smem_tile`, and how many times faster than `naive` will it run at 4096^3?** Estimate what
+# its inner loop issues per FMA. Write one number in the next cell; a cell after the measurement
+# compares it.
 
 # %%
 my_speedup = None  # your prediction: replace None with a number (for example 2.5)
 
 # %% [markdown]
-# The model's answer. The instructions are the profiler's counts in the limiter run; the
-# wavefronts, the tracer's above.
+# The model's answer (instructions: the profiler's counts; wavefronts: the tracer's).
 
 # %%
 machine = limiter_table.machine()
@@ -119,14 +115,14 @@ for rung in ("naive", "smem_tile16", "smem_tile"):
     print(f"{rung:24s} {cycles[rung]['issue']:6.2f} {cycles[rung]['shared']:7.2f} {cycles[rung]['fp32']:5.2f}")
 
 # %% [markdown]
-# Why did the instructions fall so far? The [compiler facts](GLOSSARY.md#compiler-facts) count
-# the machine instructions in each kernel's code (SASS: `LDG` a global load, `LDS`/`LDS.128` a
-# shared one, `FFMA` an FMA):
+# Why did the instructions fall? The [compiler facts](GLOSSARY.md#compiler-facts) count each
+# kernel's machine instructions (`LDG`: a global load, `LDS`: a shared one, `FFMA`: an FMA):
 
 # %%
 from gemm_lessons.kernels.sgemm import naive as naive_module, smem_tile
 
-facts = compiler_facts.compiler_facts({"naive": naive_module.sgemm_naive, "smem_tile": smem_tile.kernel_for(32)})
+facts = compiler_facts.compiler_facts({"naive": naive_module.sgemm_naive, "smem_tile": smem_tile.kernel_for(32)},
+                                      threads={"naive": 32 * 8, "smem_tile": 32 * 32})
 facts
 
 # %%
@@ -149,8 +145,7 @@ print(f"The model: smem_tile {slowest['naive'] / slowest['smem_tile']:.1f} times
 # ## The kernel
 #
 # A kernel *factory*: numba needs shared-array shapes to be compile-time constants, and a
-# closure variable (`TILE`) is one. Each call of `make_sgemm_smem_tile(TILE)` compiles a kernel
-# for that tile size. Threads outside the matrices stage zeros, so the inner loop needs no guard.
+# closure variable (`TILE`) is one. Threads outside the matrices stage zeros, so the inner loop needs no guard.
 # Both `syncthreads()` are necessary: the first so that nobody reads a tile before it is complete,
 # the second so that nobody overwrites it while a slower thread is still reading.
 
@@ -253,9 +248,9 @@ print(f"Measured over predicted: {min(r.ratio for r in why.rows):.2f} to {max(r.
       f"{max(r.busiest_pct for r in why.rows):.0f}% busy.")
 
 # %% [markdown]
-# The model is a lower bound: it lets the binding unit work every cycle. In a real run the warps
-# also wait at the two barriers of each slice and for the global loads that fill the next tiles,
-# and shared memory idles meanwhile: hence measured over predicted above 1. What the model gets
+# The model is a lower bound: it lets the binding unit work every cycle. Real warps also wait at
+# the two barriers of each slice and for the global loads that fill the next tiles: hence measured
+# over predicted above 1. What the model gets
 # right is which unit binds, and so which change can pay: once shared memory binds, only fewer
 # wavefronts per warp-FMA help. Lesson 03 cuts them.
 

@@ -4,7 +4,7 @@
 # **Where we are.** Lesson 01's coalesced `naive` kernel gives each thread one element of C and
 # makes two global loads per FMA, $2MNK$ in all. What binds it is instruction issue: the loads and
 # the instructions around them. The next cell reads the course's profiled H200 run (the limiter
-# record), which the Why section below uses too.
+# record).
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -23,8 +23,10 @@ UNIT = {"fp32": "the FP32 lanes", "issue": "instruction issue", "shared": "share
 # %%
 naive = limiter_table.why(["naive"]).row("naive")
 naive_issue = limiter_table.per_warp_fma("naive")["issue"]
-print(f"naive at 4096^3: {naive.measured_ms:.0f} ms, bound by {UNIT[naive.binding]}: "
-      f"{naive_issue:.1f} warp-instructions issued per warp-FMA.")
+print(f"naive at 4096^3: {naive.measured_ms:.0f} ms, bound by {UNIT[naive.binding]} "
+      f"(ceiling {naive.ceilings_ms[naive.binding]:.3g} ms): {naive_issue:.1f} warp-instructions issued per "
+      f"warp-FMA. Its L2 and DRAM ceilings, {naive.ceilings_ms['l2']:.3g} and {naive.ceilings_ms['dram']:.3g} ms, "
+      f"are far below: global memory never bound it.")
 
 # %% [markdown]
 # ## Idea: split K, stage tiles in shared memory
@@ -62,18 +64,19 @@ for rung, tile, (M, N, K) in [("smem_tile16", 16, (32, 48, 64)), ("smem_tile", 3
 # a warp's access in [wavefronts](GLOSSARY.md#wavefront): passes of up to 128 bytes, one word from
 # each of its 32 [banks](GLOSSARY.md#bank); an SM's shared memory serves one wavefront per cycle.
 # Each of those two reads takes one. The compiler merges four `sA` reads (k to k+3) into one
-# 16-byte load (`LDS.128`), which the GPU serves in two wavefronts when every lane reads the same
-# address (lesson 06 measures this rule). So for each [warp-FMA](GLOSSARY.md#warp-fma) (one FMA
-# instruction of a warp: 32 FMAs) a warp needs 1 wavefront for `sB`, 2/4 for `sA`, and a little
-# for the stores that stage the tiles. The [bank tracer](GLOSSARY.md#bank-tracer) counts them in
-# one block, on the simulator:
+# 16-byte load ([`LDS.128`](GLOSSARY.md#lds)), which the GPU serves in two wavefronts when every
+# lane reads the same address (lesson 06 measures this rule). So for each
+# [warp-FMA](GLOSSARY.md#warp-fma) (one FMA instruction of a warp: 32 FMAs) a warp needs
+# 1 wavefront for `sB`, 2/4 for `sA`, and a little for the stores that stage the tiles. (With 16x16
+# tiles a warp spans two rows: it reads `sA` at two addresses in different banks, the same 1 + 2/4.) The [bank tracer](GLOSSARY.md#bank-tracer) counts them in one block, on the simulator:
 
 # %%
 # NBVAL_CHECK_OUTPUT
 wavefronts = {}
 for rung, tile in [("smem_tile", 32), ("smem_tile16", 16)]:
     K = 64
-    trace = shared_tracer.trace_rung(rung, (tile, tile, K), merge=("ld",))
+    trace = shared_tracer.trace_rung(rung, (tile, tile, K), merge=("ld",))  # merge: four sA loads -> one LDS.128
+    # rule="paired": a 16-byte broadcast costs two wavefronts, as on the GPU (Lab notes)
     ld, st = trace.totals("ld", rule="paired"), trace.totals("st", rule="paired")
     warp_fmas = tile * tile // 32 * K  # each warp: one FMA instruction per k
     wavefronts[rung] = (ld["wavefronts"] + st["wavefronts"]) / warp_fmas
@@ -87,10 +90,18 @@ for rung, tile in [("smem_tile", 32), ("smem_tile16", 16)]:
 # The **[limiter model](GLOSSARY.md#limiter-model)** prices a kernel by its busiest unit. In each
 # cycle an SM can issue 4 warp-instructions (one per scheduler), serve 1 shared-memory wavefront and
 # run 4 warp-FMAs (128 FP32 lanes). So a warp-FMA costs the SM at least instructions/4 cycles of
-# issue, wavefronts/1 cycles of shared memory and 1/4 cycle of FP32 lanes; the largest binds. (L2
-# and DRAM, the model's other ceilings, are far below these for both kernels.) The next cell puts
-# the counts side by side: wavefronts from the tracer, instructions as the profiler counted them in
-# the limiter run.
+# issue, wavefronts/1 cycles of shared memory and 1/4 cycle of FP32 lanes; the largest binds.
+#
+# You have `naive`'s instructions and `smem_tile`'s wavefronts per warp-FMA. **Which unit will
+# bind `smem_tile`, and how many times faster than `naive` will it run at 4096^3?** Estimate what
+# its inner loop issues per FMA. Write one number in the next cell; a cell after the measurement
+# compares it.
+
+# %%
+my_speedup = None  # your prediction: replace None with a number (for example 2.5)
+
+# %% [markdown]
+# The model's answer (instructions: the profiler's counts; wavefronts: the tracer's).
 
 # %%
 machine = limiter_table.machine()
@@ -104,14 +115,26 @@ for rung in ("naive", "smem_tile16", "smem_tile"):
     print(f"{rung:24s} {cycles[rung]['issue']:6.2f} {cycles[rung]['shared']:7.2f} {cycles[rung]['fp32']:5.2f}")
 
 # %% [markdown]
-# How many times faster do you expect `smem_tile` (32x32) to run than `naive` at 4096^3? (And
-# 32x32 tiles against 16x16: the cell after yours gives the model's answer to both.) Write one
-# number in the next cell; after the measurement, a cell sets it against the measured speedup.
+# Why did the instructions fall? The [compiler facts](GLOSSARY.md#compiler-facts) count each
+# kernel's machine instructions (`LDG`: a global load, `LDS`: a shared one, `FFMA`: an FMA):
 
 # %%
-my_speedup = None  # your prediction: replace None with a number (for example 2.5)
+from gemm_lessons.kernels.sgemm import naive as naive_module, smem_tile
+
+facts = compiler_facts.compiler_facts({"naive": naive_module.sgemm_naive, "smem_tile": smem_tile.kernel_for(32)},
+                                      threads={"naive": 32 * 8, "smem_tile": 32 * 32})
+facts
 
 # %%
+sass = facts["smem_tile"]["sass"]
+TILE = 32  # the inner loop is unrolled: TILE FMAs per slice, each thread's
+in_loop = (TILE + sass["LDS"] + sass["LDS.128"]) / TILE
+print(f"naive issues {naive_issue:.1f} instructions per warp-FMA: for every FMA, two global loads with their "
+      f"64-bit address arithmetic and bounds checks. smem_tile's unrolled inner loop holds {TILE} FFMA, "
+      f"{sass['LDS']} LDS and {sass['LDS.128']} LDS.128 at constant shared offsets: {in_loop:.2f} instructions "
+      f"per warp-FMA, {limiter_table.per_warp_fma('smem_tile')['issue']:.1f} with the staging and barriers of each "
+      f"slice. The speedup comes from that: staging replaces per-FMA global loads and their arithmetic by cheap "
+      f"shared loads.")
 slowest = {rung: max(c.values()) for rung, c in cycles.items()}
 print(f"The model: smem_tile {slowest['naive'] / slowest['smem_tile']:.1f} times faster than naive "
       f"({slowest['naive']:.2f} against {slowest['smem_tile']:.2f} cycles per warp-FMA), and "
@@ -122,8 +145,7 @@ print(f"The model: smem_tile {slowest['naive'] / slowest['smem_tile']:.1f} times
 # ## The kernel
 #
 # A kernel *factory*: numba needs shared-array shapes to be compile-time constants, and a
-# closure variable (`TILE`) is one. Each call of `make_sgemm_smem_tile(TILE)` compiles a kernel
-# for that tile size. Threads outside the matrices stage zeros, so the inner loop needs no guard.
+# closure variable (`TILE`) is one. Threads outside the matrices stage zeros, so the inner loop needs no guard.
 # Both `syncthreads()` are necessary: the first so that nobody reads a tile before it is complete,
 # the second so that nobody overwrites it while a slower thread is still reading.
 
@@ -168,8 +190,6 @@ def make_sgemm_smem_tile(TILE):
 # Both tile sizes against a float64 reference, on non-square sizes that no tile divides.
 
 # %%
-from gemm_lessons.kernels.sgemm import smem_tile
-
 tiled32 = make_sgemm_smem_tile(32)
 tiled16 = make_sgemm_smem_tile(16)
 gl.check_all(functools.partial(smem_tile.sgemm, tile=32, kernel=tiled32), name="smem_tile 32")
@@ -217,18 +237,20 @@ print(f"naive is bound by {UNIT[tn.binding]}, smem_tile by {UNIT[t32.binding]}; 
       f"The model predicted smem_tile {tn.predicted_ms / t32.predicted_ms:.1f}x faster than naive; "
       f"it ran {tn.measured_ms / t32.measured_ms:.1f}x faster.")
 print(f"16x16 tiles are bound by {UNIT[t16.binding]}. Their L2 and DRAM ceilings "
-      f"({t16.ceilings_ms['l2']:.1f} and {t16.ceilings_ms['dram']:.1f} ms) are higher than 32x32's "
-      f"({t32.ceilings_ms['l2']:.1f} and {t32.ceilings_ms['dram']:.1f} ms) but far below the binding one "
-      f"({t16.ceilings_ms[t16.binding]:.1f} ms). 32x32 ran {t16.measured_ms / t32.measured_ms:.2f}x as fast "
-      f"as 16x16; the model said {t16.predicted_ms / t32.predicted_ms:.2f}x.")
+      f"({t16.ceilings_ms['l2']:.3g} and {t16.ceilings_ms['dram']:.3g} ms) are higher than 32x32's "
+      f"({t32.ceilings_ms['l2']:.3g} and {t32.ceilings_ms['dram']:.3g} ms) but far below the binding one "
+      f"({t16.ceilings_ms[t16.binding]:.3g} ms). 32x32 ran {t16.measured_ms / t32.measured_ms:.2f}x as fast "
+      f"as 16x16; the model said {t16.predicted_ms / t32.predicted_ms:.2f}x here (the profiler's wavefront "
+      f"counts and the last wave's stretch), {slowest['smem_tile16'] / slowest['smem_tile']:.2f}x before the "
+      f"measurement (the tracer's counts, no stretch).")
 print(f"Measured over predicted: {min(r.ratio for r in why.rows):.2f} to {max(r.ratio for r in why.rows):.2f}; "
       f"the profiler's busiest unit was {min(r.busiest_pct for r in why.rows):.0f}-"
       f"{max(r.busiest_pct for r in why.rows):.0f}% busy.")
 
 # %% [markdown]
-# The model is a lower bound: it lets the binding unit work every cycle. In a real run the warps
-# also wait at the two barriers of each slice and for the global loads that fill the next tiles,
-# and shared memory idles meanwhile: hence measured over predicted above 1. What the model gets
+# The model is a lower bound: it lets the binding unit work every cycle. Real warps also wait at
+# the two barriers of each slice and for the global loads that fill the next tiles: hence measured
+# over predicted above 1. What the model gets
 # right is which unit binds, and so which change can pay: once shared memory binds, only fewer
 # wavefronts per warp-FMA help. Lesson 03 cuts them.
 
@@ -236,15 +258,18 @@ print(f"Measured over predicted: {min(r.ratio for r in why.rows):.2f} to {max(r.
 # ## Exercises
 #
 # ### 02-loads
-# How many global loads does an SGEMM with M = 1024, N = 2048, K = 512 need with rectangular
-# tiles, BM x BN = 64 x 32? Write the formula in M, N, K, BM and BN yourself (not a call to
-# `counting`).
+# A block of 1,024 threads with two results each covers 2,048 elements of C: as a BM x BN tile of
+# 64 x 32, 128 x 16 or 256 x 8. For an SGEMM with M = 1024, N = 2048, K = 512, which shape needs
+# the fewest global loads, and how many? Set `answer` to that count; write the count in M, N, K,
+# BM and BN yourself (not a call to `counting`).
 
 # %%
 # NBVAL_CHECK_OUTPUT
 ### BEGIN SOLUTION: answer = None
-M, N, K, BM, BN = 1024, 2048, 512, 64, 32
-answer = M * N * K * (1 / BM + 1 / BN)  # (M/BM)(N/BN) blocks, each reading BM*K of A and K*BN of B
+M, N, K = 1024, 2048, 512
+loads = {(BM, BN): M * N * K * (1 / BM + 1 / BN)  # (M/BM)(N/BN) blocks, each reading BM*K of A and K*BN of B
+         for BM, BN in [(64, 32), (128, 16), (256, 8)]}
+answer = min(loads.values())  # the squarest tile: 1/BM + 1/BN is smallest when BM and BN are close
 ### END SOLUTION
 exercises.check("02-loads", answer)
 
@@ -297,7 +322,10 @@ exercises.check("02-kernel", my_tiled)
 # %% [markdown]
 # ## Takeaway
 #
-# * Shared-memory tiles cut global loads from $2MNK$ to $MNK(1/BM + 1/BN)$: checked against a count.
+# * Staging tiles in shared memory replaces two global loads per FMA, with their address
+#   arithmetic and bounds checks, by cheap shared loads: instructions per warp-FMA fall about
+#   9-fold, and that is the speedup. (Global loads fall to $MNK(1/BM + 1/BN)$ too, but they
+#   did not bind.)
 # * Two barriers per slice, both required: before reading a tile and before overwriting it.
 # * The limiter model: the SM cycles each warp-FMA needs from each unit (issue, shared memory,
 #   FP32 lanes, ...); the largest binds. It moved from instruction issue (`naive`) to
@@ -322,12 +350,12 @@ exercises.check("02-kernel", my_tiled)
 # four quarter-warp phases, one wavefront each, even when every lane reads the same 16 bytes; the
 # GPU does it in two (the paired-address rule of lesson 06, measured with Nsight Compute). By the
 # documented rule `smem_tile` needs about 2 wavefronts per warp-FMA; the next cell prints both counts and
-# the profiler's, from the limiter run. The compiler facts below show the merged `LDS.128`.
+# the profiler's, from the limiter run.
 #
-# **Where the rest of the time goes.** A profile of `smem_tile` on the H200 (lesson 03's
-# `experiments/reg1d_64x64`) gives its warp stall reasons, in cycles a warp waited per instruction
-# issued: waiting for the shared-memory pipe (`mio_throttle`) first, then `not_selected` (ready, the
-# scheduler busy with another warp), the barriers, and global loads (`long_scoreboard`).
+# **Where the rest of the time goes.** A profile of `smem_tile` on the H200 gives its warp stall
+# reasons, in cycles a warp waited per instruction issued: waiting for the shared-memory pipe
+# (`mio_throttle`) first, then `not_selected` (ready, the scheduler busy with another warp), the
+# barriers, and global loads (`long_scoreboard`).
 
 # %%
 trace = shared_tracer.trace_rung("smem_tile", (32, 32, 64), merge=("ld",))
@@ -335,7 +363,6 @@ per_rule = {rule: sum(trace.totals(op, rule=rule)["wavefronts"] for op in ("ld",
             for rule in ("documented", "paired")}
 print(f"smem_tile, wavefronts per warp-FMA: tracer, documented rule {per_rule['documented']:.3f}; "
       f"tracer, paired rule {per_rule['paired']:.3f}; profiler (4096^3) {limiter_table.per_warp_fma('smem_tile')['shared']:.3f}")
-compiler_facts.compiler_facts({"smem_tile": tiled32}, threads={"smem_tile": 32 * 32})
 
 # %%
 from gemm_lessons.records import results

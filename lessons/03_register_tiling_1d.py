@@ -44,18 +44,32 @@ figures.register_column(TM=16);
 # %% [markdown]
 # ## Predict
 #
-# Per k-step a warp makes one `sB` load (32 neighbouring words: one wavefront) and TM `sA` loads
-# (one wavefront each) for TM warp-FMAs: $(1 + TM)/TM$ wavefronts per warp-FMA, plus a little for
-# staging the tiles. The [bank tracer](GLOSSARY.md#bank-tracer) counts them for `smem_tile`,
-# `reg1d` (128x128 tile, TM = 16) and `reg1d_64x64` (64x64 tile, 512 threads, TM = 8: the choice
-# of Boehm's worklog, [REFERENCES.md](REFERENCES.md#lessons-02-04)):
+# Per [k-step](GLOSSARY.md#k-step) a warp makes one `sB` load (32 neighbouring words: one
+# wavefront) and TM `sA` loads (one wavefront each) for TM warp-FMAs: $(1 + TM)/TM$ wavefronts
+# per warp-FMA, plus a little for staging the tiles. In lesson 02 an `sA` read cost half a
+# wavefront (four merged into one `LDS.128`); here the compiler does not merge them (the compiler
+# facts below show it), so each costs a whole one. The whole gain is `sB`: from 1 wavefront per
+# warp-FMA to 1/TM, while `sA` goes from 1/2 to 1. Lesson 05 gets the merging back.
+#
+# **How many times faster do you expect `reg1d` (a 128x128 tile, TM = 16) to run than
+# `smem_tile` at 4096^3?** And for `reg1d_64x64` (a 64x64 tile, 512 threads, TM = 8: the shape of
+# [Boehm's worklog](https://siboehm.com/articles/22/CUDA-MMM), kernel 4): which unit will bind it?
+# Write one number in the next cell; after the measurement, a cell sets it against the measured
+# speedup.
+
+# %%
+my_speedup = None  # your prediction: replace None with a number (for example 2.5)
+
+# %% [markdown]
+# The model's answer. The [bank tracer](GLOSSARY.md#bank-tracer) counts the wavefronts in one
+# block of each kernel:
 
 # %%
 # NBVAL_CHECK_OUTPUT
 wavefronts = {}
 for rung, (BM, BN, K, threads) in {"smem_tile": (32, 32, 64, 1024), "reg1d": (128, 128, 16, 1024),
                                    "reg1d_64x64": (64, 64, 16, 512)}.items():
-    trace = shared_tracer.trace_rung(rung, (BM, BN, K), merge=("ld",))
+    trace = shared_tracer.trace_rung(rung, (BM, BN, K), merge=("ld",))  # merge: as the compiler does
     warp_fmas = BM * BN * K // 32  # one block: BM*BN*K FMAs, 32 per warp-FMA
     total = sum(trace.totals(op, rule="paired")["wavefronts"] for op in ("ld", "st"))
     wavefronts[rung] = total / warp_fmas
@@ -65,8 +79,9 @@ for rung, (BM, BN, K, threads) in {"smem_tile": (32, 32, 64, 1024), "reg1d": (12
 # %% [markdown]
 # As in lesson 02, the [limiter model](GLOSSARY.md#limiter-model) turns counts into SM cycles per
 # warp-FMA: instructions/4 for issue, wavefronts/1 for shared memory, 1/4 for the FP32 lanes; the
-# largest binds. The instructions are the profiler's counts on the H200 (`reg1d_64x64` from a
-# separate profile of it, `experiments/reg1d_64x64`).
+# largest binds. The instructions are the profiler's counts on the H200; the limiter record lacks
+# `reg1d_64x64`, so its count comes from a separate profile of the three kernels with the same
+# machine and counters (`experiments/reg1d_64x64`).
 
 # %%
 machine = limiter_table.machine()
@@ -81,16 +96,6 @@ for rung in instructions:
                     "shared": wavefronts[rung] / machine.shared_wavefronts_per_sm_cycle,
                     "fp32": 32 / machine.fp32_lanes_per_sm}
     print(f"{rung:24s} {cycles[rung]['issue']:6.2f} {cycles[rung]['shared']:7.2f} {cycles[rung]['fp32']:5.2f}")
-
-# %% [markdown]
-# How many times faster do you expect `reg1d` to run than `smem_tile` at 4096^3? Write one number
-# in the next cell; after the measurement, a cell sets it against the measured speedup. The cell
-# after yours gives the model's answer, and its answer for `reg1d_64x64`.
-
-# %%
-my_speedup = None  # your prediction: replace None with a number (for example 2.5)
-
-# %%
 slowest = {rung: max(c.items(), key=lambda kv: kv[1]) for rung, c in cycles.items()}
 for rung in ("reg1d", "reg1d_64x64"):
     unit, c = slowest[rung]
@@ -101,7 +106,7 @@ for rung in ("reg1d", "reg1d_64x64"):
 # ## The kernel
 #
 # `acc = cuda.local.array(TM, float32)` looks like an array in memory, but because every index
-# into it is a constant once the `for i in range(TM)` loops are unrolled, the compiler keeps it
+# into it is a constant once the `for i in range(TM)` loops are [unrolled](GLOSSARY.md#unrolling), the compiler keeps it
 # in registers. (Index it with a value known only at run time and it moves to slow
 # [local memory](GLOSSARY.md#local-memory); the compiler facts below check.)
 #
@@ -158,10 +163,11 @@ def make_sgemm_reg1d(BM=128, BN=128, BK=8, TM=16):
 # ## Check
 #
 # Both tile shapes against a float64 reference, then the compiler's facts: registers per thread,
-# and local bytes (0: the accumulators stayed in registers, nothing spilled).
+# local bytes (0: the accumulators stayed in registers, nothing spilled), the
+# [blocks per SM](GLOSSARY.md#blocks-per-sm) they allow, and the shared loads by width.
 
 # %%
-from gemm_lessons.kernels.sgemm import reg1d
+from gemm_lessons.kernels.sgemm import reg1d, smem_tile
 
 reg1d_128 = make_sgemm_reg1d()                         # 128x128x8, 16 results per thread
 reg1d_64 = make_sgemm_reg1d(BM=64, BN=64, BK=8, TM=8)  # 64x64x8, 8 results per thread
@@ -172,9 +178,19 @@ check64 = gl.check_all(functools.partial(reg1d.sgemm, kernel=reg1d_64), name="re
 check64 if not check64 else print(f"reg1d 64x64: the same {len(check64)} shapes, all pass.")
 
 # %%
-facts = compiler_facts.compiler_facts({"reg1d": reg1d_128, "reg1d_64x64": reg1d_64})
-for name, f in facts.facts.items():
-    print(f"{name}: {f['registers']} registers per thread, {f['local_bytes']} bytes of local memory ({facts.source})")
+threads = {"smem_tile": 32 * 32, "reg1d": 128 * 128 // 16, "reg1d_64x64": 64 * 64 // 8}
+facts = compiler_facts.compiler_facts({"smem_tile": smem_tile.kernel_for(32), "reg1d": reg1d_128,
+                                       "reg1d_64x64": reg1d_64}, threads=threads)
+facts
+
+# %%
+blocks_per_sm = {name: compiler_facts.blocks_per_sm(f["registers"], f["shared_bytes"], threads[name])[0]
+                 for name, f in facts.facts.items()}
+r = facts["reg1d"]
+print(f"reg1d: {r['registers']} registers x {threads['reg1d']:,} threads = {r['registers'] * threads['reg1d']:,}, "
+      f"the whole register file: {blocks_per_sm['reg1d']} block per SM. Its shared loads: {r['sass'].get('LDS', 0)} "
+      f"LDS and {r['sass'].get('LDS.128', 0)} LDS.128 (smem_tile: {facts['smem_tile']['sass'].get('LDS.128', 0)} "
+      f"LDS.128): no sA read is merged.")
 
 # %% [markdown]
 # ## Measure
@@ -200,8 +216,7 @@ exercises.compare_prediction(my_speedup, table.speedup("reg1d", "smem_tile"), "r
 # %% [markdown]
 # ## Why
 #
-# The model's table for the rungs (`reg1d_64x64`, a variant, is not in the limiter record: the
-# next cell reads its separate profile).
+# The model's table for the rungs:
 
 # %%
 why = limiter_table.why(["smem_tile", "reg1d", "cublas"], measured=table)
@@ -209,23 +224,42 @@ why
 
 # %%
 s, r, v = why.row("smem_tile"), why.row("reg1d"), probe["reg1d_64x64"]
+sms = machine.sm_count
+waves = 1024 / (sms * blocks_per_sm["reg1d"])  # 4096^3 / (128 x 128 tiles) = 1,024 blocks
 print(f"reg1d is bound by {UNIT[r.binding]}; the profiler's busiest unit: {UNIT[r.busiest]}, {r.busiest_pct:.0f}% "
-      f"busy. The model predicted it {s.predicted_ms / r.predicted_ms:.2f}x as fast as smem_tile (with the last, "
-      f"partly filled wave of blocks); it ran {s.measured_ms / r.measured_ms:.2f}x as fast. Its issue ceiling "
-      f"({r.ceilings_ms['issue']:.1f} ms) is {'close behind' if r.ceilings_ms['issue'] > 0.8 * r.ceilings_ms[r.binding] else 'below'} "
-      f"the binding one ({r.ceilings_ms[r.binding]:.1f} ms).")
+      f"busy. At {blocks_per_sm['reg1d']} block per SM its 1,024 blocks run in {waves:.2f} waves on {sms} SMs; "
+      f"the last, partly filled one stretches the time by {r.tail:.2f}. With that, the model predicted it "
+      f"{s.predicted_ms / r.predicted_ms:.2f}x as fast as smem_tile; it ran {s.measured_ms / r.measured_ms:.2f}x as "
+      f"fast. Its issue ceiling ({r.ceilings_ms['issue']:.3g} ms) is "
+      f"{'close behind' if r.ceilings_ms['issue'] > 0.8 * r.ceilings_ms[r.binding] else 'below'} "
+      f"the binding one ({r.ceilings_ms[r.binding]:.3g} ms).")
 print(f"reg1d_64x64 is bound by {UNIT[v['binding']]}; the profiler's busiest unit: {UNIT[v['profiler_busiest']]}, "
-      f"{v['profiler_utilization_pct'][v['profiler_busiest']]:.0f}% busy. It issues {v['per_warp_fma']['instructions']:.1f} "
-      f"instructions per warp-FMA against reg1d's {instructions['reg1d']:.1f}. The model predicted it "
-      f"{s.predicted_ms / v['predicted_ms']:.2f}x as fast as smem_tile; it ran "
+      f"{v['profiler_utilization_pct'][v['profiler_busiest']]:.0f}% busy. The model predicted it "
+      f"{s.predicted_ms / v['predicted_ms']:.2f}x as fast as smem_tile (with the last wave's stretch; "
+      f"{slowest['smem_tile'][1] / slowest['reg1d_64x64'][1]:.2f}x before the measurement, without it); it ran "
       f"{table.speedup('reg1d_64x64', 'smem_tile'):.2f}x as fast.")
 
 # %% [markdown]
-# Both tile shapes cut the wavefronts per warp-FMA about equally, but the 64x64 one nearly doubled
-# the instructions per warp-FMA: the work of each slice that is not an FMA (staging the tiles with
-# their bounds checks, index arithmetic, the barriers, the loop) is shared by 8 results per thread
-# instead of 16. Its limit moved from shared memory to instruction issue, whose ceiling lies above
-# `smem_tile`'s: the model's reason why the tile the worklog chose does not beat lesson 02. As in
+# Both tile shapes cut the wavefronts per warp-FMA about equally, but `reg1d_64x64` issues far more
+# instructions per warp-FMA. Each slice carries work that is not an FMA (staging the tiles with
+# their bounds checks, index arithmetic, the barriers, the loop); a thread with 8 results shares it
+# among BK x 8 FMAs instead of BK x 16. The next cell estimates how much of the difference that
+# explains, from `reg1d`'s counts.
+
+# %%
+BK = 8
+loop = {name: 2 + 1 / tm for name, tm in (("reg1d", 16), ("reg1d_64x64", 8))}  # per FMA: 1 FFMA, 1 sA LDS, 1/TM sB LDS
+per_slice = (instructions["reg1d"] - loop["reg1d"]) * BK * 16  # reg1d's other instructions per slice, per warp
+estimate = loop["reg1d_64x64"] + per_slice / (BK * 8)
+print(f"reg1d: {loop['reg1d']:.2f} instructions per warp-FMA in the k loop, {instructions['reg1d']:.1f} in all: "
+      f"about {per_slice:.0f} other instructions per slice. Shared by {BK * 8} FMAs instead of {BK * 16}, they give "
+      f"reg1d_64x64 {estimate:.1f} instructions per warp-FMA; the profiler counted {instructions['reg1d_64x64']:.1f}. "
+      f"Its issue ceiling lies above smem_tile's shared one: the model puts it no faster than lesson 02.")
+
+# %% [markdown]
+# The worklog reports its kernel 4 about 2.2 times as fast as its kernel 3 (32x32 shared tiles).
+# Its CUDA C++ has no bounds checks and walks pointers; numba's code for each slice is heavier
+# (the per-slice work above), and at 8 results per thread that makes instruction issue bind. As in
 # lesson 02, measured times exceed the model's: it lets the binding unit work every cycle, while
 # warps also wait at barriers and for global loads.
 
@@ -234,12 +268,13 @@ print(f"reg1d_64x64 is bound by {UNIT[v['binding']]}; the profiler's busiest uni
 # The kernel above gives each thread a *column* of TM results and reuses one value of `sB`.
 # Turn it around: each thread computes a *row* of TN = 4 neighbouring results,
 # `C[row0 + t_row, col0 + t_col + j]` for j = 0 .. TN-1, in a 32 x 32 tile with BK = 8 and
-# 256 threads. The staging is given. Write the products of one slice: for each `k`, which
-# value can a thread read from shared memory once and use TN times?
+# 256 threads. The staging and the write-back are given. Write the products of one slice.
 #
 # The check runs your kernel against the float64 reference, then on the simulator counts its
 # global reads (a kernel that reads A or B straight from global memory in the loop fails) and
-# traces its shared-memory loads: at most 1 + TN = 5 per k-step for its TN FMAs.
+# traces its shared-memory loads: at most 1 + TN = 5 per k-step for its TN FMAs. It counts the
+# loads as your Python writes them: a value re-read inside the `j` loop counts each time, even
+# where the compiler could keep it in a register.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -288,7 +323,8 @@ exercises.check("03-kernel", make_my_reg1d_rows())
 # ## Takeaway
 #
 # * One value of `sB` in a register, reused TM times, cuts shared-memory wavefronts per warp-FMA
-#   from about 1.5 to $(1 + TM)/TM$.
+#   from about 1.5 to $(1 + TM)/TM$: `sB` falls from 1 to 1/TM, while the unmerged `sA` reads
+#   rise from 1/2 to 1.
 # * Local arrays indexed by constants live in registers: check it in the compiler facts.
 # * The limiter model predicted the speedup from two counts, wavefronts and instructions per
 #   warp-FMA; the binding one is what pays to cut.
@@ -308,25 +344,27 @@ exercises.check("03-kernel", make_my_reg1d_rows())
 # %% [markdown]
 # ## Lab notes
 #
-# **The separate profile.** `reg1d_64x64` was timed and profiled on the H200 with `smem_tile` and
-# `reg1d` in one run (`experiments/reg1d_64x64/`, with the limiter record's machine). The next cell
-# sets its counts for those two against the limiter record's, and prints the three kernels' main
-# warp stall reasons (cycles a warp waited per instruction issued). They say what the model says:
-# `reg1d_64x64` waits mostly as `not_selected` (ready, while the scheduler issues another warp),
-# `smem_tile` as `mio_throttle` (the shared-memory pipe full).
+# **Stalls.** The separate profile also recorded each kernel's main warp stall reasons (cycles a
+# warp waited per instruction issued). They say what the model says: `reg1d_64x64` waits mostly as
+# `not_selected` (ready, while the scheduler issues another warp), `smem_tile` as `mio_throttle`
+# (the shared-memory pipe full). `reg1d` too waits more as `not_selected` than as `mio_throttle`:
+# its issue ceiling is close behind its binding shared one. (The profile's counts for `smem_tile`
+# and `reg1d` match the limiter record's.)
+#
+# **The 64x64 instructions.** The estimate in the Why section, from `reg1d`'s per-slice work,
+# leaves part of `reg1d_64x64`'s count unexplained: its code differs in more than the share (it
+# holds 18 LDS, two k-steps' worth, where `reg1d`'s holds one k-step's 17), and the compiler facts
+# here do not split the instructions inside and outside the loop.
 
 # %%
-for name in ("smem_tile", "reg1d"):
-    rec, mine = limiter_table.per_warp_fma(name), probe[name]["per_warp_fma"]
-    print(f"{name}: per warp-FMA, {mine['instructions']:.3f} instructions and {mine['shared_wavefronts']:.3f} "
-          f"wavefronts; limiter record {rec['issue']:.3f} and {rec['shared']:.3f}")
 for name, k in probe.items():
     top = list(k["stalls_per_issue"].items())[:3]
     print(f"{name:12s} stalls: " + ", ".join(f"{reason} {cycles_:.1f}" for reason, cycles_ in top))
 
 # %% [markdown]
 # **Across sizes.** The recorded benchmark timed every rung at four square sizes in one run; this
-# rung, the one before it and cuBLAS:
+# rung, the one before it and cuBLAS. At 1024^3 `reg1d` launches only 64 blocks of 128x128 for
+# 132 SMs: at most 64 SMs work, and there `reg1d` is slower than `smem_tile`.
 
 # %%
 plots.rung_versus_size("reg1d");

@@ -4,21 +4,34 @@ from gemm_lessons.teaching.exercises.core import _number, exercise
 from gemm_lessons.teaching.exercises.kernels_01_04 import _answer_first, _global_reads_ok, _tile, technique_facts
 
 
-LOADS_02 = (1024, 2048, 512, 64, 32)  # 02-loads: M, N, K and a BM x BN tile the lesson does not count
+LOADS_02 = (1024, 2048, 512)  # 02-loads: M, N, K
+SHAPES_02 = ((64, 32), (128, 16), (256, 8))  # 02-loads: the BM x BN tiles of 2,048 elements to compare
 
 
 @exercise("02-loads",
           "count for one block, then multiply by the number of blocks: how many values of A and of B does one block "
-          "read over all of K?",
+          "read over all of K? Then compare the three shapes.",
           "a BM x BN tile of C needs BM whole rows of A and BN whole columns of B.",
           "A block of BM x BN outputs reads BM*K values of A and K*BN of B; there are "
-          "(M/BM)(N/BN) blocks.",
+          "(M/BM)(N/BN) blocks: MNK(1/BM + 1/BN) in all, smallest where BM and BN are closest.",
           answer="answer",
-          defines="answer: a number, the global loads of a 1024x2048x512 SGEMM with 64x32 tiles")
+          defines="answer: a number, the fewest global loads of a 1024x2048x512 SGEMM among 64x32, 128x16 and "
+                  "256x8 tiles")
 def check_tiled_global_loads(ans):
-    M, N, K, BM, BN = LOADS_02
-    return _number(ans, counting.tiled_global_loads(M, N, K, BM, BN),
-                   f"the global loads of a {M}x{N}x{K} SGEMM with {BM}x{BN} tiles")
+    M, N, K = LOADS_02
+    counts = {shape: counting.tiled_global_loads(M, N, K, *shape) for shape in SHAPES_02}
+    best = min(counts, key=counts.get)
+    what = f"the fewest global loads of a {M}x{N}x{K} SGEMM among {', '.join(f'{a}x{b}' for a, b in SHAPES_02)} tiles"
+    try:
+        value = float(ans)
+    except (TypeError, ValueError):
+        return False, f"expected a number for {what}, got {ans!r}."
+    if abs(value - counts[best]) <= 1e-3 * counts[best]:
+        return True, f"{what}: {best[0]}x{best[1]} tiles, {counts[best]:,.0f}."
+    other = next((shape for shape in counts if shape != best and abs(value - counts[shape]) <= 1e-3 * counts[shape]), None)
+    if other:
+        return False, f"{value:,.0f} is the count for {other[0]}x{other[1]} tiles; another shape loads fewer."
+    return False, f"{value:,.0f} is not {what}."
 
 
 @exercise("02-kernel",

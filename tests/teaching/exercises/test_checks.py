@@ -111,6 +111,13 @@ def test_a_half_right_01_sectors_answer_says_which_half():
     assert "neither A nor B is right" in str(exercises.check("01-sectors", (3, 3)))
 
 
+def test_lesson_02_loads_names_the_tile_and_prints_counts_in_full():
+    fb = exercises.check("02-loads", RIGHT["02-loads"])
+    assert fb.ok and "64x32 tiles, 50,331,648" in str(fb), str(fb)
+    fb = exercises.check("02-loads", 1024 * 2048 * 512 * (1 / 128 + 1 / 16))  # a right count, not the fewest
+    assert not fb.ok and "75,497,472 is the count for 128x16 tiles" in str(fb), str(fb)
+
+
 def test_missing_answer_and_crashing_answer_give_feedback():
     fb = exercises.check("00-flops", None)
     assert not fb.ok and "no answer yet" in str(fb)

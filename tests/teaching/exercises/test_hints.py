@@ -49,7 +49,7 @@ def test_the_counter_is_per_exercise_and_a_step_can_be_read_again():
 def test_a_failure_shows_the_first_hint_and_points_to_the_next():
     fb = exercises.check("02-loads", 2 * 1024 * 2048 * 512)
     first, more = core._HINTS["02-loads"][0], len(core._HINTS["02-loads"]) - 1
-    assert not fb.ok and str(fb).startswith("Not yet [02-loads]: 2.14748e+09 is not the global loads")
+    assert not fb.ok and str(fb).startswith("Not yet [02-loads]: 2,147,483,648 is not the fewest global loads")
     assert f"Hint: {first} ({more} more hints, one at a time: exercises.hint(\"02-loads\").)" in str(fb)
     assert exercises.hint("02-loads").step == 2
 

@@ -264,8 +264,8 @@ print(f"{pad_plan} at 33x65x47 (alpha 1.5, beta -0.5): right: {res.passed}")
 # multiple of 4, so `gl.sgemm` runs the padded plan. Its copies move seven matrices of about
 # 4096^2 floats (67 MB each): A and B read and written padded, the padded result read, C read and
 # written. A copy takes bytes / bandwidth, at about 3 TB/s on this GPU, plus about 5 µs per launch
-# (three launches). How much longer than at 4096^3 will `gl.sgemm` take, back to back, in %? Write
-# your number, then run the next cell for the library's model.
+# (three launches). How much longer than at 4096^3 will `gl.sgemm` take, back to back, in %? Then
+# run the next cell for the library's model.
 
 # %%
 my_odd_extra_pct = None  # your prediction: % more time at 4095x4097x4093 than at 4096^3 (for example 10)
@@ -647,8 +647,8 @@ exercises.check("11-split-k", split_k)
 # %% [markdown]
 # ## Takeaway
 #
-# * **Edges cost.** 16-byte loads need aligned rows; scalar, predicated loads take any shape at a
-#   price, and a large product can instead pay for zero-padded copies and keep the fast kernel.
+# * **Edges cost.** 16-byte loads need aligned rows; a large product can pay for zero-padded
+#   copies and keep the fast kernel.
 # * **A call costs the host time.** Rank callers only by gaps larger than the measurement's
 #   spread; compare kernels back to back, without host-bound shapes.
 # * **Fill the GPU.** When C has fewer tiles than the GPU has slots, split K.

@@ -1,13 +1,16 @@
 # %% [markdown]
 # # 11 · From a kernel to a library: edges, call costs, split-K, dispatch
 #
-# **Where we are.** Lesson 08's last rung, `warptile`, runs close to cuBLAS at 4096^3, held back
-# by the same ceiling (the table below). It also assumes K and N multiples of 4, arrays aligned to
-# 16 bytes, a product large enough to fill the GPU with 128 x 128 tiles, and a caller who does not
-# mind what Python costs per call. A library can assume none of that. This lesson builds the
-# course's library, `gl.sgemm`, in four steps: **edges and alignment**, **what a call costs**,
-# **split-K**, and **dispatch**, a kernel chosen per shape by a model that timing checks; then why
-# cuBLAS is built the same way. What we tried on the way: [11b · what we tried](11b_what_we_tried.ipynb).
+# **Where we are.** Lesson 08's last rung, `warptile`, runs close to cuBLAS at 4096^3 (next cell).
+# It also assumes K and N multiples of 4, arrays aligned to 16 bytes, a product large enough to
+# fill the GPU with 128 x 128 tiles, and a caller who does not mind what Python costs per call. A
+# library can assume none of that.
+#
+# **The idea of this lesson.** One kernel cannot be best at every shape, so a library is many
+# kernels plus a rule that picks one per shape, checked by timing. We build the course's library,
+# `gl.sgemm`, in four steps: **edges and alignment**, **what a call costs**, **split-K**, and
+# **dispatch**; then why cuBLAS is built the same way. What we tried on the way:
+# [11b · what we tried](11b_what_we_tried.ipynb).
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -27,14 +30,11 @@ from numba import cuda, float32
 print(gl.banner())
 
 # %%
-start = limiter_table.why(["warptile", "cublas"])
+start = limiter_table.why(["warptile", "cublas"])  # lesson 10's limiter table, not shown: one sentence from it
 w, c = start.row("warptile"), start.row("cublas")
-display(start)
 what = {name: text.split(" (")[0] for name, text in WHAT.items()}  # "issue": "instruction issue", ...
-print(f"warptile ran at {100 * c.measured_ms / w.measured_ms:.0f}% of cuBLAS, bound by "
-      + (f"{what[w.binding]} like cuBLAS" if w.binding == c.binding else f"{what[w.binding]} (cuBLAS by {what[c.binding]})")
-      + f". The model assumes the binding unit busy all the time; the profiler found the busiest one at "
-      f"{w.busiest_pct:.0f}% and {c.busiest_pct:.0f}% (stalls), hence measured / predicted above 1.")
+print(f"warptile: {w.measured_ms:.2f} ms at 4096^3, {100 * c.measured_ms / w.measured_ms:.0f}% of cuBLAS, bound by "
+      + (f"{what[w.binding]} like cuBLAS." if w.binding == c.binding else f"{what[w.binding]} (cuBLAS by {what[c.binding]})."))
 
 # %% [markdown]
 # ## 1 · Edges and alignment
@@ -64,11 +64,12 @@ except ValueError as e:
     print("ValueError:", e)
 
 # %% [markdown]
-# **Two ways out.** The **any-shape kernel** below keeps lesson 08's tiles and two shared buffers
-# but reads global memory one float at a time, each load with its own
-# [predicate](GLOSSARY.md#predicate): inside the matrix, and inside this block's range of k
-# (`k_begin` to `k_end`; section 3 uses it). It takes any shape, alignment and strides, at four
-# times the global load instructions. The **padded plan** copies A and B into arrays whose sides
+# **Two ways out.** The **any-shape kernel** below is lesson 08's (same tiles, two shared buffers,
+# same `k_step`) with four changes: `load_a`/`load_b` read one float at a time, each with its own
+# [predicate](GLOSSARY.md#predicate) (inside the matrix, inside this block's k); `k_begin`/`k_end`
+# bound this block's range of k and `out0` its rows of output (both for split-K, section 3); and
+# with `beta == 0` it does not read C (BLAS's rule). It takes any shape, alignment and strides. The
+# **padded plan** copies A and B into arrays whose sides
 # are rounded up to multiples of 4, zeros in the added rows and columns, runs `warptile` (the
 # library's **wide kernel**) on the copies into a [workspace](GLOSSARY.md#workspace), and copies
 # the result into C. (`cfg.pad_a` is lesson 06's padding against bank conflicts, not this.)
@@ -192,7 +193,8 @@ def make_kernel(cfg=TileConfig()):
     return sgemm_any_shape
 # %% [markdown]
 # **Check** against float64: the cell's kernel launched by hand, then `gl.sgemm` on awkward shapes
-# and on views of A that break alignment; `library.plan_of` names the plan `gl.sgemm` runs.
+# and on views of A that break alignment. `library.plan_of` names the **plan** `gl.sgemm` runs:
+# kernel, then tile size BM x BN (`wide 64x128`), then K's split if any (section 3).
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -224,7 +226,8 @@ for name, (A_view, A_host) in views.items():
     print(f"20x12x32, A {name}, right:", problems.compare("view", C_view, A_host.astype(np.float64) @ B_host, 1.0, 0.0, 32).passed)
 
 # %%
-# the plan gl.sgemm runs for each (the model in use decides the tiles; the layout decides the kernel)
+# the plan gl.sgemm runs for each: the layout decides the kernel; the tile size is the one the library's
+# timing model (section 4) estimates fastest
 for name, (A_view, _) in views.items():
     print(f"20x12x32, A {name}: {library.plan_of(A_view, cuda.to_device(B_host))}")
 
@@ -258,9 +261,11 @@ print(f"{pad_plan} at 33x65x47 (alpha 1.5, beta -0.5): right: {res.passed}")
 
 # %% [markdown]
 # **Predict.** 4095 x 4097 x 4093 is the work of 4096^3 give or take 0.1%, but nothing in it is a
-# multiple of 4. For the padded plan, the library's model (section 4) charges the wide kernel on the
-# padded sides plus the copies' bytes at copy bandwidth. How much longer than at 4096^3 will
-# `gl.sgemm` take, back to back, in %? Write your number, then run the next cell for the model's.
+# multiple of 4, so `gl.sgemm` runs the padded plan. Its copies move seven matrices of about
+# 4096^2 floats (67 MB each): A and B read and written padded, the padded result read, C read and
+# written. A copy takes bytes / bandwidth, at about 3 TB/s on this GPU, plus about 5 µs per launch
+# (three launches). How much longer than at 4096^3 will `gl.sgemm` take, back to back, in %? Then
+# run the next cell for the library's model.
 
 # %%
 my_odd_extra_pct = None  # your prediction: % more time at 4095x4097x4093 than at 4096^3 (for example 10)
@@ -270,8 +275,9 @@ model = dispatch.model()  # the model gl.sgemm uses on this GPU (on the simulato
 odd_plan, ref_plan = dispatch.choose(*ODD_SHAPE, False, model), dispatch.choose(*REFERENCE_SHAPE, True, model)
 t_odd, t_ref = 1e3 * model.estimate_s(odd_plan, *ODD_SHAPE), 1e3 * model.estimate_s(ref_plan, *REFERENCE_SHAPE)
 model_odd_extra_pct = 100 * (t_odd / t_ref - 1)
-copies = (f", of which the copies' {4 * dispatch.padded_copy_floats(*ODD_SHAPE) / 1e6:.0f} MB at "
-          f"{model.bandwidth_gbs:,.0f} GB/s are {1e3 * model.padding_s(*ODD_SHAPE):.3f} ms" if odd_plan.kernel == "padded" else "")
+copy_mb = 4 * dispatch.padded_copy_floats(*ODD_SHAPE) / 1e6
+copies = (f": the copies' {copy_mb:.0f} MB take {copy_mb / model.bandwidth_gbs:.3f} ms at {model.bandwidth_gbs:,.0f} GB/s, "
+          f"plus 3 launches of {model.launch_us:.0f} µs: {1e3 * model.padding_s(*ODD_SHAPE):.3f} ms" if odd_plan.kernel == "padded" else "")
 guessed = [str(p) for p in (odd_plan, ref_plan) if not model.speed(p).measured]  # rates this GPU's suite did not measure
 print(f"The model picks {odd_plan} at {shape_name(ODD_SHAPE)} and {ref_plan} at {shape_name(REFERENCE_SHAPE)}, and "
       f"estimates {t_odd:.3f} ms against {t_ref:.3f} ms: {model_odd_extra_pct:+.1f}%{copies}"
@@ -290,37 +296,66 @@ exercises.compare_prediction(my_odd_extra_pct, 100 * odd_extra_ms / ref_row.back
                              "gl.sgemm at 4095x4097x4093, % more time than at 4096^3 (back to back)", edges.source)
 
 # %% [markdown]
-# **Why.** The padded plan pays for copies, the any-shape kernel for its scalar loads:
+# **Why.** First, why the copies beat the any-shape kernel. The shape suite (section 4) compiled
+# and timed both kernels on an aligned 4096^3 square:
 
 # %%
-any_rate, wide_rate = (model.speed(dispatch.Plan(k, "128x128")).gflops for k in ("any_shape", "wide"))
+rec = suite_record.load()  # the shape suite's record
+wide_cal, any_cal = (suite_record.calibration(rec, f"{k} 128x128") for k in ("wide", "any_shape"))
+cfg128 = dispatch.TILES["128x128"]
+scalar_loads = (cfg128.BM + cfg128.BN) * cfg128.BK // cfg128.threads  # global loads per thread per slice of BK
+extra_loads, ffma = scalar_loads - scalar_loads // 4, cfg128.TM * cfg128.TN * cfg128.BK
 best = {k: min((p for p in dispatch.candidates(*ODD_SHAPE, False, model) if p.kernel == k),
                key=lambda p: model.estimate_s(p, *ODD_SHAPE)) for k in ("any_shape", "padded")}
 t_best = {k: 1e3 * model.estimate_s(p, *ODD_SHAPE) for k, p in best.items()}
-print(f"On an aligned 4096^3 square the any-shape kernel runs at {any_rate / 1e3:.1f} TFLOPS, the wide kernel at "
-      f"{wide_rate / 1e3:.1f} ({100 * any_rate / wide_rate:.0f}%). At {shape_name(ODD_SHAPE)} the model estimates "
-      f"{best['padded']} at {t_best['padded']:.3f} ms and {best['any_shape']} at {t_best['any_shape']:.3f} ms: "
-      + ("the copies cost less than the scalar loads." if t_best["padded"] < t_best["any_shape"] else
-         "the scalar loads cost less than the copies.")
-      + f" The odd shape took {odd_extra_ms:.3f} ms more than 4096^3 where the model charged {t_odd - t_ref:.3f} ms"
-      + ("." if t_odd <= t_ref else f": measured / predicted {odd_extra_ms / (t_odd - t_ref):.1f}"
-         + (", time the model does not see." if odd_extra_ms > 1.1 * (t_odd - t_ref) else
-            ", less than the model charged." if odd_extra_ms < 0.9 * (t_odd - t_ref) else ".")))
+pct_any = 100 * any_cal["gflops"] / wide_cal["gflops"]
+print(f"any_shape 128x128 ran at {any_cal['gflops'] / 1e3:.1f} TFLOPS, wide 128x128 at {wide_cal['gflops'] / 1e3:.1f} "
+      f"({pct_any:.0f}%). Scalar loads cost {extra_loads} more load instructions per thread per {ffma} FFMAs, about "
+      f"{100 * extra_loads / ffma:.0f}% more instructions: not {100 - pct_any:.0f}%. The compiler's facts: both "
+      f"kernels hit the cap of {any_cal['registers']} registers per thread; the any-shape kernel spills "
+      f"{any_cal['local_bytes']} bytes per thread to local memory, the wide kernel "
+      f"{wide_cal['local_bytes']}; the spill's own cost is not timed. "
+      f"At {shape_name(ODD_SHAPE)} the model estimates {best['padded']} at {t_best['padded']:.3f} ms and "
+      f"{best['any_shape']} at {t_best['any_shape']:.3f} ms: "
+      + ("the copies cost less than the slower kernel." if t_best["padded"] < t_best["any_shape"] else
+         "the slower kernel costs less than the copies."))
+
+# %% [markdown]
+# Second, why the odd shape took more than the model's copies. The model charges each
+# [wave](GLOSSARY.md#wave)'s busiest SM (section 4). Padding N to a multiple of 4 adds a column of
+# tiles:
+
+# %%
+N4, K4 = dispatch.padded_sides(*ODD_SHAPE[1:])
+blocks = {"4096^3": math.prod(ref_plan.grid(*REFERENCE_SHAPE[:2])[:2]),
+          "padded": math.prod(dispatch.Plan("wide", odd_plan.tiles).grid(ODD_SHAPE[0], N4)[:2])}
+slots = model.speed(ref_plan).blocks_per_sm * model.sms
+waves = {k: b / slots for k, b in blocks.items()}
+bps = model.speed(ref_plan).blocks_per_sm
+charged = {k: b // slots + -(-(b % slots) // model.sms) / bps for k, b in blocks.items()}  # the busiest SM's waves
+ref_ms = ref_row.back_to_back_gl.median_ms
+more_work_ms = ref_ms * (blocks["padded"] / blocks["4096^3"] - 1)  # the extra blocks at 4096^3's measured rate
+print(f"{blocks['4096^3']:,} blocks at 4096^3, {blocks['padded']:,} on the padded sides ({N4} columns): "
+      f"{100 * (blocks['padded'] / blocks['4096^3'] - 1):.1f}% more work, {more_work_ms:.3f} ms at 4096^3's measured "
+      f"rate. With {slots} slots that is {waves['4096^3']:.2f} and {waves['padded']:.2f} waves; the model, counting the "
+      f"busiest SM, charges {charged['4096^3']:g} and {charged['padded']:g} (hence its {t_ref:.3f} ms at 4096^3 against "
+      f"the {wide_cal['median_ms']:.3f} ms timed there)"
+      + (", so the extra blocks cost nothing in it." if charged["4096^3"] == charged["padded"] else "."))
+if odd_plan.kernel == "padded":
+    explained = 1e3 * model.padding_s(*ODD_SHAPE) + more_work_ms
+    print(f"Copies and extra blocks: {explained:.3f} ms of the {odd_extra_ms:.3f} ms measured"
+          + (f"; the other {odd_extra_ms - explained:.3f} ms: Lab notes." if odd_extra_ms > explained else "."))
 
 # %% [markdown]
 # ## 2 · What a call costs
 #
 # **The idea.** `kernel[grid, block](A, B, C, alpha, beta)` returns before the GPU starts, but not
-# before Python has done its part ([launch overhead](GLOSSARY.md#launch-overhead)): numba builds the
-# launch configuration, types and converts every argument, finds the compiled version and calls
-# the driver. `gl.sgemm` launches through a [Launcher](GLOSSARY.md#launcher), which does that work
-# once. A call costs the host its **issue time**, then the GPU its kernel time, and the two ways
-# to time a call ([single call, back to back](GLOSSARY.md#single-call)) add them differently:
-#
-# * **back to back**, the host issues the next call while the GPU runs this one: a call costs the
-#   longer of the two, the kernel unless the host is slower ([host-bound](GLOSSARY.md#host-bound));
-# * **single call**, [CUDA events](GLOSSARY.md#cuda-events) around one call on an idle GPU: the
-#   host's part, then the kernel.
+# before Python has done its part ([launch overhead](GLOSSARY.md#launch-overhead)): numba converts
+# every argument, finds the compiled version and calls the driver. `gl.sgemm` launches through a [Launcher](GLOSSARY.md#launcher), which does that work
+# once. A call costs the host its **issue time**, then the GPU its kernel time. Timed **back to
+# back** ([single call, back to back](GLOSSARY.md#single-call)), the host issues the next call while
+# the GPU runs this one: a call costs the longer of the two, the kernel unless the host is slower
+# ([host-bound](GLOSSARY.md#host-bound)).
 #
 # cuBLAS is called through [nvmath-python](GLOSSARY.md#nvmath-python), NVIDIA's Python bindings to
 # its math libraries. The next cell times the issue of five callers in 10 batches of 20 calls at
@@ -341,26 +376,11 @@ for other in (c for c in costs.callers() if "kernel[grid, block]" in c or c.star
           + ("." if len(apart) == len(gaps) else "; elsewhere the spreads overlap and rank nothing."))
 
 # %% [markdown]
-# A product that runs for a few microseconds is host-bound back to back and its single call mostly
-# the host's part: a % of cuBLAS then compares Python wrappers, not kernels. A single call also
-# carries whatever else happens around it, varying from call to call. The shape suite shows both:
-
-# %%
-rec = suite_record.load()  # the shape suite's record
-bound = [r for r in rec.rows if shape_suite.host_bound(rec, r, "gl") or shape_suite.host_bound(rec, r, "cublas")]
-far = max((r for r in rec.rows if not r.error), key=lambda r: abs(math.log(r.pct_cublas_single / r.pct_cublas_back_to_back)))
-slow = "gl" if far.pct_cublas_single < far.pct_cublas_back_to_back else "cublas"
-one, b2b = getattr(far, f"single_{slow}"), getattr(far, f"back_to_back_{slow}")
-print(f"In the record ({suite_record.label(rec)}), host-bound back to back: "
-      + (", ".join(shape_name(r.shape) for r in bound) or "none") + f". The single-call ratio furthest from the "
-      f"back-to-back one: {shape_name(far.shape)}, {far.pct_cublas_single:.0f}% of cuBLAS in single calls against "
-      f"{far.pct_cublas_back_to_back:.0f}% back to back; one {shape_suite.WHO[slow]} call took {one.median_ms:.3f} ms "
-      f"(10th to 90th percentile {one.p10_ms:.3f} to {one.p90_ms:.3f}), {one.median_ms / b2b.median_ms:.1f}x its "
-      "time back to back.")
-
-# %% [markdown]
-# So the rest of the lesson compares kernels back to back, without host-bound shapes. For users:
-# pass C when you have one, and batch many small products ([CUDA graphs](REFERENCES.md#lesson-11)).
+# A product whose kernel takes less than its caller's issue time (tens of µs above) is host-bound
+# back to back: its % of cuBLAS compares Python wrappers, not kernels. So the rest of the lesson
+# compares kernels back to back and leaves host-bound shapes out (single calls: [11b](11b_what_we_tried.ipynb)).
+# For users: pass C when you have one, and batch many small products ([CUDA graphs](REFERENCES.md#lesson-11):
+# a sequence of launches recorded once and replayed by one call).
 #
 # ## 3 · Split-K: when C is too small to fill the GPU
 #
@@ -369,8 +389,9 @@ print(f"In the record ({suite_record.label(rec)}), host-bound back to back: "
 # [resident](GLOSSARY.md#resident) block on an SM): most of the GPU idles while each block walks all
 # 8192 values of k, a [tail effect](GLOSSARY.md#tail-effect). [Split-K](GLOSSARY.md#split-k) cuts K
 # into s parts: s times the blocks, each summing its part into its own partial tile of a workspace;
-# a second kernel adds the parts. The price: the reduction's (s + 1) x M x N floats (s parts read,
-# C written) and one more launch.
+# a second kernel adds the parts. The price: one more launch, and the reduction's (s + 2) x M x N
+# floats (s parts read, C read and written; s + 1 when beta is 0, but the model charges C's read
+# whatever beta is).
 
 # %%
 split_k_plans.split_k_diagram(splits=4);
@@ -384,8 +405,8 @@ split_k_plans.waves_figure(SKINNY_SHAPE, [whole, split], model);
 
 # %% [markdown]
 # **The kernels.** The first half is the any-shape kernel above, launched with s layers of blocks
-# along z: layer z sums its chunk of k (`k_begin` to `k_end`, K / s rounded up to a multiple of BK:
-# `Plan.k_chunk`) into rows z x M onward of an s·M x N workspace (`out0`). The wide kernel splits
+# along z: layer z sums its chunk of k (`k_begin` to `k_end`, K / s rounded up to a multiple of BK,
+# `Plan.k_chunk`, so that every layer but the last loads whole slices of BK) into rows z x M onward of an s·M x N workspace (`out0`). The wide kernel splits
 # the same way (`TileConfig(split_k=True)`, lesson 07). The second half adds the parts in a fixed
 # order and applies alpha and beta once:
 
@@ -455,27 +476,33 @@ skinny = shape_suite.measure_shapes([SKINNY_SHAPE], all_plans=True, single=False
 skinny
 
 # %%
-best_whole, whole_ms, best_split, split_ms = split_k_plans.split_k_best(skinny.get(SKINNY_SHAPE))
-print(f"Every candidate plan timed: the fastest without split-K, {best_whole}, took {whole_ms:.3f} ms; the fastest "
-      f"with it, {best_split}, {split_ms:.3f} ms: {whole_ms / split_ms:.2f}x as fast.")
-exercises.compare_prediction(my_split_gain, whole_ms / split_ms, "fastest split-K plan against the fastest plan "
-                             "without it at 64x8192x8192 (times as fast)", skinny.source)
+plans_ms = skinny.get(SKINNY_SHAPE).plans_ms  # every candidate plan, timed in one pass
+whole_ms, split_ms = plans_ms[str(whole)], plans_ms[str(split)]
+print(f"Timed in one pass: {whole} {whole_ms:.3f} ms, {split} {split_ms:.3f} ms: {whole_ms / split_ms:.2f}x as fast "
+      f"(the table above is another pass of the same plan). The fastest of all plans timed: "
+      f"{min(plans_ms, key=lambda p: plans_ms[p] if isinstance(plans_ms[p], float) else math.inf)}.")
+exercises.compare_prediction(my_split_gain, whole_ms / split_ms, f"{split} against {whole} at 64x8192x8192 "
+                             "(times as fast)", skinny.source)
 
 # %% [markdown]
-# **Why.** The split fills the slots. An SM left with one block runs it faster than its share of a
-# full SM, so the gain is less than the ratio of busy slots; the model has that rate where the
-# library measured it (section 4):
+# **Why.** The split fills the slots, but the gain is less than the ratio of busy slots. An SM
+# left with one block runs it faster than its share of a full SM: its warps have the SM's issue
+# slots to themselves, though too few of them to hide every latency (the suite measured that rate):
 
 # %%
 fill = {p: split_k_plans.waves(SKINNY_SHAPE, p, model) for p in (whole, split)}
 speed = model.speed(whole)
 share = speed.sm_rate(1, model.sms) / speed.sm_rate(speed.blocks_per_sm, model.sms)
-print("; ".join(f"{p}: {f['blocks']} blocks of {f['k_per_block']} k for {f['slots']} slots "
-                f"({f['blocks_per_sm']} per SM x {model.sms} SMs)" for p, f in fill.items())
-      + (f". One {whole} block alone on an SM gets {share:.2f} of a full SM's rate, not 1/{speed.blocks_per_sm}. "
-         if speed.lone_gflops else f". This model has no one-block rate: it gives a lone block 1/{speed.blocks_per_sm} "
-         "of an SM. ")
-      + f"The model: {model_split_gain:.2f}x; measured / predicted {(whole_ms / split_ms) / model_split_gain:.2f}.")
+M_k, N_k, _ = SKINNY_SHAPE
+reduce_us = 1e6 * 4.0 * M_k * N_k * (split.split + 2) / (model.bandwidth_gbs * 1e9)
+kernel_gain = estimate[whole] / (estimate[split] - 1e-6 * (reduce_us + model.launch_us))
+busy = fill[split]["blocks"] / fill[whole]["blocks"]
+print(f"Busy slots: {fill[whole]['blocks']} of {fill[whole]['slots']} without the split, {fill[split]['blocks']} with it: "
+      f"{busy:.0f}x. One {whole} block alone on an SM gets {share:.2f} of a full SM's rate, not "
+      f"1/{speed.blocks_per_sm}, so the kernel gains {busy:.0f} / ({speed.blocks_per_sm} x {share:.2f}) ≈ {kernel_gain:.2f}x; "
+      f"the reduction ({reduce_us:.1f} µs) and its launch ({model.launch_us:.0f} µs) bring the model to "
+      f"{model_split_gain:.2f}x. Measured {whole_ms / split_ms:.2f}x: measured / predicted "
+      f"{(whole_ms / split_ms) / model_split_gain:.2f}.")
 
 # %% [markdown]
 # ## 4 · Dispatch: a model, checked by timing
@@ -492,9 +519,8 @@ print("; ".join(f"{p}: {f['blocks']} blocks of {f['k_per_block']} k for {f['slot
 #
 # A [wave](GLOSSARY.md#wave) puts blocks-per-SM blocks on every SM. The shape suite's
 # **calibration** measures the rates (each kernel and tile size on a 4096^3 square, and with one
-# block per SM) and a copy's bandwidth. It is section 3's tail effect in one formula, blind to L2
-# reuse, the clock and Python. The check: the suite (`python -m gemm_lessons.runs.shapes`) timed
-# every candidate plan on most shapes. Each point is a plan at a shape; ringed, the plan chosen;
+# block per SM) and a copy's bandwidth. It is blind to L2 reuse, the clock and Python. The check:
+# the suite (`python -m gemm_lessons.runs.shapes`) timed every candidate plan on most shapes. Each point is a plan at a shape; ringed, the plan chosen;
 # starred, the fastest.
 
 # %%
@@ -522,42 +548,51 @@ shape_suite.pct_figure(rec, kinds=("back_to_back",));
 # %%
 mean, kept, left_out = shape_suite.back_to_back_geomean(rec)
 lo, hi = (f(kept, key=lambda r: r.pct_cublas_back_to_back) for f in (min, max))
+without_hi = math.exp(sum(math.log(r.pct_cublas_back_to_back) for r in kept if r is not hi) / (len(kept) - 1))
 print(f"Over the {len(kept)} shapes where neither caller was host-bound, gl.sgemm ran at {mean:.0f}% of cuBLAS back "
-      f"to back (geometric mean), from {lo.pct_cublas_back_to_back:.0f}% ({shape_name(lo.shape)}) to "
-      f"{hi.pct_cublas_back_to_back:.0f}% ({shape_name(hi.shape)}); left out, host-bound: "
-      + (", ".join(shape_name(r.shape) for r in left_out) or "none") + ".")
+      f"to back (geometric mean; {without_hi:.0f}% without {shape_name(hi.shape)}, where it ran at "
+      f"{hi.pct_cublas_back_to_back:.0f}%: Lab notes), the lowest {lo.pct_cublas_back_to_back:.0f}% "
+      f"({shape_name(lo.shape)}).")
+for r in left_out:
+    for who in ("gl", "cublas"):
+        if shape_suite.host_bound(rec, r, who):
+            n, issue, per_call = shape_suite.host_bound_evidence(rec, r, who)
+            print(f"Left out, hatched: {shape_name(r.shape)}, where {shape_suite.WHO[who]} took {issue:.0f} µs to issue a "
+                  f"call (at {n}^2) against {per_call:.1f} µs per call back to back: host-bound.")
 
 # %% [markdown]
 # ## 5 · Why cuBLAS is many kernels plus heuristics
 #
 # Everything above happens inside cuBLAS too, at a larger scale ([REFERENCES.md](REFERENCES.md#lesson-11)):
 #
-# * **A heuristic picks a kernel per problem**: cuBLASLt, the interface that exposes cuBLAS's
-#   choice, "uses heuristics to pick the most suitable matmul kernel" and caches the choice per
-#   problem, as `gl.sgemm` remembers its plan per shape.
+# * **A heuristic picks a kernel per problem**: cuBLASLt "uses heuristics to pick the most
+#   suitable matmul kernel" and caches the choice, as `gl.sgemm` remembers its plan per shape.
 # * **It ranks candidates by estimated time** (`cublasLtMatmulAlgoGetHeuristic`) and lets a caller
-#   time several and keep the fastest: what the shape suite did to check our model.
+#   time several: what the shape suite did to check our model.
 # * **Its knobs are this lesson's**: tile, split-K count and reduction, pipeline stages, block order
 #   ([block order](GLOSSARY.md#block-order)); a request states each matrix's alignment and the
 #   workspace allowed.
 # * **CUTLASS**, NVIDIA's open-source kernel templates, builds a kernel per tile shape, alignment
 #   and more: for Hopper, "in the order of millions of kernels".
 #
-# One kernel cannot be best at every shape: the tile that fills the GPU at 4096^3 leaves it idle at
-# 64 x 8192 x 8192, and the fastest loads need an alignment the caller may not have. A library is
-# many kernels, each good somewhere, and a rule, checked against measurements, that picks one.
+# The tile that fills the GPU at 4096^3 leaves it idle at 64 x 8192 x 8192, and the fastest loads
+# need an alignment the caller may not have: a library is many kernels and a rule that picks one.
 #
 # ## Exercise 11-split-k: write split-K
 #
 # Write both halves of split-K on lesson 01's one-thread-per-element kernel. The workspace is a 3-D
 # array, `W[part, row, col]`, of splits x M x N floats.
 #
-# 1. `sgemm_partial(A, B, W)` runs one layer of blocks per part along z (`cuda.gridDim.z` parts);
-#    each thread of layer z writes its sum over part z's chunk of k into `W[z, row, col]`. Part z
-#    takes the z-th of consecutive chunks of one length, the shortest that reaches K, cut off at K
-#    (no rounding to BK). Which k does each part sum for K = 50 in 3 parts?
+# 1. `sgemm_partial(A, B, W)` runs one layer of blocks per part along z (s = `cuda.gridDim.z`
+#    parts); each thread of layer z writes its sum over part z's chunk of k into `W[z, row, col]`.
+#    With chunk = ceil(K / s), part z sums k from z x chunk up to min(K, (z + 1) x chunk) - 1.
+#    (The library rounds its chunk up to a multiple of BK because its kernels load BK values of k
+#    at a time; this kernel takes one k at a time, so it needs no rounding.)
 # 2. `splitk_reduce(W, C, alpha, beta)`: one thread per element of C; C = alpha x (W[0] + W[1] +
 #    ...) + beta x C, reading C only when beta != 0 (C may then hold NaN).
+#
+# The check launches both with blocks of 16 x 16 threads, x along the columns of C: `sgemm_partial`
+# on a grid of (ceil(N / 16), ceil(M / 16), s) blocks, `splitk_reduce` on (ceil(N / 16), ceil(M / 16)).
 #
 # The check compares C with float64, requires each part of W to hold the sum over its own chunk,
 # and on the simulator reads the access log: each part reads only its chunk, the reduction each
@@ -612,8 +647,8 @@ exercises.check("11-split-k", split_k)
 # %% [markdown]
 # ## Takeaway
 #
-# * **Edges cost.** 16-byte loads need aligned rows; scalar, predicated loads take any shape at a
-#   price, and a large product can instead pay for zero-padded copies and keep the fast kernel.
+# * **Edges cost.** 16-byte loads need aligned rows; a large product can pay for zero-padded
+#   copies and keep the fast kernel.
 # * **A call costs the host time.** Rank callers only by gaps larger than the measurement's
 #   spread; compare kernels back to back, without host-bound shapes.
 # * **Fill the GPU.** When C has fewer tiles than the GPU has slots, split K.
@@ -634,10 +669,11 @@ exercises.check("11-split-k", split_k)
 #   provenance). The H200's shape record (`results/shapes-nvidia-h200.json`) predates the padded plan
 #   and the wide kernel's split-K: on an H200, `gl.sgemm` uses its older model until
 #   `python -m gemm_lessons.runs.shapes` is run there again.
-# * The padded plan's extra time at the odd shape is more than the model charges for its copies
-#   (section 1 prints both); the copies were not timed on their own.
-# * Single calls jump: the next cell lists the record's single calls that took more than twice their
-#   time back to back. What a single call does that a call back to back does not was not measured.
+# * The odd shape's extra time is more than its copies and its extra blocks (section 1 prints the
+#   rest); the copies were not timed on their own, so where the rest goes is open.
+# * What the any-shape kernel's 64 bytes of spill cost on their own was not timed (11b, section 3).
+# * Single calls: the shape suite timed them too, and they took up to several times their time back
+#   to back; the next cell lists the worst, [11b](11b_what_we_tried.ipynb) section 1 the rest.
 # * Where `gl.sgemm` ran more than 10% ahead of cuBLAS back to back (the next cell), which kernel
 #   cuBLAS chose was not recorded.
 # * Everything else (the call-cost table in full, the launch probe, the 16-byte reduction, split-K in

@@ -79,6 +79,28 @@ for kind, r, who in shape_suite.unexplained(rec):
               f"its {b2b.median_ms:.3f} ms back to back")
 
 # %% [markdown]
+# **Single calls against the simple rule.** One call on an idle GPU should cost the host's issue
+# time, then the kernel: the issue time at the nearest square size plus the time per call back to
+# back. Lesson 11 used to set single calls beside back-to-back ones; the record does not follow that
+# rule, which is why the lesson now compares back to back only:
+
+# %%
+issue = call_overhead.recorded_costs(rec)
+for r in rec.rows:
+    for who in ("gl", "cublas"):
+        near = shape_suite.issue_near(rec, r, who)
+        if near is None or r.error:
+            continue
+        one, b2b = getattr(r, f"single_{who}"), getattr(r, f"back_to_back_{who}")
+        rule = near[1] * 1e-3 + b2b.median_ms
+        print(f"{shape_name(r.shape)}, {shape_suite.WHO[who]}: the rule {rule:.3f} ms (issue {near[1]:.0f} µs at "
+              f"{near[0]}^2 + {b2b.median_ms:.3f} ms), one call measured {one.median_ms:.3f} ms "
+              f"({one.median_ms / rule:.1f}x the rule)")
+far = max((r for r in rec.rows if not r.error), key=lambda r: abs(np.log(r.pct_cublas_single / r.pct_cublas_back_to_back)))
+print(f"The single-call % of cuBLAS furthest from the back-to-back one: {shape_name(far.shape)}, "
+      f"{far.pct_cublas_single:.0f}% in single calls against {far.pct_cublas_back_to_back:.0f}% back to back.")
+
+# %% [markdown]
 # A probe run minutes after the suite, on the same machine (`experiments/reduce_wide/`), timed ten
 # calls at 1000^3 and 1024^3 one at a time and back to back, each in two passes a few seconds
 # apart. Where the two passes of one call differ by 1.5 times or more, and what `gl.sgemm` at

@@ -55,9 +55,26 @@ def run():
 
 
 def table(path):
-    from gemm_lessons.teaching.lesson11 import profile_comparison, profile_comparison_sentences
+    from gemm_lessons.instruments.ncu_metrics import top_stalls
+    from gemm_lessons.teaching.lesson11 import profile_comparison
 
-    print(profile_comparison_sentences.ncu_versus_cublas_markdown(profile_comparison.ncu_versus_cublas(path=path)))
+    profile = profile_comparison.ncu_versus_cublas(path=path)
+    if not profile:
+        print("no profile recorded")
+        return
+    header, pairs = profile
+    print(header)
+    print("shape | call | kernel | us | blocks | registers | occupancy % | issue busy % | FMA busy % | L2 hit % "
+          "| DRAM read MB | top stalls %")
+    for call, k in pairs:
+        shape, who = call.split(" ", 1)
+        stalls = ", ".join(f"{r} {v:.0f}" for r, v in top_stalls(k, 2))
+        print(f"{shape} | {who} | {profile_comparison.kernel_label(k['kernel'])} | {k['gpu__time_duration.sum'] / 1e3:.1f} "
+              f"| {k['launch__grid_size']:.0f} | {k['launch__registers_per_thread']:.0f} "
+              f"| {k['sm__warps_active.avg.pct_of_peak_sustained_active']:.1f} "
+              f"| {k['smsp__issue_active.avg.pct_of_peak_sustained_active']:.1f} "
+              f"| {k['sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active']:.1f} "
+              f"| {k['lts__t_sector_hit_rate.pct']:.1f} | {k['dram__bytes_read.sum'] / 1e6:.1f} | {stalls}")
 
 
 if __name__ == "__main__":

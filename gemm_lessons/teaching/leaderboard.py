@@ -433,38 +433,6 @@ def transpose_suite_markdown(suite, kernel="library"):
     return text
 
 
-ODD_SIDE_KERNELS = {"aligned_64x16": "`aligned_stores` (the library's choice there)",
-                    "anywide_64x16": "`any_wide`", "smem_padded_32x8": "`smem_padded_32x8` (4-byte accesses)"}
-
-
-def odd_side_transpose_sentence(suite):
-    """The three kernels that take a side not a multiple of 4, back to back against sgeam on the
-    recorded suite's large shapes with such a side: one generated sentence."""
-    rows = [r for r in suite["rows"] if (r["shape"][0] % 4 or r["shape"][1] % 4)
-            and 8 * r["shape"][0] * r["shape"][1] >= results.LARGE_TRANSPOSE_BYTES]
-    parts = []
-    for name, title in ODD_SIDE_KERNELS.items():  # not `label`: that is results.label, imported above
-        vals = [r["kernels"][name]["pct_sgeam"] for r in rows if r["kernels"].get(name, {}).get("correct")]
-        if len(vals) == len(rows) and rows:
-            parts.append(f"{title} {min(vals):.0f}% to {max(vals):.0f}%")
-    if not parts:
-        return "The recorded transpose suite does not hold these kernels on shapes with a side not a multiple of 4."
-    shapes = ", ".join("x".join(map(str, r["shape"])) for r in rows)
-    text = (f"Back to back, on the {len(rows)} shapes of the suite with a side that is not a multiple of 4 and at least "
-            f"{results.LARGE_TRANSPOSE_BYTES // 2**20} MiB to move ({shapes}; {suite['device']}, {suite['date'][:10]}, "
-            f"commit {suite['git_commit']}), as % of sgeam: " + "; ".join(parts) + ".")
-    a, b = list(ODD_SIDE_KERNELS)[:2]
-    if all(r["kernels"].get(n, {}).get("correct") for r in rows for n in (a, b)):
-        wins = sum(r["kernels"][a]["pct_sgeam"] > r["kernels"][b]["pct_sgeam"] for r in rows)
-        text += f" Shape by shape, {ODD_SIDE_KERNELS[a].split(' (')[0]} was the faster of the first two on {wins} of the {len(rows)}."
-    gbs = [r["kernels"]["cublas_sgeam"]["gbs"] for r in rows]
-    square = [r["kernels"]["cublas_sgeam"]["gbs"] for r in suite["rows"] if r["shape"] == [8192, 8192]]
-    if square:
-        text += (f" sgeam itself moved {min(gbs):,.0f} to {max(gbs):,.0f} GB/s on these shapes, against "
-                 f"{square[0]:,.0f} GB/s at 8192x8192: the ratios are against a slower sgeam than on aligned shapes.")
-    return text
-
-
 def load_sweep(device=None):
     """The recorded tile sweep (results/tuning-<device>.json) of ``device`` or of the newest bench record."""
     name = device or results.load().device.name

@@ -294,10 +294,8 @@ def test_recorded_transpose_suite_checks_out():
     results_md = open(os.path.join(os.path.dirname(results.RESULTS_DIR), "RESULTS.md")).read().replace("\n", " ")
     assert "on 22 shapes" in results_md and "101-111% on the five large ones" in results_md and "reached 77-84% in the same run" in results_md
     assert "reached 89-102% on those five in that run" in results_md
-    text = leaderboard.odd_side_transpose_sentence(suite)  # lesson 11's reading
-    assert "on the 5 shapes" in text and "`aligned_stores` (the library's choice there) 101% to 111%" in text
-    assert "was the faster of the first two on 4 of the 5" in text
-    assert "sgeam itself moved 2,276 to 2,759 GB/s on these shapes, against 2,851 GB/s at 8192x8192" in text
+    a_wins = sum(k["aligned_64x16"]["pct_sgeam"] > k["anywide_64x16"]["pct_sgeam"] for k in odd)
+    assert a_wins == 4  # the library's choice was the faster of the two on 4 of the 5
 
 
 def test_single_call_caveat_names_a_record_that_disagrees_with_itself():

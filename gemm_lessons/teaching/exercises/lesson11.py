@@ -59,6 +59,27 @@ def _split_k_pair(answer):
     return partial, reduce
 
 
+def held_range(A, B, got):
+    """(lo, hi): the range of k, k = lo .. hi - 1, whose sum A[:, lo:hi] @ B[lo:hi] ``got`` holds
+    (within float32 rounding), or None when it holds no such sum."""
+    from gemm_lessons.measure.problems import tolerance
+
+    K = A.shape[1]
+    A64, B64 = A.astype(np.float64), B.astype(np.float64)
+    prefix = np.zeros((K + 1,) + got.shape)  # prefix[k]: the sum over k' < k
+    for k in range(K):
+        prefix[k + 1] = prefix[k] + np.outer(A64[:, k], B64[k])
+    best = None
+    with np.errstate(invalid="ignore", over="ignore"):
+        for lo in range(K):
+            for hi in range(lo + 1, K + 1):
+                want = prefix[hi] - prefix[lo]
+                err = np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30)
+                if np.isfinite(err) and err <= tolerance(hi - lo) and (best is None or err < best[0]):
+                    best = (err, lo, hi)
+    return None if best is None else best[1:]
+
+
 def _split_k_parts(A, B, W):
     """(ok, message) of the workspace: part z must hold A[:, chunk z] @ B[chunk z, :]."""
     from gemm_lessons.measure.problems import POISON_BITS, tolerance
@@ -69,8 +90,8 @@ def _split_k_parts(A, B, W):
     full = A.astype(np.float64) @ B.astype(np.float64)
     for z in range(splits):
         if (W[z].view(np.uint32) == POISON_BITS).any():
-            return False, (f"part {z} of the workspace, W[{z}], was not written (all of it, or some elements): "
-                           f"each part writes its own M x N partial sums")
+            return False, (f"the partial kernel left part {z} of the workspace, W[{z}], unwritten (all of it, or some "
+                           f"elements): each part writes its own M x N partial sums")
     for z in range(splits):
         lo, hi = z * chunk, min(K, (z + 1) * chunk)
         got = W[z]
@@ -79,14 +100,17 @@ def _split_k_parts(A, B, W):
             err = np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30)
         if np.isfinite(err) and err <= tolerance(hi - lo):
             continue
+        expected = (f"expected k = {lo}..{hi - 1} inclusive (range({lo}, {hi})), chunk = ceil(K / parts) = "
+                    f"ceil({K} / {splits}) = {chunk}")
+        held = held_range(A, B, got)
         if np.linalg.norm(got - full) <= tolerance(K) * np.linalg.norm(full):
-            what = f"the whole product (every k from 0 to {K - 1})"
-        elif not got.any():
-            what = "zeros"
-        else:
-            what = "something else"
-        return False, (f"the work is not split: part {z} of the workspace, W[{z}], should hold the sum over its "
-                       f"own chunk, k = {lo}..{hi - 1}, but holds {what}")
+            return False, (f"the partial kernel does not split the work: W[{z}] holds the whole product (every k "
+                           f"from 0 to {K - 1}), {expected}")
+        if held is not None:
+            return False, (f"the partial kernel's chunks are not ceil(K / parts): W[{z}] holds k = {held[0]}.."
+                           f"{held[1] - 1}, {expected}")
+        what = "zeros" if not got.any() else "no sum over a range of k"
+        return False, f"the partial kernel's part {z}, W[{z}], holds {what}, {expected}"
     return True, f"each of the {splits} parts of the workspace holds the sum over its own chunk of {chunk} k"
 
 
@@ -98,10 +122,22 @@ def _split_k_answer(answer):
     for M, N, K, alpha, beta, splits in SPLITK_SHAPES:
         p = SgemmProblem(M, N, K, alpha, beta, seed=M + N + K)
         W = launch_split_k(p.A_d, p.B_d, p.reset_output(), alpha, beta, answer, splits)
-        res = compare("your split-K", p.C_d.copy_to_host(), p.reference, alpha, beta, K)
+        C = p.C_d.copy_to_host()
+        res = compare("your split-K", C, p.reference, alpha, beta, K)
         ok, done = _split_k_parts(p.A, p.B, W.copy_to_host())
         if not res.passed:
-            return False, (f"the result is wrong: {res.message()}" + ("" if ok else f"; and {done}") + ".")
+            nan = np.isnan(C)
+            if nan.any():
+                first = tuple(int(v) for v in np.argwhere(nan)[0])
+                c_is = (f"C is NaN at {int(nan.sum())} of {C.size} elements (first at row, col {first}; {M}x{N}x{K} "
+                        f"in {splits} parts, beta {beta:g}): never written, or computed from reading C when beta == 0 "
+                        "(the check fills C with NaN then)")
+            else:
+                c_is = res.message()
+            if ok:
+                return False, (f"the result is wrong and the partial sums in W are right, so the reduction is wrong: "
+                               f"{c_is}.")
+            return False, f"the result is wrong: {done}; and {c_is}."
         failed = failed or (None if ok else done)
     shapes = " and ".join(f"{M}x{N}x{K} in {s} parts" for M, N, K, _, _, s in SPLITK_SHAPES)
     right = f"the result matches the float64 reference on {shapes} (with alpha and beta)"
@@ -166,7 +202,8 @@ def _span(ks):
 @exercise("11-split-k",
           "two kernels: the partial kernel sums only its part's chunk of k (part z = cuda.blockIdx.z), the reduction "
           "adds the parts. The message says which of the two is wrong.",
-          "with cuda.gridDim.z parts, each covers ceil(K / parts) values of k and the last one what is left; the "
+          "with cuda.gridDim.z parts, chunk = ceil(K / parts): part z covers k from z * chunk to the smaller of K and "
+          "(z + 1) * chunk, less one; the "
           "reduction adds W[0], W[1], ... at its (row, col), then applies alpha and beta.",
           "partial kernel: with parts = cuda.gridDim.z and k_chunk = ceil(K / parts), the blocks "
           "with blockIdx.z == z sum k from z * k_chunk up to min(K, (z + 1) * k_chunk) - 1 and "
@@ -192,11 +229,11 @@ def check_split_k(answer):
         for name in ("A", "B"):
             ks = f["k_read"][z][name]
             if any(k < lo or k > hi for k in ks):
-                return False, (right + f", but the blocks of part {z} read {name} at {_span(ks)} {where}: a part "
+                return False, (right + f", but the partial kernel's blocks of part {z} read {name} at {_span(ks)} {where}: a part "
                                f"must read only its own chunk, k = {lo}..{hi}, or the parts do the same work over "
                                "again.")
         if f["parts_written"][z] not in ([], [z]):
-            return False, (right + f", but the blocks of part {z} write W[{f['parts_written'][z]}] {where}: part z "
+            return False, (right + f", but the partial kernel's blocks of part {z} write W[{f['parts_written'][z]}] {where}: part z "
                            f"owns W[z] only.")
     W_reads, C_writes = f["W_reads"], f["C_writes"]
     if len(W_reads) != splits * M * N or max(W_reads) != 1:

@@ -1,5 +1,5 @@
-"""Lesson 11 (from a kernel to a library): its tables, figures and sentences, from the shape
-suite's record and the probes' records.
+"""Lesson 11 (from a kernel to a library): its facts, tables and figures, from the shape suite's
+record and the probes' records.
 
 ``python -m gemm_lessons.runs.shapes`` writes results/shapes-<device>.json (records.ShapesRecord):
 the dispatch model's calibration, the per-call cost of each way to call a kernel, and every shape
@@ -22,10 +22,5 @@ heads), by topic:
 * ``profile_comparison``: section 4, Nsight Compute's profiles next to cuBLAS.
 * ``probes``: the probes' records (tools/launch_probe.py and the others).
 
-Sentences (functions that write English about those facts, to move into the lesson's cells):
-``edge_shapes_sentences``, ``call_overhead_sentences``, ``split_k_sentences``,
-``shape_suite_sentences``, ``dispatch_sentences``, ``profile_comparison_sentences`` and
-``probe_sentences``.  Sentence modules import fact modules, and no fact module imports a sentence
-module except ``shape_suite`` (``ShapeTable``'s table names the two plans that split-K compares
-with ``split_k_sentences.split_k_compared``).
+The lessons' cells write the sentences from these facts (the package returns facts).
 """

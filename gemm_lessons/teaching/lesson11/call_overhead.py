@@ -1,7 +1,7 @@
 """Lesson 11, section 2 (what a call costs): the per-call costs of each way to call a kernel
 (``CallCosts``: measured now on a GPU, the record's on the simulator), their figures, and the comparisons
-the section reads off the table (the yardstick, the cheapest caller, cells below or above another).
-The section's sentences are in ``call_overhead_sentences``.
+the section reads off the table (the cheapest caller, cells below or above another, the p10/p90
+separation of two callers).  The lesson writes the sentences.
 """
 import math
 from dataclasses import dataclass
@@ -126,19 +126,6 @@ def issue_less_count(costs, a, b):
     sizes = [n for n in costs.sizes()
              if not (math.isnan(costs.get(a, n)) or math.isnan(costs.get(b, n)))]
     return [n for n in sizes if round(costs.get(a, n)) < round(costs.get(b, n))], sizes
-
-
-def yardstick(costs):
-    """How far a median moves between measurements, as lesson 11 reads it off the per-call table:
-    the larger span (highest minus lowest issue time over the sizes) of the two callers whose host
-    work does not depend on the size (the ladder's rung and ``kernel[grid, block]``), or None."""
-    spans = []
-    for c in costs.callers():
-        if c.startswith("ladder") or "kernel[grid, block]" in c:
-            vals = [costs.get(c, n) for n in costs.sizes() if not math.isnan(costs.get(c, n))]
-            if len(vals) > 1:
-                spans.append(max(vals) - min(vals))
-    return max(spans) if spans else None
 
 
 def cheapest(costs, size, what="issue_us"):

@@ -1,6 +1,6 @@
 """Lesson 11, section 4 (dispatch): the dispatch model's estimate against each plan's measured time
-(points and a figure) and every candidate plan timed at one shape (a table).  The sentences are in
-``dispatch_sentences``.
+(points and a figure) and every candidate plan timed at one shape (a table).  The lesson writes the
+sentences.
 """
 from gemm_lessons.core import tables
 from gemm_lessons.library import dispatch

@@ -1,11 +1,8 @@
 """Lesson 11, section 1 (edges and alignment): which rows of a row-major matrix a float4 load may
-start (a figure), and gl.sgemm at the aligned square and the odd shape (a table).  The section's
-sentences are in ``edge_shapes_sentences``.
+start (a figure).  The lesson writes the section's sentences.
 """
 import numpy as np
 
-from gemm_lessons.core import tables
-from gemm_lessons.teaching.lesson11.suite_record import ODD_SHAPE, REFERENCE_SHAPE, label, row, shape_name, tflops
 
 
 def alignment_figure(ks=(8, 10), rows=4, ax=None):
@@ -45,20 +42,3 @@ def alignment_figure(ks=(8, 10), rows=4, ax=None):
     ax[-1].set_xlabel("float index in memory (thick lines every 32 bytes, thin every 16)", fontsize=8)
     plt.tight_layout()
     return ax
-
-
-def edges_markdown(rec, shapes=(REFERENCE_SHAPE, ODD_SHAPE)):
-    """gl.sgemm at the aligned square and the odd shape (single calls), with the calibration of
-    the two kernels behind them: the measured cost of the edges."""
-    body = []
-    for shape in shapes:
-        r = row(rec, shape)
-        if r is None or r.single_gl is None:
-            continue
-        body.append([shape_name(shape), r.plan, f"{r.single_gl.median_ms:.3f}", f"{tflops(shape, r.single_gl.median_ms):.1f}",
-                     f"{r.single_cublas.median_ms:.3f}" if r.single_cublas else "",
-                     f"{r.pct_cublas_single:.1f}%" if r.pct_cublas_single else "",
-                     f"{r.pct_cublas_back_to_back:.1f}%" if r.pct_cublas_back_to_back else ""])
-    table = tables.markdown(["M x N x K", "plan gl.sgemm chose", "gl.sgemm ms (single call)", "TFLOPS",
-                             "cuBLAS ms", "% of cuBLAS, single", "% of cuBLAS, back to back"], body, "llrrrrr")
-    return f"**Edges: the aligned square and the odd shape**, recorded on {label(rec)}\n\n" + table

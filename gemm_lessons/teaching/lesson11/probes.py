@@ -1,7 +1,6 @@
 """The records of lesson 11's probes, as the lesson reads them (dicts and rows, no sentences):
 tools/launch_probe.py, splitk_probe.py, bigtile_probe.py, multistage_probe.py, cp_async_probe.py and
-reduce_wide_probe.py.  Their sentences are in the sections' ``*_sentences`` modules
-(``call_overhead_sentences``, ``split_k_sentences``, ``probe_sentences``, ``shape_suite_sentences``).
+reduce_wide_probe.py.  The lessons write the sentences.
 """
 
 from gemm_lessons.records import results

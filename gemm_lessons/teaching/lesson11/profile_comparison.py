@@ -1,7 +1,7 @@
 """Nsight Compute's profiles behind lesson 11's section 4: gl.sgemm's kernels next to cuBLAS's
 (tools/ncu_vs_cublas.py's record) and the multistage probe's first form (tools/multistage_probe.py
 --profile): kernels with their counters, cuBLAS's kernel name, a short label per kernel.  The
-sentences are in ``profile_comparison_sentences``.
+lessons write the sentences.
 """
 import re
 

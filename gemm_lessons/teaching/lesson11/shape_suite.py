@@ -1,16 +1,14 @@
 """Lesson 11, section 4's measurements: gl.sgemm against cuBLAS per shape (``ShapeTable``, measured
 now on a GPU or the record's rows on the simulator), which measurements were host-bound, the shapes
 below 90% of cuBLAS, what the lesson leaves unexplained, where the chosen plan was not the fastest
-timed, and the figure of % of cuBLAS per shape.  The sentences are in ``shape_suite_sentences``
-(``ShapeTable``'s table names the two plans split-K compares with ``split_k_sentences.split_k_compared``).
+timed, and the figure of % of cuBLAS per shape.  The lesson writes the sentences.
 """
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from gemm_lessons.core import backend, tables
-from gemm_lessons.teaching.lesson11.split_k_plans import split_k_best, split_k_gain
-from gemm_lessons.teaching.lesson11.split_k_sentences import split_k_compared
+from gemm_lessons.teaching.lesson11.split_k_plans import split_k_gain
 from gemm_lessons.teaching.lesson11.suite_record import HOST_BOUND, LOW_PCT, label, load, row, shape_name, tflops
 
 
@@ -57,12 +55,9 @@ class ShapeTable:
                          f"{c.median_ms:.3f}" if c else "",
                          f"{r.pct_cublas_single:.1f}%" if r.pct_cublas_single else "",
                          f"{r.pct_cublas_back_to_back:.1f}%" if r.pct_cublas_back_to_back else ""])
-        timed = [f"Every candidate plan timed at {shape_name(r.shape)}, back to back: {split_k_compared(r)}"
-                 for r in self.rows if self.all_plans and not r.error and split_k_best(r)]
         return (f"**gl.sgemm against cuBLAS**, {self.source}\n\n"
                 + tables.markdown(["M x N x K", "plan", "check", "gl.sgemm ms, single call", "cuBLAS ms, single call",
-                                   "% of cuBLAS, single", "% of cuBLAS, back to back"], body, "lllrrrr")
-                + "".join(f"\n\n{t}" for t in timed))
+                                   "% of cuBLAS, single", "% of cuBLAS, back to back"], body, "lllrrrr"))
 
     def _back_to_back_markdown(self):
         body = []
@@ -170,7 +165,7 @@ def pct_figure(rec, ax=None, kinds=("single", "back_to_back")):
     line = ax.axhline(LOW_PCT, color="tab:red", ls=":", lw=1)
     handles = ([Patch(color="tab:blue", label="single calls (CUDA events around each call)")] if "single" in kinds else [])
     if "back_to_back" in kinds:
-        handles += [Patch(color="tab:orange", label="back to back (time_gpu)"),
+        handles += [Patch(color="tab:orange", label="back to back (a batch of calls, time per call)"),
                     Patch(fc="tab:orange", hatch="//", ec="white", label="back to back, host-bound")]
     handles.append(line)
     line.set_label(f"{LOW_PCT:.0f}% of cuBLAS")

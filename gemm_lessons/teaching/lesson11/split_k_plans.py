@@ -1,6 +1,6 @@
 """Lesson 11, section 3 (split-K): a diagram of split-K, how a plan's blocks fill the GPU in waves
 (numbers and a figure), and the fastest plans with and without split-K where every plan was timed.
-The section's sentences are in ``split_k_sentences``.
+The lesson writes the section's sentences.
 """
 import numpy as np
 

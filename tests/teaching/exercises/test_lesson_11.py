@@ -53,6 +53,12 @@ UNCOALESCED = [("    col = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x\
 READS_C_ALWAYS = [("        if beta == 0:  # C is not read (it may hold anything, NaN included)\n"
                    "            C[row, col] = alpha * total\n        else:\n", "        if True:\n")]
 EVERY_PART_INTO_W0 = [("        W[z, row, col] = acc\n", "        W[0, row, col] = acc\n")]
+CHUNK_ROUNDED_TO_8 = [("        k_chunk = (K + cuda.gridDim.z - 1) // cuda.gridDim.z\n",
+                       "        k_chunk = ((K + cuda.gridDim.z - 1) // cuda.gridDim.z + 7) // 8 * 8\n")]
+REDUCTION_ROW_COL_SWAPPED = [("    col = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x\n"
+                              "    row = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y\n    ### BEGIN SOLUTION\n",
+                              "    col = cuda.blockIdx.y * cuda.blockDim.y + cuda.threadIdx.y\n"
+                              "    row = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x\n    ### BEGIN SOLUTION\n")]
 
 
 @requires_simulator
@@ -64,8 +70,14 @@ def test_solution_passes_and_names_the_technique():
 
 @requires_simulator
 def test_one_part_doing_all_of_k_is_right_but_fails_the_technique():
-    _fails(check_cell(ONE_PART_DOES_ALL), "matches the float64 reference", "the work is not split",
-           "the whole product")
+    _fails(check_cell(ONE_PART_DOES_ALL), "matches the float64 reference", "does not split the work",
+           "the whole product", "expected k = 0..16 inclusive (range(0, 17))")
+
+
+@requires_simulator
+def test_a_chunk_rounded_up_says_which_k_the_part_holds():
+    _fails(check_cell(CHUNK_ROUNDED_TO_8), "matches the float64 reference", "the partial kernel's chunks",
+           "W[0] holds k = 0..23, expected k = 0..16 inclusive (range(0, 17))", "ceil(50 / 3) = 17")
 
 
 @requires_simulator
@@ -80,8 +92,17 @@ def test_uncoalesced_reduction_is_right_but_fails():
 
 @requires_simulator
 def test_reading_c_with_beta_zero_and_parts_in_one_place_fail_on_the_result():
-    _fails(check_cell(READS_C_ALWAYS), "result is wrong", "must not read C")
-    _fails(check_cell(EVERY_PART_INTO_W0), "result is wrong", "W[1], was not written")
+    _fails(check_cell(READS_C_ALWAYS), "result is wrong", "the reduction is wrong", "C is NaN",
+           "reading C when beta == 0")
+    _fails(check_cell(EVERY_PART_INTO_W0), "result is wrong", "the partial kernel left part 1", "W[1], unwritten")
+
+
+@requires_simulator
+def test_a_wrong_reduction_is_named_as_the_kernel_at_fault():
+    """The first hint promises that the message says which of the two kernels is wrong."""
+    fb = check_cell(REDUCTION_ROW_COL_SWAPPED)
+    _fails(fb, "the partial sums in W are right, so the reduction is wrong", "C is NaN at 95 of 703")
+    assert "which of the two is wrong" in str(fb)  # the first hint, quoted by the failure
 
 
 @requires_simulator

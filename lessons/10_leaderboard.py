@@ -1,15 +1,16 @@
 # %% [markdown]
 # # 10 · The leaderboard: every rung, what held it back, and cuBLAS
 #
-# **Where we are.** Lessons 01-08 built eight rungs, one change each, and each lesson's Why named
+# **Where we are.** Lessons 01-08 built eight rungs, one lesson each, and each lesson's Why named
 # the ceiling that held its rung back. Lesson 08's `warptile` ended the climb bound, like cuBLAS,
-# by [instruction issue](GLOSSARY.md#issue). This lesson lines them all up: one table, the same
-# rungs across sizes, and every rung under its ceilings. Those are the course's take-away.
+# by [instruction issue](GLOSSARY.md#issue). This lesson lines them all up, under their ceilings
+# and across sizes.
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
 from gemm_lessons.teaching import exercises, leaderboard, limiter_table, measure_step, plots
 from gemm_lessons.kernels import ladder
+from gemm_lessons.model.limiter import waves
 from gemm_lessons.records import results
 # %matplotlib inline
 print(gl.banner())
@@ -22,12 +23,13 @@ print("rungs in order:", " -> ".join(ladder.SGEMM))
 # ## Idea: one time per ceiling, and the longest wins
 #
 # The [limiter model](GLOSSARY.md#limiter-model) gives each rung one time per unit of the GPU,
-# from what the profiler counted the rung doing: its FFMAs over the FP32 lanes, its
-# warp-instructions over the schedulers (4 per SM per cycle), its shared-memory
-# [wavefronts](GLOSSARY.md#wavefront) (1 per SM per cycle), its bytes over the measured L2 and
-# DRAM bandwidths. The longest time is the **binding ceiling**: the rung cannot be faster. A
-# [roofline](GLOSSARY.md#roofline) draws two of these ceilings, FP32 and DRAM; below, every rung
-# gets its own column with all five, as the TFLOPS each one allows.
+# from what the profiler counted in the [limiter run](GLOSSARY.md#limiter-run): FFMAs over the
+# FP32 lanes, warp-instructions over the schedulers (4 per SM per cycle), shared-memory
+# [wavefronts](GLOSSARY.md#wavefront) (1 per SM per cycle), bytes over the L2 and DRAM
+# bandwidths. The longest time is the **binding ceiling**; the prediction is that time, stretched
+# a little when the last [wave](GLOSSARY.md#wave) of blocks leaves SMs idle. A
+# [roofline](GLOSSARY.md#roofline) draws two of these ceilings (FP32, DRAM); below, every rung
+# gets all five, as the TFLOPS each allows.
 
 # %%
 RUNGS = list(ladder.SGEMM) + ["cublas"]
@@ -35,40 +37,42 @@ model = limiter_table.why(RUNGS)  # the limiter record: ceilings from the profil
 plots.ceilings(model, measured=False);
 
 # %% [markdown]
-# In each column the lowest dash, drawn thick, is the binding ceiling. The red line is the
-# same for every rung: 128 FP32 lanes are 4 warp-FFMAs per SM per cycle, exactly the issue rate,
-# so a kernel reaches the FP32 roof only if every instruction it issues is an FFMA.
+# In each column the lowest dash, drawn thick, is the binding ceiling. The red FP32 line is the
+# same for every rung: 128 lanes are 4 warp-FFMAs per SM per cycle, the issue rate, so only a
+# kernel that issues nothing but FFMAs reaches it.
 
 # %% [markdown]
 # ## Predict: how close does the last rung get?
 #
-# `warptile` and cuBLAS are both issue-bound. Here is what each issues at 4096^3:
+# `warptile` and cuBLAS are both issue-bound. What each issues at 4096^3, and the model's times:
 
 # %%
+w, c = model.row("warptile"), model.row("cublas")
 for name in ["warptile", "cublas"]:
     issued, ffma = leaderboard.issue_counts(model, name)
     print(f"{name:9s} {issued / 1e9:.3f} billion warp-instructions, {ffma / 1e9:.3f} billion of them FFMA "
           f"({100 * ffma / issued:.0f}%)")
+work, machine = limiter_table.work("warptile"), limiter_table.machine()
+n_waves, _ = waves(work, machine)
+print(f"warptile's issue ceiling is {w.ceilings_ms['issue']:.2f} ms; its {work.blocks:,} blocks, {work.blocks_per_sm} "
+      f"at a time on {machine.sm_count} SMs, make {work.blocks / (work.blocks_per_sm * machine.sm_count):.2f} waves, "
+      f"run as {n_waves}, so the model predicts {w.tail:.2f}x that: {w.predicted_ms:.2f} ms (cuBLAS {c.predicted_ms:.2f} "
+      f"ms). With both schedulers equally busy, warptile would reach {c.predicted_ms:.2f} / {w.predicted_ms:.2f} = "
+      f"{100 * c.predicted_ms / w.predicted_ms:.1f}% of cuBLAS.")
 
 # %% [markdown]
-# If both kept their schedulers equally busy, time would follow the instruction count. What % of
-# cuBLAS's speed does `warptile` reach? Write your number:
+# That is the model's answer, from instruction counts alone. Will the measurement land above or
+# below it, and why? Write your number for warptile's measured % of cuBLAS:
 
 # %%
-my_pct = None  # warptile's % of cuBLAS at 4096^3
-
-# %%
-w, c = model.row("warptile"), model.row("cublas")
-print(f"The model's answer: {100 * c.predicted_ms / w.predicted_ms:.1f}% "
-      f"(cuBLAS's predicted {c.predicted_ms:.3g} ms over warptile's {w.predicted_ms:.3g} ms).")
+my_pct = None  # warptile's % of cuBLAS at 4096^3, measured
 
 # %% [markdown]
 # ## Measure: every rung, every variant and cuBLAS in one run
 #
-# One `compare` call times the eight rungs, the variants the lessons compared them with, and
-# cuBLAS at 4096^3, and checks each result against cuBLAS's (a wrong one stops the cell). A
-# second call runs each rung back to back for seconds and reads the SM clock and power (the last
-# two columns; the section on clock and power comes back to them).
+# One `compare` call checks and times the eight rungs, the lessons' variants and cuBLAS at
+# 4096^3. The last two columns come from a *sustained* run: each kernel relaunched without pause
+# for seconds while NVML reads the SM clock and power.
 
 # %%
 KERNELS = {**ladder.SGEMM, **ladder.VARIANTS}
@@ -86,10 +90,10 @@ exercises.compare_prediction(my_pct, board.row("warptile").pct_cublas, "warptile
 # %% [markdown]
 # ## Why: the binding ceiling, and the stalls the model leaves out
 #
-# The model assumes the binding unit works every cycle. The profiler shows it busy less than
-# that; in the other cycles the warps are stalled: waiting at a [barrier](GLOSSARY.md#barrier),
-# for a result the next instruction needs, or for a load the kernel did not hide. That is the
-# "measured / predicted" column:
+# The model assumes the binding unit works every cycle. The profiler shows it busy less; in the
+# other cycles the warps are stalled: at a [barrier](GLOSSARY.md#barrier), on a result the next
+# instruction needs, or on a load the kernel did not hide. That is the "measured / predicted"
+# column:
 
 # %%
 rows = board.rows
@@ -105,11 +109,12 @@ print(f"That unit was busy {min(r.busiest_pct for r in rows):.0f}-{max(r.busiest
 (iw, _), (ic, _) = leaderboard.issue_counts(why, "warptile"), leaderboard.issue_counts(why, "cublas")
 rw, rc = why.row("warptile").ratio, why.row("cublas").ratio
 print(f"warptile against cuBLAS: {iw / ic:.3f}x the instructions and {rw / rc:.3f}x the stall factor "
-      f"(measured / predicted) make {why.row('warptile').measured_ms / why.row('cublas').measured_ms:.3f}x the time.")
+      f"(measured / predicted) make {why.row('warptile').measured_ms / why.row('cublas').measured_ms:.3f}x the time"
+      + (": the measurement lands below the model's answer by the stalls." if rw > rc else "."))
 
 # %% [markdown]
-# The same ceilings with the measurements on them: the gap between a thick dash and the dot
-# below it is the rung's measured / predicted.
+# The same ceilings with the measurements: the gap from a thick dash down to its dot is the
+# rung's measured / predicted.
 
 # %%
 plots.ceilings(why, source=board.source);
@@ -117,67 +122,88 @@ plots.ceilings(why, source=board.source);
 # %% [markdown]
 # ## Across sizes
 #
-# The recorded benchmark timed every rung and cuBLAS, in one run, at four square sizes (the
-# plot) and two non-square shapes (the line under it):
+# The recorded benchmark timed every rung and cuBLAS in one run at four square sizes (the plot)
+# and two non-square shapes:
 
 # %%
 plots.versus_size(bench);
 
 # %%
 last = list(ladder.SGEMM)[-1]
+dims = lambda r: f"{r.M}^3" if r.M == r.N == r.K else f"{r.M}x{r.N}x{r.K}"  # noqa: E731
+speed = lambda k, size: results.sgemm_rows(bench, k, size)[0].gflops  # noqa: E731
 timed = [r for r in results.sgemm_rows(bench, last) if r.gflops is not None]
 kept = [r for r in timed if not r.host_bound]  # a host-bound timing measures Python's launches, not the kernel
-print(f"{last} as % of cuBLAS ({results.label(bench)}): "
-      + "; ".join(f"{r.M}x{r.N}x{r.K} {r.pct_cublas:.0f}%" for r in kept)
-      + (f" (host-bound, left out: {', '.join(f'{r.M}^3' for r in timed if r.host_bound)})." if len(kept) < len(timed) else "."))
+print(f"{last} as % of cuBLAS ({results.label(bench)}): " + "; ".join(f"{dims(r)} {r.pct_cublas:.0f}%" for r in kept)
+      + (f" (host-bound, left out: {', '.join(dims(r) for r in timed if r.host_bound)})." if len(kept) < len(timed) else "."))
 twin = [abs(a.gflops / b.gflops - 1) for a in results.sgemm_rows(bench, "dbuf") for b in results.sgemm_rows(bench, last)
         if a.size == b.size]
 if twin and max(twin) < 0.02:
     print(f"dbuf's line lies under {last}'s: they differ by {100 * max(twin):.1f}% at most.")
-small = min(kept, key=lambda r: r.M * r.N * r.K)
+small, big = min(kept, key=lambda r: r.M * r.N * r.K), max(kept, key=lambda r: r.M * r.N * r.K)
 blocks, sms = leaderboard.grid_blocks(last, small.size), bench.device.sm_count
 if blocks < sms:
-    big = max(kept, key=lambda r: r.M * r.N * r.K)
-    speed = lambda k, size: results.sgemm_rows(bench, k, size)[0].gflops  # noqa: E731
-    print(f"At {small.M}x{small.N}x{small.K} its 128x128 tiles cut C into {blocks} blocks for {sms} SMs: {sms - blocks} "
-          f"SMs get none. There {last} keeps {100 * speed(last, small.size) / speed(last, big.size):.0f}% of its speed at "
-          f"{big.M}x{big.N}x{big.K}, cuBLAS (which chooses among many kernels by shape, lesson 11) "
-          f"{100 * speed('cublas', small.size) / speed('cublas', big.size):.0f}% of its own.")
+    print(f"At {dims(small)} its 128x128 tiles cut C into {blocks} blocks for {sms} SMs: {100 * blocks / sms:.0f}% of the "
+          f"SMs have work, and {last} keeps {100 * speed(last, small.size) / speed(last, big.size):.0f}% of its "
+          f"{dims(big)} speed; cuBLAS, which picks another kernel by shape (lesson 11), keeps "
+          f"{100 * speed('cublas', small.size) / speed('cublas', big.size):.0f}%.")
+    below = [k for k in ("reg1d", "reg2d") if speed(k, small.size) < speed("smem_tile", small.size)]
+    if below:
+        print(f"The ladder inverts there: {' and '.join(below)} (128x128 tiles too) fall below smem_tile, whose 32x32 "
+              f"tiles make {leaderboard.grid_blocks('smem_tile', small.size):,} blocks: "
+              + ", ".join(f"{k} {speed(k, small.size) / 1e3:.1f}" for k in below + ["smem_tile"]) + " TFLOPS.")
 
 # %% [markdown]
 # ## What each technique was worth
 #
-# A step's speed-up splits in two, by the model: the binding ceiling's time falls (less work:
-# fewer instructions, fewer wavefronts, fewer bytes), or measured / predicted falls (fewer
-# stalls). Speed-up = less work x fewer stalls. Each row compares two kernels from the same run
-# that differ by the change named (lesson 07's row names two changes: its kernel was rewritten).
+# By the model, a step's speed-up = the fall of the predicted time (the binding ceiling drops:
+# fewer instructions, wavefronts or bytes) x fewer stalls (measured / predicted falls). Each row
+# compares two kernels of one run that differ by its lesson's change (lesson 05's row and lesson
+# 07's first combine several).
 
 # %%
 whole = limiter_table.why(sorted({k for pair in leaderboard.MODEL_STEPS for k in pair}, key=list(KERNELS).index),
                           measured=run)
 steps = leaderboard.steps(whole)
 from IPython.display import Markdown
-Markdown(leaderboard.steps_markdown(steps, board.source))
+Markdown(leaderboard.steps_markdown(steps, board.source, change=False))
 
 # %%
-work = max(steps, key=lambda s: s.model)
-calm = sorted(steps, key=lambda s: s.stalls, reverse=True)[:2]
-fewer = whole.row("reg2d").ceilings_ms["issue"] / whole.row("vec").ceilings_ms["issue"]
-print(f"Most work removed: {work.before} → {work.after} ({work.model:.1f}x less at the binding ceiling). "
-      f"Lesson 05's step reg2d → vec issues {fewer:.2f}x fewer instructions. "
-      "Most stalls removed: " + " and ".join(f"{s.before} → {s.after} ({s.stalls:.2f}x, with {s.model:.2f}x for the "
-                                             "work)" for s in calm) + ".")
-hurt = [e for e in leaderboard.effects_of(run) if leaderboard.effect_mark(e) == "❌"]
-print(f"What cost speed, each against the kernel without it ({run.source.split(' (')[0]}): "
-      + "; ".join(f"{lesson} · {what}: {pct:+.0f}%" for what, lesson, _, _, _, _, pct in hurt) + ".")
+step = {(s.before, s.after): s for s in steps}
+ceil = {k: whole.row(k).ceilings_ms for k in ("reg2d", "vec", "vec_split", "dbuf", "warptile")}
+v, s = ceil["vec"], step["reg2d", "vec"]
+if whole.row("vec").binding == "shared":
+    print(f"reg2d → vec issues {ceil['reg2d']['issue'] / v['issue']:.2f}x fewer instructions, but its predicted time "
+          f"falls {s.model:.2f}x: vec's shared ceiling ({v['shared']:.2f} ms) passed its issue ceiling "
+          f"({v['issue']:.2f} ms).")
+vs, s = ceil["vec_split"], step["vec", "vec_split"]
+print(f"vec → vec_split cut the shared ceiling {100 * (1 - vs['shared'] / v['shared']):.0f}% ({v['shared']:.2f} → "
+      f"{vs['shared']:.2f} ms), yet its predicted time fell only {s.model:.2f}x: issue ({vs['issue']:.2f} ms) was "
+      "right behind.")
+co, db, wt = step["naive_uncoalesced", "naive"], step["dbuf_one_buffer", "dbuf"], step["dbuf", "warptile"]
+print(f"Coalescing's {co.speedup:.2f}x is outside the model's ceilings (the L1's passes, lesson 01), so it lands in "
+      f"the stalls column. Double buffering ({db.speedup:.2f}x, {db.stalls:.2f}x of it fewer stalls) was the last real gain.")
+if all(abs(ceil["warptile"][k] / ceil["dbuf"][k] - 1) < 0.01 for k in ceil["dbuf"]):
+    print(f"The warp tile ({wt.speedup:.2f}x) changed no ceiling: with broadcasts free, a quarter warp costs one "
+          "wavefront in either lane layout (lesson 08). Warp tiles pay elsewhere: larger block tiles, per-warp "
+          "fragments for tensor-core MMA.")
+SPREAD = 2  # %: two runs of one kernel differ by less (Lab notes)
+hurt = [e for e in leaderboard.effects_of(run) if e[6] < -SPREAD]
+print(f"What cost speed at 4096^3 (beyond {SPREAD}%, the run-to-run spread; {run.source.split(' (')[0]}): " + "; ".join(f"{e[1]} · {e[0]}: {e[6]:+.0f}%" for e in hurt) + ".")
+small = (1024,) * 3
+flips = [e for e in leaderboard.technique_effects(bench, small) if e[6] > SPREAD and (e[2], e[3]) in {h[2:4] for h in hurt}]
+if flips:
+    print(f"At 1024^3 ({results.label(bench)}) " + " and ".join(f"{e[2]} → {e[3]} gains {e[6]:+.1f}%" for e in flips)
+          + f": with {leaderboard.grid_blocks('reg2d', small)} blocks of 128x128 for {sms} SMs (the idle SMs that invert "
+          "the ladder there), a tile that makes more "
+          "blocks fills idle SMs, and a register cap that fits more blocks per SM has none to fit.")
 
 # %% [markdown]
-# ## Clock and power: one more ceiling
+# ## Clock and power
 #
-# The FP32 peak assumes the GPU's top clock. At its [power cap](GLOSSARY.md#power-cap) a GPU
-# lowers the clock. The table's last
-# two columns read the clock while each rung was timed (short bursts) and while it ran back to
-# back for seconds, and the power then:
+# At its [power cap](GLOSSARY.md#power-cap) a GPU lowers its clock, and with it every ceiling
+# that counts SM cycles (FP32, issue, shared memory). The table's last two columns read the clock
+# while each rung was timed and in the sustained run:
 
 # %%
 timed_clocks = [r.timed_clock_mhz for r in board.rows if r.timed_clock_mhz]
@@ -187,31 +213,30 @@ if timed_clocks:
 capped = [r for r in board.rows if "sw_power_cap" in r.events]
 cub = board.row("cublas")
 if capped:
-    print(f"Back to back, {' and '.join(r.rung for r in capped)} drew {min(r.watts for r in capped):.0f}-"
+    low = min(r.clock_mhz for r in capped)
+    print(f"Sustained, {' and '.join(r.rung for r in capped)} drew {min(r.watts for r in capped):.0f}-"
           f"{max(r.watts for r in capped):.0f} W against the {board.power_limit_w:.0f} W cap, and the GPU lowered "
-          f"the clock to {min(r.clock_mhz for r in capped):,.0f} MHz (median).")
+          f"the clock to {low:,.0f} MHz (median): the cap cost {100 * (1 - low / why.clock_mhz):.1f}% of the "
+          f"{why.clock_mhz:,.0f} MHz clock, "
+          + ("only in runs of seconds; no timing above was affected." if timed_clocks and min(timed_clocks) >= why.clock_mhz
+             else f"and the timings ran at {min(timed_clocks or [low]):,.0f} MHz at the lowest."))
 elif cub.watts:
-    print(f"Back to back, no rung reached the {board.power_limit_w:.0f} W cap; the highest drew "
+    print(f"Sustained, no rung reached the {board.power_limit_w:.0f} W cap; the highest drew "
           f"{max(r.watts for r in board.rows if r.watts):.0f} W.")
 if cub.watts:
     print(f"cuBLAS drew {cub.watts:.0f} W at {cub.clock_mhz:,.0f} MHz. Energy per FLOP (watts / TFLOPS): "
-          + ", ".join(f"{r.rung} {r.watts / r.tflops:.1f} pJ" for r in board.rows if r.watts and r.rung in (last, "cublas"))
-          + ".")
-
-# %% [markdown]
-# Every instruction issued costs energy as well as an issue slot. Where a rung reaches the cap,
-# power is one more ceiling: the clock comes down, and with it every ceiling that counts SM
-# cycles (FP32, issue, shared memory).
+          + ", ".join(f"{r.rung} {r.watts / r.tflops:.1f}" for r in board.rows if r.watts and r.rung in (last, "cublas"))
+          + " pJ per FLOP.")
 
 # %% [markdown]
 # ## Exercise 10-next-step: which technique to try next, by the record
 #
-# `leaderboard.technique_effects(record, size)` lists, for one recorded size, same-run pairs as
-# `(technique, lesson, without, with, TFLOPS without, TFLOPS with, change in %)`. Write
-# `next_step(kernel, size)`: among the rows whose "without" is `kernel`, the one with the largest
-# change, as `(with, change)`, or `None` when none gained more than 2%. The check asks about
-# every kernel at every recorded size where no timing of its rows is host-bound; the answer
-# differs from size to size.
+# `leaderboard.technique_effects(record, size)`, with `size` an `(M, N, K)` tuple, lists same-run
+# pairs as `(technique, lesson, without, with, TFLOPS without, TFLOPS with, change in %)`. Write
+# `next_step(kernel, size)`: the row starting from `kernel` with the largest change, as
+# `(with, change)` (`with` is a kernel name, e.g. `'dbuf'`), or `None` if no row starts from
+# `kernel` at that size or none gained more than 2% (the run-to-run spread). The check tries
+# every kernel and recorded size, [host-bound](GLOSSARY.md#host-bound) pairs left out.
 
 # %%
 record = bench
@@ -230,14 +255,15 @@ exercises.check("10-next-step", next_step)
 # %% [markdown]
 # ## Takeaway
 #
-# * Each rung's time is set by one ceiling: FP32, instruction issue, shared-memory wavefronts, L2
-#   or DRAM. The ladder's steps moved the binding one from issue to shared memory and back.
-# * The model predicts a lower bound; measured / predicted is the stalls. Coalescing and double
-#   buffering cut stalls, not work.
-# * The issue ceiling reaches the FP32 roof only when every instruction is an FFMA: the last rung
-#   and cuBLAS differ by a few percent of instructions and a few percent of stalls.
-# * Small products leave SMs idle with 128x128 tiles; a library picks another kernel there.
-# * Power is a ceiling too: at the cap the GPU lowers its clock.
+# * One ceiling sets each rung's time. The ladder moved it back and forth between issue and
+#   shared memory; lowering one ceiling helps only down to the next.
+# * Measured / predicted is the stalls. Double buffering cut stalls; coalescing's gain lies
+#   outside the model's ceilings, so it lands in the stalls column.
+# * warptile and cuBLAS differ by a few percent of instructions and of stalls; the last real
+#   gain was double buffering, and the warp tile changed no ceiling.
+# * With 128x128 tiles, small products leave SMs idle: smaller tiles win there, and a library
+#   picks another kernel.
+# * Power is one more ceiling: at the cap the GPU lowers its clock.
 
 # %% [markdown]
 # ## Sources and further reading
@@ -264,13 +290,13 @@ for rec in filter(None, [limiter_table.record(why.device)]):
     print(f"The limiter run ({rec['date'][:10]}) sampled power while timing each rung, compile included: median "
           f"{t[last]['power_w']['median']:.0f} W for {last}, {t['cublas']['power_w']['median']:.0f} W for cuBLAS. "
           f"NVML's reading on this GPU is a one-second average and the window held the compile (GPU idle), so "
-          f"those medians are not the kernels' draw: hence the separate back-to-back run (runs.power, one "
-          f"{power.SECONDS:g}-second run per kernel, the first {power.SETTLE_S:g} s left out).")
+          f"those medians are not the kernels' draw: hence the separate sustained run (runs.power, one "
+          f"{power.SECONDS:g}-second run per kernel, launched back to back, the first {power.SETTLE_S:g} s left out).")
 
 # %% [markdown]
-# * **Two GPUs, and two runs.** The H100's record has the H200's SM count and clock but less copy
-#   bandwidth: a test of the model's claim that no rung is DRAM-bound (the first line below). The
-#   second line is the spread between two runs on one GPU.
+# * **Two GPUs, and two runs.** The H100 and the H200 share the SM count and clock; the H100 has
+#   less copy bandwidth: a test of the model's claim that no rung is DRAM-bound (the first line
+#   below). The second line is the spread between two runs on one GPU.
 # * **`naive_uncoalesced`** (in the table above) has measured / predicted far above the
 #   others: no unit is busy (latency-bound), and the model has no ceiling for uncoalesced
 #   requests in flight.

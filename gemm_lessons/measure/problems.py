@@ -166,11 +166,23 @@ class CheckReport(list):
     def __bool__(self):
         return self.passed
 
+    def summary(self):
+        """One line when every shape passed (the same length on a GPU, which checks more shapes, as
+        on the simulator); else the failures, one line each, and how many shapes passed."""
+        if self.passed and self:
+            worst = max(self, key=lambda r: r.rel_error / r.tol)
+            shapes = ", ".join("x".join(map(str, r.shape)) for r in self)
+            return (f"PASS {self[0].name} on {len(self)} shapes ({shapes}; beta = 0 and not): largest relative "
+                    f"error {worst.rel_error:.1e}, {worst.tol / max(worst.rel_error, 1e-300):,.0f} times under "
+                    "its tolerance")
+        failed = [r.message() for r in self if not r.passed]
+        return "\n".join(failed + [f"({len(self) - len(failed)} of {len(self)} shapes passed)"])
+
     def _repr_markdown_(self):
-        return "\n\n".join(r._repr_markdown_() for r in self)
+        return ("✅ " if self.passed else "❌ ") + self.summary().replace("\n", "\n\n")
 
     def __repr__(self):
-        return "\n".join(r.message() for r in self)
+        return self.summary()
 
 
 def check_all(rung, shapes=None, seed=0, name=None):

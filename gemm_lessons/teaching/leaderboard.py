@@ -524,10 +524,11 @@ def lesson_record():
 
 
 def clock_power(names=None, size=(4096, 4096, 4096)):
-    """The SM clock and power of each of ``names`` (default: the ladder and cuBLAS) run back to
-    back (gemm_lessons.runs.power): measured now on a GPU, else the recorded run of
-    ``lesson_device()``.  A dict: ``rows`` {kernel: row of runs.power}, ``source``, or None
-    when there is neither a GPU nor a record."""
+    """The SM clock and power of each of ``names`` (default: the ladder and cuBLAS) in a sustained
+    run, each kernel launched back to back for seconds (gemm_lessons.runs.power): measured now on a
+    GPU, else the recorded run of ``lesson_device()``.  A dict: ``rows`` {kernel: row of
+    runs.power}, ``source``, ``seconds`` (each kernel's run), or None when there is neither a GPU
+    nor a record."""
     import datetime
 
     from gemm_lessons.core import backend
@@ -538,12 +539,14 @@ def clock_power(names=None, size=(4096, 4096, 4096)):
 
         rows = power.measure(names, size, progress=None)
         return {"rows": {r["kernel"]: r for r in rows},
-                "source": f"measured on {device_info().name}, {datetime.date.today().isoformat()}"}
+                "source": f"measured on {device_info().name}, {datetime.date.today().isoformat()}",
+                "seconds": power.SECONDS}
     rec = power.load(lesson_device())
     if rec is None:
         return None
     return {"rows": {r["kernel"]: r for r in rec["rows"]},
-            "source": f"recorded on {rec['device']['name']}, {rec['date'][:10]}"}
+            "source": f"recorded on {rec['device']['name']}, {rec['date'][:10]}",
+            "seconds": rec.get("seconds", power.SECONDS)}
 
 
 @dataclass(frozen=True)
@@ -557,7 +560,7 @@ class BoardRow:
     busiest: str            # the profiler's busiest unit
     busiest_pct: float
     ratio: float            # measured / predicted
-    clock_mhz: float = None  # run back to back: SM clock (median) and watts (median), NVML
+    clock_mhz: float = None  # sustained run (runs.power): SM clock (median) and watts (median), NVML
     clock_min_mhz: float = None
     timed_clock_mhz: float = None  # SM clock (median) while its time was taken (short bursts)
     watts: float = None
@@ -571,6 +574,7 @@ class Board:
     source: str             # where the times come from
     power_source: str = None
     power_limit_w: float = None
+    power_seconds: float = None  # how long the sustained run kept each kernel going
 
     def row(self, rung):
         return next(r for r in self.rows if r.rung == rung)
@@ -581,7 +585,7 @@ class Board:
         power = any(r.clock_mhz for r in self.rows)
         head = ["rung", "lesson", "TFLOPS", "% of cuBLAS", "% of FP32 peak", "binding ceiling (model)",
                 "profiler's busiest unit",
-                "measured / predicted"] + (["SM clock (MHz): timed / back to back", "power (W)"] if power else [])
+                "measured / predicted"] + ([f"SM clock (MHz): timed / {self._sustained()}", "power (W)"] if power else [])
         body = []
         for r in self.rows:
             cells = [r.rung, r.lesson, f"{r.tflops:.2f}", "" if r.pct_cublas is None else f"{r.pct_cublas:.1f}%",
@@ -592,10 +596,13 @@ class Board:
                           + ("–" if r.clock_mhz is None else f"{r.clock_mhz:,.0f}"),
                           "–" if r.watts is None else f"{r.watts:.0f}" + (" (cap)" if "sw_power_cap" in r.events else "")]
             body.append(cells)
-        note = (f"; clock and power with each kernel run back to back, {self.power_source} (power cap "
+        note = (f"; clock and power {self._sustained()}, {self.power_source} (power cap "
                 f"{self.power_limit_w:.0f} W)" if power else "")
         return (f"**SGEMM 4096^3**: times {self.source}{note}\n\n"
                 + tables.markdown(head, body, "llrrrllr" + ("rr" if power else "")))
+
+    def _sustained(self):
+        return "sustained" + (f" ({self.power_seconds:g} s)" if self.power_seconds else "")
 
     def __repr__(self):
         return self._repr_markdown_()
@@ -639,7 +646,8 @@ def board(why_table, measured=None, power=None):
     source = (getattr(measured, "source", "") if here and measured is not None
               else f"recorded on {why_table.device}, {why_table.date}, the limiter run")
     limits = [((power_rows.get(r.rung) or {}).get("power") or {}).get("power_limit_w") for r in why_table.rows]
-    return Board(rows, source, (power or {}).get("source"), next((x for x in limits if x), None))
+    return Board(rows, source, (power or {}).get("source"), next((x for x in limits if x), None),
+                 (power or {}).get("seconds"))
 
 
 def issue_counts(why_table, rung):
@@ -687,16 +695,17 @@ def steps(why_table, pairs=MODEL_STEPS):
     return out
 
 
-def steps_markdown(rows, source):
-    """The steps as a table: the change, its speed-up and the model's split of it."""
+def steps_markdown(rows, source, change=True):
+    """The steps as a table: the change (with ``change=False`` only its lesson), its speed-up and
+    the model's split of it."""
     from gemm_lessons.teaching.limiter_table import SHORT
 
-    body = [[f"{s.lesson} · {s.change}", f"{s.before} → {s.after}", f"{s.speedup:.2f}x", f"{s.model:.2f}x",
+    body = [[f"{s.lesson} · {s.change}" if change else s.lesson, f"{s.before} → {s.after}", f"{s.speedup:.2f}x", f"{s.model:.2f}x",
              f"{s.stalls:.2f}x", f"{SHORT[s.binding_before]} {s.ms_before:.3g} → {SHORT[s.binding_after]} {s.ms_after:.3g}"]
             for s in rows]
     return (f"**Each step at 4096^3**, {source}\n\n"
-            + tables.markdown(["lesson · change", "from → to", "speed-up", "model: less work", "fewer stalls",
-                               "binding ceiling, ms"], body, "llrrrl"))
+            + tables.markdown(["lesson · change" if change else "lesson", "from → to", "speed-up", "predicted time falls",
+                               "fewer stalls (below 1: more)", "binding ceiling, ms"], body, "llrrrl"))
 
 
 def effects_of(comparison):

@@ -33,6 +33,7 @@ def test_the_board_is_the_why_table_with_speed_clock_and_power(why):
     assert board.row("cublas").pct_cublas == pytest.approx(100)
     text = board._repr_markdown_()
     assert why.date in text and power["source"] in text and "(the limiter run)" not in text
+    assert power["seconds"] > 0 and f"sustained ({power['seconds']:g} s)" in text and "back to back" not in text
     capped = [r for r in board.rows if "sw_power_cap" in r.events]
     assert text.count("(cap)") == len(capped)
 
@@ -59,6 +60,9 @@ def test_each_step_is_less_work_times_fewer_stalls():
         assert s.change == labels[(s.before, s.after)]
     text = leaderboard.steps_markdown(steps, "recorded on X, 2026-11-28")
     assert "2026-11-28" in text and text.count("\n| ") == len(steps) + 1
+    assert "predicted time falls" in text and "below 1: more" in text and steps[0].change in text
+    short = leaderboard.steps_markdown(steps, "recorded on X, 2026-11-28", change=False)
+    assert short.count("\n| ") == len(steps) + 1 and steps[0].change not in short
 
 
 def test_issue_counts_give_the_ffmas_of_the_product(why):
@@ -78,4 +82,6 @@ def test_the_ceilings_figure_has_a_column_per_rung_and_says_where_from(why):
     ax = plots.ceilings(why, source="measured on GPU X, 2026-12-01")
     assert [t.get_text() for t in ax.get_xticklabels()] == RUNGS
     assert why.device in ax.get_title() and "GPU X, 2026-12-01" in ax.get_title()
+    title = plots.ceilings(why, measured=False).get_title()
+    assert "allows (the model alone)" in title and ", (" not in title
     assert "model alone" in plots.ceilings(why, measured=False).get_title()

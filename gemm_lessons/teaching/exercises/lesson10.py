@@ -2,14 +2,18 @@
 from gemm_lessons.teaching.exercises.core import _close, exercise
 
 
+GAIN_PCT = 2  # a gain counts above this: two runs of the same kernel differ by less (lesson 10's lab notes)
+
+
 def next_step_answer(record, kernel, size):
     """The technique row (from leaderboard.TECHNIQUES) worth taking next from ``kernel`` at
-    ``size``: the largest measured gain above 2 % among the rows that start from ``kernel``,
-    as (kernel with it, gain in %), or None."""
+    ``size`` = (M, N, K): the largest measured gain above GAIN_PCT % among the rows that start
+    from ``kernel``, as (kernel with it, gain in %), or None when no row starts from ``kernel`` at
+    that size or none gained more."""
     from gemm_lessons.teaching import leaderboard
 
     rows = [(after, pct) for _, _, before, after, _, _, pct in leaderboard.technique_effects(record, size)
-            if before == kernel and pct > 2]
+            if before == kernel and pct > GAIN_PCT]
     return max(rows, key=lambda r: r[1]) if rows else None
 
 
@@ -48,16 +52,55 @@ def next_step_example(record, cases):
                  if next_step_answer(record, *case)), None)
 
 
+def next_step_flip(record, cases):
+    """A kernel whose next step changes with the size: (kernel, (size, answer), (size, answer)),
+    the smallest asked size with an answer and the largest whose answer names another kernel,
+    the first such kernel in ladder order; or None.  ``cases`` come from next_step_cases."""
+    from gemm_lessons.kernels import ladder
+
+    order = list(ladder.SGEMM) + list(ladder.VARIANTS)
+    for kernel in sorted({k for k, _ in cases}, key=lambda k: order.index(k) if k in order else len(order)):
+        answers = [(size, next_step_answer(record, kernel, size)) for k, size in sorted(cases) if k == kernel]
+        answers = [(size, a) for size, a in answers if a]
+        if not answers:
+            continue
+        first = answers[0]
+        other = [(size, a) for size, a in answers if a[0] != first[1][0]]
+        if other:
+            return kernel, first, other[-1]
+    return None
+
+
+def _flip_text(record, flip):
+    """The feedback's sentence on a next step that changes with the size, with the blocks each
+    kernel's tile gives at the smaller size against the SM count."""
+    from gemm_lessons.model import counting
+    from gemm_lessons.teaching import leaderboard
+
+    kernel, (small, (w1, p1)), (large, (w2, p2)) = flip
+    dims = lambda s: "x".join(map(str, s))  # noqa: E731
+    text = (f" The answer changes with the size: from {kernel}, {w1} ({p1:+.1f} %) at {dims(small)} but {w2} "
+            f"({p2:+.1f} %) at {dims(large)}.")
+    if kernel in counting.RUNG_TILES and w1 in counting.RUNG_TILES:
+        b0, b1 = leaderboard.grid_blocks(kernel, small), leaderboard.grid_blocks(w1, small)
+        sms = record.device.sm_count
+        if b0 < sms <= b1:
+            text += (f" There {kernel}'s tiles give {b0} blocks for {sms} SMs, {w1}'s {b1}: filling the idle SMs "
+                     "wins.")
+    return text
+
+
 @exercise("10-next-step",
           "leaderboard.technique_effects(record, size) already has the rows: yours is to filter them and pick one.",
           "each row is (technique, lesson, without, with, TFLOPS without, TFLOPS with, change in %): which fields say "
           "that a row starts from kernel, and how much it gained?",
           "leaderboard.technique_effects(record, size) lists (technique, lesson, without, with, "
           "TFLOPS without, TFLOPS with, change in %); keep the rows whose 'without' is the kernel "
-          "and whose change is above 2 %, and return (with, change) of the largest, or None.",
+          "and whose change is above 2 %, and return (with, change) of the largest, or None when no row "
+          "is left (none starts from the kernel at that size, or none gained more than 2 %).",
           answer="next_step",
-          defines="next_step(kernel, size): returns (kernel with the technique, change in %) or None, from the "
-                  "benchmark record (record = leaderboard.lesson_record())")
+          defines="next_step(kernel, size): size is an (M, N, K) tuple; returns (kernel with the technique, "
+                  "change in %) or None, from the benchmark record (record = leaderboard.lesson_record())")
 def check_next_step(fn):
     from gemm_lessons.records import results
     from gemm_lessons.teaching import leaderboard
@@ -70,7 +113,7 @@ def check_next_step(fn):
         if want is None:
             if got is not None:
                 return False, (f"next_step({kernel!r}, {size}) returned {got!r}, but no technique from {kernel} "
-                               "gained more than 2 % at that size: expected None.")
+                               f"gained more than {GAIN_PCT} % at that size: expected None.")
             continue
         try:
             name, pct = got
@@ -78,13 +121,19 @@ def check_next_step(fn):
         except (TypeError, ValueError):
             return False, f"next_step({kernel!r}, {size}) returned {got!r}; expected a pair (kernel, change in %)."
         if name != want[0]:
+            if name in {t[0] for t in leaderboard.TECHNIQUES}:
+                return False, (f"next_step({kernel!r}, {size}) returned {name!r}: the first element should be the "
+                               f"kernel with the technique (the row's 'with', e.g. 'dbuf'), not the technique's "
+                               "description.")
             return False, f"next_step({kernel!r}, {size}) returned {name!r}; the largest measured gain from {kernel} is elsewhere."
         if not _close(pct, want[1], 1e-3):
             return False, f"next_step({kernel!r}, {size}): {name!r} is right, but its change is not {pct:g} %."
+    flip = next_step_flip(record, cases)
     example = next_step_example(record, cases)
     text = ""
-    if example:
+    if flip:
+        text = _flip_text(record, flip)
+    elif example:
         name, pct = next_step_answer(record, *example)
         text = f" For example from {example[0]} at {example[1][0]}x{example[1][1]}x{example[1][2]}: {name}, {pct:+.1f} %."
-    return True, (f"right for all {len(cases)} (kernel, size) pairs of {results.label(record)}.{text} A measured "
-                  "gain on one GPU is a reason to try a technique first, not a promise for another GPU or shape.")
+    return True, f"right for all {len(cases)} (kernel, size) pairs of {results.label(record)}.{text}"

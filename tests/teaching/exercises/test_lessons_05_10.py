@@ -229,6 +229,8 @@ def test_10_solution_passes_and_wrong_answers_fail():
     assert fb.ok, str(fb)
     _fails(check_cell("10-next-step", replace=[("change > 2", "change > 0")], extra=_extra_10()), "expected None")
     _fails(check_cell("10-next-step", replace=[("max(gains", "min(gains")], extra=_extra_10()), "elsewhere")
+    _fails(check_cell("10-next-step", replace=[("(after, change) for _, _, before", "(what, change) for what, _, before")],
+                      extra=_extra_10()), "kernel with the technique", "not the technique's description")
     _fails(check_cell("10-next-step", student_version=True, extra=_extra_10()), "NotImplementedError")
 
 
@@ -249,6 +251,24 @@ def test_10_feedback_quotes_a_pair_at_the_largest_size_not_host_bound():
     for k, s in larger:  # every answer at a larger size involves a host-bound row
         w = exercises.next_step_answer(record, k, s)[0]
         assert any(r.host_bound for x in (k, w) for r in results.sgemm_rows(record, x, s))
+
+
+def test_10_feedback_shows_a_next_step_that_changes_with_the_size():
+    """The success message quotes a kernel whose best next step differs between two sizes, and
+    where the smaller size leaves SMs idle with its tiles, says so (lesson 10's idle-SM point)."""
+    from gemm_lessons.teaching import leaderboard
+    record = leaderboard.lesson_record()
+    cases = exercises.next_step_cases(record)
+    kernel, (small, a), (large, b) = exercises.next_step_flip(record, cases)
+    assert (kernel, small) in cases and (kernel, large) in cases and a[0] != b[0]
+    assert a == exercises.next_step_answer(record, kernel, small) and b == exercises.next_step_answer(record, kernel, large)
+    if record.device.name == "NVIDIA H200":  # the recorded run: reg1d takes the 64x64 block only at 1024^3
+        assert (kernel, small, a[0], b[0]) == ("reg1d", (1024,) * 3, "reg1d_64x64", "reg2d")
+    fb = check_cell("10-next-step", extra=_extra_10())
+    text = str(fb)
+    assert f"from {kernel}, {a[0]}" in text and f"{b[0]}" in text
+    if leaderboard.grid_blocks(kernel, small) < record.device.sm_count <= leaderboard.grid_blocks(a[0], small):
+        assert f"{leaderboard.grid_blocks(kernel, small)} blocks for {record.device.sm_count} SMs" in text
 
 
 def test_prediction_says_how_close_and_where_measured():

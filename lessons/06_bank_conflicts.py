@@ -77,23 +77,9 @@ for name, (addrs, width) in examples.items():
 #   read the same address (broadcast): no conflict.
 # * **2 x 16, each 8x8 tile split into four 4x4**: a thread owns columns `c..c+3` and
 #   `c+64..c+67`; a phase's 8 threads read 128 contiguous bytes: no conflict.
-
-# %%
-layouts = {"2 x 16, lanes along columns (vec)": dict(shape=(2, 16)),
-           "4 x 8, lanes along rows": dict(shape=(4, 8), lanes_along="rows"),
-           "2 x 16, 8x8 split into four 4x4 (vec_split)": dict(shape=(2, 16), split=True)}
-fig, ax = plt.subplots(3, 1, figsize=(13, 7.5))
-for a, (label, kw) in zip(ax, layouts.items()):
-    figures.bank_map(bank_model.warp_layout_addresses(**kw), 16, ax=a, title=label)
-plt.tight_layout()
-
-# %% [markdown]
-# *One warp's 16-byte read of a B-tile row: a column per bank, a row per 128 bytes, each access
-# labelled with all its lanes ("0,16": lanes 0 and 16 read the same float4; "0-3": lanes 0 to
-# 3). Colour: the phase; red: a word sharing its bank with another of its phase.*
 #
-# Lesson 08 makes the warp's shape a parameter (4 x 8 has a second merit: Lab notes); here we
-# keep 2 x 16 and split the tile.
+# Lesson 08 makes the warp's shape a parameter (4 x 8 has a second merit: Lab notes); `vec_split`
+# keeps 2 x 16 and splits the tile.
 #
 # ## The tracer on the lesson's kernels
 #
@@ -115,15 +101,20 @@ for name, t in traces.items():
           f"({ld['conflicts']} from conflicts); stores: {st['instructions']} instructions, {st['wavefronts']} wavefronts")
 
 # %%
-fig, ax = plt.subplots(2, 1, figsize=(13, 5.5))
-for a, name in zip(ax, traces):
-    figures.bank_map(traces[name].first("ld", array="sB").addresses, 16, ax=a,
-                     title=f"{name}: first read of sB, warp 0 (traced)")
+maps = {"vec (2 x 16, lanes along columns), traced": traces["vec"].first("ld", array="sB").addresses,
+        "4 x 8, lanes along rows (bank_model's addresses)": bank_model.warp_layout_addresses((4, 8), lanes_along="rows"),
+        "vec_split (2 x 16, 8x8 split into four 4x4), traced": traces["vec_split"].first("ld", array="sB").addresses}
+fig, ax = plt.subplots(3, 1, figsize=(13, 8.5), dpi=85)  # dpi: a smaller picture in the saved notebook
+for a, (label, addresses) in zip(ax, maps.items()):
+    figures.bank_map(addresses, 16, ax=a, title=label)
 plt.tight_layout()
 
 # %% [markdown]
-# *The same read, from the kernels' own addresses: `vec`'s phase 0 (lanes 0-7) spans 256
-# bytes, `vec_split`'s one 128-byte row.*
+# *One warp's first 16-byte read of the B tile (`sB[k, ...]`, warp 0): a column per bank, a row
+# per 128 bytes of shared memory, each access labelled with all its lanes ("0,16": lanes 0 and
+# 16 read the same float4; "0-3": lanes 0 to 3). Colour: the phase; red: a word sharing its
+# bank with another of its phase. `vec`'s phase 0 (lanes 0-7) spans 256 bytes, 2-way;
+# `vec_split`'s, one 128-byte row.*
 #
 # The loads lose their conflicts; the stores that stage the tiles keep theirs. **The GPU
 # agrees:** `tools/bank_truth.py` ran the kernels under
@@ -499,6 +490,9 @@ exercises.check("06-conflict-free", sgemm_ex06)
 
 # %%
 # NBVAL_CHECK_OUTPUT
+layouts = {"2 x 16, lanes along columns (vec)": dict(shape=(2, 16)),
+           "4 x 8, lanes along rows": dict(shape=(4, 8), lanes_along="rows"),
+           "2 x 16, 8x8 split into four 4x4 (vec_split)": dict(shape=(2, 16), split=True)}
 for label, kw in layouts.items():
     print(f"{label:<45} {bank_model.wavefronts(bank_model.warp_layout_addresses(**kw), 16).wavefronts} wavefronts")
 print(f"2/(1/x+1/y) of a warp's results: 32 x 64 -> {counting.compute_to_memory_ratio(32, 64):.2f}, "

@@ -409,11 +409,11 @@ def bank_map(addresses, width=4, ax=None, title=None, rows=None):
         if ws[0] // BANKS in ys:
             label = lane_label(lanes)
             ax.text(ws[0] % BANKS + len(ws) / 2, ys[ws[0] // BANKS] + 0.5, label, ha="center", va="center",
-                    fontsize=9 if len(ws) > 1 or len(label) <= 2 else 7)
+                    fontsize=10 if len(ws) > 1 or len(label) <= 2 else 7)
     ax.set_xlim(0, BANKS)
     ax.set_ylim(len(row_ids), 0)
     ax.set_xticks(np.arange(BANKS) + 0.5)
-    ax.set_xticklabels(range(BANKS), fontsize=8)
+    ax.set_xticklabels(range(BANKS), fontsize=9)
     ax.set_yticks(np.arange(len(row_ids)) + 0.5)
     ax.set_yticklabels([f"bytes {128 * r}-{128 * r + 127}" for r in row_ids], fontsize=9)
     ax.set_xlabel("bank (4-byte words; a row of this picture is 128 bytes)")

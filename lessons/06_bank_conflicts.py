@@ -98,7 +98,8 @@ for name, t in traces.items():
     ld, st = t.totals("ld", rule="paired"), t.totals("st")
     traced[name] = ld["wavefronts"] + st["wavefronts"]
     print(f"{name:<10} loads: {ld['instructions']} instructions, {ld['wavefronts']} wavefronts "
-          f"({ld['conflicts']} from conflicts); stores: {st['instructions']} instructions, {st['wavefronts']} wavefronts")
+          f"({ld['conflicts']} from conflicts); stores: {st['instructions']} instructions, {st['wavefronts']} wavefronts "
+          f"(ideal {st['ideal']})")
 
 # %%
 maps = {"vec (2 x 16, lanes along columns), traced": traces["vec"].first("ld", array="sB").addresses,
@@ -118,8 +119,8 @@ plt.tight_layout()
 #
 # The loads lose their conflicts; the stores that stage the tiles keep theirs. **The GPU
 # agrees:** `tools/bank_truth.py` ran the kernels under
-# [Nsight Compute](GLOSSARY.md#ncu) (ncu) on a small problem, beside the tracer's counts (float64:
-# 8-byte accesses, two half-warp phases):
+# [Nsight Compute](GLOSSARY.md#ncu) (ncu) on a small problem, beside the tracer's counts (the
+# float64 rows: a test kernel's 8-byte reads, consecutive and at stride 2):
 
 # %%
 truth = results.load_banks(prev.device)  # results/banks-<device>.json, from tools/bank_truth.py
@@ -313,13 +314,13 @@ print("The profiler's busiest unit is the model's binding one for " + (" and ".j
       "the rest stalls (barriers, waits for loads).")
 u_v, u_s = rv.utilization_pct["issue"], rs.utilization_pct["issue"]
 gain, model_gain = rv.measured_ms / rs.measured_ms, rv.predicted_ms / rs.predicted_ms
-print(f"Issue was busy {u_v:.0f}% of vec's cycles and {u_s:.0f}% of vec_split's ({u_s / u_v:.2f}x), shared memory "
+print(f"Issue was busy {u_v:.0f}% of vec's cycles and {u_s:.0f}% of vec_split's, shared memory "
       f"{rv.utilization_pct['shared']:.0f}% and {rs.utilization_pct['shared']:.0f}%: with {100 * (1 - 1 / cut):.0f}% "
-      "fewer wavefronts, warps wait less for loads" + (f", the gain beyond the model's {model_gain:.2f}x."
-                                                       if gain > model_gain else "."))
+      "fewer wavefronts, warps wait less for their loads and issue more often"
+      + (f". That is the gain beyond the model's {model_gain:.2f}x." if gain > model_gain else "."))
 
 # %% [markdown]
-# The next rungs must cut instructions: cuBLAS's issue ceiling is well below `vec_split`'s.
+# The next rungs must cut instructions: cuBLAS's issue ceiling is lower than `vec_split`'s.
 #
 # ## Padding, and why the float4 GEMM does not pad by one
 #
@@ -513,7 +514,7 @@ for row in truth.rows:
 
 # %% [markdown]
 # **Wavefronts the addresses do not explain.** The 32x32-thread transposes (and `vec_split`'s
-# stores) show a few wavefronts more than the tracer, and so do both GEMMs at 4096^3 (below).
+# stores) show more wavefronts than the tracer (the table), and so do both GEMMs at 4096^3 (below).
 # The addresses are the same in every block, yet the extras are not a multiple of the number of
 # blocks; ncu counts every wavefront beyond the ideal as a "conflict", whatever delayed it.
 # Contention between warps for the shared-memory pipeline is the hypothesis; it is not measured.
@@ -535,6 +536,14 @@ for name in ("vec", "vec_split"):
 prof_06 = gl.profile({"vec": ladder.SGEMM["vec"], "vec_split": ladder.SGEMM["vec_split"]}, size=(4096, 4096, 4096),
                      lesson="06")
 prof_06
+
+# %%
+if all(prof_06.counters.get(n) for n in ("vec", "vec_split")):
+    waits = {n: dict(prof_06.top_stalls(n, 10)).get("short_scoreboard", 0) for n in ("vec", "vec_split")}
+    print(f"Warps waiting for a shared-memory result (short scoreboard): {waits['vec']:.0f}% of vec's cycles, "
+          f"{waits['vec_split']:.0f}% of vec_split's ({prof_06.source}).")
+else:
+    print(f"No counters for both kernels ({prof_06.source}).")
 
 # %% [markdown]
 # **Across sizes.** The recorded benchmark timed every [rung](GLOSSARY.md#rung) at four square

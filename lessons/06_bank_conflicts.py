@@ -69,8 +69,8 @@ for name, (addrs, width) in examples.items():
 # ## Warp shapes in the outer product
 #
 # At each [k-step](GLOSSARY.md#k-step) a `vec` thread reads its 8 columns of the B tile as two
-# `LDS.128`. Which 8
-# threads share a phase depends on how the warp's 32 threads are laid over the block:
+# `LDS.128`. Which 8 threads share a phase depends on how the warp's 32 threads are laid over
+# the block:
 #
 # * **2 x 16, lanes along columns** (`vec`): a phase's 8 threads start 32 bytes apart and
 #   cover 256 bytes: two words in every bank they touch, 2-way.

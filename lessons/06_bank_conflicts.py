@@ -1,303 +1,375 @@
 # %% [markdown]
 # # 06 · Bank conflicts, padding and warp shapes
 #
-# **Where we are.** Lesson 05's kernel reads shared memory 16 bytes at a time. How long such a
-# read takes depends on *which* addresses the 32 threads of a warp present together. This
-# lesson makes that visible, on the lesson kernels themselves, and checks the picture against
-# the GPU's own counters.
+# **Where we are.** Lesson 05's `vec` reads shared memory 16 bytes at a time (`LDS.128`). The
+# *limiter run* timed and profiled every rung on one GPU, and the
+# [limiter model](GLOSSARY.md#limiter-model) names what binds `vec`:
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
 from gemm_lessons.model import counting
-from gemm_lessons.teaching import exercises, figures, measure_step, plots
-from gemm_lessons.instruments import compiler_facts
+from gemm_lessons.model.limiter import WHAT
+from gemm_lessons.teaching import exercises, figures, limiter_table, measure_step
+from gemm_lessons.instruments import bank_model, shared_tracer
+from gemm_lessons.instruments.compiler_facts import blocks_per_sm
 from gemm_lessons.kernels import ladder
 from gemm_lessons.records import results
-from gemm_lessons.core.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
+from gemm_lessons.core.float4 import load4, store4
+from gemm_lessons.core.unroll import static, static_range, unrolled
 import functools
+import matplotlib.pyplot as plt
 import numpy as np
 from numba import cuda, float32
 # %matplotlib inline
 print(gl.banner())
 
-# %%
-from gemm_lessons.instruments import bank_model, shared_tracer
-measure_step.recorded(["vec", "cublas"])  # where we start; this lesson's rung is measured below
+prev = limiter_table.why(["vec"])  # the limiter run: every rung timed and profiled on one GPU
+r = prev.row("vec")
+first, second = sorted(r.ceilings_ms, key=r.ceilings_ms.get, reverse=True)[:2]
+print(f"vec at 4096^3 on the {prev.device}: {r.measured_ms:.2f} ms, {2 * 4096**3 / r.measured_ms / 1e9:.1f} TFLOPS. "
+      f"Binding ceiling: {WHAT[first].split(' (')[0]}, {r.ceilings_ms[first]:.2f} ms on its own; next, "
+      f"{WHAT[second].split(' (')[0]}, {r.ceilings_ms[second]:.2f} ms.")
 
 # %% [markdown]
-# ## The model
+# This lesson finds where `vec` wastes shared-memory [wavefronts](GLOSSARY.md#wavefront),
+# removes the waste, and asks what that buys.
 #
-# Shared memory is split into **32 banks**, each 4 bytes wide: the word at byte address `a`
-# lives in bank `(a // 4) % 32`. Each bank delivers one word per cycle, so a warp-wide access is
-# served in **wavefronts**:
+# ## Idea: 32 banks, served in phases
 #
-# * 4-byte accesses (`LDS.32` in these labels; the SASS and the tables write it `LDS`): all 32 lanes
-#   in one phase;
-# * 8-byte accesses (`LDS.64`): two phases, lanes 0-15 then 16-31;
-# * 16-byte accesses (`LDS.128`): four phases of 8 lanes;
-# * lanes reading the *same* word share it (**broadcast**); a phase costs as many wavefronts as
-#   the largest number of *distinct* words that fall into one bank (an **n-way conflict**).
+# Shared memory has 32 [banks](GLOSSARY.md#bank) of 4-byte words: byte address `a` is in bank
+# `(a // 4) % 32`; each bank delivers one word per cycle. A warp-wide access is served in
+# [phases](GLOSSARY.md#phase), each taking at least one wavefront (one pass of shared memory):
 #
-# `bank_model.wavefronts(addresses, width)` implements exactly these rules. The examples below are
-# the ones source article [[3]](REFERENCES.md#seed-002) draws in its section on banks, and each is also a unit test (`tests/instruments/test_shared_tracer.py`).
+# * 4-byte (`LDS.32`; the SASS writes `LDS`): all 32 lanes in one phase;
+# * 8-byte (`LDS.64`): two phases, lanes 0-15 then 16-31;
+# * 16-byte (`LDS.128`): four phases of 8 lanes (8 x 16 bytes = one word per bank).
+#
+# Lanes reading the *same* word share it (a [broadcast](GLOSSARY.md#broadcast)). A phase whose
+# lanes read n *distinct* words of one bank takes n wavefronts: an
+# [n-way bank conflict](GLOSSARY.md#bank-conflict). `bank_model.wavefronts(addresses, width)`
+# applies these rules; the cases are source article [[3]](REFERENCES.md#seed-002)'s.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 lanes = range(32)
 examples = {
     "LDS.32, lane l reads word l": ([4 * l for l in lanes], 4),
-    "LDS.32, stride 2 words (addresses 0, 8, ..., 248)": ([8 * l for l in lanes], 4),
+    "LDS.32, stride 2 words": ([8 * l for l in lanes], 4),
     "LDS.32, all lanes one word (broadcast)": ([0] * 32, 4),
     "LDS.32, a column of a 32x32 float tile": ([128 * l for l in lanes], 4),
-    "LDS.32, a column of a 32x33 padded tile": ([132 * l for l in lanes], 4),
+    "LDS.32, a column of a 32x33 tile (padded)": ([132 * l for l in lanes], 4),
     "LDS.64, lane l reads words 2l, 2l+1": ([8 * l for l in lanes], 8),
     "LDS.128, lane l reads words 4l..4l+3": ([16 * l for l in lanes], 16),
 }
 for name, (addrs, width) in examples.items():
     a = bank_model.wavefronts(addrs, width)
-    print(f"{name:<52} {a.wavefronts:>2} wavefronts (ideal {a.ideal}), {a.degree}-way")
+    print(f"{name:<44} {a.wavefronts:>2} wavefronts (ideal {a.ideal}), {a.degree}-way")
 
 # %% [markdown]
-# **Predict** before you look at the maps: a column of a 32x33 tile (one extra float per row)
-# shifts each row by one bank. Which banks do lanes 0 to 7 read, and how many wavefronts does the
-# column cost? The second map answers; the first shows the unpadded column of the table above.
+# ## Warp shapes in the outer product
+#
+# At each [k-step](GLOSSARY.md#k-step) a `vec` thread reads its 8 columns of the B tile as two
+# `LDS.128`. Which 8 threads share a phase depends on how the warp's 32 threads are laid over
+# the block:
+#
+# * **2 x 16, lanes along columns** (`vec`): a phase's 8 threads start 32 bytes apart and
+#   cover 256 bytes: two words in every bank they touch, 2-way.
+# * **4 x 8, lanes along rows**: a phase is 2 thread columns x 4 rows; a column's 4 threads
+#   read the same address (broadcast): no conflict.
+# * **2 x 16, each 8x8 tile split into four 4x4**: a thread owns columns `c..c+3` and
+#   `c+64..c+67`; a phase's 8 threads read 128 contiguous bytes: no conflict.
+#
+# Lesson 08 makes the warp's shape a parameter (4 x 8 has a second merit: Lab notes); `vec_split`
+# keeps 2 x 16 and splits the tile.
+#
+# ## The tracer on the lesson's kernels
+#
+# The [bank tracer](GLOSSARY.md#bank-tracer) runs one block on the CUDA simulator, records
+# every shared-memory access with its lane, groups them into warp-wide instructions and prices
+# each with the rules above (`merge=("ld",)`: the compiler made four 4-byte loads one
+# `LDS.128`, lesson 05). One rule is measured, not documented: when lanes n and n^1 (or n^2)
+# read the same 16 bytes, an `LDS.128` takes 2 wavefronts, not 4 (`rule="paired"`), as in
+# `vec`'s `sAT` reads.
 
 # %%
-import matplotlib.pyplot as plt
-fig, ax = plt.subplots(2, 1, figsize=(12, 7), dpi=60)  # dpi: a small picture in the saved notebook
-figures.bank_map([128 * l for l in range(32)], 4, ax=ax[0], title="column of tile[32][32]", rows=8)
-figures.bank_map([132 * l for l in range(32)], 4, ax=ax[1], title="column of tile[32][33]", rows=8)
+shape = (128, 128, 16)  # one 128 x 128 block, K = 16: two slices of BK = 8
+traces = {name: shared_tracer.trace_rung(name, shape, merge=("ld",)) for name in ("vec", "vec_split")}
+traced = {}
+for name, t in traces.items():
+    ld, st = t.totals("ld", rule="paired"), t.totals("st")
+    traced[name] = ld["wavefronts"] + st["wavefronts"]
+    print(f"{name:<10} loads: {ld['instructions']} instructions, {ld['wavefronts']} wavefronts "
+          f"({ld['conflicts']} from conflicts); stores: {st['instructions']} instructions, {st['wavefronts']} wavefronts "
+          f"(ideal {st['ideal']})")
+
+# %%
+maps = {"vec (2 x 16, lanes along columns), traced": traces["vec"].first("ld", array="sB").addresses,
+        "4 x 8, lanes along rows (bank_model's addresses)": bank_model.warp_layout_addresses((4, 8), lanes_along="rows"),
+        "vec_split (2 x 16, 8x8 split into four 4x4), traced": traces["vec_split"].first("ld", array="sB").addresses}
+fig, ax = plt.subplots(3, 1, figsize=(13, 8.5), dpi=85)  # dpi: a smaller picture in the saved notebook
+for a, (label, addresses) in zip(ax, maps.items()):
+    figures.bank_map(addresses, 16, ax=a, title=label)
 plt.tight_layout()
 
 # %% [markdown]
-# ## Warp shapes in the outer-product kernels
+# *One warp's first 16-byte read of the B tile (`sB[k, ...]`, warp 0): a column per bank, a row
+# per 128 bytes of shared memory, each access labelled with all its lanes ("0,16": lanes 0 and
+# 16 read the same float4; "0-3": lanes 0 to 3). Colour: the phase; red: a word sharing its
+# bank with another of its phase. `vec`'s phase 0 (lanes 0-7) spans 256 bytes, 2-way;
+# `vec_split`'s, one 128-byte row.*
 #
-# In lesson 05 each thread reads a row piece of the B tile (`sB[k, ...]`) with `LDS.128`.
-# Which 8 threads share a phase depends on how lanes are laid out over the block's threads:
-#
-# * **2 x 16, lanes along columns** (lesson 05's `vec`): the 8 threads of a phase read 16 bytes
-#   each, 32 bytes apart: 256 bytes over 32 banks, 2-way conflicts.
-# * **4 x 8, lanes along rows** (the layout of the warp-tiled kernel in source article [[3]](REFERENCES.md#seed-002)): a phase
-#   covers 2 columns x 4 rows; threads in the same column read the same address (broadcast), so
-#   no conflict.
-# * **8x8 split into four 4x4**: each thread owns columns `c..c+3` and `c+64..c+67`; the 8
-#   threads of a phase now read 128 contiguous bytes: no conflict, same warp shape.
+# The loads lose their conflicts; the stores that stage the tiles keep theirs. **The GPU
+# agrees:** `tools/bank_truth.py` ran the kernels under
+# [Nsight Compute](GLOSSARY.md#ncu) (ncu) on a small problem, beside the tracer's counts (the
+# float64 rows: a test kernel's 8-byte reads, consecutive and at stride 2):
 
 # %%
-fig, ax = plt.subplots(3, 1, figsize=(12, 6), dpi=60)
-for a, (label, kw) in zip(ax, [("2x16, lanes along columns", dict(shape=(2, 16))),
-                              ("4x8, lanes along rows", dict(shape=(4, 8), lanes_along="rows")),
-                              ("2x16, 8x8 split into 4x4", dict(shape=(2, 16), split=True))]):
-    figures.bank_map(bank_model.warp_layout_addresses(**kw), 16, ax=a, title=label)
-plt.tight_layout()
+truth = results.load_banks(prev.device)  # results/banks-<device>.json, from tools/bank_truth.py
+cases = ["sgemm vec", "sgemm vec_split", "float64 consecutive", "float64 stride 2"]
+print(f"{'case':<20}{'problem':>11}  {'ld instructions':>17}  {'ld wavefronts':>15}  {'st wavefronts':>15}   (ncu / tracer)")
+for row in (r for r in truth.rows if r.case in cases):
+    n, t = row.ncu, row.tracer
+    print(f"{row.case:<20}{'x'.join(map(str, row.problem)):>11}  {n['ld_instructions']:>8}/{t['ld_instructions']:<8}"
+          f"  {n['ld_wavefronts']:>7}/{t['ld_wavefronts_paired']:<7}  {n['st_wavefronts']:>7}/{t['st_wavefronts']:<7}")
 
 # %%
-# NBVAL_CHECK_OUTPUT
-for label, kw in [("2x16, lanes along columns", dict(shape=(2, 16))),
-                  ("4x8, lanes along rows", dict(shape=(4, 8), lanes_along="rows")),
-                  ("2x16, split into 4x4", dict(shape=(2, 16), split=True))]:
-    print(f"{label:<28} {bank_model.wavefronts(bank_model.warp_layout_addresses(**kw), 16).wavefronts} wavefronts")
-print(f"compute/memory ratio of a warp's x-by-y tile, 2/(1/x+1/y): 32x64 -> "
-      f"{counting.compute_to_memory_ratio(32, 64):.2f}, 16x128 -> {counting.compute_to_memory_ratio(16, 128):.2f}")
+rows = [r for r in truth.rows if r.case in cases]
+worst = max(abs(r.ncu[k] / r.tracer[k2] - 1) for r in rows for k, k2 in
+            [("ld_instructions", "ld_instructions"), ("ld_wavefronts", "ld_wavefronts_paired"),
+             ("st_wavefronts", "st_wavefronts")])
+print(f"ncu ({truth.device}) and the tracer differ by at most {100 * worst:.1f}%.")
 
 # %% [markdown]
-# The last line compares the two warp shapes with lesson 04's compute-to-memory ratio, applied to
-# a whole warp: a warp's 32 threads with 8x8 results each cover 32 x 64 results with lanes 4 x 8,
-# 16 x 128 with lanes 2 x 16. The squarer tile reads fewer distinct shared values per FMA (its
-# ratio is higher). The split keeps 2 x 16 and removes the conflict; lesson 08 makes the warp's
-# tile shape a parameter.
+# ## Predict
 #
-# Try it yourself: the explorer redraws the map for other warp shapes, widths and paddings.
+# The model (lesson 04): per [warp-FFMA](GLOSSARY.md#warp-fma), each unit of an SM needs some
+# cycles; the largest *binds*:
+#
+# * FP32 lanes: 4 warp-FFMAs per cycle;
+# * [issue](GLOSSARY.md#issue): 4 warp-instructions per cycle;
+# * shared memory: 1 wavefront per cycle.
+#
+# The limiter run's profiler counted both kernels at 4096^3 (the tracer's block beside it):
 
 # %%
-figures.bank_explorer()
+work = {rung: limiter_table.counts(rung) for rung in ("vec", "vec_split")}  # one launch at 4096^3 each
+warp_ffmas = 256 // 32 * shape[2] * 64  # the traced block: 8 warps x 16 k-steps x 64 FFMA
+for rung, n in work.items():
+    print(f"{rung:<10} {n['warp_instructions'] / n['warp_ffma']:.3f} warp-instructions and "
+          f"{n['shared_wavefronts'] / n['warp_ffma']:.3f} wavefronts per warp-FFMA "
+          f"(tracer: {traced[rung] / warp_ffmas:.3f} wavefronts)")
 
 # %% [markdown]
-# ## The tracer: bank conflicts of your own kernel
-#
-# `shared_tracer.trace(launch)` runs a launch on the CUDA simulator, records every shared-memory access
-# of one block with its lane, groups them into warp-wide instructions (the k-th access a lane
-# makes on a source line pairs with the k-th of its warp-mates) and prices each with the model.
-# It needs no change to the kernel. Where the compiler merged four 4-byte accesses into one
-# 16-byte instruction (the SASS says so: `LDS.128`), tell the tracer with `merge`.
-#
-# Here: lesson 05's `vec` against the split version, one 128x128 block, K = 16.
+# The split changes only constants in the addresses: the same instructions. **Your
+# prediction:** work out each rung's cycles per warp-FFMA for the three units, find the binding
+# one, and predict how many times faster `vec_split` runs than `vec` at 4096^3.
 
 # %%
-vec_trace = shared_tracer.trace_rung("vec", (128, 128, 16), merge=("ld",))
-vec_trace
-
-# %%
-# NBVAL_CHECK_OUTPUT
-split_trace = shared_tracer.trace_rung("vec_split", (128, 128, 16), merge=("ld",))
-for name, t in [("vec", vec_trace), ("vec_split", split_trace)]:
-    ld = t.totals("ld")
-    print(f"{name:<10} loads: {ld['instructions']} instructions, {ld['wavefronts']} wavefronts, "
-          f"{ld['conflicts']} from conflicts")
-
-# %%
-fig, ax = plt.subplots(figsize=(12, 3.5), dpi=60)
-figures.bank_map(vec_trace.first("ld", array="sB").addresses, 16, ax=ax, title="vec: first read of sB, warp 0");
+my_speedup = None  # your prediction: replace None with a number
 
 # %% [markdown]
-# ## Ground truth: the GPU's counters
-#
-# On the GPU, Nsight Compute counts shared-memory instructions, wavefronts and "bank conflicts"
-# (wavefronts beyond the ideal) per kernel. `tools/bank_truth.py` launches each lesson kernel
-# once under `ncu --clock-control none` and compares with the tracer (one block traced on the
-# simulator, multiplied by the number of blocks).
+# The model's own answer:
 
 # %%
-truth = results.load_banks()  # results/banks-<device>.json, written by tools/bank_truth.py
-print(f"{truth.device}, {truth.date[:10]}: ncu / tracer (documented rules) / tracer (paired-load rule)")
-print(f"{'case':<28}{'problem':>12}{'blocks':>7}{'ld instr':>16}{'ld wavefronts':>34}{'st wavefronts':>20}")
-for r in truth.rows:
-    n, t = r.ncu, r.tracer
-    print(f"{r.case:<28}{'x'.join(map(str, r.problem)):>12}{r.blocks:>7}{n['ld_instructions']:>8}/{t['ld_instructions']:<8}"
-          f"{n['ld_wavefronts']:>10}/{t['ld_wavefronts']:<9}/{t['ld_wavefronts_paired']:<10}"
-          f"{n['st_wavefronts']:>10}/{t['st_wavefronts']:<9}")
+binding = {}
+for rung, n in work.items():
+    cycles = {"FP32": 1 / n["ffma_per_cycle"],
+              "issue": n["warp_instructions"] / n["warp_ffma"] / n["issue_per_cycle"],
+              "shared": n["shared_wavefronts"] / n["warp_ffma"] / n["wavefronts_per_cycle"]}
+    binding[rung] = max(cycles.items(), key=lambda kv: kv[1])
+    print(f"{rung:<10} cycles per warp-FFMA: " + ", ".join(f"{k} {v:.3f}" for k, v in cycles.items())
+          + f" -> {binding[rung][0]} binds")
+model_speedup = binding["vec"][1] / binding["vec_split"][1]
+cut = work["vec"]["shared_wavefronts"] / work["vec_split"]["shared_wavefronts"]
+print(f"Model: vec_split {model_speedup:.2f}x as fast as vec. Wavefronts fall {cut:.2f}x, but issue was "
+      f"right behind, and the instructions stay.")
 
 # %% [markdown]
-# **Reading the table.** Instruction counts agree everywhere: the tracer reconstructs the
-# warp-wide instructions the compiler emitted. Wavefronts agree for the GEMMs' 4-byte accesses and
-# for 16-byte accesses without repeated addresses. Two kinds of difference remain: the first has a
-# measured rule, the second only a hypothesis. (The transpose rows are lesson 09's kernels, a matrix
-# transpose through a shared tile, here because their column reads are the textbook bank
-# conflict; lesson 09 builds them.)
+# ## The kernel
 #
-# * **Paired 16-byte loads are cheaper than the documented rule says.** In `smem_tile` (every
-#   lane reads the same `sA` float4) and in `vec` (lanes 0-15 share one `sAT` float4, 16-31
-#   another), the GPU needed 2 wavefronts per `LDS.128`, not 4. Shared memory returns 128 bytes,
-#   one register per lane, per wavefront; when lanes n and n^1 (or n^2) share an address the
-#   return is packed two lanes per register (an answer in NVIDIA's developer forum states this rule
-#   for compute capability 7.0-7.5, in the thread
-#   ["Unexpected shared memory bank conflict"](https://forums.developer.nvidia.com/t/unexpected-shared-memory-bank-conflict/77228);
-#   the H100 counts agree). With that rule added
-#   (`paired_loads=True`), the tracer matches every 16-byte case exactly.
-# * **A few extra wavefronts in the 32x32-thread transposes** (a few hundredths of a percent
-#   unpadded, about 5% padded: the table; also 5 of 3,072 store wavefronts in `vec_split`), absent with 32x8 threads. The
-#   addresses cannot produce them (the padded tile is conflict-free by construction), and they
-#   are not a multiple of the number of blocks, as they would be if the addresses (the same in
-#   every block) caused them. (Whether they change from run to run, the course has not
-#   recorded.) ncu counts every extra wavefront as a
-#   "conflict", whatever delayed it; that warps contend for the shared-memory pipeline (most
-#   extras are in the 1024-thread blocks, but `vec_split`'s 256-thread blocks have a few too) is
-#   our hypothesis, not something measured here.
-
-# %% [markdown]
-# ## Padding and the float4 GEMM
-#
-# Padding removes the conflicts of a column read (the figures above; lesson 09's transpose relies
-# on it). Why not pad the GEMM tiles too? Two reasons, both computable:
-#
-# 1. **Alignment.** A 16-byte access must start on a 16-byte boundary. With rows of 128 + 1
-#    floats, row k starts at byte `4*129*k = 516*k`, a multiple of 16 only when k is a multiple
-#    of 4: three rows in four are misaligned, so the compiler cannot emit `LDS.128` at all (the
-#    model refuses the addresses too). Padding by a multiple of 4 floats keeps every row aligned.
-# 2. **Occupancy.** Padding grows shared memory per block; once a block needs a little more
-#    than a divisor of the SM's capacity, one block fewer fits. Which resource limits blocks per
-#    SM decides whether that matters.
+# Lesson 05's kernel: `split=True` sets `ROW_GAP = COL_GAP = 64` and `SPAN = 4`, so a thread
+# owns rows (and columns) `t..t+3` and `t+64..t+67`. Nothing else changes.
 
 # %%
-# NBVAL_CHECK_OUTPUT
-row = 128 + 1
-addrs = [4 * (row * 1 + 4 * l) for l in range(32)]  # row k = 1 of a padded B tile
-try:
-    bank_model.wavefronts(addrs, 16)
-except ValueError as e:
-    print("16-byte access on a padded row:", e)
-from gemm_lessons.instruments.compiler_facts import blocks_per_sm
-vec_facts = results.load().compiler["vec"]  # the compiler's facts of vec in the benchmark's record
-regs, smem = vec_facts["registers"], vec_facts["shared_bytes"]
-for label, regs, smem in [(f"vec ({regs} registers, {smem // 1024} KiB)", regs, smem),
-                          ("vec with padded tiles (+2 x 8 floats)", regs, smem + 2 * 8 * 4),
-                          ("a 44 KiB-per-block kernel (32 registers)", 32, 44 * 1024),
-                          ("the same + 1 KiB of padding", 32, 45 * 1024)]:
-    print(f"{label:<40} -> %d block(s) per SM, limited by %s" % blocks_per_sm(regs, smem, 256))
+# source: gemm_lessons/kernels/sgemm/vec.py  (the package runs this same code; a test keeps the two identical)
+BM, BN, BK, TM, TN = 128, 128, 8, 8, 8
+THREADS = (BM // TM) * (BN // TN)  # 256
+assert BM * BK == 4 * THREADS and BK * BN == 4 * THREADS  # one float4 of each tile per thread
+
+
+def make_sgemm_vec(unroll_k=False, split=False):
+    """unroll_k: write out the k-loop too; measured on an H100 that was slower, and NVVM did
+    not merge its shared loads into LDS.128 (lesson 05; why, we did not find out).
+    split: a thread's 8x8 results are four 4x4 pieces, BM/2 rows and BN/2 columns apart
+    (lesson 06): then 8 neighbouring threads read 128 contiguous bytes."""
+    ROW_GAP = BM // 2 if split else 4  # rows from a thread's first 4 result rows to its next 4
+    COL_GAP = BN // 2 if split else 4  # ... and columns
+    SPAN = 4 if split else TM          # rows (columns) between neighbouring threads' first results
+
+    @cuda.jit
+    @unrolled
+    def sgemm_vec(A, B, C, alpha, beta):
+        sAT = cuda.shared.array((BK, BM), float32)  # A tile, transposed: sAT[k, m]
+        sB = cuda.shared.array((BK, BN), float32)
+        tid = cuda.threadIdx.x
+        row0 = cuda.blockIdx.y * BM
+        col0 = cuda.blockIdx.x * BN
+        M, K = A.shape
+        N = B.shape[1]
+        t_row = (tid // (BN // TN)) * SPAN  # first row and column of this thread's results
+        t_col = (tid % (BN // TN)) * SPAN
+        a_r = tid // (BK // 4)            # the float4 of the A tile this thread stages
+        a_c = (tid % (BK // 4)) * 4
+        b_r = tid // (BN // 4)            # ... and of the B tile
+        b_c = (tid % (BN // 4)) * 4
+        # the thread's results, and one k-step's column of A and row of B: every index is a
+        # constant once the static_range loops are written out, so all three live in registers
+        acc = cuda.local.array((TM, TN), float32)
+        a = cuda.local.array(TM, float32)
+        b = cuda.local.array(TN, float32)
+        for i in static_range(TM):
+            for j in static_range(TN):
+                acc[i, j] = np.float32(0.0)
+        for k0 in range(0, K, BK):
+            # K and N are multiples of 4, so a float4 lies wholly inside or wholly outside
+            if row0 + a_r < M and k0 + a_c < K:
+                x0, x1, x2, x3 = load4(A, row0 + a_r, k0 + a_c)
+            else:
+                x0 = x1 = x2 = x3 = np.float32(0.0)
+            sAT[a_c + 0, a_r] = x0  # transposing on the way in: four 4-byte stores
+            sAT[a_c + 1, a_r] = x1
+            sAT[a_c + 2, a_r] = x2
+            sAT[a_c + 3, a_r] = x3
+            if k0 + b_r < K and col0 + b_c < N:
+                y0, y1, y2, y3 = load4(B, k0 + b_r, col0 + b_c)
+            else:
+                y0 = y1 = y2 = y3 = np.float32(0.0)
+            sB[b_r, b_c + 0] = y0  # four scalar stores (the SASS: NVVM does not merge them here)
+            sB[b_r, b_c + 1] = y1
+            sB[b_r, b_c + 2] = y2
+            sB[b_r, b_c + 3] = y3
+            cuda.syncthreads()
+            for k in static_range(BK) if static(unroll_k) else range(BK):
+                for i in static_range(TM):  # 8 + 8 shared loads (NVVM merges them: 2 + 2 LDS.128)
+                    a[i] = sAT[k, t_row + (i % 4 + i // 4 * ROW_GAP)]
+                for j in static_range(TN):
+                    b[j] = sB[k, t_col + (j % 4 + j // 4 * COL_GAP)]
+                for i in static_range(TM):  # ... then 64 fused multiply-adds
+                    for j in static_range(TN):
+                        acc[i, j] += a[i] * b[j]
+            cuda.syncthreads()
+        for i in static_range(TM):
+            row = row0 + t_row + (i % 4 + i // 4 * ROW_GAP)
+            if row < M:
+                for j in static_range(0, TN, 4):
+                    col = col0 + t_col + j // 4 * COL_GAP
+                    if col < N:
+                        if beta == 0:
+                            store4(C, row, col, alpha * acc[i, j], alpha * acc[i, j + 1],
+                                   alpha * acc[i, j + 2], alpha * acc[i, j + 3])
+                        else:
+                            o0, o1, o2, o3 = load4(C, row, col)
+                            store4(C, row, col, alpha * acc[i, j] + beta * o0, alpha * acc[i, j + 1] + beta * o1,
+                                   alpha * acc[i, j + 2] + beta * o2, alpha * acc[i, j + 3] + beta * o3)
+
+    return sgemm_vec
+
+# %%
+from gemm_lessons.kernels.sgemm import vec
+
+my_vec, my_vec_split = make_sgemm_vec(), make_sgemm_vec(split=True)
+gl.check_all(functools.partial(vec.sgemm, kernel=my_vec_split), name="vec_split",
+             shapes=[(68, 44, 36, 1.0, 0.0), (36, 72, 20, 1.5, -0.5)] if gl.SIMULATOR else
+                    [(68, 44, 36, 1.0, 0.0), (516, 1028, 260, -1.0, 0.5), (4, 4, 4, 2.0, 1.0)])
 
 # %% [markdown]
-# For lesson 05's kernel the register file decides occupancy, so a little padding would cost
-# nothing there. What rules out one float of padding is the misalignment (a multiple of 4 floats
-# keeps every row 16-byte aligned), and padding rows would not remove `vec`'s `sB` read conflict
-# anyway: its lanes read 32 bytes apart within one row (above). For a kernel near a shared-memory
-# boundary (the third and fourth lines: 256 threads; an SM of this GPU has 228 KiB of shared
-# memory and reserves 1 KiB more per block, so 5 x 45 KiB fit and 5 x 46 KiB do not), one
-# kilobyte of padding costs a whole block per SM, a fifth of its resident warps here (5 to 4
-# blocks of 8 warps: 40 to 32 of the SM's 64): the
-# "occupancy cliff" that source article [[4]](REFERENCES.md#seed-003) reports. (Both stay under
-# the 48 KiB that a block may hold in static shared memory, `cuda.shared.array`; more needs
-# dynamic shared memory and an opt-in, which this course does not use.)
-#
 # ## Measure
-#
-# The split kernel removes the conflicts of the `sB` reads. Does that make it faster?
-
-# %% [markdown]
-# **Predict, then measure.** The tracer above counts the load wavefronts of one block of each
-# kernel. How many times faster than `vec` do you expect `vec_split` to run at 4096^3? (The
-# loads are one part of a k-step; the 64 FMAs are the rest.) On a GPU the next cells measure
-# both now; on the simulator they show the recorded GPU result.
 
 # %%
-my_speedup = None  # your prediction: replace None with a number (for example 1.3)
-
-# %%
-table = measure_step.compare({"vec_split": ladder.SGEMM["vec_split"], "vec": ladder.SGEMM["vec"]},
-                        size=(4096, 4096, 4096))
+table = measure_step.compare({"vec_split": functools.partial(vec.sgemm, kernel=my_vec_split),
+                              "vec": functools.partial(vec.sgemm, kernel=my_vec)}, size=(4096, 4096, 4096))
 table
 
 # %%
-print(f"vec_split vs vec: {table.speedup('vec_split', 'vec'):.2f}x ({table.source})")
 exercises.compare_prediction(my_speedup, table.speedup("vec_split", "vec"), "vec_split vs vec at 4096^3 (times faster)",
                              table.source)
 
 # %% [markdown]
-# ## Look through the profiler
+# ## Why: the limiter model
+
+# %%
+why = limiter_table.why(["vec", "vec_split", "cublas"], measured=table)
+why
+
+# %%
+rv, rs = why.row("vec"), why.row("vec_split")
+short = limiter_table.SHORT
+print(f"vec is {short[rv.binding]}-bound ({rv.ceilings_ms[rv.binding]:.2f} ms), issue right behind "
+      f"({rv.ceilings_ms['issue']:.2f} ms). The split cuts the shared ceiling to {rs.ceilings_ms['shared']:.2f} ms; "
+      f"{short[rs.binding]} binds ({rs.ceilings_ms[rs.binding]:.2f} ms): predicted {rv.predicted_ms / rs.predicted_ms:.2f}x, "
+      f"measured {rv.measured_ms / rs.measured_ms:.2f}x" + ("." if rv.measured_here and rs.measured_here else " (limiter run)."))
+agree = [x.rung for x in (rv, rs) if x.agrees]
+print("The profiler's busiest unit is the model's binding one for " + (" and ".join(agree) if agree else "neither rung")
+      + f". Measured/predicted is {rv.ratio:.2f} and {rs.ratio:.2f}: the model assumes the binding unit always busy; "
+      f"it was {rv.utilization_pct[rv.binding]:.0f}% and {rs.utilization_pct[rs.binding]:.0f}% busy, "
+      "the rest stalls (barriers, waits for loads).")
+u_v, u_s = rv.utilization_pct["issue"], rs.utilization_pct["issue"]
+gain, model_gain = rv.measured_ms / rs.measured_ms, rv.predicted_ms / rs.predicted_ms
+print(f"Issue was busy {u_v:.0f}% of vec's cycles and {u_s:.0f}% of vec_split's, shared memory "
+      f"{rv.utilization_pct['shared']:.0f}% and {rs.utilization_pct['shared']:.0f}%: with {100 * (1 - 1 / cut):.0f}% "
+      "fewer wavefronts, warps wait less for their loads and issue more often"
+      + (f". That is the gain beyond the model's {model_gain:.2f}x." if gain > model_gain else "."))
+
+# %% [markdown]
+# The next rungs must cut instructions: cuBLAS's issue ceiling is lower than `vec_split`'s.
 #
-# The ground truth above came from a separate `ncu` run (256 x 256 x 32 for the GEMMs, 1024 x 1024
-# for the transposes: its table's problem column); `gl.profile` reads the
-# same counters from the notebook, for any launch, at the size measured above. Divide wavefronts
-# by instructions: a conflict-free `LDS.128` takes 4 (2 where lanes pair up, as above), and every
-# wavefront beyond the ideal counts as a bank conflict. The
-# [stall reasons](GLOSSARY.md#stall-reasons) say where the warps' cycles went (*not selected*
-# means ready, waiting only for its turn).
+# ## Padding, and why the float4 GEMM does not pad by one
+#
+# [Padding](GLOSSARY.md#padding) each row by one float moves the next row one bank on: a
+# column read becomes conflict-free (the 32x33 example; lesson 09). A 16-byte-load GEMM cannot
+# use it:
+#
+# 1. **Alignment.** A 16-byte access must start on a 16-byte boundary. Rows of 129 floats
+#    start at byte 516k, aligned only when k is a multiple of 4: no `LDS.128`. Padding by 4
+#    floats keeps rows aligned.
+# 2. **Occupancy.** Padding grows shared memory per block; near a boundary, a little more
+#    costs a whole block per SM (the *occupancy cliff* of source article
+#    [[4]](REFERENCES.md#seed-003)).
 
 # %%
-prof_06 = gl.profile({"vec": ladder.SGEMM["vec"], "vec_split": ladder.SGEMM["vec_split"]}, size=(4096, 4096, 4096),
-                     lesson="06")
-prof_06
-
-# %%
-from IPython.display import Markdown
-from gemm_lessons.teaching import profile_readings
-Markdown(profile_readings.store_wavefronts_reading(prof_06, {"vec": vec_trace, "vec_split": split_trace}, (128, 128, 16)))
-
-# %% [markdown]
-# Read the table with the measurement before it: the split removed most of the load conflicts
-# (the wavefront and conflict rows), while the time improved far less (the speedup measured
-# above). So shared-load wavefronts were not what mainly held `vec` back at this size. Where the
-# largest stall reason is *not selected* (the profile above says whether it is), the most common wait was a
-# ready warp's turn to issue, not shared memory. Lessons 07 and 08 go after what remains.
+# NBVAL_CHECK_OUTPUT
+addrs = [4 * (129 * 1 + 4 * l) for l in range(32)]  # row k = 1 of a B tile padded to 129 floats
+try:
+    bank_model.wavefronts(addrs, 16)
+except ValueError as e:
+    print("16-byte access on a padded row:", e)
+vec_facts = results.load().compiler["vec"]  # the compiler's facts of vec in the benchmark's record
+regs, smem = vec_facts["registers"], vec_facts["shared_bytes"]
+for label, regs, smem in [(f"vec, rows padded by 4 floats", regs, smem + 2 * 8 * 4 * 4),
+                          ("44 KiB, 32 registers", 32, 44 * 1024),
+                          ("45 KiB, 32 registers", 32, 45 * 1024)]:
+    print(f"{label:<29} -> %d blocks per SM (%s)" % blocks_per_sm(regs, smem, 256))
 
 # %% [markdown]
+# `vec`'s registers decide its occupancy, so padding costs it nothing. Near the shared-memory
+# boundary a block is lost (256-thread blocks; an SM has 228 KiB and reserves 1 KiB per block:
+# 5 x (44 + 1) KiB fit, 5 x (45 + 1) do not). Nor would padding fix `vec`'s `sB` reads: their
+# lanes are 32 bytes apart within one row.
+#
 # ## Exercise 06-conflict-free: a kernel without bank conflicts
 #
-# Lesson 05's exercise kernel (64 x 64 tile, 64 threads, 8x8 results each) as given here runs
-# correctly, but the tracer finds two kinds of conflicts in one block:
+# Lesson 05's exercise kernel (64 x 64 tile, 64 threads, 8x8 results each) is correct, but the
+# tracer finds two conflicts:
 #
-# * the transposed **stores into `sAT`**: lanes `2t` and `2t+1` write column `t` of rows `d` and
-#   `d + 4`; with rows of 64 floats both land in the same bank (2-way);
-# * the **loads from `sB`**: a thread's 8 columns are side by side (`col_of(j) = tc * 8 + j`), so
-#   the 8 lanes of a 16-byte load phase read 16 bytes each, 32 bytes apart (2-way, as in `vec`).
+# * **stores into `sAT`**: lanes `2t` and `2t+1` write column `t` of rows `d` and `d + 4`;
+#   with rows of 64 floats both land in one bank (2-way);
+# * **loads from `sB`**: a thread's 8 columns are side by side (`col_of(j) = tc * 8 + j`), so
+#   a phase's 8 lanes read 32 bytes apart (2-way, as in `vec`).
 #
-# Make every shared access conflict-free, keeping every load 16 bytes wide: choose the padding
-# `PAD` of the rows of `sAT` (a row must still start on a 16-byte boundary, or `LDS.128` is
-# impossible), and rewrite `col_of(j)`, the tile column of a thread's result column `j`
-# (`j = 0..7`; the same function places the loads of `sB` and the stores of C). The check runs
-# the kernel against the float64 reference, then traces one block: no conflicts, all loads
-# 16-byte as the tracer sees the layout (on a GPU the tracer runs in a child process on the
-# simulator, and the check also reports how many loads the compiler made `LDS.128` in the SASS,
-# without judging it: whether NVVM merges four neighbouring loads is its choice, lesson 07).
+# Remove both, keeping loads 16 bytes wide: choose the padding `PAD` of `sAT`'s rows (rows
+# must start on 16-byte boundaries) and rewrite `col_of(j)`, the tile column of a thread's
+# result column `j = 0..7` (it places the `sB` loads and C stores). The check runs the kernel
+# against the float64 reference, then traces one block.
 
 # %%
 import numpy as np
@@ -384,28 +456,17 @@ def sgemm_ex06(A, B, C, alpha, beta):
 exercises.check("06-conflict-free", sgemm_ex06)
 
 # %% [markdown]
-# ## Across sizes
-#
-# The recorded benchmark timed every [rung](GLOSSARY.md#rung) (each lesson's kernel) at four
-# square sizes in one run. This lesson's rung,
-# the rung before it and cuBLAS:
-
-# %%
-plots.rung_versus_size("vec_split");
-
-# %% [markdown]
 # ## Takeaway
 #
-# * A warp-wide shared access costs as many wavefronts as its worst bank holds distinct words,
-#   per phase; broadcasts are free. The tracer applies that to any kernel, no changes needed.
-# * The GPU's counters agree instruction for instruction, and wavefront for wavefront once one
-#   measured rule (paired 16-byte loads) is added, except a few extra wavefronts, mostly in the
-#   1024-thread transposes (above: a hypothesis, not a measurement). At 4096^3 the profiler's
-#   store wavefronts of `vec` and `vec_split` are a few percent above the tracer's count scaled to
-#   the whole grid (the sentence under the profile); that gap is not explained here.
-# * Fixes: padding (transpose), a different lane layout (4x8), or splitting a thread's tile
-#   (8x8 -> four 4x4). Padding by one float breaks 16-byte alignment; a wide-load GEMM pads by
-#   a multiple of 4 floats, or not at all.
+# * 32 banks of 4 bytes; a warp access is served in phases of 32, 16 or 8 lanes (4-, 8-,
+#   16-byte accesses), each costing as many wavefronts as its busiest bank holds distinct
+#   words. Broadcasts are free.
+# * The bank tracer prices a kernel's shared accesses on the simulator; the GPU's profiler
+#   counts the same wavefronts.
+# * Fixes: pad rows (column reads), a 4 x 8 warp, or split a thread's 8x8 tile into four 4x4.
+#   A 16-byte-load GEMM pads by multiples of 4 floats, or not at all.
+# * `vec_split` removes a third of `vec`'s wavefronts yet runs only a little faster: issue was
+#   right behind shared memory and binds now, as the limiter model predicted.
 
 # %% [markdown]
 # ## Sources and further reading
@@ -415,3 +476,86 @@ plots.rung_versus_size("vec_split");
 # * What to read next: [REFERENCES.md, lesson 06](REFERENCES.md#lesson-06).
 # * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
 #   introduced in the [primer](00a_primer.ipynb).
+
+# %% [markdown]
+# ## Lab notes
+#
+# **The paired-load rule.** The documented rules give 4 wavefronts for every `LDS.128`; the H100
+# and H200 counted 2 where lanes n and n^1 (or n^2) share an address. Shared memory returns 128
+# bytes, one register per lane, per wavefront; an answer in NVIDIA's developer forum
+# (["Unexpected shared memory bank conflict"](https://forums.developer.nvidia.com/t/unexpected-shared-memory-bank-conflict/77228))
+# says the return is then packed two lanes per register, for compute capability 7.0-7.5.
+#
+# **Warp shape and reuse.** A 4 x 8 warp of 8x8-per-thread tiles covers 32 x 64 results, a
+# 2 x 16 warp 16 x 128: the squarer one reads fewer distinct shared values per FMA, a higher
+# compute-to-memory ratio $2/(1/x + 1/y)$ (lesson 04).
+
+# %%
+# NBVAL_CHECK_OUTPUT
+layouts = {"2 x 16, lanes along columns (vec)": dict(shape=(2, 16)),
+           "4 x 8, lanes along rows": dict(shape=(4, 8), lanes_along="rows"),
+           "2 x 16, 8x8 split into four 4x4 (vec_split)": dict(shape=(2, 16), split=True)}
+for label, kw in layouts.items():
+    print(f"{label:<45} {bank_model.wavefronts(bank_model.warp_layout_addresses(**kw), 16).wavefronts} wavefronts")
+print(f"2/(1/x+1/y) of a warp's results: 32 x 64 -> {counting.compute_to_memory_ratio(32, 64):.2f}, "
+      f"16 x 128 -> {counting.compute_to_memory_ratio(16, 128):.2f}")
+
+# %% [markdown]
+# **Every case of the ground-truth run**, with the documented rule's load wavefronts too (the
+# transposes are lesson 09's kernels):
+
+# %%
+print(f"{truth.device}, {truth.date[:10]}: ncu / tracer (documented rules) / tracer (paired-load rule)")
+print(f"{'case':<28}{'problem':>12}{'blocks':>7}{'ld instr':>16}{'ld wavefronts':>34}{'st wavefronts':>20}")
+for row in truth.rows:
+    n, t = row.ncu, row.tracer
+    print(f"{row.case:<28}{'x'.join(map(str, row.problem)):>12}{row.blocks:>7}{n['ld_instructions']:>8}/{t['ld_instructions']:<8}"
+          f"{n['ld_wavefronts']:>10}/{t['ld_wavefronts']:<9}/{t['ld_wavefronts_paired']:<10}"
+          f"{n['st_wavefronts']:>10}/{t['st_wavefronts']:<9}")
+
+# %% [markdown]
+# **Wavefronts the addresses do not explain.** The 32x32-thread transposes (and `vec_split`'s
+# stores) show more wavefronts than the tracer (the table), and so do both GEMMs at 4096^3 (below).
+# The addresses are the same in every block, yet the extras are not a multiple of the number of
+# blocks; ncu counts every wavefront beyond the ideal as a "conflict", whatever delayed it.
+# Contention between warps for the shared-memory pipeline is the hypothesis; it is not measured.
+
+# %%
+slices = (4096 // 128) ** 2 * (4096 // 8)  # blocks x slices of BK = 8 at 4096^3
+per_slice = {name: traced[name] / (shape[2] // 8) for name in traced}  # the traced block at K = 16 has two slices
+for name in ("vec", "vec_split"):
+    prof = work[name]["shared_wavefronts"]
+    print(f"{name:<10} at 4096^3: the limiter run's profiler {prof / 1e6:.1f} M wavefronts, the tracer scaled "
+          f"to the grid {per_slice[name] * slices / 1e6:.1f} M ({100 * (prof / (per_slice[name] * slices) - 1):+.1f}%)")
+
+# %% [markdown]
+# **Stall reasons.** Nsight Compute's counters for both kernels at 4096^3
+# ([stall reasons](GLOSSARY.md#stall-reasons): *short scoreboard* is a wait for a shared-memory
+# result, *not selected* a ready warp waiting for its turn):
+
+# %%
+prof_06 = gl.profile({"vec": ladder.SGEMM["vec"], "vec_split": ladder.SGEMM["vec_split"]}, size=(4096, 4096, 4096),
+                     lesson="06")
+prof_06
+
+# %%
+if all(prof_06.counters.get(n) for n in ("vec", "vec_split")):
+    waits = {n: dict(prof_06.top_stalls(n, 10)).get("short_scoreboard", 0) for n in ("vec", "vec_split")}
+    print(f"Warps waiting for a shared-memory result (short scoreboard): {waits['vec']:.0f}% of vec's cycles, "
+          f"{waits['vec_split']:.0f}% of vec_split's ({prof_06.source}).")
+else:
+    print(f"No counters for both kernels ({prof_06.source}).")
+
+# %% [markdown]
+# **Across sizes.** The recorded benchmark timed every [rung](GLOSSARY.md#rung) at four square
+# sizes in one run; the split's gain over `vec` at each:
+
+# %%
+from gemm_lessons.teaching import plots
+plots.rung_versus_size("vec_split");
+
+# %% [markdown]
+# **Explore.** The widget redraws the bank map for other warp shapes, widths and paddings.
+
+# %%
+figures.bank_explorer()

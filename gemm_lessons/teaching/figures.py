@@ -358,6 +358,19 @@ def warp_tiles(BM=128, BN=128, WM=32, WN=64, TM=8, TN=8, ax=None):
 
 
 # ------------------------------------------------------------------ shared-memory banks
+def lane_label(lanes):
+    """Every lane of a list, runs of three or more written as ranges: [0, 1, 2, 3] -> "0-3",
+    [0, 16] -> "0,16", [0, 1, 2, 3, 16, 17, 18, 19] -> "0-3,16-19" (a bank map's cell label)."""
+    lanes = sorted(set(lanes))
+    runs, start = [], 0
+    for i in range(1, len(lanes) + 1):
+        if i == len(lanes) or lanes[i] != lanes[i - 1] + 1:
+            run = lanes[start:i]
+            runs.append(f"{run[0]}-{run[-1]}" if len(run) > 2 else ",".join(map(str, run)))
+            start = i
+    return ",".join(runs)
+
+
 def bank_map(addresses, width=4, ax=None, title=None, rows=None):
     """Draw one warp-wide access: 32 banks across, 128-byte rows down, each touched word
     labelled with its lane(s) and coloured by phase; words that conflict are outlined red."""
@@ -406,13 +419,13 @@ def bank_map(addresses, width=4, ax=None, title=None, rows=None):
     for a, lanes in by_address.items():
         ws = list(words_of(a, width))
         if ws[0] // BANKS in ys:
-            label = ",".join(str(l) for l in lanes[:3]) + ("…" if len(lanes) > 3 else "")
+            label = lane_label(lanes)
             ax.text(ws[0] % BANKS + len(ws) / 2, ys[ws[0] // BANKS] + 0.5, label, ha="center", va="center",
-                    fontsize=9 if len(ws) > 1 or len(label) <= 2 else 7)
+                    fontsize=10 if len(ws) > 1 or len(label) <= 2 else 7)
     ax.set_xlim(0, BANKS)
     ax.set_ylim(len(row_ids), 0)
     ax.set_xticks(np.arange(BANKS) + 0.5)
-    ax.set_xticklabels(range(BANKS), fontsize=8)
+    ax.set_xticklabels(range(BANKS), fontsize=9)
     ax.set_yticks(np.arange(len(row_ids)) + 0.5)
     ax.set_yticklabels([f"bytes {128 * r}-{128 * r + 127}" for r in row_ids], fontsize=9)
     ax.set_xlabel("bank (4-byte words; a row of this picture is 128 bytes)")

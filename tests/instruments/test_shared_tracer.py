@@ -166,6 +166,17 @@ def test_bank_map_draws():
     assert "phase 0: lanes 0-7" in legend and not any(t.startswith("phase 2:") for t in legend)
     assert any(t.startswith("phases 2, 3: the same words") for t in legend)  # lanes 16-31 repeat lanes 0-15's words
     matplotlib.pyplot.close(ax.figure)
+    ax = figures.bank_map(bank_model.warp_layout_addresses((4, 8), lanes_along="rows"), 16)
+    assert {t.get_text() for t in ax.texts} == {f"{l}-{l + 3}" for l in range(0, 32, 4)}  # every lane, as ranges
+    matplotlib.pyplot.close(ax.figure)
+
+
+def test_lane_labels_list_every_lane():
+    assert figures.lane_label([0, 16]) == "0,16"
+    assert figures.lane_label([3, 2, 1, 0]) == "0-3"
+    assert figures.lane_label([0, 1, 2, 3, 16, 17, 18, 19]) == "0-3,16-19"
+    assert figures.lane_label([5]) == "5" and figures.lane_label([0, 1, 7]) == "0,1,7"
+    assert figures.lane_label(range(32)) == "0-31"
 
 
 def test_paired_16_byte_loads_take_two_wavefronts():

@@ -163,3 +163,21 @@ def test_what_lessons_02_and_03_say_in_their_text_holds_in_the_records():
     assert 1.7 < v["per_warp_fma"]["instructions"] / r["per_warp_fma"]["instructions"] < 2
     assert abs(v["per_warp_fma"]["shared_wavefronts"] / r["per_warp_fma"]["shared_wavefronts"] - 1) < 0.1
     assert v["ceilings_ms"]["issue"] > table.row("smem_tile").ceilings_ms["shared"]
+
+
+def test_what_lesson_06_says_in_its_text_holds_in_the_record():
+    """Lesson 06's markdown and takeaway: vec is shared-bound with issue right behind; the split
+    removes about a third of the wavefronts, leaves the instructions as they were, so issue binds and
+    the model predicts only a small gain; the profiler's busiest unit agrees for both; cuBLAS's issue
+    ceiling is lower than vec_split's."""
+    table = limiter_table.why(["vec", "vec_split", "cublas"], device="NVIDIA H200")
+    v, s, c = (table.row(r) for r in ("vec", "vec_split", "cublas"))
+    assert v.binding == v.busiest == "shared" and s.binding == s.busiest == "issue"
+    assert v.ceilings_ms["issue"] < v.ceilings_ms["shared"] < 1.05 * v.ceilings_ms["issue"]  # "right behind"
+    nv, ns = limiter_table.counts("vec", device="NVIDIA H200"), limiter_table.counts("vec_split", device="NVIDIA H200")
+    assert 0.3 < 1 - ns["shared_wavefronts"] / nv["shared_wavefronts"] < 0.4  # "a third"
+    assert ns["warp_instructions"] == pytest.approx(nv["warp_instructions"], rel=1e-3)  # "the same instructions"
+    assert 1 < v.predicted_ms / s.predicted_ms < 1.05  # "only a little faster", as the model predicts
+    assert c.ceilings_ms["issue"] < s.ceilings_ms["issue"]
+    assert s.utilization_pct["issue"] > v.utilization_pct["issue"]  # "issue more often"
+    assert s.utilization_pct["shared"] < v.utilization_pct["shared"]

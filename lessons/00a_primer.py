@@ -1,11 +1,10 @@
 # %% [markdown]
 # # 00a · Primer: how a GPU runs your kernel
 #
-# **Where we are.** At the start: no kernel has been measured yet. This primer defines the words
-# the lessons use on kernels you launch yourself, in five parts: (1) threads, warps, blocks and
-# the grid; (2) the memory hierarchy; (3) PTX and SASS, the compiler's output; (4) occupancy and
-# latency hiding; (5) the **limiter model**, which every later lesson uses to say *why* a kernel
-# takes the time it does. Every term is in the [glossary](GLOSSARY.md); further reading is in
+# **Where we are.** At the start: no kernel measured yet. This primer defines the lessons' words
+# on kernels you launch yourself: (1) threads, warps, blocks, the grid; (2) the memory hierarchy;
+# (3) PTX and SASS; (4) occupancy and latency hiding; (5) the **limiter model**, which later
+# lessons use to say *why* a kernel takes its time. Terms: [glossary](GLOSSARY.md); reading:
 # [REFERENCES.md](REFERENCES.md).
 
 # %%
@@ -16,6 +15,7 @@ from gemm_lessons.instruments import compiler_facts
 from gemm_lessons.kernels import ladder
 from gemm_lessons.measure import latency
 from gemm_lessons.measure.latency import clock64  # the SM's cycle counter, for the latency kernel of part 2
+from gemm_lessons.model import limiter
 from gemm_lessons.model.limiter import WHAT
 import numpy as np
 from numba import cuda, float32
@@ -27,18 +27,17 @@ print(gl.banner())
 # ## 1 · Threads, warps, blocks, grid
 #
 # A **[kernel](GLOSSARY.md#kernel)** is a function the GPU (the **device**; the CPU is the
-# **host**) runs once per **[thread](GLOSSARY.md#thread)**, many at once. Every thread runs the
-# same code and finds its data from its own index.
+# **host**) runs once per **[thread](GLOSSARY.md#thread)**, many at once; each thread finds its
+# data from its own index.
 #
 # * Threads are grouped into **[blocks](GLOSSARY.md#block)**. A block runs on one
-#   **[streaming multiprocessor (SM)](GLOSSARY.md#sm)**, the GPU's unit of execution. The threads
-#   of a block share fast **shared memory** and can wait for each other (`cuda.syncthreads()`).
-# * The blocks of one launch form the **[grid](GLOSSARY.md#grid)**. Blocks are independent: they
-#   run in any order, on any SM, several at once on one SM if its resources allow (part 4).
+#   **[streaming multiprocessor (SM)](GLOSSARY.md#sm)**. Its threads share fast **shared memory**
+#   and can wait for each other (`cuda.syncthreads()`).
+# * The blocks of one launch form the **[grid](GLOSSARY.md#grid)**. Blocks are independent: any
+#   order, any SM, several at once on one SM if its resources allow (part 4).
 # * The hardware cuts each block into **[warps](GLOSSARY.md#warp)** of 32 consecutive threads,
-#   `threadIdx.x` counting fastest: in a block 32 threads wide, each `threadIdx.y` is one warp. A
-#   warp executes one instruction at a time for its 32 threads (its **[lanes](GLOSSARY.md#lane)**),
-#   each on its own data ([SIMT](GLOSSARY.md#simt)).
+#   `threadIdx.x` counting fastest. A warp executes one instruction at a time for its 32 threads
+#   (its **[lanes](GLOSSARY.md#lane)**), each on its own data ([SIMT](GLOSSARY.md#simt)).
 # * **[Compute capability](GLOSSARY.md#compute-capability)** is the SM design's version: 9.0 for
 #   Hopper (H100, H200), whose limits this primer quotes.
 #
@@ -66,12 +65,12 @@ figures.execution_model(n=1000, threads_per_block=256);
 
 # %% [markdown]
 # **Work it out.** With 256 threads per block: how many blocks, warps, and threads past the end
-# for `n = 1000`, and for `n = 4096`?
+# for `n = 2500`, and for `n = 4096`?
 
 # %%
 # NBVAL_CHECK_OUTPUT
 from gemm_lessons.kernels.primer import saxpy as saxpy_module
-for n in (1000, 4096):
+for n in (2500, 4096):
     blocks = saxpy_module.blocks_for(n, 256)
     print(f"n = {n}: {blocks} blocks, {blocks * 256 // 32} warps, {blocks * 256 - n} threads past the end")
 
@@ -146,20 +145,21 @@ except IndexError as e:
 #
 # From closest to the threads to farthest:
 #
-# * **[Registers](GLOSSARY.md#register)**: a thread's own variables; instructions read their
-#   operands from them. A kernel that needs more than it gets keeps some values in
-#   **[local memory](GLOSSARY.md#local-memory)**, in DRAM: a **[spill](GLOSSARY.md#register-spill)**.
-# * **[Shared memory](GLOSSARY.md#shared-memory)** (`cuda.shared.array`): on the SM, seen by the
-#   threads of one block, managed by the program.
-# * **[L1 cache](GLOSSARY.md#l1)**: on the SM, in the same storage as shared memory; it keeps
-#   recently loaded global data.
+# * **[Registers](GLOSSARY.md#register)**: a thread's own variables, the instructions' operands.
+#   A kernel that needs more keeps some values in **[local memory](GLOSSARY.md#local-memory)**, in
+#   DRAM: a **[spill](GLOSSARY.md#register-spill)**.
+# * **[Shared memory](GLOSSARY.md#shared-memory)** (`cuda.shared.array`): on the SM, seen by one
+#   block's threads, managed by the program.
+# * **[L1 cache](GLOSSARY.md#l1)**: on the SM, in the same storage as shared memory.
 # * **[L2 cache](GLOSSARY.md#l2)**: one for the whole GPU, shared by all SMs.
-# * **[DRAM](GLOSSARY.md#dram)** (HBM): the GPU's main memory, where global memory lives. Data
-#   moves between DRAM, L2 and L1 in 32-byte **[sectors](GLOSSARY.md#sector)**.
+# * **[DRAM](GLOSSARY.md#dram)** (here HBM, high-bandwidth memory, stacked beside the chip): the
+#   GPU's main memory, where global memory lives. Data moves between DRAM, L2 and L1 in
+#   32-byte **[sectors](GLOSSARY.md#sector)**; a 128-byte **[cache line](GLOSSARY.md#cache-line)**
+#   holds four.
 #
-# **[Latency](GLOSSARY.md#latency)** is how long one access takes from issue to result;
-# **[bandwidth](GLOSSARY.md#bandwidth)** is how many bytes per second a level delivers when many
-# accesses are in flight.
+# **[Latency](GLOSSARY.md#latency)**: how long one access takes from issue to result;
+# **[bandwidth](GLOSSARY.md#bandwidth)**: bytes per second a level delivers with many accesses in
+# flight.
 
 # %%
 hier = hierarchy.hierarchy()
@@ -172,17 +172,17 @@ hier.figure(title=f"memory hierarchy of {(hierarchy.this_gpu() or {}).get('name'
 #
 # One thread follows a chain, `j = chain[j]`: each load's address is what the previous load
 # returned, so loads cannot overlap and each step takes one load's latency
-# ([pointer chasing](GLOSSARY.md#pointer-chasing)). The array's size decides where loads are
-# served: a few KiB stay in L1, a few MiB in L2, several times the L2 size comes from DRAM.
+# ([pointer chasing](GLOSSARY.md#pointer-chasing)); its stops are a cache line apart. The array's
+# size decides where loads are served: a few KiB stay in L1, a few MiB in L2, more than the L2
+# holds comes from DRAM. Near L1's size (256 KiB per SM, shared with shared memory) loads come
+# partly from each.
 
 # %%
 # source: gemm_lessons/measure/latency.py  (the package runs this same code; a test keeps the two identical)
 @cuda.jit
 def chase_global(chain, start, steps, out):
     # One thread follows the chain: each load's address is the value the previous load
-    # returned, so the loads cannot overlap.  Indices are uint32: unsigned, so numba has no
-    # negative-index wraparound to add (the primer's lab notes show it for a signed one).
-    # out = [where it ended, cycles it took].
+    # returned, so the loads cannot overlap.  out = [where it ended, cycles it took].
     j = start
     t0 = clock64()  # the SM's cycle counter
     for _ in range(steps):
@@ -199,21 +199,19 @@ else:
     figures.latency_curve(lat)
     c = {k: v["cycles_per_load"] for k, v in latency.levels(lat).items()}
     clock = lat["device"].get("clock_mhz")
-    ns = (lambda cyc: f" ({cyc / clock * 1e3:.0f} ns at {clock:.0f} MHz)") if clock else (lambda cyc: "")
+    ns = (lambda cyc: f" ({cyc / clock * 1e3:.0f} ns)") if clock else (lambda cyc: "")
     print(f"A load served by L1 takes {c['L1']:.0f} cycles{ns(c['L1'])}"
           + (f", by L2 {c['L2']:.0f}{ns(c['L2'])}, {c['L2'] / c['L1']:.1f}x longer" if "L2" in c else "")
           + (f", from DRAM {c['DRAM']:.0f}{ns(c['DRAM'])}, {c['DRAM'] / c['L1']:.0f}x" if "DRAM" in c else "")
           + (f"; shared memory {lat['shared']['cycles_per_load']:.0f} cycles" if lat.get("shared") else "")
-          + ". A thread that waits for each load before the next runs at these speeds.")
+          + (f". Nanoseconds at {clock:.0f} MHz." if clock else "."))
 
 # %% [markdown]
 # ## 3 · PTX and SASS: what the compiler made
 #
-# numba compiles the Python kernel to **[PTX](GLOSSARY.md#ptx)**, NVIDIA's portable assembly
-# language; a CUDA compiler library then turns PTX into **[SASS](GLOSSARY.md#sass)**, the machine
-# code of one GPU generation, which the lessons count because it is what runs. In numba,
-# `kernel.inspect_asm()` gives the PTX, `kernel.inspect_sass()` the SASS. The lines of `saxpy` that
-# do its work (on the simulator, from a saved listing):
+# numba compiles the kernel to **[PTX](GLOSSARY.md#ptx)**, NVIDIA's portable assembly; the CUDA
+# compiler turns PTX into **[SASS](GLOSSARY.md#sass)**, one GPU generation's machine code, what
+# runs (`kernel.inspect_asm()`, `kernel.inspect_sass()`). The lines of `saxpy` that do its work:
 
 # %%
 how, compiled = listing.listing()
@@ -226,22 +224,22 @@ else:
     sass = listing.instructions(k["sass"])
     work = [i for i in sass if i["base"] in ("S2R", "ISETP", "EXIT", "LDG", "FFMA", "STG")]
     print("PTX:\n  " + "\n  ".join(ptx))
-    print(f"\nSASS: {len(work)} of its {len(sass)} instructions (the others read the kernel's parameters "
-          "and compute the index and the addresses):\n  " + "\n  ".join(f"{i['addr']} {i['text']}" for i in work))
+    print(f"\nSASS: {len(work)} of its {len(sass)} instructions (the others: parameters, index, addresses):\n  "
+          + "\n  ".join(f"{i['addr']} {i['text']}" for i in work))
 
 # %% [markdown]
 # `S2R` reads `threadIdx.x` (`SR_TID.X`) and `blockIdx.x` (`SR_CTAID.X`). `ISETP` compares `i`
-# with `out.size` (in two halves: `i` has 64 bits) and sets the
-# **[predicate](GLOSSARY.md#predicate)** `P0`, one bit per thread; `@P0 EXIT` ends the threads past
-# the end: the bounds guard. **[`LDG`](GLOSSARY.md#ldg)** loads from global memory (`.E`: 64-bit
-# address), `STG` stores, and **[`FFMA`](GLOSSARY.md#ffma)** is the fused multiply-add `a*x + y`.
+# with `out.size` (two halves: `i` has 64 bits), setting the **[predicate](GLOSSARY.md#predicate)**
+# `P0`, one bit per thread; `@P0 EXIT` ends the threads past the end: the bounds guard.
+# **[`LDG`](GLOSSARY.md#ldg)** loads from global memory (`.E`: 64-bit address), `STG` stores,
+# **[`FFMA`](GLOSSARY.md#ffma)** is the fused multiply-add.
 #
 # ### Shared memory and a barrier
 #
 # Each block reverses its slice of `THREADS` values through shared memory. A thread reads a value
 # *another* thread stored, so all stores must finish first: `cuda.syncthreads()` is a
-# **[barrier](GLOSSARY.md#barrier)** where each thread of the block waits for all the others. All
-# must reach it, so it stands outside `if t < n`.
+# **[barrier](GLOSSARY.md#barrier)** where each thread of the block waits for all the others (so
+# it stands outside `if t < n`).
 
 # %%
 from gemm_lessons.kernels.primer import reverse
@@ -280,8 +278,7 @@ if compiled is not None:
 #
 # ### The compiler-facts table
 #
-# Each lesson shows a table like this one for its kernels. Here, three SGEMM kernels: `naive`
-# (lesson 01), `reg2d_contiguous` (lesson 04) and `vec` (lesson 05):
+# Each lesson shows one for its kernels; here `naive` (lesson 01), `reg2d_contiguous` (04), `vec` (05):
 
 # %%
 rungs = {"naive": ladder.SGEMM["naive"], "reg2d_contiguous": ladder.VARIANTS["reg2d_contiguous"],
@@ -295,126 +292,162 @@ except Exception as e:  # the simulator with no benchmark record in results/, or
 facts
 
 # %% [markdown]
-# **registers**: per thread. **local bytes (spills)**: anything but 0 means values kept in local
-# memory ([`LDL`/`STL`](GLOSSARY.md#ldl)). **blocks/SM**: how many blocks fit on one SM at once,
-# and the resource that stops the next one (part 4). The opcode columns count instructions *in the
-# code*, not executed: a loop unrolled eight times shows eight. **[`.128`](GLOSSARY.md#width-128)**
-# moves 16 bytes per thread in one instruction (`.64`: 8 bytes; no suffix: 4). Compare `naive`'s
-# `LDG.E` with `vec`'s `LDG.E.128`, and the local bytes of `reg2d_contiguous` with the others'.
+# **registers**: per thread. **local bytes**: not 0 means spills ([`LDL`/`STL`](GLOSSARY.md#ldl)).
+# **blocks/SM**: blocks that fit on one SM at once, and the resource that stops the next (part 4).
+# Opcodes are counted *in the code*, not executed. **[`.128`](GLOSSARY.md#width-128)** moves 16
+# bytes per thread in one instruction (`.64`: 8; no suffix: 4). Read from the table:
+
+# %%
+if facts is not None:
+    wide = {name: f["sass"].get("LDG.E.128", 0) for name, f in facts.facts.items()}
+    spills = {name: f["local_bytes"] for name, f in facts.facts.items() if f["local_bytes"]}
+    print((f"vec loads with LDG.E.128 ({wide['vec']} in its code), naive with LDG.E: vec moves 4x the bytes per "
+           "load instruction. " if wide["vec"] and not wide["naive"] else
+           f"LDG.E.128 in the code: vec {wide['vec']}, naive {wide['naive']}. ")
+          + (" ".join(f"{name} spills {b} bytes per thread, hence its LDL and STL." for name, b in spills.items())
+             or "No kernel here spills."))
 
 # %% [markdown]
 # ## 4 · Occupancy, latency hiding, instruction-level parallelism
 #
-# An SM holds several blocks at once (its **[resident](GLOSSARY.md#resident)** blocks) as long as
-# their registers, shared memory and threads fit. **[Occupancy](GLOSSARY.md#occupancy)** is the
-# number of resident warps over the most an SM can hold; whichever resource runs out first limits
-# it ([blocks/SM](GLOSSARY.md#blocks-per-sm)). The compute capability 9.0 limits
-# (sources in [REFERENCES.md](REFERENCES.md#lesson-00a)):
+# An SM holds several **[resident](GLOSSARY.md#resident)** blocks at once while their registers,
+# shared memory and threads fit. **[Occupancy](GLOSSARY.md#occupancy)**: resident warps over the
+# most an SM can hold; the first resource to run out limits it ([blocks/SM](GLOSSARY.md#blocks-per-sm)).
+# Compute capability 9.0 ([sources](REFERENCES.md#lesson-00a)):
 
 # %%
 # NBVAL_CHECK_OUTPUT
-for key, what, value, source in hierarchy.CC90_LIMITS:
-    print(f"{what}: {value:,}")
+v = {key: value for key, _, value, _ in hierarchy.CC90_LIMITS if key}
+print(f"Per SM: {v['registers']:,} registers (handed out per warp, {hierarchy.REGISTER_ALLOCATION_UNIT} at a time), "
+      f"{v['shared_bytes']:,} bytes of shared memory ({v['shared_reserved_per_block']:,} reserved per block), "
+      f"{v['threads']:,} threads (64 warps), {v['blocks']} blocks. Per block at most: "
+      f"{hierarchy.STATIC_SHARED_BYTES_PER_BLOCK:,} bytes of `cuda.shared.array`, "
+      f"{hierarchy.OPTIN_SHARED_BYTES_PER_BLOCK:,} of dynamic shared memory with the opt-in.")
 
 # %% [markdown]
 # `compiler_facts.blocks_per_sm` does the arithmetic: a warp's registers are rounded up to the
-# allocation unit, each block's shared memory gets the reserved bytes added, and the smallest
-# count wins.
+# allocation unit (28 x 32 = 896 becomes 1,024), each block's shared memory gets the reserved
+# bytes added, and the smallest count wins; `=` means both limits allow the same count.
 
 # %%
 # NBVAL_CHECK_OUTPUT
 max_warps = compiler_facts.SM_LIMITS_CC90["threads"] // 32
-print(f"{'registers':>9} {'shared bytes':>12} {'threads':>7} | {'blocks/SM':>9}  {'limited by':<13} {'warps':>5} {'occupancy':>9}")
-for regs, smem, threads in [(24, 0, 256), (64, 8192, 256), (128, 8192, 256), (32, 49152, 256), (40, 0, 1024)]:
+print(f"{'registers':>9} {'shared bytes':>12} {'threads':>7} | {'blocks/SM':>9}  {'limited by':<19} {'warps':>5} {'occupancy':>9}")
+for regs, smem, threads in [(24, 0, 256), (28, 0, 256), (64, 8192, 256), (128, 8192, 256), (32, 49152, 256),
+                            (40, 0, 1024)]:
     blocks, by = compiler_facts.blocks_per_sm(regs, smem, threads)
     warps = blocks * threads // 32
-    print(f"{regs:>9} {smem:>12,} {threads:>7} | {blocks:>9}  {by:<13} {warps:>5} {warps / max_warps:>9.1%}")
+    print(f"{regs:>9} {smem:>12,} {threads:>7} | {blocks:>9}  {by:<19} {warps:>5} {warps / max_warps:>9.1%}")
 
 # %% [markdown]
-# Why care? Because of latency. Each cycle, each of the SM's four
-# **[warp schedulers](GLOSSARY.md#warp-scheduler)** picks a warp whose next instruction is ready
-# and **[issues](GLOSSARY.md#issue)** it. A warp waiting for a result (a load, or even an `FFMA`)
-# is skipped. Two sources of ready instructions **[hide latency](GLOSSARY.md#latency-hiding)**:
-# **more warps** (what occupancy buys), and **independent instructions in one warp**
-# (**[ILP](GLOSSARY.md#ilp)**): with several accumulators, the second `FFMA` need not wait for the
-# first. The register-tiled kernels of lessons 03-08 use both.
+# Why care? Latency. Each cycle, each of the SM's four
+# **[warp schedulers](GLOSSARY.md#warp-scheduler)** **[issues](GLOSSARY.md#issue)** the next
+# instruction of a warp that is ready; a warp waiting for a result (a load, even an `FFMA`) is
+# skipped. Two sources of ready instructions **[hide latency](GLOSSARY.md#latency-hiding)**:
+# **more warps** (what occupancy buys) and **independent instructions in one warp**
+# (**[ILP](GLOSSARY.md#ilp)**: with several accumulators, one `FFMA` need not wait for another).
 #
-# **[Little's law](GLOSSARY.md#littles-law)**: to keep a unit busy that accepts one instruction per
-# cycle while each result takes `L` cycles, `L` independent instructions must be in flight. A
-# schematic of one warp, then the measurement:
+# A **[warp-FFMA](GLOSSARY.md#warp-fma)** is one `FFMA` for a whole warp (32 FFMAs). Each
+# scheduler has 32 FP32 lanes: one warp-FFMA per cycle, 4 per SM.
+# **[Little's law](GLOSSARY.md#littles-law)**: to keep busy a unit that accepts one instruction per
+# cycle while each result takes `L` cycles, `L` independent instructions must be in flight. The
+# ideal, one warp issuing nothing but `FFMA`s:
 
 # %%
 ffma_latency = latency.ffma_latency(lat)  # None without a latency record
 L = round(ffma_latency) if ffma_latency else 4
 figures.issue_timeline(latency=L, chains=(1, 2, L), label=(
-    f"schematic of one warp; FFMA latency {L} cycles, measured on {latency.label(lat)}"
-    if ffma_latency else f"schematic of one warp, FFMA latency {L} cycles (an illustrative value)"));
+    f"ideal: one warp, nothing but FFMAs, FFMA latency {L} cycles (measured on {latency.label(lat)})"
+    if ffma_latency else f"ideal: one warp, nothing but FFMAs, FFMA latency {L} cycles (an illustrative value)"));
+
+# %% [markdown]
+# **Measured** (`gemm_lessons.measure.latency`): each thread runs `acc = acc * a + b` in a loop,
+# 1-8 independent chains in one warp, or one chain in each of 1-32 warps. The loop also issues its
+# counter, compares and branch. Two ceilings, as in part 5: **latency** (`L`, one chain's cycles
+# per `FFMA`) and **issue** (one instruction per scheduler per cycle; the loop's instructions per
+# `FFMA` counted in its SASS).
 
 # %%
-if lat is not None and lat.get("ffma"):
+if lat is not None and lat.get("ffma") and compiled is not None:
     ilp, tlp = lat["ffma"]["ilp"], lat["ffma"]["warps"]
-    one, many, w1, wn = ilp[0], ilp[-1], tlp[0], tlp[-1]
+    Lc = ilp[0]["cycles_per_ffma"]  # one chain: a warp-FFMA every L cycles
+    loop = {r["chains"]: compiled[listing.ffma_name(r["chains"])]["loop"] for r in ilp}  # the compiled main loop
+    per_ffma = {c: lp["instructions"] / lp["FFMA"] for c, lp in loop.items()}  # instructions issued per FFMA
+    cap = 4 / per_ffma[1]  # warp-FFMAs per cycle that 4 schedulers allow, one chain per warp
+    row = lambda head, vals: f"| {head} | " + " | ".join(f"{v:.2f}" for v in vals) + " |"  # noqa: E731
     display(Markdown("\n".join([
-        "| independent chains in one warp | " + " | ".join(str(r["chains"]) for r in ilp) + " |",
-        "|---" * (len(ilp) + 1) + "|",
-        "| cycles per warp-FFMA | " + " | ".join(f"{r['cycles_per_ffma']:.2f}" for r in ilp) + " |", "",
-        f"One chain: a warp-`FFMA` every {one['cycles_per_ffma']:.2f} cycles, its latency; {many['chains']} chains: "
-        f"{one['cycles_per_ffma'] / many['cycles_per_ffma']:.1f}x the work from the same warp. {wn['warps']} warps "
-        f"of one chain each: {wn['warp_ffma_per_cycle']:.2f} warp-FFMAs per cycle on the SM, "
-        f"{wn['warp_ffma_per_cycle'] / w1['warp_ffma_per_cycle']:.1f}x one warp."])))
+        "| chains in one warp | " + " | ".join(str(r["chains"]) for r in ilp) + " |", "|---" * (len(ilp) + 1) + "|",
+        row("measured, cycles per warp-FFMA", [r["cycles_per_ffma"] for r in ilp]),
+        row("model: max(L / chains, instructions / FFMA)", [max(Lc / r["chains"], per_ffma[r["chains"]]) for r in ilp]),
+        "",
+        "| warps, one chain each | " + " | ".join(str(r["warps"]) for r in tlp) + " |", "|---" * (len(tlp) + 1) + "|",
+        row("measured, warp-FFMAs per cycle on the SM", [r["warp_ffma_per_cycle"] for r in tlp]),
+        row("model: min(warps / L, 4 x FFMA / instructions)", [min(r["warps"] / Lc, cap) for r in tlp])])))
+    w16, w32 = (next(r["warp_ffma_per_cycle"] for r in tlp if r["warps"] == w) for w in (16, 32))
+    print(f"The one-chain loop issues {loop[1]['instructions']} instructions per {loop[1]['FFMA']} FFMAs: four "
+          f"schedulers allow {cap:.2f} warp-FFMAs per cycle, {cap / 4:.0%} of the lanes' 4. 16 and 32 warps reach "
+          f"{w16:.2f} and {w32:.2f}" + (" (the rate levels off)" if abs(w32 / w16 - 1) < 0.1 else "")
+          + f", {w32 / cap:.0%} of the issue ceiling"
+          + (": like part 5's kernels, busy only part of the time." if w32 / cap < 0.95 else "."))
 
 # %% [markdown]
-# A **[warp-FFMA](GLOSSARY.md#warp-fma)** is one `FFMA` for a whole warp (32 FFMAs); the SM's 128
-# FP32 lanes could complete 4 per cycle (why these loops stay below: Lab notes). The same law for memory: streaming at bandwidth `B` from a
-# memory of latency `t` needs `B x t` bytes on their way at every moment. With part 5's numbers:
+# For memory: streaming `B` bytes per second from a memory of latency `t` needs `B x t` bytes on
+# their way, shared among the SMs. The limiter model (part 5) adds a rule, which lesson 09 checks:
+# a thread that loads, then stores has loads in flight half its life, so an SM keeps resident
+# threads x bytes each loads x 0.5 in flight.
 
 # %%
-rec = limiter_table.record()
-m = rec["model"]["machine"]
-per_sm = m["dram_gbs"] * m["dram_latency_ns"] / m["sm_count"]  # GB/s x ns = bytes
-per_thread = per_sm / compiler_facts.SM_LIMITS_CC90["threads"]
-print(f"{m['dram_gbs']:,.0f} GB/s x {m['dram_latency_ns']:.0f} ns = {per_sm * m['sm_count'] / 1e6:.2f} MB in flight "
-      f"({rec['device']['name']}): {per_sm / 1e3:.1f} KB per SM, {per_thread:.1f} bytes for each of the "
-      f"{compiler_facts.SM_LIMITS_CC90['threads']:,} threads a full SM holds"
-      + (": more than one 4-byte load per thread at every moment." if per_thread > 4 else "."))
+mach = limiter_table.machine()
+need = mach.in_flight_needed_per_sm  # B x t / SMs, bytes
+copy = limiter_table.work("copy", kind="transpose")  # part 5's copy: 16 bytes loaded per thread
+kept = limiter.LATENCY_DUTY * copy.in_flight_per_sm
+pad = limiter_table.why(["copy", "smem_padded"], kind="transpose")
+print(f"B x t = {mach.dram_gbs:,.0f} GB/s x {mach.dram_latency_ns:.0f} ns = "
+      f"{mach.dram_gbs * mach.dram_latency_ns / 1e6:.2f} MB, {need:,.0f} bytes per SM. "
+      f"Part 5's copy: {copy.in_flight_per_sm // 16:,} resident threads x 16 B x {limiter.LATENCY_DUTY} = {kept:,.0f} bytes "
+      + ("per SM, enough." if kept >= need else f"per SM, {kept / need:.0%} of it.")
+      + f" Lesson 09's smem_padded loads 4 B per thread: the rule gives it "
+      f"{limiter.latency_fraction(limiter_table.work('smem_padded', kind='transpose'), mach):.0%} of the copy rate; "
+      f"it measured {pad.row('copy').measured_ms / pad.row('smem_padded').measured_ms:.0%}.")
 
 # %% [markdown]
-# A kernel with fewer bytes in flight gets a smaller share of the bandwidth; 16-byte loads
-# (lesson 05) and several loads per thread keep more.
+# With less in flight, a kernel gets that share of the copy rate.
 #
 # ## 5 · The limiter model
 #
-# Each unit of the GPU has a peak rate. What a kernel asks of a unit, divided by that rate, is the
-# least time the kernel can take: a **ceiling**. The kernel takes at least its largest ceiling,
-# the **binding** one, which names its **limiter** ([limiter model](GLOSSARY.md#limiter-model)).
-# Six ceilings:
+# Each unit of the GPU has a peak rate. What a kernel asks of a unit over that rate is the least
+# time the kernel can take: a **ceiling**. The largest, the **binding** one, names the kernel's
+# **limiter** ([limiter model](GLOSSARY.md#limiter-model)):
 #
 # | ceiling | the least time it allows |
 # |---|---|
 # | FP32 | FFMAs / (SMs x 128 lanes x clock) |
 # | issue | warp-instructions / (SMs x 4 schedulers x clock) |
-# | shared | shared-memory [wavefronts](GLOSSARY.md#wavefront) / (SMs x 1 per cycle x clock); a wavefront serves 32 banks x 4 bytes |
-# | L2 | bytes through L2 / L2 bandwidth (measured) |
-# | DRAM | bytes to and from DRAM / DRAM bandwidth (measured with a copy) |
-# | latency | the DRAM ceiling / the fraction of the `B x t / SMs` bytes (part 4) the kernel keeps in flight per SM (at most 1) |
+# | shared | shared-memory [wavefronts](GLOSSARY.md#wavefront) / (SMs x 1 per cycle x clock) |
+# | L2 | L2 bytes / L2 bandwidth (measured) |
+# | DRAM | DRAM bytes / DRAM bandwidth (a copy's, measured) |
+# | latency | the DRAM ceiling / min(1, bytes in flight per SM x 0.5 / (`B x t` / SMs)) (part 4) |
 #
-# The clock is the SM clock the GPU held while the kernels ran.
+# The clock: the SM clock held while the kernels ran. A **wavefront** is one pass of shared
+# memory: its 32 [banks](GLOSSARY.md#bank) (4-byte words) each serve one word to the lanes of one
+# [phase](GLOSSARY.md#phase) (the whole warp for 4-byte loads, a quarter for 16-byte ones).
 #
 # The prediction is the binding ceiling, stretched when the last [wave](GLOSSARY.md#wave) of
 # blocks leaves SMs idle ([tail](GLOSSARY.md#tail-effect)). The profiler,
-# [Nsight Compute](GLOSSARY.md#ncu), counts the instructions, wavefronts and bytes, and reports how
-# busy each unit was (% of its peak). Its **busiest unit** should be the binding one; below 60% on
-# every unit, its word is "latency". The record: one H200 run that timed and profiled every rung.
+# [Nsight Compute](GLOSSARY.md#ncu), counts instructions, wavefronts and bytes, and how busy each
+# unit was (% of peak). Its **busiest unit** should be the binding one; below 60% on every unit,
+# its word is "latency". The record: one H200 run timing and profiling every
+# [rung](GLOSSARY.md#rung) (a kernel version of the course's SGEMM ladder).
 
 # %%
-print(f"The model's machine ({rec['device']['name']}, {rec['date'][:10]}): {m['sm_count']} SMs at "
-      f"{m['clock_mhz']:,.0f} MHz, DRAM {m['dram_gbs']:,.0f} GB/s, L2 {m['l2_gbs']:,.0f} GB/s, "
-      f"DRAM latency {m['dram_latency_ns']:.0f} ns.")
+print(f"The model's machine ({mach.name}, {limiter_table.record()['date'][:10]}): {mach.sm_count} SMs at "
+      f"{mach.clock_mhz:,.0f} MHz, DRAM {mach.dram_gbs:,.0f} GB/s, L2 {mach.l2_gbs:,.0f} GB/s, "
+      f"DRAM latency {mach.dram_latency_ns:.0f} ns.")
 
 # %% [markdown]
 # **Predict.** Lesson 00's copy kernel reads an 8192 x 8192 float32 matrix and writes it
-# elsewhere, 16 bytes per load and store, no arithmetic. Which ceiling binds, and how many ms does
-# it take? Count the bytes; use the machine above.
+# elsewhere, 16 bytes per load and store, no arithmetic. Which ceiling binds, and how many ms?
+# Count the bytes; use the machine above.
 
 # %%
 my_copy_ms = None  # your prediction, in ms
@@ -433,26 +466,22 @@ exercises.compare_prediction(my_copy_ms, row.measured_ms, "the copy's time, ms",
 # **Why.** Computed from the table:
 
 # %%
-nbytes = 2 * 8192 * 8192 * 4
-counted = row.ceilings_ms["dram"] * 1e-3 * m["dram_gbs"] * 1e9  # the DRAM bytes the profiler counted
+nbytes = 2 * 8192 * 8192 * 4  # read + written
 top = row.ceilings_ms[row.binding]
-runner_up = max((n for n in row.ceilings_ms if row.ceilings_ms[n] < top), key=row.ceilings_ms.get)
 tie = [n for n in row.ceilings_ms if n != row.binding and np.isclose(row.ceilings_ms[n], top)]
-binding = (" (the binding ceiling)" if row.binding == "dram" else
-           f"; the binding ceiling is {limiter_table.SHORT[row.binding]}, {top:.3f} ms")
-print(f"The copy moves {nbytes / 1e6:,.0f} MB; the profiler counted {counted / 1e6:,.0f} MB of DRAM traffic: "
-      f"{row.ceilings_ms['dram']:.3f} ms at {m['dram_gbs']:,.0f} GB/s{binding}. The next, {WHAT[runner_up]}, "
-      f"allows {row.ceilings_ms[runner_up]:.3f} ms"
-      + ("; the latency ceiling equals the DRAM one: the copy keeps enough bytes in flight" if tie == ["latency"] else "")
-      + f". With the tail the model predicts {row.predicted_ms:.3f} ms; the copy took {row.measured_ms:.3f} ms, "
-      f"{row.ratio:.2f}x. The profiler's busiest unit: {limiter_table.SHORT[row.busiest]}, {row.busiest_pct:.0f}% of "
-      "its peak" + (", the unit the model names." if row.agrees else f", not the {limiter_table.SHORT[row.binding]} "
-                    "the model names."))
+c = limiter_table.counts("copy")
+l2_mb = row.ceilings_ms["l2"] * 1e-3 * mach.l2_gbs * 1e3  # the bytes the profiler counted at the L2, MB
+print(f"Binding: {WHAT[row.binding]}, {top:.3f} ms"
+      + ("; latency allows the same, so the copy keeps enough bytes in flight" if tie == ["latency"] else "")
+      + f". With the tail the model predicts {row.predicted_ms:.3f} ms; the copy took {row.measured_ms:.3f} ms, {row.ratio:.2f}x. The profiler's "
+      f"busiest unit: {limiter_table.SHORT[row.busiest]}, {row.busiest_pct:.0f}% of its peak"
+      + (", the unit the model names." if row.agrees else f", not the {limiter_table.SHORT[row.binding]} the model names.")
+      + f" (Ceilings use the profiler's counts: {c['shared_wavefronts']:,.0f} shared wavefronts in a kernel without "
+      f"shared memory; {l2_mb:,.0f} MB through the L2 for {nbytes / 1e6:,.0f} MB read and written.)")
 
 # %% [markdown]
 # The model's DRAM bandwidth is this copy's own rate, so here it must agree. The SGEMM kernels
-# did not set the ceilings, and take longer than predicted: the model assumes the binding unit
-# busy 100% of the time.
+# take longer than predicted: the model assumes the binding unit busy 100% of the time.
 
 # %%
 sg = limiter_table.why(["naive", "naive_uncoalesced", "smem_tile", "smem_tile16", "reg1d", "reg2d", "vec",
@@ -460,10 +489,14 @@ sg = limiter_table.why(["naive", "naive_uncoalesced", "smem_tile", "smem_tile16"
 same = [r for r in sg.rows if r.agrees]
 busy = [r.busiest_pct for r in same]
 ratio = [r.ratio for r in same]
+other = [r for r in sg.rows if not r.agrees]
 print(f"In {len(same)} of the record's {len(sg.rows)} SGEMM kernels the profiler's busiest unit is the binding one. "
       f"It is busy {min(busy):.0f}-{max(busy):.0f}% of the time, and measured/predicted is "
       f"{min(ratio):.2f}-{max(ratio):.2f}: the rest of the time the warps stall (at barriers, on a "
-      "dependent result, on loads not hidden).")
+      "dependent result, on loads not hidden)."
+      + "".join(f" In {r.rung} the model names {limiter_table.SHORT[r.binding]}, the profiler "
+                f"{limiter_table.SHORT[r.busiest]}, and measured/predicted is {r.ratio:.1f}"
+                + (": lesson 01 explains why." if r.rung == "naive_uncoalesced" else ".") for r in other))
 
 # %% [markdown]
 # ## Exercises
@@ -471,7 +504,7 @@ print(f"In {len(same)} of the record's {len(sg.rows)} SGEMM kernels the profiler
 # ### 00a-launch
 # Write a kernel computing `out[i] = 2*x[i] - y[i]` and a function `launch(x, y, out)` that
 # launches it with 128 threads per block. The check tries several sizes, looking for elements
-# never written and writes past the end.
+# never written, writes past the end, and the block size.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -496,10 +529,11 @@ exercises.check("00a-launch", launch)
 
 # %% [markdown]
 # ### 00a-occupancy
-# A kernel uses 40 registers per thread, 128 threads per block and 57 KiB of shared memory per
-# block. How many blocks fit on one SM of compute capability 9.0, and which resource limits it?
-# Answer with a pair such as `(2, "threads")`; the resources are `"registers"`,
-# `"shared memory"`, `"threads"` and `"blocks"`. Work it out by hand with the limits of part 4.
+# A kernel uses 40 registers per thread, 128 threads per block and 57 KiB of *dynamic* shared
+# memory per block, with the opt-in (above 48 KiB a kernel must opt in: raise its own limit
+# explicitly). How many blocks fit on one SM, and which resource limits it? Answer with a pair
+# such as `(2, "threads")`: `"registers"`, `"shared memory"`, `"threads"` or `"blocks"`. Work it
+# out by hand with part 4's limits.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -511,16 +545,16 @@ exercises.check("00a-occupancy", answer)
 # %% [markdown]
 # ## Takeaway
 #
-# * `kernel[blocks, threads](args)` launches whole blocks, so every kernel needs a bounds guard.
-#   A warp's 32 threads run each instruction together.
+# * `kernel[blocks, threads](args)` launches whole blocks: every kernel needs a bounds guard. A
+#   warp's 32 threads run each instruction together.
 # * Registers, shared memory and L1 sit on the SM, L2 serves all SMs, DRAM is behind it: each step
 #   away costs more cycles per load.
 # * SASS is what runs: `FFMA` computes, `LDG`/`STG` and `LDS`/`STS` move global and shared data,
-#   `.128` moves 16 bytes, `LDL`/`STL` mean spills, `BAR.SYNC` is a barrier.
-# * Latency is hidden by more warps (occupancy) and independent instructions (ILP); Little's law
-#   says how much must be in flight.
+#   `.128` moves 16 bytes, `LDL`/`STL` mean spills.
+# * More warps (occupancy) and independent instructions (ILP) hide latency; Little's law says how
+#   much must be in flight. Every instruction takes an issue slot.
 # * A kernel takes at least its largest ceiling (FP32, issue, shared wavefronts, L2, DRAM,
-#   latency): the binding one is the limiter, and the profiler's busiest unit confirms it.
+#   latency): the binding one is the limiter, and the profiler's busiest unit usually confirms it.
 #
 # Next: [lesson 00](00_setup_and_roofline.ipynb) measures peak FP32 and copy bandwidth;
 # [lesson 01](01_naive.ipynb) writes the first matrix product.
@@ -534,31 +568,25 @@ exercises.check("00a-occupancy", answer)
 # ## Lab notes
 #
 # * **Records.** On the simulator, the latencies come from `results/latency-<device>.json`
-#   (`python -m gemm_lessons.measure.latency`), the listing from `results/primer-listing.json`
-#   (`python -m gemm_lessons.teaching.primer_listing`), the compiler facts from a bench record,
-#   and part 5 from `results/limiter-nvidia-h200.json` (`python -m gemm_lessons.runs.limiter`). On a
-#   GPU, parts 2-4 measure and compile now, with a shorter latency run (`latency.collect(quick=True)`);
-#   part 5 always reads the limiter record.
-#   A cell whose first line is `# NBVAL_CHECK_OUTPUT` has an output the tests compare with the
-#   saved one ([nbval](GLOSSARY.md#nbval)).
+#   (`python -m gemm_lessons.measure.latency`), the listings from `results/primer-listing.json`
+#   (`python -m gemm_lessons.teaching.primer_listing`; the FFMA loops' entries were compiled
+#   offline for sm_90, each says how), the compiler facts from a bench record, and part 5 from
+#   `results/limiter-nvidia-h200.json` (`python -m gemm_lessons.runs.limiter`). On a GPU, parts 2-4
+#   measure and compile now, with a shorter latency run (`latency.collect(quick=True)`); part 5
+#   always reads the limiter record. A cell whose first line is `# NBVAL_CHECK_OUTPUT` has an
+#   output the tests compare with the saved one ([nbval](GLOSSARY.md#nbval)).
 # * **The rest of the SASS.** `saxpy` compiles to a few dozen instructions;
 #   `listing.sass_until_exit(compiled["saxpy"]["sass"])` prints them all. Most compute addresses:
 #   numba's index is a signed 64-bit integer, and for each array access it adds NumPy's
 #   wraparound for negative indices (`x[-1]` is `x[len(x) - 1]`): a sign shift (`SHF`), a mask
 #   (`LOP3`) and an add (`IADD3`, `IMAD.X`). `listing.saxpy_walkthrough` reads it line by line.
+#   The pointer chase indexes with uint32, unsigned, so numba adds no wraparound to its loads.
 # * **L1 and shared memory** share 256 KiB per SM; the driver picks the split (the carveout) per
 #   kernel, up to 228 KiB of shared memory.
-# * **The latency ceiling** counts a block's loads as in flight half of its life (it loads, then
-#   stores): `LATENCY_DUTY` in `gemm_lessons/model/limiter.py`.
 # * **DRAM latency** is that of a random chase on an idle GPU. A chase over hundreds of MiB can
 #   also miss the GPU's address-translation caches ([TLB](GLOSSARY.md#tlb)), and that time is part
 #   of what it records; a streaming access mostly avoids it. Under full bandwidth, requests queue
 #   and each load takes longer, so Little's law's bytes in flight are a lower bound.
-# * **The copy's DRAM bytes.** The profiler counts less DRAM traffic than the 537 MB the copy reads
-#   and writes; the record does not say where the rest went (the L2 writes back to DRAM lazily, so
-#   written data still in L2 when the kernel ends is one candidate, not checked).
-# * **FFMA rates.** With 8 chains one warp still issues less than one `FFMA` per cycle, and 32
-#   one-chain warps stay below the 4 warp-FFMAs per cycle of the FP32 lanes (the full sweep:
-#   `lat["ffma"]`). The loop's counter
-#   and branch take issue slots too, and the many-warp rate is taken from the first warp's start to
-#   the last one's end; the record holds no breakdown of the cycles.
+# * **FFMA rates.** The many-warp rate runs from the first warp's start to the last one's end. The
+#   model of part 4 leaves a residual: one warp with 4-8 chains and 8-32 warps of one chain run
+#   below its ceilings; what takes the rest of the cycles is not measured here.

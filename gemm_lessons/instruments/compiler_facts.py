@@ -111,6 +111,24 @@ def main_loop(sass_text):
             "outer_rest": len(body(*outer)) - len(ops) if outer else None}
 
 
+def busiest_loop(sass_text, op="FFMA"):
+    """The loop of a SASS listing (a backward branch and the instructions from its target to it)
+    that holds the most ``op`` instructions: {"instructions": its body's instructions, the branch
+    included, op: how many of them are ``op``}; None when no loop holds one.  A loop the compiler
+    unrolled has a main body and a short remainder loop: this picks the main one, which is what
+    runs nearly every pass.  nvdisasm's labels or cuobjdump's addresses: both are read."""
+    ins = _instructions(sass_text)
+    best = None
+    for a, branch, t in ins:
+        if not (branch.startswith("BRA") and t is not None and t <= a):
+            continue
+        ops = [o for b, o, _ in ins if t <= b <= a]
+        n = sum(o.split(".")[0] == op for o in ops)
+        if n and (best is None or n > best[op]):
+            best = {"instructions": len(ops), op: n}
+    return best
+
+
 def sass_summary(kernel):
     """The counts a lesson talks about: FFMA, shared and global loads/stores by width, local memory."""
     ops = sass_opcodes(kernel)

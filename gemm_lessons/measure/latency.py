@@ -81,9 +81,7 @@ else:
 @cuda.jit
 def chase_global(chain, start, steps, out):
     # One thread follows the chain: each load's address is the value the previous load
-    # returned, so the loads cannot overlap.  Indices are uint32: unsigned, so numba has no
-    # negative-index wraparound to add (the primer's lab notes show it for a signed one).
-    # out = [where it ended, cycles it took].
+    # returned, so the loads cannot overlap.  out = [where it ended, cycles it took].
     j = start
     t0 = clock64()  # the SM's cycle counter
     for _ in range(steps):

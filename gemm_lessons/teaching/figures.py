@@ -681,7 +681,9 @@ def issue_timeline(latency=4, chains=(1, 4), cycles=16, ax=None, label=None):
             ready[k] = t + latency
             issued += 1
         ax.text(cycles + 0.3, y + 0.5, f"{issued} FFMA in {cycles} cycles", va="center", fontsize=8)
-    ax.set_xlim(0, cycles + 5)
+    ax.set_xlim(0, cycles + 5)  # room on the right for the counts
+    ax.set_xticks(range(0, cycles + 1, 2 if cycles <= 24 else 4))
+    ax.spines["bottom"].set_bounds(0, cycles)  # the axis ends where the cycles drawn end
     ax.set_ylim(0, len(chains))
     ax.set_yticks([len(chains) - 1 - r + 0.5 for r in range(len(chains))],
                   [f"{c} chain{'s' if c > 1 else ''}" for c in chains])

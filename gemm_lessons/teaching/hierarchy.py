@@ -24,9 +24,9 @@ STATIC_SHARED_BYTES_PER_BLOCK = 48 * 1024  # cuda.shared.array / __shared__ (Hop
 OPTIN_SHARED_BYTES_PER_BLOCK = 227 * 1024  # dynamic, with the opt-in (Hopper tuning guide)
 
 # The per-SM limits of compute capability 9.0 that the primer's occupancy arithmetic uses, each
-# with where it is documented: (key of inspect_kernel.SM_LIMITS_CC90, or None for a rule that
+# with where it is documented: (key of compiler_facts.SM_LIMITS_CC90, or None for a rule that
 # blocks_per_sm applies in its code; what; value; source).  tests/teaching/test_primer_listing.py checks that the
-# values are those inspect_kernel computes with.
+# values are those compiler_facts computes with.
 CC90_LIMITS = [
     ("registers", "32-bit registers per SM", 65536, _TABLE),
     (None, "registers are handed out per warp, in units of", REGISTER_ALLOCATION_UNIT,

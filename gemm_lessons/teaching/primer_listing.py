@@ -2,12 +2,15 @@
 
     python -m gemm_lessons.teaching.primer_listing                         # on a GPU
     GEMM_LESSONS_SIMULATOR=0 python -m gemm_lessons.teaching.primer_listing --offline   # no GPU needed
+    ... --offline --add ffma1 ffma2       # compile only these and add them to the record
 
 On a GPU the kernels are compiled for that GPU through numba (``inspect_asm``,
 ``inspect_sass``, ``get_regs_per_thread``).  ``--offline`` compiles them for sm_90 (Hopper)
 on a machine with the CUDA compiler tools but no GPU: numba makes the PTX (through libNVVM),
 ``ptxas`` assembles it and ``cuobjdump`` disassembles it.  Either way the result goes to
-results/primer-listing.json, which the primer shows when it runs on the simulator.
+results/primer-listing.json, which the primer shows when it runs on the simulator.  Besides the
+primer's own kernels it holds the FFMA loops of the latency benchmark (``ffma1`` ... ``ffma8``),
+whose main loop (``loop``: instructions and FFMAs per pass) part 4 uses.
 """
 import argparse
 import datetime
@@ -27,13 +30,27 @@ SIGNATURES = {
     "saxpy": "void(float32, float32[::1], float32[::1], float32[::1])",
     "reverse_slices": "void(float32[::1], float32[::1])",
 }
+# the FFMA loops of part 4 (gemm_lessons.measure.latency: one warp, 1-8 independent chains), as they launch
+FFMA_SIGNATURE = "void(float32[::1], int64, float32[::1], int64[:, ::1])"
+
+
+def ffma_name(chains):
+    """The listing's name of the latency benchmark's FFMA kernel with ``chains`` chains: "ffma4"."""
+    return f"ffma{chains}"
 _ENCODING = re.compile(r"\s*/\* 0x[0-9a-f]{16} \*/")
 
 
 def kernels():
     from gemm_lessons.kernels.primer import reverse, saxpy
+    from gemm_lessons.measure import latency
 
-    return {"saxpy": saxpy.saxpy, "reverse_slices": reverse.reverse_slices}
+    found = {"saxpy": saxpy.saxpy, "reverse_slices": reverse.reverse_slices}
+    found.update({ffma_name(c): latency.ffma_kernel(c) for c in latency.FFMA_CHAINS})
+    return found
+
+
+def _signature(name):
+    return SIGNATURES.get(name, FFMA_SIGNATURE)
 
 
 def clean_sass(text):
@@ -49,17 +66,20 @@ def clean_sass(text):
     return sass_until_exit("\n".join(out))
 
 
-def _from_gpu():
+def _from_gpu(names=None):
     from numba import cuda
 
     found = {}
     for name, k in kernels().items():
-        k.compile(SIGNATURES[name])
-        sass = clean_sass(compiler_facts._only(k.inspect_sass()))
+        if names and name not in names:
+            continue
+        k.compile(_signature(name))
+        raw = compiler_facts._only(k.inspect_sass())
+        sass = clean_sass(raw)
         counts = compiler_facts.count_opcodes(sass)  # the code's instructions, not the padding after it
         found[name] = dict(compiler_facts.resources(k), sass_summary=compiler_facts.summarise_opcodes(counts),
                            sass_counts=dict(counts), ptx=compiler_facts._only(k.inspect_asm()),
-                           sass=sass)
+                           sass=sass, loop=compiler_facts.busiest_loop(raw))  # raw: its branch labels
     dev = cuda.get_current_device()
     name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
     cc = ".".join(map(str, dev.compute_capability))
@@ -70,29 +90,31 @@ def _tool(name):
     return os.environ.get(name.upper(), name)
 
 
-def _from_tools(cc=(9, 0)):
+def _from_tools(cc=(9, 0), names=None):
     from numba import cuda
 
     arch = f"sm_{cc[0]}{cc[1]}"
     version = subprocess.run([_tool("ptxas"), "--version"], capture_output=True, text=True).stdout.strip()
     found = {}
     for name, k in kernels().items():
-        ptx, _ = cuda.compile_ptx(k.py_func, SIGNATURES[name], cc=cc)
+        if names and name not in names:
+            continue
+        ptx, _ = cuda.compile_ptx(k.py_func, _signature(name), cc=cc)
         with tempfile.TemporaryDirectory() as d:
             with open(f"{d}/k.ptx", "w") as f:
                 f.write(ptx)
             info = subprocess.run([_tool("ptxas"), f"-arch={arch}", "-v", f"{d}/k.ptx", "-o", f"{d}/k.cubin"],
                                   capture_output=True, text=True, check=True).stderr
-            sass = subprocess.run([_tool("cuobjdump"), "-sass", f"{d}/k.cubin"], capture_output=True,
-                                  text=True, check=True).stdout
-        sass = clean_sass(sass)
+            raw = subprocess.run([_tool("cuobjdump"), "-sass", f"{d}/k.cubin"], capture_output=True,
+                                 text=True, check=True).stdout
+        sass = clean_sass(raw)
         counts = compiler_facts.count_opcodes(sass)  # the code's instructions, not the padding after it
         smem = re.search(r"(\d+) bytes smem", info)
         found[name] = {"registers": int(re.search(r"Used (\d+) registers", info).group(1)),
                        "local_bytes": int(re.search(r"(\d+) bytes stack frame", info).group(1)),
                        "shared_bytes": int(smem.group(1)) if smem else 0,
                        "sass_summary": compiler_facts.summarise_opcodes(counts), "sass_counts": dict(counts),
-                       "ptx": ptx, "sass": sass}
+                       "ptx": ptx, "sass": sass, "loop": compiler_facts.busiest_loop(raw)}
     last = version.splitlines()[-1] if version else "ptxas (version unknown)"
     return found, (f"compiled offline for {arch} without a GPU (numba-cuda's libNVVM, then {last}); "
                    "the GPU's own driver may schedule a few instructions differently"), {"target": arch}
@@ -406,7 +428,8 @@ def load(path=RECORD):
 
 def listing():
     """(source sentence, {kernel: facts with ptx and sass}): compiled now on a GPU, else (on the
-    simulator, or where compiling fails) the record; (None, None) without either."""
+    simulator, or where compiling fails) the record; (None, None) without either.  A kernel added to
+    the record later (``--add``) carries its own "how" and "date"."""
     failed = ""
     if not backend.SIMULATOR:
         try:
@@ -424,6 +447,9 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--offline", action="store_true", help="compile for sm_90 with ptxas, no GPU needed")
     p.add_argument("--out", default=RECORD)
+    p.add_argument("--add", nargs="+", metavar="KERNEL",
+                   help="compile only these kernels and add them to the record at --out, each with its own "
+                        "how, date, versions and command (the record's other kernels stay as they are)")
     args = p.parse_args(argv)
     if backend.SIMULATOR:
         sys.exit("the CUDA simulator compiles nothing: run on a GPU, or with GEMM_LESSONS_SIMULATOR=0 --offline "
@@ -431,11 +457,20 @@ def main(argv=None):
     import numba
     import numba_cuda
 
-    found, how, where = _from_tools() if args.offline else _from_gpu()
-    record = {"how": how, "kernels": found, **where,
-              "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "versions": {"numba": numba.__version__, "numba_cuda": numba_cuda.__version__},
-              "command": "python -m gemm_lessons.teaching.primer_listing " + " ".join(argv if argv is not None else sys.argv[1:])}
+    unknown = set(args.add or ()) - set(kernels())
+    if unknown:
+        sys.exit(f"no such kernel: {', '.join(sorted(unknown))}; the listing's kernels: {', '.join(kernels())}")
+    found, how, where = _from_tools(names=args.add) if args.offline else _from_gpu(names=args.add)
+    made = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "versions": {"numba": numba.__version__, "numba_cuda": numba_cuda.__version__},
+            "command": "python -m gemm_lessons.teaching.primer_listing " + " ".join(argv if argv is not None else sys.argv[1:])}
+    if args.add:
+        with open(args.out) as f:
+            record = json.load(f)
+        for name, k in found.items():
+            record["kernels"][name] = dict(k, how=how, **where, **made)
+    else:
+        record = {"how": how, "kernels": found, **where, **made}
     with open(args.out, "w") as f:
         json.dump(record, f, indent=1, sort_keys=True)
         f.write("\n")

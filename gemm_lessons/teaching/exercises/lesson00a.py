@@ -1,13 +1,43 @@
 """Lesson 00a's exercises (the primer): a guarded launch, and blocks per SM."""
+import contextlib
+
 from gemm_lessons.teaching.exercises.core import exercise
 
 
 _LAUNCH_SIZES = (1, 129, 300)
+_THREADS = 128  # threads per block the task asks for
+
+
+@contextlib.contextmanager
+def launches():
+    """Every kernel launch made inside the ``with`` block: a list that fills with (grid, block),
+    each as numba normalises them (three ints).  It wraps the ``kernel[grid, block]`` of numba's
+    kernels (the simulator's or the GPU's) for the duration; the launches run as before."""
+    from gemm_lessons.core import backend
+
+    if backend.SIMULATOR:
+        from numba.cuda.simulator.kernel import FakeCUDAKernel as cls
+    else:
+        from numba.cuda.dispatcher import CUDADispatcher as cls
+    from numba.cuda.errors import normalize_kernel_dimensions
+
+    seen = []
+    original = cls.__getitem__
+
+    def getitem(self, config):
+        seen.append(tuple(tuple(d) for d in normalize_kernel_dimensions(*config[:2])))
+        return original(self, config)
+
+    cls.__getitem__ = getitem
+    try:
+        yield seen
+    finally:
+        cls.__getitem__ = original
 
 
 @exercise("00a-launch",
-          "two things are checked: every element of out is written, and nothing is written past its end (the sizes "
-          "are not multiples of 128).",
+          "three things are checked: the kernel is launched with 128 threads per block, every element of out is "
+          "written, and nothing is written past its end (the sizes are not multiples of 128).",
           "the number of blocks must round up, not down; the last block then has threads without an element: each "
           "thread tests its index before it reads or writes.",
           "blocks = (n + threads - 1) // threads rounds up to whole blocks; inside the kernel, "
@@ -15,6 +45,21 @@ _LAUNCH_SIZES = (1, 129, 300)
           answer="launch",
           defines="launch(x, y, out): launches, 128 threads per block, a @cuda.jit kernel with out = 2*x - y")
 def check_launch_and_guard(ans):
+    with launches() as seen:
+        result = _check_launch(ans)
+    blocks = sorted({b[0] * b[1] * b[2] for _, b in seen})
+    if not result[0]:
+        return result
+    if not seen:
+        return False, "launch(x, y, out) launched no kernel: it must launch a @cuda.jit kernel with kernel[blocks, threads]."
+    if blocks != [_THREADS]:
+        return False, (f"the kernel was launched with {' and '.join(map(str, blocks))} threads per block; the task asks "
+                       f"for {_THREADS}.")
+    return result
+
+
+def _check_launch(ans):
+    """(ok, message) on what ``ans`` wrote into out, for each of _LAUNCH_SIZES."""
     import numpy as np
 
     from gemm_lessons.core import backend
@@ -48,7 +93,7 @@ def check_launch_and_guard(ans):
             i = int(np.argmax(bad))
             return False, f"for n = {n}, out[{i}] = {got[i]!r}, expected 2*x[{i}] - y[{i}] = {want[i]!r}."
     return True, (f"out = 2x - y is right for n = {', '.join(map(str, _LAUNCH_SIZES))}, every element written "
-                  "and nothing written past the end.")
+                  f"and nothing written past the end, {_THREADS} threads per block.")
 
 
 @exercise("00a-occupancy",
@@ -57,7 +102,7 @@ def check_launch_and_guard(ans):
           "the limits table of part 4 has the SM's totals; mind how they are handed out: registers per warp, shared "
           "memory per block, with something reserved.",
           "Registers: a warp needs registers x 32, rounded up to a multiple of 256; "
-          "shared memory: each block also reserves 1 KB (1,024 bytes) besides its own; "
+          "shared memory: CUDA also reserves 1 KiB (1,024 bytes) for each block besides its own; "
           "threads: 2,048 per SM; blocks: 32 per SM. The smallest of the four counts wins.",
           answer="answer",
           defines='answer: a pair (blocks per SM, the limiting resource), e.g. (2, "threads")')
@@ -68,7 +113,6 @@ def check_blocks_per_sm(ans):
         blocks, limiter = ans
     except (TypeError, ValueError):
         return False, "answer with a pair: (blocks per SM, the resource that limits it)."
-    from gemm_lessons.teaching.hierarchy import STATIC_SHARED_BYTES_PER_BLOCK as static
     from gemm_lessons.instruments.compiler_facts import SM_LIMITS_CC90 as lm
 
     want = blocks_per_sm(40, 57 * 1024, 128)
@@ -77,8 +121,10 @@ def check_blocks_per_sm(ans):
         reserved = lm["shared_reserved_per_block"] // 1024
         return True, (f"{want[0]} blocks per SM, limited by {want[1]}: each block takes 57 KiB + {reserved} KiB "
                       f"reserved, and {lm['shared_bytes'] // 1024} KiB hold {want[0]} of those (without the reserved "
-                      f"KiB it would be {unreserved}). 57 KiB is more than a block may declare with "
-                      f"`cuda.shared.array` ({static // 1024} KiB); it needs dynamic shared memory, with the opt-in.")
+                      f"KiB, {unreserved}).")
+    if (blocks, str(limiter).strip().lower()) == (unreserved, want[1]):
+        return False, (f"{blocks} blocks of 57 KiB would fit if shared memory held nothing else: what more does "
+                       "each block take from the SM's shared memory?")
     if blocks == want[0]:
         return False, f"{blocks} is right, but the limiting resource is not {limiter!r}."
     return False, f"{(blocks, limiter)} is not it."

@@ -15,7 +15,7 @@ from test_lessons_01_04 import COVERED as COVERED_01_04  # the kernel exercises 
 
 NOTEBOOKS = sorted(glob.glob(os.path.join(REPO, "notebooks", "*.ipynb")))
 
-def _launch_axpy(right=True, guard=True):
+def _launch_axpy(right=True, guard=True, threads=128):
     """A launch function for 00a-launch (out = 2x - y), right or with a planted mistake."""
     @cuda.jit
     def k(x, y, out):
@@ -24,7 +24,6 @@ def _launch_axpy(right=True, guard=True):
             out[i] = 2 * x[i] - y[i]
 
     def launch(x, y, out):
-        threads = 128
         blocks = (out.size + threads - 1) // threads if right else out.size // threads
         k[max(blocks, 1), threads](x, y, out)
     return launch
@@ -224,6 +223,38 @@ def test_a_kernel_that_never_finishes_is_stopped():
 
     fb = exercises.check("01-kernel", forever, time_limit=2)
     assert not fb.ok and "stopped after 2 s" in str(fb)
+
+
+def test_the_launch_must_use_128_threads_per_block():
+    # a right kernel launched with 256 threads per block: the task asks for 128
+    fb = exercises.check("00a-launch", _launch_axpy(threads=256))
+    assert not fb.ok and "launched with 256 threads per block; the task asks for 128" in str(fb)
+
+    @cuda.jit
+    def k(x, y, out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = 2 * x[i] - y[i]
+
+    def two_d(x, y, out):  # a block of 128 x 1 threads is 128 threads per block
+        k[((out.size + 127) // 128, 1), (128, 1)](x, y, out)
+
+    assert exercises.check("00a-launch", two_d).ok
+
+
+@requires_simulator
+def test_a_launch_that_launches_no_kernel_is_caught():
+    def on_the_host(x, y, out):  # right values (the simulator passes host arrays), but no kernel
+        out[:] = 2 * x - y
+
+    fb = exercises.check("00a-launch", on_the_host)
+    assert not fb.ok and "launched no kernel" in str(fb)
+
+
+def test_the_occupancy_slip_of_the_reserved_kib_gets_its_own_message():
+    fb = exercises.check("00a-occupancy", (4, "shared memory"))
+    assert not fb.ok and "would fit if shared memory held nothing else" in str(fb)
+    assert "3" not in str(fb).split("Hint:")[0]  # a step short of the answer
 
 
 def test_an_unguarded_launch_is_caught():

@@ -411,7 +411,7 @@ print(f"B x t = {mach.dram_gbs:,.0f} GB/s x {mach.dram_latency_ns:.0f} ns = "
       f"it measured {pad.row('copy').measured_ms / pad.row('smem_padded').measured_ms:.0%}.")
 
 # %% [markdown]
-# With less in flight, a kernel gets that share of the copy rate.
+# With less in flight than `B x t`, a kernel gets only that fraction of the copy rate.
 #
 # ## 5 · The limiter model
 #
@@ -587,6 +587,6 @@ exercises.check("00a-occupancy", answer)
 #   also miss the GPU's address-translation caches ([TLB](GLOSSARY.md#tlb)), and that time is part
 #   of what it records; a streaming access mostly avoids it. Under full bandwidth, requests queue
 #   and each load takes longer, so Little's law's bytes in flight are a lower bound.
-# * **FFMA rates.** The many-warp rate runs from the first warp's start to the last one's end. The
-#   model of part 4 leaves a residual: one warp with 4-8 chains and 8-32 warps of one chain run
-#   below its ceilings; what takes the rest of the cycles is not measured here.
+# * **FFMA rates.** The many-warp rate runs from the first warp's start to the last one's end.
+#   Where the measurement falls short of part 4's two ceilings, what takes the rest of the cycles
+#   is not measured here.

@@ -40,7 +40,8 @@ def test_reverse_slices(n):
 
 def test_recorded_listing_reads():
     rec = listing.load()
-    assert rec is not None and set(rec["kernels"]) == {"saxpy", "reverse_slices"}
+    assert rec is not None and set(rec["kernels"]) == {"saxpy", "reverse_slices"} | {
+        listing.ffma_name(c) for c in latency.FFMA_CHAINS}
     k = rec["kernels"]["saxpy"]
     body = listing.ptx_body(k["ptx"])
     assert "fma.rn.f32" in body and "ld.param" not in body and ".reg" not in body
@@ -221,3 +222,60 @@ def test_the_hierarchy_figure_takes_a_title(tmp_path, monkeypatch):
     h = hierarchy.hierarchy()
     assert h.figure(title="my title").get_title(loc="left") == "my title"
     assert "sources in the table" in h.figure().get_title(loc="left")
+
+
+# --- the FFMA loops of part 4 -------------------------------------------------------------------
+# a loop the compiler unrolled: a short remainder loop (2 FFMA) first, then the main loop (4 FFMA)
+UNROLLED_CUOBJDUMP = """
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+        /*0010*/                   FFMA R6, R0, R6, R5 ;
+        /*0020*/                   FFMA R6, R0, R6, R5 ;
+        /*0030*/                   IADD3 R9, R9, 0x1, RZ ;
+        /*0040*/               @P1 BRA 0x10 ;
+        /*0050*/                   FFMA R6, R0, R6, R5 ;
+        /*0060*/                   ISETP.GT.U32.AND P0, PT, R4, RZ, PT ;
+        /*0070*/                   FFMA R6, R0, R6, R5 ;
+        /*0080*/                   FFMA R6, R0, R6, R5 ;
+        /*0090*/                   FFMA R6, R0, R6, R5 ;
+        /*00a0*/               @P0 BRA 0x50 ;
+        /*00b0*/                   EXIT ;
+        /*00c0*/                   BRA 0xc0;
+"""
+UNROLLED_NVDISASM = """
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+.L_x_2:
+        /*0010*/                   FFMA R6, R0, R6, R5 ;
+        /*0020*/                   FFMA R6, R0, R6, R5 ;
+        /*0030*/                   IADD3 R9, R9, 0x1, RZ ;
+        /*0040*/               @P1 BRA `(.L_x_2) ;
+.L_x_3:
+        /*0050*/                   FFMA R6, R0, R6, R5 ;
+        /*0060*/                   ISETP.GT.U32.AND P0, PT, R4, RZ, PT ;
+        /*0070*/                   FFMA R6, R0, R6, R5 ;
+        /*0080*/                   FFMA R6, R0, R6, R5 ;
+        /*0090*/                   FFMA R6, R0, R6, R5 ;
+        /*00a0*/               @P0 BRA `(.L_x_3) ;
+        /*00b0*/                   EXIT ;
+.L_x_4:
+        /*00c0*/                   BRA `(.L_x_4);
+"""
+
+
+@pytest.mark.parametrize("sass", [UNROLLED_CUOBJDUMP, UNROLLED_NVDISASM], ids=["cuobjdump", "nvdisasm"])
+def test_busiest_loop_is_the_main_loop_not_the_remainder(sass):
+    assert compiler_facts.busiest_loop(sass) == {"instructions": 6, "FFMA": 4}
+    assert compiler_facts.busiest_loop("/*0000*/ FFMA R1, R2, R3, R1 ;\n/*0010*/ EXIT ;") is None  # no loop
+
+
+def test_the_recorded_ffma_loops_are_what_part_4_counts():
+    """Each FFMA kernel of the latency benchmark is in the listing with its main loop: whole
+    passes of FFMA_UNROLL FFMAs per chain, plus the loop's own counter, compares and branch."""
+    rec = listing.load()
+    for chains in latency.FFMA_CHAINS:
+        k = rec["kernels"][listing.ffma_name(chains)]
+        loop = k["loop"]
+        assert loop["FFMA"] % (latency.FFMA_UNROLL * chains) == 0 and loop["instructions"] > loop["FFMA"]
+        assert compiler_facts.busiest_loop(k["sass"]) == loop  # the stored listing gives the same count
+        assert k["how"] and k["date"] and k["local_bytes"] == 0  # added with its own provenance; no spills
+    # the primer's kernels keep the record's own provenance
+    assert "how" not in rec["kernels"]["saxpy"] and rec["how"]

@@ -311,7 +311,7 @@ t_best = {k: 1e3 * model.estimate_s(p, *ODD_SHAPE) for k, p in best.items()}
 pct_any = 100 * any_cal["gflops"] / wide_cal["gflops"]
 print(f"any_shape 128x128 ran at {any_cal['gflops'] / 1e3:.1f} TFLOPS, wide 128x128 at {wide_cal['gflops'] / 1e3:.1f} "
       f"({pct_any:.0f}%). Scalar loads add {extra_loads} load instructions per thread per {ffma} FFMAs, "
-      f"{100 * extra_loads / ffma:.0f}% more load instructions. The scalar path adds more than loads: a predicate and "
+      f"{100 * extra_loads / ffma:.0f}% more load instructions. The scalar path also adds a predicate and "
       f"address arithmetic per load, scalar stores of C, and, at the cap of {any_cal['registers']} registers that "
       f"both kernels hit, {any_cal['local_bytes']} bytes per thread spilled to local memory (the wide kernel "
       f"{wide_cal['local_bytes']}; the compiler's table: 11b, section 3). "
@@ -359,8 +359,7 @@ if odd_plan.kernel == "padded":
 # every argument, finds the compiled version and calls the driver. `gl.sgemm` launches through a [Launcher](GLOSSARY.md#launcher), which does that work
 # once. A call costs the host its **issue time**, then the GPU its kernel time. Timed **back to
 # back** ([single call, back to back](GLOSSARY.md#single-call)), the host issues the next call while
-# the GPU runs this one: a call costs the longer of the two, the kernel unless the host is slower
-# ([host-bound](GLOSSARY.md#host-bound)).
+# the GPU runs this one: a call costs the longer of the two.
 #
 # cuBLAS is called through [nvmath-python](GLOSSARY.md#nvmath-python), NVIDIA's Python bindings.
 # The figure: five callers' issue times, 10 batches of 20 calls at four sizes. One caller is faster
@@ -380,7 +379,7 @@ for other in (c for c in costs.callers() if "kernel[grid, block]" in c or c.star
           + ("." if len(apart) == len(gaps) else "; elsewhere the spreads overlap and rank nothing."))
 
 # %% [markdown]
-# A timing is host-bound when issuing a call takes at least 80% of the time per call: its % of
+# A timing is [host-bound](GLOSSARY.md#host-bound) when issuing a call takes at least 80% of the time per call: its % of
 # cuBLAS then compares Python wrappers, not kernels. The rest of the lesson compares kernels back to
 # back without host-bound shapes (single calls: [11b](11b_what_we_tried.ipynb)). Batch many small
 # products ([CUDA graphs](REFERENCES.md#lesson-11): launches recorded once, replayed by one call).
@@ -480,7 +479,7 @@ skinny
 # %%
 plans_ms = skinny.get(SKINNY_SHAPE).plans_ms  # every candidate plan, timed in one pass
 whole_ms, split_ms = plans_ms[str(whole)], plans_ms[str(split)]
-print(f"Timed in one pass: {whole} {whole_ms:.3f} ms, {split} {split_ms:.3f} ms: {whole_ms / split_ms:.2f}x as fast "
+print(f"Timed in one pass: {whole} {whole_ms:.3f} ms, {split} {split_ms:.3f} ms: {whole_ms / split_ms:.2f}x as fast. "
       f"The fastest of all plans timed: "
       f"{min(plans_ms, key=lambda p: plans_ms[p] if isinstance(plans_ms[p], float) else math.inf)}.")
 exercises.compare_prediction(my_split_gain, whole_ms / split_ms, f"{split} against {whole} at 64x8192x8192 "

@@ -263,7 +263,8 @@ print(f"{pad_plan} at 33x65x47 (alpha 1.5, beta -0.5): right: {res.passed}")
 # **Predict.** 4095 x 4097 x 4093 is the work of 4096^3 give or take 0.1%, but nothing in it is a
 # multiple of 4, so `gl.sgemm` runs the padded plan. Its copies move seven matrices of about
 # 4096^2 floats (67 MB each): A and B read and written padded, the padded result read, C read and
-# written (with beta == 0 C is not read, but the model charges that read whatever beta is). A copy takes bytes / bandwidth, at about 3 TB/s on this GPU, plus about 5 µs per launch
+# written (with beta == 0 C is not read, but the model charges that read whatever beta is). A
+# copy takes bytes / bandwidth, at about 3 TB/s on this GPU, plus about 5 µs per launch
 # (three launches). How much longer than at 4096^3 will `gl.sgemm` take, back to back, in %? Then
 # run the next cell for the library's model.
 
@@ -285,7 +286,7 @@ print(f"The model picks {odd_plan} at {shape_name(ODD_SHAPE)} and {ref_plan} at 
 
 # %%
 # the shape suite (`python -m gemm_lessons.runs.shapes`: gl.sgemm and cuBLAS, each checked against
-# float64, then timed back to back on 13 shapes) run now on these two; on the simulator, its record
+# float64, then timed back to back on 13 shapes) run now on these two shapes; on the simulator, its record
 edges = shape_suite.measure_shapes([REFERENCE_SHAPE, ODD_SHAPE], single=False)
 edges
 
@@ -379,15 +380,16 @@ for other in (c for c in costs.callers() if "kernel[grid, block]" in c or c.star
           + ("." if len(apart) == len(gaps) else "; elsewhere the spreads overlap and rank nothing."))
 
 # %% [markdown]
-# A timing is [host-bound](GLOSSARY.md#host-bound) when issuing a call takes at least 80% of the time per call: its % of
-# cuBLAS then compares Python wrappers, not kernels. The rest of the lesson compares kernels back to
+# A timing is [host-bound](GLOSSARY.md#host-bound) when issuing a call takes at least 80% of the
+# time per call: its % of cuBLAS then compares Python wrappers, not kernels. The rest of the lesson compares kernels back to
 # back without host-bound shapes (single calls: [11b](11b_what_we_tried.ipynb)). Batch many small
 # products ([CUDA graphs](REFERENCES.md#lesson-11): launches recorded once, replayed by one call).
 #
 # ## 3 · Split-K: when C is too small to fill the GPU
 #
 # **The idea.** A block computes one BM x BN tile of C over all of K. At 64 x 8192 x 8192 with
-# 128 x 128 tiles that is 64 blocks, where the GPU has a few hundred slots (section 1): most of the GPU idles while each block walks all
+# 128 x 128 tiles that is 64 blocks, where the GPU has a few hundred slots (section 1): most of
+# the GPU idles while each block walks all
 # 8192 values of k, a [tail effect](GLOSSARY.md#tail-effect). [Split-K](GLOSSARY.md#split-k) cuts K
 # into s parts: s times the blocks, each summing its part into its own partial tile of a workspace;
 # a second kernel adds the parts. The price: one more launch, and the reduction's (s + 2) x M x N
@@ -672,7 +674,7 @@ exercises.check("11-split-k", split_k)
 #   and the wide kernel's split-K: on an H200, `gl.sgemm` uses its older model until
 #   `python -m gemm_lessons.runs.shapes` is run there again.
 # * The odd shape's extra time is more than its copies (as the model charges them) and its extra
-#   blocks (section 1 prints the rest); the copy kernel was not timed on its own, so where the rest
+#   blocks (section 1 prints both times); the copy kernel was not timed on its own, so where the rest
 #   goes is open.
 # * What the any-shape kernel's 64 bytes of spill cost on their own was not timed (11b, section 3).
 # * Single calls: the shape suite timed them too, and they took up to several times their time back

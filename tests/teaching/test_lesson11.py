@@ -173,6 +173,8 @@ def test_the_lessons_prose_constants_are_the_packages():
     assert "(128 x 128, 64 x 128, 128 x 64, 64 x 64)" in text and list(dispatch.TILES) == ["128x128", "64x128", "128x64", "64x64"]
     assert "1, 2, 3, 4, 6, 8, 12 or 16 ways" in text and dispatch.SPLITS == (1, 2, 3, 4, 6, 8, 12, 16)
     assert "at least 80% of the time per call" in text and suite_record.HOST_BOUND == 0.8
+    assert len(shapes.SQUARES) + len(shapes.ODD) + len(shapes.SKINNY) == len(REC.rows) == 13
+    assert text.count("13 shapes") == 2  # the shape suite, defined at first use
     M, N, K = suite_record.SKINNY_SHAPE
     assert N // dispatch.TILES["128x128"].BN == 64 and M <= dispatch.TILES["128x128"].BM and "that is 64 blocks" in text
     assert f"all\n# {K} values of k" in text

@@ -33,7 +33,7 @@ print(gl.banner())
 start = limiter_table.why(["warptile", "cublas"])  # lesson 10's limiter table, not shown: one sentence from it
 w, c = start.row("warptile"), start.row("cublas")
 what = {name: text.split(" (")[0] for name, text in WHAT.items()}  # "issue": "instruction issue", ...
-print(f"warptile: {w.measured_ms:.2f} ms at 4096^3, {100 * c.measured_ms / w.measured_ms:.0f}% of cuBLAS, bound by "
+print(f"warptile: {100 * c.measured_ms / w.measured_ms:.0f}% of cuBLAS's speed at 4096^3, bound by "
       + (f"{what[w.binding]} like cuBLAS." if w.binding == c.binding else f"{what[w.binding]} (cuBLAS by {what[c.binding]})."))
 
 # %% [markdown]
@@ -226,8 +226,8 @@ for name, (A_view, A_host) in views.items():
     print(f"20x12x32, A {name}, right:", problems.compare("view", C_view, A_host.astype(np.float64) @ B_host, 1.0, 0.0, 32).passed)
 
 # %%
-# the plan gl.sgemm runs for each: the layout decides the kernel; the tile size is the one the library's
-# timing model (section 4) estimates fastest
+# the plan gl.sgemm runs for each: the layout rules out the wide kernel; the library's timing model
+# (section 4) picks among the rest
 for name, (A_view, _) in views.items():
     print(f"20x12x32, A {name}: {library.plan_of(A_view, cuda.to_device(B_host))}")
 
@@ -263,7 +263,8 @@ print(f"{pad_plan} at 33x65x47 (alpha 1.5, beta -0.5): right: {res.passed}")
 # **Predict.** 4095 x 4097 x 4093 is the work of 4096^3 give or take 0.1%, but nothing in it is a
 # multiple of 4, so `gl.sgemm` runs the padded plan. Its copies move seven matrices of about
 # 4096^2 floats (67 MB each): A and B read and written padded, the padded result read, C read and
-# written. A copy takes bytes / bandwidth, at about 3 TB/s on this GPU, plus about 5 µs per launch
+# written (with beta == 0 C is not read, but the model charges that read whatever beta is). A
+# copy takes bytes / bandwidth, at about 3 TB/s on this GPU, plus about 5 µs per launch
 # (three launches). How much longer than at 4096^3 will `gl.sgemm` take, back to back, in %? Then
 # run the next cell for the library's model.
 
@@ -284,8 +285,8 @@ print(f"The model picks {odd_plan} at {shape_name(ODD_SHAPE)} and {ref_plan} at 
       + (f" ({', '.join(guessed)}: a guessed rate, not measured on this GPU)." if guessed else "."))
 
 # %%
-# measured now on a GPU as the shape suite does (checked against float64, then back to back, cuBLAS in
-# the same run); on the simulator, the suite's record
+# the shape suite (`python -m gemm_lessons.runs.shapes`: gl.sgemm and cuBLAS, each checked against
+# float64, then timed back to back on 13 shapes) run now on these two shapes; on the simulator, its record
 edges = shape_suite.measure_shapes([REFERENCE_SHAPE, ODD_SHAPE], single=False)
 edges
 
@@ -296,8 +297,8 @@ exercises.compare_prediction(my_odd_extra_pct, 100 * odd_extra_ms / ref_row.back
                              "gl.sgemm at 4095x4097x4093, % more time than at 4096^3 (back to back)", edges.source)
 
 # %% [markdown]
-# **Why.** First, why the copies beat the any-shape kernel. The shape suite (section 4) compiled
-# and timed both kernels on an aligned 4096^3 square:
+# **Why.** First, why the copies beat the any-shape kernel. Before its 13 shapes, the shape suite
+# **calibrates**: it times each kernel on an aligned 4096^3 square:
 
 # %%
 rec = suite_record.load()  # the shape suite's record
@@ -310,20 +311,22 @@ best = {k: min((p for p in dispatch.candidates(*ODD_SHAPE, False, model) if p.ke
 t_best = {k: 1e3 * model.estimate_s(p, *ODD_SHAPE) for k, p in best.items()}
 pct_any = 100 * any_cal["gflops"] / wide_cal["gflops"]
 print(f"any_shape 128x128 ran at {any_cal['gflops'] / 1e3:.1f} TFLOPS, wide 128x128 at {wide_cal['gflops'] / 1e3:.1f} "
-      f"({pct_any:.0f}%). Scalar loads cost {extra_loads} more load instructions per thread per {ffma} FFMAs, about "
-      f"{100 * extra_loads / ffma:.0f}% more instructions: not {100 - pct_any:.0f}%. The compiler's facts: both "
-      f"kernels hit the cap of {any_cal['registers']} registers per thread; the any-shape kernel spills "
-      f"{any_cal['local_bytes']} bytes per thread to local memory, the wide kernel "
-      f"{wide_cal['local_bytes']}; the spill's own cost is not timed. "
+      f"({pct_any:.0f}%). Scalar loads add {extra_loads} load instructions per thread per {ffma} FFMAs, "
+      f"{100 * extra_loads / ffma:.0f}% more load instructions. The scalar path also adds a predicate and "
+      f"address arithmetic per load, scalar stores of C, and, at the cap of {any_cal['registers']} registers that "
+      f"both kernels hit, {any_cal['local_bytes']} bytes per thread spilled to local memory (the wide kernel "
+      f"{wide_cal['local_bytes']}; the compiler's table: 11b, section 3). "
       f"At {shape_name(ODD_SHAPE)} the model estimates {best['padded']} at {t_best['padded']:.3f} ms and "
       f"{best['any_shape']} at {t_best['any_shape']:.3f} ms: "
       + ("the copies cost less than the slower kernel." if t_best["padded"] < t_best["any_shape"] else
          "the slower kernel costs less than the copies."))
 
 # %% [markdown]
-# Second, why the odd shape took more than the model's copies. The model charges each
-# [wave](GLOSSARY.md#wave)'s busiest SM (section 4). Padding N to a multiple of 4 adds a column of
-# tiles:
+# Second, why the odd shape took more than the model's copies. A **slot** is room for one
+# [resident](GLOSSARY.md#resident) block on an SM (SMs x blocks/SM slots); a [wave](GLOSSARY.md#wave)
+# fills them all. The model charges a partial last wave as a full one; the GPU charges it only its
+# share, since a block starts whenever another finishes. Padding N to a multiple of 4 adds a column
+# of tiles:
 
 # %%
 N4, K4 = dispatch.padded_sides(*ODD_SHAPE[1:])
@@ -333,18 +336,21 @@ slots = model.speed(ref_plan).blocks_per_sm * model.sms
 waves = {k: b / slots for k, b in blocks.items()}
 bps = model.speed(ref_plan).blocks_per_sm
 charged = {k: b // slots + -(-(b % slots) // model.sms) / bps for k, b in blocks.items()}  # the busiest SM's waves
-ref_ms = ref_row.back_to_back_gl.median_ms
-more_work_ms = ref_ms * (blocks["padded"] / blocks["4096^3"] - 1)  # the extra blocks at 4096^3's measured rate
+ref_ms = ref_row.back_to_back_gl.median_ms  # 4096^3, back to back, the table above
+more_work_ms = ref_ms * (blocks["padded"] / blocks["4096^3"] - 1)  # the extra blocks at their share
+cal_ms = wide_cal["median_ms"]  # 4096^3 in the calibration
+full_waves_ms = cal_ms * charged["4096^3"] / waves["4096^3"]
 print(f"{blocks['4096^3']:,} blocks at 4096^3, {blocks['padded']:,} on the padded sides ({N4} columns): "
-      f"{100 * (blocks['padded'] / blocks['4096^3'] - 1):.1f}% more work, {more_work_ms:.3f} ms at 4096^3's measured "
-      f"rate. With {slots} slots that is {waves['4096^3']:.2f} and {waves['padded']:.2f} waves; the model, counting the "
-      f"busiest SM, charges {charged['4096^3']:g} and {charged['padded']:g} (hence its {t_ref:.3f} ms at 4096^3 against "
-      f"the {wide_cal['median_ms']:.3f} ms timed there)"
-      + (", so the extra blocks cost nothing in it." if charged["4096^3"] == charged["padded"] else "."))
+      f"{100 * (blocks['padded'] / blocks['4096^3'] - 1):.1f}% more work. With {slots} slots that is "
+      f"{waves['4096^3']:.2f} and {waves['padded']:.2f} waves. The model's {t_ref:.3f} ms at 4096^3 "
+      + ("is" if abs(full_waves_ms / t_ref - 1) < 0.01 else "is close to")
+      + f" the calibration's {cal_ms:.3f} ms x {charged['4096^3']:g} / {waves['4096^3']:.2f}: it charges "
+      f"{charged['4096^3']:g} full waves. At their share the extra blocks cost "
+      f"{100 * (blocks['padded'] / blocks['4096^3'] - 1):.1f}% of the {ref_ms:.3f} ms measured above: {more_work_ms:.3f} ms.")
 if odd_plan.kernel == "padded":
     explained = 1e3 * model.padding_s(*ODD_SHAPE) + more_work_ms
-    print(f"Copies and extra blocks: {explained:.3f} ms of the {odd_extra_ms:.3f} ms measured"
-          + (f"; the other {odd_extra_ms - explained:.3f} ms: Lab notes." if odd_extra_ms > explained else "."))
+    print(f"Copies ({1e3 * model.padding_s(*ODD_SHAPE):.3f} ms) and extra blocks: {explained:.3f} ms of the "
+          f"{odd_extra_ms:.3f} ms measured" + ("; the rest: Lab notes." if odd_extra_ms > explained else "."))
 
 # %% [markdown]
 # ## 2 · What a call costs
@@ -354,13 +360,11 @@ if odd_plan.kernel == "padded":
 # every argument, finds the compiled version and calls the driver. `gl.sgemm` launches through a [Launcher](GLOSSARY.md#launcher), which does that work
 # once. A call costs the host its **issue time**, then the GPU its kernel time. Timed **back to
 # back** ([single call, back to back](GLOSSARY.md#single-call)), the host issues the next call while
-# the GPU runs this one: a call costs the longer of the two, the kernel unless the host is slower
-# ([host-bound](GLOSSARY.md#host-bound)).
+# the GPU runs this one: a call costs the longer of the two.
 #
-# cuBLAS is called through [nvmath-python](GLOSSARY.md#nvmath-python), NVIDIA's Python bindings to
-# its math libraries. The next cell times the issue of five callers in 10 batches of 20 calls at
-# four sizes. A difference between two callers counts only where one's 90th percentile lies below
-# the other's 10th ([p10-p90](GLOSSARY.md#p10-p90)): the gap is then larger than the batches' spread.
+# cuBLAS is called through [nvmath-python](GLOSSARY.md#nvmath-python), NVIDIA's Python bindings.
+# The figure: five callers' issue times, 10 batches of 20 calls at four sizes. One caller is faster
+# only where its 90th percentile lies below the other's 10th ([p10-p90](GLOSSARY.md#p10-p90)).
 
 # %%
 costs = call_overhead.call_costs()
@@ -376,17 +380,16 @@ for other in (c for c in costs.callers() if "kernel[grid, block]" in c or c.star
           + ("." if len(apart) == len(gaps) else "; elsewhere the spreads overlap and rank nothing."))
 
 # %% [markdown]
-# A product whose kernel takes less than its caller's issue time (tens of µs above) is host-bound
-# back to back: its % of cuBLAS compares Python wrappers, not kernels. So the rest of the lesson
-# compares kernels back to back and leaves host-bound shapes out (single calls: [11b](11b_what_we_tried.ipynb)).
-# For users: pass C when you have one, and batch many small products ([CUDA graphs](REFERENCES.md#lesson-11):
-# a sequence of launches recorded once and replayed by one call).
+# A timing is [host-bound](GLOSSARY.md#host-bound) when issuing a call takes at least 80% of the
+# time per call: its % of cuBLAS then compares Python wrappers, not kernels. The rest of the lesson compares kernels back to
+# back without host-bound shapes (single calls: [11b](11b_what_we_tried.ipynb)). Batch many small
+# products ([CUDA graphs](REFERENCES.md#lesson-11): launches recorded once, replayed by one call).
 #
 # ## 3 · Split-K: when C is too small to fill the GPU
 #
 # **The idea.** A block computes one BM x BN tile of C over all of K. At 64 x 8192 x 8192 with
-# 128 x 128 tiles that is 64 blocks, where the GPU has a few hundred **slots** (room for one
-# [resident](GLOSSARY.md#resident) block on an SM): most of the GPU idles while each block walks all
+# 128 x 128 tiles that is 64 blocks, where the GPU has a few hundred slots (section 1): most of
+# the GPU idles while each block walks all
 # 8192 values of k, a [tail effect](GLOSSARY.md#tail-effect). [Split-K](GLOSSARY.md#split-k) cuts K
 # into s parts: s times the blocks, each summing its part into its own partial tile of a workspace;
 # a second kernel adds the parts. The price: one more launch, and the reduction's (s + 2) x M x N
@@ -456,8 +459,8 @@ print("the library's plan, right:", problems.check(
 
 # %% [markdown]
 # **Predict.** At 64 x 8192 x 8192, how many times as fast as the fastest plan without split-K will
-# the fastest split-K plan be? Count the busy slots in the figure (the reduction is not in it), then
-# run the next cell for the model's answer.
+# the fastest split-K plan be? Count the busy slots in the figure (the reduction is not in it), and
+# ask whether one block alone on an SM runs at a third of its rate; then run the next cell.
 
 # %%
 my_split_gain = None  # your prediction: times as fast (for example 2)
@@ -478,8 +481,8 @@ skinny
 # %%
 plans_ms = skinny.get(SKINNY_SHAPE).plans_ms  # every candidate plan, timed in one pass
 whole_ms, split_ms = plans_ms[str(whole)], plans_ms[str(split)]
-print(f"Timed in one pass: {whole} {whole_ms:.3f} ms, {split} {split_ms:.3f} ms: {whole_ms / split_ms:.2f}x as fast "
-      f"(the table above is another pass of the same plan). The fastest of all plans timed: "
+print(f"Timed in one pass: {whole} {whole_ms:.3f} ms, {split} {split_ms:.3f} ms: {whole_ms / split_ms:.2f}x as fast. "
+      f"The fastest of all plans timed: "
       f"{min(plans_ms, key=lambda p: plans_ms[p] if isinstance(plans_ms[p], float) else math.inf)}.")
 exercises.compare_prediction(my_split_gain, whole_ms / split_ms, f"{split} against {whole} at 64x8192x8192 "
                              "(times as fast)", skinny.source)
@@ -550,22 +553,23 @@ mean, kept, left_out = shape_suite.back_to_back_geomean(rec)
 lo, hi = (f(kept, key=lambda r: r.pct_cublas_back_to_back) for f in (min, max))
 without_hi = math.exp(sum(math.log(r.pct_cublas_back_to_back) for r in kept if r is not hi) / (len(kept) - 1))
 print(f"Over the {len(kept)} shapes where neither caller was host-bound, gl.sgemm ran at {mean:.0f}% of cuBLAS back "
-      f"to back (geometric mean; {without_hi:.0f}% without {shape_name(hi.shape)}, where it ran at "
-      f"{hi.pct_cublas_back_to_back:.0f}%: Lab notes), the lowest {lo.pct_cublas_back_to_back:.0f}% "
-      f"({shape_name(lo.shape)}).")
+      f"to back (geometric mean), from {lo.pct_cublas_back_to_back:.0f}% ({shape_name(lo.shape)}) to "
+      f"{hi.pct_cublas_back_to_back:.0f}% ({shape_name(hi.shape)}" + (": Lab notes)." if hi.pct_cublas_back_to_back > 110 else ")."))
 for r in left_out:
     for who in ("gl", "cublas"):
         if shape_suite.host_bound(rec, r, who):
             n, issue, per_call = shape_suite.host_bound_evidence(rec, r, who)
-            print(f"Left out, hatched: {shape_name(r.shape)}, where {shape_suite.WHO[who]} took {issue:.0f} µs to issue a "
-                  f"call (at {n}^2) against {per_call:.1f} µs per call back to back: host-bound.")
+            print(f"Left out, hatched: {shape_name(r.shape)}: {shape_suite.WHO[who]}'s issue time, from the suite's separate "
+                  f"call-cost probe at {n}^2, was {issue:.0f} µs; its time per call back to back {per_call:.1f} µs: "
+                  f"issue at least 80% of it, host-bound.")
 
 # %% [markdown]
 # ## 5 · Why cuBLAS is many kernels plus heuristics
 #
 # Everything above happens inside cuBLAS too, at a larger scale ([REFERENCES.md](REFERENCES.md#lesson-11)):
 #
-# * **A heuristic picks a kernel per problem**: cuBLASLt "uses heuristics to pick the most
+# * **A heuristic picks a kernel per problem**: cuBLASLt (cuBLAS's lower-level matmul interface)
+#   "uses heuristics to pick the most
 #   suitable matmul kernel" and caches the choice, as `gl.sgemm` remembers its plan per shape.
 # * **It ranks candidates by estimated time** (`cublasLtMatmulAlgoGetHeuristic`) and lets a caller
 #   time several: what the shape suite did to check our model.
@@ -669,8 +673,9 @@ exercises.check("11-split-k", split_k)
 #   provenance). The H200's shape record (`results/shapes-nvidia-h200.json`) predates the padded plan
 #   and the wide kernel's split-K: on an H200, `gl.sgemm` uses its older model until
 #   `python -m gemm_lessons.runs.shapes` is run there again.
-# * The odd shape's extra time is more than its copies and its extra blocks (section 1 prints the
-#   rest); the copies were not timed on their own, so where the rest goes is open.
+# * The odd shape's extra time is more than its copies (as the model charges them) and its extra
+#   blocks (section 1 prints both times); the copy kernel was not timed on its own, so where the rest
+#   goes is open.
 # * What the any-shape kernel's 64 bytes of spill cost on their own was not timed (11b, section 3).
 # * Single calls: the shape suite timed them too, and they took up to several times their time back
 #   to back; the next cell lists the worst, [11b](11b_what_we_tried.ipynb) section 1 the rest.
@@ -681,7 +686,8 @@ exercises.check("11-split-k", split_k)
 #   shape) is in [11b · what we tried](11b_what_we_tried.ipynb).
 
 # %%
-print(f"shape suite: {suite_record.label(rec)}, commit {rec.git_commit}, `{suite_record.command(rec)}`")
+print(f"shape suite: {suite_record.label(rec)}, commit {rec.git_commit}, `{suite_record.command(rec)}`"
+      + (" (the module is now gemm_lessons.runs.shapes)" if "gemm_lessons.shapes" in suite_record.command(rec) else ""))
 print(", ".join(f"{k} {v}" for k, v in (rec.versions or {}).items()))
 print(f"dispatch model in use here: {model.source}")
 for kind, r, who in shape_suite.unexplained(rec):

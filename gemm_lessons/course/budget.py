@@ -67,6 +67,7 @@ def notebooks():
 
 WORDS_PER_MINUTE = 200
 COURSE_ROW = re.compile(r"^\| (?P<n>\w+) \| (?P<nb>[^|]+) \| (?P<words>[\d,]+) \| (?P<min>\d+) min \|(?P<rest>.*)$")
+COURSE_HOURS = re.compile(r"(At 200 words a minute the main path is about )[\d.]+( hours of reading)")
 COURSE_TOTAL = re.compile(r"^\| \| all (?P<count>\d+) \| (?P<words>[\d,]+) \| (?P<min>\d+) min \|(?P<rest>.*)$")
 
 
@@ -85,7 +86,8 @@ def course_table(text, words_of):
         if t:
             line = f"| | all {count} | {total:,} | {round(total / WORDS_PER_MINUTE)} min |" + t.group("rest")
         lines.append(line)
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    return COURSE_HOURS.sub(lambda m: f"{m.group(1)}{total / WORDS_PER_MINUTE / 60:.1f}{m.group(2)}", text)
 
 
 def lesson_words():

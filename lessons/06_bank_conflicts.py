@@ -40,7 +40,7 @@ print(f"vec at 4096^3 on the {prev.device}: {r.measured_ms:.2f} ms, {2 * 4096**3
 # `(a // 4) % 32`; each bank delivers one word per cycle. A warp-wide access is served in
 # [phases](GLOSSARY.md#phase), each taking at least one wavefront (one pass of shared memory):
 #
-# * 4-byte (`LDS.32`; the SASS writes `LDS`): all 32 lanes in one phase;
+# * 4-byte (`LDS.32`, the SASS's `LDS`): all 32 lanes in one phase;
 # * 8-byte (`LDS.64`): two phases, lanes 0-15 then 16-31;
 # * 16-byte (`LDS.128`): four phases of 8 lanes (8 x 16 bytes = one word per bank).
 #
@@ -72,17 +72,15 @@ for name, (addrs, width) in examples.items():
 # `LDS.128`. Which 8 threads share a phase depends on how the warp's 32 threads are laid over
 # the block:
 #
-# * **2 x 16, lanes along columns** (`vec`): lane l is thread row l // 16, column l % 16
-#   (consecutive lanes take consecutive thread columns); a phase's 8 threads start 32 bytes
-#   apart and cover 256 bytes: two words in every bank they touch, 2-way.
-# * **4 x 8, lanes along rows**: lane l is thread row l % 4, column l // 4 (consecutive lanes
-#   go down a thread column); a phase is 2 thread columns x 4 rows; a column's 4 threads read
-#   the same address (broadcast): no conflict.
+# * **2 x 16, lanes along columns** (`vec`): lane l is thread row l // 16, column l % 16; a
+#   phase's 8 threads start 32 bytes apart and cover 256 bytes: two words in every bank they
+#   touch, 2-way.
+# * **4 x 8, lanes along rows**: lane l is thread row l % 4, column l // 4; a phase is 2 thread
+#   columns x 4 rows; a column's 4 threads read the same address (broadcast): no conflict.
 # * **2 x 16, each 8x8 tile split into four 4x4**: a thread owns columns `c..c+3` and
 #   `c+64..c+67`; a phase's 8 threads read 128 contiguous bytes: no conflict.
 #
-# Lesson 08 makes the warp's shape a parameter (4 x 8 has a second merit: Lab notes); `vec_split`
-# keeps 2 x 16 and splits the tile.
+# `vec_split` keeps 2 x 16 and splits the tile (lesson 08 tries 4 x 8; Lab notes).
 #
 # ## The tracer on the lesson's kernels
 #
@@ -103,10 +101,9 @@ for name, t in traces.items():
     print(f"{name:<10} loads: {ld['instructions']} instructions, {ld['wavefronts']} wavefronts "
           f"({ld['conflicts']} from conflicts); stores: {st['instructions']} instructions, {st['wavefronts']} wavefronts "
           f"(ideal {st['ideal']})")
-    for arr in ("sAT", "sB"):
-        ins = [i for i in t.instructions if i.op == "st" and i.array == arr]
-        print(f"{'':<10} stores into {arr}: {len(ins)} instructions, {sum(i.cost.wavefronts for i in ins)} wavefronts, "
-              f"{max(i.cost.degree for i in ins)}-way")
+print("Both kernels' stores: " + "; ".join(
+    f"{arr} {sum(i.cost.wavefronts for i in ins)} wavefronts, {max(i.cost.degree for i in ins)}-way" for arr, ins in
+    ((a, [i for i in t.instructions if i.op == "st" and i.array == a]) for a in ("sAT", "sB"))))
 
 # %%
 maps = {"vec (2 x 16, lanes along columns), traced": traces["vec"].first("ld", array="sB").addresses,
@@ -116,25 +113,22 @@ fig, ax = plt.subplots(3, 1, figsize=(13, 8.5), dpi=85)  # dpi: a smaller pictur
 for a, (label, addresses) in zip(ax, maps.items()):
     doc, paired = (bank_model.wavefronts(addresses, 16, paired_loads=p).wavefronts for p in (False, True))
     figures.bank_map(addresses, 16, ax=a, title=f"{label}: {doc} wavefronts (documented rules), {paired} (paired-load rule)")
-    print(f"{label}: {doc} wavefronts by the documented rules, {paired} by the paired-load rule")
 plt.tight_layout()
 
 # %% [markdown]
 # *One warp's first 16-byte read of the B tile (`sB[k, ...]`, warp 0): a column per bank, a row
-# per 128 bytes of shared memory, each access labelled with all its lanes ("0,16": lanes 0 and
-# 16 read the same float4; "0-3": lanes 0 to 3). Colour: the phase; red: a word sharing its
-# bank with another of its phase. The traced maps start at byte 4096 (`sB` follows `sAT`'s
-# 4096 bytes), the 4 x 8 map at 0. `vec`'s phase 0 (lanes 0-7) spans 256 bytes, 2-way;
-# `vec_split`'s, one 128-byte row. Its lanes pair up, so the 4 x 8 shape would cost half of
-# `vec_split`'s wavefronts under the paired-load rule; the GPU was not measured on it.*
+# per 128 bytes, each access labelled with its lanes ("0-3": lanes 0 to 3). Colour: the phase;
+# red: a word sharing its bank with another of its phase. The traced maps start at byte 4096
+# (`sB` follows `sAT`'s 4096 bytes), the 4 x 8 map at 0. `vec`'s phase 0 (lanes 0-7) spans 256
+# bytes, 2-way; `vec_split`'s, one 128-byte row. The 4 x 8 lanes pair up: by the paired-load
+# rule (not measured for this layout) it costs half of `vec_split`'s wavefronts.*
 #
-# The loads lose their conflicts; the stores that stage the tiles keep theirs: `sAT`'s
-# transposing stores are 2-way (lanes 2t and 2t+1 write rows d and d + 4 of one column: one
-# bank), `sB`'s four scalar stores 4-way (lanes 16 bytes apart: 4 lanes per bank). Padding
-# `sAT`'s rows by 4 floats would fix the first (the exercise does it); the Why section says
-# why `vec_split` leaves them. **The GPU agrees:** `tools/bank_truth.py` ran the kernels under
-# [Nsight Compute](GLOSSARY.md#ncu) (ncu) on a small problem, beside the tracer's counts (the
-# float64 rows: a test kernel's 8-byte reads, consecutive and at stride 2):
+# The loads lose their conflicts; the staging stores keep theirs: `sAT`'s transposing stores
+# are 2-way (lanes 2t and 2t+1 write rows d and d + 4 of one column: one bank), `sB`'s scalar
+# stores 4-way (lanes 16 bytes apart). Padding `sAT`'s rows by 4 floats would fix the first
+# (the exercise does it). **The GPU agrees:** [Nsight Compute](GLOSSARY.md#ncu) (ncu) counted
+# the kernels on a small problem (`tools/bank_truth.py`; float64 rows: a test kernel's 8-byte
+# reads):
 
 # %%
 truth = results.load_banks(prev.device)  # results/banks-<device>.json, from tools/bank_truth.py
@@ -166,7 +160,7 @@ print(f"ncu ({truth.device}) and the tracer differ by at most {100 * worst:.1f}%
 # * [issue](GLOSSARY.md#issue): 4 warp-instructions per cycle;
 # * shared memory: 1 wavefront per cycle.
 #
-# The limiter run's profiler counted both kernels at 4096^3 (the tracer's block beside it):
+# The limiter run's profiler counted both kernels at 4096^3 (beside: the tracer's block):
 
 # %%
 work = {rung: limiter_table.counts(rung) for rung in ("vec", "vec_split")}  # one launch at 4096^3 each
@@ -316,9 +310,8 @@ exercises.compare_prediction(my_speedup, table.speedup("vec_split", "vec"), "vec
 # %% [markdown]
 # ## Why: the limiter model
 #
-# The table prices both rungs; the sentences below it add the profiler's view (*short
-# scoreboard*, a [stall reason](GLOSSARY.md#stall-reasons): a warp waiting for a shared-memory
-# result).
+# *Short scoreboard* below is a [stall reason](GLOSSARY.md#stall-reasons): a warp waiting for a
+# shared-memory result.
 
 # %%
 why = limiter_table.why(["vec", "vec_split", "cublas"], measured=table, decimals=2)
@@ -327,28 +320,24 @@ why
 # %%
 rv, rs = why.row("vec"), why.row("vec_split")
 short = limiter_table.SHORT
-print(f"vec is {short[rv.binding]}-bound ({rv.ceilings_ms[rv.binding]:.2f} ms), issue right behind "
-      f"({rv.ceilings_ms['issue']:.2f} ms). The split cuts the shared ceiling to {rs.ceilings_ms['shared']:.2f} ms; "
-      f"{short[rs.binding]} binds ({rs.ceilings_ms[rs.binding]:.2f} ms): predicted {rv.predicted_ms / rs.predicted_ms:.2f}x, "
-      f"measured {rv.measured_ms / rs.measured_ms:.2f}x" + ("." if rv.measured_here and rs.measured_here else " (limiter run)."))
 agree = [x.rung for x in (rv, rs) if x.agrees]
-print("The profiler's busiest unit is the model's binding one for " + (" and ".join(agree) if agree else "neither rung")
+print("The profiler's busiest unit is the binding one for " + (" and ".join(agree) if agree else "neither rung")
       + f". Measured/predicted is {rv.ratio:.2f} and {rs.ratio:.2f}: the model assumes the binding unit always busy; "
-      f"it was {rv.utilization_pct[rv.binding]:.0f}% and {rs.utilization_pct[rs.binding]:.0f}% busy, "
-      "the rest stalls (barriers, waits for loads).")
+      f"it was {rv.utilization_pct[rv.binding]:.0f}% and {rs.utilization_pct[rs.binding]:.0f}% busy (stalls: barriers, "
+      "waits for loads).")
 u_v, u_s = rv.utilization_pct["issue"], rs.utilization_pct["issue"]
 gain, model_gain = rv.measured_ms / rs.measured_ms, rv.predicted_ms / rs.predicted_ms
 prof_06 = gl.profile({"vec": ladder.SGEMM["vec"], "vec_split": ladder.SGEMM["vec_split"]}, size=(4096, 4096, 4096),
                      lesson="06")  # Nsight Compute's counters for both kernels (the table: Lab notes)
 waits = {n: dict(prof_06.top_stalls(n, 10)).get("short_scoreboard", 0) for n in ("vec", "vec_split")}
-print(f"The model predicts {100 * (model_gain - 1):+.0f}%; measured {100 * (gain - 1):+.0f}%. With {100 * (1 - 1 / cut):.0f}% "
+print(f"vec_split: {short[rs.binding]} binds; the model predicts {100 * (model_gain - 1):+.0f}% over vec, measured "
+      f"{100 * (gain - 1):+.0f}%. With {100 * (1 - 1 / cut):.0f}% "
       f"fewer wavefronts, warps wait less on shared loads (short scoreboard {waits['vec']:.0f}% -> {waits['vec_split']:.0f}% "
-      f"of cycles, {prof_06.source.split(' (')[0]}) and issue more often (issue busy {u_v:.0f}% -> {u_s:.0f}%, "
+      f"of cycles, {prof_06.source.split(',')[0]}) and issue more often (issue busy {u_v:.0f}% -> {u_s:.0f}%, "
       f"a ratio of {u_s / u_v:.2f}): with the instruction count unchanged, the time falls by that ratio.")
 st = {n: traces[n].totals("st") for n in traces}
 print(f"The stores' conflicts are {st['vec_split']['wavefronts'] - st['vec_split']['ideal']:,} of vec_split's "
-      f"{traced['vec_split']:,} wavefronts per traced block; shared memory no longer binds, so by the model "
-      "removing them buys nothing.")
+      f"{traced['vec_split']:,} wavefronts per traced block; shared memory no longer binds: removing them buys nothing.")
 
 # %% [markdown]
 # The next rungs must cut instructions: cuBLAS's issue ceiling is lower than `vec_split`'s.
@@ -356,15 +345,13 @@ print(f"The stores' conflicts are {st['vec_split']['wavefronts'] - st['vec_split
 # ## Padding, and why the float4 GEMM does not pad by one
 #
 # [Padding](GLOSSARY.md#padding) each row by one float moves the next row one bank on: a
-# column read becomes conflict-free (the 32x33 example; lesson 09). A 16-byte-load GEMM cannot
-# use it:
+# column read becomes conflict-free (the 32x33 example). A 16-byte-load GEMM cannot use it:
 #
 # 1. **Alignment.** A 16-byte access must start on a 16-byte boundary. Rows of 129 floats
 #    start at byte 516k, aligned only when k is a multiple of 4: no `LDS.128`. Padding by 4
 #    floats keeps rows aligned.
 # 2. **Occupancy.** Padding grows shared memory per block; near a boundary, a little more
-#    costs a whole block per SM (the *occupancy cliff* of source article
-#    [[4]](REFERENCES.md#seed-003)).
+#    costs a whole block per SM (source article [[4]](REFERENCES.md#seed-003); Lab notes).
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -375,31 +362,26 @@ except ValueError as e:
     print("16-byte access on a padded row:", e)
 vec_facts = results.load().compiler["vec"]  # the compiler's facts of vec in the benchmark's record
 regs, smem = vec_facts["registers"], vec_facts["shared_bytes"]
-for label, regs, smem in [("vec, unpadded", regs, smem), ("vec, rows padded by 4 floats", regs, smem + 2 * 8 * 4 * 4),
-                          ("44 KiB, 32 registers", 32, 44 * 1024),
-                          ("45 KiB, 32 registers", 32, 45 * 1024)]:
+for label, regs, smem in [("vec, unpadded", regs, smem), ("vec, rows padded by 4 floats", regs, smem + 2 * 8 * 4 * 4)]:
     print(f"{label:<29} -> %d blocks per SM (%s)" % blocks_per_sm(regs, smem, 256))
 
 # %% [markdown]
-# `vec`'s registers decide its occupancy, so padding costs it nothing. Near the shared-memory
-# boundary a block is lost (256-thread blocks; an SM has 228 KiB and reserves 1 KiB per block:
-# 5 x (44 + 1) KiB fit, 5 x (45 + 1) do not). Nor would padding fix `vec`'s `sB` reads: their
-# lanes are 32 bytes apart within one row.
+# `vec`'s registers decide its occupancy, so padding costs it nothing. Nor would padding fix
+# `vec`'s `sB` reads: their lanes are 32 bytes apart within one row.
 #
 # ## Exercise 06-conflict-free: a kernel without bank conflicts
 #
 # Lesson 05's exercise kernel (64 x 64 tile, 64 threads, 8x8 results each) is correct, but the
 # tracer finds two conflicts:
 #
-# * **stores into `sAT`**: lanes `2t` and `2t+1` write column `t` of rows `d` and `d + 4`;
-#   with rows of 64 floats both land in one bank (2-way);
+# * **stores into `sAT`**: 2-way, as in `vec` (rows `d` and `d + 4` of a column share a bank);
 # * **loads from `sB`**: a thread's 8 columns are side by side (`col_of(j) = tc * 8 + j`), so
 #   a phase's 8 lanes read 32 bytes apart (2-way, as in `vec`).
 #
 # Remove both, keeping loads 16 bytes wide: choose the padding `PAD` of `sAT`'s rows (rows
 # must start on 16-byte boundaries) and rewrite `col_of(j)`, the tile column of a thread's
-# result column `j = 0..7` (it places the `sB` loads and C stores). The check runs the kernel
-# against the float64 reference, then traces one block.
+# result column `j = 0..7` (it places the `sB` loads and C stores). The check also traces one
+# block.
 
 # %%
 import numpy as np
@@ -489,15 +471,12 @@ exercises.check("06-conflict-free", sgemm_ex06)
 # ## Takeaway
 #
 # * 32 banks of 4 bytes; a warp access is served in phases of 32, 16 or 8 lanes (4-, 8-,
-#   16-byte accesses), each costing as many wavefronts as its busiest bank holds distinct
-#   words. Broadcasts are free.
-# * The bank tracer prices a kernel's shared accesses on the simulator; the GPU's profiler
-#   counts the same wavefronts.
+#   16-byte accesses), each costing as many wavefronts as its busiest bank holds distinct words.
+# * The bank tracer prices shared accesses on the simulator; the GPU's profiler agrees.
 # * Fixes: pad rows (column reads), a 4 x 8 warp, or split a thread's 8x8 tile into four 4x4.
-#   A 16-byte-load GEMM pads by multiples of 4 floats, or not at all.
-# * `vec_split` removes a third of `vec`'s wavefronts. Issue, right behind shared memory, binds
-#   now: the model predicts +2%. The measured gain is larger: with fewer wavefronts, warps stall
-#   less on shared loads and issue more often, with the same instructions.
+#   A 16-byte-load GEMM pads by multiples of 4 floats.
+# * `vec_split` removes a third of `vec`'s wavefronts; issue binds now: the model predicts +2%.
+#   It gains more: warps stall less on shared loads and issue more often.
 
 # %% [markdown]
 # ## Sources and further reading
@@ -518,6 +497,14 @@ exercises.check("06-conflict-free", sgemm_ex06)
 # (["Unexpected shared memory bank conflict"](https://forums.developer.nvidia.com/t/unexpected-shared-memory-bank-conflict/77228))
 # says the return is then packed two lanes per register, for compute capability 7.0-7.5.
 #
+# **The occupancy cliff.** Near the shared-memory boundary a block is lost (256-thread blocks;
+# an SM has 228 KiB and reserves 1 KiB per block: 5 x (44 + 1) KiB fit, 5 x (45 + 1) do not):
+
+# %%
+for label, regs, smem in [("44 KiB, 32 registers", 32, 44 * 1024), ("45 KiB, 32 registers", 32, 45 * 1024)]:
+    print(f"{label:<29} -> %d blocks per SM (%s)" % blocks_per_sm(regs, smem, 256))
+
+# %% [markdown]
 # **Warp shape and reuse.** A 4 x 8 warp of 8x8-per-thread tiles covers 32 x 64 results, a
 # 2 x 16 warp 16 x 128: the squarer one reads fewer distinct shared values per FMA, a higher
 # compute-to-memory ratio $2/(1/x + 1/y)$ (lesson 04).

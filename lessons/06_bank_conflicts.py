@@ -31,8 +31,7 @@ print(f"vec at 4096^3 on the {prev.device}: {r.measured_ms:.2f} ms, {2 * 4096**3
       f"{WHAT[second].split(' (')[0]}, {r.ceilings_ms[second]:.2f} ms.")
 
 # %% [markdown]
-# This lesson finds where `vec` wastes shared-memory [wavefronts](GLOSSARY.md#wavefront),
-# removes the waste, and asks what that buys.
+# This lesson finds and removes `vec`'s wasted shared-memory [wavefronts](GLOSSARY.md#wavefront).
 #
 # ## Idea: 32 banks, served in phases
 #
@@ -119,8 +118,7 @@ plt.tight_layout()
 # *One warp's first 16-byte read of the B tile (`sB[k, ...]`, warp 0): a column per bank, a row
 # per 128 bytes, each access labelled with its lanes ("0-3": lanes 0 to 3). Colour: the phase;
 # red: a word sharing its bank with another of its phase. The traced maps start at byte 4096
-# (`sB` follows `sAT`'s 4096 bytes), the 4 x 8 map at 0. `vec`'s phase 0 (lanes 0-7) spans 256
-# bytes, 2-way; `vec_split`'s, one 128-byte row. The 4 x 8 lanes pair up: by the paired-load
+# (`sB` follows `sAT`'s 4096 bytes), the 4 x 8 map at 0. The 4 x 8 lanes pair up: by the paired-load
 # rule (not measured for this layout) it costs half of `vec_split`'s wavefronts.*
 #
 # The loads lose their conflicts; the staging stores keep theirs: `sAT`'s transposing stores
@@ -171,9 +169,8 @@ for rung, n in work.items():
           f"(tracer: {traced[rung] / warp_ffmas:.3f} wavefronts)")
 
 # %% [markdown]
-# The split changes only constants in the addresses: the same instructions. **Your
-# prediction:** work out each rung's cycles per warp-FFMA for the three units, find the binding
-# one, and predict how many times faster `vec_split` runs than `vec` at 4096^3.
+# The split changes only address constants, not instructions. **Your prediction:** find each
+# rung's binding unit, and predict how many times faster `vec_split` runs than `vec` at 4096^3.
 
 # %%
 my_speedup = None  # your prediction: replace None with a number
@@ -199,9 +196,9 @@ print(f"Model: vec_split {model_speedup:.2f}x as fast as vec. Wavefronts fall {c
 # ## The kernel
 #
 # Lesson 05's kernel: `split=True` sets `ROW_GAP = COL_GAP = 64` and `SPAN = 4`, so a thread
-# owns rows (and columns) `t..t+3` and `t+64..t+67`. Nothing else changes. Only the columns
-# need splitting; rows are split too so that one `SPAN` serves both, at no cost: a phase's 8
-# lanes share a thread row, so their `sAT` reads are broadcasts either way.
+# owns rows (and columns) `t..t+3` and `t+64..t+67`. Rows are split too
+# only so that one `SPAN` serves both: a phase's 8 lanes share a thread row, so their `sAT`
+# reads are broadcasts either way.
 
 # %%
 # source: gemm_lessons/kernels/sgemm/vec.py  (the package runs this same code; a test keeps the two identical)
@@ -321,8 +318,8 @@ why
 rv, rs = why.row("vec"), why.row("vec_split")
 short = limiter_table.SHORT
 agree = [x.rung for x in (rv, rs) if x.agrees]
-print("The profiler's busiest unit is the binding one for " + (" and ".join(agree) if agree else "neither rung")
-      + f". Measured/predicted is {rv.ratio:.2f} and {rs.ratio:.2f}: the model assumes the binding unit always busy; "
+print(f"Measured/predicted is {rv.ratio:.2f} and {rs.ratio:.2f}: the model assumes the binding unit (the profiler's "
+      f"busiest for {' and '.join(agree) if agree else 'neither rung'}) always busy; "
       f"it was {rv.utilization_pct[rv.binding]:.0f}% and {rs.utilization_pct[rs.binding]:.0f}% busy (stalls: barriers, "
       "waits for loads).")
 u_v, u_s = rv.utilization_pct["issue"], rs.utilization_pct["issue"]
@@ -345,7 +342,7 @@ print(f"The stores' conflicts are {st['vec_split']['wavefronts'] - st['vec_split
 # ## Padding, and why the float4 GEMM does not pad by one
 #
 # [Padding](GLOSSARY.md#padding) each row by one float moves the next row one bank on: a
-# column read becomes conflict-free (the 32x33 example). A 16-byte-load GEMM cannot use it:
+# column read becomes conflict-free (the 32x33 case). A float4 GEMM cannot use it:
 #
 # 1. **Alignment.** A 16-byte access must start on a 16-byte boundary. Rows of 129 floats
 #    start at byte 516k, aligned only when k is a multiple of 4: no `LDS.128`. Padding by 4
@@ -380,8 +377,7 @@ for label, regs, smem in [("vec, unpadded", regs, smem), ("vec, rows padded by 4
 #
 # Remove both, keeping loads 16 bytes wide: choose the padding `PAD` of `sAT`'s rows (rows
 # must start on 16-byte boundaries) and rewrite `col_of(j)`, the tile column of a thread's
-# result column `j = 0..7` (it places the `sB` loads and C stores). The check also traces one
-# block.
+# result column `j = 0..7` (it places the `sB` loads and C stores).
 
 # %%
 import numpy as np

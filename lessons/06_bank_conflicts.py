@@ -368,8 +368,7 @@ for label, regs, smem in [("vec, unpadded", regs, smem), ("vec, rows padded by 4
 #
 # ## Exercise 06-conflict-free: a kernel without bank conflicts
 #
-# Lesson 05's exercise kernel (64 x 64 tile, 64 threads, 8x8 results each) is correct, but the
-# tracer finds two conflicts:
+# Lesson 05's exercise kernel (64 x 64 tile, 64 threads, 8x8 results each) has two conflicts:
 #
 # * **stores into `sAT`**: 2-way, as in `vec` (rows `d` and `d + 4` of a column share a bank);
 # * **loads from `sB`**: a thread's 8 columns are side by side (`col_of(j) = tc * 8 + j`), so

@@ -34,7 +34,7 @@ def check_conflict_free_layout(kernel):
         return False, (right + ", but some shared loads are no longer 16-byte accesses "
                        f"({_sites(trace, lambda i: i.op == 'ld' and i.width != 16)}): is every row of the A tile "
                        "still 16-byte aligned (PAD a multiple of 4), and does each thread read 4 neighbouring "
-                       "columns at a time?", 2)  # quote the alignment hint
+                       "columns at a time?"), 2  # quote the alignment hint
     problems = []
     for op, what in (("st", "stores"), ("ld", "loads")):
         bad = collections.OrderedDict()

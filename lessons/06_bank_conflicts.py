@@ -510,7 +510,9 @@ layouts = {"2 x 16, lanes along columns (vec)": dict(shape=(2, 16)),
            "4 x 8, lanes along rows": dict(shape=(4, 8), lanes_along="rows"),
            "2 x 16, 8x8 split into four 4x4 (vec_split)": dict(shape=(2, 16), split=True)}
 for label, kw in layouts.items():
-    print(f"{label:<45} {bank_model.wavefronts(bank_model.warp_layout_addresses(**kw), 16).wavefronts} wavefronts")
+    addrs = bank_model.warp_layout_addresses(**kw)
+    print(f"{label:<45} {bank_model.wavefronts(addrs, 16).wavefronts} wavefronts (documented rules), "
+          f"{bank_model.wavefronts(addrs, 16, paired_loads=True).wavefronts} (paired-load rule)")
 print(f"2/(1/x+1/y) of a warp's results: 32 x 64 -> {counting.compute_to_memory_ratio(32, 64):.2f}, "
       f"16 x 128 -> {counting.compute_to_memory_ratio(16, 128):.2f}")
 

@@ -31,8 +31,7 @@ print(f"vec at 4096^3 on the {prev.device}: {r.measured_ms:.2f} ms, {2 * 4096**3
       f"{WHAT[second].split(' (')[0]}, {r.ceilings_ms[second]:.2f} ms.")
 
 # %% [markdown]
-# This lesson finds where `vec` wastes shared-memory [wavefronts](GLOSSARY.md#wavefront),
-# removes the waste, and asks what that buys.
+# This lesson finds and removes `vec`'s wasted shared-memory [wavefronts](GLOSSARY.md#wavefront).
 #
 # ## Idea: 32 banks, served in phases
 #
@@ -40,7 +39,7 @@ print(f"vec at 4096^3 on the {prev.device}: {r.measured_ms:.2f} ms, {2 * 4096**3
 # `(a // 4) % 32`; each bank delivers one word per cycle. A warp-wide access is served in
 # [phases](GLOSSARY.md#phase), each taking at least one wavefront (one pass of shared memory):
 #
-# * 4-byte (`LDS.32`; the SASS writes `LDS`): all 32 lanes in one phase;
+# * 4-byte (`LDS.32`, the SASS's `LDS`): all 32 lanes in one phase;
 # * 8-byte (`LDS.64`): two phases, lanes 0-15 then 16-31;
 # * 16-byte (`LDS.128`): four phases of 8 lanes (8 x 16 bytes = one word per bank).
 #
@@ -72,24 +71,24 @@ for name, (addrs, width) in examples.items():
 # `LDS.128`. Which 8 threads share a phase depends on how the warp's 32 threads are laid over
 # the block:
 #
-# * **2 x 16, lanes along columns** (`vec`): a phase's 8 threads start 32 bytes apart and
-#   cover 256 bytes: two words in every bank they touch, 2-way.
-# * **4 x 8, lanes along rows**: a phase is 2 thread columns x 4 rows; a column's 4 threads
-#   read the same address (broadcast): no conflict.
+# * **2 x 16, lanes along columns** (`vec`): lane l is thread row l // 16, column l % 16; a
+#   phase's 8 threads start 32 bytes apart and cover 256 bytes: two words in every bank they
+#   touch, 2-way.
+# * **4 x 8, lanes along rows**: lane l is thread row l % 4, column l // 4; a phase is 2 thread
+#   columns x 4 rows; a column's 4 threads read the same address (broadcast): no conflict.
 # * **2 x 16, each 8x8 tile split into four 4x4**: a thread owns columns `c..c+3` and
 #   `c+64..c+67`; a phase's 8 threads read 128 contiguous bytes: no conflict.
 #
-# Lesson 08 makes the warp's shape a parameter (4 x 8 has a second merit: Lab notes); `vec_split`
-# keeps 2 x 16 and splits the tile.
+# `vec_split` keeps 2 x 16 and splits the tile (lesson 08 tries 4 x 8; Lab notes).
 #
 # ## The tracer on the lesson's kernels
 #
 # The [bank tracer](GLOSSARY.md#bank-tracer) runs one block on the CUDA simulator, records
 # every shared-memory access with its lane, groups them into warp-wide instructions and prices
 # each with the rules above (`merge=("ld",)`: the compiler made four 4-byte loads one
-# `LDS.128`, lesson 05). One rule is measured, not documented: when lanes n and n^1 (or n^2)
-# read the same 16 bytes, an `LDS.128` takes 2 wavefronts, not 4 (`rule="paired"`), as in
-# `vec`'s `sAT` reads.
+# `LDS.128`, lesson 05). One rule is measured, not documented, the *paired-load rule*: when
+# EVERY lane n reads the same 16 bytes as lane n XOR 1 (or every lane as lane n XOR 2), an
+# `LDS.128` takes 2 wavefronts, not 4 (`rule="paired"`), as in `vec`'s `sAT` reads.
 
 # %%
 shape = (128, 128, 16)  # one 128 x 128 block, K = 16: two slices of BK = 8
@@ -101,6 +100,9 @@ for name, t in traces.items():
     print(f"{name:<10} loads: {ld['instructions']} instructions, {ld['wavefronts']} wavefronts "
           f"({ld['conflicts']} from conflicts); stores: {st['instructions']} instructions, {st['wavefronts']} wavefronts "
           f"(ideal {st['ideal']})")
+print("Both kernels' stores: " + "; ".join(
+    f"{arr} {sum(i.cost.wavefronts for i in ins)} wavefronts, {max(i.cost.degree for i in ins)}-way" for arr, ins in
+    ((a, [i for i in t.instructions if i.op == "st" and i.array == a]) for a in ("sAT", "sB"))))
 
 # %%
 maps = {"vec (2 x 16, lanes along columns), traced": traces["vec"].first("ld", array="sB").addresses,
@@ -108,20 +110,23 @@ maps = {"vec (2 x 16, lanes along columns), traced": traces["vec"].first("ld", a
         "vec_split (2 x 16, 8x8 split into four 4x4), traced": traces["vec_split"].first("ld", array="sB").addresses}
 fig, ax = plt.subplots(3, 1, figsize=(13, 8.5), dpi=85)  # dpi: a smaller picture in the saved notebook
 for a, (label, addresses) in zip(ax, maps.items()):
-    figures.bank_map(addresses, 16, ax=a, title=label)
+    doc, paired = (bank_model.wavefronts(addresses, 16, paired_loads=p).wavefronts for p in (False, True))
+    figures.bank_map(addresses, 16, ax=a, title=f"{label}: {doc} wavefronts (documented rules), {paired} (paired-load rule)")
 plt.tight_layout()
 
 # %% [markdown]
 # *One warp's first 16-byte read of the B tile (`sB[k, ...]`, warp 0): a column per bank, a row
-# per 128 bytes of shared memory, each access labelled with all its lanes ("0,16": lanes 0 and
-# 16 read the same float4; "0-3": lanes 0 to 3). Colour: the phase; red: a word sharing its
-# bank with another of its phase. `vec`'s phase 0 (lanes 0-7) spans 256 bytes, 2-way;
-# `vec_split`'s, one 128-byte row.*
+# per 128 bytes, each access labelled with its lanes ("0-3": lanes 0 to 3). Colour: the phase;
+# red: a word sharing its bank with another of its phase. The traced maps start at byte 4096
+# (`sB` follows `sAT`'s 4096 bytes), the 4 x 8 map at 0. The 4 x 8 lanes pair up: by the paired-load
+# rule (not measured for this layout) it costs half of `vec_split`'s wavefronts.*
 #
-# The loads lose their conflicts; the stores that stage the tiles keep theirs. **The GPU
-# agrees:** `tools/bank_truth.py` ran the kernels under
-# [Nsight Compute](GLOSSARY.md#ncu) (ncu) on a small problem, beside the tracer's counts (the
-# float64 rows: a test kernel's 8-byte reads, consecutive and at stride 2):
+# The loads lose their conflicts; the staging stores keep theirs: `sAT`'s transposing stores
+# are 2-way (lanes 2t and 2t+1 write rows d and d + 4 of one column: one bank), `sB`'s scalar
+# stores 4-way (lanes 16 bytes apart). Padding `sAT`'s rows by 4 floats would fix the first
+# (the exercise does it). **The GPU agrees:** [Nsight Compute](GLOSSARY.md#ncu) (ncu) counted
+# the kernels on a small problem (`tools/bank_truth.py`; float64 rows: a test kernel's 8-byte
+# reads):
 
 # %%
 truth = results.load_banks(prev.device)  # results/banks-<device>.json, from tools/bank_truth.py
@@ -137,7 +142,11 @@ rows = [r for r in truth.rows if r.case in cases]
 worst = max(abs(r.ncu[k] / r.tracer[k2] - 1) for r in rows for k, k2 in
             [("ld_instructions", "ld_instructions"), ("ld_wavefronts", "ld_wavefronts_paired"),
              ("st_wavefronts", "st_wavefronts")])
-print(f"ncu ({truth.device}) and the tracer differ by at most {100 * worst:.1f}%.")
+worst_all = max(abs(r.ncu[k] / r.tracer[k2] - 1) for r in truth.rows for k, k2 in
+                [("ld_instructions", "ld_instructions"), ("ld_wavefronts", "ld_wavefronts_paired"),
+                 ("st_wavefronts", "st_wavefronts")])
+print(f"ncu ({truth.device}) and the tracer differ by at most {100 * worst:.1f}% for these four cases; "
+      f"up to {100 * worst_all:.1f}% on the other kernels (Lab notes).")
 
 # %% [markdown]
 # ## Predict
@@ -149,7 +158,7 @@ print(f"ncu ({truth.device}) and the tracer differ by at most {100 * worst:.1f}%
 # * [issue](GLOSSARY.md#issue): 4 warp-instructions per cycle;
 # * shared memory: 1 wavefront per cycle.
 #
-# The limiter run's profiler counted both kernels at 4096^3 (the tracer's block beside it):
+# The limiter run's profiler counted both kernels at 4096^3 (beside: the tracer's block):
 
 # %%
 work = {rung: limiter_table.counts(rung) for rung in ("vec", "vec_split")}  # one launch at 4096^3 each
@@ -160,9 +169,8 @@ for rung, n in work.items():
           f"(tracer: {traced[rung] / warp_ffmas:.3f} wavefronts)")
 
 # %% [markdown]
-# The split changes only constants in the addresses: the same instructions. **Your
-# prediction:** work out each rung's cycles per warp-FFMA for the three units, find the binding
-# one, and predict how many times faster `vec_split` runs than `vec` at 4096^3.
+# The split changes only address constants, not instructions. **Your prediction:** find each
+# rung's binding unit, and predict how many times faster `vec_split` runs than `vec` at 4096^3.
 
 # %%
 my_speedup = None  # your prediction: replace None with a number
@@ -188,7 +196,9 @@ print(f"Model: vec_split {model_speedup:.2f}x as fast as vec. Wavefronts fall {c
 # ## The kernel
 #
 # Lesson 05's kernel: `split=True` sets `ROW_GAP = COL_GAP = 64` and `SPAN = 4`, so a thread
-# owns rows (and columns) `t..t+3` and `t+64..t+67`. Nothing else changes.
+# owns rows (and columns) `t..t+3` and `t+64..t+67`. Rows are split too
+# only so that one `SPAN` serves both: a phase's 8 lanes share a thread row, so their `sAT`
+# reads are broadcasts either way.
 
 # %%
 # source: gemm_lessons/kernels/sgemm/vec.py  (the package runs this same code; a test keeps the two identical)
@@ -296,29 +306,35 @@ exercises.compare_prediction(my_speedup, table.speedup("vec_split", "vec"), "vec
 
 # %% [markdown]
 # ## Why: the limiter model
+#
+# *Short scoreboard* below is a [stall reason](GLOSSARY.md#stall-reasons): a warp waiting for a
+# shared-memory result.
 
 # %%
-why = limiter_table.why(["vec", "vec_split", "cublas"], measured=table)
+why = limiter_table.why(["vec", "vec_split", "cublas"], measured=table, decimals=2)
 why
 
 # %%
 rv, rs = why.row("vec"), why.row("vec_split")
 short = limiter_table.SHORT
-print(f"vec is {short[rv.binding]}-bound ({rv.ceilings_ms[rv.binding]:.2f} ms), issue right behind "
-      f"({rv.ceilings_ms['issue']:.2f} ms). The split cuts the shared ceiling to {rs.ceilings_ms['shared']:.2f} ms; "
-      f"{short[rs.binding]} binds ({rs.ceilings_ms[rs.binding]:.2f} ms): predicted {rv.predicted_ms / rs.predicted_ms:.2f}x, "
-      f"measured {rv.measured_ms / rs.measured_ms:.2f}x" + ("." if rv.measured_here and rs.measured_here else " (limiter run)."))
 agree = [x.rung for x in (rv, rs) if x.agrees]
-print("The profiler's busiest unit is the model's binding one for " + (" and ".join(agree) if agree else "neither rung")
-      + f". Measured/predicted is {rv.ratio:.2f} and {rs.ratio:.2f}: the model assumes the binding unit always busy; "
-      f"it was {rv.utilization_pct[rv.binding]:.0f}% and {rs.utilization_pct[rs.binding]:.0f}% busy, "
-      "the rest stalls (barriers, waits for loads).")
+print(f"Measured/predicted is {rv.ratio:.2f} and {rs.ratio:.2f}: the model assumes the binding unit (the profiler's "
+      f"busiest for {' and '.join(agree) if agree else 'neither rung'}) always busy; "
+      f"it was {rv.utilization_pct[rv.binding]:.0f}% and {rs.utilization_pct[rs.binding]:.0f}% busy (stalls: barriers, "
+      "waits for loads).")
 u_v, u_s = rv.utilization_pct["issue"], rs.utilization_pct["issue"]
 gain, model_gain = rv.measured_ms / rs.measured_ms, rv.predicted_ms / rs.predicted_ms
-print(f"Issue was busy {u_v:.0f}% of vec's cycles and {u_s:.0f}% of vec_split's, shared memory "
-      f"{rv.utilization_pct['shared']:.0f}% and {rs.utilization_pct['shared']:.0f}%: with {100 * (1 - 1 / cut):.0f}% "
-      "fewer wavefronts, warps wait less for their loads and issue more often"
-      + (f". That is the gain beyond the model's {model_gain:.2f}x." if gain > model_gain else "."))
+prof_06 = gl.profile({"vec": ladder.SGEMM["vec"], "vec_split": ladder.SGEMM["vec_split"]}, size=(4096, 4096, 4096),
+                     lesson="06")  # Nsight Compute's counters for both kernels (the table: Lab notes)
+waits = {n: dict(prof_06.top_stalls(n, 10)).get("short_scoreboard", 0) for n in ("vec", "vec_split")}
+print(f"vec_split: {short[rs.binding]} binds; the model predicts {100 * (model_gain - 1):+.0f}% over vec, measured "
+      f"{100 * (gain - 1):+.0f}%. With {100 * (1 - 1 / cut):.0f}% "
+      f"fewer wavefronts, warps wait less on shared loads (short scoreboard {waits['vec']:.0f}% -> {waits['vec_split']:.0f}% "
+      f"of cycles, {prof_06.source.split(',')[0]}) and issue more often (issue busy {u_v:.0f}% -> {u_s:.0f}%, "
+      f"a ratio of {u_s / u_v:.2f}): with the instruction count unchanged, the time falls by that ratio.")
+st = {n: traces[n].totals("st") for n in traces}
+print(f"The stores' conflicts are {st['vec_split']['wavefronts'] - st['vec_split']['ideal']:,} of vec_split's "
+      f"{traced['vec_split']:,} wavefronts per traced block; shared memory no longer binds: removing them buys nothing.")
 
 # %% [markdown]
 # The next rungs must cut instructions: cuBLAS's issue ceiling is lower than `vec_split`'s.
@@ -326,15 +342,13 @@ print(f"Issue was busy {u_v:.0f}% of vec's cycles and {u_s:.0f}% of vec_split's,
 # ## Padding, and why the float4 GEMM does not pad by one
 #
 # [Padding](GLOSSARY.md#padding) each row by one float moves the next row one bank on: a
-# column read becomes conflict-free (the 32x33 example; lesson 09). A 16-byte-load GEMM cannot
-# use it:
+# column read becomes conflict-free (the 32x33 case). A float4 GEMM cannot use it:
 #
 # 1. **Alignment.** A 16-byte access must start on a 16-byte boundary. Rows of 129 floats
 #    start at byte 516k, aligned only when k is a multiple of 4: no `LDS.128`. Padding by 4
 #    floats keeps rows aligned.
 # 2. **Occupancy.** Padding grows shared memory per block; near a boundary, a little more
-#    costs a whole block per SM (the *occupancy cliff* of source article
-#    [[4]](REFERENCES.md#seed-003)).
+#    costs a whole block per SM (source article [[4]](REFERENCES.md#seed-003); Lab notes).
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -345,31 +359,24 @@ except ValueError as e:
     print("16-byte access on a padded row:", e)
 vec_facts = results.load().compiler["vec"]  # the compiler's facts of vec in the benchmark's record
 regs, smem = vec_facts["registers"], vec_facts["shared_bytes"]
-for label, regs, smem in [(f"vec, rows padded by 4 floats", regs, smem + 2 * 8 * 4 * 4),
-                          ("44 KiB, 32 registers", 32, 44 * 1024),
-                          ("45 KiB, 32 registers", 32, 45 * 1024)]:
+for label, regs, smem in [("vec, unpadded", regs, smem), ("vec, rows padded by 4 floats", regs, smem + 2 * 8 * 4 * 4)]:
     print(f"{label:<29} -> %d blocks per SM (%s)" % blocks_per_sm(regs, smem, 256))
 
 # %% [markdown]
-# `vec`'s registers decide its occupancy, so padding costs it nothing. Near the shared-memory
-# boundary a block is lost (256-thread blocks; an SM has 228 KiB and reserves 1 KiB per block:
-# 5 x (44 + 1) KiB fit, 5 x (45 + 1) do not). Nor would padding fix `vec`'s `sB` reads: their
-# lanes are 32 bytes apart within one row.
+# `vec`'s registers decide its occupancy, so padding costs it nothing. Nor would padding fix
+# `vec`'s `sB` reads: their lanes are 32 bytes apart within one row.
 #
 # ## Exercise 06-conflict-free: a kernel without bank conflicts
 #
-# Lesson 05's exercise kernel (64 x 64 tile, 64 threads, 8x8 results each) is correct, but the
-# tracer finds two conflicts:
+# Lesson 05's exercise kernel (64 x 64 tile, 64 threads, 8x8 results each) has two conflicts:
 #
-# * **stores into `sAT`**: lanes `2t` and `2t+1` write column `t` of rows `d` and `d + 4`;
-#   with rows of 64 floats both land in one bank (2-way);
+# * **stores into `sAT`**: 2-way, as in `vec` (rows `d` and `d + 4` of a column share a bank);
 # * **loads from `sB`**: a thread's 8 columns are side by side (`col_of(j) = tc * 8 + j`), so
 #   a phase's 8 lanes read 32 bytes apart (2-way, as in `vec`).
 #
 # Remove both, keeping loads 16 bytes wide: choose the padding `PAD` of `sAT`'s rows (rows
 # must start on 16-byte boundaries) and rewrite `col_of(j)`, the tile column of a thread's
-# result column `j = 0..7` (it places the `sB` loads and C stores). The check runs the kernel
-# against the float64 reference, then traces one block.
+# result column `j = 0..7` (it places the `sB` loads and C stores).
 
 # %%
 import numpy as np
@@ -459,14 +466,12 @@ exercises.check("06-conflict-free", sgemm_ex06)
 # ## Takeaway
 #
 # * 32 banks of 4 bytes; a warp access is served in phases of 32, 16 or 8 lanes (4-, 8-,
-#   16-byte accesses), each costing as many wavefronts as its busiest bank holds distinct
-#   words. Broadcasts are free.
-# * The bank tracer prices a kernel's shared accesses on the simulator; the GPU's profiler
-#   counts the same wavefronts.
+#   16-byte accesses), each costing as many wavefronts as its busiest bank holds distinct words.
+# * The bank tracer prices shared accesses on the simulator; the GPU's profiler agrees.
 # * Fixes: pad rows (column reads), a 4 x 8 warp, or split a thread's 8x8 tile into four 4x4.
-#   A 16-byte-load GEMM pads by multiples of 4 floats, or not at all.
-# * `vec_split` removes a third of `vec`'s wavefronts yet runs only a little faster: issue was
-#   right behind shared memory and binds now, as the limiter model predicted.
+#   A 16-byte-load GEMM pads by multiples of 4 floats.
+# * `vec_split` removes a third of `vec`'s wavefronts; issue binds now: the model predicts +2%.
+#   It gains more: warps stall less on shared loads and issue more often.
 
 # %% [markdown]
 # ## Sources and further reading
@@ -481,11 +486,20 @@ exercises.check("06-conflict-free", sgemm_ex06)
 # ## Lab notes
 #
 # **The paired-load rule.** The documented rules give 4 wavefronts for every `LDS.128`; the H100
-# and H200 counted 2 where lanes n and n^1 (or n^2) share an address. Shared memory returns 128
+# and H200 counted 2 where every lane n shares its address with lane n XOR 1 (or every lane
+# with n XOR 2). Shared memory returns 128
 # bytes, one register per lane, per wavefront; an answer in NVIDIA's developer forum
 # (["Unexpected shared memory bank conflict"](https://forums.developer.nvidia.com/t/unexpected-shared-memory-bank-conflict/77228))
 # says the return is then packed two lanes per register, for compute capability 7.0-7.5.
 #
+# **The occupancy cliff.** Near the shared-memory boundary a block is lost (256-thread blocks;
+# an SM has 228 KiB and reserves 1 KiB per block: 5 x (44 + 1) KiB fit, 5 x (45 + 1) do not):
+
+# %%
+for label, regs, smem in [("44 KiB, 32 registers", 32, 44 * 1024), ("45 KiB, 32 registers", 32, 45 * 1024)]:
+    print(f"{label:<29} -> %d blocks per SM (%s)" % blocks_per_sm(regs, smem, 256))
+
+# %% [markdown]
 # **Warp shape and reuse.** A 4 x 8 warp of 8x8-per-thread tiles covers 32 x 64 results, a
 # 2 x 16 warp 16 x 128: the squarer one reads fewer distinct shared values per FMA, a higher
 # compute-to-memory ratio $2/(1/x + 1/y)$ (lesson 04).
@@ -496,13 +510,17 @@ layouts = {"2 x 16, lanes along columns (vec)": dict(shape=(2, 16)),
            "4 x 8, lanes along rows": dict(shape=(4, 8), lanes_along="rows"),
            "2 x 16, 8x8 split into four 4x4 (vec_split)": dict(shape=(2, 16), split=True)}
 for label, kw in layouts.items():
-    print(f"{label:<45} {bank_model.wavefronts(bank_model.warp_layout_addresses(**kw), 16).wavefronts} wavefronts")
+    addrs = bank_model.warp_layout_addresses(**kw)
+    print(f"{label:<45} {bank_model.wavefronts(addrs, 16).wavefronts} wavefronts (documented rules), "
+          f"{bank_model.wavefronts(addrs, 16, paired_loads=True).wavefronts} (paired-load rule)")
 print(f"2/(1/x+1/y) of a warp's results: 32 x 64 -> {counting.compute_to_memory_ratio(32, 64):.2f}, "
       f"16 x 128 -> {counting.compute_to_memory_ratio(16, 128):.2f}")
 
 # %% [markdown]
-# **Every case of the ground-truth run**, with the documented rule's load wavefronts too (the
-# transposes are lesson 09's kernels):
+# **Every case of the ground-truth run**, with the documented rule's load wavefronts too. The
+# transposes are lesson 09's kernels (`smem_padded` is 3% above the tracer); `sgemm smem_tile`
+# (lesson 02) is the paired-load rule on another layout; "float64 broadcast" (every lane reads
+# one float64) costs 1 wavefront per `LDS.64`, not 2: a measured broadcast rule.
 
 # %%
 print(f"{truth.device}, {truth.date[:10]}: ncu / tracer (documented rules) / tracer (paired-load rule)")
@@ -534,17 +552,7 @@ for name in ("vec", "vec_split"):
 # result, *not selected* a ready warp waiting for its turn):
 
 # %%
-prof_06 = gl.profile({"vec": ladder.SGEMM["vec"], "vec_split": ladder.SGEMM["vec_split"]}, size=(4096, 4096, 4096),
-                     lesson="06")
 prof_06
-
-# %%
-if all(prof_06.counters.get(n) for n in ("vec", "vec_split")):
-    waits = {n: dict(prof_06.top_stalls(n, 10)).get("short_scoreboard", 0) for n in ("vec", "vec_split")}
-    print(f"Warps waiting for a shared-memory result (short scoreboard): {waits['vec']:.0f}% of vec's cycles, "
-          f"{waits['vec_split']:.0f}% of vec_split's ({prof_06.source}).")
-else:
-    print(f"No counters for both kernels ({prof_06.source}).")
 
 # %% [markdown]
 # **Across sizes.** The recorded benchmark timed every [rung](GLOSSARY.md#rung) at four square
@@ -553,6 +561,10 @@ else:
 # %%
 from gemm_lessons.teaching import plots
 plots.rung_versus_size("vec_split");
+rec = results.load()
+tf = {k: {r.M: r.gflops for r in plots.sgemm_rows(rec, k) if r.M == r.N == r.K} for k in ("vec", "vec_split")}
+print("vec_split / vec: " + ", ".join(f"{n}^3 {tf['vec_split'][n] / tf['vec'][n]:.3f}x"
+                                      for n in sorted(tf["vec"]) if n in tf["vec_split"]))
 
 # %% [markdown]
 # **Explore.** The widget redraws the bank map for other warp shapes, widths and paddings.

@@ -78,9 +78,15 @@ class LimiterTable:
     date: str
     clock_mhz: float
     size: str                 # "4096^3" or "8192^2"
+    decimals: int = None      # None: 3 significant figures; 2: milliseconds to 2 decimals (3 significant below 1)
 
     def row(self, rung):
         return next(r for r in self.rows if r.rung == rung or r.case == rung)
+
+    def _ms(self, ms):
+        if self.decimals is None or ms < 1:
+            return f"{ms:.3g}" if self.decimals is None else f"{ms:#.3g}"
+        return f"{ms:.{self.decimals}f}"
 
     def _repr_markdown_(self):
         names = [n for n in NAMES if any(n in r.ceilings_ms for r in self.rows)]
@@ -91,9 +97,9 @@ class LimiterTable:
             cells = [r.rung]
             for n in names:
                 ms = r.ceilings_ms.get(n)
-                cell = "" if ms is None else f"{ms:.3g}"
+                cell = "" if ms is None else self._ms(ms)
                 cells.append(f"**{cell}**" if n == r.binding else cell)
-            cells += [SHORT[r.binding], f"{r.predicted_ms:.3g}", f"{r.measured_ms:.3g}" + ("" if r.measured_here else "*"),
+            cells += [SHORT[r.binding], self._ms(r.predicted_ms), self._ms(r.measured_ms) + ("" if r.measured_here else "*"),
                       f"{r.ratio:.2f}", (f"{SHORT[r.busiest]} ({r.busiest_pct:.0f}%)" if r.busiest != "latency"
                        else f"none above {BUSY:.0f}% (latency; highest {r.busiest_pct:.0f}%)")]
             body.append(cells)
@@ -169,9 +175,11 @@ def per_warp_fma(rung, device=None):
             "shared": ceil["shared"] * m["shared_wavefronts_per_sm_cycle"] / warp_fmas}
 
 
-def why(rungs, kind="sgemm", measured=None, device=None):
+def why(rungs, kind="sgemm", measured=None, device=None, decimals=None):
     """The limiter table of ``rungs`` (SGEMM rungs at 4096^3, or with ``kind="transpose"`` the
-    transposes at 8192^2; "copy" is the device copy, "cublas"/"cublas_sgeam" the library)."""
+    transposes at 8192^2; "copy" is the device copy, "cublas"/"cublas_sgeam" the library).
+    ``decimals=2`` prints milliseconds to 2 decimals (2.90, not 2.9; below 1 ms, 3 significant
+    figures: 0.290); the default prints 3 significant figures."""
     rec = record(device)
     cases = {c["case"]: c for c in rec["model"]["cases"]}
     rows = []
@@ -187,7 +195,8 @@ def why(rungs, kind="sgemm", measured=None, device=None):
                         here if here is not None else c["measured_ms"], here is not None,
                         c["profiler_busiest"], busiest_pct, util))
     size = "4096^3" if kind == "sgemm" else "8192^2"
-    return LimiterTable(rows, rec["device"]["name"], rec["date"][:10], rec["model"]["machine"]["clock_mhz"], size)
+    return LimiterTable(rows, rec["device"]["name"], rec["date"][:10], rec["model"]["machine"]["clock_mhz"], size,
+                        decimals)
 
 
 

@@ -10,6 +10,8 @@ from gemm_lessons.teaching.exercises.kernels_05_11 import (_log_sgemm, _on_gpu, 
 @exercise("06-conflict-free",
           "the tracer's message names the accesses in conflict: the stores into sAT, the loads from sB, or both. Each "
           "has its own fix: PAD for the first, col_of for the second.",
+          "a 16-byte load (LDS.128) needs a 16-byte-aligned address: row k of sAT starts at byte 4 * k * (64 + PAD), "
+          "so PAD must be a multiple of 4 for the LDS.128 to survive.",
           "a bank is a 4-byte word's index modulo 32: with rows of 64 floats, one column of every row sits in one "
           "bank; a row of 64 + PAD floats moves each row PAD banks on. For the loads, the 8 lanes of a 16-byte phase "
           "should read 128 contiguous bytes.",
@@ -32,7 +34,7 @@ def check_conflict_free_layout(kernel):
         return False, (right + ", but some shared loads are no longer 16-byte accesses "
                        f"({_sites(trace, lambda i: i.op == 'ld' and i.width != 16)}): is every row of the A tile "
                        "still 16-byte aligned (PAD a multiple of 4), and does each thread read 4 neighbouring "
-                       "columns at a time?")
+                       "columns at a time?"), 2  # quote the alignment hint
     problems = []
     for op, what in (("st", "stores"), ("ld", "loads")):
         bad = collections.OrderedDict()

@@ -99,7 +99,8 @@ def test_06_solution_passes_and_skeleton_fails_naming_the_conflicts():
 
 @requires_simulator
 def test_06_padding_by_one_float_breaks_the_16_byte_loads():
-    _fails(check_cell("06-conflict-free", replace=[("PAD = 4  #", "PAD = 1  #")]), "no longer 16-byte", "PAD")
+    _fails(check_cell("06-conflict-free", replace=[("PAD = 4  #", "PAD = 1  #")]), "no longer 16-byte", "PAD",
+           "Hint: a 16-byte load (LDS.128) needs a 16-byte-aligned address")
 
 
 @requires_simulator

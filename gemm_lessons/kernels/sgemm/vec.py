@@ -25,7 +25,7 @@ assert BM * BK == 4 * THREADS and BK * BN == 4 * THREADS  # one float4 of each t
 
 def make_sgemm_vec(unroll_k=False, split=False):
     """unroll_k: write out the k-loop too; measured on an H100 that was slower, and NVVM did
-    not merge its shared loads into LDS.128 (lesson 05; why, we did not find out).
+    not merge its shared loads into LDS.128 (lesson 05).
     split: a thread's 8x8 results are four 4x4 pieces, BM/2 rows and BN/2 columns apart
     (lesson 06): then 8 neighbouring threads read 128 contiguous bytes."""
     ROW_GAP = BM // 2 if split else 4  # rows from a thread's first 4 result rows to its next 4

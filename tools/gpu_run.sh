@@ -7,6 +7,9 @@
 #   banks      ncu shared-memory counters for the bank lesson -> $OUT/ncu-banks.csv
 #   repro      two bench runs back to back -> $OUT/run-a.json, run-b.json
 #   dbuf       vec_split and the double-buffered variant only -> $OUT/dbuf.json (experiments/dbuf/ keeps the 2026-11-22 run)
+#   lesson07   lesson 07's kernels (vec_split, the first attempt, one and two buffers, the guards) and cuBLAS at
+#              4096^3 and 8192^3 in one process -> $OUT/lesson07-<device>.json (keep as results/experiments/)
+#   tuning     lesson 08's sweep (python -m gemm_lessons.runs.tuning) -> results/tuning-<device>.json (copied to $OUT)
 #   steps05    lesson 05's steps, reg2d to vec one change at a time, and cuBLAS at 4096^3 and 8192^3 in one
 #              process (python -m gemm_lessons.teaching.lesson05_steps) -> results/experiments/lesson05-steps-<device>.json
 #              (copied to $OUT)
@@ -64,6 +67,18 @@ for step in "$@"; do
           > "$OUT/logs/bench-dbuf.log" 2>&1
       echo "dbuf rc=$?" >> "$OUT/logs/steps.log"
       cp /tmp/dbuf/*.json "$OUT/dbuf.json" ;;
+    lesson07)
+      # lesson 07's buffers, each pair one change apart, and cuBLAS in one process
+      python3 -m gemm_lessons.runs.bench --no-progress --kernels vec_split dbuf_indexed dbuf_one_buffer dbuf \
+          dbuf_short_circuit dbuf_select --sizes 4096 8192 --shapes --variant-limit 8192 --out /tmp/lesson07 \
+          > "$OUT/logs/lesson07.log" 2>&1
+      echo "lesson07 rc=$?" >> "$OUT/logs/steps.log"
+      for f in /tmp/lesson07/*.json; do cp "$f" "$OUT/lesson07-$(basename "$f")"; done ;;
+    tuning)
+      # lesson 08's sweep and heatmap, one run -> results/tuning-<device>.json
+      python3 -m gemm_lessons.runs.tuning > "$OUT/logs/tuning.log" 2>&1
+      echo "tuning rc=$?" >> "$OUT/logs/steps.log"
+      cp results/tuning-*.json "$OUT/" 2>/dev/null ;;
     steps05)
       python3 -m gemm_lessons.teaching.lesson05_steps --no-progress > "$OUT/logs/steps05.log" 2>&1
       echo "steps05 rc=$?" >> "$OUT/logs/steps.log"

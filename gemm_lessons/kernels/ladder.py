@@ -84,7 +84,7 @@ VARIANTS = _table(
     # lesson 05 in steps, from reg2d_contiguous to vec, one change each (sgemm_kernels/reg2d_unrolled.py, ...)
     Rung("reg2d_unrolled", "05", "reg2d_contiguous with its loops written out at compile time (static_range)",
          reg2d_unrolled.sgemm, reg2d_unrolled.sgemm_reg2d_unrolled, variant=True),
-    Rung("transposed_a", "05", "reg2d_unrolled with the A tile stored transposed (LDS.128)", transposed_a.sgemm,
+    Rung("transposed_a", "05", "reg2d_unrolled with the A tile stored transposed, both tiles read by LDS.128", transposed_a.sgemm,
          transposed_a.sgemm_transposed_a, variant=True),
     Rung("wide_loads", "05", "transposed_a with 16-byte global loads (LDG.128); vec without 16-byte stores",
          wide_loads.sgemm, wide_loads.sgemm_wide_loads, wide=True, variant=True),

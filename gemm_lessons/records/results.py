@@ -35,6 +35,10 @@ EXPERIMENTS_DIR = _records_dir("experiments", "gemm_lessons.recorded_experiments
 # other GPUs sit beside its own (lesson 10 compares them); they are read only when asked for by
 # name, so adding one does not change what a lesson shows.
 REFERENCE_DEVICE = "NVIDIA H100 80GB HBM3"
+# The GPU of the current round's lesson records (the limiter model, power, lesson 05's steps,
+# lesson 07's buffers, lesson 08's sweep, lesson 11's shape suite): lessons rendered without a GPU
+# read these from this GPU, and REFERENCE_DEVICE's for the records not yet re-run on it.
+COURSE_DEVICE = "NVIDIA H200"
 
 PATHS = {
     "tuning": "tuning-{device}.json",  # python -m gemm_lessons.runs.tuning
@@ -69,6 +73,12 @@ RECORDS = {"bench": BenchRecord, "reproducibility": BenchRecord, "experiment": B
 
 def slug(device_name):
     return re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip("-")
+
+
+def course_path(kind, name=None, directory=RESULTS_DIR):
+    """The file of ``kind`` for COURSE_DEVICE when it exists, else REFERENCE_DEVICE's (which may not)."""
+    path = path_for(kind, COURSE_DEVICE, name, directory=directory)
+    return path if os.path.exists(path) else path_for(kind, REFERENCE_DEVICE, name, directory=directory)
 
 
 def path_for(kind, device_name, name=None, directory=RESULTS_DIR):

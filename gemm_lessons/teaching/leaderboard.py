@@ -29,12 +29,12 @@ TECHNIQUES = [
     ("transposed A tile + 128-bit loads + compile-time unrolling", "05", "reg2d", "vec"),
     # lesson 05 in steps: the same jump, one change at a time (after lesson 04's side-by-side results)
     ("the loops written out at compile time (static_range)", "05", "reg2d_contiguous", "reg2d_unrolled"),
-    ("A tile stored transposed (so the compiler may merge the shared reads)", "05", "reg2d_unrolled", "transposed_a"),
+    ("A tile stored transposed; both tiles read 16 bytes at a time (LDS.128)", "05", "reg2d_unrolled", "transposed_a"),
     ("16-byte global loads for staging (LDG.128)", "05", "transposed_a", "wide_loads"),
-    ("16-byte stores of C (STG.128; on the H100's compiler also the first step with LDS.128)", "05", "wide_loads", "vec"),
-    ("writing out the k-loop too (loses LDS.128)", "05", "vec", "vec_unrolled_k"),
+    ("16-byte stores of C (STG.128)", "05", "wide_loads", "vec"),
+    ("writing out the k-loop too", "05", "vec", "vec_unrolled_k"),
     ("8x8 split into four 4x4 (conflict-free LDS.128)", "06", "vec", "vec_split"),
-    ("double buffering, first attempt (runtime buffer index)", "07", "vec_split", "dbuf_indexed"),
+    ("two shared buffers behind a runtime buffer index (first attempt)", "07", "vec_split", "dbuf_indexed"),
     ("vec_split rewritten as lesson 07's configurable kernel, one buffer (new code, a thread's rows placed "
      "closer: more than one change)", "07", "vec_split", "dbuf_one_buffer"),
     ("two shared buffers, one barrier per slice", "07", "dbuf_one_buffer", "dbuf"),

@@ -39,7 +39,7 @@ STEPS = (
          "gemm_lessons/kernels/sgemm/reg2d.py"),
     Step("reg2d_unrolled", "loops written out at compile time: the results a register tile indexed by constants",
          "gemm_lessons/kernels/sgemm/reg2d_unrolled.py"),
-    Step("transposed_a", "A tile stored transposed: a thread's 8 values of A become neighbours (so the compiler may merge them into LDS.128)",
+    Step("transposed_a", "A tile stored transposed, so a thread's 8 values of A are neighbours; both tiles read 16 bytes at a time (LDS.128)",
          "gemm_lessons/kernels/sgemm/transposed_a.py"),
     Step("wide_loads", "16-byte global loads for staging (LDG.128)", "gemm_lessons/kernels/sgemm/wide_loads.py"),
     Step("vec", "16-byte stores of C (STG.128): lesson 05's kernel", "gemm_lessons/kernels/sgemm/vec.py"),
@@ -67,12 +67,15 @@ def previous(name):
 
 # --- the record ---------------------------------------------------------------------------
 
-def record_path(device=results.REFERENCE_DEVICE, directory=results.RESULTS_DIR):
+def record_path(device=None, directory=results.RESULTS_DIR):
+    """The steps' record of ``device``; None: results.COURSE_DEVICE's, else REFERENCE_DEVICE's."""
+    if device is None:
+        return results.course_path("experiment", RECORD_NAME, directory=directory)
     return results.path_for("experiment", device, RECORD_NAME, directory=directory)
 
 
-def load(device=results.REFERENCE_DEVICE, directory=results.RESULTS_DIR):
-    """The steps' bench record of ``device``, or None when it has not been recorded."""
+def load(device=None, directory=results.RESULTS_DIR):
+    """The steps' bench record of ``device`` (as in record_path), or None when it has not been recorded."""
     path = record_path(device, directory)
     return results.read(path) if os.path.exists(path) else None
 
@@ -139,7 +142,7 @@ class StepResult:
     __repr__ = _repr_markdown_
 
 
-def measure_step(name, kernels=None, size=SIZE, record=None, device=results.REFERENCE_DEVICE):
+def measure_step(name, kernels=None, size=SIZE, record=None, device=None):
     """Step ``name`` and the step before it with cuBLAS, as a sentence: on a GPU timed now
     (``kernels``: name -> callable for both, by default the package's rungs), on the simulator
     from the steps' record of ``device`` (``record``, else
@@ -261,7 +264,7 @@ class Summary:
         return ax
 
 
-def summary(size=SIZE, record=None, device=results.REFERENCE_DEVICE):
+def summary(size=SIZE, record=None, device=None):
     """Every step (the package's kernels) and cuBLAS at ``size``: on a GPU timed now in one
     process, on the simulator from the steps' record of ``device``, or NotRecorded.  The
     compiler facts come from the same place (the record stores them)."""
@@ -278,7 +281,7 @@ def summary(size=SIZE, record=None, device=results.REFERENCE_DEVICE):
     return Summary(c, {n: compiler_facts.kernel_facts(rungs[n].kernel) for n in NAMES})
 
 
-def compiler_facts(kernels, record=None, device=results.REFERENCE_DEVICE):
+def compiler_facts(kernels, record=None, device=None):
     """compiler_facts.compiler_facts of ``kernels`` (name -> numba kernel) with the main-loop
     columns: from the compiler on a GPU, from the steps' record on the simulator, or NotRecorded."""
     from gemm_lessons.instruments import compiler_facts
@@ -315,13 +318,14 @@ def transposed_a_with_range_loops():
     from numba import cuda, float32
 
     from gemm_lessons.core.lesson_cells import region
+    from gemm_lessons.core.float4 import load4
     from gemm_lessons.core.jit import jit
 
     text = region("gemm_lessons/kernels/sgemm/transposed_a.py")
     text = text.replace("@unrolled\n", "").replace("static_range(", "range(")
     name = "<transposed_a with range loops>"
     linecache.cache[name] = (len(text), None, text.splitlines(True), name)  # numba reads the source
-    ns = {"np": np, "cuda": cuda, "float32": float32, "jit": jit}
+    ns = {"np": np, "cuda": cuda, "float32": float32, "jit": jit, "load4": load4}
     exec(compile(text, name, "exec"), ns)
     return ns["sgemm_transposed_a"]
 

@@ -20,6 +20,7 @@ from dataclasses import replace
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # this checkout's package
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/conftest.py, also when run as a script
 import gemm_lessons  # noqa: E402,F401  (chooses GPU or simulator first)
 from gemm_lessons.instruments import offline_sass  # noqa: E402
 from conftest import offline_sass_missing, requires_offline_sass  # noqa: E402

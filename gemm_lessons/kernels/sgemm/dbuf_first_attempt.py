@@ -52,9 +52,9 @@ def sgemm_dbuf_indexed(A, B, C, alpha, beta):
             acc[i, j] = np.float32(0.0)
     # prologue: slice 0 into buffer 0
     x0 = x1 = x2 = x3 = y0 = y1 = y2 = y3 = np.float32(0.0)
-    if row0 + a_r < M and a_c < K:
+    if (row0 + a_r < M) & (a_c < K):
         x0, x1, x2, x3 = load4(A, row0 + a_r, a_c)
-    if b_r < K and col0 + b_c < N:
+    if (b_r < K) & (col0 + b_c < N):
         y0, y1, y2, y3 = load4(B, b_r, col0 + b_c)
     sAT[0, a_c + 0, a_r] = x0
     sAT[0, a_c + 1, a_r] = x1
@@ -70,9 +70,9 @@ def sgemm_dbuf_indexed(A, B, C, alpha, beta):
         nxt = k0 + BK
         # the next slice's global loads start now and land in registers during the compute
         x0 = x1 = x2 = x3 = y0 = y1 = y2 = y3 = np.float32(0.0)
-        if row0 + a_r < M and nxt + a_c < K:
+        if (row0 + a_r < M) & (nxt + a_c < K):
             x0, x1, x2, x3 = load4(A, row0 + a_r, nxt + a_c)
-        if nxt + b_r < K and col0 + b_c < N:
+        if (nxt + b_r < K) & (col0 + b_c < N):
             y0, y1, y2, y3 = load4(B, nxt + b_r, col0 + b_c)
         for k in range(BK):  # lesson 06's k-step, with the buffer index in front of every shared index
             for i in static_range(TM):

@@ -2,13 +2,16 @@
 
 One change to reg2d_unrolled.py: the A tile is stored as ``sAT[k, m]`` (each value written
 to its transposed place on the way in), so a thread's 8 values of A for one k are neighbours,
-like its 8 values of B.  Nothing asks for 16-byte loads: NVVM merges each 4 neighbouring,
-aligned shared reads into one LDS.128 by itself (tests/teaching/test_lesson05_steps.py checks the SASS).
+like its 8 values of B, and both are read 16 bytes at a time: ``load4`` on a shared array is
+one LDS.128 (gemm_lessons/core/float4.py).  Asked for explicitly, because whether NVVM merges
+four neighbouring shared reads by itself depends on the toolchain (the H100's driver did not
+here; an offline CUDA 12 compile did).
 """
 import numpy as np
 from numba import cuda, float32
 
 from gemm_lessons.core.array_checks import sgemm_shapes
+from gemm_lessons.core.float4 import load4
 from gemm_lessons.core.jit import jit
 from gemm_lessons.core.unroll import static_range, unrolled
 
@@ -48,10 +51,10 @@ def sgemm_transposed_a(A, B, C, alpha, beta):
             sB[r, c] = B[k0 + r, col0 + c] if k0 + r < K and col0 + c < N else np.float32(0.0)
         cuda.syncthreads()
         for k in range(BK):
-            for i in static_range(TM):  # a row of the transposed A tile: 8 neighbouring values
-                a[i] = sAT[k, t_row + i]
-            for j in static_range(TN):  # a row of the B tile: 8 neighbouring values
-                b[j] = sB[k, t_col + j]
+            for h in static_range(TM // 4):  # a row of the transposed A tile: 8 neighbours, two LDS.128
+                a[4 * h], a[4 * h + 1], a[4 * h + 2], a[4 * h + 3] = load4(sAT, k, t_row + 4 * h)
+            for h in static_range(TN // 4):  # a row of the B tile: 8 neighbours, two LDS.128
+                b[4 * h], b[4 * h + 1], b[4 * h + 2], b[4 * h + 3] = load4(sB, k, t_col + 4 * h)
             for i in static_range(TM):
                 for j in static_range(TN):
                     acc[i, j] += a[i] * b[j]

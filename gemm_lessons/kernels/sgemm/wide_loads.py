@@ -45,7 +45,8 @@ def sgemm_wide_loads(A, B, C, alpha, beta):
             acc[i, j] = np.float32(0.0)
     for k0 in range(0, K, BK):
         # K and N are multiples of 4, so a float4 lies wholly inside or wholly outside
-        if row0 + a_r < M and k0 + a_c < K:
+        # one condition (& rather than `and`): the load is predicated, not branched around (lesson 07)
+        if (row0 + a_r < M) & (k0 + a_c < K):
             x0, x1, x2, x3 = load4(A, row0 + a_r, k0 + a_c)
         else:
             x0 = x1 = x2 = x3 = np.float32(0.0)
@@ -53,7 +54,7 @@ def sgemm_wide_loads(A, B, C, alpha, beta):
         sAT[a_c + 1, a_r] = x1
         sAT[a_c + 2, a_r] = x2
         sAT[a_c + 3, a_r] = x3
-        if k0 + b_r < K and col0 + b_c < N:
+        if (k0 + b_r < K) & (col0 + b_c < N):
             y0, y1, y2, y3 = load4(B, k0 + b_r, col0 + b_c)
         else:
             y0 = y1 = y2 = y3 = np.float32(0.0)
@@ -63,10 +64,10 @@ def sgemm_wide_loads(A, B, C, alpha, beta):
         sB[b_r, b_c + 3] = y3
         cuda.syncthreads()
         for k in range(BK):
-            for i in static_range(TM):  # a row of the transposed A tile: 8 neighbouring values
-                a[i] = sAT[k, t_row + i]
-            for j in static_range(TN):  # a row of the B tile: 8 neighbouring values
-                b[j] = sB[k, t_col + j]
+            for h in static_range(TM // 4):  # a row of the transposed A tile: 8 neighbours, two LDS.128
+                a[4 * h], a[4 * h + 1], a[4 * h + 2], a[4 * h + 3] = load4(sAT, k, t_row + 4 * h)
+            for h in static_range(TN // 4):  # a row of the B tile: 8 neighbours, two LDS.128
+                b[4 * h], b[4 * h + 1], b[4 * h + 2], b[4 * h + 3] = load4(sB, k, t_col + 4 * h)
             for i in static_range(TM):
                 for j in static_range(TN):
                     acc[i, j] += a[i] * b[j]

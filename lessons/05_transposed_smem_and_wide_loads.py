@@ -1,478 +1,167 @@
 # %% [markdown]
 # # 05 · Transposed shared memory and 128-bit loads
 #
-# **Where we are.** Lesson 04's outer product reads 16 values per 64 FMAs, but each value
-# arrives through its own 4-byte instruction: 16 `LDS` per k-step, plus 8 4-byte global loads
-# per thread per slice. This lesson's kernel, `vec`, moves 16 bytes per instruction wherever
-# it can. It differs from lesson 04's `reg2d` in five changes; the lesson makes them one at a
-# time, each a kernel of its own, looks at what the compiler made of each, and measures each
-# against the one before, so that the whole jump is measured step by step (not every step's
-# gain is explained: the lesson says where it is not).
+# **Where we are.** Lesson 04's `reg2d` gives each thread an 8x8 patch of C: per
+# [k-step](GLOSSARY.md#k-step) it loads 8 values of A and 8 of B from shared memory and makes 64
+# FMAs. The [limiter model](GLOSSARY.md#limiter-model), on the *limiter run* (every rung timed and
+# profiled on one GPU), found it bound by [instruction issue](GLOSSARY.md#issue):
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
-from gemm_lessons.model import counting
-from gemm_lessons.teaching import exercises, figures, measure_step, plots
-from gemm_lessons.instruments import compiler_facts
+from gemm_lessons.model import limiter
+from gemm_lessons.model.limiter import WHAT
+from gemm_lessons.teaching import exercises, figures, lesson05_steps, limiter_table, measure_step
+from gemm_lessons.instruments import shared_tracer
+from gemm_lessons.instruments.compiler_facts import blocks_per_sm
 from gemm_lessons.kernels import ladder
-from gemm_lessons.records import results
+from gemm_lessons.core import tables
+from gemm_lessons.core.unroll import expanded_source, static, static_range, unrolled  # compile-time loops
+from gemm_lessons.core.float4 import load4, store4  # the 16-byte load/store intrinsics
 from gemm_lessons.core.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
+from dataclasses import replace
+from IPython.display import Markdown
 import functools
 import numpy as np
 from numba import cuda, float32
 # %matplotlib inline
 print(gl.banner())
 
-# %%
-measure_step.recorded(["reg2d", "vec", "cublas"])  # where we start and where we arrive; the steps between are measured below
+prev = limiter_table.why(["reg2d"])  # the limiter run
+r, n = prev.row("reg2d"), limiter_table.counts("reg2d")
+print(f"reg2d at 4096^3 on the {prev.device}: {r.measured_ms:.1f} ms, {2 * 4096**3 / r.measured_ms / 1e9:.1f} TFLOPS. "
+      f"Binding ceiling: {WHAT[r.binding]}, {r.ceilings_ms[r.binding]:.1f} ms on its own: "
+      f"{n['warp_instructions'] / n['warp_ffma']:.2f} instructions issued per FFMA.")
 
 # %% [markdown]
-# ## Idea: make a thread's values contiguous, then move 16 bytes at a time
+# ## Idea: move 16 bytes per instruction where a thread's data is contiguous
 #
-# Give each thread 8 side-by-side columns of C (in lesson 04's `reg2d` they are 16 apart; step 1
-# below changes that), and its 8 values of B for one k are neighbours in `sB[k, :]`. Its 8 values
-# of A are not: in `sA[m, k]` they are a column, BK floats apart. Store the A tile
-# **transposed**, `sAT[k, m]`, and they become neighbours too. Then:
+# A load or store moves 4, 8 or 16 bytes per thread ([`.128`](GLOSSARY.md#width-128): 16 bytes)
+# and takes one issue slot whatever its width. `reg2d` reads a k-step's 8 + 8 values with
+# sixteen 4-byte `LDS`. Four 16-byte `LDS.128` would do, if each four values were neighbours
+# in shared memory, starting on a 16-byte boundary. Two layout changes make them neighbours:
 #
-# * shared memory: 8 + 8 values per k-step arrive in four 16-byte loads (`LDS.128`: the `.128`
-#   is the access width in bits, [glossary](GLOSSARY.md#width-128)) instead of sixteen 4-byte ones;
-# * global memory: each thread stages one float4 (16 bytes) of A and one of B per slice
-#   (`LDG.128`); the A values are scattered into `sAT` on the way in;
-# * C is written 16 bytes at a time (`STG.128`).
+# * a thread's 8x8 results **side by side** (lesson 04's `reg2d_contiguous`): its 8 values of B
+#   for one k are then neighbours in `sB[k, :]`;
+# * the A tile stored **transposed**, `sAT[k, m]`, each value written to its transposed place as
+#   the tile is staged: its 8 values of A become neighbours too.
 
 # %%
 figures.transposed_tile();
 
 # %% [markdown]
-# ## How to get 128-bit instructions from numba
-#
-# * **Shared memory**: usually nothing special. Shared arrays are aligned, so when four loads hit
-#   `sAT[k, m]`, `sAT[k, m+1]`, ... with `m` visibly a multiple of 4, the compiler (the load/store
-#   vectorizer of [NVVM](GLOSSARY.md#nvvm), the LLVM-based part of numba's compiler) can merge them into one `LDS.128`, and in this lesson's kernel it
-#   does. Not always: in the H100 run recorded for this lesson, steps 3 and 4 kept their
-#   neighbouring reads as four `LDS` each, and `vec_unrolled_k` at the end of the lesson loses
-#   `LDS.128` too, so read the SASS.
-# * **Global memory**: numba tells LLVM nothing about the alignment of an array's data pointer,
-#   so four neighbouring global loads stay four `LDG.E`. `gemm_lessons/core/float4.py` adds two
-#   small numba *intrinsics* ([glossary](GLOSSARY.md#intrinsic): functions that the compiler
-#   replaces by specific instructions where they are called), `load4` and `store4`, that emit
-#   one `<4 x float>` load or store with 16-byte alignment. The price: every row must start on a 16-byte boundary, so this rung
-#   requires K and N to be multiples of 4, and says so (ValueError) otherwise.
-# * **Unrolling, said out loud**: *unrolling* a loop means writing its body out once per
-#   iteration, so the loop counter becomes a constant in each copy. That matters here for one
-#   reason: a small local array (`cuda.local.array`) such as the 8x8 results `acc` can live in
-#   registers only if every index into it is a constant once the code is compiled; an index
-#   known only at run time needs an address, and registers have none, so the array would go to
-#   (slow, off-chip) local memory. In lesson 04 the compiler happened to unroll the `i` and `j`
-#   loops by itself (its SASS had one k-step's 64 `FFMA` in the loop). numba has no
-#   `#pragma unroll` to *ask* for it, so this course adds one: `@unrolled` (from
-#   `gemm_lessons.core.unroll`) rewrites the kernel's source before numba compiles it, writing out
-#   every `for i in static_range(N)` loop N times with `i` replaced by 0, 1, ..., N-1, and
-#   keeping only the chosen branch of an `if static(condition):`. Once every index into a
-#   local array is a constant, `@unrolled` also writes each element as a variable of its own
-#   (`acc[1, 2]` becomes `acc_1_2`), which is what the compiler does anyway to keep the array
-#   in registers: doing it before numba sees the code leaves numba far fewer statements to
-#   type, and the kernels of lesson 08 compile in seconds. A `range` loop stays a loop:
-#   here the loop over the 8 k-steps of a slice. Writing that one out too (`unroll_k=True`) is
-#   measured below, and it is slower.
-
-# %%
-from gemm_lessons.core.float4 import load4, store4  # the 16-byte load/store intrinsics
-from gemm_lessons.core.unroll import expanded_source, static, static_range, unrolled  # compile-time loops
-
-# %% [markdown]
-# ## The five steps
-#
-# Each step is a kernel in the package (`gemm_lessons/kernels/sgemm/`) that makes one change to
-# the step before it. For each: the idea, the change (a diff of the two kernels, made from the
-# package's code), the kernel, a correctness check, what the compiler made of it next to the
-# step before, and the measured speed of both, timed in the same run.
-#
-# The compiler facts now have two more columns, counted in the SASS of the main loop. A
-# *k-step* is one k of a slice: each thread loads a column of A and a row of B from shared
-# memory and forms their outer product ([glossary](GLOSSARY.md#k-step)). **inner loop** counts
-# the instructions of the innermost loop that holds `FFMA`: here one k-step, run BK = 8 times
-# per slice. **loop around it** counts the other instructions of the loop over the slices:
-# staging the tiles, the barriers, the loop counter, run once per slice. Both count the code,
-# not a measurement; every instruction, an `FFMA` or not, takes one issue slot of a warp
-# scheduler ([issue](GLOSSARY.md#issue)).
-
-# %%
-from IPython.display import Markdown
-from gemm_lessons.teaching import lesson05_steps
-from gemm_lessons.course import lesson_source
-from gemm_lessons.core import tables
-from gemm_lessons.kernels.sgemm import reg2d, reg2d_unrolled, transposed_a, vec, wide_loads
-
-Markdown(tables.markdown(["step", "kernel", "what it changes"],
-                         [[i or "start", f"`{s.kernel}`", s.change] for i, s in enumerate(lesson05_steps.STEPS)],
-                         "rll"))
-
-# %% [markdown]
-# **Predict.** Which step do you expect to gain the most? And how many times faster than
-# `reg2d` do you expect `vec` to run at 4096^3, all five steps together? Write the second as a
-# number in the next cell; the end of the lesson sets it against the measurement.
-
-# %%
-my_speedup = None  # your prediction: replace None with a number (for example 1.2)
-
-# %% [markdown]
-# ### Step 1: a thread's results side by side (`reg2d_contiguous`, from lesson 04)
-#
-# A 16-byte load reads four neighbouring floats, so a thread's values must be neighbours in
-# shared memory. In `reg2d` a thread's 8 columns are 16 apart (`SPREAD`); in lesson 04's variant
-# `reg2d_contiguous` (`make_sgemm_reg2d(SPREAD=False)`, no new code) they are side by side, and
-# its 8 values of B for one k are neighbours in `sB[k, :]`. Its 8 values of A are still a
-# column of `sA[m, k]`, BK floats apart. Every load is still 4 bytes wide: this step only
-# makes the later ones possible. Read the *local bytes* and [`LDL`/`STL`](GLOSSARY.md#ldl)
-# (local-memory loads and stores) columns of the compiler facts too: on the H100 this lesson ran on, the compiler spilled part of `reg2d_contiguous`'s
-# registers to local memory; the next step removes that.
-
-# %%
-lesson05_steps.compiler_facts({"reg2d": reg2d.sgemm_reg2d, "reg2d_contiguous": reg2d.kernel_for(SPREAD=False)})
-
-# %%
-lesson05_steps.measure_step("reg2d_contiguous")  # both from the package; on the simulator: the recorded run
-
-# %% [markdown]
-# ### Step 2: the loops written out at compile time (`reg2d_unrolled`)
-#
-# The same kernel with its loops over a thread's rows `i` and columns `j` written as
-# `static_range` loops, which `@unrolled` writes out before numba compiles the kernel; the 64
-# results become a 2-D register tile `acc[i, j]` indexed only by constants. The loads and stores
-# are the same 4-byte ones. What changes is the code for their addresses, as the SASS of the two
-# kernels *compiled offline* for sm_90 shows in the next cell. *Compiled offline*: compiled on
-# a machine without a GPU, with the CUDA toolkit's compiler, not by the GPU's driver (so it may
-# differ from what your GPU's compiler makes); *sm_90*: compute capability 9.0, the H100's, as
-# the compiler names it. In the SASS of `reg2d_contiguous` the k-step loop computes the address
-# of each of its 16 shared loads with integer instructions, at every k-step, and each `LDS`
-# reads from a register holding a whole address; in that of `reg2d_unrolled`, the 16 addresses
-# are two bases plus constant offsets, and the k-step loop is shorter. The cell shows the
-# address operands and loop lengths recorded by `tools/lesson05_offline.py`;
-# `tests/teaching/test_lesson05_steps.py` checks both in the record, and again by compiling where the
-# toolkit is installed. The **inner loop** column below shows what the GPU's compiler made, and
-# the *local bytes* column a second difference: `reg2d_unrolled` spills nothing. Whether the spill it
-# removes mattered, these numbers cannot say: step 1 added it and ran at the same speed, but its
-# k-step loop got shorter at the same time.
-
-# %%
-Markdown(lesson05_steps.offline_step2_addresses())  # from results/experiments/lesson05-offline-sass.json
-
-# %% [markdown]
-# The diff is against lesson 04's factory `make_sgemm_reg2d`, whose `SPREAD=False` sets
-# `ROW_STEP = COL_STEP = 1`, `ROW_SPAN = TM` and `COL_SPAN = TN`: its `t_row + i * ROW_STEP` is
-# the `t_row + i` of the new kernel.
-
-# %%
-print(lesson_source.kernel_diff("gemm_lessons/kernels/sgemm/reg2d.py", "gemm_lessons/kernels/sgemm/reg2d_unrolled.py"))
-
-# %%
-# source: gemm_lessons/kernels/sgemm/reg2d_unrolled.py  (the package runs this same code; a test keeps the two identical)
-BM, BN, BK, TM, TN = 128, 128, 8, 8, 8
-THREADS = (BM // TM) * (BN // TN)  # 256
-
-
-@jit(max_registers=128)  # as in lesson 04: two 256-thread blocks per SM
-@unrolled
-def sgemm_reg2d_unrolled(A, B, C, alpha, beta):
-    sA = cuda.shared.array((BM, BK), float32)
-    sB = cuda.shared.array((BK, BN), float32)
-    tid = cuda.threadIdx.x
-    row0 = cuda.blockIdx.y * BM
-    col0 = cuda.blockIdx.x * BN
-    M, K = A.shape
-    N = B.shape[1]
-    t_row = (tid // (BN // TN)) * TM  # this thread's 8x8 results, side by side: tile rows t_row..t_row+7
-    t_col = (tid % (BN // TN)) * TN   # and columns t_col..t_col+7
-    # the thread's results, and one k-step's column of A and row of B: every index is a
-    # constant once the static_range loops are written out, so all three live in registers
-    acc = cuda.local.array((TM, TN), float32)
-    a = cuda.local.array(TM, float32)
-    b = cuda.local.array(TN, float32)
-    for i in static_range(TM):
-        for j in static_range(TN):
-            acc[i, j] = np.float32(0.0)
-    for k0 in range(0, K, BK):
-        for l in range(BM * BK // THREADS):  # 4 values of each tile per thread, 4 bytes at a time
-            idx = tid + l * THREADS
-            r, c = idx // BK, idx % BK
-            sA[r, c] = A[row0 + r, k0 + c] if row0 + r < M and k0 + c < K else np.float32(0.0)
-        for l in range(BK * BN // THREADS):
-            idx = tid + l * THREADS
-            r, c = idx // BN, idx % BN
-            sB[r, c] = B[k0 + r, col0 + c] if k0 + r < K and col0 + c < N else np.float32(0.0)
-        cuda.syncthreads()
-        for k in range(BK):
-            for i in static_range(TM):  # a column of the A tile: 8 values BK floats apart
-                a[i] = sA[t_row + i, k]
-            for j in static_range(TN):  # a row of the B tile: 8 neighbouring values
-                b[j] = sB[k, t_col + j]
-            for i in static_range(TM):
-                for j in static_range(TN):
-                    acc[i, j] += a[i] * b[j]
-        cuda.syncthreads()
-    for i in static_range(TM):
-        row = row0 + t_row + i
-        for j in static_range(TN):
-            col = col0 + t_col + j
-            if row < M and col < N:
-                if beta == 0:
-                    C[row, col] = alpha * acc[i, j]
-                else:
-                    C[row, col] = alpha * acc[i, j] + beta * C[row, col]
-
-# %%
-gl.check_all(functools.partial(reg2d_unrolled.sgemm, kernel=sgemm_reg2d_unrolled), name="reg2d_unrolled")
-
-# %%
-lesson05_steps.compiler_facts({"reg2d_contiguous": reg2d.kernel_for(SPREAD=False),
-                               "reg2d_unrolled": sgemm_reg2d_unrolled})
-
-# %%
-lesson05_steps.measure_step("reg2d_unrolled", {
-    "reg2d_contiguous": ladder.VARIANTS["reg2d_contiguous"],
-    "reg2d_unrolled": functools.partial(reg2d_unrolled.sgemm, kernel=sgemm_reg2d_unrolled)})
-
-# %% [markdown]
-# ### Step 3: the A tile stored transposed (`transposed_a`)
-#
-# A thread's 8 values of A for one k are a column of `sA[m, k]`, BK floats apart. Store the
-# tile transposed, `sAT[k, m]` (each value goes to its transposed place as it is staged), and
-# they become 8 neighbours, like the 8 values of B. Nothing in the code asks for 16-byte loads:
-# both rows start at a multiple of 8 floats (`t_row`, `t_col`), so the compiler *may* merge
-# every four neighbouring reads into one `LDS.128`, 4 per k-step instead of 16 `LDS`. Whether
-# it does is the compiler's choice, and two toolchains disagreed here: compiled offline (numba's
-# NVVM and the CUDA toolkit's ptxas, on a machine without a GPU: the next cell, with the
-# versions; `tests/teaching/test_lesson05_steps.py` checks it) this kernel gets `LDS.128`; in the H100
-# run recorded for this lesson it kept sixteen 4-byte `LDS`, and so did step 4's kernel (the
-# compiler facts below show what your GPU's compiler made). Only `vec`, in step 5, has
-# `LDS.128` in that run. We did not find out why (step 5 names one suspect, the register cap).
-
-# %%
-Markdown(lesson05_steps.offline_step3_lds128())  # from results/experiments/lesson05-offline-sass.json
-
-# %%
-print(lesson_source.kernel_diff("gemm_lessons/kernels/sgemm/reg2d_unrolled.py",
-                                "gemm_lessons/kernels/sgemm/transposed_a.py"))
-
-# %%
-# source: gemm_lessons/kernels/sgemm/transposed_a.py  (the package runs this same code; a test keeps the two identical)
-BM, BN, BK, TM, TN = 128, 128, 8, 8, 8
-THREADS = (BM // TM) * (BN // TN)  # 256
-
-
-@jit(max_registers=128)  # as in lesson 04: two 256-thread blocks per SM
-@unrolled
-def sgemm_transposed_a(A, B, C, alpha, beta):
-    sAT = cuda.shared.array((BK, BM), float32)  # A tile, transposed: sAT[k, m]
-    sB = cuda.shared.array((BK, BN), float32)
-    tid = cuda.threadIdx.x
-    row0 = cuda.blockIdx.y * BM
-    col0 = cuda.blockIdx.x * BN
-    M, K = A.shape
-    N = B.shape[1]
-    t_row = (tid // (BN // TN)) * TM  # this thread's 8x8 results, side by side: tile rows t_row..t_row+7
-    t_col = (tid % (BN // TN)) * TN   # and columns t_col..t_col+7
-    # the thread's results, and one k-step's column of A and row of B: every index is a
-    # constant once the static_range loops are written out, so all three live in registers
-    acc = cuda.local.array((TM, TN), float32)
-    a = cuda.local.array(TM, float32)
-    b = cuda.local.array(TN, float32)
-    for i in static_range(TM):
-        for j in static_range(TN):
-            acc[i, j] = np.float32(0.0)
-    for k0 in range(0, K, BK):
-        for l in range(BM * BK // THREADS):  # 4 values of each tile per thread, 4 bytes at a time
-            idx = tid + l * THREADS
-            r, c = idx // BK, idx % BK
-            sAT[c, r] = A[row0 + r, k0 + c] if row0 + r < M and k0 + c < K else np.float32(0.0)
-        for l in range(BK * BN // THREADS):
-            idx = tid + l * THREADS
-            r, c = idx // BN, idx % BN
-            sB[r, c] = B[k0 + r, col0 + c] if k0 + r < K and col0 + c < N else np.float32(0.0)
-        cuda.syncthreads()
-        for k in range(BK):
-            for i in static_range(TM):  # a row of the transposed A tile: 8 neighbouring values
-                a[i] = sAT[k, t_row + i]
-            for j in static_range(TN):  # a row of the B tile: 8 neighbouring values
-                b[j] = sB[k, t_col + j]
-            for i in static_range(TM):
-                for j in static_range(TN):
-                    acc[i, j] += a[i] * b[j]
-        cuda.syncthreads()
-    for i in static_range(TM):
-        row = row0 + t_row + i
-        for j in static_range(TN):
-            col = col0 + t_col + j
-            if row < M and col < N:
-                if beta == 0:
-                    C[row, col] = alpha * acc[i, j]
-                else:
-                    C[row, col] = alpha * acc[i, j] + beta * C[row, col]
-
-# %%
-gl.check_all(functools.partial(transposed_a.sgemm, kernel=sgemm_transposed_a), name="transposed_a")
-
-# %%
-lesson05_steps.compiler_facts({"reg2d_unrolled": sgemm_reg2d_unrolled, "transposed_a": sgemm_transposed_a})
-
-# %%
-lesson05_steps.measure_step("transposed_a", {
-    "reg2d_unrolled": functools.partial(reg2d_unrolled.sgemm, kernel=sgemm_reg2d_unrolled),
-    "transposed_a": functools.partial(transposed_a.sgemm, kernel=sgemm_transposed_a)})
-
-# %% [markdown]
-# Where did step 3's gain come from, if not from wider loads? Not from fewer instructions: in
-# the H100's compiler facts above the two kernels have the same counts. The bank tracer
-# ([bank tracer](GLOSSARY.md#bank-tracer): one block, K = 8, every shared load 4 bytes wide as
-# the H100's compiler left them) counts the passes of shared memory, the
-# [wavefronts](GLOSSARY.md#wavefront), of both kernels:
+# A 16-byte instruction pays in proportion to how often its 4-byte versions run. Per slice of
+# BK = 8 k-steps, at K = 4096 (512 slices), one thread issues:
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from gemm_lessons.instruments import shared_tracer
-for name in ("reg2d_unrolled", "transposed_a"):
-    t = shared_tracer.trace_rung(name, (128, 128, 8), merge=False)  # merge=False: 4-byte accesses
-    ld, st = t.totals("ld"), t.totals("st")
-    print(f"{name:<15} loads: {ld['wavefronts']} wavefronts ({ld['conflicts']} from conflicts); "
-          f"stores: {st['wavefronts']} ({st['conflicts']} from conflicts)")
+BM, BN, BK, TM, TN, THREADS, K = 128, 128, 8, 8, 8, 256, 4096
+issued = {"shared loads (every k-step)": BK * (TM + TN),
+          "global loads (staging the tiles)": (BM + BN) * BK // THREADS,
+          "stores of C (once, after the last slice)": TM * TN / (K // BK)}
+for what, four in issued.items():
+    print(f"{what:<41} {four:>6.3g} with 4-byte instructions, {four / 4:>6.3g} with 16-byte ones")
+print(f"{'FFMA':<41} {BK * TM * TN:>6}")
 
 # %% [markdown]
-# The A reads of `reg2d_unrolled` are a column of `sA`, and two threads of a warp read the same
-# bank (2-way [conflicts](GLOSSARY.md#bank-conflict), as in lesson 04's contiguous layout);
-# `transposed_a` reads a row of `sAT`, conflict-free, and saves 512 load wavefronts per block
-# and slice. Its stores, each value scattered to its transposed place, cost 224 more, and stores
-# are 64 warp instructions per slice against 1,024 loads. Fewer shared-memory passes per slice
-# (3,136 before, 2,848 after, about 9% fewer) is the likely source of step 3's gain; nothing
-# here times the two effects apart. The `sB` reads stay 4-way in both; they become 2-way in
-# step 5, where they are 16-byte `LDS.128`, and lesson 06 removes that last conflict.
-
-# %% [markdown]
-# ### Step 4: 16-byte global loads for staging (`wide_loads`)
+# ## 16-byte instructions from numba
 #
-# Each slice, a thread has staged 4 values of A and 4 of B with 4-byte loads, each with its own
-# index arithmetic and bounds test. Now it fetches one float4 of each tile with `load4`: one
-# `LDG.E.128` each. The A float4 is four neighbours in a row of A, which go to four different
-# rows of `sAT` (the transpose happens on the way in, four 4-byte stores); the B float4 goes to
-# one row of `sB`. The k-step loop is untouched; what changes is the code around it that runs
-# once per slice (the **loop around it** column). The `LDG.E` left in the counts are the loads
-# of C when beta is not 0. The price: every row must start on a 16-byte boundary, so K and N
-# must be multiples of 4 (ValueError otherwise).
+# * `load4(X, i, j)` and `store4(X, i, j, x0, x1, x2, x3)` (`gemm_lessons/core/float4.py`) are
+#   two [intrinsics](GLOSSARY.md#intrinsic): each becomes one 16-byte load or store of
+#   `X[i, j:j+4]`, `LDG.128` / `STG.128` on a global array, `LDS.128` on a shared one. `j` must be
+#   a multiple of 4 and every row must start on a 16-byte boundary
+#   ([alignment](GLOSSARY.md#alignment)), so `vec` requires K and N to be multiples of 4. Without
+#   them numba's compiler keeps four neighbouring global loads as four `LDG`.
+# * `@unrolled` (`gemm_lessons/core/unroll.py`) writes out every `for i in static_range(n)` loop
+#   n times before numba compiles the kernel ([unrolling](GLOSSARY.md#unrolling)). Every index
+#   into the 8x8 results `acc` is then a constant, which keeps them in registers, and every shared
+#   address is a base plus a constant. A `range` loop stays a loop: here, the 8 k-steps of a slice.
+#
+# ## Five changes, one at a time
+#
+# `vec`, this lesson's kernel, differs from `reg2d` in five changes. Each step below is a kernel
+# of the package that makes one of them (the Lab notes show each step's diff); all six are timed
+# in one run.
 
 # %%
-print(lesson_source.kernel_diff("gemm_lessons/kernels/sgemm/transposed_a.py",
-                                "gemm_lessons/kernels/sgemm/wide_loads.py"))
-
-# %%
-# source: gemm_lessons/kernels/sgemm/wide_loads.py  (the package runs this same code; a test keeps the two identical)
-BM, BN, BK, TM, TN = 128, 128, 8, 8, 8
-THREADS = (BM // TM) * (BN // TN)  # 256
-assert BM * BK == 4 * THREADS and BK * BN == 4 * THREADS  # one float4 of each tile per thread
-
-
-@jit(max_registers=128)  # as in lesson 04: two 256-thread blocks per SM
-@unrolled
-def sgemm_wide_loads(A, B, C, alpha, beta):
-    sAT = cuda.shared.array((BK, BM), float32)  # A tile, transposed: sAT[k, m]
-    sB = cuda.shared.array((BK, BN), float32)
-    tid = cuda.threadIdx.x
-    row0 = cuda.blockIdx.y * BM
-    col0 = cuda.blockIdx.x * BN
-    M, K = A.shape
-    N = B.shape[1]
-    t_row = (tid // (BN // TN)) * TM  # this thread's 8x8 results, side by side: tile rows t_row..t_row+7
-    t_col = (tid % (BN // TN)) * TN   # and columns t_col..t_col+7
-    a_r = tid // (BK // 4)            # the float4 of the A tile this thread stages
-    a_c = (tid % (BK // 4)) * 4
-    b_r = tid // (BN // 4)            # ... and of the B tile
-    b_c = (tid % (BN // 4)) * 4
-    # the thread's results, and one k-step's column of A and row of B: every index is a
-    # constant once the static_range loops are written out, so all three live in registers
-    acc = cuda.local.array((TM, TN), float32)
-    a = cuda.local.array(TM, float32)
-    b = cuda.local.array(TN, float32)
-    for i in static_range(TM):
-        for j in static_range(TN):
-            acc[i, j] = np.float32(0.0)
-    for k0 in range(0, K, BK):
-        # K and N are multiples of 4, so a float4 lies wholly inside or wholly outside
-        if row0 + a_r < M and k0 + a_c < K:
-            x0, x1, x2, x3 = load4(A, row0 + a_r, k0 + a_c)
-        else:
-            x0 = x1 = x2 = x3 = np.float32(0.0)
-        sAT[a_c + 0, a_r] = x0  # transposing on the way in: four 4-byte stores
-        sAT[a_c + 1, a_r] = x1
-        sAT[a_c + 2, a_r] = x2
-        sAT[a_c + 3, a_r] = x3
-        if k0 + b_r < K and col0 + b_c < N:
-            y0, y1, y2, y3 = load4(B, k0 + b_r, col0 + b_c)
-        else:
-            y0 = y1 = y2 = y3 = np.float32(0.0)
-        sB[b_r, b_c + 0] = y0  # four scalar stores (the SASS: NVVM does not merge them here)
-        sB[b_r, b_c + 1] = y1
-        sB[b_r, b_c + 2] = y2
-        sB[b_r, b_c + 3] = y3
-        cuda.syncthreads()
-        for k in range(BK):
-            for i in static_range(TM):  # a row of the transposed A tile: 8 neighbouring values
-                a[i] = sAT[k, t_row + i]
-            for j in static_range(TN):  # a row of the B tile: 8 neighbouring values
-                b[j] = sB[k, t_col + j]
-            for i in static_range(TM):
-                for j in static_range(TN):
-                    acc[i, j] += a[i] * b[j]
-        cuda.syncthreads()
-    for i in static_range(TM):
-        row = row0 + t_row + i
-        for j in static_range(TN):
-            col = col0 + t_col + j
-            if row < M and col < N:
-                if beta == 0:
-                    C[row, col] = alpha * acc[i, j]
-                else:
-                    C[row, col] = alpha * acc[i, j] + beta * C[row, col]
-
-# %%
-gl.check_all(functools.partial(wide_loads.sgemm, kernel=sgemm_wide_loads), name="wide_loads",
-             shapes=[(68, 44, 36, 1.0, 0.0), (36, 72, 20, 1.5, -0.5)] if gl.SIMULATOR else
-                    [(68, 44, 36, 1.0, 0.0), (516, 1028, 260, -1.0, 0.5), (4, 4, 4, 2.0, 1.0)])
-
-# %%
-lesson05_steps.compiler_facts({"transposed_a": sgemm_transposed_a, "wide_loads": sgemm_wide_loads})
-
-# %%
-lesson05_steps.measure_step("wide_loads", {
-    "transposed_a": functools.partial(transposed_a.sgemm, kernel=sgemm_transposed_a),
-    "wide_loads": functools.partial(wide_loads.sgemm, kernel=sgemm_wide_loads)})
+STEPS = lesson05_steps.NAMES
+Markdown(tables.markdown(["step", "kernel", "what it changes"],
+                         [[i or "start", f"`{s.kernel}`", s.change] for i, s in enumerate(lesson05_steps.STEPS)], "rll"))
 
 # %% [markdown]
-# ### Step 5: 16-byte stores of C (`vec`, this lesson's kernel)
+# ## Predict
 #
-# The last change writes C with `store4`: one `STG.E.128` per four results instead of four
-# `STG.E` (and, when beta is not 0, one `LDG.E.128` to read them). The stores happen once per
-# thread, after the main loop, so they are unlikely to explain a large speedup on their own. On
-# the H100 run recorded here, this step is also where the shared reads became `LDS.128` (steps 3
-# and 4 kept 4-byte `LDS` there), and its main loop is shorter (the summary's instructions per
-# slice; most of the instructions it saves are the 16 `LDS` that became 4 `LDS.128`). How much
-# of this step's gain each change made is not measured here; the summary below sets the instruction counts
-# against the speeds. What made the compiler merge the reads here and not in step 4 we did not
-# find out. Two other differences in the diff change nothing at `vec`'s defaults: it carries
-# lesson 06's `split` switch (with `split=False`, `ROW_GAP = COL_GAP = 4` and `SPAN = 8`, so
-# `t_row + (i % 4 + i // 4 * ROW_GAP)` is `t_row + i`) and the `unroll_k` switch measured at the
-# end of the lesson. A third may matter: `vec` has no register cap, where steps 1 to 4 carry
-# lesson 04's `max_registers=128`. Compiled offline, the cap changes nothing (the SASS of `vec`
-# and of `wide_loads` is the same with and without it: the next cell; `tests/teaching/test_lesson05_steps.py`
-# checks both), but on the H100 the two capped kernels whose reads could merge (`transposed_a`,
-# `wide_loads`) kept 4-byte `LDS` while the uncapped `vec` got `LDS.128`, as did the uncapped
-# exercise kernel below. So on the GPU's own compiler the cap may be what kept the reads
-# narrow; this lesson did not compile the step kernels without it on the GPU to find out, and
-# step 5's gain may include it.
+# Lesson 04's model: per [warp-FFMA](GLOSSARY.md#warp-fma), an SM's FP32 lanes need 1/4 of a
+# cycle, its four schedulers 1/4 of a cycle per instruction issued, its shared memory one cycle
+# per [wavefront](GLOSSARY.md#wavefront). The most cycles *bind*. The next cell counts both for
+# every step, before any is timed: instructions per FFMA from the [compiler
+# facts](GLOSSARY.md#compiler-facts) of the main loop (the k-step loop 8 times per slice, the
+# rest of the slice loop once, for 512 `FFMA`), wavefronts from the [bank
+# tracer](GLOSSARY.md#bank-tracer) (one block, one slice; lesson 06 explains the bank rules).
 
 # %%
-Markdown(lesson05_steps.offline_register_cap())  # from results/experiments/lesson05-offline-sass.json
+RUNGS = {**ladder.SGEMM, **ladder.VARIANTS}
+facts = lesson05_steps.compiler_facts({s: RUNGS[s].kernel for s in STEPS})  # the GPU's compiler (on the simulator: the steps' record)
+WARP_FFMA_PER_SLICE = THREADS // 32 * BK * TM * TN  # one block: 8 warps x 8 k-steps x 64
+
+
+def per_ffma(loop):
+    """Instructions issued per FFMA in the main loop: the k-step loop BK times, the rest once."""
+    return (BK * loop["inner"] + loop["outer_rest"]) / (BK * loop["inner_FFMA"])
+
+
+ipf, wpf, rows = {}, {}, []
+for s in STEPS:
+    f, t = facts[s], shared_tracer.trace_rung(s, (BM, BN, BK), merge=False)  # merge=False: the widths the code asks for
+    ipf[s] = per_ffma(f["loop"])
+    wpf[s] = (t.totals("ld", rule="paired")["wavefronts"] + t.totals("st")["wavefronts"]) / WARP_FFMA_PER_SLICE
+    sass = f["sass"]
+    rows.append([f"`{s}`", sass.get("LDS", 0), sass.get("LDS.128", 0), sass.get("LDG.E.128", 0),
+                 sass.get("STG.E.128", 0), f["registers"], f"{f['loop']['inner']}", f"{ipf[s]:.2f}", f"{wpf[s]:.3f}"])
+Markdown(f"Per step ({facts.source}):\n\n" + tables.markdown(
+    ["step", "LDS", "LDS.128", "LDG.128", "STG.128", "registers", "k-step loop (instructions)",
+     "instructions per FFMA", "wavefronts per warp-FFMA"], rows, "lrrrrrrrr"))
+
+# %% [markdown]
+# **Your prediction.** For each step, which unit binds? Which step should gain the most, which
+# the least? And how many times faster than `reg2d` will `vec` run at 4096^3?
 
 # %%
-print(lesson_source.kernel_diff("gemm_lessons/kernels/sgemm/wide_loads.py", "gemm_lessons/kernels/sgemm/vec.py"))
+my_speedup = None  # your prediction: replace None with a number (for example 1.5)
+
+# %% [markdown]
+# The model's answer: each step's cycles per warp-FFMA, and its predicted time (the binding
+# ceiling, stretched by the last [wave](GLOSSARY.md#wave) of blocks):
+
+# %%
+machine, base = limiter_table.machine(), limiter_table.work("reg2d")  # the limiter run's GPU, and reg2d's launch
+warp_ffma = base.ffma / 32
+model, rows = {}, []
+for s in STEPS:  # same grid and bytes as reg2d; the step's own instructions, wavefronts and blocks per SM
+    work = replace(base, warp_instructions=warp_ffma * ipf[s], shared_wavefronts=warp_ffma * wpf[s],
+                   blocks_per_sm=blocks_per_sm(facts[s]["registers"], facts[s]["shared_bytes"], THREADS)[0])
+    model[s] = limiter.predict(work, machine)
+    before = STEPS[STEPS.index(s) - 1] if s != STEPS[0] else None
+    rows.append([f"`{s}`", "0.25", f"{ipf[s] / 4:.2f}", f"{wpf[s]:.2f}", limiter_table.SHORT[model[s].binding],
+                 f"{model[s].seconds * 1e3:.2f}",
+                 f"{model[before].seconds / model[s].seconds:.2f}x" if before else ""])
+Markdown(f"Cycles per warp-FFMA and predicted ms at 4096^3 ({machine.name}, {machine.clock_mhz:,.0f} MHz):\n\n"
+         + tables.markdown(["step", "FP32", "issue", "shared", "binds", "predicted (ms)", "x the step before"], rows,
+                           "lrrrlrr"))
+
+# %%
+gain = {s: model[STEPS[i - 1]].seconds / model[s].seconds for i, s in enumerate(STEPS) if i}
+best = max(gain, key=gain.get)
+model_speedup = model["reg2d"].seconds / model["vec"].seconds
+print(f"Model: vec {model_speedup:.2f}x as fast as reg2d. The largest step: {best} ({gain[best]:.2f}x). "
+      f"From {STEPS[1]} on, a thread's values are side by side and its 4-byte loads conflict: "
+      f"{wpf['reg2d']:.2f} wavefronts per warp-FFMA become {wpf[STEPS[1]]:.2f}.")
+
+# %% [markdown]
+# ## The kernel: `vec`
+#
+# All five changes. Each thread stages one float4 of each tile per slice (`load4` on A and B),
+# scatters the A values into `sAT`, reads both tiles with `load4` on shared memory, and writes
+# C with `store4`. `split` is lesson 06's switch (off here); `unroll_k` is in the Lab notes.
 
 # %%
 # source: gemm_lessons/kernels/sgemm/vec.py  (the package runs this same code; a test keeps the two identical)
@@ -482,8 +171,7 @@ assert BM * BK == 4 * THREADS and BK * BN == 4 * THREADS  # one float4 of each t
 
 
 def make_sgemm_vec(unroll_k=False, split=False):
-    """unroll_k: write out the k-loop too; measured on an H100 that was slower, and NVVM did
-    not merge its shared loads into LDS.128 (lesson 05).
+    """unroll_k: write out the k-loop too (lesson 05 times it against the loop).
     split: a thread's 8x8 results are four 4x4 pieces, BM/2 rows and BN/2 columns apart
     (lesson 06): then 8 neighbouring threads read 128 contiguous bytes."""
     ROW_GAP = BM // 2 if split else 4  # rows from a thread's first 4 result rows to its next 4
@@ -516,7 +204,8 @@ def make_sgemm_vec(unroll_k=False, split=False):
                 acc[i, j] = np.float32(0.0)
         for k0 in range(0, K, BK):
             # K and N are multiples of 4, so a float4 lies wholly inside or wholly outside
-            if row0 + a_r < M and k0 + a_c < K:
+            # one condition (& rather than `and`): the load is predicated, not branched around (lesson 07)
+            if (row0 + a_r < M) & (k0 + a_c < K):
                 x0, x1, x2, x3 = load4(A, row0 + a_r, k0 + a_c)
             else:
                 x0 = x1 = x2 = x3 = np.float32(0.0)
@@ -524,7 +213,7 @@ def make_sgemm_vec(unroll_k=False, split=False):
             sAT[a_c + 1, a_r] = x1
             sAT[a_c + 2, a_r] = x2
             sAT[a_c + 3, a_r] = x3
-            if k0 + b_r < K and col0 + b_c < N:
+            if (k0 + b_r < K) & (col0 + b_c < N):
                 y0, y1, y2, y3 = load4(B, k0 + b_r, col0 + b_c)
             else:
                 y0 = y1 = y2 = y3 = np.float32(0.0)
@@ -534,10 +223,10 @@ def make_sgemm_vec(unroll_k=False, split=False):
             sB[b_r, b_c + 3] = y3
             cuda.syncthreads()
             for k in static_range(BK) if static(unroll_k) else range(BK):
-                for i in static_range(TM):  # 8 + 8 shared loads (NVVM merges them: 2 + 2 LDS.128)
-                    a[i] = sAT[k, t_row + (i % 4 + i // 4 * ROW_GAP)]
-                for j in static_range(TN):
-                    b[j] = sB[k, t_col + (j % 4 + j // 4 * COL_GAP)]
+                for h in static_range(TM // 4):  # 8 + 8 shared values: 2 + 2 LDS.128
+                    a[4 * h], a[4 * h + 1], a[4 * h + 2], a[4 * h + 3] = load4(sAT, k, t_row + h * ROW_GAP)
+                for h in static_range(TN // 4):
+                    b[4 * h], b[4 * h + 1], b[4 * h + 2], b[4 * h + 3] = load4(sB, k, t_col + h * COL_GAP)
                 for i in static_range(TM):  # ... then 64 fused multiply-adds
                     for j in static_range(TN):
                         acc[i, j] += a[i] * b[j]
@@ -560,14 +249,9 @@ def make_sgemm_vec(unroll_k=False, split=False):
 
 
 # %%
-# What numba compiles: the kernel with every static_range loop written out (first 40 lines)
-my_vec = make_sgemm_vec()
-print("\n".join(expanded_source(my_vec).splitlines()[:40]))
-print(f"    ... {len(expanded_source(my_vec).splitlines())} lines in all")
-
-# %%
 from gemm_lessons.kernels.sgemm import vec
 
+my_vec = make_sgemm_vec()
 gl.check_all(functools.partial(vec.sgemm, kernel=my_vec), name="vec",
              shapes=[(68, 44, 36, 1.0, 0.0), (36, 72, 20, 1.5, -0.5)] if gl.SIMULATOR else
                     [(68, 44, 36, 1.0, 0.0), (516, 1028, 260, -1.0, 0.5), (4, 4, 4, 2.0, 1.0)])
@@ -581,118 +265,70 @@ try:
 except ValueError as e:
     print("ValueError:", e)
 
-# %%
-lesson05_steps.compiler_facts({"wide_loads": sgemm_wide_loads, "vec": my_vec})
-
-# %%
-lesson05_steps.measure_step("vec", {
-    "wide_loads": functools.partial(wide_loads.sgemm, kernel=sgemm_wide_loads),
-    "vec": functools.partial(vec.sgemm, kernel=my_vec)})
-
 # %% [markdown]
-# ### Look inside with the bank tracer
+# ## Measure
 #
-# One block (K = 8) on the simulator, with the shared loads merged into 16-byte accesses as the
-# compiler does (`merge=("ld",)`; the SASS below confirms `LDS.128`). Shared memory is split
-# into 32 [banks](GLOSSARY.md#bank), and a warp's 16-byte loads are served a quarter warp (8
-# threads) at a time, one [phase](GLOSSARY.md#phase) each. The `sAT` reads are conflict-free,
-# but the `sB` reads are not: the 8 threads of a phase read 16 bytes each, 32 bytes apart, two
-# to a bank ([bank conflict](GLOSSARY.md#bank-conflict)). Lesson 06 removes that. The stores
-# that fill the tiles conflict too (the `st` rows: the scattered `sAT` stores 2-way, the `sB`
-# stores 4-way), but there are far fewer of them per slice than loads (the two **total** rows);
-# lesson 06's exercise removes the same kind of `sAT` store conflict by padding the tile.
+# Every step and cuBLAS, in one run:
 
 # %%
-from gemm_lessons.instruments import shared_tracer
-vec_trace = shared_tracer.trace_rung("vec", (128, 128, 8), merge=("ld",))
-vec_trace
-
-# %%
-# NBVAL_CHECK_OUTPUT
-t = vec_trace.totals("ld")
-print(f"loads: {t['instructions']} warp instructions, {t['wavefronts']} wavefronts, {t['conflicts']} from conflicts")
-
-# %% [markdown]
-# ## All five steps
-#
-# Every step and cuBLAS in one run at 4096^3 (the package's kernels). **x the step before** is
-# the step's speedup; **share of the jump** is the TFLOPS it gained, as a share of all the TFLOPS
-# gained from `reg2d` to `vec` (the shares add up to 100%, up to rounding).
-# **instructions per slice** is read off the compiled main loop: the loop around the k-step loop
-# once, plus the k-step loop BK = 8 times, for the same 512 `FFMA` in every step. The split
-# depends on the order: the changes work together (the 16-byte shared reads needed steps 1 and 3, and, judging
-# from the offline SASS in the next cell, the compile-time unrolling of step 2: `transposed_a`
-# written with `range` loops instead of `static_range` keeps sixteen 4-byte `LDS`;
-# `tests/teaching/test_lesson05_steps.py` checks it), so another order would share the jump out
-# differently.
-
-# %%
-Markdown(lesson05_steps.offline_without_step2())  # from results/experiments/lesson05-offline-sass.json
-
-# %%
-steps = lesson05_steps.summary()
-steps
-
-# %%
-steps.plot();
-
-# %% [markdown]
-# ### Is it issue slots?
-#
-# Each of an SM's four warp schedulers issues at most one instruction per cycle to 32 lanes:
-# 128 lanes in all, exactly the SM's FP32 lanes. Every instruction that is not an `FFMA` takes a
-# slot an `FFMA` could have used, so a step whose instructions were issued back to back, never
-# waiting, could reach FFMA's share of its instructions times the FP32 peak, and no more. The
-# next cell sets each step against that *issue ceiling*.
-
-# %%
-Markdown(steps.issue_reading())
-
-# %% [markdown]
-# A step far below its issue ceiling is not held down by issue slots alone: its warps also
-# wait (for shared and global loads, at barriers), and this lesson does not measure how long
-# (lesson 08's profiler table shows where the last rung's warps wait). A step whose speed and
-# FFMA share moved apart (the last line above) shows the same: the number of instructions is
-# not the whole story, and the instructions differ in more than their number (the width of the
-# loads, for one).
-
-# %% [markdown]
-# ## Measure: your prediction, and the k-loop written out too
-#
-# `vec` against `reg2d` once more, for your prediction, next to the variant that also writes
-# out the loop over the 8 k-steps (`unroll_k=True`): on a GPU all three are timed now, in the
-# same run; on the simulator the cells show the recorded benchmark run.
-
-# %%
-my_vec_unrolled_k = make_sgemm_vec(unroll_k=True)
-table = measure_step.compare({"vec": functools.partial(vec.sgemm, kernel=my_vec),
-                         "vec_unrolled_k": functools.partial(vec.sgemm, kernel=my_vec_unrolled_k),
-                         "reg2d": ladder.SGEMM["reg2d"]}, size=(4096, 4096, 4096))
+kernels = {s: RUNGS[s] for s in STEPS}
+kernels["vec"] = functools.partial(vec.sgemm, kernel=my_vec)  # your cell's kernel
+table = measure_step.compare(kernels, size=(4096, 4096, 4096), record=lesson05_steps.load())
 table
 
 # %%
-print(f"vec vs reg2d: {table.speedup('vec', 'reg2d'):.2f}x ({table.source})")
 exercises.compare_prediction(my_speedup, table.speedup("vec", "reg2d"), "vec vs reg2d at 4096^3 (times faster)",
                              table.source)
 
 # %% [markdown]
-# ## Look inside: the SASS proves the wide loads
+# ## Why: the limiter model
 #
-# Count the instructions by width: `LDG.E.128` (global float4 loads; the count includes the
-# loads of C for beta != 0), `LDS.128` (shared float4 loads), `STG.E.128` (float4 stores of C)
-# and `FFMA`, with 0 bytes of local memory. `FFMA` counts instructions in the code: one k-step's
-# 64 in the loop body plus 64 in the `beta != 0` epilogue, as in lesson 04. Then compare with the
-# fully unrolled variant (`unroll_k=True`): its `FFMA` count shows all eight k-steps written out,
-# but the compiler did not merge its shared loads, so every value arrives through a 4-byte `LDS`
-# (we did not find out why; a constant k is not the whole story, since steps 3 and 4 did not
-# merge theirs either) (lesson 07 shows how to make the 16-byte shared loads
-# explicit, so they survive full unrolling). More unrolling is not automatically better: read
-# the SASS, then measure.
+# The limiter run profiled both ends. Its table: each rung's ceilings, the binding one, the
+# prediction against this run's measurement, and the profiler's busiest unit:
 
 # %%
-kernels = {"vec": my_vec, "vec_unrolled_k": my_vec_unrolled_k}
-compiler_facts.compiler_facts(kernels, threads={name: 256 for name in kernels})
+why = limiter_table.why(["reg2d", "vec", "cublas"], measured=table)
+why
 
+# %% [markdown]
+# And every step, the model's prediction against this run:
+
+# %%
+ms = {row.kernel: 2 * 4096**3 / (row.gflops * 1e9) * 1e3 for row in table.rows}
+ratio = {s: ms[s] / (model[s].seconds * 1e3) for s in STEPS}
+measured_gain = {s: ms[STEPS[i - 1]] / ms[s] for i, s in enumerate(STEPS) if i}
+rows = [[f"`{s}`", limiter_table.SHORT[model[s].binding], f"{model[s].seconds * 1e3:.2f}", f"{ms[s]:.2f}",
+         f"{ratio[s]:.2f}", f"{gain[s]:.2f}x" if s in gain else "", f"{measured_gain[s]:.2f}x" if s in gain else ""]
+        for s in STEPS]
+Markdown(f"SGEMM 4096^3, ms ({table.source}):\n\n" + tables.markdown(
+    ["step", "binds", "predicted", "measured", "measured / predicted", "step gain predicted", "step gain measured"],
+    rows, "llrrrrr"))
+
+# %%
+r2, rv = why.row("reg2d"), why.row("vec")
+lo, hi = min(ratio.values()), max(ratio.values())
+print(f"Measured / predicted: {lo:.2f} to {hi:.2f}. The model assumes the binding unit busy every cycle; the profiler "
+      f"found reg2d's {limiter_table.SHORT[r2.binding]} unit {r2.utilization_pct[r2.binding]:.0f}% busy and vec's "
+      f"{limiter_table.SHORT[rv.binding]} unit {rv.utilization_pct[rv.binding]:.0f}%. The other cycles are stalls: "
+      "warps waiting at barriers, for loads, for the previous FFMA's result.")
+lds128 = next(s for s in STEPS if facts[s]["sass"].get("LDS.128"))  # the step whose k-step reads 16 bytes
+ldg128 = next(s for s in STEPS if facts[s]["sass"].get("LDG.E.128"))
+stg128 = next(s for s in STEPS if facts[s]["sass"].get("STG.E.128"))
+b3 = STEPS[STEPS.index(lds128) - 1]
+print(f"LDS.128 ({lds128}): instructions per FFMA {ipf[b3]:.2f} -> {ipf[lds128]:.2f}, wavefronts per warp-FFMA "
+      f"{wpf[b3]:.2f} -> {wpf[lds128]:.2f} (a 16-byte read of neighbouring values takes fewer passes per byte than "
+      f"four 4-byte ones): measured {measured_gain[lds128]:.2f}x.")
+print(f"LDG.128 ({ldg128}): the staging around the k-step loop, "
+      f"{facts[STEPS[STEPS.index(ldg128) - 1]]['loop']['outer_rest']} -> {facts[ldg128]['loop']['outer_rest']} "
+      f"instructions per slice; measured {measured_gain[ldg128]:.2f}x.")
+print(f"STG.128 ({stg128}): once per thread, after the last slice; measured {measured_gain[stg128]:.2f}x"
+      + (", as the model predicts (within 5%)." if abs(measured_gain[stg128] / gain[stg128] - 1) < 0.05 else
+         f", the model {gain[stg128]:.2f}x (Lab notes)."))
+top = max(measured_gain, key=measured_gain.get)
+print(f"Largest measured step: {top} ({measured_gain[top]:.2f}x); the model named {best}."
+      f" In all, vec ran {table.speedup('vec', 'reg2d'):.2f}x as fast as reg2d (model {model_speedup:.2f}x), "
+      f"bound by {WHAT[model['vec'].binding].split(' (')[0]} in the model, and the profiler's busiest unit is "
+      f"{limiter_table.SHORT[rv.busiest] if rv.busiest != 'latency' else 'none'}.")
 
 # %% [markdown]
 # ## Exercise 05-stage-a
@@ -712,20 +348,17 @@ exercises.check("05-stage-a", stage_a)
 # %% [markdown]
 # ## Exercise 05-transpose-a: write the transposed staging
 #
-# Below is this lesson's kernel at a smaller size: a 64 x 64 tile of C per block, 64 threads
-# with 8x8 results each, slices of BK = 8. Each thread now stages **two** float4s of A per
-# slice (rows `a_r` and `a_r + 32` of the tile) and two of B. Two pieces are missing:
+# This lesson's kernel at a smaller size: a 64 x 64 tile of C per block, 64 threads with 8x8
+# results each, BK = 8. Each thread stages **two** float4s of A per slice (tile rows `a_r` and
+# `a_r + 32`) and two of B. Write:
 #
-# 1. where the four values `x0..x3` (that is, `A[m, k0 + a_c + d]` for `d = 0..3`, with `m` the
-#    tile row `a_r + p * A_STEP`) go in the transposed tile `sAT[k, m]`;
+# 1. where the four values `x0..x3` (`A[m, k0 + a_c + d]`, `d = 0..3`, with `m` the tile row
+#    `a_r + p * A_STEP`) go in the transposed tile `sAT[k, m]`;
 # 2. in the k-step, where a thread's 8 values of A for step `k` (tile rows `t_row + i`) are read.
 #
-# The check runs your kernel on two awkward shapes against the float64 reference, then checks
-# the technique: the tracer must see every shared load of the k-step as a 16-byte access (four
-# neighbouring, aligned floats per lane, which the compiler *may* turn into `LDS.128`); on a
-# GPU it runs the tracer in a second process, on the simulator, and also reports how many
-# `LDS.128` the GPU's compiler made (steps 3 and 4 showed that it does not always merge). An A
-# tile stored untransposed gives the right result and fails the second part.
+# The check runs your kernel on two awkward shapes against the float64 reference, then traces
+# it: every shared load of the k-step must read four neighbouring, aligned floats per lane (a
+# 16-byte access). An untransposed A tile gives the right result and fails the second part.
 
 # %%
 import numpy as np
@@ -806,18 +439,15 @@ exercises.check("05-transpose-a", sgemm_ex05)
 # %% [markdown]
 # ## Takeaway
 #
-# * Layout first: results side by side and the A tile transposed on its way into shared memory
-#   turn a thread's strided values into contiguous ones, which is what makes 16-byte loads
-#   possible.
-# * From numba: shared-memory `LDS.128` can come for free with aligned, visibly contiguous
-#   indices, but not always (steps 3 and 4 on the H100); global `LDG.128`/`STG.128` needs a tiny intrinsic;
-#   unrolling is asked for with `static_range` (`@unrolled`), and a register tile needs it:
-#   constant indices only. Always confirm in the SASS.
-# * One change at a time, each measured against the one before in the same run, tells what
-#   each was worth; the table above is the record. Lesson 10 lists them with every other
-#   technique of the course.
-# * Next (lesson 06): the banks of shared memory, and why *which* threads read *which*
-#   addresses in the same instruction still matters.
+# * A 16-byte instruction moves four floats for one issue slot, if they are neighbours on a
+#   16-byte boundary: results side by side, the A tile stored transposed.
+# * It pays where the instruction runs often: the k-step's shared loads (fewer instructions and,
+#   here, fewer wavefronts for the same bytes), the staging loads less, the stores of C, once
+#   per thread, not at all. The limiter model says which before the GPU does.
+# * From numba: `load4` / `store4` for 16-byte loads and stores, global or shared;
+#   `static_range` with `@unrolled` for loops written out at compile time. Check the compiler
+#   facts.
+# * Next (lesson 06): shared-memory banks, and the wavefronts `vec` still wastes on conflicts.
 
 # %% [markdown]
 # ## Sources and further reading
@@ -827,3 +457,263 @@ exercises.check("05-transpose-a", sgemm_ex05)
 # * What to read next: [REFERENCES.md, lesson 05](REFERENCES.md#lesson-05).
 # * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
 #   introduced in the [primer](00a_primer.ipynb).
+
+# %% [markdown]
+# ## Lab notes
+#
+# **The steps' kernels.** Each step's code, and its diff against the step before (the package's
+# files; lesson 04 shows `reg2d` and `reg2d_contiguous`, its factory with `SPREAD=False`).
+
+# %%
+from gemm_lessons.course import lesson_source
+for s in STEPS[2:]:
+    before = lesson05_steps.step(lesson05_steps.previous(s)).module
+    print(lesson_source.kernel_diff(before, lesson05_steps.step(s).module), end="\n\n")
+
+# %%
+# source: gemm_lessons/kernels/sgemm/reg2d_unrolled.py  (the package runs this same code; a test keeps the two identical)
+BM, BN, BK, TM, TN = 128, 128, 8, 8, 8
+THREADS = (BM // TM) * (BN // TN)  # 256
+
+
+@jit(max_registers=128)  # as in lesson 04: two 256-thread blocks per SM
+@unrolled
+def sgemm_reg2d_unrolled(A, B, C, alpha, beta):
+    sA = cuda.shared.array((BM, BK), float32)
+    sB = cuda.shared.array((BK, BN), float32)
+    tid = cuda.threadIdx.x
+    row0 = cuda.blockIdx.y * BM
+    col0 = cuda.blockIdx.x * BN
+    M, K = A.shape
+    N = B.shape[1]
+    t_row = (tid // (BN // TN)) * TM  # this thread's 8x8 results, side by side: tile rows t_row..t_row+7
+    t_col = (tid % (BN // TN)) * TN   # and columns t_col..t_col+7
+    # the thread's results, and one k-step's column of A and row of B: every index is a
+    # constant once the static_range loops are written out, so all three live in registers
+    acc = cuda.local.array((TM, TN), float32)
+    a = cuda.local.array(TM, float32)
+    b = cuda.local.array(TN, float32)
+    for i in static_range(TM):
+        for j in static_range(TN):
+            acc[i, j] = np.float32(0.0)
+    for k0 in range(0, K, BK):
+        for l in range(BM * BK // THREADS):  # 4 values of each tile per thread, 4 bytes at a time
+            idx = tid + l * THREADS
+            r, c = idx // BK, idx % BK
+            sA[r, c] = A[row0 + r, k0 + c] if row0 + r < M and k0 + c < K else np.float32(0.0)
+        for l in range(BK * BN // THREADS):
+            idx = tid + l * THREADS
+            r, c = idx // BN, idx % BN
+            sB[r, c] = B[k0 + r, col0 + c] if k0 + r < K and col0 + c < N else np.float32(0.0)
+        cuda.syncthreads()
+        for k in range(BK):
+            for i in static_range(TM):  # a column of the A tile: 8 values BK floats apart
+                a[i] = sA[t_row + i, k]
+            for j in static_range(TN):  # a row of the B tile: 8 neighbouring values
+                b[j] = sB[k, t_col + j]
+            for i in static_range(TM):
+                for j in static_range(TN):
+                    acc[i, j] += a[i] * b[j]
+        cuda.syncthreads()
+    for i in static_range(TM):
+        row = row0 + t_row + i
+        for j in static_range(TN):
+            col = col0 + t_col + j
+            if row < M and col < N:
+                if beta == 0:
+                    C[row, col] = alpha * acc[i, j]
+                else:
+                    C[row, col] = alpha * acc[i, j] + beta * C[row, col]
+
+
+# %%
+# source: gemm_lessons/kernels/sgemm/transposed_a.py  (the package runs this same code; a test keeps the two identical)
+BM, BN, BK, TM, TN = 128, 128, 8, 8, 8
+THREADS = (BM // TM) * (BN // TN)  # 256
+
+
+@jit(max_registers=128)  # as in lesson 04: two 256-thread blocks per SM
+@unrolled
+def sgemm_transposed_a(A, B, C, alpha, beta):
+    sAT = cuda.shared.array((BK, BM), float32)  # A tile, transposed: sAT[k, m]
+    sB = cuda.shared.array((BK, BN), float32)
+    tid = cuda.threadIdx.x
+    row0 = cuda.blockIdx.y * BM
+    col0 = cuda.blockIdx.x * BN
+    M, K = A.shape
+    N = B.shape[1]
+    t_row = (tid // (BN // TN)) * TM  # this thread's 8x8 results, side by side: tile rows t_row..t_row+7
+    t_col = (tid % (BN // TN)) * TN   # and columns t_col..t_col+7
+    # the thread's results, and one k-step's column of A and row of B: every index is a
+    # constant once the static_range loops are written out, so all three live in registers
+    acc = cuda.local.array((TM, TN), float32)
+    a = cuda.local.array(TM, float32)
+    b = cuda.local.array(TN, float32)
+    for i in static_range(TM):
+        for j in static_range(TN):
+            acc[i, j] = np.float32(0.0)
+    for k0 in range(0, K, BK):
+        for l in range(BM * BK // THREADS):  # 4 values of each tile per thread, 4 bytes at a time
+            idx = tid + l * THREADS
+            r, c = idx // BK, idx % BK
+            sAT[c, r] = A[row0 + r, k0 + c] if row0 + r < M and k0 + c < K else np.float32(0.0)
+        for l in range(BK * BN // THREADS):
+            idx = tid + l * THREADS
+            r, c = idx // BN, idx % BN
+            sB[r, c] = B[k0 + r, col0 + c] if k0 + r < K and col0 + c < N else np.float32(0.0)
+        cuda.syncthreads()
+        for k in range(BK):
+            for h in static_range(TM // 4):  # a row of the transposed A tile: 8 neighbours, two LDS.128
+                a[4 * h], a[4 * h + 1], a[4 * h + 2], a[4 * h + 3] = load4(sAT, k, t_row + 4 * h)
+            for h in static_range(TN // 4):  # a row of the B tile: 8 neighbours, two LDS.128
+                b[4 * h], b[4 * h + 1], b[4 * h + 2], b[4 * h + 3] = load4(sB, k, t_col + 4 * h)
+            for i in static_range(TM):
+                for j in static_range(TN):
+                    acc[i, j] += a[i] * b[j]
+        cuda.syncthreads()
+    for i in static_range(TM):
+        row = row0 + t_row + i
+        for j in static_range(TN):
+            col = col0 + t_col + j
+            if row < M and col < N:
+                if beta == 0:
+                    C[row, col] = alpha * acc[i, j]
+                else:
+                    C[row, col] = alpha * acc[i, j] + beta * C[row, col]
+
+
+# %%
+# source: gemm_lessons/kernels/sgemm/wide_loads.py  (the package runs this same code; a test keeps the two identical)
+BM, BN, BK, TM, TN = 128, 128, 8, 8, 8
+THREADS = (BM // TM) * (BN // TN)  # 256
+assert BM * BK == 4 * THREADS and BK * BN == 4 * THREADS  # one float4 of each tile per thread
+
+
+@jit(max_registers=128)  # as in lesson 04: two 256-thread blocks per SM
+@unrolled
+def sgemm_wide_loads(A, B, C, alpha, beta):
+    sAT = cuda.shared.array((BK, BM), float32)  # A tile, transposed: sAT[k, m]
+    sB = cuda.shared.array((BK, BN), float32)
+    tid = cuda.threadIdx.x
+    row0 = cuda.blockIdx.y * BM
+    col0 = cuda.blockIdx.x * BN
+    M, K = A.shape
+    N = B.shape[1]
+    t_row = (tid // (BN // TN)) * TM  # this thread's 8x8 results, side by side: tile rows t_row..t_row+7
+    t_col = (tid % (BN // TN)) * TN   # and columns t_col..t_col+7
+    a_r = tid // (BK // 4)            # the float4 of the A tile this thread stages
+    a_c = (tid % (BK // 4)) * 4
+    b_r = tid // (BN // 4)            # ... and of the B tile
+    b_c = (tid % (BN // 4)) * 4
+    # the thread's results, and one k-step's column of A and row of B: every index is a
+    # constant once the static_range loops are written out, so all three live in registers
+    acc = cuda.local.array((TM, TN), float32)
+    a = cuda.local.array(TM, float32)
+    b = cuda.local.array(TN, float32)
+    for i in static_range(TM):
+        for j in static_range(TN):
+            acc[i, j] = np.float32(0.0)
+    for k0 in range(0, K, BK):
+        # K and N are multiples of 4, so a float4 lies wholly inside or wholly outside
+        # one condition (& rather than `and`): the load is predicated, not branched around (lesson 07)
+        if (row0 + a_r < M) & (k0 + a_c < K):
+            x0, x1, x2, x3 = load4(A, row0 + a_r, k0 + a_c)
+        else:
+            x0 = x1 = x2 = x3 = np.float32(0.0)
+        sAT[a_c + 0, a_r] = x0  # transposing on the way in: four 4-byte stores
+        sAT[a_c + 1, a_r] = x1
+        sAT[a_c + 2, a_r] = x2
+        sAT[a_c + 3, a_r] = x3
+        if (k0 + b_r < K) & (col0 + b_c < N):
+            y0, y1, y2, y3 = load4(B, k0 + b_r, col0 + b_c)
+        else:
+            y0 = y1 = y2 = y3 = np.float32(0.0)
+        sB[b_r, b_c + 0] = y0  # four scalar stores (the SASS: NVVM does not merge them here)
+        sB[b_r, b_c + 1] = y1
+        sB[b_r, b_c + 2] = y2
+        sB[b_r, b_c + 3] = y3
+        cuda.syncthreads()
+        for k in range(BK):
+            for h in static_range(TM // 4):  # a row of the transposed A tile: 8 neighbours, two LDS.128
+                a[4 * h], a[4 * h + 1], a[4 * h + 2], a[4 * h + 3] = load4(sAT, k, t_row + 4 * h)
+            for h in static_range(TN // 4):  # a row of the B tile: 8 neighbours, two LDS.128
+                b[4 * h], b[4 * h + 1], b[4 * h + 2], b[4 * h + 3] = load4(sB, k, t_col + 4 * h)
+            for i in static_range(TM):
+                for j in static_range(TN):
+                    acc[i, j] += a[i] * b[j]
+        cuda.syncthreads()
+    for i in static_range(TM):
+        row = row0 + t_row + i
+        for j in static_range(TN):
+            col = col0 + t_col + j
+            if row < M and col < N:
+                if beta == 0:
+                    C[row, col] = alpha * acc[i, j]
+                else:
+                    C[row, col] = alpha * acc[i, j] + beta * C[row, col]
+
+
+# %%
+from gemm_lessons.kernels.sgemm import reg2d_unrolled, transposed_a, wide_loads
+
+for name, module, kernel in (("reg2d_unrolled", reg2d_unrolled, sgemm_reg2d_unrolled),
+                             ("transposed_a", transposed_a, sgemm_transposed_a),
+                             ("wide_loads", wide_loads, sgemm_wide_loads)):
+    gl.check_all(functools.partial(module.sgemm, kernel=kernel), name=name,
+                 shapes=[(68, 44, 36, 1.0, 0.0), (36, 72, 20, 1.5, -0.5)])
+
+# %% [markdown]
+# **What `@unrolled` hands numba**: the kernel with every `static_range` loop written out, and each
+# element of a local array indexed by constants written as a variable of its own (`acc[1, 2]`
+# becomes `acc_1_2`), which is what the compiler does anyway to keep it in registers:
+
+# %%
+print("\n".join(expanded_source(my_vec).splitlines()[40:60]))
+print(f"    ... {len(expanded_source(my_vec).splitlines())} lines in all")
+
+# %% [markdown]
+# **Spills, register cap, occupancy.** `reg2d_contiguous` and the steps before `vec` carry lesson
+# 04's `max_registers=128`; `vec` has no cap.
+
+# %%
+for s in STEPS:
+    f = facts[s]
+    print(f"{s:<17} {f['registers']:>3} registers, {f['local_bytes']:>3} bytes of local memory (spills), "
+          f"{blocks_per_sm(f['registers'], f['shared_bytes'], THREADS)[0]} blocks per SM")
+
+# %% [markdown]
+# **Explicit `LDS.128`.** Earlier versions of `transposed_a` and `wide_loads` read shared memory
+# with plain indexing, `sAT[k, t_row + i]`, and left the merging to NVVM. The H100's driver kept
+# sixteen 4-byte `LDS` in both (with the register cap), an offline CUDA compile merged them, and
+# `vec` (uncapped) got `LDS.128`: the widest change then landed on the step that changed the
+# stores. `load4` on the shared arrays makes the width part of the code.
+#
+# **The tracer against the profiler.** The model's wavefronts above are the tracer's, with the
+# paired-load rule of lesson 06 (an `LDS.128` whose lanes pair up on the same 16 bytes takes 2
+# wavefronts, not 4). The limiter run's profiler counted `reg2d` and `vec` on the GPU:
+
+# %%
+for s in ("reg2d", "vec"):
+    print(f"{s:<6} wavefronts per warp-FFMA: tracer {wpf[s]:.3f}, profiler {limiter_table.per_warp_fma(s)['shared']:.3f}; "
+          f"instructions per FFMA: compiled main loop {ipf[s]:.2f}, profiler {limiter_table.per_warp_fma(s)['issue']:.2f}")
+
+# %% [markdown]
+# **Residuals.** Where measured / predicted moves between steps, the model missed something the
+# step changed: stalls, which it does not count.
+
+# %%
+for s in STEPS[1:]:
+    print(f"{s:<17} step gain predicted {gain[s]:.2f}x, measured {measured_gain[s]:.2f}x; "
+          f"measured / predicted {ratio[STEPS[STEPS.index(s) - 1]]:.2f} -> {ratio[s]:.2f}")
+
+# %% [markdown]
+# **The k-step loop written out too** (`unroll_k=True`): all eight k-steps written out, against
+# the loop. Timed in the steps' run:
+
+# %%
+my_vec_unrolled_k = make_sgemm_vec(unroll_k=True)
+unrolled_table = measure_step.compare({"vec": functools.partial(vec.sgemm, kernel=my_vec),
+                                       "vec_unrolled_k": functools.partial(vec.sgemm, kernel=my_vec_unrolled_k)},
+                                      size=(4096, 4096, 4096), record=lesson05_steps.load())
+unrolled_facts = lesson05_steps.compiler_facts({"vec": my_vec, "vec_unrolled_k": my_vec_unrolled_k})
+display(unrolled_table, unrolled_facts)

@@ -51,7 +51,6 @@ PATHS = {
     "sanitizer": "sanitizer-{device}.txt",  # compute-sanitizer ... tools/sanitize.py
     "reproducibility": "reproducibility/{device}{suffix}.json",  # bench runs to compare: "run-a", "run-b"
     "reproducibility-report": "reproducibility/{device}{suffix}.txt",  # tools/compare_runs.py
-    "lesson05-offline-sass": "experiments/lesson05-offline-sass.json",  # tools/lesson05_offline.py (offline, sm_90)
     "experiment": "experiments/{name}-{device}.json",  # a bench run of a few kernels ("l2order": tools/l2order.py)
     "latency": "latency-{device}.json",  # python -m gemm_lessons.measure.latency (the primer)
     "limiter": "limiter-{device}.json",  # python -m gemm_lessons.runs.limiter measure / predict

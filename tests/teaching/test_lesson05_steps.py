@@ -9,10 +9,8 @@ the record the lesson renders its numbers from.
       export PATH=<site-packages>/nvidia/cu13/bin:$PATH
       GEMM_LESSONS_SIMULATOR=0 python -m pytest -q -n 0 tests/teaching/test_lesson05_steps.py
 
-* The offline record: results/experiments/lesson05-offline-sass.json (tools/lesson05_offline.py)
-  holds what the lesson says of the offline SASS, and the lesson's cells render its numbers
-  (read in CI, no toolchain needed).
-* The record: results/experiments/lesson05-steps-<device>.json, or a clear "not recorded yet".
+* The record: results/experiments/lesson05-steps-<device>.json, or a clear "not recorded yet";
+  the lesson reads every compiler fact it talks about from it (one toolchain: the GPU's).
 """
 import os
 import re
@@ -74,10 +72,12 @@ def test_the_steps_run_from_reg2d_to_vec_and_each_is_a_technique_pair():
 
 
 def _changed(before, after):
-    """The lines the diff of two steps' kernels removes or adds (not its headers)."""
+    """The lines of code the diff of two steps' kernels removes or adds (not its headers, not
+    lines that are only a comment)."""
     diff = lesson_source.kernel_diff(lesson05_steps.step(before).module, lesson05_steps.step(after).module)
     return [line[1:] for line in diff.split("\n")
-            if line[:1] in "+-" and not line.startswith(("+++", "---")) and "def sgemm_" not in line]
+            if line[:1] in "+-" and not line.startswith(("+++", "---")) and "def sgemm_" not in line
+            and not line[1:].lstrip().startswith("#")]
 
 
 def test_each_step_changes_one_thing_in_the_code():
@@ -170,11 +170,14 @@ def test_offline_step2_unrolling_shortens_the_k_step_loop_but_loads_stay_4_bytes
     assert after["LDG.E"] == before["LDG.E"] and after["LDG.E.128"] == 0
 
 
+_LDS_ADDRESS = re.compile(r"\bLDS(?:\.\w+)?\s+R\d+,\s*\[([^\]]+)\]")
+
+
 def _lds_addresses(name):
     """The address operand of every shared load in the offline SASS ('R113+UR6+0x20', ...):
     these kernels read shared memory only in the k-step loop."""
     listing, _ = offline_sass.compile_sass(RUNGS[name].kernel, 128)
-    return lesson05_steps.lds_addresses(listing)
+    return _LDS_ADDRESS.findall(listing)
 
 
 @offline
@@ -227,70 +230,6 @@ def test_offline_the_register_cap_no_longer_binds_from_step4_on(name):
     assert with_cap["regs"] < 128 and blocks(with_cap["regs"]) == blocks(without["regs"]) == 2
 
 
-# --- the offline record (results/experiments/lesson05-offline-sass.json): read in CI ------------
-def test_the_offline_record_holds_the_lessons_claims():
-    """What the lesson says of the offline SASS, in the record tools/lesson05_offline.py wrote
-    (the @offline tests above check the same by compiling)."""
-    record = lesson05_steps.load_offline()
-    assert record is not None, "run: GEMM_LESSONS_SIMULATOR=0 python tools/lesson05_offline.py"
-    k = record["kernels"]
-    assert record["arch"] == "sm_90" and record["versions"]["ptxas"] and record["git_commit"]
-    for name in ("reg2d_contiguous", "reg2d_unrolled", "transposed_a", "wide_loads", "vec"):
-        assert k[name]["FFMA"] == 128 and k[name]["spill_bytes"] == 0 and k[name]["loop"]["inner_FFMA"] == 64, name
-    # (a) step 2: whole-register addresses before, two bases plus constant offsets after, a shorter loop
-    before, after = k["reg2d_contiguous"], k["reg2d_unrolled"]
-    assert before["LDS"] == after["LDS"] == 16 and before["LDS.128"] == after["LDS.128"] == 0
-    assert len(before["lds_addresses"]) == len(after["lds_addresses"]) == 16
-    assert all(re.fullmatch(r"R\d+", a) for a in before["lds_addresses"]), before["lds_addresses"]
-    bases = {re.sub(r"\+0x[0-9a-f]+$", "", a) for a in after["lds_addresses"]}
-    assert len(bases) == 2 and sum("+0x" in a for a in after["lds_addresses"]) == 14, after["lds_addresses"]
-    assert after["loop"]["inner"] < before["loop"]["inner"]
-    # (b) step 3: LDS.128
-    assert k["transposed_a"]["LDS.128"] == 4 and k["transposed_a"]["LDS"] == k["transposed_a"]["LDS.64"] == 0
-    # (c) step 5: the cap of 128 registers changes nothing for wide_loads and vec
-    for name in ("wide_loads", "vec"):
-        cap = record["register_cap"][name]
-        assert cap["identical_sass"] and cap["regs_with_cap"] == cap["regs_without_cap"] < 128, (name, cap)
-    # (d) the summary: without step 2's unrolling, the transposed tile gives no LDS.128
-    ranged = k[lesson05_steps.RANGE_LOOPS]
-    assert ranged["LDS"] == 16 and ranged["LDS.128"] == 0 and ranged["FFMA"] == 128
-
-
-def test_the_offline_cells_render_the_records_numbers():
-    record = lesson05_steps.load_offline()
-    k = record["kernels"]
-    where = (f"compiled offline for sm_90 on {record['date'][:10]}, commit {record['git_commit']}, ptxas "
-             + re.search(r"release ([\d.]+)", record["versions"]["ptxas"]).group(1))
-    a = lesson05_steps.offline_step2_addresses()
-    b = lesson05_steps.offline_step3_lds128()
-    c = lesson05_steps.offline_register_cap()
-    d = lesson05_steps.offline_without_step2()
-    for text in (a, b, c, d):
-        assert where in text, text
-    for name in ("reg2d_contiguous", "reg2d_unrolled"):
-        f = k[name]
-        assert f"| `{name}` | {f['LDS']} | {f['loop']['inner']} |" in a
-        assert ", ".join(f"`{x}`" for x in f["lds_addresses"]) in a
-    assert f"has {k['reg2d_unrolled']['loop']['inner']} instructions instead of {k['reg2d_contiguous']['loop']['inner']}" in a
-    t = k["transposed_a"]
-    assert f"| `transposed_a` | {t['LDS']} | {t['LDS.64']} | {t['LDS.128']} | {t['loop']['inner']} | {t['regs']} |" in b
-    assert f"with {t['LDS.128']} `LDS.128`" in b
-    for name, cap in record["register_cap"].items():
-        assert (f"`{name}`: {cap['regs_without_cap']} registers without a cap, {cap['regs_with_cap']} with "
-                f"`max_registers=128`, and the two SASS listings are the same, line for line") in c
-    r = k[lesson05_steps.RANGE_LOOPS]
-    assert f"| {r['LDS']} | {r['LDS.128']} | {r['loop']['inner']} | {r['FFMA']} |" in d
-    assert f"keeps {r['LDS']} 4-byte `LDS` and no `LDS.128`" in d
-
-
-def test_without_the_offline_record_the_cells_say_how_to_make_it(tmp_path):
-    path = str(tmp_path / "lesson05-offline-sass.json")
-    for render in (lesson05_steps.offline_step2_addresses, lesson05_steps.offline_step3_lds128,
-                   lesson05_steps.offline_register_cap, lesson05_steps.offline_without_step2):
-        text = render(path=path)
-        assert text.startswith("**Not recorded yet:**") and "python tools/lesson05_offline.py" in text, text
-
-
 # --- the record --------------------------------------------------------------------------------
 def _record(times, device="Test GPU", loop=None):
     rows = [SgemmRow(kernel=k, M=4096, N=4096, K=4096, gflops=1e3 * t, gflops_p10=990 * t, gflops_p90=1010 * t,
@@ -321,7 +260,7 @@ def test_without_a_record_the_cells_say_not_recorded_yet(tmp_path, monkeypatch):
                   lesson05_steps.compiler_facts({"vec": None})):
         text = shown._repr_markdown_()
         assert text.startswith("**Not recorded yet:**"), text
-        assert "results/experiments/lesson05-steps-nvidia-h100-80gb-hbm3.json" in text
+        assert os.path.relpath(lesson05_steps.record_path(), os.path.dirname(results.RESULTS_DIR)) in text
         assert "python -m gemm_lessons.teaching.lesson05_steps` on a GPU writes it" in text and str(tmp_path) not in text
 
 
@@ -424,17 +363,18 @@ def test_lesson10_takes_the_pairs_its_record_lacks_from_the_steps_run():
         assert f"† timed together in another run: {record.device.name}, 2030-01-02" in text
 
 
-def test_lesson_05_reads_the_recorded_h100_compiler_as_it_says():
-    """Lesson 05 says: in the H100 run, steps 3 and 4 kept 4-byte LDS and only vec has LDS.128."""
-    import json
-    import os
-
-    from gemm_lessons.records import results
-
-    path = results.path_for("experiment", results.REFERENCE_DEVICE, name="lesson05-steps")
-    if not os.path.exists(path):
-        pytest.skip("no lesson 05 steps record")
-    facts = json.load(open(path))["compiler"]
-    for name in ("transposed_a", "wide_loads"):
-        assert facts[name]["sass"].get("LDS.128", 0) == 0 and facts[name]["sass"]["LDS"] == 16, name
-    assert facts["vec"]["sass"]["LDS.128"] == 4 and facts["vec"]["sass"].get("LDS", 0) == 0
+def test_the_course_record_shows_one_width_change_per_step():
+    """What the lesson's facts table shows, in the steps' record of the course GPU (the GPU's
+    compiler): LDS.128 arrives with transposed_a, LDG.128 with wide_loads, STG.128 with vec,
+    and no step spills."""
+    record = lesson05_steps.load(results.COURSE_DEVICE)
+    if record is None:
+        pytest.skip(f"no lesson 05 steps record of the {results.COURSE_DEVICE} yet")
+    facts = {n: record.compiler[n] for n in lesson05_steps.NAMES}
+    sass = {n: f["sass"] for n, f in facts.items()}
+    first = {w: next(n for n in lesson05_steps.NAMES if sass[n].get(w)) for w in ("LDS.128", "LDG.E.128", "STG.E.128")}
+    assert first == {"LDS.128": "transposed_a", "LDG.E.128": "wide_loads", "STG.E.128": "vec"}, first
+    for n in ("transposed_a", "wide_loads", "vec"):
+        assert sass[n]["LDS.128"] == 4 and sass[n].get("LDS", 0) == 0, (n, sass[n])
+    for n in lesson05_steps.NAMES[2:]:
+        assert facts[n]["local_bytes"] == 0 and facts[n]["loop"]["inner_FFMA"] == 64, n

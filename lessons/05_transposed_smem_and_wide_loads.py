@@ -1,10 +1,10 @@
 # %% [markdown]
 # # 05 · Transposed shared memory and 128-bit loads
 #
-# **Where we are.** Lesson 04's `reg2d` gives each thread an 8x8 patch of C: per
-# [k-step](GLOSSARY.md#k-step) it loads 8 values of A and 8 of B from shared memory and makes 64
-# FMAs. The [limiter model](GLOSSARY.md#limiter-model), on the *limiter run* (every rung timed and
-# profiled on one GPU), found it bound by [instruction issue](GLOSSARY.md#issue):
+# **Where we are.** Per [k-step](GLOSSARY.md#k-step), lesson 04's `reg2d` loads 8 values of A
+# and 8 of B from shared memory and makes 64 FMAs. The [limiter model](GLOSSARY.md#limiter-model)
+# (on the *limiter run*: every rung timed and profiled on one GPU) found it bound by
+# [instruction issue](GLOSSARY.md#issue):
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -14,12 +14,13 @@ from gemm_lessons.teaching import exercises, figures, lesson05_steps, limiter_ta
 from gemm_lessons.instruments import shared_tracer
 from gemm_lessons.instruments.compiler_facts import blocks_per_sm
 from gemm_lessons.kernels import ladder
+from gemm_lessons.records import results
 from gemm_lessons.core import tables
 from gemm_lessons.core.unroll import expanded_source, static, static_range, unrolled  # compile-time loops
 from gemm_lessons.core.float4 import load4, store4  # the 16-byte load/store intrinsics
 from gemm_lessons.core.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
 from dataclasses import replace
-from IPython.display import Markdown
+from IPython.display import Markdown, display
 import functools
 import numpy as np
 from numba import cuda, float32
@@ -36,70 +37,68 @@ print(f"reg2d at 4096^3 on the {prev.device}: {r.measured_ms:.1f} ms, {2 * 4096*
 # ## Idea: move 16 bytes per instruction where a thread's data is contiguous
 #
 # A load or store moves 4, 8 or 16 bytes per thread ([`.128`](GLOSSARY.md#width-128): 16 bytes)
-# and takes one issue slot whatever its width. `reg2d` reads a k-step's 8 + 8 values with
-# sixteen 4-byte `LDS`. Four 16-byte `LDS.128` would do, if each four values were neighbours
-# in shared memory, starting on a 16-byte boundary. Two layout changes make them neighbours:
+# for one issue slot. `reg2d` reads a k-step's 8 + 8 values with sixteen 4-byte `LDS`; four
+# 16-byte `LDS.128` would do, if each four were neighbours, starting on a 16-byte boundary. Two
+# layout changes make them neighbours:
 #
 # * a thread's 8x8 results **side by side** (lesson 04's `reg2d_contiguous`): its 8 values of B
 #   for one k are then neighbours in `sB[k, :]`;
-# * the A tile stored **transposed**, `sAT[k, m]`, each value written to its transposed place as
-#   the tile is staged: its 8 values of A become neighbours too.
+# * the A tile stored **transposed**, `sAT[k, m]` (each value written to its transposed place
+#   as the tile is staged): its 8 values of A become neighbours too.
 
 # %%
 figures.transposed_tile();
 
 # %% [markdown]
-# A 16-byte instruction pays in proportion to how often its 4-byte versions run. Per slice of
-# BK = 8 k-steps, at K = 4096 (512 slices), one thread issues:
+# A 16-byte instruction saves in proportion to how often its 4-byte versions run. Per slice of
+# BK = 8 k-steps, at K = 4096 (512 slices), a thread issues:
 
 # %%
 # NBVAL_CHECK_OUTPUT
 BM, BN, BK, TM, TN, THREADS, K = 128, 128, 8, 8, 8, 256, 4096
 issued = {"shared loads (every k-step)": BK * (TM + TN),
           "global loads (staging the tiles)": (BM + BN) * BK // THREADS,
-          "stores of C (once, after the last slice)": TM * TN / (K // BK)}
+          "stores of C (after the last slice)": TM * TN / (K // BK)}
 for what, four in issued.items():
-    print(f"{what:<41} {four:>6.3g} with 4-byte instructions, {four / 4:>6.3g} with 16-byte ones")
-print(f"{'FFMA':<41} {BK * TM * TN:>6}")
+    print(f"{what:<35} {four:>5.3g} 4-byte or {four / 4:>6.3g} 16-byte instructions")
+print(f"{'FFMA':<35} {BK * TM * TN:>5}")
 
 # %% [markdown]
 # ## 16-byte instructions from numba
 #
-# * `load4(X, i, j)` and `store4(X, i, j, x0, x1, x2, x3)` (`gemm_lessons/core/float4.py`) are
-#   two [intrinsics](GLOSSARY.md#intrinsic): each becomes one 16-byte load or store of
-#   `X[i, j:j+4]`, `LDG.128` / `STG.128` on a global array, `LDS.128` on a shared one. `j` must be
-#   a multiple of 4 and every row must start on a 16-byte boundary
-#   ([alignment](GLOSSARY.md#alignment)), so `vec` requires K and N to be multiples of 4. Without
-#   them numba's compiler keeps four neighbouring global loads as four `LDG`.
-# * `@unrolled` (`gemm_lessons/core/unroll.py`) writes out every `for i in static_range(n)` loop
-#   n times before numba compiles the kernel ([unrolling](GLOSSARY.md#unrolling)). Every index
-#   into the 8x8 results `acc` is then a constant, which keeps them in registers, and every shared
-#   address is a base plus a constant. A `range` loop stays a loop: here, the 8 k-steps of a slice.
+# * `load4(X, i, j)` and `store4(X, i, j, x0, x1, x2, x3)` ([intrinsics](GLOSSARY.md#intrinsic)
+#   of `gemm_lessons/core/float4.py`) are one 16-byte access to `X[i, j:j+4]`: `LDG.128` /
+#   `STG.128` on a global array, `LDS.128` on a shared one. Rows must start on 16-byte boundaries
+#   ([alignment](GLOSSARY.md#alignment)): `vec` requires K and N to be multiples of 4.
+# * `@unrolled` writes out every `for i in static_range(n)` loop before numba compiles the kernel
+#   ([unrolling](GLOSSARY.md#unrolling)): every index into the 8x8 results `acc` becomes a
+#   constant, which keeps them in registers, and every shared address a base plus a constant. A
+#   `range` loop stays a loop: here, the 8 k-steps of a slice.
 #
 # ## Five changes, one at a time
 #
-# `vec`, this lesson's kernel, differs from `reg2d` in five changes. Each step below is a kernel
-# of the package that makes one of them (the Lab notes show each step's diff); all six are timed
-# in one run.
-
-# %%
-STEPS = lesson05_steps.NAMES
-Markdown(tables.markdown(["step", "kernel", "what it changes"],
-                         [[i or "start", f"`{s.kernel}`", s.change] for i, s in enumerate(lesson05_steps.STEPS)], "rll"))
+# `vec`, this lesson's kernel, differs from `reg2d` in five changes. Each step is a kernel of
+# the package that makes one (diffs in the Lab notes):
+#
+# 1. `reg2d_contiguous`: a thread's results side by side (lesson 04's variant);
+# 2. `reg2d_unrolled`: the loops over a thread's results written out (`static_range`);
+# 3. `transposed_a`: the A tile stored transposed, both tiles read with `LDS.128`;
+# 4. `wide_loads`: the tiles staged with `LDG.128`;
+# 5. `vec`: C written with `STG.128`.
 
 # %% [markdown]
 # ## Predict
 #
 # Lesson 04's model: per [warp-FFMA](GLOSSARY.md#warp-fma), an SM's FP32 lanes need 1/4 of a
-# cycle, its four schedulers 1/4 of a cycle per instruction issued, its shared memory one cycle
-# per [wavefront](GLOSSARY.md#wavefront). The most cycles *bind*. The next cell counts both for
-# every step, before any is timed: instructions per FFMA from the [compiler
-# facts](GLOSSARY.md#compiler-facts) of the main loop (the k-step loop 8 times per slice, the
-# rest of the slice loop once, for 512 `FFMA`), wavefronts from the [bank
-# tracer](GLOSSARY.md#bank-tracer) (one block, one slice; lesson 06 explains the bank rules).
+# cycle, its schedulers 1/4 of a cycle per instruction issued, its shared memory one cycle per
+# [wavefront](GLOSSARY.md#wavefront); the most cycles *bind*. The next cell counts instructions
+# per FFMA in each step's [compiler facts](GLOSSARY.md#compiler-facts) (the k-step loop 8 times
+# per slice, the rest once, for 512 `FFMA`) and wavefronts with the
+# [bank tracer](GLOSSARY.md#bank-tracer). Side by side, a warp's 4-byte loads hit banks two or
+# four times over (lesson 04's Lab notes; lesson 06 has the rules).
 
 # %%
-RUNGS = {**ladder.SGEMM, **ladder.VARIANTS}
+STEPS, RUNGS = lesson05_steps.NAMES, {**ladder.SGEMM, **ladder.VARIANTS}  # reg2d and the five steps
 facts = lesson05_steps.compiler_facts({s: RUNGS[s].kernel for s in STEPS})  # the GPU's compiler (on the simulator: the steps' record)
 WARP_FFMA_PER_SLICE = THREADS // 32 * BK * TM * TN  # one block: 8 warps x 8 k-steps x 64
 
@@ -116,45 +115,38 @@ for s in STEPS:
     wpf[s] = (t.totals("ld", rule="paired")["wavefronts"] + t.totals("st")["wavefronts"]) / WARP_FFMA_PER_SLICE
     sass = f["sass"]
     rows.append([f"`{s}`", sass.get("LDS", 0), sass.get("LDS.128", 0), sass.get("LDG.E.128", 0),
-                 sass.get("STG.E.128", 0), f["registers"], f"{f['loop']['inner']}", f"{ipf[s]:.2f}", f"{wpf[s]:.3f}"])
+                 sass.get("STG.E.128", 0), f"{f['loop']['inner']}", f"{ipf[s]:.2f}", f"{wpf[s]:.2f}"])
 Markdown(f"Per step ({facts.source}):\n\n" + tables.markdown(
-    ["step", "LDS", "LDS.128", "LDG.128", "STG.128", "registers", "k-step loop (instructions)",
-     "instructions per FFMA", "wavefronts per warp-FFMA"], rows, "lrrrrrrrr"))
+    ["step", "LDS", "LDS.128", "LDG.128", "STG.128", "k-step loop (instructions)", "instructions per FFMA",
+     "wavefronts per warp-FFMA"], rows, "lrrrrrrr"))
 
 # %% [markdown]
-# **Your prediction.** For each step, which unit binds? Which step should gain the most, which
-# the least? And how many times faster than `reg2d` will `vec` run at 4096^3?
+# **Your prediction.** Which unit binds each step? Which step should gain the most, which the
+# least? How many times faster than `reg2d` will `vec` run at 4096^3?
 
 # %%
 my_speedup = None  # your prediction: replace None with a number (for example 1.5)
 
 # %% [markdown]
-# The model's answer: each step's cycles per warp-FFMA, and its predicted time (the binding
-# ceiling, stretched by the last [wave](GLOSSARY.md#wave) of blocks):
+# The model's answer: cycles per warp-FFMA (FP32: 0.25 for all) and the predicted time, the
+# binding ceiling stretched by the last [wave](GLOSSARY.md#wave) of blocks:
 
 # %%
 machine, base = limiter_table.machine(), limiter_table.work("reg2d")  # the limiter run's GPU, and reg2d's launch
-warp_ffma = base.ffma / 32
-model, rows = {}, []
-for s in STEPS:  # same grid and bytes as reg2d; the step's own instructions, wavefronts and blocks per SM
-    work = replace(base, warp_instructions=warp_ffma * ipf[s], shared_wavefronts=warp_ffma * wpf[s],
+model, gain, rows = {}, {}, []
+for i, s in enumerate(STEPS):  # reg2d's grid and bytes; the step's own instructions, wavefronts, blocks per SM
+    work = replace(base, warp_instructions=base.ffma / 32 * ipf[s], shared_wavefronts=base.ffma / 32 * wpf[s],
                    blocks_per_sm=blocks_per_sm(facts[s]["registers"], facts[s]["shared_bytes"], THREADS)[0])
     model[s] = limiter.predict(work, machine)
-    before = STEPS[STEPS.index(s) - 1] if s != STEPS[0] else None
-    rows.append([f"`{s}`", "0.25", f"{ipf[s] / 4:.2f}", f"{wpf[s]:.2f}", limiter_table.SHORT[model[s].binding],
-                 f"{model[s].seconds * 1e3:.2f}",
-                 f"{model[before].seconds / model[s].seconds:.2f}x" if before else ""])
-Markdown(f"Cycles per warp-FFMA and predicted ms at 4096^3 ({machine.name}, {machine.clock_mhz:,.0f} MHz):\n\n"
-         + tables.markdown(["step", "FP32", "issue", "shared", "binds", "predicted (ms)", "x the step before"], rows,
-                           "lrrrlrr"))
-
-# %%
-gain = {s: model[STEPS[i - 1]].seconds / model[s].seconds for i, s in enumerate(STEPS) if i}
+    if i:
+        gain[s] = model[STEPS[i - 1]].seconds / model[s].seconds
+    rows.append([f"`{s}`", f"{ipf[s] / 4:.2f}", f"{wpf[s]:.2f}", limiter_table.SHORT[model[s].binding],
+                 f"{model[s].seconds * 1e3:.2f}", f"{gain[s]:.2f}x" if i else ""])
 best = max(gain, key=gain.get)
 model_speedup = model["reg2d"].seconds / model["vec"].seconds
-print(f"Model: vec {model_speedup:.2f}x as fast as reg2d. The largest step: {best} ({gain[best]:.2f}x). "
-      f"From {STEPS[1]} on, a thread's values are side by side and its 4-byte loads conflict: "
-      f"{wpf['reg2d']:.2f} wavefronts per warp-FFMA become {wpf[STEPS[1]]:.2f}.")
+Markdown(f"At 4096^3 ({machine.name}, {machine.clock_mhz:,.0f} MHz):\n\n"
+         + tables.markdown(["step", "issue", "shared", "binds", "predicted (ms)", "x the step before"], rows, "lrrlrr")
+         + f"\n\nModel: `vec` {model_speedup:.2f}x as fast as `reg2d`; largest step `{best}` ({gain[best]:.2f}x).")
 
 # %% [markdown]
 # ## The kernel: `vec`
@@ -256,15 +248,6 @@ gl.check_all(functools.partial(vec.sgemm, kernel=my_vec), name="vec",
              shapes=[(68, 44, 36, 1.0, 0.0), (36, 72, 20, 1.5, -0.5)] if gl.SIMULATOR else
                     [(68, 44, 36, 1.0, 0.0), (516, 1028, 260, -1.0, 0.5), (4, 4, 4, 2.0, 1.0)])
 
-# %%
-# NBVAL_CHECK_OUTPUT
-A = cuda.to_device(np.ones((8, 6), np.float32))
-B = cuda.to_device(np.ones((6, 8), np.float32))
-try:
-    vec.sgemm(A, B, cuda.device_array((8, 8), np.float32))
-except ValueError as e:
-    print("ValueError:", e)
-
 # %% [markdown]
 # ## Measure
 #
@@ -283,52 +266,41 @@ exercises.compare_prediction(my_speedup, table.speedup("vec", "reg2d"), "vec vs 
 # %% [markdown]
 # ## Why: the limiter model
 #
-# The limiter run profiled both ends. Its table: each rung's ceilings, the binding one, the
-# prediction against this run's measurement, and the profiler's busiest unit:
+# The limiter run's table for both ends, with the profiler's busiest unit:
 
 # %%
 why = limiter_table.why(["reg2d", "vec", "cublas"], measured=table)
 why
 
 # %% [markdown]
-# And every step, the model's prediction against this run:
+# Every step, the model against this run:
 
 # %%
 ms = {row.kernel: 2 * 4096**3 / (row.gflops * 1e9) * 1e3 for row in table.rows}
 ratio = {s: ms[s] / (model[s].seconds * 1e3) for s in STEPS}
 measured_gain = {s: ms[STEPS[i - 1]] / ms[s] for i, s in enumerate(STEPS) if i}
-rows = [[f"`{s}`", limiter_table.SHORT[model[s].binding], f"{model[s].seconds * 1e3:.2f}", f"{ms[s]:.2f}",
-         f"{ratio[s]:.2f}", f"{gain[s]:.2f}x" if s in gain else "", f"{measured_gain[s]:.2f}x" if s in gain else ""]
-        for s in STEPS]
-Markdown(f"SGEMM 4096^3, ms ({table.source}):\n\n" + tables.markdown(
-    ["step", "binds", "predicted", "measured", "measured / predicted", "step gain predicted", "step gain measured"],
-    rows, "llrrrrr"))
+Markdown(f"4096^3, ms ({table.source}):\n\n" + tables.markdown(
+    ["step", "predicted", "measured", "measured / predicted", "x the step before"],
+    [[f"`{s}`", f"{model[s].seconds * 1e3:.2f}", f"{ms[s]:.2f}", f"{ratio[s]:.2f}",
+      f"{measured_gain[s]:.2f}x" if s in measured_gain else ""] for s in STEPS], "lrrrr"))
 
 # %%
 r2, rv = why.row("reg2d"), why.row("vec")
-lo, hi = min(ratio.values()), max(ratio.values())
-print(f"Measured / predicted: {lo:.2f} to {hi:.2f}. The model assumes the binding unit busy every cycle; the profiler "
-      f"found reg2d's {limiter_table.SHORT[r2.binding]} unit {r2.utilization_pct[r2.binding]:.0f}% busy and vec's "
-      f"{limiter_table.SHORT[rv.binding]} unit {rv.utilization_pct[rv.binding]:.0f}%. The other cycles are stalls: "
-      "warps waiting at barriers, for loads, for the previous FFMA's result.")
-lds128 = next(s for s in STEPS if facts[s]["sass"].get("LDS.128"))  # the step whose k-step reads 16 bytes
-ldg128 = next(s for s in STEPS if facts[s]["sass"].get("LDG.E.128"))
-stg128 = next(s for s in STEPS if facts[s]["sass"].get("STG.E.128"))
-b3 = STEPS[STEPS.index(lds128) - 1]
-print(f"LDS.128 ({lds128}): instructions per FFMA {ipf[b3]:.2f} -> {ipf[lds128]:.2f}, wavefronts per warp-FFMA "
-      f"{wpf[b3]:.2f} -> {wpf[lds128]:.2f} (a 16-byte read of neighbouring values takes fewer passes per byte than "
-      f"four 4-byte ones): measured {measured_gain[lds128]:.2f}x.")
-print(f"LDG.128 ({ldg128}): the staging around the k-step loop, "
-      f"{facts[STEPS[STEPS.index(ldg128) - 1]]['loop']['outer_rest']} -> {facts[ldg128]['loop']['outer_rest']} "
-      f"instructions per slice; measured {measured_gain[ldg128]:.2f}x.")
-print(f"STG.128 ({stg128}): once per thread, after the last slice; measured {measured_gain[stg128]:.2f}x"
-      + (", as the model predicts (within 5%)." if abs(measured_gain[stg128] / gain[stg128] - 1) < 0.05 else
-         f", the model {gain[stg128]:.2f}x (Lab notes)."))
-top = max(measured_gain, key=measured_gain.get)
-print(f"Largest measured step: {top} ({measured_gain[top]:.2f}x); the model named {best}."
-      f" In all, vec ran {table.speedup('vec', 'reg2d'):.2f}x as fast as reg2d (model {model_speedup:.2f}x), "
-      f"bound by {WHAT[model['vec'].binding].split(' (')[0]} in the model, and the profiler's busiest unit is "
-      f"{limiter_table.SHORT[rv.busiest] if rv.busiest != 'latency' else 'none'}.")
+agree = [r.rung for r in (r2, rv) if r.agrees]
+print(f"Measured / predicted: {min(ratio.values()):.2f} to {max(ratio.values()):.2f}. The model assumes the binding "
+      f"unit busy every cycle; the profiler found reg2d's ({limiter_table.SHORT[r2.binding]}) "
+      f"{r2.utilization_pct[r2.binding]:.0f}% busy, vec's ({limiter_table.SHORT[rv.binding]}) "
+      f"{rv.utilization_pct[rv.binding]:.0f}%, and named it the busiest unit for {' and '.join(agree) or 'neither'}. "
+      "The other cycles are stalls: warps waiting at barriers, for loads, for the previous FFMA's result.")
+brought = {w: next(s for s in STEPS if facts[s]["sass"].get(w)) for w in ("LDS.128", "LDG.E.128", "STG.E.128")}
+print("Each width's step, predicted and measured: " + "; ".join(
+    f"{w.replace('.E', '')} ({s}) {gain[s]:.2f}x and {measured_gain[s]:.2f}x" for w, s in brought.items())
+      + f". vec against reg2d: {model_speedup:.2f}x and {table.speedup('vec', 'reg2d'):.2f}x.")
+
+# %% [markdown]
+# Read the model's table by its **binds** column: fewer instructions pay while issue binds; once
+# shared memory binds, only fewer wavefronts do. The k-step's `LDS.128` cuts both counts, the
+# staging's `LDG.128` instructions only, and `STG.128` runs once per thread.
 
 # %% [markdown]
 # ## Exercise 05-stage-a
@@ -348,17 +320,16 @@ exercises.check("05-stage-a", stage_a)
 # %% [markdown]
 # ## Exercise 05-transpose-a: write the transposed staging
 #
-# This lesson's kernel at a smaller size: a 64 x 64 tile of C per block, 64 threads with 8x8
-# results each, BK = 8. Each thread stages **two** float4s of A per slice (tile rows `a_r` and
-# `a_r + 32`) and two of B. Write:
+# `vec` at a smaller size: a 64 x 64 tile of C per block, 64 threads, 8x8 results each, BK = 8.
+# Each thread stages two float4s of A per slice (tile rows `a_r` and `a_r + 32`) and two of B.
+# Write:
 #
-# 1. where the four values `x0..x3` (`A[m, k0 + a_c + d]`, `d = 0..3`, with `m` the tile row
-#    `a_r + p * A_STEP`) go in the transposed tile `sAT[k, m]`;
-# 2. in the k-step, where a thread's 8 values of A for step `k` (tile rows `t_row + i`) are read.
+# 1. where the four values `x0..x3` (`A[m, k0 + a_c + d]`, `d = 0..3`, `m = a_r + p * A_STEP`)
+#    go in the transposed tile `sAT[k, m]`;
+# 2. where the k-step reads a thread's 8 values of A (tile rows `t_row + i`).
 #
-# The check runs your kernel on two awkward shapes against the float64 reference, then traces
-# it: every shared load of the k-step must read four neighbouring, aligned floats per lane (a
-# 16-byte access). An untransposed A tile gives the right result and fails the second part.
+# The check compares your kernel with the float64 reference on two awkward shapes, then traces
+# it: every shared load of the k-step must read four neighbouring, aligned floats per lane.
 
 # %%
 import numpy as np
@@ -441,13 +412,11 @@ exercises.check("05-transpose-a", sgemm_ex05)
 #
 # * A 16-byte instruction moves four floats for one issue slot, if they are neighbours on a
 #   16-byte boundary: results side by side, the A tile stored transposed.
-# * It pays where the instruction runs often: the k-step's shared loads (fewer instructions and,
-#   here, fewer wavefronts for the same bytes), the staging loads less, the stores of C, once
-#   per thread, not at all. The limiter model says which before the GPU does.
-# * From numba: `load4` / `store4` for 16-byte loads and stores, global or shared;
-#   `static_range` with `@unrolled` for loops written out at compile time. Check the compiler
-#   facts.
-# * Next (lesson 06): shared-memory banks, and the wavefronts `vec` still wastes on conflicts.
+# * It pays where it runs often and cuts what binds; the limiter model says where before the GPU
+#   does.
+# * From numba: `load4` / `store4`, on global or shared arrays; `@unrolled` with `static_range`
+#   for loops written out at compile time. Check the compiler facts.
+# * Next (lesson 06): shared-memory banks, and the wavefronts `vec` still loses to conflicts.
 
 # %% [markdown]
 # ## Sources and further reading
@@ -659,34 +628,62 @@ from gemm_lessons.kernels.sgemm import reg2d_unrolled, transposed_a, wide_loads
 for name, module, kernel in (("reg2d_unrolled", reg2d_unrolled, sgemm_reg2d_unrolled),
                              ("transposed_a", transposed_a, sgemm_transposed_a),
                              ("wide_loads", wide_loads, sgemm_wide_loads)):
-    gl.check_all(functools.partial(module.sgemm, kernel=kernel), name=name,
-                 shapes=[(68, 44, 36, 1.0, 0.0), (36, 72, 20, 1.5, -0.5)])
+    display(gl.check_all(functools.partial(module.sgemm, kernel=kernel), name=name,
+                         shapes=[(68, 44, 36, 1.0, 0.0), (36, 72, 20, 1.5, -0.5)]))
+
+# %% [markdown]
+# **Rows not 16-byte aligned**, refused:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+A = cuda.to_device(np.ones((8, 6), np.float32))
+B = cuda.to_device(np.ones((6, 8), np.float32))
+try:
+    vec.sgemm(A, B, cuda.device_array((8, 8), np.float32))
+except ValueError as e:
+    print("ValueError:", e)
 
 # %% [markdown]
 # **What `@unrolled` hands numba**: the kernel with every `static_range` loop written out, and each
 # element of a local array indexed by constants written as a variable of its own (`acc[1, 2]`
-# becomes `acc_1_2`), which is what the compiler does anyway to keep it in registers:
+# becomes `acc_1_2`), which is what the compiler does anyway to keep it in registers. `vec`'s
+# k-step:
 
 # %%
-print("\n".join(expanded_source(my_vec).splitlines()[40:60]))
-print(f"    ... {len(expanded_source(my_vec).splitlines())} lines in all")
+lines = expanded_source(my_vec).splitlines()
+start = next(i for i, line in enumerate(lines) if "for k in range(BK)" in line)
+print("\n".join(lines[start:start + 14]))
+print(f"    ... {len(lines)} lines in all")
 
 # %% [markdown]
-# **Spills, register cap, occupancy.** `reg2d_contiguous` and the steps before `vec` carry lesson
-# 04's `max_registers=128`; `vec` has no cap.
+# **Spills, register cap, occupancy.** The steps before `vec` carry lesson 04's
+# `max_registers=128`; `vec` has no cap, a second difference from `wide_loads`.
 
 # %%
+blocks = {s: blocks_per_sm(facts[s]["registers"], facts[s]["shared_bytes"], 256)[0] for s in STEPS}
 for s in STEPS:
-    f = facts[s]
-    print(f"{s:<17} {f['registers']:>3} registers, {f['local_bytes']:>3} bytes of local memory (spills), "
-          f"{blocks_per_sm(f['registers'], f['shared_bytes'], THREADS)[0]} blocks per SM")
+    print(f"{s:<17} {facts[s]['registers']:>3} registers, {facts[s]['local_bytes']:>3} bytes of local memory "
+          f"(spills), {blocks[s]} blocks per SM")
+uncapped = facts["vec"]["registers"]
+print(f"vec, uncapped, takes {uncapped} registers per thread: "
+      + ("the cap of 128 would not bind it." if uncapped <= 128 else "more than the cap of 128 allows the others.")
+      + (" Every step holds the same blocks per SM." if len(set(blocks.values())) == 1 else ""))
 
 # %% [markdown]
-# **Explicit `LDS.128`.** Earlier versions of `transposed_a` and `wide_loads` read shared memory
-# with plain indexing, `sAT[k, t_row + i]`, and left the merging to NVVM. The H100's driver kept
-# sixteen 4-byte `LDS` in both (with the register cap), an offline CUDA compile merged them, and
-# `vec` (uncapped) got `LDS.128`: the widest change then landed on the step that changed the
-# stores. `load4` on the shared arrays makes the width part of the code.
+# **Explicit `LDS.128`.** Earlier versions of the steps read shared memory with plain indexing,
+# `sAT[k, t_row + i]`, and left merging four reads into one `LDS.128` to NVVM. Whether it did
+# depended on the toolchain: an offline CUDA compile merged them in `transposed_a`; the H100's
+# driver did not, in the capped steps, so the wide shared loads first appeared with `vec`:
+
+# %%
+old = lesson05_steps.load(results.REFERENCE_DEVICE)
+if old is not None and not old.compiler["transposed_a"]["sass"].get("LDS.128"):  # a record of the earlier kernels
+    print(f"{old.device.name}, {old.date[:10]}, commit {old.git_commit}: " + "; ".join(
+        f"{s} {old.compiler[s]['sass'].get('LDS', 0)} LDS and {old.compiler[s]['sass'].get('LDS.128', 0)} LDS.128"
+        for s in ("transposed_a", "wide_loads", "vec")) + ".")
+
+# %% [markdown]
+# `load4` on the shared arrays makes the width part of the code.
 #
 # **The tracer against the profiler.** The model's wavefronts above are the tracer's, with the
 # paired-load rule of lesson 06 (an `LDS.128` whose lanes pair up on the same 16 bytes takes 2

@@ -378,3 +378,12 @@ def test_the_course_record_shows_one_width_change_per_step():
         assert sass[n]["LDS.128"] == 4 and sass[n].get("LDS", 0) == 0, (n, sass[n])
     for n in lesson05_steps.NAMES[2:]:
         assert facts[n]["local_bytes"] == 0 and facts[n]["loop"]["inner_FFMA"] == 64, n
+
+
+def test_the_lessons_list_of_steps_is_the_packages():
+    """Lesson 05 lists its five steps in a markdown cell: the package's steps, in order."""
+    from conftest import REPO
+
+    text = open(os.path.join(REPO, "lessons", "05_transposed_smem_and_wide_loads.py")).read()
+    listed = re.findall(r"^# (\d)\. `(\w+)`:", text, flags=re.M)
+    assert [name for _, name in listed] == lesson05_steps.NAMES[1:] and [n for n, _ in listed] == list("12345")

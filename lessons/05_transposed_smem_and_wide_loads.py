@@ -11,7 +11,6 @@ import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulato
 from gemm_lessons.model import limiter
 from gemm_lessons.model.limiter import WHAT
 from gemm_lessons.teaching import exercises, figures, lesson05_steps, limiter_table, measure_step
-from gemm_lessons.instruments import shared_tracer
 from gemm_lessons.instruments.compiler_facts import blocks_per_sm
 from gemm_lessons.kernels import ladder
 from gemm_lessons.records import results
@@ -58,7 +57,7 @@ figures.transposed_tile();
 BM, BN, BK, TM, TN, THREADS, K = 128, 128, 8, 8, 8, 256, 4096
 issued = {"shared loads (every k-step)": BK * (TM + TN),
           "global loads (staging the tiles)": (BM + BN) * BK // THREADS,
-          "stores of C (after the last slice)": TM * TN / (K // BK)}
+          "stores of C (64 at the end: per slice)": TM * TN / (K // BK)}
 for what, four in issued.items():
     print(f"{what:<35} {four:>5.3g} 4-byte or {four / 4:>6.3g} 16-byte instructions")
 print(f"{'FFMA':<35} {BK * TM * TN:>5}")
@@ -108,11 +107,12 @@ def per_ffma(loop):
     return (BK * loop["inner"] + loop["outer_rest"]) / (BK * loop["inner_FFMA"])
 
 
+traced = lesson05_steps.wavefronts_per_slice(STEPS)  # the bank tracer: one block, one slice, each step
 ipf, wpf, rows = {}, {}, []
 for s in STEPS:
-    f, t = facts[s], shared_tracer.trace_rung(s, (BM, BN, BK), merge=False)  # merge=False: the widths the code asks for
+    f = facts[s]
     ipf[s] = per_ffma(f["loop"])
-    wpf[s] = (t.totals("ld", rule="paired")["wavefronts"] + t.totals("st")["wavefronts"]) / WARP_FFMA_PER_SLICE
+    wpf[s] = traced[s] / WARP_FFMA_PER_SLICE
     sass = f["sass"]
     rows.append([f"`{s}`", sass.get("LDS", 0), sass.get("LDS.128", 0), sass.get("LDG.E.128", 0),
                  sass.get("STG.E.128", 0), f"{f['loop']['inner']}", f"{ipf[s]:.2f}", f"{wpf[s]:.2f}"])

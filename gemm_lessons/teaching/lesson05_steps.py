@@ -293,6 +293,27 @@ def compiler_facts(kernels, record=None, device=None):
     return compiler_facts.compiler_facts(kernels, threads, record=record, loops=True)
 
 
+# --- the shared-memory wavefronts of each step ------------------------------------------------
+
+def wavefronts_per_slice(names=NAMES, shape=(128, 128, BK)):
+    """name -> shared-memory wavefronts of one block over one slice (``shape`` = (BM, BN, BK)),
+    as the bank tracer counts them for the widths the code asks for (merge=False): loads by the
+    paired-load rule (lesson 06; it matches the profiler's count for reg2d and vec), stores by
+    the documented rules.  On a GPU the tracing runs in one child process on the simulator."""
+    from gemm_lessons.instruments import shared_tracer
+    from gemm_lessons.instruments.simulator_process import run_on_simulator
+
+    if not backend.SIMULATOR:
+        code = ("import json; from gemm_lessons.teaching import lesson05_steps as s; "
+                f"print(json.dumps(s.wavefronts_per_slice({list(names)!r}, {tuple(shape)!r})))")
+        return run_on_simulator(code, "tracing lesson 05's steps")
+    out = {}
+    for name in names:
+        t = shared_tracer.trace_rung(name, tuple(shape), merge=False)
+        out[name] = t.totals("ld", rule="paired")["wavefronts"] + t.totals("st")["wavefronts"]
+    return out
+
+
 # --- the command ----------------------------------------------------------------------------
 
 def main(argv=None):

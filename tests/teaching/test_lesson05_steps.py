@@ -387,3 +387,13 @@ def test_the_lessons_list_of_steps_is_the_packages():
     text = open(os.path.join(REPO, "lessons", "05_transposed_smem_and_wide_loads.py")).read()
     listed = re.findall(r"^# (\d)\. `(\w+)`:", text, flags=re.M)
     assert [name for _, name in listed] == lesson05_steps.NAMES[1:] and [n for n, _ in listed] == list("12345")
+
+
+@requires_simulator
+def test_wavefronts_per_slice_count_what_the_code_asks_for():
+    """One block, one slice: reg2d's 16 conflict-free loads per k-step and warp (1024) plus its 64
+    stores; side by side, the 4-byte loads triple; the 16-byte loads of transposed_a (4 per k-step
+    and warp, paired) halve that again."""
+    w = lesson05_steps.wavefronts_per_slice(["reg2d", "reg2d_contiguous", "transposed_a", "vec"])
+    assert w["reg2d"] == 1024 + 64 and w["reg2d_contiguous"] == 3072 + 64
+    assert w["vec"] < w["transposed_a"] < w["reg2d_contiguous"] / 1.9

@@ -94,7 +94,8 @@ print(f"{'FFMA':<35} {BK * TM * TN:>5}")
 # per FFMA in each step's [compiler facts](GLOSSARY.md#compiler-facts) (the k-step loop 8 times
 # per slice, the rest once, for 512 `FFMA`) and wavefronts with the
 # [bank tracer](GLOSSARY.md#bank-tracer). Side by side, a warp's 4-byte loads hit banks two or
-# four times over (lesson 04's Lab notes; lesson 06 has the rules).
+# four times over (lesson 04's Lab notes); a 16-byte load is served 8 lanes at a time, which
+# brings the same values in fewer passes (lesson 06 has the rules).
 
 # %%
 STEPS, RUNGS = lesson05_steps.NAMES, {**ladder.SGEMM, **ladder.VARIANTS}  # reg2d and the five steps

@@ -58,8 +58,8 @@ plt.tight_layout()
 # * **per-warp fragments**: where loads are priced by the distinct data a warp touches (narrow
 #   loads with [bank conflicts](GLOSSARY.md#bank-conflict), lesson 06);
 # * **larger tiles**: a block grows (128 x 256, more warps) without changing what a warp does;
-# * **tensor cores**: their instruction (`mma.sync`) is a whole warp's, each lane holding a
-#   fragment of A, B and C ([CUTLASS](REFERENCES.md#lessons-07-08)).
+# * **[tensor cores](GLOSSARY.md#tensor-core)**: their instruction (`mma.sync`) is a whole
+#   warp's, each lane holding a fragment of A, B and C ([CUTLASS](REFERENCES.md#lessons-07-08)).
 #
 # This kernel has none of these: each lane issues its own conflict-free 16-byte loads. Here
 # the warp tile **ties**; the model says why.

@@ -243,7 +243,7 @@ print(f"In the limiter run ({why.device}, warptile, 4096^3) DRAM was {rw.utiliza
       f"{limiter_table.SHORT[rw.binding]}.")
 
 # %% [markdown]
-# The model predicts nothing to gain. The test: Triton's **grouped order**
+# The limiter model predicts nothing to gain. The test: Triton's **grouped order**
 # ([block order](GLOSSARY.md#block-order)) hands out blocks GROUP_M tile rows at a time, column
 # by column, so a [wave](GLOSSARY.md#wave) covers a squarer patch of C and reads fewer strips
 # of A and B (right; left: row-major). `TileConfig(group_m=G)` gives that order;
@@ -263,16 +263,18 @@ if orders is None:
 else:
     counters = block_order.load_counters(orders.device.name)
     groups = [(g, name) for g, name in block_order.groups_of(orders) if g > 1]
+    print(f"{orders.device.name}, {orders.date[:10]}, one run:")
     for size in sorted({r.size for r in orders.sgemm}):
         rm = block_order._row(orders, "warptile", size)
         g, name = max(groups, key=lambda gn: block_order._row(orders, gn[1], size).gflops)
         r = block_order._row(orders, name, size)
-        print(f"{size[0]}^3: row-major {rm.gflops / 1e3:.2f} TFLOPS, best grouped (GROUP_M = {g}) "
-              f"{tuning.change_pct(rm, r):+.1f}%, ranges {'apart' if tuning.ranges_apart(rm, r) else 'overlap'}")
+        pct = tuning.change_pct(rm, r)
+        verdict = "tie" if abs(pct) <= SAME or not tuning.ranges_apart(rm, r) else "faster" if pct > 0 else "slower"
+        print(f"{size[0]}^3: row-major {rm.gflops / 1e3:.2f} TFLOPS; best grouped (GROUP_M = {g}) {pct:+.1f}%, {verdict}")
     if counters:
         dram = {g: counters[name]["dram__bytes_read.sum"] / 1e9 for g, name in block_order.groups_of(orders)}
         least = min(dram, key=dram.get)
-        print(f"DRAM read at {block_order.PROFILE_SIZE}^3 ({orders.device.name}): {dram[1]:.2f} GB row-major, "
+        print(f"DRAM read at {block_order.PROFILE_SIZE}^3: {dram[1]:.2f} GB row-major, "
               f"{dram[least]:.2f} GB with GROUP_M = {least} ({100 * (dram[least] / dram[1] - 1):+.0f}%).")
 
 # %% [markdown]

@@ -271,7 +271,7 @@ print(f"{pad_plan} at 33x65x47 (alpha 1.5, beta -0.5): right: {res.passed}")
 # 4096^2 floats (67 MB each): A and B read and written padded, the padded result read, C read and
 # written (the model charges C's read even when beta == 0). A copy takes bytes / bandwidth, at
 # about 4 TB/s on this GPU, plus about 5 µs per launch (three launches). How much longer than at
-# 4096^3 (first cell) will `gl.sgemm` take, back to back, in %?
+# 4096^3 (warptile's time, top of the lesson) will `gl.sgemm` take, back to back, in %?
 
 # %%
 my_odd_extra_pct = None  # your prediction: % more time at 4095x4097x4093 than at 4096^3 (for example 10)
@@ -367,10 +367,10 @@ if odd_plan.kernel == "padded":
 # **The idea.** `kernel[grid, block](...)` returns before the GPU starts, but not before Python
 # has done its part ([launch overhead](GLOSSARY.md#launch-overhead)): numba converts every
 # argument, finds the compiled version and calls the driver. `gl.sgemm` launches through a
-# [Launcher](GLOSSARY.md#launcher), which does that work once. A call costs the host its **issue time** (the host's, not lesson 10's instruction issue),
-# then the GPU its kernel time. Timed **back to
-# back** ([single call, back to back](GLOSSARY.md#single-call)), the host issues the next call while
-# the GPU runs this one: a call costs the longer of the two.
+# [Launcher](GLOSSARY.md#launcher), which does that work once. A call costs the host its **issue
+# time** (the host's, not lesson 10's instruction issue), then the GPU its kernel time. Timed
+# **back to back** ([single call, back to back](GLOSSARY.md#single-call)), the host issues the next
+# call while the GPU runs this one: a call costs the longer of the two.
 #
 # cuBLAS is called through [nvmath-python](GLOSSARY.md#nvmath-python), NVIDIA's Python bindings.
 # The figure: five callers' issue times, 10 batches of 20 calls at four sizes. One caller is faster
@@ -448,9 +448,9 @@ def sgemm_splitk_reduce(W, C, alpha, beta):
         else:
             C[row, col] = alpha * total + beta * C[row, col]
 # %% [markdown]
-# Why not [atomic adds](GLOSSARY.md#atomic-add) into C? The workspace gives the same sum, bit for bit, on every call
-# (floating-point addition is not associative, and atomics add in whatever order blocks finish),
-# and C needs no pass that scales it by beta first.
+# Why not [atomic adds](GLOSSARY.md#atomic-add) into C? The workspace gives the same sum, bit for
+# bit, on every call (floating-point addition is not associative, and atomics add in whatever order
+# blocks finish), and C needs no pass that scales it by beta first.
 #
 # **Check** split-K from this lesson's two cells, four parts, against float64:
 

@@ -198,6 +198,9 @@ def test_the_lessons_prose_constants_are_the_packages():
     assert "about 4 TB/s" in text and 3500 < model.bandwidth_gbs < 4500  # the Predict cell's bandwidth
     assert "at least 128 values of k" in text and model.min_k_per_split == 128  # the candidates' rule
     assert "about 5 µs per launch" in text and model.launch_us == 5.0
+    from gemm_lessons.kernels.library import pad_copy, splitk_reduce  # their rows loop past the grid's y
+    assert "a grid has at most 65,535 blocks in y" in text
+    assert pad_copy.grid(10 ** 6, 8)[1] == splitk_reduce.grid(10 ** 6, 8)[1] == 65535
 
 
 def test_the_appendix_is_linked_and_carries_the_lab_notebook():
@@ -582,3 +585,18 @@ def test_numba_cuda_0_30_4_has_no_cp_async():
     assert found == []
 
 
+
+
+@requires_simulator
+def test_the_lesson_reads_the_course_gpus_shape_record_and_model():
+    """suite_record.load() and the simulator's dispatch model are results.COURSE_DEVICE's where it has a
+    shape record (else REFERENCE_DEVICE's): the lesson's tables and its model come from one GPU."""
+    from gemm_lessons.records import results
+
+    path = results.course_path("shapes")
+    assert REC.device.name == results.read(path).device.name
+    if os.path.exists(results.path_for("shapes", results.COURSE_DEVICE)):
+        assert REC.device.name == results.COURSE_DEVICE
+    model = dispatch.load_model()
+    assert model.to_dict()["speeds"] == suite_record.recorded_model(REC).to_dict()["speeds"]
+    assert f"on the {REC.device.name} (recorded" in model.source

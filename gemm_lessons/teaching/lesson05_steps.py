@@ -295,22 +295,33 @@ def compiler_facts(kernels, record=None, device=None):
 
 # --- the shared-memory wavefronts of each step ------------------------------------------------
 
-def wavefronts_per_slice(names=NAMES, shape=(128, 128, BK)):
-    """name -> shared-memory wavefronts of one block over one slice (``shape`` = (BM, BN, BK)),
-    as the bank tracer counts them for the widths the code asks for (merge=False): loads by the
-    paired-load rule (lesson 06; it matches the profiler's count for reg2d and vec), stores by
-    the documented rules.  On a GPU the tracing runs in one child process on the simulator."""
+def traced_loads(names=NAMES, shape=(128, 128, BK), narrow=()):
+    """name -> {"wavefronts": shared-memory wavefronts of one block over one slice (``shape`` =
+    (BM, BN, BK)), "load_bytes": the widest shared load the code asks for (4 or 16)}, as the bank
+    tracer counts them for the widths the code asks for (merge=False): loads by the paired-load
+    rule (lesson 06; it matches the profiler's count for reg2d and vec), stores by the documented
+    rules.  The steps in ``narrow`` have their 16-byte shared loads counted as four 4-byte loads
+    each (what a compiler that split them would issue: a record whose facts show no LDS.128).  On
+    a GPU the tracing runs in one child process on the simulator."""
     from gemm_lessons.instruments import shared_tracer
     from gemm_lessons.instruments.simulator_process import run_on_simulator
 
     if not backend.SIMULATOR:
         code = ("import json; from gemm_lessons.teaching import lesson05_steps as s; "
-                f"print(json.dumps(s.wavefronts_per_slice({list(names)!r}, {tuple(shape)!r})))")
+                f"print(json.dumps(s.traced_loads({list(names)!r}, {tuple(shape)!r}, {list(narrow)!r})))")
         return run_on_simulator(code, "tracing lesson 05's steps")
     out = {}
     for name in names:
         t = shared_tracer.trace_rung(name, tuple(shape), merge=False)
-        out[name] = t.totals("ld", rule="paired")["wavefronts"] + t.totals("st")["wavefronts"]
+        loads = [i for i in t.instructions if i.op == "ld"]
+        widest = max((i.width for i in loads), default=4)
+        if name in narrow:
+            loads = [shared_tracer.Instruction(i.warp, i.op, i.array, i.site,
+                                               [None if a is None else a + 4 * d for a in i.addresses], 4, i.source)
+                     for i in loads for d in range(i.width // 4)]
+        stores = [i for i in t.instructions if i.op == "st"]
+        out[name] = {"wavefronts": sum(i.measured_cost.wavefronts for i in loads) + sum(i.cost.wavefronts for i in stores),
+                     "load_bytes": widest}
     return out
 
 

@@ -390,10 +390,17 @@ def test_the_lessons_list_of_steps_is_the_packages():
 
 
 @requires_simulator
-def test_wavefronts_per_slice_count_what_the_code_asks_for():
+def test_traced_loads_count_what_the_code_asks_for():
     """One block, one slice: reg2d's 16 conflict-free loads per k-step and warp (1024) plus its 64
     stores; side by side, the 4-byte loads triple; the 16-byte loads of transposed_a (4 per k-step
-    and warp, paired) halve that again."""
-    w = lesson05_steps.wavefronts_per_slice(["reg2d", "reg2d_contiguous", "transposed_a", "vec"])
+    and warp, paired) halve that again; counted as 4-byte loads, they cost as a column of sA and a
+    row of sB read 4 bytes at a time would."""
+    t = lesson05_steps.traced_loads(["reg2d", "reg2d_contiguous", "transposed_a", "vec"])
+    w = {n: v["wavefronts"] for n, v in t.items()}
     assert w["reg2d"] == 1024 + 64 and w["reg2d_contiguous"] == 3072 + 64
     assert w["vec"] < w["transposed_a"] < w["reg2d_contiguous"] / 1.9
+    assert t["reg2d"]["load_bytes"] == t["reg2d_contiguous"]["load_bytes"] == 4 and t["transposed_a"]["load_bytes"] == 16
+    narrow = lesson05_steps.traced_loads(["transposed_a", "reg2d"], narrow=["transposed_a", "reg2d"])
+    assert narrow["reg2d"] == t["reg2d"]  # nothing to split
+    # sAT rows 4 bytes at a time: two addresses per warp, one wavefront (512); sB rows: 4-way (2048); stores 288
+    assert narrow["transposed_a"] == {"wavefronts": 512 + 2048 + 288, "load_bytes": 16}

@@ -31,8 +31,8 @@ print(f"dbuf at 4096^3 on the {prev.device}: {d.measured_ms:.2f} ms, {2 * 4096**
       f"{WHAT[second].split(' (')[0]}, {d.ceilings_ms[second]:.2f} ms.")
 
 # %% [markdown]
-# Lesson 07's kernel is one of a family (`TileConfig`). This lesson adds the last level of
-# tiling, the warp tile, and sweeps the family's fields.
+# Lesson 07's kernel is one of a family (`TileConfig`). This lesson adds the warp tile and
+# sweeps the family's fields.
 #
 # ## Idea: block tile → warp tile → thread tile
 #
@@ -56,22 +56,20 @@ plt.tight_layout()
 # of B per column: 16 + 128 = 144 floats for 16 x 128, 32 + 64 = 96 for 32 x 64. Fewer
 # distinct values per warp is what warp tiles buy where a load is priced per warp:
 #
-# * **4-byte loads** (`LDS.32`, all 32 lanes in one phase): fewer distinct words, fewer
-#   [bank conflicts](GLOSSARY.md#bank-conflict) (a 2 x 16 warp's B reads are 2-way, a 4 x 8 warp's conflict-free);
-# * **[tensor cores](GLOSSARY.md#tensor-core)**: their instruction (`mma.sync`) is a whole
-#   warp's, each lane holding a fragment of A, B and C ([CUTLASS](REFERENCES.md#lessons-07-08));
-# * **larger blocks** (128 x 256, more warps) without changing what a warp does.
+# * **4-byte loads** (`LDS.32`, one phase of 32 lanes): a 2 x 16 warp's B reads are 2-way
+#   [bank conflicts](GLOSSARY.md#bank-conflict), a 4 x 8 warp's conflict-free;
+# * **[tensor cores](GLOSSARY.md#tensor-core)**: `mma.sync` is a whole warp's instruction,
+#   each lane holding a fragment of A, B and C ([CUTLASS](REFERENCES.md#lessons-07-08)).
 #
 # ## Predict
 #
-# Shared memory is priced in [wavefronts](GLOSSARY.md#wavefront) (lesson 06): an `LDS.128` is
-# served a quarter warp (8 lanes) at a time, one wavefront per quarter without conflicts;
-# lanes reading the same address share it (a [broadcast](GLOSSARY.md#broadcast)); and by the
-# paired-load rule it takes 2, not 4, when every lane n reads the address of lane n XOR 1 (or
-# every lane that of n XOR 2). Per k-step each thread issues 2 `LDS.128` of A (its rows), 2 of
-# B (its columns) and 64 FFMA. **Your prediction:** how many wavefronts do a warp's 4 `LDS.128`
-# cost per k-step with 2 x 16 lanes, and with 4 x 8? Which ceiling can the warp tile move, and
-# how many times as fast as `dbuf` will `warptile` run at 4096^3?
+# Lesson 06's [wavefronts](GLOSSARY.md#wavefront): an `LDS.128` is served a quarter warp (8
+# lanes) at a time, one wavefront per quarter without conflicts, lanes reading one address
+# sharing it ([broadcast](GLOSSARY.md#broadcast)); by the paired-load rule it takes 2, not 4,
+# when every lane n reads the address of lane n XOR 1 (or of n XOR 2). Per k-step each thread
+# issues 2 `LDS.128` of A, 2 of B and 64 FFMA. **Your prediction:** how many wavefronts do a
+# warp's 4 `LDS.128` cost per k-step with 2 x 16 lanes, and with 4 x 8? How many times as fast
+# as `dbuf` will `warptile` run at 4096^3?
 
 # %%
 my_speedup = None  # your prediction: replace None with a number
@@ -83,19 +81,19 @@ my_speedup = None  # your prediction: replace None with a number
 # %%
 # NBVAL_CHECK_OUTPUT
 WARPS, BK = 8, 8
+print("first LDS.128 of A and of B: distinct 16-byte addresses per quarter warp (in the warp) -> wavefronts")
 for name in ("dbuf", "warptile"):
     t = shared_tracer.trace_rung(name, (128, 128, BK), merge=("ld", "st"))  # one block, one slice of K
-    cost = {}
+    cost, seen = {}, []
     for tile, array in (("A", "sA0"), ("B", "sB0")):
         ins = t.first("ld", array)
         quarters = [len(set(ins.addresses[q:q + 8])) for q in range(0, 32, 8)]
         cost[tile] = ins.measured_cost.wavefronts  # the paired-load rule
-        print(f"{name:<9} {tile}: distinct 16-byte addresses per quarter warp {quarters}, "
-              f"{len(set(ins.addresses))} in the warp: {cost[tile]} wavefronts")
+        seen.append(f"{tile} {quarters} ({len(set(ins.addresses))}) -> {cost[tile]}")
     loads = t.totals("ld", rule="paired")["wavefronts"] // (WARPS * BK)
     stores = sum(i.cost.wavefronts for i in t.instructions if i.op == "st" and i.array in ("sA0", "sB0")) // (WARPS * BK)
-    print(f"{name:<9} per warp and k-step: 2 x {cost['A']} + 2 x {cost['B']} = {loads} load wavefronts, "
-          f"{loads + stores} with the staging stores")
+    print(f"{name:<9} {'; '.join(seen)}; per k-step 2 x {cost['A']} + 2 x {cost['B']} = {loads}, "
+          f"{loads + stores} with the stores")
 
 # %% [markdown]
 # Every quarter warp reads 1 address of A and 8 of B in both layouts. What 4 x 8 shares more
@@ -107,19 +105,17 @@ why_model = limiter_table.why(["dbuf", "warptile"])
 for name in ("dbuf", "warptile"):
     n, r = limiter_table.counts(name), why_model.row(name)
     print(f"{name:<9} per warp-FFMA: {n['warp_instructions'] / n['warp_ffma']:.3f} instructions, "
-          f"{n['shared_wavefronts'] / n['warp_ffma']:.3f} wavefronts ({loads + stores}/64 = {(loads + stores) / 64:.3f}); "
-          f"issue allows {r.ceilings_ms['issue']:.2f} ms, shared {r.ceilings_ms['shared']:.2f}; "
-          f"binding: {limiter_table.SHORT[r.binding]}, predicted {r.predicted_ms:.3f} ms")
+          f"{n['shared_wavefronts'] / n['warp_ffma']:.3f} wavefronts; ceilings: issue {r.ceilings_ms['issue']:.2f} ms, "
+          f"shared {r.ceilings_ms['shared']:.2f}; predicted {r.predicted_ms:.3f} ms")
 model_speedup = why_model.row("dbuf").predicted_ms / why_model.row("warptile").predicted_ms
-print(f"Model: warptile {model_speedup:.2f}x as fast as dbuf.")
+print(f"({loads + stores}/64 = {(loads + stores) / 64:.3f}.) Model: warptile {model_speedup:.2f}x as fast as dbuf.")
 
 # %% [markdown]
-# A thread runs the same instructions in both layouts, so the binding issue ceiling does not
-# move, and shared memory's ceiling lies below it: even fewer wavefronts could not buy time.
+# The instructions are the same, so the binding issue ceiling does not move, and shared
+# memory's lies below it: fewer wavefronts could not buy time either.
 #
 # Lesson 06 ended on a 4 x 8 warp with *lanes along rows* (lane l at thread row l % 4, column
-# l // 4), whose B reads pair up. `warptile` keeps the row-major order. Priced the same way
-# (`bank_model`, a lane's 16 bytes of A at its row, of B at its column):
+# l // 4), whose B reads pair up; `warptile` keeps the row-major order. Priced by `bank_model`:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -131,8 +127,8 @@ for label, (row, col) in lane_orders.items():
     print(f"{label:<36} LDS.128 of A: {a}, of B: {b}; per k-step {2 * a + 2 * b}")
 
 # %% [markdown]
-# Lanes along rows pair B's reads and unpair A's: 12 again. An order that pairs both is in
-# the Lab notes; here it would move only the shared ceiling.
+# Lanes along rows pair B's reads and unpair A's: 12 again. An order that pairs both (Lab
+# notes) would move only the shared ceiling.
 #
 # ## The sweep
 #
@@ -151,12 +147,11 @@ for bad in [dict(WM=64, WN=64), dict(BK=64)]:
         print("ValueError:", e)
 
 # %% [markdown]
-# `tuning.sweep(configs)` compiles each valid configuration, checks it against a float64
-# reference and times it at 4096^3 with cuBLAS. The lesson's sweep is a grid (four tile shapes,
-# BK 8 or 16, one or two buffers) around `tuning.SWEEP_BASE`, plus single changes to that base.
-# The base is `TileConfig()` with clamped loads: the sweep was laid out around `select`, and its
-# single change to `if` won and became `TileConfig`'s default (lesson 07's guard). It takes
-# minutes: the notebook shows a recorded run.
+# `tuning.sweep(configs)` compiles, checks and times each valid configuration at 4096^3 with
+# cuBLAS: a grid (four tile shapes, BK 8 or 16, one or two buffers) plus single changes around
+# `tuning.SWEEP_BASE`, `TileConfig()` with clamped loads. The sweep was laid out around
+# `select`; its single change to `if` won and became the default (lesson 07's guard). The
+# notebook shows a recorded run.
 
 # %%
 RUN_SWEEP = False  # True: run the whole sweep here (a GPU only; several minutes)
@@ -172,10 +167,9 @@ tuning.heatmap(grid_rows, x=tuning.depth_buffers, y=tuning.tile_shape_and_cap,
                title=f"SGEMM 4096^3, clamped loads: TFLOPS and % of cuBLAS ({where})");
 
 # %% [markdown]
-# Each single change alters one field of the base, timed in the same run: its effect is that
-# field's alone. It counts where the [p10-p90](GLOSSARY.md#p10-p90) ranges do not overlap and
-# it exceeds 1%: the same configurations, timed on this GPU in two runs days apart, differ by
-# less (Lab notes). Beside each: the compiler's facts that moved.
+# A single change alters one field of the base, timed in the same run. It counts where the
+# [p10-p90](GLOSSARY.md#p10-p90) ranges do not overlap and it exceeds 1% (two runs of one
+# configuration on this GPU differ by less: Lab notes). Beside each: the compiler's facts that moved.
 
 # %%
 SAME = 1.0  # %: a smaller change is a tie
@@ -202,12 +196,12 @@ print(f"The warp tile: {'a tie, as the model predicts' if verdicts['WMxWN -> 16x
       f"Faster than the base: {', '.join(faster) or 'no change'}.")
 
 # %% [markdown]
-# Two losses have their reason in the compiler's facts: without the cap, the extra registers
-# cost a block per SM; BK 16 spills to local memory. One buffer is lesson 07's loss.
+# The compiler's facts explain two losses: without the cap, the extra registers cost a block
+# per SM; BK 16 spills. One buffer is lesson 07's loss.
 #
 # **The sweep found nothing faster than lesson 07's `dbuf`.** Its one faster change is `dbuf`'s
-# own guard, and the warp tile ties. The last rung is `dbuf` with the squarer warp tile, the
-# shape that pays with tensor cores.
+# own guard; the warp tile ties. The last rung is `dbuf` with the squarer warp tile, the shape
+# that pays with tensor cores.
 #
 # ## The kernel: `TileConfig()`
 #
@@ -281,9 +275,8 @@ print(f"cuBLAS binds on {limiter_table.SHORT[rc.binding]}{' too' if rc.binding =
 print(f"DRAM was {rw.utilization_pct['dram']:.0f}% busy for warptile, the L2 {rw.utilization_pct['l2']:.0f}%.")
 
 # %% [markdown]
-# The warp tile moves addresses, not instructions: the binding ceiling stays. What is left to
-# cuBLAS is in the issue column. With DRAM that idle, an order of blocks that reads less
-# from it cannot help either (tested in the Lab notes).
+# The warp tile moves addresses, not instructions: the binding ceiling stays. With DRAM that
+# idle, an order of blocks that reads less from it cannot help either (tested: Lab notes).
 
 # %% [markdown]
 # ## Exercise 08-warp-tile: map the lanes of a warp onto a warp tile
@@ -294,8 +287,7 @@ print(f"DRAM was {rw.utilization_pct['dram']:.0f}% busy for warptile, the L2 {rw
 # warp covering 16 x 128. Rewrite them for warp tiles of 32 x 64: warp 0 owns columns 0-63,
 # warp 1 columns 64-127; a warp's lanes form a 4 x 8 grid (LM x LN), and a lane's 4x4 pieces
 # are LM * 4 rows and LN * 4 columns apart. The check runs the kernel against the float64
-# reference and traces one block: each warp must read 96 distinct floats per k-step, with no
-# bank conflicts.
+# reference and traces one block: each warp must read 96 distinct floats per k-step, conflict-free.
 
 # %%
 import numpy as np
@@ -390,17 +382,13 @@ exercises.check("08-warp-tile", sgemm_ex08)
 # ## Takeaway
 #
 # * Block tile → warp tile → thread tile: a squarer warp tile reads fewer distinct values per
-#   warp (96 floats per k-step, not 144). That pays where a load is priced per warp: 4-byte
-#   loads, tensor cores' fragments, larger blocks.
-# * Here it ties. An `LDS.128` is priced a quarter warp at a time, and every quarter reads 1
-#   address of A and 8 of B in either layout: 12 wavefronts per k-step both ways.
-# * Above all, a thread runs the same instructions in both, and issue binds: shared memory's
-#   ceiling is below it. Count what binds before changing what does not.
-# * A kernel for a family of configurations, rules and a sweep turn guesses into measurements;
-#   credit a field only with a same-run change of that field alone, and read registers, spills
-#   and blocks per SM beside it. This sweep found nothing faster than lesson 07's `dbuf`.
-# * What is left to cuBLAS is in the issue column: fewer instructions per FFMA, a busier issue
-#   unit (lesson 10).
+#   warp (96 floats per k-step, not 144); that pays where a load is priced per warp.
+# * Here it ties: an `LDS.128` is priced per quarter warp, and every quarter reads 1 address
+#   of A and 8 of B in either layout (12 wavefronts per k-step).
+# * Above all, the instructions are the same and issue binds, above shared memory's ceiling.
+# * A sweep turns guesses into measurements: credit a field only with a same-run change of it
+#   alone, read beside registers, spills and blocks per SM. This one found nothing faster than `dbuf`.
+# * What is left to cuBLAS is in the issue column (lesson 10).
 
 # %% [markdown]
 # ## Sources and further reading

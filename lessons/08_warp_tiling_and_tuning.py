@@ -97,8 +97,8 @@ for name in ("dbuf", "warptile"):
 
 # %% [markdown]
 # Every quarter warp reads 1 address of A and 8 of B in both layouts. What 4 x 8 shares more
-# (its four quarters read the same 8 B addresses) is shared *between* quarters, which are
-# served one after another anyway. The profiler counted the same at 4096^3:
+# (its quarters read the same 8 B addresses) is shared *between* quarters, served one after
+# another anyway. The profiler agrees at 4096^3:
 
 # %%
 why_model = limiter_table.why(["dbuf", "warptile"])
@@ -108,14 +108,14 @@ for name in ("dbuf", "warptile"):
           f"{n['shared_wavefronts'] / n['warp_ffma']:.3f} wavefronts; ceilings: issue {r.ceilings_ms['issue']:.2f} ms, "
           f"shared {r.ceilings_ms['shared']:.2f}; predicted {r.predicted_ms:.3f} ms")
 model_speedup = why_model.row("dbuf").predicted_ms / why_model.row("warptile").predicted_ms
-print(f"({loads + stores}/64 = {(loads + stores) / 64:.3f}.) Model: warptile {model_speedup:.2f}x as fast as dbuf.")
+print(f"The tracer's {loads + stores} per 64 FFMA: {(loads + stores) / 64:.3f}. Model: warptile {model_speedup:.2f}x as fast as dbuf.")
 
 # %% [markdown]
 # The instructions are the same, so the binding issue ceiling does not move, and shared
 # memory's lies below it: fewer wavefronts could not buy time either.
 #
-# Lesson 06 ended on a 4 x 8 warp with *lanes along rows* (lane l at thread row l % 4, column
-# l // 4), whose B reads pair up; `warptile` keeps the row-major order. Priced by `bank_model`:
+# Lesson 06 pointed here with a 4 x 8 warp whose *lanes run along rows* (lane l at thread row
+# l % 4, column l // 4): its B reads pair up. `warptile` keeps the row-major order. By `bank_model`:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -240,7 +240,7 @@ exercises.compare_prediction(my_speedup, table.speedup("warptile", "dbuf"), "war
                              table.source)
 
 # %% [markdown]
-# The final kernel against cuBLAS at four square sizes (one run):
+# The final kernel against cuBLAS at four sizes (one run):
 
 # %%
 if gl.SIMULATOR:
@@ -249,7 +249,10 @@ else:
     from gemm_lessons.measure import rung_timing
     sizes = measure_step.session_record(sgemm=rung_timing.time_sgemm(
         kernels, [(n, n, n) for n in (1024, 2048, 4096, 8192)], 10))
-plots.versus_size(sizes, ["dbuf", "warptile", "cublas"]);
+plots.versus_size(sizes, ["dbuf", "warptile", "cublas"])
+plt.show()
+print(f"dbuf's line lies under warptile's. At 1024^3, 128 x 128 tiles make {(1024 // 128) ** 2} blocks "
+      f"for {sizes.device.sm_count} SMs.")
 
 # %% [markdown]
 # ## Why: the limiter model
@@ -269,9 +272,9 @@ print(f"{bind}; the model predicts warptile {model_gain:.2f}x as fast as dbuf, m
 n_w, n_c = limiter_table.counts("warptile"), limiter_table.counts("cublas")
 fewer = (n_w["warp_instructions"] / n_w["warp_ffma"]) / (n_c["warp_instructions"] / n_c["warp_ffma"])
 busier = rc.utilization_pct[rc.binding] / rw.utilization_pct[rw.binding]
-print(f"cuBLAS binds on {limiter_table.SHORT[rc.binding]}{' too' if rc.binding == rw.binding else ''}, "
-      f"{rw.measured_ms / rc.measured_ms:.3f}x as fast: {fewer:.3f}x fewer instructions per warp-FFMA, times its "
-      f"binding unit {busier:.3f}x as busy ({rc.utilization_pct[rc.binding]:.0f}%), gives {fewer * busier:.3f}x.")
+print(f"cuBLAS binds on {limiter_table.SHORT[rc.binding]}{' too' if rc.binding == rw.binding else ''} and runs "
+      f"{rw.measured_ms / rc.measured_ms:.3f}x as fast: {fewer:.3f}x fewer instructions per warp-FFMA times a "
+      f"binding unit {busier:.3f}x as busy ({rc.utilization_pct[rc.binding]:.0f}%) gives {fewer * busier:.3f}x.")
 print(f"DRAM was {rw.utilization_pct['dram']:.0f}% busy for warptile, the L2 {rw.utilization_pct['l2']:.0f}%.")
 
 # %% [markdown]
@@ -285,8 +288,8 @@ print(f"DRAM was {rw.utilization_pct['dram']:.0f}% busy for warptile, the L2 {rw
 # `col_of(j)` give the tile row of a thread's result row `i` and the tile column of its result
 # column `j` (`i, j = 0..7`). As given they use lessons 06 and 07's layout: threads in rows of 16, a
 # warp covering 16 x 128. Rewrite them for warp tiles of 32 x 64: warp 0 owns columns 0-63,
-# warp 1 columns 64-127; a warp's lanes form a 4 x 8 grid (LM x LN), and a lane's 4x4 pieces
-# are LM * 4 rows and LN * 4 columns apart. The check runs the kernel against the float64
+# warp 1 columns 64-127; a warp's lanes form a 4 x 8 grid (LM x LN), row-major, each lane's
+# results in four 4x4 pieces as before. The check runs the kernel against the float64
 # reference and traces one block: each warp must read 96 distinct floats per k-step, conflict-free.
 
 # %%
@@ -385,7 +388,8 @@ exercises.check("08-warp-tile", sgemm_ex08)
 #   warp (96 floats per k-step, not 144); that pays where a load is priced per warp.
 # * Here it ties: an `LDS.128` is priced per quarter warp, and every quarter reads 1 address
 #   of A and 8 of B in either layout (12 wavefronts per k-step).
-# * Above all, the instructions are the same and issue binds, above shared memory's ceiling.
+# * Above all, the instructions are the same, and issue, the binding ceiling, lies above
+#   shared memory's.
 # * A sweep turns guesses into measurements: credit a field only with a same-run change of it
 #   alone, read beside registers, spills and blocks per SM. This one found nothing faster than `dbuf`.
 # * What is left to cuBLAS is in the issue column (lesson 10).
@@ -434,9 +438,9 @@ for name, cfg in twins.items():
 Markdown(tuning.traffic_markdown(tuning.shared_traffic([tuning.SWEEP_BASE, replace(tuning.SWEEP_BASE, pad_a=0)])))
 
 # %% [markdown]
-# **A lane order that pairs both tiles.** With lane bit 0 → thread column and bit 1 → thread
-# row (the other bits fill in the rest of the 4 x 8 grid), lanes n and n XOR 1 share a row (A
-# pairs) and lanes n and n XOR 2 a column (B pairs):
+# **Try it: a lane order that pairs both tiles.** Which 4 x 8 lane order makes lanes n and
+# n XOR 1 share a thread row (A's reads pair) and lanes n and n XOR 2 a thread column (B's
+# pair)? One answer: lane bit 0 → column, bit 1 → row, the other bits filling in the rest:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -449,16 +453,16 @@ shared_at = why.row("warptile").ceilings_ms["shared"] * (2 * a + 2 * b + 1) / (1
 print(f"shared ceiling at that count: about {shared_at:.2f} ms, against {why.row('warptile').ceilings_ms['issue']:.2f} ms of issue")
 
 # %% [markdown]
-# A third of the load wavefronts gone, and no time to gain while issue binds. (Written into
-# exercise 08-warp-tile's `row_of` and `col_of`, this order passes its check too.)
+# A third of the load wavefronts gone, and no time to gain while issue binds. Written into
+# exercise 08-warp-tile's `row_of` and `col_of`, this order passes its check too.
 #
 # **What the compiler's facts leave open.** `spread -> True` changes no register, spill or
 # occupancy count and still loses; the grid's 64x128x16 block with two buffers falls far below
-# its neighbours with 3 blocks per SM and no spills. Neither cause was measured (the instruction
-# mix and stall reasons of these configurations were not profiled).
+# its neighbours without spilling (the table above). Neither cause was measured (the
+# instruction mix and stall reasons of these configurations were not profiled).
 
 # %% [markdown]
-# ## Block order and the L2 cache (Lab notes)
+# ### Block order and the L2 cache
 #
 # Blocks that share a block-row of A or a block-column of B find it in the
 # [L2 cache](GLOSSARY.md#l2) instead of [DRAM](GLOSSARY.md#dram) when they run at the same

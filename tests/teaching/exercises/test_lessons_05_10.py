@@ -178,6 +178,16 @@ def test_08_contiguous_columns_conflict_and_a_bad_mapping_is_wrong():
            "result is wrong")
 
 
+@requires_simulator
+def test_08_a_forgotten_warp_offset_is_named_as_overlapping_warps():
+    """Warp 1 without its column offset writes warp 0's columns: the check names the overlap
+    (two warps, one element of C) and the offset, not the guards or the grid."""
+    fb = check_cell("08-warp-tile", replace=[("(warp % (BN // WN)) * WN + ", "")])
+    _fails(fb, "result is wrong", "(warp 0) and", "(warp 1) both write C[", "Two warps compute the same outputs",
+           "own offset")
+    assert "guards" not in str(fb)
+
+
 # ---- 09: symmetrize ---------------------------------------------------------------------
 @requires_simulator
 def test_09_solution_passes_and_skeleton_fails_naming_coalescing():

@@ -733,9 +733,9 @@ exercises.check("07-double-buffer", sgemm_ex07)
 #   barrier per slice goes.
 # * Credit a speedup to a technique only against a twin that differs in it alone:
 #   `dbuf_one_buffer` against `dbuf`, not the first attempt against the second.
-# * Written naively (a runtime buffer index), the second buffer cost registers and 16-byte
-#   shared loads. Write code that leaves the compiler nothing to guess (separate buffers,
-#   explicit `load4`), then confirm it in the SASS.
+# * Written naively, with a runtime buffer index, the second buffer cost 16-byte shared loads,
+#   hence instructions, the binding work. Write code that leaves the compiler nothing to guess
+#   (separate buffers, explicit `load4`), then confirm it in the SASS.
 # * Next (lesson 08): the other fields of `TileConfig`: how the threads of a warp are laid out
 #   (warp tiles), the depth of a slice, the register cap, and a sweep that picks the best.
 

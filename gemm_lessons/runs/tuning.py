@@ -117,24 +117,6 @@ def table_markdown(rows, top=None):
                             "note"], body, "lrrrrrrl")
 
 
-def runs_sentence(sweep):
-    """Where and when the recorded sweep ran, in how many runs, and the cuBLAS each run timed
-    (a row's % of cuBLAS is against the cuBLAS of its own run)."""
-    commits = sorted({r.git_commit[:7] for r in sweep.runs if r.git_commit})
-    cublas = {}  # cuBLAS of a run -> how many rows that run timed, in the record's order
-    for r in sweep.rows:
-        if r.gflops and r.cublas_gflops_same_run:
-            cublas[r.cublas_gflops_same_run] = cublas.get(r.cublas_gflops_same_run, 0) + 1
-    timed = sum(cublas.values())
-    text = (f"Recorded on {sweep.device.name}, {sweep.date[:10]}, at {'x'.join(map(str, sweep.size))}: "
-            f"{timed} configurations timed in {len(sweep.runs)} run{'s' if len(sweep.runs) != 1 else ''}"
-            + (f" (commit {', '.join(commits)})" if commits else "") + ".")
-    if len(cublas) > 1:
-        text += (" cuBLAS, timed in each run: " + ", ".join(f"{g / 1e3:.2f} TFLOPS (the run of {n} configurations)"
-                                                           for g, n in cublas.items()) + ".")
-    return text
-
-
 def _fields(fields):
     return (fields,) if isinstance(fields, str) else tuple(fields)
 
@@ -251,27 +233,6 @@ def traffic_markdown(traffic):
     return tables.markdown(["configuration (one block)", "load wavefronts" + (" (paired-load rule)" if paired else ""),
                             "from conflicts", "store wavefronts",
                             "from conflicts", "worst store"], body, "lrrrrl")
-
-
-def range_sentence(table, kernel, near=2.0):
-    """How far ``kernel``'s p10 and p90 lie from its median in a measure.compare table, next to
-    cuBLAS's; a p10 more than ``near`` % below the median is called out."""
-    row = next(r for r in table.rows if r.kernel == kernel)
-    below = 100 * (1 - row.gflops_p10 / row.gflops)
-    above = 100 * (row.gflops_p90 / row.gflops - 1)
-    text = (f"`{kernel}`: median {row.gflops / 1e3:.2f} TFLOPS, p10 {row.gflops_p10 / 1e3:.2f} ({below:.1f}% below "
-            f"the median), p90 {row.gflops_p90 / 1e3:.2f} ({above:.1f}% above)")
-    ref = next((r for r in table.rows if r.kernel == "cublas"), None)
-    if ref is not None:
-        text += f"; cuBLAS's p10 is {100 * (1 - ref.gflops_p10 / ref.gflops):.1f}% below its median"
-    text += "."
-    if below > near:
-        text += (f" About one repeat in ten of `{kernel}` ran at its p10 or slower: more than {near:g}% below the "
-                 "median. The median, which the course compares, does not move with those slow repeats; why they "
-                 "were slow, this lesson did not measure.")
-    else:
-        text += f" Its p10 lies within {near:g}% of the median: the repeats ran at about the same speed."
-    return text
 
 
 def heatmap(rows, x, y, ax=None, title=None, fixed=None):

@@ -7,8 +7,7 @@ from gemm_lessons.teaching import leaderboard
 from gemm_lessons.kernels import ladder
 from gemm_lessons.records import results
 from gemm_lessons.runs import tuning
-from gemm_lessons.teaching.measure_step import Comparison
-from gemm_lessons.records.schema import SgemmRow, TuningRow
+from gemm_lessons.records.schema import TuningRow
 from gemm_lessons.kernels.sgemm import warptile
 from gemm_lessons.kernels.sgemm.warptile import TileConfig
 
@@ -53,7 +52,7 @@ def test_sweep_checks_each_configuration(cfg):
 
 
 def test_recorded_sweep_matches_the_code():
-    sweep = leaderboard.load_sweep(results.REFERENCE_DEVICE)  # the numbers below are the H100's
+    sweep = results.read(results.path_for("tuning", results.REFERENCE_DEVICE))  # the numbers below are the H100's
     labels = {r.label for r in sweep.rows}
     assert labels == {c.short() for c in tuning.lesson_configs()}
     for r in sweep.rows:
@@ -98,25 +97,13 @@ def _row(cfg, gflops, cublas=50000.0, spread=0.1, **facts):
 
 
 def test_table_lists_every_row_with_its_threads():
-    sweep = leaderboard.load_sweep(results.REFERENCE_DEVICE)  # the numbers below are the H100's
+    sweep = results.read(results.path_for("tuning", results.REFERENCE_DEVICE))  # the numbers below are the H100's
     table = tuning.table_markdown(sweep.rows)
     assert "| threads |" in table.splitlines()[0]
     assert len(table.splitlines()) == 2 + len(sweep.rows)
     for r in sweep.rows:
         if r.gflops:
             assert f"| {r.label} | {r.gflops / 1e3:.2f} | {r.pct_cublas:.1f}% | {r.threads} |" in table
-
-
-def test_runs_sentence_names_each_runs_cublas():
-    sweep = leaderboard.load_sweep(results.REFERENCE_DEVICE)  # the numbers below are the H100's
-    text = tuning.runs_sentence(sweep)
-    n = len(sweep.runs)
-    assert f"in {n} run{'s' if n > 1 else ''} " in text
-    cublas = {r.cublas_gflops_same_run for r in sweep.rows if r.gflops}
-    for g in cublas if len(cublas) > 1 else ():  # one run: one cuBLAS, no list
-        assert f"{g / 1e3:.2f} TFLOPS" in text
-    assert all(r.git_commit[:7] in text and (len(r.git_commit) <= 7 or r.git_commit not in text)
-               for r in sweep.runs)  # the short hash
 
 
 def test_single_changes_pair_configurations_that_differ_in_those_fields_only():
@@ -159,20 +146,6 @@ def test_without_padding_the_a_stores_conflict_2_way_and_the_loads_do_not_change
     assert unpadded["stores"]["conflicts"] > 0 and unpadded["worst_store_degree"] == 2
     assert unpadded["stores"]["wavefronts"] < padded["loads"]["wavefronts"] / 4  # the stores: a small share
     assert "| 2-way |" in tuning.traffic_markdown([unpadded]) and "no conflict" in tuning.traffic_markdown([padded])
-
-
-def _timed(kernel, gflops, p10, p90):
-    return SgemmRow(kernel=kernel, M=8192, N=8192, K=8192, gflops=gflops, gflops_p10=p10, gflops_p90=p90)
-
-
-def test_range_sentence_calls_out_a_low_p10():
-    table = Comparison((8192,) * 3, [_timed("warptile", 49400.0, 44200.0, 49700.0),
-                                     _timed("cublas", 51600.0, 51560.0, 51670.0)])
-    text = tuning.range_sentence(table, "warptile")
-    assert "p10 44.20 (10.5% below the median)" in text and "one repeat in ten" in text
-    assert "cuBLAS's p10 is 0.1% below its median" in text
-    table.rows[0] = _timed("warptile", 49400.0, 49000.0, 49700.0)
-    assert "within 2% of the median" in tuning.range_sentence(table, "warptile")
 
 
 def _pair(sweep, fields, before, **where):

@@ -173,3 +173,20 @@ def test_the_file_imports_from_its_own_folder_and_is_not_main(tmp_path, capsys):
                                       "if __name__ == '__main__':\n    answer = 0\n")
     assert cli.main(["00-flops", str(tmp_path / "mine.py")]) == 0
     assert str(tmp_path) not in sys.path
+
+
+def test_importing_the_cli_module_leaves_gl_check_working():
+    """``import gemm_lessons.check`` sets the package's attribute ``check`` to the module: the
+    module is callable as the function it replaces, so ``gl.check(...)`` and the CLI both work."""
+    code = ("import inspect, gemm_lessons as gl\n"
+            "function = gl.check\n"
+            "import gemm_lessons.check\n"
+            "from gemm_lessons.kernels.sgemm import naive\n"
+            "assert gl.check(naive.sgemm, 9, 8, 7).passed\n"
+            "assert inspect.signature(gl.check) == inspect.signature(function)\n"
+            "assert callable(gemm_lessons.check.main)\n"
+            "print('both work')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO] + [p for p in os.environ.get("PYTHONPATH", "").split(
+        os.pathsep) if p]))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    assert p.returncode == 0 and "both work" in p.stdout, p.stderr

@@ -96,6 +96,22 @@ def _check_launch(ans):
                   f"and nothing written past the end, {_THREADS} threads per block.")
 
 
+# how students name the four resources (spelling, case, short names): each to the name blocks_per_sm uses
+_RESOURCES = {"registers": ("registers", "register", "regs", "reg", "register file", "rf"),
+              "shared memory": ("shared memory", "shared", "smem", "shmem", "shared mem", "shared-memory",
+                                "shared_memory", "sharedmemory", "shared memory per sm", "l1/shared"),
+              "threads": ("threads", "thread", "threads per sm", "warps", "warp"),
+              "blocks": ("blocks", "block", "blocks per sm", "max blocks", "ctas", "cta")}
+
+
+def resource(name):
+    """The resource ``name`` means ("registers", "shared memory", "threads" or "blocks"), however it
+    is spelt (case, spaces, underscores, common short names); None when it is none of them."""
+    key = " ".join(str(name).strip().lower().replace("_", " ").split())
+    return next((r for r, names in _RESOURCES.items() if key in names or key.replace(" ", "") in
+                 {n.replace(" ", "") for n in names}), None)
+
+
 @exercise("00a-occupancy",
           "work out how many blocks each resource allows on one SM (registers, shared memory, threads, blocks): the "
           "smallest count is the answer, and its resource the limiter.",
@@ -117,12 +133,21 @@ def check_blocks_per_sm(ans):
 
     want = blocks_per_sm(40, 57 * 1024, 128)
     unreserved = blocks_per_sm(40, 57 * 1024, 128, limits=dict(lm, shared_reserved_per_block=0))[0]
-    if (blocks, str(limiter).strip().lower()) == (want[0], want[1]):
+    named = resource(limiter)
+    if named is None:
+        return False, (f"{limiter!r} is not one of the four resources: registers, shared memory, threads or blocks "
+                       "(per SM). Name the one whose count is the smallest.")
+    try:
+        blocks = int(blocks) if float(blocks) == int(float(blocks)) else float(blocks)
+    except (TypeError, ValueError):
+        return False, f"the blocks per SM should be a number, not {blocks!r}."
+    limiter = named
+    if (blocks, limiter) == (want[0], want[1]):
         reserved = lm["shared_reserved_per_block"] // 1024
         return True, (f"{want[0]} blocks per SM, limited by {want[1]}: each block takes 57 KiB + {reserved} KiB "
                       f"reserved, and {lm['shared_bytes'] // 1024} KiB hold {want[0]} of those (without the reserved "
                       f"KiB, {unreserved}).")
-    if (blocks, str(limiter).strip().lower()) == (unreserved, want[1]):
+    if (blocks, limiter) == (unreserved, want[1]):
         return False, (f"{blocks} blocks of 57 KiB would fit if shared memory held nothing else: what more does "
                        "each block take from the SM's shared memory?")
     if blocks == want[0]:

@@ -16,11 +16,31 @@ from gemm_lessons.teaching.exercises.kernels_05_11 import (_log_sgemm, _on_gpu, 
           defines="stage_a(tid): returns (row, first column) of the float4 of the 128x8 A tile thread tid stages")
 def check_float4_staging(ans):
 
+    per_row = vec.BK // 4  # float4s in a row of the tile
     for tid in range(vec.THREADS):
-        want = (tid // (vec.BK // 4), (tid % (vec.BK // 4)) * 4)
-        got = tuple(ans(tid))
-        if got != want:
-            return False, f"for tid={tid} you return {got}, expected {want}."
+        want = (tid // per_row, (tid % per_row) * 4)
+        try:
+            got = tuple(int(v) for v in ans(tid))
+            assert len(got) == 2
+        except (TypeError, ValueError, AssertionError):
+            return False, f"for tid={tid} stage_a returns {ans(tid)!r}: return a pair (row, first column)."
+        if got == want:
+            continue
+        # say which part is wrong and why, never what the right pair is (that would be the answer)
+        row, col = got
+        if col % 4 or not 0 <= col < vec.BK:
+            if 0 <= col < per_row and row == want[0]:
+                why = ("the column counts floats, not float4s: the first column of a float4 is a multiple of 4 "
+                       f"(0 or 4 in a row of {vec.BK} floats)")
+            else:
+                why = f"a float4 starts at a column that is a multiple of 4, below {vec.BK}"
+            return False, f"for tid={tid} stage_a returns {got}: {why}.", 3
+        if not 0 <= row < vec.BM:
+            return False, f"for tid={tid} stage_a returns {got}: the tile has rows 0 to {vec.BM - 1}.", 2
+        which = "the row" if col == want[1] else ("the column" if row == want[0] else "both the row and the column")
+        return False, (f"for tid={tid} stage_a returns {got}: {which} of that float4 is not thread {tid}'s. "
+                       f"Neighbouring threads should take neighbouring float4s of a row ({per_row} per row) before "
+                       "moving to the next row."), 2
     covered = {tuple(ans(t)) for t in range(vec.THREADS)}
     if len(covered) != vec.BM * vec.BK // 4:
         return False, "some float4 of the tile are staged twice and others never."

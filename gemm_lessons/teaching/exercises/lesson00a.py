@@ -1,6 +1,8 @@
 """Lesson 00a's exercises (the primer): a guarded launch, and blocks per SM."""
 import contextlib
 
+import numpy as np
+
 from gemm_lessons.teaching.exercises.core import exercise
 
 
@@ -9,10 +11,11 @@ _THREADS = 128  # threads per block the task asks for
 
 
 @contextlib.contextmanager
-def launches():
+def launches(watch=None):
     """Every kernel launch made inside the ``with`` block: a list that fills with (grid, block),
     each as numba normalises them (three ints).  It wraps the ``kernel[grid, block]`` of numba's
-    kernels (the simulator's or the GPU's) for the duration; the launches run as before."""
+    kernels (the simulator's or the GPU's) for the duration; the launches run as before.
+    ``watch(stage)``, if given, is called with "before" and "after" around each launch."""
     from gemm_lessons.core import backend
 
     if backend.SIMULATOR:
@@ -26,7 +29,17 @@ def launches():
 
     def getitem(self, config):
         seen.append(tuple(tuple(d) for d in normalize_kernel_dimensions(*config[:2])))
-        return original(self, config)
+        launcher = original(self, config)
+        if watch is None:
+            return launcher
+
+        def launch(*args, **kwargs):
+            watch("before")
+            try:
+                return launcher(*args, **kwargs)
+            finally:
+                watch("after")
+        return launch
 
     cls.__getitem__ = getitem
     try:
@@ -45,21 +58,60 @@ def launches():
           answer="launch",
           defines="launch(x, y, out): launches, 128 threads per block, a @cuda.jit kernel with out = 2*x - y")
 def check_launch_and_guard(ans):
-    with launches() as seen:
-        result = _check_launch(ans)
+    watcher = _Watcher()
+    with launches(watcher) as seen:
+        result = _check_launch(ans, watcher)
     blocks = sorted({b[0] * b[1] * b[2] for _, b in seen})
-    if not result[0]:
-        return result
     if not seen:
         return False, "launch(x, y, out) launched no kernel: it must launch a @cuda.jit kernel with kernel[blocks, threads]."
+    if not result[0]:
+        return result
     if blocks != [_THREADS]:
         return False, (f"the kernel was launched with {' and '.join(map(str, blocks))} threads per block; the task asks "
                        f"for {_THREADS}.")
     return result
 
 
-def _check_launch(ans):
-    """(ok, message) on what ``ans`` wrote into out, for each of _LAUNCH_SIZES."""
+class _Watcher:
+    """Snapshots of the output buffer around each kernel launch (``launches(watch=...)``): to tell
+    values a kernel wrote from values the host wrote before or after the kernels ran."""
+
+    def __init__(self):
+        self.read = None  # () -> the whole output buffer as a host array (set per size)
+        self.first_before = self.last_after = None
+
+    def start(self, read):
+        self.read, self.first_before, self.last_after = read, None, None
+
+    def __call__(self, stage):
+        if self.read is None:
+            return
+        if stage == "before" and self.first_before is None:
+            self.first_before = self.read().copy()
+        elif stage == "after":
+            self.last_after = self.read().copy()
+
+    def host_writes(self, n, final):
+        """What the host, not a kernel, did to out[:n]: a message, or None."""
+        from gemm_lessons.measure.problems import POISON
+
+        poison = np.float32(POISON).view(np.uint32)
+        if self.first_before is None:
+            return None  # no launch: reported by the caller
+        before = int(np.count_nonzero(self.first_before[:n].view(np.uint32) != poison))
+        if before:
+            return (f"for n = {n}, {before} element(s) of out were written before any kernel ran: the result must "
+                    "be computed by the kernel, each thread writing its own element, not by host code.")
+        after = int(np.count_nonzero(final[:n].view(np.uint32) != self.last_after[:n].view(np.uint32)))
+        if after:
+            return (f"for n = {n}, {after} element(s) of out were changed after the last kernel had finished: the "
+                    "result must be written by the kernel, not by host code after the launch.")
+        return None
+
+
+def _check_launch(ans, watcher=None):
+    """(ok, message) on what ``ans`` wrote into out, for each of _LAUNCH_SIZES; with a _Watcher
+    (the launches watched), also whether the kernels wrote it rather than the host."""
     import numpy as np
 
     from gemm_lessons.core import backend
@@ -72,14 +124,23 @@ def _check_launch(ans):
         pad = 256  # room after the output: a write past the end lands here (on a GPU nothing stops it)
         if backend.SIMULATOR:
             out = np.full(n + pad, POISON, np.float32)
+            if watcher is not None:
+                watcher.start(lambda: out)
             ans(x, y, out[:n])
             got = out
         else:
             from numba import cuda
 
             out = cuda.to_device(np.full(n + pad, POISON, np.float32))
+            if watcher is not None:
+                watcher.start(out.copy_to_host)
             ans(cuda.to_device(x), cuda.to_device(y), out[:n])
             got = out.copy_to_host()
+        if watcher is not None:
+            watcher.read = None
+            host = watcher.host_writes(n, got)
+            if host:
+                return False, host
         past = int(np.count_nonzero(got[n:].view(np.uint32) != np.float32(POISON).view(np.uint32)))
         if past:
             return False, f"for n = {n}, {past} value(s) were written past the end of out: is the guard missing?"

@@ -21,6 +21,7 @@ from gemm_lessons.core import backend
 from gemm_lessons.core.array_checks import sgemm_shapes
 from gemm_lessons.kernels.sgemm import reg1d, reg2d
 from gemm_lessons.measure.problems import SIM_SHAPES, check as check_problem
+from gemm_lessons.teaching.exercises import evidence
 from gemm_lessons.teaching.exercises.core import KERNEL_TIME_LIMIT_S
 
 
@@ -177,10 +178,7 @@ def _kernel_passes(launch, answer):
         res = check_problem(run, M, N, K, alpha, beta, name="your kernel")
         if not res.passed:
             again = check_problem(run, M, N, K, alpha, beta, name="your kernel")
-            if (again.rel_error, again.unwritten) != (res.rel_error, res.unwritten):
-                return False, (res.message() + ". The result changed between two runs on the same input: "
-                               "a race. Is a cuda.syncthreads() missing between writing shared memory "
-                               "and reading it (or before overwriting it)?")
-            return False, res.message()
+            changed = (again.rel_error, again.unwritten) != (res.rel_error, res.unwritten)
+            return False, evidence.wrong_result(res, launch, answer, changed)
         shapes.append(f"{M}x{N}x{K}")
     return True, f"your kernel matches the float64 reference on {' and '.join(shapes)} (with alpha and beta)."

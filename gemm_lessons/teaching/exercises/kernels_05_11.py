@@ -12,6 +12,7 @@ import functools
 import numpy as np
 
 from gemm_lessons.measure.problems import check as check_problem
+from gemm_lessons.teaching.exercises import evidence
 from gemm_lessons.teaching.exercises.core import _written_function
 
 
@@ -43,9 +44,8 @@ def _result_right(launch, kernel, shapes=EXERCISE_SHAPES):
         res = check_problem(run, M, N, K, alpha, beta, name="your kernel")
         if not res.passed:
             again = check_problem(run, M, N, K, alpha, beta, name="your kernel")
-            if (again.rel_error, again.unwritten) != (res.rel_error, res.unwritten):
-                return False, (res.message() + ". The result changed between two runs on the same input: a race.")
-            return False, "the result is wrong: " + res.message() + "."
+            changed = (again.rel_error, again.unwritten) != (res.rel_error, res.unwritten)
+            return False, "the result is wrong: " + evidence.wrong_result(res, launch, kernel, changed).rstrip(".") + "."
     return True, (f"the result matches the float64 reference on "
                   f"{' and '.join(f'{M}x{N}x{K}' for M, N, K, _, _ in shapes)} (with alpha and beta)")
 

@@ -81,6 +81,18 @@ def check_symmetrize_through_shared_tile(kernel):
         return False, (f"the shared array's shape {shapes[0]} has an expression: the simulator runs it, but numba "
                        "compiling for a GPU needs every dimension a constant (a number, or a global such as TILE "
                        "set outside the kernel)."), _BANKS
+    log = None
+    if backend.SIMULATOR:  # first: a race may or may not spoil a result
+        from gemm_lessons.instruments import access_log
+        from gemm_lessons.teaching.exercises import evidence
+
+        n = 64
+        src = np.random.default_rng(8).uniform(-1, 1, (n, n)).astype(np.float32)
+        log, _ = access_log.log(lambda src, dst: _launch_symmetrize(kernel, src, dst),
+                                dict(src=src, dst=np.zeros((n, n), np.float32)))
+        misuse = evidence.shared_use(log)
+        if misuse:
+            return False, f"dst = src + src.T through the shared tile: {misuse}", _INDEX
     rng = np.random.default_rng(9)
     for n in _SYM_SIZES:
         src = rng.uniform(-1, 1, (n, n)).astype(np.float32)
@@ -100,12 +112,7 @@ def check_symmetrize_through_shared_tile(kernel):
     right = f"dst = src + src.T is right for n = {', '.join(map(str, _SYM_SIZES))}"
     if not backend.SIMULATOR:
         return _on_gpu("09-symmetrize", kernel, right)
-    from gemm_lessons.instruments import access_log
-
     n = 64
-    src = rng.uniform(-1, 1, (n, n)).astype(np.float32)
-    log, _ = access_log.log(lambda src, dst: _launch_symmetrize(kernel, src, dst),
-                            dict(src=src, dst=np.zeros((n, n), np.float32)))
     slow = collections.OrderedDict()
     for ins in log.global_instructions():
         if ins.sectors > ins.ideal_sectors:

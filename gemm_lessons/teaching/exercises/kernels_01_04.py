@@ -22,7 +22,7 @@ from gemm_lessons.core.array_checks import sgemm_shapes
 from gemm_lessons.kernels.sgemm import reg1d, reg2d
 from gemm_lessons.measure.problems import SIM_SHAPES, check as check_problem
 from gemm_lessons.teaching.exercises import evidence
-from gemm_lessons.teaching.exercises.core import KERNEL_TIME_LIMIT_S
+from gemm_lessons.teaching.exercises.core import KERNEL_TIME_LIMIT_S, result_right
 
 
 THREADS_1D = 256  # 01-kernel: threads per block of the one-dimensional launch
@@ -148,6 +148,7 @@ def _answer_first(lesson, kernel):
     ok, message = _kernel_passes(_LAUNCHERS[lesson], kernel)
     if not ok:
         return False, "Wrong result: " + message
+    result_right()
     return None, " and ".join(f"{M}x{N}x{K}" for M, N, K, _, _ in SIM_SHAPES)
 
 

@@ -3,7 +3,7 @@ import contextlib
 
 import numpy as np
 
-from gemm_lessons.teaching.exercises.core import exercise
+from gemm_lessons.teaching.exercises.core import exercise, result_right
 
 
 _LAUNCH_SIZES = (1, 129, 300)
@@ -55,7 +55,7 @@ def launches(watch=None):
           "thread tests its index before it reads or writes.",
           "blocks = (n + threads - 1) // threads rounds up to whole blocks; inside the kernel, "
           "i = cuda.grid(1) and `if i < out.size:` before touching any array.",
-          answer="launch",
+          answer="launch", technique=True,
           defines="launch(x, y, out): launches, 128 threads per block, a @cuda.jit kernel with out = 2*x - y")
 def check_launch_and_guard(ans):
     watcher = _Watcher()
@@ -118,6 +118,7 @@ def _check_launch(ans, watcher=None):
     from gemm_lessons.measure.problems import POISON
 
     rng = np.random.default_rng(7)
+    host = None  # the first sign that the host, not a kernel, wrote out
     for n in _LAUNCH_SIZES:
         x = rng.standard_normal(n).astype(np.float32)
         y = rng.standard_normal(n).astype(np.float32)
@@ -138,9 +139,7 @@ def _check_launch(ans, watcher=None):
             got = out.copy_to_host()
         if watcher is not None:
             watcher.read = None
-            host = watcher.host_writes(n, got)
-            if host:
-                return False, host
+            host = host or watcher.host_writes(n, got)
         past = int(np.count_nonzero(got[n:].view(np.uint32) != np.float32(POISON).view(np.uint32)))
         if past:
             return False, f"for n = {n}, {past} value(s) were written past the end of out: is the guard missing?"
@@ -153,6 +152,9 @@ def _check_launch(ans, watcher=None):
         if bad.any():
             i = int(np.argmax(bad))
             return False, f"for n = {n}, out[{i}] = {got[i]!r}, expected 2*x[{i}] - y[{i}] = {want[i]!r}."
+    result_right()  # the values: right, whoever wrote them
+    if host:
+        return False, host
     return True, (f"out = 2x - y is right for n = {', '.join(map(str, _LAUNCH_SIZES))}, every element written "
                   f"and nothing written past the end, {_THREADS} threads per block.")
 

@@ -42,7 +42,7 @@ def check_tiled_global_loads(ans):
           "per slice: each thread copies one value of A (sA[ty, tx]) and BK/BM values of B "
           "(rows ty, ty + BM, ...) from global into shared memory, zeros outside the matrices; "
           "cuda.syncthreads(); the BK products from sA and sB; cuda.syncthreads().",
-          answer="my_tiled",
+          answer="my_tiled", technique=True,
           defines="my_tiled: the @cuda.jit kernel (A, B, C, alpha, beta) with my_tiled.tile = (BM, BN, BK)")
 def check_shared_memory_tiles(ans):
     ok, shapes = _answer_first("02", ans)

@@ -11,7 +11,7 @@ from gemm_lessons.teaching.exercises.kernels_01_04 import _answer_first, _global
           "for each k of the slice, one of the two factors is the same for all TN results of the "
           "thread (which?): read it from shared memory once, into a register, and update the TN "
           "accumulators from it and the TN values of the other factor.",
-          answer="make_my_reg1d_rows()",
+          answer="make_my_reg1d_rows()", technique=True,
           defines="make_my_reg1d_rows(): returns the @cuda.jit kernel (A, B, C, alpha, beta) with .tile = (BM, BN, "
                   "BK, TN)")
 def check_register_reuse_1d(ans):

@@ -40,7 +40,7 @@ def check_compute_to_memory_ratio(ans):
           "for each k: TM values of sA (column k, this thread's rows) into a_reg, TN values of "
           "sB (row k, this thread's columns) into b_reg, then acc[i, j] += a_reg[i] * b_reg[j] "
           "for all TM x TN pairs.",
-          answer="make_my_reg2d()",
+          answer="make_my_reg2d()", technique=True,
           defines="make_my_reg2d(): returns the @cuda.jit kernel (A, B, C, alpha, beta) with .tile = (BM, BN, BK, TM, "
                   "TN)")
 def check_register_tile_2d(ans):

@@ -55,7 +55,7 @@ def check_float4_staging(ans):
           "x_d is element (m, a_c + d) of the A tile, with m = a_r + p * A_STEP: transposed, it "
           "goes to row a_c + d, column m of sAT. In the k-step a thread's 8 values of A are "
           "then 8 neighbouring columns of row k of sAT.",
-          answer="sgemm_ex05",
+          answer="sgemm_ex05", technique=True,
           defines="sgemm_ex05: the @cuda.jit kernel (A, B, C, alpha, beta) of lesson 05's exercise cell (64 x 64 "
                   "tiles, 64 threads)")
 def check_transposed_a_tile(kernel):

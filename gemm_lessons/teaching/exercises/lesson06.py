@@ -19,7 +19,7 @@ from gemm_lessons.teaching.exercises.kernels_05_11 import (_log_sgemm, _on_gpu, 
           "stores of lanes 2t and 2t+1 go to rows d and d+4: pick PAD so they fall in different "
           "banks, keeping rows 16-byte aligned (PAD a multiple of 4); (2) col_of: with 8 threads "
           "across, let each thread own 4 columns in each half of the tile (4*tc.., 32 + 4*tc..).",
-          answer="sgemm_ex06",
+          answer="sgemm_ex06", technique=True,
           defines="sgemm_ex06: the @cuda.jit kernel (A, B, C, alpha, beta) of lesson 06's exercise cell, with PAD and "
                   "col_of")
 def check_conflict_free_layout(kernel):

@@ -1,7 +1,7 @@
 """Lesson 07's exercise: double buffering (no race, one barrier per slice, the next slice's loads issued
 before the compute and stored into shared memory after it: in flight during the FMAs)."""
 from gemm_lessons.core import backend
-from gemm_lessons.teaching.exercises.core import exercise
+from gemm_lessons.teaching.exercises.core import exercise, result_right
 from gemm_lessons.teaching.exercises.kernels_05_11 import _log_sgemm, _on_gpu, _result_right, _tile_launcher
 
 
@@ -36,7 +36,7 @@ def _overlap(events, bars):
           "prologue: stage slice 0 into buffer 0, one barrier. Then per slice: start the "
           "next slice's global loads (load_slice), compute from the current buffer, store the "
           "loaded slice into the OTHER buffer, one barrier; swap the buffers' roles.",
-          answer="sgemm_ex07",
+          answer="sgemm_ex07", technique=True,
           defines="sgemm_ex07: the @cuda.jit kernel (A, B, C, alpha, beta) of lesson 07's exercise cell, "
                   "double-buffered")
 def check_double_buffering(kernel):
@@ -56,6 +56,7 @@ def check_double_buffering(kernel):
     races = log.races()
     ok, right = _result_right(_tile_launcher("07-double-buffer"), kernel)
     if races:
+        result_right(False)  # a race: a right result here is luck
         arr, index, epoch, (t1, op1, line1), (t2, op2, line2) = races[0]
         right = ("the result happens to be right here" if ok else right.rstrip("."))
         return False, (right + f"; the access log finds a race: between barriers {epoch} and {epoch + 1}, thread {t1} "

@@ -12,7 +12,7 @@ from gemm_lessons.teaching.exercises.kernels_05_11 import _log_sgemm, _on_gpu, _
           "warp w owns columns (w % (BN // WN)) * WN .. + WN of the block tile and rows "
           "(w // (BN // WN)) * WM .. + WM; inside it, lane l sits at row l // LN, column l % LN "
           "of the LM x LN grid, and its 4x4 pieces repeat LM * 4 rows and LN * 4 columns apart.",
-          answer="sgemm_ex08",
+          answer="sgemm_ex08", technique=True,
           defines="sgemm_ex08: the @cuda.jit kernel (A, B, C, alpha, beta) of lesson 08's exercise cell, with warp "
                   "tiles")
 def check_warp_tiles(kernel):

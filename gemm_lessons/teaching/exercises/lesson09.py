@@ -4,7 +4,7 @@ import collections
 import numpy as np
 
 from gemm_lessons.core import backend
-from gemm_lessons.teaching.exercises.core import exercise
+from gemm_lessons.teaching.exercises.core import exercise, result_right
 from gemm_lessons.teaching.exercises.kernels_05_11 import _on_gpu
 
 TRANSPOSE_TILE = (32, 8)  # 09-symmetrize: 32 x 32 tiles, blocks of 32 x 8 threads
@@ -68,7 +68,7 @@ _COALESCE, _INDEX, _BANKS = 1, 2, 3
           "column of a tile 32 floats wide lies in one bank. What tile width puts row l in bank l? Write the "
           "shape with constants (numbers, or globals such as TILE): numba compiling for a GPU rejects an "
           "expression there.",
-          answer="symmetrize",
+          answer="symmetrize", technique=True,
           defines="symmetrize: the @cuda.jit kernel (src, dst) writing dst = src + src.T, launched with 32 x 8 "
                   "threads per 32 x 32 tile")
 def check_symmetrize_through_shared_tile(kernel):
@@ -109,6 +109,7 @@ def check_symmetrize_through_shared_tile(kernel):
             r, c = np.argwhere(got != want)[0]
             return (False, f"for n = {n}, dst[{r}, {c}] = {got[r, c]!r}, expected src[{r}, {c}] + src[{c}, {r}] = "
                            f"{want[r, c]!r}.", _INDEX)
+    result_right()
     right = f"dst = src + src.T is right for n = {', '.join(map(str, _SYM_SIZES))}"
     if not backend.SIMULATOR:
         return _on_gpu("09-symmetrize", kernel, right)

@@ -15,7 +15,7 @@ import collections
 import numpy as np
 
 from gemm_lessons.core import backend
-from gemm_lessons.teaching.exercises.core import _written_function, exercise
+from gemm_lessons.teaching.exercises.core import _written_function, exercise, result_right
 from gemm_lessons.teaching.exercises.kernels_05_11 import _simulator_only
 
 
@@ -157,6 +157,7 @@ def _split_k_answer(answer):
                                f"{c_is}.")
             return False, f"the result is wrong: {done}; and {c_is}."
         failed = failed or (None if ok else done)
+    result_right()
     shapes = " and ".join(f"{M}x{N}x{K} in {s} parts" for M, N, K, _, _, s in SPLITK_SHAPES)
     right = f"the result matches the float64 reference on {shapes} (with alpha and beta)"
     if failed:
@@ -228,7 +229,7 @@ def _span(ks):
           "write W[z, row, col]. Reduction: the same mapping "
           "(threadIdx.x along the columns); total = W[0, row, col] + W[1, row, col] + ... over "
           "W.shape[0] parts, then C = alpha * total, + beta * C only when beta != 0.",
-          answer="split_k",
+          answer="split_k", technique=True,
           defines="split_k = (sgemm_partial, splitk_reduce): the @cuda.jit kernels (A, B, W) and (W, C, alpha, beta)")
 def check_split_k(answer):
     ok, right = _split_k_answer(answer)

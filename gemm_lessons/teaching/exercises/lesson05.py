@@ -38,7 +38,8 @@ def check_float4_staging(ans):
         if not 0 <= row < vec.BM:
             return False, f"for tid={tid} stage_a returns {got}: the tile has rows 0 to {vec.BM - 1}.", 2
         which = "the row" if col == want[1] else ("the column" if row == want[0] else "both the row and the column")
-        return False, (f"for tid={tid} stage_a returns {got}: {which} of that float4 is not thread {tid}'s. "
+        verb = "are" if which.startswith("both") else "is"
+        return False, (f"for tid={tid} stage_a returns {got}: {which} {verb} wrong. "
                        f"Neighbouring threads should take neighbouring float4s of a row ({per_row} per row) before "
                        "moving to the next row."), 2
     covered = {tuple(ans(t)) for t in range(vec.THREADS)}

@@ -127,3 +127,18 @@ def test_the_solutions_tested_elsewhere_are_tested_there():
         module, test = where.split("::")
         with open(os.path.join(here, module)) as f:
             assert f"def {test}(" in f.read(), where
+
+
+# the right answer as a failure message would print it: a wrong answer's feedback must not
+RIGHT_AS_TEXT = {"00-flops": ["11,940,000", "11940000"], "00-intensity": ["204.8"],
+                 "00a-occupancy": ["(3, 'shared memory')", "3 blocks per SM"],
+                 "01-sectors": ["(2, 2)"], "02-loads": ["50,331,648"], "04-ratio": ["(16, 256)"],
+                 "05-stage-a": ["(0, 4)"]}  # 05-stage-a: thread 1's float4, where both wrong answers fail
+
+
+@pytest.mark.parametrize("exercise_id", sorted(RIGHT_AS_TEXT))
+def test_no_failure_states_the_answer(exercise_id):
+    for _, kind, name in [p for p in planted() if p[0] == exercise_id and p[1] == "wrong"]:
+        fb = cli.check_file(exercise_id, os.path.join(PLANTED, exercise_id, name))
+        for text in RIGHT_AS_TEXT[exercise_id]:
+            assert text not in str(fb), (name, str(fb))

@@ -91,8 +91,10 @@ def test_export_points_and_dropped_solution_text():
                                   "exercises.check('00a-launch', f)"),
     ])
     out = nbgrader_course.nbgrader_notebook(nb, {"00a-launch": 5})
-    assert [c.cell_type for c in out.cells] == ["code"] * 5  # the **Solution markdown is gone
-    assert [_meta(c).get("points") for c in out.cells if _meta(c)["grade"]] == [1, 5]
+    assert [c.cell_type for c in out.cells] == ["code"] * 6  # the **Solution markdown is gone
+    # 00a-launch judges a technique: 5 points split between its result (3) and its technique (2)
+    assert [(_meta(c)["grade_id"], _meta(c).get("points")) for c in out.cells if _meta(c)["grade"]] == \
+        [("00-flops-test", 1), ("00a-launch-result", 3), ("00a-launch-technique", 2)]
     assert nbgrader_course.max_points(out) == 6
     with pytest.raises(nbgrader_course.ExportError, match="must end with"):
         nbgrader_course.nbgrader_notebook(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
@@ -255,3 +257,44 @@ def test_generate_and_autograde_round_trip(tmp_path):
             if _meta(cell) and _meta(cell)["grade"]:
                 assert not [o for o in cell.outputs if o.get("name") == "stderr"], (name, cell.source)
     print(f"nbgrader round trip on {LESSON}: {time.monotonic() - start:.0f} s")
+
+
+def _graded_files(path):
+    """(exercise, the file a graded cell checks for the teacher's solution) of a lesson: the
+    context written into the graded cell, then the solution cell's code."""
+    import ast
+    from gemm_lessons.course import grading
+    nb = nbgrader_course.nbgrader_notebook(nbformat.read(path, as_version=4))
+    for i, cell in enumerate(nb.cells):
+        if _meta(cell)["grade"] and "_grade(" in cell.source:
+            call = next(n for n in ast.walk(ast.parse(cell.source)) if isinstance(n, ast.Call)
+                        and getattr(n.func, "id", "") == "_grade")
+            exercise_id, context = call.args[0].value, call.args[2].value
+            yield exercise_id, grading.source_file(nb.cells[i - 1].source, context)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
+def test_a_graded_cell_gives_the_fresh_process_what_the_solution_uses(path, tmp_path):
+    """The context each graded cell passes (imports and assignments from earlier cells) is enough:
+    the teacher's solution, checked as the fresh process checks it, passes (the kernel exercises:
+    it compiles and every name it reads is defined; their checks run in the round trip and in
+    tests/teaching/exercises)."""
+    import ast
+    import builtins
+    from gemm_lessons.teaching.exercises import cli
+    for exercise_id, text in _graded_files(path):
+        assert "### BEGIN SOLUTION" not in text.split("\n\n", 1)[0]  # no solution in the context
+        file = tmp_path / f"{exercise_id}.py"
+        file.write_text(text)
+        if not exercises.judges_technique(exercise_id):
+            fb = cli.check_file(exercise_id, str(file), time_limit=0)
+            assert fb.ok, (exercise_id, str(fb))
+            continue
+        tree = ast.parse(text)
+        bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        bound |= {(a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+                  for a in n.names}
+        bound |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        bound |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
+        read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        assert read - bound - set(dir(builtins)) == set(), (exercise_id, read - bound - set(dir(builtins)))

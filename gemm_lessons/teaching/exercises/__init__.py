@@ -19,7 +19,7 @@ from gemm_lessons.teaching.exercises import (lesson00, lesson00a, lesson01, less
                                              lesson04, lesson05, lesson06, lesson07, lesson08,
                                              lesson09, lesson10, lesson11)
 from gemm_lessons.teaching.exercises.core import (KERNEL_TIME_LIMIT_S, Feedback, Hint, KernelTimeout, _CHECKS,
-                                                  check, exercise, hint, ids)
+                                                  check, exercise, hint, ids, judges_technique, result_right)
 from gemm_lessons.teaching.exercises.kernels_01_04 import (launch_1d, launch_reg1d, launch_reg2d, launch_tiled,
                                                            rebuild_kernel, technique_facts)
 from gemm_lessons.teaching.exercises.kernels_05_11 import KERNEL_EXERCISES_05_10
@@ -28,6 +28,7 @@ from gemm_lessons.teaching.exercises.lesson11 import KERNEL_EXERCISES_11, launch
 from gemm_lessons.teaching.exercises.predictions import Prediction, compare_prediction
 
 __all__ = ["KERNEL_TIME_LIMIT_S", "Feedback", "Hint", "KernelTimeout", "check", "exercise", "hint", "ids",
+           "judges_technique", "result_right",
            "launch_1d", "launch_tiled", "launch_reg1d", "launch_reg2d", "rebuild_kernel", "technique_facts",
            "KERNEL_EXERCISES_05_10", "KERNEL_EXERCISES_11", "launch_split_k", "split_k_facts",
            "next_step_cases", "next_step_example", "next_step_flip", "Prediction", "compare_prediction"]

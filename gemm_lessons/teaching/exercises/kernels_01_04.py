@@ -113,20 +113,32 @@ def technique_facts(lesson, kernel, in_child=None):
             "shared_loads_per_kstep": len(warp0) / K}
 
 
-def _kernel_spec(kernel):
-    """The source and the number constants of a kernel, to rebuild it in another process."""
-    fn = getattr(kernel, "py_func", kernel)
+def _function_spec(fn, constants, helpers):
+    """(name, source without decorators) of ``fn``; its number constants go into ``constants``,
+    the device functions it calls (numba dispatchers among its globals), recursively, into
+    ``helpers`` (name -> source), so that the child can define them before the kernel."""
     lines = textwrap.dedent(inspect.getsource(fn)).split("\n")
     while lines and not lines[0].lstrip().startswith("def "):
         lines.pop(0)  # the decorators: the child applies cuda.jit itself
-    constants = {}
     names = dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__ or ())))
     names.update({n: fn.__globals__[n] for n in fn.__code__.co_names if n in fn.__globals__})
     for name, value in names.items():
         if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
             constants[name] = value
+        elif hasattr(value, "py_func") and name not in helpers and value.py_func is not fn:
+            helpers[name] = None  # taken: a recursive helper is listed once
+            helpers[name] = _function_spec(value.py_func, constants, helpers)[1]
+    return fn.__name__, "\n".join(lines)
+
+
+def _kernel_spec(kernel):
+    """The source and the number constants of a kernel (and the device functions it calls), to
+    rebuild it in another process."""
+    fn = getattr(kernel, "py_func", kernel)
+    constants, helpers = {}, {}
+    name, source = _function_spec(fn, constants, helpers)
     tile = getattr(kernel, "tile", None)
-    return {"source": "\n".join(lines), "name": fn.__name__, "constants": constants,
+    return {"source": source, "name": name, "constants": constants, "helpers": helpers,
             "tile": list(tile) if tile is not None else None}
 
 
@@ -135,6 +147,9 @@ def rebuild_kernel(spec):
     from numba import cuda, float32
 
     ns = {"cuda": cuda, "np": np, "numpy": np, "float32": float32, "math": math, **spec["constants"]}
+    for name, source in reversed(list(spec.get("helpers", {}).items())):  # callees before callers
+        exec(compile(source, f"<device function {name}>", "exec"), ns)
+        ns[name] = cuda.jit(device=True)(ns[name])
     exec(compile(spec["source"], f"<kernel {spec['name']}>", "exec"), ns)
     kernel = cuda.jit(ns[spec["name"]])
     if spec["tile"] is not None:

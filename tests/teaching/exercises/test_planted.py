@@ -142,3 +142,14 @@ def test_no_failure_states_the_answer(exercise_id):
         fb = cli.check_file(exercise_id, os.path.join(PLANTED, exercise_id, name))
         for text in RIGHT_AS_TEXT[exercise_id]:
             assert text not in str(fb), (name, str(fb))
+
+
+def test_the_gpu_paths_instrument_rebuilds_a_kernel_that_calls_a_device_function():
+    """On a GPU, lessons 01-04's instrument runs the kernel rebuilt from its source in a child
+    process on the simulator: the device functions it calls go with it."""
+    from gemm_lessons.teaching.exercises import kernels_01_04
+    ns = cli.run_file(os.path.join(PLANTED, "01-kernel", "right-chained-helper.py"))
+    spec = kernels_01_04._kernel_spec(ns["my_naive_1d"])
+    assert list(spec["helpers"]) == ["dot"]
+    child = kernels_01_04.technique_facts("01", ns["my_naive_1d"], in_child=True)
+    assert child["A"]["per_read"] == 1.0 and child["B"]["per_read"] == 4.0

@@ -109,8 +109,9 @@ def technique_facts(lesson, kernel, in_child=None):
         return facts
     reads = collections.Counter(e.array for e in log.events if e.kind == "global" and e.op == "ld")
     warp0 = [i for i in log.shared_trace(merge=False).instructions if i.warp == 0 and i.op == "ld"]
+    races = log.races(limit=1)
     return {"shape": (M, N, K), "A_reads": reads["A"], "B_reads": reads["B"],
-            "shared_loads_per_kstep": len(warp0) / K}
+            "shared_loads_per_kstep": len(warp0) / K, "race": list(races[0]) if races else None}
 
 
 def _function_spec(fn, constants, helpers):
@@ -165,6 +166,22 @@ def _answer_first(lesson, kernel):
         return False, "Wrong result: " + message
     result_right()
     return None, " and ".join(f"{M}x{N}x{K}" for M, N, K, _, _ in SIM_SHAPES)
+
+
+def _race(facts):
+    """(False, message) when the access log found a race in block 0 (a result that was right by
+    luck: the simulator's scheduling hid it); else (True, "")."""
+    race = facts.get("race")
+    if not race:
+        return True, ""
+    result_right(False)
+    arr, index, epoch, (t1, _, line1), (t2, op2, line2) = race
+    M, N, K = facts["shape"]
+    return False, (f"The result came out right here, but the access log ({M}x{N}x{K}, block 0) finds a race: between "
+                   f"barriers {epoch} and {epoch + 1}, thread {t1} writes {arr} element {index} (line {line1}) while "
+                   f"thread {t2} {'reads' if op2 == 'ld' else 'writes'} it (line {line2}). On a GPU the result would "
+                   "depend on which warp runs first: is a cuda.syncthreads() missing between writing the tiles and "
+                   "reading them, or before the next slice overwrites them?")
 
 
 def _global_reads_ok(facts, tile, staged):

@@ -236,7 +236,7 @@ def test_the_instrument_runs_in_a_child_process():
     (a 1-D register tile: 4 loads of sB and 16 of sA per k-step)."""
     kernel = answer_of(exercise_cell("04-kernel"), ONE_D_04)
     assert exercises.technique_facts("04", kernel, in_child=True) == {
-        "shape": [64, 64, 16], "A_reads": 2048, "B_reads": 2048, "shared_loads_per_kstep": 20.0}
+        "shape": [64, 64, 16], "A_reads": 2048, "B_reads": 2048, "shared_loads_per_kstep": 20.0, "race": None}
 
 
 def test_a_kernel_without_its_tile_attribute_is_told_so():

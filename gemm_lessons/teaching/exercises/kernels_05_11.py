@@ -8,6 +8,7 @@ float64 reference, then checks the lesson's technique with the instruments: the 
 simulator-only parts run in a child process on the kernel's own notebook cell."""
 import collections
 import functools
+import os
 
 import numpy as np
 
@@ -61,6 +62,24 @@ def _log_sgemm(exercise_id, kernel, M, N, K, seed=3):
                   C=np.zeros((M, N), np.float32))
     log, _ = access_log.log(lambda A, B, C: launch(A, B, C, kernel=kernel), arrays)
     return log
+
+
+def _staged(log, M, N, K):
+    """None when the kernel read A and B from global memory only to stage them (each block reads
+    its BM x K rows of A and K x BN columns of B once: at most M*K and K*N elements for the one
+    block of the check's log); else a sentence on what it reads again, with the line."""
+    counts = collections.Counter(e.array for e in log.events if e.kind == "global" and e.op == "ld")
+    over = [(name, counts[name], limit) for name, limit in (("A", M * K), ("B", K * N)) if counts[name] > limit]
+    if not over:
+        return None
+    name, got, limit = over[0]
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    lines = collections.Counter(e.site[1] for e in log.events if e.kind == "global" and e.op == "ld"
+                                and e.array == name and e.site and not e.site[0].startswith("<unrolled")
+                                and not os.path.abspath(e.site[0]).startswith(package))  # a line of the student's
+    where = f"; most on line {max(lines, key=lines.get)} of your code" if lines else ""
+    return (f"the kernel reads {name} from global memory {got:,} times where staging it needs {limit:,} (the access "
+            f"log, one block, {M}x{N}x{K}{where}): the k-step must read the staged tile in shared memory, not {name}")
 
 
 def _sites(trace, pick):

@@ -2,7 +2,7 @@
 from gemm_lessons.core import backend
 from gemm_lessons.kernels.sgemm import vec
 from gemm_lessons.teaching.exercises.core import exercise
-from gemm_lessons.teaching.exercises.kernels_05_11 import (_log_sgemm, _on_gpu, _result_right, _sass_lds_report,
+from gemm_lessons.teaching.exercises.kernels_05_11 import (_log_sgemm, _staged, _on_gpu, _result_right, _sass_lds_report,
                                                            _sites, _tile_launcher)
 
 
@@ -65,7 +65,11 @@ def check_transposed_a_tile(kernel):
         return False, right
     if not backend.SIMULATOR:
         return _on_gpu("05-transpose-a", kernel, right, _sass_lds_report)
-    trace = _log_sgemm("05-transpose-a", kernel, 64, 64, 8).shared_trace(merge=("ld",))
+    log = _log_sgemm("05-transpose-a", kernel, 64, 64, 8)
+    skipped = _staged(log, 64, 64, 8)
+    if skipped:
+        return False, f"{right}, but {skipped} (the transposed A tile)."
+    trace = log.shared_trace(merge=("ld",))
     narrow = [i for i in trace.instructions if i.op == "ld" and i.width != 16]
     if narrow:
         return False, (right + ", but the technique is missing: not every shared load can be a 16-byte LDS.128 "

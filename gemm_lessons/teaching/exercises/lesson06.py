@@ -3,7 +3,7 @@ import collections
 
 from gemm_lessons.core import backend
 from gemm_lessons.teaching.exercises.core import exercise
-from gemm_lessons.teaching.exercises.kernels_05_11 import (_log_sgemm, _on_gpu, _result_right, _sass_lds_report,
+from gemm_lessons.teaching.exercises.kernels_05_11 import (_log_sgemm, _staged, _on_gpu, _result_right, _sass_lds_report,
                                                            _sites, _tile_launcher)
 
 
@@ -28,7 +28,11 @@ def check_conflict_free_layout(kernel):
         return False, right
     if not backend.SIMULATOR:
         return _on_gpu("06-conflict-free", kernel, right, _sass_lds_report)
-    trace = _log_sgemm("06-conflict-free", kernel, 64, 64, 8).shared_trace(merge=("ld", "st"))
+    log = _log_sgemm("06-conflict-free", kernel, 64, 64, 8)
+    skipped = _staged(log, 64, 64, 8)
+    if skipped:
+        return False, f"{right}, but {skipped} (the transposed A tile)."
+    trace = log.shared_trace(merge=("ld", "st"))
     narrow = [i for i in trace.instructions if i.op == "ld" and i.width != 16]
     if narrow:
         return False, (right + ", but some shared loads are no longer 16-byte accesses "

@@ -2,7 +2,7 @@
 before the compute and stored into shared memory after it: in flight during the FMAs)."""
 from gemm_lessons.core import backend
 from gemm_lessons.teaching.exercises.core import exercise, result_right
-from gemm_lessons.teaching.exercises.kernels_05_11 import _log_sgemm, _on_gpu, _result_right, _tile_launcher
+from gemm_lessons.teaching.exercises.kernels_05_11 import _log_sgemm, _on_gpu, _staged, _result_right, _tile_launcher
 
 
 def _overlap(events, bars):
@@ -66,6 +66,9 @@ def check_double_buffering(kernel):
                        "next slice into the buffer nobody computes from.")
     if not ok:
         return False, right
+    skipped = _staged(log, 64, 64, K)
+    if skipped:
+        return False, f"{right}, but {skipped}."
     bars = max(log.barriers().values())
     if bars > slices + 1:
         return False, (right + f", race-free, but with {bars} barriers for {slices} slices (K = {K}): "

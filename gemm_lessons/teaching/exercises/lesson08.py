@@ -1,7 +1,7 @@
 """Lesson 08's exercise: warp tiles (each warp reads WM + WN floats of shared memory per k-step)."""
 from gemm_lessons.core import backend
 from gemm_lessons.teaching.exercises.core import exercise
-from gemm_lessons.teaching.exercises.kernels_05_11 import _log_sgemm, _on_gpu, _result_right, _tile_launcher
+from gemm_lessons.teaching.exercises.kernels_05_11 import _log_sgemm, _staged, _on_gpu, _result_right, _tile_launcher
 
 
 @exercise("08-warp-tile",
@@ -23,6 +23,9 @@ def check_warp_tiles(kernel):
         return _on_gpu("08-warp-tile", kernel, right)  # the technique: the tracer, in a child process
     BK, WM, WN = 8, 32, 64
     log = _log_sgemm("08-warp-tile", kernel, 32, 128, BK)
+    skipped = _staged(log, 32, 128, BK)
+    if skipped:
+        return False, f"{right}, but {skipped}."
     trace = log.shared_trace(merge=("ld", "st"))
     footprints = {}
     for ins in trace.instructions:

@@ -3,7 +3,7 @@
 A graded cell must not trust the notebook's kernel: a solution cell can redefine
 ``exercises.check``, replace a checker or patch a class, and a check run in that kernel would
 believe it.  ``grade(id, code, context)`` writes the student's cell (``code``; in a graded
-cell, ``In[-2]``: the cell run just before it, the solution cell) after ``context`` (what the
+cell, IPython's history ``In``, whose last input that is not a graded cell is the solution cell) after ``context`` (what the
 cell uses from the lesson's earlier cells: imports and the assignments it needs, written into
 the graded cell by gemm_lessons.course.nbgrader_course, solutions left out) into a file, and runs
 ``python -m gemm_lessons.check --json ID FILE`` on it in a new Python process: the package's own
@@ -51,9 +51,25 @@ def source_file(code, context=""):
             + (context.rstrip("\n") + "\n" if context else "") + "\n" + code.rstrip("\n") + "\n")
 
 
+GRADED_MARK = "# Graded ("  # the first line of every graded cell (nbgrader_course.graded_cell_source)
+
+
+def solution_source(history):
+    """The solution cell's code from IPython's input history (``In``): the latest input before the
+    current one that is not a graded cell (a graded cell run twice sees itself first)."""
+    for text in reversed(list(history)[:-1]):
+        if not text.lstrip().startswith(GRADED_MARK):
+            return text
+    return ""
+
+
 def grade(exercise_id, code, context="", timeout=TIMEOUT_S):
     """Graded of ``python -m gemm_lessons.check --json exercise_id FILE`` run in a new process on
-    ``source_file(code, context)``; never raises for what the student wrote."""
+    ``source_file(code, context)``; never raises for what the student wrote.  ``code``: the
+    student's code, or IPython's input history ``In`` (a list), whose solution cell is taken
+    (solution_source)."""
+    if not isinstance(code, str):
+        code = solution_source(code)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [_PACKAGE_PARENT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
     if backend.SIMULATOR:

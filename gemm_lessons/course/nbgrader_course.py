@@ -43,6 +43,7 @@ import sys
 
 import nbformat
 
+from gemm_lessons.course import grading
 from gemm_lessons.course.budget import APPENDIX
 from gemm_lessons.course.lesson_source import NOTEBOOK_DIR, REPO_DIR
 from gemm_lessons.course.student import BEGIN
@@ -118,8 +119,8 @@ def split_check(source):
 def graded_cell_source(exercise_id, expression, points, part="check", context=""):
     """An autograded cell of an exercise.  ``part``: "check" (the whole check: a value, or code
     whose check judges no technique), "result" (the result alone) or "technique" (the whole check,
-    after the "result" cell).  The "check" and "result" cells grade the solution cell (``In[-2]``:
-    the cell run just before) with gemm_lessons.course.grading.grade, the package's own check in a
+    after the "result" cell).  The "check" and "result" cells grade the solution cell (the last
+    input of IPython's history ``In`` that is not a graded cell) with gemm_lessons.course.grading.grade, the package's own check in a
     fresh process after ``context`` (see context_source), so that nothing the notebook redefines
     takes part; the "technique" cell reads the verdict the "result" cell got.  The Feedback is
     shown with display(), not as the cell's value (nbgrader reads a graded cell's value as a
@@ -129,13 +130,13 @@ def graded_cell_source(exercise_id, expression, points, part="check", context=""
     what = {"check": f"the check of exercise {exercise_id} must pass",
             "result": f"the result of exercise {exercise_id} must be right (its technique is graded below)",
             "technique": f"exercise {exercise_id} must also use the lesson's technique: its whole check must pass"}[part]
-    head = (f"# Graded ({points} point{plural}): {what}.\n"
+    head = (f"{grading.GRADED_MARK}{points} point{plural}): {what}.\n"
             f"# The check runs in a fresh process on the code of the cell above (`{expression}`), as\n"
             f"# `python -m gemm_lessons.check {exercise_id} FILE.py` would.\n")
     if part == "technique":
         return head + "assert _feedback.ok, _feedback.failure(\"the technique\")"
     return (head + "from gemm_lessons.course.grading import grade as _grade\n"
-            f"_feedback = _grade({exercise_id!r}, In[-2], {context!r})\n"
+            f"_feedback = _grade({exercise_id!r}, In, {context!r})\n"
             "display(_feedback)\n"
             f"assert _feedback.{'ok' if part == 'check' else 'result_ok'}, "
             f"_feedback.failure({'the check' if part == 'check' else 'the result'!r})")

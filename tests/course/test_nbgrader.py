@@ -47,7 +47,7 @@ def test_export_marks_every_cell(path):
             assert student.BEGIN in cell.source and "exercises.check" not in cell.source
             test = nb.cells[i + 1]  # ... and its graded cell right after it: the check in a fresh process
             assert _meta(test)["grade"] and _meta(test)["locked"] and _meta(test)["points"] >= 1
-            assert "_grade(" in test.source and "In[-2]" in test.source and "exercises.check(" not in test.source
+            assert "_grade(" in test.source and ", In, " in test.source and "exercises.check(" not in test.source
             exercise_id = _meta(test)["grade_id"].rsplit("-", 1)[0]
             if exercises.judges_technique(exercise_id):  # result and technique, a point each
                 technique = nb.cells[i + 2]
@@ -298,3 +298,18 @@ def test_a_graded_cell_gives_the_fresh_process_what_the_solution_uses(path, tmp_
         bound |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
         read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         assert read - bound - set(dir(builtins)) == set(), (exercise_id, read - bound - set(dir(builtins)))
+
+
+def test_the_graded_cell_finds_the_solution_cell_in_the_history():
+    """IPython's In: the solution cell is the last input before the graded cell that is not itself
+    a graded cell (a graded cell run twice, or the technique cell after the result cell)."""
+    from gemm_lessons.course import grading
+    graded = nbgrader_course.graded_cell_source("00-flops", "answer", 1)
+    assert graded.startswith(grading.GRADED_MARK)
+    assert grading.solution_source(["", "import x", "answer = 3", graded]) == "answer = 3"
+    assert grading.solution_source(["", "answer = 3", graded, graded]) == "answer = 3"
+    fb = grading.grade("00-flops", ["", "answer = (2 * 100 - 1) * 300 * 200", graded])
+    assert fb.ok and fb.result_ok and str(fb).startswith("Correct [00-flops]")
+    fb = grading.grade("00-flops", ["", "answer = 1\nfrom gemm_lessons.teaching import exercises\n"
+                                        "exercises.check = lambda *a: True", graded])
+    assert not fb.ok and "1 is not the FLOP count" in fb.failure()

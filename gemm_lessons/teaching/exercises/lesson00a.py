@@ -69,6 +69,13 @@ def check_launch_and_guard(ans):
     if blocks != [_THREADS]:
         return False, (f"the kernel was launched with {' and '.join(map(str, blocks))} threads per block; the task asks "
                        f"for {_THREADS}.")
+    grids = [g[0] * g[1] * g[2] for g, _ in seen]
+    want = [-(-n // _THREADS) for n in _LAUNCH_SIZES]
+    if len(grids) == len(want) and grids != want:  # one launch per call: its grid must be the one asked for
+        n, got, need = next((n, g, w) for n, g, w in zip(_LAUNCH_SIZES, grids, want) if g != w)
+        return False, (f"for n = {n} the kernel was launched with {got} block(s) of {_THREADS} threads; the task asks "
+                       f"for the fewest that cover n, {need}: "
+                       + ("the extra blocks' threads only test the guard." if got > need else "some elements have no thread."))
     return result
 
 

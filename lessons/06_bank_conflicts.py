@@ -208,8 +208,7 @@ assert BM * BK == 4 * THREADS and BK * BN == 4 * THREADS  # one float4 of each t
 
 
 def make_sgemm_vec(unroll_k=False, split=False):
-    """unroll_k: write out the k-loop too; measured on an H100 that was slower, and NVVM did
-    not merge its shared loads into LDS.128 (lesson 05).
+    """unroll_k: write out the k-loop too (lesson 05 times it against the loop).
     split: a thread's 8x8 results are four 4x4 pieces, BM/2 rows and BN/2 columns apart
     (lesson 06): then 8 neighbouring threads read 128 contiguous bytes."""
     ROW_GAP = BM // 2 if split else 4  # rows from a thread's first 4 result rows to its next 4
@@ -242,7 +241,8 @@ def make_sgemm_vec(unroll_k=False, split=False):
                 acc[i, j] = np.float32(0.0)
         for k0 in range(0, K, BK):
             # K and N are multiples of 4, so a float4 lies wholly inside or wholly outside
-            if row0 + a_r < M and k0 + a_c < K:
+            # one condition (& rather than `and`): the load is predicated, not branched around (lesson 07)
+            if (row0 + a_r < M) & (k0 + a_c < K):
                 x0, x1, x2, x3 = load4(A, row0 + a_r, k0 + a_c)
             else:
                 x0 = x1 = x2 = x3 = np.float32(0.0)
@@ -250,7 +250,7 @@ def make_sgemm_vec(unroll_k=False, split=False):
             sAT[a_c + 1, a_r] = x1
             sAT[a_c + 2, a_r] = x2
             sAT[a_c + 3, a_r] = x3
-            if k0 + b_r < K and col0 + b_c < N:
+            if (k0 + b_r < K) & (col0 + b_c < N):
                 y0, y1, y2, y3 = load4(B, k0 + b_r, col0 + b_c)
             else:
                 y0 = y1 = y2 = y3 = np.float32(0.0)
@@ -260,10 +260,10 @@ def make_sgemm_vec(unroll_k=False, split=False):
             sB[b_r, b_c + 3] = y3
             cuda.syncthreads()
             for k in static_range(BK) if static(unroll_k) else range(BK):
-                for i in static_range(TM):  # 8 + 8 shared loads (NVVM merges them: 2 + 2 LDS.128)
-                    a[i] = sAT[k, t_row + (i % 4 + i // 4 * ROW_GAP)]
-                for j in static_range(TN):
-                    b[j] = sB[k, t_col + (j % 4 + j // 4 * COL_GAP)]
+                for h in static_range(TM // 4):  # 8 + 8 shared values: 2 + 2 LDS.128
+                    a[4 * h], a[4 * h + 1], a[4 * h + 2], a[4 * h + 3] = load4(sAT, k, t_row + h * ROW_GAP)
+                for h in static_range(TN // 4):
+                    b[4 * h], b[4 * h + 1], b[4 * h + 2], b[4 * h + 3] = load4(sB, k, t_col + h * COL_GAP)
                 for i in static_range(TM):  # ... then 64 fused multiply-adds
                     for j in static_range(TN):
                         acc[i, j] += a[i] * b[j]

@@ -1,16 +1,13 @@
 # %% [markdown]
 # # 07 · Double buffering: load the next slice while computing this one
 #
-# **Where we are.** Lesson 06's kernel computes 512 FMAs per thread per slice of K, but every
-# slice starts the same way: all threads load A and B from global memory, *wait* for it, store
-# it into shared memory, meet at a barrier, compute, and meet at a barrier again. While they
-# wait, the FP32 units likely idle (a second block on the SM may compute meanwhile, but this
-# lesson does not profile how much it covers).
+# **Where we are.** Lesson 06's `vec_split` reads shared memory without bank conflicts. The
+# [limiter model](GLOSSARY.md#limiter-model), on the [limiter run](GLOSSARY.md#limiter-run):
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
-from gemm_lessons.model import counting
-from gemm_lessons.teaching import exercises, figures, measure_step, plots
+from gemm_lessons.model.limiter import WHAT
+from gemm_lessons.teaching import exercises, figures, limiter_table, measure_step, plots
 from gemm_lessons.instruments import compiler_facts
 from gemm_lessons.kernels import ladder
 from gemm_lessons.records import results
@@ -21,29 +18,76 @@ from numba import cuda, float32
 # %matplotlib inline
 print(gl.banner())
 
-# %%
-measure_step.recorded(["vec_split", "cublas"])  # where we start; this lesson's rung is measured below
+prev = limiter_table.why(["vec_split", "cublas"])  # the limiter run: every rung timed and profiled on one GPU
+r = prev.row("vec_split")
+print(f"vec_split at 4096^3 on the {prev.device}: {r.measured_ms:.2f} ms, {2 * 4096**3 / r.measured_ms / 1e9:.1f} "
+      f"TFLOPS. Binding ceiling: {WHAT[r.binding].split(' (')[0]}, {r.ceilings_ms[r.binding]:.2f} ms on its own, "
+      f"{r.predicted_ms:.2f} ms with the last wave. Measured/predicted: {r.ratio:.2f}; the profiler found the "
+      f"{limiter_table.SHORT[r.binding]} unit busy {r.utilization_pct[r.binding]:.0f}% of the cycles.")
 
 # %% [markdown]
+# In the other cycles no warp was ready to issue: all were
+# [stalled](GLOSSARY.md#stall-reasons). Each slice of K goes the same way: the threads load
+# their part of the A and B slices from global memory, *wait* hundreds of cycles for it
+# ([latency](GLOSSARY.md#latency)), store it into shared memory, meet at a
+# [barrier](GLOSSARY.md#barrier), compute 8 k-steps, and meet again so that nobody overwrites
+# tiles that others still read.
+#
 # ## Idea: two shared buffers
 #
-# Give the block two shared buffers. While the threads compute from buffer 0, the loads of the
-# *next* slice are already in flight into registers; after the compute they go into buffer 1,
-# one barrier, and the roles swap. The global-memory latency can now hide behind a slice's
-# compute (512 FMAs per thread), and a slice needs one barrier instead of two. The price: more
-# registers per thread (the staged float4s of A and B are held across the compute; the
-# compiler-facts tables below give the registers per thread) and twice the shared memory.
+# Give each tile two shared buffers ([double buffering](GLOSSARY.md#double-buffering)). While
+# the threads compute from buffer 0, the next slice's loads are in flight into registers;
+# after the compute they go into buffer 1, one barrier, and the roles swap. The wait for
+# global memory runs under 8 k-steps of compute, and one barrier per slice suffices: nobody
+# writes the buffer being read. The price: twice the shared memory, and registers holding the
+# next slice during the compute.
 
 # %%
 figures.double_buffer_timeline();
 
 # %% [markdown]
+# *One warp, schematic. One buffer (top): load, wait, store, barrier, compute, barrier. Two
+# buffers (bottom): the next slice's loads (pale) travel during the compute.*
+#
+# ## Predict
+#
+# The limiter model counts work: instructions, shared-memory
+# [wavefronts](GLOSSARY.md#wavefront), bytes. A second buffer moves the loads earlier and the
+# stores to the other buffer; each slice keeps the same loads, stores and FMAs and loses one
+# barrier instruction:
+
+# %%
+n = limiter_table.counts("vec_split")  # what the profiler counted in one launch at 4096^3
+warp_slices = (4096 // 128) ** 2 * 8 * (4096 // 8)  # blocks x 8 warps x 512 slices
+print(f"vec_split issues {n['warp_instructions'] / warp_slices:.0f} instructions per warp per slice; "
+      f"one barrier fewer is {100 / (n['warp_instructions'] / warp_slices):.2f}% of them.")
+
+# %% [markdown]
+# So no ceiling moves. What can move is the gap between measured and predicted: the stall
+# cycles, waits for loads and at barriers, that the model does not count.
+#
+# **Your prediction:** take a kernel, and the same kernel with a second buffer. How many times
+# as fast does the second buffer make it at 4096^3?
+
+# %%
+my_speedup = None  # your prediction: replace None with a number (for example 1.1)
+
+# %% [markdown]
+# The model's own answer:
+
+# %%
+best = prev.row("cublas").ratio
+print(f"Ceilings unchanged: 1.00x while the stalls stay. Without a single stall, vec_split would run at its "
+      f"prediction: {r.ratio:.2f}x. No SGEMM of the limiter run gets there; cuBLAS comes closest, at "
+      f"{best:.2f} x its prediction: {r.ratio / best:.2f}x for vec_split is a realistic best.")
+
+# %% [markdown]
 # ## First attempt: lesson 06's kernel with a buffer index
 #
-# The obvious way: make each shared array one dimension bigger, `sAT[2, BK, BM]`, and put a
-# buffer index `buf` in front of every shared index; `buf = 1 - buf` after each slice.
-#
-# **Predict:** faster than lesson 06?
+# Make each shared array one dimension bigger, `sAT[2, BK, BM]`, put a buffer index `buf` in
+# front of every shared index, and flip `buf = 1 - buf` after each slice. Its global loads,
+# their guard and its arithmetic are `vec_split`'s; its shared reads are written element by
+# element, left for the compiler to merge into `LDS.128` (lesson 05).
 
 # %%
 from gemm_lessons.core.float4 import load4, store4  # lesson 05's 16-byte loads and stores
@@ -80,9 +124,9 @@ def sgemm_dbuf_indexed(A, B, C, alpha, beta):
             acc[i, j] = np.float32(0.0)
     # prologue: slice 0 into buffer 0
     x0 = x1 = x2 = x3 = y0 = y1 = y2 = y3 = np.float32(0.0)
-    if row0 + a_r < M and a_c < K:
+    if (row0 + a_r < M) & (a_c < K):
         x0, x1, x2, x3 = load4(A, row0 + a_r, a_c)
-    if b_r < K and col0 + b_c < N:
+    if (b_r < K) & (col0 + b_c < N):
         y0, y1, y2, y3 = load4(B, b_r, col0 + b_c)
     sAT[0, a_c + 0, a_r] = x0
     sAT[0, a_c + 1, a_r] = x1
@@ -98,9 +142,9 @@ def sgemm_dbuf_indexed(A, B, C, alpha, beta):
         nxt = k0 + BK
         # the next slice's global loads start now and land in registers during the compute
         x0 = x1 = x2 = x3 = y0 = y1 = y2 = y3 = np.float32(0.0)
-        if row0 + a_r < M and nxt + a_c < K:
+        if (row0 + a_r < M) & (nxt + a_c < K):
             x0, x1, x2, x3 = load4(A, row0 + a_r, nxt + a_c)
-        if nxt + b_r < K and col0 + b_c < N:
+        if (nxt + b_r < K) & (col0 + b_c < N):
             y0, y1, y2, y3 = load4(B, nxt + b_r, col0 + b_c)
         for k in range(BK):  # lesson 06's k-step, with the buffer index in front of every shared index
             for i in static_range(TM):
@@ -145,64 +189,58 @@ gl.check_all(my_dbuf_indexed, name="dbuf_indexed",
              shapes=[(68, 44, 36, 1.0, 0.0), (36, 72, 20, 1.5, -0.5)])
 
 # %% [markdown]
-# **Predict, then measure_step.** Write your answer as a number: how many times as fast as
-# `vec_split` (lesson 06) will `dbuf_indexed` run at 4096^3 (above 1: faster, below 1: slower)?
-# On a GPU the next cell measures both now; on the simulator it shows the recorded GPU result.
+# Before timing it, ask the compiler what it made of it ([compiler facts](GLOSSARY.md#compiler-facts)).
+# The last two columns are the [main loop](GLOSSARY.md#k-step): the k-step loop, run 8 times
+# per slice, and the rest of the loop over slices.
 
 # %%
-my_ratio = None  # your prediction: replace None with a number (for example 1.1)
+import os
+path = results.course_path("experiment", "lesson07")  # without a GPU: lesson 07's kernels in one GPU run
+rec07 = results.read(path) if os.path.exists(path) else results.load()
+first_facts = compiler_facts.compiler_facts({"vec_split": ladder.SGEMM["vec_split"].kernel,
+                                             "dbuf_indexed": sgemm_dbuf_indexed},
+                                            threads={"vec_split": 256, "dbuf_indexed": 256}, record=rec07, loops=True)
+first_facts
+
 
 # %%
-first = measure_step.compare({"vec_split": ladder.SGEMM["vec_split"],
-                         "dbuf_indexed": my_dbuf_indexed}, size=(4096, 4096, 4096))
-first
+def per_ffma(loop, BK=8):
+    """Instructions the main loop issues per FFMA: the k-step loop BK times, the rest of the slice loop once."""
+    return (BK * loop["inner"] + loop["outer_rest"]) / (BK * loop["inner_FFMA"])
 
-# %%
-exercises.compare_prediction(my_ratio, first.speedup("dbuf_indexed", "vec_split"),
-                             "dbuf_indexed vs vec_split at 4096^3 (times as fast)", first.source)
 
-# %% [markdown]
-# On the H100 this first attempt ran slower than `vec_split` (the table above). Ask the
-# compiler what changed: the indexed version has fewer `LDS.128`, 4-byte `LDS` in their place,
-# and more registers. A likely reason: with `buf` a runtime value in every index, [NVVM](GLOSSARY.md#nvvm) could not
-# prove for some loads that four neighbouring shared loads form one aligned 16-byte load (lesson
-# 05's merging; it merged the others: the table's `LDS.128` and `LDS` columns). This comparison does not say which difference costs the
-# time: the kernel also changed its schedule (the next slice's loads under the compute). The
-# second attempt below keeps every shared load 16 bytes wide with the same schedule, but it also
-# differs in other ways (its load guard, its full unrolling, its padding and register cap, the
-# layout of its threads, separate shared arrays and two slices per trip of the loop: compare the
-# two cells), so how it fares points at the lost wide loads without isolating them.
-
-# %%
-compiler_facts.compiler_facts({"vec_split": ladder.SGEMM["vec_split"].kernel,
-                               "dbuf_indexed": sgemm_dbuf_indexed},
-                              threads={"vec_split": 256, "dbuf_indexed": 256})
+fv, fi = first_facts["vec_split"], first_facts["dbuf_indexed"]
+wide = {name: f["sass"].get("LDS.128", 0) for name, f in (("vec_split", fv), ("dbuf_indexed", fi))}
+narrow = fi["sass"].get("LDS", 0)
+print(f"Registers: {fv['registers']} -> {fi['registers']}. " + (
+      f"With `buf` a runtime value in every shared index, the compiler keeps {wide['dbuf_indexed']} of vec_split's "
+      f"{wide['vec_split']} LDS.128, with {narrow} four-byte LDS in place of the others (with a constant index it "
+      "keeps all four: Lab notes)." if narrow else f"Every shared load stays 16 bytes wide ({wide['dbuf_indexed']} LDS.128)."))
+if fv.get("loop") and fi.get("loop"):
+    ipf_v, ipf_i = per_ffma(fv["loop"]), per_ffma(fi["loop"])
+    issue_i = r.ceilings_ms["issue"] * ipf_i / ipf_v
+    print(f"Its main loop issues {ipf_i:.2f} instructions per FFMA against vec_split's {ipf_v:.2f}: the issue ceiling "
+          f"{'rises' if issue_i > r.ceilings_ms['issue'] else 'goes'} from {r.ceilings_ms['issue']:.2f} to "
+          f"{issue_i:.2f} ms. " + (f"To win, the second buffer must remove more than {issue_i - r.ceilings_ms['issue']:.2f} "
+                                   "ms of stalls." if issue_i > r.ceilings_ms["issue"] else "It wins even at equal stalls."))
 
 # %% [markdown]
 # ## Second attempt: a kernel that leaves the compiler nothing to guess
 #
-# `make_kernel(config)` below (the package's `gemm_lessons/kernels/sgemm/warptile.py`) builds
-# the kernel for a `TileConfig`: the kernel reads the configuration's sizes as constants, and
-# `static_range` writes out every k-step of a slice. Lesson 08 explores the other fields, and
-# lesson 11 uses the last one, `split_k` (a block sums only its part of k; at its default, off,
-# the kernel sums all of k as before). Like lesson 05's `vec`, it reads A and B 16 bytes at a time,
-# so K and N must be multiples of 4 (`warptile.sgemm` refuses other shapes and says so); lesson 11
-# lifts that. For double buffering it does four things differently:
+# `make_kernel(config)` below (the package's `warptile.py`; lesson 08 sweeps its fields) builds
+# a kernel for a `TileConfig`. Like `vec`, it reads A and B 16 bytes at a time (K and N
+# multiples of 4; lesson 11 lifts that). For double buffering it does three things differently:
 #
-# 1. **Two separate shared arrays per tile** (`sA0`, `sA1`, `sB0`, `sB1`), and the main loop
-#    handles *two* slices per trip (compute from 0 while filling 1, barrier, compute from 1
-#    while filling 0, barrier). Every shared index is a plain expression again.
-# 2. **Explicit 128-bit shared loads.** `load4` (lesson 05's intrinsic) works on shared arrays
-#    too, so every k-step of a slice can be written out (fully unrolled) without relying on
-#    the compiler to merge loads.
-# 3. **The next slice's loads come first**, the compute from the current buffer follows, then
-#    the stores into the other buffer: the loads are in flight during all 8 k-steps.
-# 4. **Guards without real branches.** Loads outside A or B must read zeros. How the condition
-#    is written matters (measured below): `if row_ok & (k < K):` is one condition, which the
-#    compiler can turn into a *[predicated](GLOSSARY.md#predicate)* load (likely here; the
-#    tables below show speed and instruction counts, not predicates); `if row_ok and k < K:` is
-#    Python's short-circuit `and`, two branches, and with the loads in the middle of unrolled
-#    code that costs.
+# 1. **Two separate shared arrays per tile** (`sA0`, `sA1`, `sB0`, `sB1`), and two slices per
+#    trip of the main loop (compute from 0 while filling 1, barrier, compute from 1 while
+#    filling 0, barrier): every shared index is a plain expression.
+# 2. **Explicit 128-bit shared loads** (`load4`, lesson 05), every k-step written out by
+#    `static_range`.
+# 3. **The next slice's loads first**, then the compute, then the stores into the other buffer.
+#
+# With `stages=1` the same code keeps one buffer (stage, barrier, compute, barrier):
+# `dbuf_one_buffer`, the twin that differs from `dbuf` in the second buffer alone. Both guard
+# their loads like `vec_split`, with one condition: `if a & b:`.
 
 # %%
 from dataclasses import dataclass, fields
@@ -480,11 +518,8 @@ def make_kernel(cfg):
 
 
 # %% [markdown]
-# The [rung](GLOSSARY.md#rung) of this lesson is one configuration of the configurable kernel above
-# (`make_kernel` and its `TileConfig`, which lesson 08 sweeps): 8x8 results per thread, a warp covering a 16 x 128 [warp tile](GLOSSARY.md#warp-tile),
-# and the second buffer. It is not lesson 06's arrangement of threads exactly: there a thread's
-# two 4-row pieces lie half a tile apart, here they lie closer (the expanded source below shows
-# where), one more difference between the two attempts of this lesson. Its configuration:
+# The [rung](GLOSSARY.md#rung) is one configuration: 8x8 results per thread, a warp covering a
+# 16 x 128 [warp tile](GLOSSARY.md#warp-tile), two buffers:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -495,108 +530,96 @@ print(dbuf.DBUF_CONFIG.short(), "|", dbuf.DBUF_CONFIG.threads, "threads,",
 from dataclasses import replace
 from gemm_lessons.kernels.sgemm import warptile
 my_dbuf = make_kernel(dbuf.DBUF_CONFIG)  # the kernel defined above: edit it, and what follows uses your version
-lines = expanded_source(my_dbuf).splitlines()
-start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("for k0 in range("))
-print(f"numba compiles {len(lines)} lines once every static_range loop is written out; the main loop begins:\n")
-print("\n".join(lines[start:start + 40]))
-print("    ...")
-
-# %%
 gl.check_all(functools.partial(warptile.sgemm, kernel=my_dbuf), name="dbuf",
              shapes=[(68, 44, 36, 1.0, 0.0), (36, 72, 20, 1.5, -0.5), (1, 4, 4, 2.0, 1.0)] if gl.SIMULATOR else
                     [(68, 44, 36, 1.0, 0.0), (516, 1028, 260, -1.0, 0.5), (4, 4, 4, 2.0, 1.0)])
 
 # %% [markdown]
-# ## Measure: when double buffering helps, and when it does not
+# ## Measure
 #
-# Four kernels from `make_kernel` above differ in one setting each: one buffer or two (one buffer
-# also means two barriers per slice and no loads in flight during the compute); the guard around
-# the staging loads written three ways. Lesson 06's kernel is
-# the baseline. (On a GPU this first compiles the kernels not compiled yet: the progress bar shows
-# how long.)
+# Both attempts, the one-buffer twin and `vec_split` in one run (with the two guard variants of
+# the Lab notes; on a GPU this first compiles the kernels):
 
 # %%
 configs = {"dbuf_one_buffer": replace(dbuf.DBUF_CONFIG, stages=1), "dbuf": dbuf.DBUF_CONFIG,
            "dbuf_short_circuit": replace(dbuf.DBUF_CONFIG, guard="and"),
            "dbuf_select": replace(dbuf.DBUF_CONFIG, guard="select")}
-my_kernels = {"vec_split": ladder.SGEMM["vec_split"].kernel,
+my_kernels = {"vec_split": ladder.SGEMM["vec_split"].kernel, "dbuf_indexed": sgemm_dbuf_indexed,
               **{name: my_dbuf if cfg == dbuf.DBUF_CONFIG else make_kernel(cfg) for name, cfg in configs.items()}}
-kernels = {"vec_split": ladder.SGEMM["vec_split"],
+kernels = {"vec_split": ladder.SGEMM["vec_split"], "dbuf_indexed": my_dbuf_indexed,
            **{name: functools.partial(warptile.sgemm, kernel=my_kernels[name]) for name in configs}}
-table = measure_step.compare(kernels, size=(4096, 4096, 4096))
+everything = measure_step.compare(kernels, size=(4096, 4096, 4096), record=rec07)
+main_rows = ("vec_split", "dbuf_indexed", "dbuf_one_buffer", "dbuf", "cublas")
+table = replace(everything, rows=[row for row in everything.rows if row.kernel in main_rows])
 table
 
 # %%
-for name, base, what in [("dbuf", "dbuf_one_buffer", "two buffers instead of one"),
-                         ("dbuf_short_circuit", "dbuf", "`and` (two branches) instead of `&`"),
-                         ("dbuf_select", "dbuf", "clamp + select instead of `if ... & ...`"),
-                         ("dbuf", "vec_split", "this lesson's rung against lesson 06")]:
-    print(f"{what:<45} {table.speedup(name, base):.2f}x  ({table.source})")
-
-# %%
-compiler_facts.compiler_facts(my_kernels, threads={name: 256 for name in my_kernels})
-
+exercises.compare_prediction(my_speedup, table.speedup("dbuf", "dbuf_one_buffer"),
+                             "dbuf vs dbuf_one_buffer, two buffers vs one, at 4096^3 (times as fast)", table.source)
 
 # %% [markdown]
-# What the two tables say, read together:
-#
-# * **Reading the FFMA column**: it counts instructions in the compiled code, not how often they
-#   run. `vec_split`'s 128 are one k-step's 64 in its loop plus 64 in the `beta != 0` epilogue
-#   (the code after the k-loop that writes C, here reading C when beta is not 0);
-#   `dbuf_one_buffer`'s 576 are a slice's 8 k-steps written out (8 x 64) plus those 64; `dbuf`'s
-#   1,088 are the two slices of one trip (16 x 64) plus 64. Every kernel does the same FMAs.
-# * **Two buffers** are the big step, against the same kernel with one buffer: likely because
-#   the next slice's loads are in flight during the compute, and one barrier per slice instead
-#   of two (the SASS counts 3 `BAR` for dbuf: the
-#   prologue's, and one for each of the two slices its main loop handles per trip; 2 for the
-#   one-buffer kernel's loop of one slice). The register count rises to the cap of
-#   128 (the one-buffer kernel used fewer), and two blocks still fit on an SM: the table cannot show
-#   what the second buffer would have cost without the cap.
-# * **The short-circuit guard** (`and`) made the compiler [spill](GLOSSARY.md#register-spill) (local memory, `LDL`/`STL` in
-#   the SASS). A likely reason: the two branches split the unrolled code into pieces, and the
-#   values staged across them no longer fitted in 128 registers; the table shows the spills,
-#   not why the compiler made them. Same idea, very different speed.
-# * **Clamp + select** keeps a condition but no branch around the load (the address is clamped
-#   into the matrix and the value replaced by 0 outside it); its instruction counts in the table
-#   are those of `dbuf`, and the single-condition `if ... & ...` was a little faster, for a reason
-#   these tables do not show.
-# * **The first attempt** lost some `LDS.128` and ran slower than lesson 06's kernel; `dbuf`,
-#   with every shared load 16 bytes wide (no kernel of the second table has a 4-byte `LDS`
-#   column: a column appears only where some kernel has that instruction), runs faster. The two
-#   attempts differ in more than their loads (the first guards its loads with a short-circuit
-#   `and`, the change that made `dbuf_short_circuit` spill, though the first attempt itself spilled
-#   nothing (its local-bytes column); it also keeps a runtime k-loop,
-#   no padding, no register cap and another layout of threads), so this points at the wide loads
-#   without proving it.
-#
-# Source article [[4]](REFERENCES.md#seed-003) warned that double buffering written naively can
-# lose to register spills. This lesson's tables show spills too, though from another cause (the
-# short-circuit `and` around the loads, not the second buffer), and the double-buffered first
-# attempt's lost wide loads, each with the compiler's evidence beside it.
+# Each change, credited by the pair of kernels that differ in it:
+
+# %%
+for name, base, what in [("dbuf_indexed", "vec_split", "second buffer, runtime index (first attempt)"),
+                         ("dbuf_one_buffer", "vec_split", "rewrite as make_kernel, one buffer"),
+                         ("dbuf", "dbuf_one_buffer", "second buffer, same code"),
+                         ("dbuf", "vec_split", "the rung against lesson 06")]:
+    print(f"{what:<45} {name} vs {base}: {table.speedup(name, base):.2f}x")
+
+# %% [markdown]
+# ## Why: the limiter model
+
+# %%
+why = limiter_table.why(["vec_split", "dbuf_one_buffer", "dbuf", "cublas"], measured=table, decimals=2)
+why
+
+# %%
+rv, r1, r2, rc = (why.row(rung) for rung in ("vec_split", "dbuf_one_buffer", "dbuf", "cublas"))
+short = limiter_table.SHORT
+others = [x.rung for x in (rv, r1, r2) if not x.agrees]
+print("The model assumes the binding unit busy every cycle; the profiler found it busy "
+      + ", ".join(f"{x.utilization_pct[x.binding]:.0f}% ({x.rung})" for x in (rv, r1, r2))
+      + (f" (for {', '.join(others)} another unit was busier)" if others else ", and no unit busier")
+      + ". Measured minus predicted is the time lost to stalls (waits at barriers and for loads): "
+      + ", ".join(f"{x.rung} {x.measured_ms - x.predicted_ms:.2f} ms" for x in (rv, r1, r2)) + ".")
+b = r1.binding
+print(f"The rewrite (vec_split -> dbuf_one_buffer) {'cut' if r1.ceilings_ms[b] < rv.ceilings_ms[b] else 'raised'} "
+      f"the {short[b]} ceiling from {rv.ceilings_ms[b]:.2f} to {r1.ceilings_ms[b]:.2f} ms (new code, every k-step written out: fewer "
+      f"instructions): the model predicts {rv.predicted_ms / r1.predicted_ms:.2f}x, measured "
+      f"{rv.measured_ms / r1.measured_ms:.2f}x; measured/predicted went from {rv.ratio:.2f} to {r1.ratio:.2f}.")
+moved = max(abs(r2.ceilings_ms[k] / r1.ceilings_ms[k] - 1) for k in ("fp32", "issue", "shared"))
+print(f"The second buffer (dbuf_one_buffer -> dbuf) moved the FP32, issue and shared ceilings by at most "
+      f"{100 * moved:.0f}%: the model predicts {r1.predicted_ms / r2.predicted_ms:.2f}x, measured "
+      f"{r1.measured_ms / r2.measured_ms:.2f}x. It "
+      f"{'removed' if r2.measured_ms - r2.predicted_ms < r1.measured_ms - r1.predicted_ms else 'did not remove'} "
+      f"stall time, {r1.measured_ms - r1.predicted_ms:.2f} -> {r2.measured_ms - r2.predicted_ms:.2f} ms, not work: "
+      f"{short[b]} busy {r1.utilization_pct[b]:.0f}% -> {r2.utilization_pct[b]:.0f}%, measured/predicted "
+      f"{r1.ratio:.2f} -> {r2.ratio:.2f} (cuBLAS {rc.ratio:.2f})."
+      + (f" The Predict bound used vec_split's {rv.ratio:.2f}; the one-buffer twin had more stall time to lose."
+         if r1.ratio > rv.ratio else ""))
+if fv.get("loop") and fi.get("loop"):  # the first attempt is not in the limiter run: its compiler facts price it
+    print(f"The first attempt: {ipf_i / ipf_v:.2f}x vec_split's instructions per FFMA predicts {ipf_v / ipf_i:.2f}x "
+          f"its speed at equal stalls; measured {table.speedup('dbuf_indexed', 'vec_split'):.2f}x.")
 
 # %% [markdown]
 # ## Exercise 07-double-buffer: write the double-buffered main loop
 #
-# Lesson 06's exercise kernel, conflict-free (padded `sAT`, split columns), now with **two**
-# buffers per tile (`sAT0`/`sB0` and `sAT1`/`sB1`) and three helpers (each is written out where it is
-# called, like a C++ lambda):
+# Lesson 06's exercise kernel, now with **two** buffers per tile (`sAT0`/`sB0`, `sAT1`/`sB1`)
+# and three helpers:
 #
-# * `load_slice(k0)`: the slice starting at `k0` from global memory into registers
-#   (`xa`, `xb`; zeros outside A and B, so a `k0` past `K` loads nothing);
-# * `store_slice(sA, sB)`: those registers into the buffer `sA`, `sB`;
-# * `compute(sA, sB)`: the BK k-steps of a slice from the buffer `sA`, `sB`.
+# * `load_slice(k0)`: the slice at `k0`, global memory -> registers (zeros outside A and B, so
+#   a `k0` past `K` loads nothing);
+# * `store_slice(sA, sB)`: registers -> the buffer `sA`, `sB`;
+# * `compute(sA, sB)`: the slice's BK k-steps from that buffer.
 #
-# Write the main loop: a prologue that puts slice 0 into buffer 0, then for every slice: start
-# the next slice's loads, compute from the current buffer, store the next slice into the
-# *other* buffer, and **one** `cuda.syncthreads()`. Keep which buffer is "current" out of runtime
-# values (an index into one shared array, as in the first attempt, whose compiler facts show that
-# it lost 16-byte loads, the index being the likely reason): handle two slices per trip of the loop, buffer 0 then buffer 1, as `make_kernel`
-# does (the check below does not look for this). The check runs the kernel against the float64
-# reference, then records one block on the simulator (K = 32, four slices) with the access log:
-# no race (no shared word written by one thread and touched by another between the same two
-# barriers), at most one barrier per slice plus the prologue's, and the next slice's global
-# loads issued before each slice's k-steps. (On a GPU the result is checked there, and the
-# access log runs in a child process on the simulator.)
+# Write the main loop: a prologue putting slice 0 into buffer 0; then per slice, start the next
+# slice's loads, compute from the current buffer, store into the *other* buffer, and **one**
+# `cuda.syncthreads()`. Keep the current buffer out of runtime values: two slices per trip,
+# buffer 0 then buffer 1, as `make_kernel` does. The check compares with the float64
+# reference, then traces one block on the simulator (K = 32): no
+# [race](GLOSSARY.md#data-race), at most one barrier per slice plus the prologue's, and each
+# slice's next loads issued before its k-steps.
 
 # %%
 import numpy as np
@@ -703,25 +726,16 @@ def sgemm_ex07(A, B, C, alpha, beta):
 exercises.check("07-double-buffer", sgemm_ex07)
 
 # %% [markdown]
-# ## Across sizes
-#
-# The recorded benchmark timed every rung at four square sizes in one run. This lesson's rung,
-# the rung before it and cuBLAS:
-
-# %%
-plots.rung_versus_size("dbuf");
-
-# %% [markdown]
 # ## Takeaway
 #
-# * Double buffering is meant to overlap the next slice's global loads with this slice's compute
-#   (this lesson measured the speed, not the overlap), and it halves the barriers (the speedup is in the tables above; `dbuf_one_buffer`, the same code with
-#   one buffer, two barriers and no prefetch, was already faster than `vec_split`, so part of the
-#   step is not double buffering).
-# * It is fragile: the first attempt, with a runtime buffer index (the likely reason), lost 16-byte
-#   shared loads, and in
-#   `dbuf_short_circuit` a short-circuit `and` around the loads cost spills. Write the code so the compiler has nothing to guess
-#   (separate buffers, explicit `load4`, one condition), then confirm in the SASS.
+# * Double buffering changes no ceiling of the limiter model: each slice keeps its loads, stores
+#   and FMAs. It removes stall time: the next slice's loads travel during the compute, and one
+#   barrier per slice goes.
+# * Credit a speedup to a technique only against a twin that differs in it alone:
+#   `dbuf_one_buffer` against `dbuf`, not the first attempt against the second.
+# * Written naively, with a runtime buffer index, the second buffer cost 16-byte shared loads,
+#   hence instructions, the binding work. Write code that leaves the compiler nothing to guess
+#   (separate buffers, explicit `load4`), then confirm it in the SASS.
 # * Next (lesson 08): the other fields of `TileConfig`: how the threads of a warp are laid out
 #   (warp tiles), the depth of a slice, the register cap, and a sweep that picks the best.
 
@@ -733,3 +747,68 @@ plots.rung_versus_size("dbuf");
 # * What to read next: [REFERENCES.md, lesson 07](REFERENCES.md#lessons-07-08).
 # * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
 #   introduced in the [primer](00a_primer.ipynb).
+
+# %% [markdown]
+# ## Lab notes
+#
+# **The load guard, written three ways.** Loads outside A or B must read zeros. `dbuf` writes
+# the condition as one expression, `if a & b:`, which the compiler can turn into a
+# [predicated](GLOSSARY.md#predicate) load. `dbuf_short_circuit` writes Python's `if a and b:`:
+# two branches, in the middle of unrolled code. `dbuf_select` clamps the address into the
+# matrix and replaces the value by 0 outside it, with no branch around the load. The same run
+# as the Measure table, and their compiler facts:
+
+# %%
+guards = replace(everything, rows=[row for row in everything.rows
+                                   if row.kernel in ("dbuf", "dbuf_short_circuit", "dbuf_select")])
+guard_facts = compiler_facts.compiler_facts({name: my_kernels[name] for name in ("dbuf", "dbuf_short_circuit",
+                                                                                "dbuf_select")},
+                                            threads={name: 256 for name in my_kernels}, record=rec07)
+display(guards, guard_facts)
+spilled = [name for name, f in guard_facts.facts.items() if f.get("local_bytes")]
+print("Spilled to local memory (LDL/STL in the SASS): " + (", ".join(spilled) if spilled else "none") + ". "
+      + "; ".join(f"{name} vs dbuf: {everything.speedup(name, 'dbuf'):.2f}x" for name in ("dbuf_short_circuit",
+                                                                                           "dbuf_select")) + ".")
+
+# %% [markdown]
+# Source article [[4]](REFERENCES.md#seed-003) warns that double buffering written naively can
+# lose to register spills. Here the second buffer spilled nothing; the short-circuit guard did.
+# Why the compiler spilled there, and what makes `dbuf_select` (the same counts as `dbuf` in
+# these columns) slower, the tables do not show.
+#
+# **Reading the FFMA columns.** They count instructions in the code, not how often they run:
+# `vec_split`'s 128 are one k-step's 64 in its loop plus 64 in the `beta != 0` epilogue (the
+# code after the main loop that writes C); `dbuf_one_buffer` has a slice's 8 k-steps written
+# out (8 x 64) plus those 64, `dbuf` the two slices of a trip (16 x 64) plus 64. Every kernel
+# does the same FMAs.
+#
+# **The two attempts differ in more than their buffers.** Besides separate arrays and explicit
+# `load4`, `dbuf` writes out every k-step, pads the transposed A tile by 4 floats, caps
+# registers at 128, places a thread's two 4-row pieces 8 rows apart (`vec_split`: 64), and
+# handles two slices per trip. The first attempt against the second is therefore no ablation;
+# the twins `dbuf_one_buffer` and `dbuf` are, and `vec_split` against `dbuf_one_buffer` credits
+# the rewrite as a whole.
+#
+# **What the runtime index costs.** Compiled offline (ptxas for sm_90, no GPU;
+# `tests/kernels/test_sass_equal.py`), the first attempt with its buffer index made a constant
+# (a probe that reads buffer 0 and writes buffer 1) keeps all four `LDS.128`, its k-step is 16
+# instructions shorter, and its registers are the same. So the runtime index, not the
+# element-by-element reads, costs the 16-byte loads; the extra registers come with the
+# double-buffered schedule.
+#
+# **Spread.** The p10-p90 columns of the tables give each kernel's spread over its timed calls.
+#
+# **Across sizes.** The recorded benchmark timed every rung at four square sizes in one run:
+
+# %%
+plots.rung_versus_size("dbuf");
+
+# %% [markdown]
+# **What numba compiles.** `static_range` writes every k-step out; the start of `dbuf`'s main loop:
+
+# %%
+lines = expanded_source(my_dbuf).splitlines()
+start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("for k0 in range("))
+print(f"numba compiles {len(lines)} lines once every static_range loop is written out; the main loop begins:\n")
+print("\n".join(lines[start:start + 24]))
+print("    ...")

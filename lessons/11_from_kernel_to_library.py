@@ -2,15 +2,13 @@
 # # 11 · From a kernel to a library: edges, call costs, split-K, dispatch
 #
 # **Where we are.** Lesson 08's last rung, `warptile`, runs close to cuBLAS at 4096^3 (next cell).
-# It also assumes K and N multiples of 4, arrays aligned to 16 bytes, a product large enough to
-# fill the GPU with 128 x 128 tiles, and a caller who does not mind what Python costs per call. A
-# library can assume none of that.
+# It assumes K and N multiples of 4, arrays aligned to 16 bytes, a product that fills the GPU with
+# 128 x 128 tiles, and a caller who does not mind what Python costs per call. A library cannot.
 #
 # **The idea of this lesson.** One kernel cannot be best at every shape, so a library is many
-# kernels plus a rule that picks one per shape, checked by timing. We build the course's library,
-# `gl.sgemm`, in four steps: **edges and alignment**, **what a call costs**, **split-K**, and
-# **dispatch**; then why cuBLAS is built the same way. What we tried on the way:
-# [11b · what we tried](11b_what_we_tried.ipynb).
+# kernels plus a rule that picks one per shape, checked by timing. We build `gl.sgemm` in four
+# steps (edges, call costs, split-K, dispatch), then look at cuBLAS. What we tried:
+# [11b](11b_what_we_tried.ipynb).
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -20,10 +18,12 @@ from gemm_lessons.measure import problems
 from gemm_lessons.kernels import ladder
 from gemm_lessons.teaching import exercises, limiter_table
 from gemm_lessons.model.limiter import WHAT  # the model's ceilings in words
-from gemm_lessons.teaching.lesson11 import call_overhead, dispatch_model, edge_shapes, shape_suite, split_k_plans, suite_record
+from gemm_lessons.teaching.lesson11 import (call_overhead, dispatch_model, edge_shapes, profile_comparison, shape_suite,
+                                            split_k_plans, suite_record)
 from gemm_lessons.teaching.lesson11.suite_record import ODD_SHAPE, REFERENCE_SHAPE, SKINNY_SHAPE, shape_name
 from gemm_lessons.core.jit import jit  # cuda.jit that also takes GPU-only options (max_registers) on the simulator
 import math
+import re
 import numpy as np
 from numba import cuda, float32
 # %matplotlib inline
@@ -33,7 +33,7 @@ print(gl.banner())
 start = limiter_table.why(["warptile", "cublas"])  # lesson 10's limiter table, not shown: one sentence from it
 w, c = start.row("warptile"), start.row("cublas")
 what = {name: text.split(" (")[0] for name, text in WHAT.items()}  # "issue": "instruction issue", ...
-print(f"warptile: {100 * c.measured_ms / w.measured_ms:.0f}% of cuBLAS's speed at 4096^3, bound by "
+print(f"warptile: {w.measured_ms:.2f} ms at 4096^3, {100 * c.measured_ms / w.measured_ms:.0f}% of cuBLAS's speed, bound by "
       + (f"{what[w.binding]} like cuBLAS." if w.binding == c.binding else f"{what[w.binding]} (cuBLAS by {what[c.binding]})."))
 
 # %% [markdown]
@@ -41,10 +41,11 @@ print(f"warptile: {100 * c.measured_ms / w.measured_ms:.0f}% of cuBLAS's speed a
 #
 # **The idea.** Lesson 05's `load4(A, row, col)` reads `A[row, col:col + 4]` in one instruction
 # ([wide loads](GLOSSARY.md#wide-loads)), and only from an address that is a multiple of 16
-# ([alignment](GLOSSARY.md#alignment)). Row r of a row-major float32 matrix with K columns starts
-# 4 x r x K bytes after row 0: a multiple of 16 for every row only when K is a multiple of 4. The
-# same holds for B with N, and the array must start on a 16-byte boundary (a fresh allocation
-# does; a view such as `A_d[1:]` of a 1-D `A_d` does not).
+# ([alignment](GLOSSARY.md#alignment)). Row r of a row-major float32 matrix starts 4 x r x (row
+# stride) bytes after row 0, the stride being K floats for a fresh A: a multiple of 16 for every
+# row only when the stride is a multiple of 4. The same holds for B with N, and the array must
+# start on a 16-byte boundary (a fresh allocation does; a view such as `A_d[1:]` of a 1-D `A_d`
+# does not).
 
 # %%
 # which rows of a row-major matrix start on a 16-byte boundary, for K = 8 and K = 10
@@ -67,12 +68,12 @@ except ValueError as e:
 # **Two ways out.** The **any-shape kernel** below is lesson 08's (same tiles, two shared buffers,
 # same `k_step`) with four changes: `load_a`/`load_b` read one float at a time, each with its own
 # [predicate](GLOSSARY.md#predicate) (inside the matrix, inside this block's k); `k_begin`/`k_end`
-# bound this block's range of k and `out0` its rows of output (both for split-K, section 3); and
-# with `beta == 0` it does not read C (BLAS's rule). It takes any shape, alignment and strides. The
-# **padded plan** copies A and B into arrays whose sides
-# are rounded up to multiples of 4, zeros in the added rows and columns, runs `warptile` (the
-# library's **wide kernel**) on the copies into a [workspace](GLOSSARY.md#workspace), and copies
-# the result into C. (`cfg.pad_a` is lesson 06's padding against bank conflicts, not this.)
+# bound this block's k and `out0` its rows of output (split-K, section 3); with `beta == 0` it
+# does not read C (as cuBLAS does). It takes any shape, alignment and stride. A **plan** is a
+# kernel, its tile size BM x BN and K's split if any: `wide 64x128`. The **padded plan** copies A
+# and B into zero-padded arrays with sides rounded up to multiples of 4, runs `warptile` (the
+# library's **wide kernel**) on them into a [workspace](GLOSSARY.md#workspace), and copies the
+# result into C. (`cfg.pad_a` is lesson 06's padding against bank conflicts.)
 
 # %%
 from numba import boolean
@@ -193,8 +194,7 @@ def make_kernel(cfg=TileConfig()):
     return sgemm_any_shape
 # %% [markdown]
 # **Check** against float64: the cell's kernel launched by hand, then `gl.sgemm` on awkward shapes
-# and on views of A that break alignment. `library.plan_of` names the **plan** `gl.sgemm` runs:
-# kernel, then tile size BM x BN (`wide 64x128`), then K's split if any (section 3).
+# and on views of A that break alignment; then the plan `gl.sgemm` runs (`library.plan_of`).
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -226,13 +226,14 @@ for name, (A_view, A_host) in views.items():
     print(f"20x12x32, A {name}, right:", problems.compare("view", C_view, A_host.astype(np.float64) @ B_host, 1.0, 0.0, 32).passed)
 
 # %%
-# the plan gl.sgemm runs for each: the layout rules out the wide kernel; the library's timing model
+# the plan gl.sgemm runs for each: the layout rules out the wide kernel; the library's model
 # (section 4) picks among the rest
 for name, (A_view, _) in views.items():
     print(f"20x12x32, A {name}: {library.plan_of(A_view, cuda.to_device(B_host))}")
 
 # %% [markdown]
-# The padded plan's copy kernel: one thread per element of the destination, zeros outside the source.
+# The padded plan's copy kernel: one thread per element of the destination, zeros outside the
+# source (a block loops over rows: a grid has at most 65,535 blocks in y).
 
 # %%
 # source: gemm_lessons/kernels/library/pad_copy.py  (the package runs this same code; a test keeps the two identical)
@@ -260,13 +261,17 @@ res = problems.check(lambda A, B, C, alpha=1.0, beta=0.0: library.run_plan(pad_p
 print(f"{pad_plan} at 33x65x47 (alpha 1.5, beta -0.5): right: {res.passed}")
 
 # %% [markdown]
+# `gl.sgemm` picks a plan with a **model** (section 4): a kernel's FLOP at its rate measured on this
+# GPU, wave by wave, plus any copies at memory bandwidth. The **shape suite**
+# (`python -m gemm_lessons.runs.shapes`) measures the rates, then checks and times `gl.sgemm` and
+# cuBLAS back to back on 13 shapes.
+#
 # **Predict.** 4095 x 4097 x 4093 is the work of 4096^3 give or take 0.1%, but nothing in it is a
 # multiple of 4, so `gl.sgemm` runs the padded plan. Its copies move seven matrices of about
 # 4096^2 floats (67 MB each): A and B read and written padded, the padded result read, C read and
-# written (with beta == 0 C is not read, but the model charges that read whatever beta is). A
-# copy takes bytes / bandwidth, at about 3 TB/s on this GPU, plus about 5 µs per launch
-# (three launches). How much longer than at 4096^3 will `gl.sgemm` take, back to back, in %? Then
-# run the next cell for the library's model.
+# written (the model charges C's read even when beta == 0). A copy takes bytes / bandwidth, at
+# about 4 TB/s on this GPU, plus about 5 µs per launch (three launches). How much longer than at
+# 4096^3 (warptile's time, top of the lesson) will `gl.sgemm` take, back to back, in %?
 
 # %%
 my_odd_extra_pct = None  # your prediction: % more time at 4095x4097x4093 than at 4096^3 (for example 10)
@@ -285,8 +290,7 @@ print(f"The model picks {odd_plan} at {shape_name(ODD_SHAPE)} and {ref_plan} at 
       + (f" ({', '.join(guessed)}: a guessed rate, not measured on this GPU)." if guessed else "."))
 
 # %%
-# the shape suite (`python -m gemm_lessons.runs.shapes`: gl.sgemm and cuBLAS, each checked against
-# float64, then timed back to back on 13 shapes) run now on these two shapes; on the simulator, its record
+# the shape suite run now on these two shapes; on the simulator, its record
 edges = shape_suite.measure_shapes([REFERENCE_SHAPE, ODD_SHAPE], single=False)
 edges
 
@@ -310,13 +314,13 @@ best = {k: min((p for p in dispatch.candidates(*ODD_SHAPE, False, model) if p.ke
                key=lambda p: model.estimate_s(p, *ODD_SHAPE)) for k in ("any_shape", "padded")}
 t_best = {k: 1e3 * model.estimate_s(p, *ODD_SHAPE) for k, p in best.items()}
 pct_any = 100 * any_cal["gflops"] / wide_cal["gflops"]
+extra_pct = 100 * extra_loads / ffma
 print(f"any_shape 128x128 ran at {any_cal['gflops'] / 1e3:.1f} TFLOPS, wide 128x128 at {wide_cal['gflops'] / 1e3:.1f} "
-      f"({pct_any:.0f}%). Scalar loads add {extra_loads} load instructions per thread per {ffma} FFMAs, "
-      f"{100 * extra_loads / ffma:.0f}% more load instructions. The scalar path also adds a predicate and "
-      f"address arithmetic per load, scalar stores of C, and, at the cap of {any_cal['registers']} registers that "
-      f"both kernels hit, {any_cal['local_bytes']} bytes per thread spilled to local memory (the wide kernel "
-      f"{wide_cal['local_bytes']}; the compiler's table: 11b, section 3). "
-      f"At {shape_name(ODD_SHAPE)} the model estimates {best['padded']} at {t_best['padded']:.3f} ms and "
+      f"({pct_any:.0f}%).")
+print(f"Scalar loads add {extra_loads} load instructions per thread per {ffma} FFMAs: about {extra_pct:.0f}% more "
+      f"instructions" + (f", too few for a {100 - pct_any:.0f}% gap; the other differences: 11b, section 3."
+                         if extra_pct < (100 - pct_any) / 2 else "."))
+print(f"At {shape_name(ODD_SHAPE)} the model estimates {best['padded']} at {t_best['padded']:.3f} ms and "
       f"{best['any_shape']} at {t_best['any_shape']:.3f} ms: "
       + ("the copies cost less than the slower kernel." if t_best["padded"] < t_best["any_shape"] else
          "the slower kernel costs less than the copies."))
@@ -324,9 +328,9 @@ print(f"any_shape 128x128 ran at {any_cal['gflops'] / 1e3:.1f} TFLOPS, wide 128x
 # %% [markdown]
 # Second, why the odd shape took more than the model's copies. A **slot** is room for one
 # [resident](GLOSSARY.md#resident) block on an SM (SMs x blocks/SM slots); a [wave](GLOSSARY.md#wave)
-# fills them all. The model charges a partial last wave as a full one; the GPU charges it only its
-# share, since a block starts whenever another finishes. Padding N to a multiple of 4 adds a column
-# of tiles:
+# fills them all. The model charges each wave by its busiest SM; the GPU starts a block whenever
+# another finishes, so a partly filled wave costs it only its share. Padding N to a multiple of 4
+# adds a column of tiles:
 
 # %%
 N4, K4 = dispatch.padded_sides(*ODD_SHAPE[1:])
@@ -340,13 +344,18 @@ ref_ms = ref_row.back_to_back_gl.median_ms  # 4096^3, back to back, the table ab
 more_work_ms = ref_ms * (blocks["padded"] / blocks["4096^3"] - 1)  # the extra blocks at their share
 cal_ms = wide_cal["median_ms"]  # 4096^3 in the calibration
 full_waves_ms = cal_ms * charged["4096^3"] / waves["4096^3"]
+last = blocks["4096^3"] % slots  # blocks in the last wave at 4096^3
 print(f"{blocks['4096^3']:,} blocks at 4096^3, {blocks['padded']:,} on the padded sides ({N4} columns): "
       f"{100 * (blocks['padded'] / blocks['4096^3'] - 1):.1f}% more work. With {slots} slots that is "
-      f"{waves['4096^3']:.2f} and {waves['padded']:.2f} waves. The model's {t_ref:.3f} ms at 4096^3 "
-      + ("is" if abs(full_waves_ms / t_ref - 1) < 0.01 else "is close to")
-      + f" the calibration's {cal_ms:.3f} ms x {charged['4096^3']:g} / {waves['4096^3']:.2f}: it charges "
-      f"{charged['4096^3']:g} full waves. At their share the extra blocks cost "
-      f"{100 * (blocks['padded'] / blocks['4096^3'] - 1):.1f}% of the {ref_ms:.3f} ms measured above: {more_work_ms:.3f} ms.")
+      f"{waves['4096^3']:.2f} and {waves['padded']:.2f} waves.")
+print((f"At 4096^3 the last wave's {last} blocks put {-(-last // model.sms)} on some SMs, so " if last else "")
+      + f"the model charges {charged['4096^3']:g} full waves: the calibration's {cal_ms:.3f} ms x "
+      f"{charged['4096^3']:g} / {waves['4096^3']:.2f} = {full_waves_ms:.3f} ms"
+      + ("." if abs(full_waves_ms / t_ref - 1) < 0.01 else f" (its estimate: {t_ref:.3f} ms).")
+      + (" The padded sides, as many: the extra column costs it nothing." if charged["padded"] == charged["4096^3"]
+         else f" The padded sides: {charged['padded']:g}."))
+print(f"At their share the extra blocks cost {100 * (blocks['padded'] / blocks['4096^3'] - 1):.1f}% of the "
+      f"{ref_ms:.3f} ms measured above: {more_work_ms:.3f} ms.")
 if odd_plan.kernel == "padded":
     explained = 1e3 * model.padding_s(*ODD_SHAPE) + more_work_ms
     print(f"Copies ({1e3 * model.padding_s(*ODD_SHAPE):.3f} ms) and extra blocks: {explained:.3f} ms of the "
@@ -355,12 +364,13 @@ if odd_plan.kernel == "padded":
 # %% [markdown]
 # ## 2 · What a call costs
 #
-# **The idea.** `kernel[grid, block](A, B, C, alpha, beta)` returns before the GPU starts, but not
-# before Python has done its part ([launch overhead](GLOSSARY.md#launch-overhead)): numba converts
-# every argument, finds the compiled version and calls the driver. `gl.sgemm` launches through a [Launcher](GLOSSARY.md#launcher), which does that work
-# once. A call costs the host its **issue time**, then the GPU its kernel time. Timed **back to
-# back** ([single call, back to back](GLOSSARY.md#single-call)), the host issues the next call while
-# the GPU runs this one: a call costs the longer of the two.
+# **The idea.** `kernel[grid, block](...)` returns before the GPU starts, but not before Python
+# has done its part ([launch overhead](GLOSSARY.md#launch-overhead)): numba converts every
+# argument, finds the compiled version and calls the driver. `gl.sgemm` launches through a
+# [Launcher](GLOSSARY.md#launcher), which does that work once. A call costs the host its **issue
+# time** (the host's, not lesson 10's instruction issue), then the GPU its kernel time. Timed
+# **back to back** ([single call, back to back](GLOSSARY.md#single-call)), the host issues the next
+# call while the GPU runs this one: a call costs the longer of the two.
 #
 # cuBLAS is called through [nvmath-python](GLOSSARY.md#nvmath-python), NVIDIA's Python bindings.
 # The figure: five callers' issue times, 10 batches of 20 calls at four sizes. One caller is faster
@@ -378,40 +388,47 @@ for other in (c for c in costs.callers() if "kernel[grid, block]" in c or c.star
     print(f"{lib_caller} against {other.split(' (')[0]}: at {len(apart)} of {len(gaps)} sizes its 90th percentile "
           f"lay below the other's 10th" + (f", by {min(apart):.0f} µs or more" if apart else "")
           + ("." if len(apart) == len(gaps) else "; elsewhere the spreads overlap and rank nothing."))
+alloc = [costs.get("gl.sgemm(A, B) (allocates C)", n) for n in costs.sizes()]
+mine = [costs.get(lib_caller, n) for n in costs.sizes()]
+print(f"gl.sgemm(A, B), which allocates C, took {min(alloc):.0f} to {max(alloc):.0f} µs to issue"
+      + (": pass C." if min(alloc) > max(mine) else "."))
+r = suite_record.row(rec, (1024, 1024, 1024))  # single calls: CUDA events around one call, the GPU idle before
+print(f"A single call pays its issue time too: at 1024^3, gl.sgemm {r.single_gl.median_ms:.3f} ms against "
+      f"{r.back_to_back_gl.median_ms:.3f} back to back, cuBLAS {r.single_cublas.median_ms:.3f} against "
+      f"{r.back_to_back_cublas.median_ms:.3f}: {r.pct_cublas_single:.0f}% of cuBLAS single, "
+      f"{r.pct_cublas_back_to_back:.0f}% back to back.")
 
 # %% [markdown]
 # A timing is [host-bound](GLOSSARY.md#host-bound) when issuing a call takes at least 80% of the
-# time per call: its % of cuBLAS then compares Python wrappers, not kernels. The rest of the lesson compares kernels back to
-# back without host-bound shapes (single calls: [11b](11b_what_we_tried.ipynb)). Batch many small
-# products ([CUDA graphs](REFERENCES.md#lesson-11): launches recorded once, replayed by one call).
+# time per call: its % of cuBLAS then compares Python wrappers, not kernels. The rest of the lesson
+# compares kernels back to back without host-bound shapes.
 #
 # ## 3 · Split-K: when C is too small to fill the GPU
 #
 # **The idea.** A block computes one BM x BN tile of C over all of K. At 64 x 8192 x 8192 with
-# 128 x 128 tiles that is 64 blocks, where the GPU has a few hundred slots (section 1): most of
-# the GPU idles while each block walks all
+# 128 x 128 tiles that is 64 blocks, where the GPU has a few hundred slots: most of it idles
+# while each block walks all
 # 8192 values of k, a [tail effect](GLOSSARY.md#tail-effect). [Split-K](GLOSSARY.md#split-k) cuts K
-# into s parts: s times the blocks, each summing its part into its own partial tile of a workspace;
+# into s parts: s times the blocks, each summing its part into a partial tile of a workspace;
 # a second kernel adds the parts. The price: one more launch, and the reduction's (s + 2) x M x N
-# floats (s parts read, C read and written; s + 1 when beta is 0, but the model charges C's read
-# whatever beta is).
+# floats (s parts read, C read and written).
 
 # %%
 split_k_plans.split_k_diagram(splits=4);
 
 # %%
-# the model's fastest plan without split-K and with it at 64x8192x8192: how their blocks fill the slots
+# the model's fastest split-K plan at 64x8192x8192 and the same plan without the split: how their blocks fill the slots
 estimate = {p: model.estimate_s(p, *SKINNY_SHAPE) for p in dispatch.candidates(*SKINNY_SHAPE, True, model)}
-whole = min((p for p in estimate if p.split == 1), key=estimate.get)
 split = min((p for p in estimate if p.split > 1), key=estimate.get)
+whole = dispatch.Plan(split.kernel, split.tiles)
 split_k_plans.waves_figure(SKINNY_SHAPE, [whole, split], model);
 
 # %% [markdown]
 # **The kernels.** The first half is the any-shape kernel above, launched with s layers of blocks
-# along z: layer z sums its chunk of k (`k_begin` to `k_end`, K / s rounded up to a multiple of BK,
-# `Plan.k_chunk`, so that every layer but the last loads whole slices of BK) into rows z x M onward of an s·M x N workspace (`out0`). The wide kernel splits
-# the same way (`TileConfig(split_k=True)`, lesson 07). The second half adds the parts in a fixed
-# order and applies alpha and beta once:
+# along z: layer z sums its chunk of k (`k_begin` to `k_end`; K / s rounded up to a multiple of
+# BK, `Plan.k_chunk`) into rows z x M onward of an s·M x N workspace (`out0`). The wide kernel
+# splits the same way (`TileConfig(split_k=True)`, lesson 07). The second half adds the parts in a
+# fixed order and applies alpha and beta once:
 
 # %%
 # source: gemm_lessons/kernels/library/splitk_reduce.py  (the package runs this same code; a test keeps the two identical)
@@ -431,9 +448,9 @@ def sgemm_splitk_reduce(W, C, alpha, beta):
         else:
             C[row, col] = alpha * total + beta * C[row, col]
 # %% [markdown]
-# Why not atomic adds into C? The workspace gives the same sum, bit for bit, on every call
-# (floating-point addition is not associative, and atomics add in whatever order blocks finish),
-# and C needs no pass that scales it by beta first.
+# Why not [atomic adds](GLOSSARY.md#atomic-add) into C? The workspace gives the same sum, bit for
+# bit, on every call (floating-point addition is not associative, and atomics add in whatever order
+# blocks finish), and C needs no pass that scales it by beta first.
 #
 # **Check** split-K from this lesson's two cells, four parts, against float64:
 
@@ -458,9 +475,9 @@ print("the library's plan, right:", problems.check(
     lambda A, B, C, alpha=1.0, beta=0.0: library.run_plan(plan, A, B, C, alpha, beta), M_s, N_s, K_s, 2.0, 0.5).passed)
 
 # %% [markdown]
-# **Predict.** At 64 x 8192 x 8192, how many times as fast as the fastest plan without split-K will
-# the fastest split-K plan be? Count the busy slots in the figure (the reduction is not in it), and
-# ask whether one block alone on an SM runs at a third of its rate; then run the next cell.
+# **Predict.** At 64 x 8192 x 8192, how many times as fast as the same plan without the split will
+# the model's fastest split-K plan be? Count the busy slots in the figure (the reduction is not in
+# it), and ask whether one block alone on an SM runs at 1 / (blocks per SM) of its rate.
 
 # %%
 my_split_gain = None  # your prediction: times as fast (for example 2)
@@ -481,16 +498,16 @@ skinny
 # %%
 plans_ms = skinny.get(SKINNY_SHAPE).plans_ms  # every candidate plan, timed in one pass
 whole_ms, split_ms = plans_ms[str(whole)], plans_ms[str(split)]
-print(f"Timed in one pass: {whole} {whole_ms:.3f} ms, {split} {split_ms:.3f} ms: {whole_ms / split_ms:.2f}x as fast. "
+print(f"Timed again, all plans in one pass: {whole} {whole_ms:.3f} ms, {split} {split_ms:.3f} ms: {whole_ms / split_ms:.2f}x as fast. "
       f"The fastest of all plans timed: "
       f"{min(plans_ms, key=lambda p: plans_ms[p] if isinstance(plans_ms[p], float) else math.inf)}.")
 exercises.compare_prediction(my_split_gain, whole_ms / split_ms, f"{split} against {whole} at 64x8192x8192 "
                              "(times as fast)", skinny.source)
 
 # %% [markdown]
-# **Why.** The split fills the slots, but the gain is less than the ratio of busy slots. An SM
-# left with one block runs it faster than its share of a full SM: its warps have the SM's issue
-# slots to themselves, though too few of them to hide every latency (the suite measured that rate):
+# **Why.** The gain is less than the ratio of busy slots: an SM left with one block runs it
+# faster than its share of a full SM. Its warps have the SM's instruction issue to themselves,
+# though too few of them to hide every latency (the suite measured that rate):
 
 # %%
 fill = {p: split_k_plans.waves(SKINNY_SHAPE, p, model) for p in (whole, split)}
@@ -498,33 +515,33 @@ speed = model.speed(whole)
 share = speed.sm_rate(1, model.sms) / speed.sm_rate(speed.blocks_per_sm, model.sms)
 M_k, N_k, _ = SKINNY_SHAPE
 reduce_us = 1e6 * 4.0 * M_k * N_k * (split.split + 2) / (model.bandwidth_gbs * 1e9)
-kernel_gain = estimate[whole] / (estimate[split] - 1e-6 * (reduce_us + model.launch_us))
 busy = fill[split]["blocks"] / fill[whole]["blocks"]
 print(f"Busy slots: {fill[whole]['blocks']} of {fill[whole]['slots']} without the split, {fill[split]['blocks']} with it: "
-      f"{busy:.0f}x. One {whole} block alone on an SM gets {share:.2f} of a full SM's rate, not "
-      f"1/{speed.blocks_per_sm}, so the kernel gains {busy:.0f} / ({speed.blocks_per_sm} x {share:.2f}) ≈ {kernel_gain:.2f}x; "
-      f"the reduction ({reduce_us:.1f} µs) and its launch ({model.launch_us:.0f} µs) bring the model to "
-      f"{model_split_gain:.2f}x. Measured {whole_ms / split_ms:.2f}x: measured / predicted "
-      f"{(whole_ms / split_ms) / model_split_gain:.2f}.")
+      f"{busy:.0f}x.")
+print(f"One {whole} block alone on an SM gets {share:.3f} of a full SM's rate, not 1/{speed.blocks_per_sm}, so the "
+      f"kernel gains {busy:.0f} / ({speed.blocks_per_sm} x {share:.3f}) ≈ {busy / (speed.blocks_per_sm * share):.1f}x.")
+print(f"The reduction ({reduce_us:.1f} µs) and its launch ({model.launch_us:.0f} µs) bring the model to "
+      f"{model_split_gain:.2f}x; measured {whole_ms / split_ms:.2f}x, {(whole_ms / split_ms) / model_split_gain:.2f} "
+      "times the model.")
 
 # %% [markdown]
 # ## 4 · Dispatch: a model, checked by timing
 #
-# **The rule.** `gemm_lessons.library.dispatch` lists the library's **plans**: the wide and the
+# **The rule.** `gemm_lessons.library.dispatch` lists the plans: the wide and the
 # any-shape kernel, each with four tile sizes (128 x 128, 64 x 128, 128 x 64, 64 x 64) and K split
 # 1, 2, 3, 4, 6, 8, 12 or 16 ways, and the padded plan per tile size. For a shape it keeps the
 # **candidates** that can run it (the wide kernel's where K and N are multiples of 4 and the arrays
-# aligned, else the others) and picks the smallest estimate:
+# aligned, else the others; a split only where each part gets at least 128 values of k) and picks
+# the smallest estimate:
 #
 # $$t = \sum_{\text{waves}} \text{blocks on the busiest SM} \times \frac{\text{FLOP of one block}}{\text{that SM's rate}}
 #   \;+\; \text{split-K: } \frac{\text{reduction bytes}}{\text{bandwidth}} + \text{one launch}
 #   \;+\; \text{padded: } \frac{\text{copy bytes}}{\text{bandwidth}} + \text{three launches}$$
 #
-# A [wave](GLOSSARY.md#wave) puts blocks-per-SM blocks on every SM. The shape suite's
-# **calibration** measures the rates (each kernel and tile size on a 4096^3 square, and with one
-# block per SM) and a copy's bandwidth. It is blind to L2 reuse, the clock and Python. The check:
-# the suite (`python -m gemm_lessons.runs.shapes`) timed every candidate plan on most shapes. Each point is a plan at a shape; ringed, the plan chosen;
-# starred, the fastest.
+# The **calibration** measures the rates (each kernel and tile size on a 4096^3 square, and with
+# one block per SM) and a copy's bandwidth. The model is blind to L2 reuse, the clock and Python.
+# The check: the suite timed every candidate plan on most shapes. Each point is a plan at a shape;
+# ringed, the plan chosen; starred, the fastest.
 
 # %%
 rec_model = suite_record.recorded_model(rec)  # the model the record's run used
@@ -535,18 +552,21 @@ points = dispatch_model.model_points(rec, rec_model)
 off = sorted(abs(est / ms - 1) for _, _, est, ms, _, _ in points)
 timed = [r for r in rec.rows if r.plans_ms]
 misses = shape_suite.disagreements(rec)
+worst = max(points, key=lambda p: max(p[2] / p[3], p[3] / p[2]))
 print(f"{len(points)} plans timed on {len(timed)} shapes: half the estimates within {100 * off[len(off) // 2]:.0f}% "
-      f"of the measured time. The plan chosen was the fastest timed on {len(timed) - len(misses)} of the "
+      f"of the measured time, 90% within {100 * off[int(0.9 * (len(off) - 1))]:.0f}%; the worst, {worst[1]} at "
+      f"{shape_name(worst[0])}, took {worst[3]:.3f} ms against {worst[2]:.3f} estimated (11b, section 5).")
+print(f"The plan chosen was the fastest timed on {len(timed) - len(misses)} of the "
       f"{len(timed)} shapes" + ("." if not misses else "; not on " + "; ".join(
           f"{shape_name(sh)}, where {chosen} took {ms:.4f} ms and {best} {best_ms:.4f} ms "
           f"({100 * (1 - best_ms / ms):.0f}% less)" for sh, chosen, ms, best, best_ms in misses) + "."))
 
 # %% [markdown]
-# **The result.** `gl.sgemm` against cuBLAS back to back, same run; hatched: host-bound (issuing a
-# call took at least 80% of the time per call):
+# **The result.** `gl.sgemm` against cuBLAS per shape, single calls and back to back, same run;
+# hatched: host-bound:
 
 # %%
-shape_suite.pct_figure(rec, kinds=("back_to_back",));
+shape_suite.pct_figure(rec);
 
 # %%
 mean, kept, left_out = shape_suite.back_to_back_geomean(rec)
@@ -556,12 +576,13 @@ print(f"Over the {len(kept)} shapes where neither caller was host-bound, gl.sgem
       f"to back (geometric mean), from {lo.pct_cublas_back_to_back:.0f}% ({shape_name(lo.shape)}) to "
       f"{hi.pct_cublas_back_to_back:.0f}% ({shape_name(hi.shape)}" + (": Lab notes)." if hi.pct_cublas_back_to_back > 110 else ")."))
 for r in left_out:
-    for who in ("gl", "cublas"):
-        if shape_suite.host_bound(rec, r, who):
-            n, issue, per_call = shape_suite.host_bound_evidence(rec, r, who)
-            print(f"Left out, hatched: {shape_name(r.shape)}: {shape_suite.WHO[who]}'s issue time, from the suite's separate "
-                  f"call-cost probe at {n}^2, was {issue:.0f} µs; its time per call back to back {per_call:.1f} µs: "
-                  f"issue at least 80% of it, host-bound.")
+    found = [shape_suite.host_bound_evidence(rec, r, who) + (shape_suite.WHO[who],)
+             for who in ("gl", "cublas") if shape_suite.host_bound(rec, r, who)]
+    print(f"Left out, hatched: {shape_name(r.shape)}: " + "; ".join(
+        f"{who} {issue:.0f} µs to issue, {per_call:.1f} µs per call" for _, issue, per_call, who in found)
+          + (". Issue was timed in a separate run (section 2), so it can exceed the time per call; either way it"
+             " took at least 80% of it." if any(i > t for _, i, t, _ in found)
+             else ": issue took at least 80% of the time per call."))
 
 # %% [markdown]
 # ## 5 · Why cuBLAS is many kernels plus heuristics
@@ -569,38 +590,46 @@ for r in left_out:
 # Everything above happens inside cuBLAS too, at a larger scale ([REFERENCES.md](REFERENCES.md#lesson-11)):
 #
 # * **A heuristic picks a kernel per problem**: cuBLASLt (cuBLAS's lower-level matmul interface)
-#   "uses heuristics to pick the most
-#   suitable matmul kernel" and caches the choice, as `gl.sgemm` remembers its plan per shape.
-# * **It ranks candidates by estimated time** (`cublasLtMatmulAlgoGetHeuristic`) and lets a caller
-#   time several: what the shape suite did to check our model.
-# * **Its knobs are this lesson's**: tile, split-K count and reduction, pipeline stages, block order
-#   ([block order](GLOSSARY.md#block-order)); a request states each matrix's alignment and the
-#   workspace allowed.
+#   "uses heuristics to pick the most suitable matmul kernel", ranks candidates by estimated time
+#   and caches the choice, as `gl.sgemm` remembers its plan per shape.
+# * **Its knobs are this lesson's**: tile, split-K and its reduction, pipeline stages,
+#   [block order](GLOSSARY.md#block-order), each matrix's alignment, the workspace allowed.
 # * **CUTLASS**, NVIDIA's open-source kernel templates, builds a kernel per tile shape, alignment
 #   and more: for Hopper, "in the order of millions of kernels".
 #
+# Which kernel cuBLAS ran, from a profile (11b, section 6):
+
+# %%
+header, pairs = profile_comparison.ncu_versus_cublas()
+profiled_on = re.search(r" run on (.+?), \d{4}-", header).group(1)
+picked = [(call.split()[0], profile_comparison.kernel_label(k["kernel"]).split("tiles ")[-1])
+          for call, k in pairs if call.endswith(" cublas")]
+print(f"cuBLAS on the {profiled_on}: " + "; ".join(f"{tiles} tiles at {shape}" for shape, tiles in picked)
+      + (": a kernel per shape." if len({t for _, t in picked}) == len(picked) else "."))
+
+# %% [markdown]
 # The tile that fills the GPU at 4096^3 leaves it idle at 64 x 8192 x 8192, and the fastest loads
 # need an alignment the caller may not have: a library is many kernels and a rule that picks one.
 #
 # ## Exercise 11-split-k: write split-K
 #
 # Write both halves of split-K on lesson 01's one-thread-per-element kernel. The workspace is a 3-D
-# array, `W[part, row, col]`, of splits x M x N floats.
+# array, `W[part, row, col]`, of splits x M x N floats: the library's s·M x N workspace, indexed
+# by part for readability.
 #
 # 1. `sgemm_partial(A, B, W)` runs one layer of blocks per part along z (s = `cuda.gridDim.z`
 #    parts); each thread of layer z writes its sum over part z's chunk of k into `W[z, row, col]`.
 #    With chunk = ceil(K / s), part z sums k from z x chunk up to min(K, (z + 1) x chunk) - 1.
-#    (The library rounds its chunk up to a multiple of BK because its kernels load BK values of k
-#    at a time; this kernel takes one k at a time, so it needs no rounding.)
+#    (The library rounds its chunk up to a multiple of BK; this kernel, one k at a time, need not.)
 # 2. `splitk_reduce(W, C, alpha, beta)`: one thread per element of C; C = alpha x (W[0] + W[1] +
 #    ...) + beta x C, reading C only when beta != 0 (C may then hold NaN).
 #
 # The check launches both with blocks of 16 x 16 threads, x along the columns of C: `sgemm_partial`
 # on a grid of (ceil(N / 16), ceil(M / 16), s) blocks, `splitk_reduce` on (ceil(N / 16), ceil(M / 16)).
 #
-# The check compares C with float64, requires each part of W to hold the sum over its own chunk,
-# and on the simulator reads the access log: each part reads only its chunk, the reduction each
-# partial sum once and C only when beta != 0, coalesced.
+# The check compares C with float64 and each part of W with the sum over its chunk, and on the
+# simulator reads the access log (each part reads only its chunk; reads of C only when beta != 0;
+# coalesced).
 
 # %%
 import numpy as np
@@ -651,34 +680,31 @@ exercises.check("11-split-k", split_k)
 # %% [markdown]
 # ## Takeaway
 #
-# * **Edges cost.** 16-byte loads need aligned rows; a large product can pay for zero-padded
-#   copies and keep the fast kernel.
-# * **A call costs the host time.** Rank callers only by gaps larger than the measurement's
-#   spread; compare kernels back to back, without host-bound shapes.
+# * **Edges cost.** 16-byte loads need aligned rows; a large product can pay for padded copies.
+# * **A call costs the host time.** Compare kernels back to back, without host-bound shapes.
 # * **Fill the GPU.** When C has fewer tiles than the GPU has slots, split K.
 # * **Choose per shape, then check the choice** by timing every plan.
-# * **cuBLAS is the same idea at scale**: heuristics over many kernels, cached per problem.
+# * **cuBLAS is the same idea at scale.**
 
 # %% [markdown]
 # ## Sources and further reading
 #
-# * No source article covers this lesson ([REFERENCES.md](REFERENCES.md#source-articles)); it rests
-#   on the shape suite's record and NVIDIA's documentation: [lesson 11's reading](REFERENCES.md#lesson-11).
-# * Terms: the [glossary](GLOSSARY.md). The experiments behind the lesson: [11b](11b_what_we_tried.ipynb).
+# * No source article covers this lesson ([REFERENCES.md](REFERENCES.md#source-articles)); NVIDIA's
+#   documentation does: [lesson 11's reading](REFERENCES.md#lesson-11).
+# * Terms: the [glossary](GLOSSARY.md). Experiments: [11b](11b_what_we_tried.ipynb).
 
 # %% [markdown]
 # ## Lab notes
 #
-# * The suite's record and the probes are from one H100 (the next cell prints the record's
-#   provenance). The H200's shape record (`results/shapes-nvidia-h200.json`) predates the padded plan
-#   and the wide kernel's split-K: on an H200, `gl.sgemm` uses its older model until
-#   `python -m gemm_lessons.runs.shapes` is run there again.
+# * The next cell prints the shape suite's provenance; the probes of 11b and the profile of
+#   section 5 ran on an H100.
 # * The odd shape's extra time is more than its copies (as the model charges them) and its extra
 #   blocks (section 1 prints both times); the copy kernel was not timed on its own, so where the rest
 #   goes is open.
 # * What the any-shape kernel's 64 bytes of spill cost on their own was not timed (11b, section 3).
-# * Single calls: the shape suite timed them too, and they took up to several times their time back
-#   to back; the next cell lists the worst, [11b](11b_what_we_tried.ipynb) section 1 the rest.
+# * Single calls against the simple rule (issue time plus the time back to back), every shape:
+#   [11b](11b_what_we_tried.ipynb) section 1; the next cell lists any that took over twice their
+#   time back to back.
 # * Where `gl.sgemm` ran more than 10% ahead of cuBLAS back to back (the next cell), which kernel
 #   cuBLAS chose was not recorded.
 # * Everything else (the call-cost table in full, the launch probe, the 16-byte reduction, split-K in
@@ -686,9 +712,7 @@ exercises.check("11-split-k", split_k)
 #   shape) is in [11b · what we tried](11b_what_we_tried.ipynb).
 
 # %%
-print(f"shape suite: {suite_record.label(rec)}, commit {rec.git_commit}, `{suite_record.command(rec)}`"
-      + (" (the module is now gemm_lessons.runs.shapes)" if "gemm_lessons.shapes" in suite_record.command(rec) else ""))
-print(", ".join(f"{k} {v}" for k, v in (rec.versions or {}).items()))
+print(f"shape suite: {suite_record.label(rec)}, commit {rec.git_commit}, `{suite_record.command(rec)}`")
 print(f"dispatch model in use here: {model.source}")
 for kind, r, who in shape_suite.unexplained(rec):
     if kind == "ahead":

@@ -253,7 +253,7 @@ def plan_for(M, N, K, wide):
 def load_model(path=None):
     """The model recorded for this GPU by python -m gemm_lessons.runs.shapes, else the provisional
     one (with this GPU's number of SMs); on the simulator, the one recorded on
-    results.REFERENCE_DEVICE."""
+    results.COURSE_DEVICE, else on results.REFERENCE_DEVICE (results.course_path)."""
     from gemm_lessons.core import backend
 
     base = Model()
@@ -261,10 +261,12 @@ def load_model(path=None):
         if backend.SIMULATOR:  # no GPU: the reference GPU's recorded model, so that plans match the lessons'
             from gemm_lessons.records import results
 
-            path = results.path_for("shapes", results.REFERENCE_DEVICE)
+            path = results.course_path("shapes")
             model = load_model(path) if os.path.exists(path) else base
+            device = (results.COURSE_DEVICE if path == results.path_for("shapes", results.COURSE_DEVICE)
+                      else results.REFERENCE_DEVICE)
             if any(s.measured for s in model.speeds.values()):  # not the provisional fallback
-                model = replace(model, source=f"{model.source} on the {results.REFERENCE_DEVICE} "
+                model = replace(model, source=f"{model.source} on the {device} "
                                               "(recorded; the CUDA simulator has no GPU of its own)")
             return model
         try:

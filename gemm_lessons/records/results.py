@@ -178,10 +178,11 @@ def available(directory=RESULTS_DIR):
 
 def load(device=None, directory=RESULTS_DIR):
     """The recorded bench results for ``device`` (a name or slug); with None, those of
-    REFERENCE_DEVICE, or the newest file when that device has none."""
+    COURSE_DEVICE, else REFERENCE_DEVICE, or the newest file when neither has one."""
     paths = available(directory)
-    if device is None and path_for("bench", REFERENCE_DEVICE, directory=directory) in paths:
-        device = REFERENCE_DEVICE
+    for default in (COURSE_DEVICE, REFERENCE_DEVICE):
+        if device is None and path_for("bench", default, directory=directory) in paths:
+            device = default
     if device is not None:
         paths = [p for p in paths if p == path_for("bench", device, directory=directory)]
     if not paths:

@@ -236,17 +236,20 @@ def shared_traffic(configs, shape=(128, 128, 8)):
     for cfg in configs:
         t = shared_tracer.trace(lambda: warptile.sgemm(A, B, C, config=cfg), merge=("ld", "st"))
         stores = [i.cost.degree for i in t.instructions if i.op == "st"]
-        out.append({"label": cfg.short(), "loads": t.totals("ld"), "stores": t.totals("st"),
-                    "worst_store_degree": max(stores, default=0)})
+        out.append({"label": cfg.short(), "loads": t.totals("ld"), "loads_paired": t.totals("ld", rule="paired"),
+                    "stores": t.totals("st"), "worst_store_degree": max(stores, default=0)})
     return out
 
 
 def traffic_markdown(traffic):
-    """shared_traffic's result as a table."""
-    body = [[t["label"], t["loads"]["wavefronts"], t["loads"]["conflicts"], t["stores"]["wavefronts"],
+    """shared_traffic's result as a table (load wavefronts by lesson 06's paired-load rule where
+    the traffic has them)."""
+    body = [[t["label"], t.get("loads_paired", t["loads"])["wavefronts"], t["loads"]["conflicts"], t["stores"]["wavefronts"],
              t["stores"]["conflicts"],
              f"{t['worst_store_degree']}-way" if t["worst_store_degree"] > 1 else "no conflict"] for t in traffic]
-    return tables.markdown(["configuration (one block)", "load wavefronts", "from conflicts", "store wavefronts",
+    paired = all("loads_paired" in t for t in traffic)
+    return tables.markdown(["configuration (one block)", "load wavefronts" + (" (paired-load rule)" if paired else ""),
+                            "from conflicts", "store wavefronts",
                             "from conflicts", "worst store"], body, "lrrrrl")
 
 

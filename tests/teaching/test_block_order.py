@@ -280,6 +280,24 @@ def test_lesson_08_reading_of_model_against_profiler_holds_for_the_record():
     assert all(measured[g] < measured[1] and speed[g] < speed[1] for g in measured if g != 1)
 
 
+def test_lesson_08_l2_section_holds_for_the_records():
+    """Lesson 08: "DRAM was a few percent busy" (the limiter run, warptile) and "grouping reads far
+    less from DRAM and moves the time by a few percent at most" (the block-order record)."""
+    from gemm_lessons.runs import tuning
+    from gemm_lessons.teaching import limiter_table
+
+    row = limiter_table.why(["warptile"]).row("warptile")
+    assert row.utilization_pct["dram"] < 10 and row.ceilings_ms["dram"] < 0.2 * row.ceilings_ms[row.binding]
+    record = block_order.load_record()
+    counters = block_order.load_counters(record.device.name)
+    dram = {g: counters[name]["dram__bytes_read.sum"] for g, name in block_order.groups_of(record)}
+    assert min(dram.values()) < 0.7 * dram[1]
+    for size in {r.size for r in record.sgemm}:
+        base = block_order._row(record, "warptile", size)
+        for g, name in block_order.groups_of(record):
+            assert abs(tuning.change_pct(base, block_order._row(record, name, size))) < 5
+
+
 def test_l2_size_says_where_it_comes_from_without_repeating_the_device():
     record = block_order.load_record()
     size, text = block_order.l2_size(record)

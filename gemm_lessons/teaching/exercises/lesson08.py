@@ -1,4 +1,6 @@
 """Lesson 08's exercise: warp tiles (each warp reads WM + WN floats of shared memory per k-step)."""
+import collections
+
 from gemm_lessons.core import backend
 from gemm_lessons.teaching.exercises.core import exercise
 from gemm_lessons.teaching.exercises.kernels_05_11 import _log_sgemm, _staged, _on_gpu, _result_right, _tile_launcher
@@ -18,7 +20,8 @@ from gemm_lessons.teaching.exercises.kernels_05_11 import _log_sgemm, _staged, _
 def check_warp_tiles(kernel):
     ok, right = _result_right(_tile_launcher("08-warp-tile"), kernel)
     if not ok:
-        return False, right
+        overlap = _overlapping_writes(kernel) if backend.SIMULATOR else None
+        return False, overlap or right
     if not backend.SIMULATOR:
         return _on_gpu("08-warp-tile", kernel, right)  # the technique: the tracer, in a child process
     BK, WM, WN = 8, 32, 64
@@ -48,3 +51,27 @@ def check_warp_tiles(kernel):
     return True, (right + f"; the tracer sees each warp read {WM + WN} distinct floats of shared memory per "
                   f"k-step ({WM} of A, {WN} of B: a {WM}x{WN} warp tile, against 144 for 2 x 16 lanes), "
                   "with no bank conflicts.")
+
+
+def _overlapping_writes(kernel, BM=32, BN=128, WN=64):
+    """The diagnosis of a wrong result in which two threads of one block write the same element
+    of C (so others are never written): which threads, which element, and where to look; None
+    when every element is written once at most."""
+    log = _log_sgemm("08-warp-tile", kernel, BM, BN, 8)
+    writers = collections.defaultdict(set)
+    for e in log.events:
+        if e.kind == "global" and e.op == "st" and e.array == "C":
+            writers[e.address // 4].add(e.thread)
+    twice = sorted(w for w, threads in writers.items() if len(threads) > 1)
+    if not twice:
+        return None
+    row, col = divmod(twice[0], BN)
+    t0, t1 = sorted(writers[twice[0]])[:2]
+    never = BM * BN - len(writers)
+    text = (f"the result is wrong: threads {t0} (warp {t0 // 32}) and {t1} (warp {t1 // 32}) both write C[{row}, {col}] "
+            f"of the block's {BM} x {BN} tile; {len(twice)} elements are written by more than one thread and {never} "
+            "by none. ")
+    if t0 // 32 != t1 // 32:
+        return text + (f"Two warps compute the same outputs: does warp w's region start at its own offset "
+                       f"(columns (w % (BN // WN)) * WN, rows (w // (BN // WN)) * WM)?")
+    return text + "Two lanes of one warp compute the same outputs: do the lanes' 4x4 pieces overlap?"

@@ -29,9 +29,9 @@ HOST_BOUND = 0.8  # as gemm_lessons.measure.timing: the host took >= 80% of the 
 
 
 def load(device=None):
-    """The shape suite's record of ``device`` (default: results.REFERENCE_DEVICE, the GPU the
-    lessons' prose comes from)."""
-    path = results.path_for("shapes", device or results.REFERENCE_DEVICE)
+    """The shape suite's record of ``device``; None: results.COURSE_DEVICE's (the GPU of the current
+    round's records), else results.REFERENCE_DEVICE's."""
+    path = results.path_for("shapes", device) if device else results.course_path("shapes")
     return results.read(path)
 
 

@@ -178,6 +178,16 @@ def test_08_contiguous_columns_conflict_and_a_bad_mapping_is_wrong():
            "result is wrong")
 
 
+@requires_simulator
+def test_08_a_forgotten_warp_offset_is_named_as_overlapping_warps():
+    """Warp 1 without its column offset writes warp 0's columns: the check names the overlap
+    (two warps, one element of C) and the offset, not the guards or the grid."""
+    fb = check_cell("08-warp-tile", replace=[("(warp % (BN // WN)) * WN + ", "")])
+    _fails(fb, "result is wrong", "(warp 0) and", "(warp 1) both write C[", "Two warps compute the same outputs",
+           "own offset")
+    assert "guards" not in str(fb)
+
+
 # ---- 09: symmetrize ---------------------------------------------------------------------
 @requires_simulator
 def test_09_solution_passes_and_skeleton_fails_naming_coalescing():
@@ -264,7 +274,7 @@ def test_10_no_reference_answer_is_importable_from_the_package():
 def test_10_feedback_quotes_a_pair_at_the_largest_size_not_host_bound():
     from gemm_lessons.kernels import ladder
     from gemm_lessons.records import results
-    record = results.load()
+    record = results.load(results.REFERENCE_DEVICE)  # the H100's run has host-bound rows, so the rule is exercised
     answer = reference_next_step(record)
     cases = exercises.next_step_cases(record)
     kernel, size = exercises.next_step_example(record, cases, answer)

@@ -3,7 +3,7 @@ import collections
 
 from gemm_lessons.core import backend
 from gemm_lessons.teaching.exercises.core import exercise
-from gemm_lessons.teaching.exercises.kernels_05_11 import _log_sgemm, _on_gpu, _result_right, _tile_launcher
+from gemm_lessons.teaching.exercises.kernels_05_11 import _log_sgemm, _staged, _on_gpu, _result_right, _tile_launcher
 
 
 @exercise("08-warp-tile",
@@ -14,7 +14,7 @@ from gemm_lessons.teaching.exercises.kernels_05_11 import _log_sgemm, _on_gpu, _
           "warp w owns columns (w % (BN // WN)) * WN .. + WN of the block tile and rows "
           "(w // (BN // WN)) * WM .. + WM; inside it, lane l sits at row l // LN, column l % LN "
           "of the LM x LN grid, and its 4x4 pieces repeat LM * 4 rows and LN * 4 columns apart.",
-          answer="sgemm_ex08",
+          answer="sgemm_ex08", technique=True,
           defines="sgemm_ex08: the @cuda.jit kernel (A, B, C, alpha, beta) of lesson 08's exercise cell, with warp "
                   "tiles")
 def check_warp_tiles(kernel):
@@ -26,6 +26,9 @@ def check_warp_tiles(kernel):
         return _on_gpu("08-warp-tile", kernel, right)  # the technique: the tracer, in a child process
     BK, WM, WN = 8, 32, 64
     log = _log_sgemm("08-warp-tile", kernel, 32, 128, BK)
+    skipped = _staged(log, 32, 128, BK)
+    if skipped:
+        return False, f"{right}, but {skipped}."
     trace = log.shared_trace(merge=("ld", "st"))
     footprints = {}
     for ins in trace.instructions:

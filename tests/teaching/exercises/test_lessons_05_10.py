@@ -185,7 +185,7 @@ def test_08_pieces_half_the_block_tile_apart_run_past_it_named_without_a_line_nu
     tile. The check names the array and the ranges, quotes the hint on the pieces' spacing, and
     gives no line number (the lines of @unrolled's expansion are not the student's)."""
     fb = check_cell("08-warp-tile", replace=[("j // 4 * (LN * 4)", "j // 4 * (BN // 2)")])
-    _fails(fb, "indexed sB past its end", "out of bounds", "col_of(j) must stay within 0..127",
+    _fails(fb, "indexed sB past its end", "out of bounds", "col_of(j) within 0..127",
            "LN * 4 columns apart")
     assert "line " not in str(fb) and "compact" not in str(fb)
 

@@ -31,8 +31,8 @@ print(f"dbuf at 4096^3 on the {prev.device}: {d.measured_ms:.2f} ms, {2 * 4096**
       f"{WHAT[second].split(' (')[0]}, {d.ceilings_ms[second]:.2f} ms.")
 
 # %% [markdown]
-# Lesson 07's kernel is one of a family (`TileConfig`). This lesson adds the warp tile and
-# sweeps the family's fields.
+# This lesson adds the warp tile to lesson 07's family of kernels (`TileConfig`) and sweeps
+# its fields.
 #
 # ## Idea: block tile → warp tile → thread tile
 #
@@ -49,17 +49,17 @@ figures.warp_tiles(WM=32, WN=64, ax=ax[1])
 plt.tight_layout()
 
 # %% [markdown]
-# *Pale colours: the 8 warps of a 128 x 128 block. Inside warp 0's tile, one colour per lane:
-# its four 4x4 pieces, numbered at the first.*
+# *Pale colours: the 8 warps of a 128 x 128 block. Inside warp 0's tile, each lane's four 4x4
+# pieces, numbered with the lane.*
 #
 # Per [k-step](GLOSSARY.md#k-step) a warp needs a value of A per row of its warp tile and one
-# of B per column: 16 + 128 = 144 floats for 16 x 128, 32 + 64 = 96 for 32 x 64. Fewer
-# distinct values per warp is what warp tiles buy where a load is priced per warp:
+# of B per column: 16 + 128 = 144 floats for 16 x 128, 32 + 64 = 96 for 32 x 64. That pays
+# where a load is priced per warp:
 #
 # * **4-byte loads** (`LDS.32`, one phase of 32 lanes): a 2 x 16 warp's B reads are 2-way
 #   [bank conflicts](GLOSSARY.md#bank-conflict), a 4 x 8 warp's conflict-free;
-# * **[tensor cores](GLOSSARY.md#tensor-core)**: `mma.sync` is a whole warp's instruction,
-#   each lane holding a fragment of A, B and C ([CUTLASS](REFERENCES.md#lessons-07-08)).
+# * **[tensor cores](GLOSSARY.md#tensor-core)**: `mma.sync` is one instruction on a whole
+#   warp's fragments of A, B and C ([CUTLASS](REFERENCES.md#lessons-07-08)).
 #
 # ## Predict
 #
@@ -81,7 +81,7 @@ my_speedup = None  # your prediction: replace None with a number
 # %%
 # NBVAL_CHECK_OUTPUT
 WARPS, BK = 8, 8
-print("first LDS.128 of A and of B: distinct 16-byte addresses per quarter warp (in the warp) -> wavefronts")
+print("first LDS.128 of A, of B: addresses per quarter warp (per warp) -> wavefronts")
 for name in ("dbuf", "warptile"):
     t = shared_tracer.trace_rung(name, (128, 128, BK), merge=("ld", "st"))  # one block, one slice of K
     cost, seen = {}, []
@@ -96,9 +96,9 @@ for name in ("dbuf", "warptile"):
           f"{loads + stores} with the stores")
 
 # %% [markdown]
-# Every quarter warp reads 1 address of A and 8 of B in both layouts. What 4 x 8 shares more
-# (its quarters read the same 8 B addresses) is shared *between* quarters, served one after
-# another anyway. The profiler agrees at 4096^3:
+# Every quarter warp reads 1 address of A and 8 of B in both layouts. 4 x 8's quarters read the
+# same 8 B addresses, but quarters merge only by the paired-load rule, and lanes n and n XOR 1
+# read different B columns: the quarters are served one by one. The profiler agrees at 4096^3:
 
 # %%
 why_model = limiter_table.why(["dbuf", "warptile"])
@@ -106,16 +106,17 @@ for name in ("dbuf", "warptile"):
     n, r = limiter_table.counts(name), why_model.row(name)
     print(f"{name:<9} per warp-FFMA: {n['warp_instructions'] / n['warp_ffma']:.3f} instructions, "
           f"{n['shared_wavefronts'] / n['warp_ffma']:.3f} wavefronts; ceilings: issue {r.ceilings_ms['issue']:.2f} ms, "
-          f"shared {r.ceilings_ms['shared']:.2f}; predicted {r.predicted_ms:.3f} ms")
+          f"shared {r.ceilings_ms['shared']:.2f}")
 model_speedup = why_model.row("dbuf").predicted_ms / why_model.row("warptile").predicted_ms
 print(f"The tracer's {loads + stores} per 64 FFMA: {(loads + stores) / 64:.3f}. Model: warptile {model_speedup:.2f}x as fast as dbuf.")
 
 # %% [markdown]
-# The instructions are the same, so the binding issue ceiling does not move, and shared
-# memory's lies below it: fewer wavefronts could not buy time either.
+# The instructions are the same, so the binding issue ceiling stays, and shared
+# memory's lies below it: even fewer wavefronts (8, not 12: Lab notes) could not buy time.
 #
 # Lesson 06 pointed here with a 4 x 8 warp whose *lanes run along rows* (lane l at thread row
-# l % 4, column l // 4): its B reads pair up. `warptile` keeps the row-major order. By `bank_model`:
+# l % 4, column l // 4): its B reads pair up. By `bank_model`, with 4-byte loads of B
+# (`LDS.32`) beside:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -124,23 +125,24 @@ lane_orders = {"2 x 16, row-major (dbuf)": (lambda l: l // 16, lambda l: l % 16)
                "4 x 8, lanes along rows (lesson 06)": (lambda l: l % 4, lambda l: l // 4)}
 for label, (row, col) in lane_orders.items():
     a, b = (bank_model.wavefronts([16 * f(l) for l in range(32)], 16, paired_loads=True).wavefronts for f in (row, col))
-    print(f"{label:<36} LDS.128 of A: {a}, of B: {b}; per k-step {2 * a + 2 * b}")
+    b32 = bank_model.wavefronts([16 * col(l) for l in range(32)], 4).wavefronts  # one float of B per lane
+    print(f"{label:<36} LDS.128 A {a}, B {b}: {2 * a + 2 * b} per k-step; LDS.32 B {b32}")
 
 # %% [markdown]
-# Lanes along rows pair B's reads and unpair A's: 12 again. An order that pairs both (Lab
-# notes) would move only the shared ceiling.
+# Lanes along rows pair B and unpair A: 12 again. With 4-byte loads the squarer warp
+# pays: 2 x 16 lanes' B reads conflict 2-way.
 #
 # ## The sweep
 #
-# Which fields matter? A label lists them: `128x128x8` is BM x BN x BK,
-# `warp 32x64` WM x WN, `thread 8x8` TM x TN, `stages` the shared buffers, `pad` the padding
-# of the A tile, `regs` the [register cap](GLOSSARY.md#max-registers); `spread` staggers the
-# next slice's staging through the k-steps, `guard` is lesson 07's load guard (`if`, or
-# clamped loads: `select`). First, `TileConfig.validate()` rejects what cannot work:
+# A label lists the fields: `128x128x8` is BM x BN x BK,
+# `warp 32x64` WM x WN, `thread 8x8` TM x TN, `stages` the shared buffers, `pad` the A tile's
+# padding, `regs` the [register cap](GLOSSARY.md#max-registers); `spread` staggers the next
+# slice's staging through the k-steps, `guard` is lesson 07's load guard (`if`, or clamped
+# loads: `select`). `TileConfig.validate()` rejects what cannot work:
 
 # %%
 # NBVAL_CHECK_OUTPUT
-for bad in [dict(WM=64, WN=64), dict(BK=64)]:
+for bad in [dict(WM=64, WN=64)]:
     try:
         TileConfig(**bad).validate()
     except ValueError as e:
@@ -148,10 +150,9 @@ for bad in [dict(WM=64, WN=64), dict(BK=64)]:
 
 # %% [markdown]
 # `tuning.sweep(configs)` compiles, checks and times each valid configuration at 4096^3 with
-# cuBLAS: a grid (four tile shapes, BK 8 or 16, one or two buffers) plus single changes around
-# `tuning.SWEEP_BASE`, `TileConfig()` with clamped loads. The sweep was laid out around
-# `select`; its single change to `if` won and became the default (lesson 07's guard). The
-# notebook shows a recorded run.
+# cuBLAS, in one run: a grid (four tile shapes, BK 8 or 16, one or two buffers) plus
+# single changes around `tuning.SWEEP_BASE`, `TileConfig()` with clamped loads, slower than
+# `if` (below): compare the grid's cells with each other, not with the Measure table.
 
 # %%
 RUN_SWEEP = False  # True: run the whole sweep here (a GPU only; several minutes)
@@ -163,13 +164,32 @@ else:
     rows, where = record.rows, f"{record.device.name}, {record.date[:10]}, {runs} run{'s' if runs > 1 else ''}"
 grid = {replace(tuning.SWEEP_BASE, **shape, BK=bk, stages=s) for shape in tuning.TILE_SHAPES for bk in (8, 16) for s in (1, 2)}
 grid_rows = [r for r in rows if r.config and TileConfig(**r.config) in grid]
-tuning.heatmap(grid_rows, x=tuning.depth_buffers, y=tuning.tile_shape_and_cap,
+by_row = {}
+for r in grid_rows:
+    by_row.setdefault(tuning.tile_shape_and_cap(r.config), []).append(r)
+
+
+def row_facts(cfg):
+    """block / warp / thread tile (threads), register cap; registers, warps per SM"""
+    rs = by_row[tuning.tile_shape_and_cap(cfg)]
+    span = lambda v: f"{min(v)}" if min(v) == max(v) else f"{min(v)}-{max(v)}"  # noqa: E731
+    return (f"{tuning.tile_shape_and_cap(cfg)}\n{span([r.registers for r in rs])} registers, "
+            f"{span([r.blocks_per_sm * r.threads // 32 for r in rs])} warps/SM")
+
+
+tuning.heatmap(grid_rows, x=tuning.depth_buffers, y=row_facts,
                title=f"SGEMM 4096^3, clamped loads: TFLOPS and % of cuBLAS ({where})");
 
+
 # %% [markdown]
-# A single change alters one field of the base, timed in the same run. It counts where the
+# 8x16 thread tiles need over 200 registers (no cap): half the base's warps per SM to hide
+# latency. 64x128 blocks fit 3 or 4 per SM uncapped. With one buffer, BK 16 beats BK 8: each
+# slice waits once for its loads (lesson 07), and BK 16 has half as many.
+
+# %% [markdown]
+# A single change alters one field of the base. It counts where the
 # [p10-p90](GLOSSARY.md#p10-p90) ranges do not overlap and it exceeds 1% (two runs of one
-# configuration on this GPU differ by less: Lab notes). Beside each: the compiler's facts that moved.
+# configuration differ by less: Lab notes). Beside each: the compiler's facts that moved.
 
 # %%
 SAME = 1.0  # %: a smaller change is a tie
@@ -177,7 +197,7 @@ timed = [r for r in rows if r.config and r.gflops]
 base = next(r for r in timed if TileConfig(**r.config) == tuning.SWEEP_BASE)
 FACTS = {"registers": "registers", "local_bytes": "spill bytes", "blocks_per_sm": "blocks/SM"}
 verdicts, changed = {}, {}
-print(f"base: {base.label}, {base.gflops / 1e3:.2f} TFLOPS; "
+print(f"base (TileConfig() with clamped loads): {base.gflops / 1e3:.2f} TFLOPS; "
       + ", ".join(f"{getattr(base, f)} {what}" for f, what in FACTS.items()))
 for fields_, before in tuning.CHANGES:
     for a, b in tuning.single_changes(timed, fields_, before):
@@ -196,17 +216,18 @@ print(f"The warp tile: {'a tie, as the model predicts' if verdicts['WMxWN -> 16x
       f"Faster than the base: {', '.join(faster) or 'no change'}.")
 
 # %% [markdown]
-# The compiler's facts explain two losses: without the cap, the extra registers cost a block
-# per SM; BK 16 spills. One buffer is lesson 07's loss.
+# The compiler's facts explain one loss: without the cap, the extra registers cost a block per
+# SM. One buffer is lesson 07's loss. BK 16 loses where it spills: with one buffer or `spread`
+# it spills less and gains (Lab notes).
 #
-# **The sweep found nothing faster than lesson 07's `dbuf`.** Its one faster change is `dbuf`'s
-# own guard; the warp tile ties. The last rung is `dbuf` with the squarer warp tile, the shape
-# that pays with tensor cores.
+# **The sweep found nothing faster than lesson 07's `dbuf`**: its one faster change is `dbuf`'s
+# own guard. The last rung keeps the 32 x 64 warp tile: free here, and the shape tensor-core
+# kernels build on (not in this course).
 #
 # ## The kernel: `TileConfig()`
 #
-# `TileConfig()` is `warptile`, the kernel behind `gl.sgemm`. The cell compiles lesson 07's
-# `make_kernel` for it (edit the fields to try another):
+# `TileConfig()` is `warptile`, the kernel behind `gl.sgemm`, compiled by lesson 07's
+# `make_kernel` (edit the fields to try another):
 
 # %%
 best = tuning.best(rows)
@@ -251,8 +272,9 @@ else:
         kernels, [(n, n, n) for n in (1024, 2048, 4096, 8192)], 10))
 plots.versus_size(sizes, ["dbuf", "warptile", "cublas"])
 plt.show()
-print(f"dbuf's line lies under warptile's. At 1024^3, 128 x 128 tiles make {(1024 // 128) ** 2} blocks "
-      f"for {sizes.device.sm_count} SMs.")
+blocks, sms = (1024 // 128) ** 2, sizes.device.sm_count
+print(f"dbuf's line lies under warptile's. At 1024^3, 128 x 128 tiles make {blocks} blocks for {sms} SMs"
+      + (f": {sms - blocks} SMs sit idle." if blocks < sms else "."))
 
 # %% [markdown]
 # ## Why: the limiter model
@@ -273,24 +295,27 @@ n_w, n_c = limiter_table.counts("warptile"), limiter_table.counts("cublas")
 fewer = (n_w["warp_instructions"] / n_w["warp_ffma"]) / (n_c["warp_instructions"] / n_c["warp_ffma"])
 busier = rc.utilization_pct[rc.binding] / rw.utilization_pct[rw.binding]
 print(f"cuBLAS binds on {limiter_table.SHORT[rc.binding]}{' too' if rc.binding == rw.binding else ''} and runs "
-      f"{rw.measured_ms / rc.measured_ms:.3f}x as fast: {fewer:.3f}x fewer instructions per warp-FFMA times a "
-      f"binding unit {busier:.3f}x as busy ({rc.utilization_pct[rc.binding]:.0f}%) gives {fewer * busier:.3f}x.")
+      f"{rw.measured_ms / rc.measured_ms:.3f}x as fast: {abs(100 * (1 - 1 / fewer)):.1f}% "
+      f"{'fewer' if fewer >= 1 else 'more'} instructions per warp-FFMA, and a binding unit "
+      f"{abs(100 * (busier - 1)):.1f}% {'busier' if busier >= 1 else 'less busy'} "
+      f"({rc.utilization_pct[rc.binding]:.0f}%): {fewer:.3f} x {busier:.3f} = {fewer * busier:.3f}x.")
 print(f"DRAM was {rw.utilization_pct['dram']:.0f}% busy for warptile, the L2 {rw.utilization_pct['l2']:.0f}%.")
 
 # %% [markdown]
 # The warp tile moves addresses, not instructions: the binding ceiling stays. With DRAM that
-# idle, an order of blocks that reads less from it cannot help either (tested: Lab notes).
+# idle, an order of blocks that reads less from it cannot help either (tested on an H100: Lab notes).
 
 # %% [markdown]
 # ## Exercise 08-warp-tile: map the lanes of a warp onto a warp tile
 #
 # A block of 2 warps computes a 32 x 128 tile of C, 8x8 results per thread. `row_of(i)` and
-# `col_of(j)` give the tile row of a thread's result row `i` and the tile column of its result
-# column `j` (`i, j = 0..7`). As given they use lessons 06 and 07's layout: threads in rows of 16, a
-# warp covering 16 x 128. Rewrite them for warp tiles of 32 x 64: warp 0 owns columns 0-63,
-# warp 1 columns 64-127; a warp's lanes form a 4 x 8 grid (LM x LN), row-major, each lane's
-# results in four 4x4 pieces as before. The check runs the kernel against the float64
-# reference and traces one block: each warp must read 96 distinct floats per k-step, conflict-free.
+# `col_of(j)` give the tile row and column of a thread's result row `i` and column `j`
+# (`i, j = 0..7`). As given they use lesson 06's layout: threads in rows of 16, a warp covering
+# 16 x 128, a thread's four 4x4 pieces half the *block* tile apart. Rewrite them for warp tiles
+# of 32 x 64: warp 0 owns columns 0-63, warp 1 64-127; a warp's lanes form a 4 x 8 grid
+# (LM x LN), row-major, each lane's four 4x4 pieces half the *warp* tile apart (LM * 4 rows,
+# LN * 4 columns), as in the figure above. The check also traces one block: each warp must
+# read 96 distinct floats per k-step, conflict-free.
 
 # %%
 import numpy as np
@@ -387,12 +412,10 @@ exercises.check("08-warp-tile", sgemm_ex08)
 # * Block tile → warp tile → thread tile: a squarer warp tile reads fewer distinct values per
 #   warp (96 floats per k-step, not 144); that pays where a load is priced per warp.
 # * Here it ties: an `LDS.128` is priced per quarter warp, and every quarter reads 1 address
-#   of A and 8 of B in either layout (12 wavefronts per k-step).
-# * Above all, the instructions are the same, and issue, the binding ceiling, lies above
-#   shared memory's.
+#   of A and 8 of B in either layout (12 wavefronts); the instructions are the same, and issue binds.
 # * A sweep turns guesses into measurements: credit a field only with a same-run change of it
-#   alone, read beside registers, spills and blocks per SM. This one found nothing faster than `dbuf`.
-# * What is left to cuBLAS is in the issue column (lesson 10).
+#   alone, read beside the compiler's facts. This one found nothing faster than `dbuf`.
+# * cuBLAS's lead is in issue: fewer instructions, a busier issue unit (lesson 10).
 
 # %% [markdown]
 # ## Sources and further reading
@@ -405,11 +428,12 @@ exercises.check("08-warp-tile", sgemm_ex08)
 # ## Lab notes
 #
 # **Every configuration of the sweep**, fastest first, and every pair in it that differs in one
-# field (`tuning.CHANGES`), not only those around the base:
+# field (`tuning.CHANGES`), not only those around the base, with its verdict by the 1% rule.
+# Every change but `guard` itself was timed with clamped loads; none was timed again with `if`.
 
 # %%
 from IPython.display import Markdown
-Markdown(tuning.table_markdown(rows) + "\n\n" + tuning.changes_markdown(rows))
+Markdown(tuning.table_markdown(rows) + "\n\n" + tuning.changes_markdown(rows, same=SAME))
 
 # %% [markdown]
 # **Why 1%.** The sweep holds two configurations that the benchmark record of the same GPU also
@@ -432,10 +456,16 @@ for name, cfg in twins.items():
 # %% [markdown]
 # **Padding.** Without `pad_a` the transposing stores into the A tile conflict 2-way (traced
 # below), yet the sweep's `pad_a -> 0` change is small: those stores are a small share of the
-# wavefronts, and issue binds, not shared memory.
+# wavefronts, and issue binds, not shared memory. Traced as in the Predict's answer: one block,
+# one slice of K, the buffer it is read from (with K = BK the kernel also stages an empty next
+# slice into the other).
 
 # %%
-Markdown(tuning.traffic_markdown(tuning.shared_traffic([tuning.SWEEP_BASE, replace(tuning.SWEEP_BASE, pad_a=0)])))
+traffic = tuning.shared_traffic([tuning.SWEEP_BASE, replace(tuning.SWEEP_BASE, pad_a=0)], arrays=("sA0", "sB0"))
+for t in traffic:
+    print(f"pad {t['label'].split(' pad ')[1].split()[0]}: per warp per k-step {t['loads_paired']['wavefronts'] / (WARPS * BK):g} "
+          f"load + {t['stores']['wavefronts'] / (WARPS * BK):g} store wavefronts")
+Markdown(tuning.traffic_markdown(traffic))
 
 # %% [markdown]
 # **Try it: a lane order that pairs both tiles.** Which 4 x 8 lane order makes lanes n and
@@ -457,20 +487,23 @@ print(f"shared ceiling at that count: about {shared_at:.2f} ms, against {why.row
 # exercise 08-warp-tile's `row_of` and `col_of`, this order passes its check too.
 #
 # **What the compiler's facts leave open.** `spread -> True` changes no register, spill or
-# occupancy count and still loses; the grid's 64x128x16 block with two buffers falls far below
-# its neighbours without spilling (the table above). Neither cause was measured (the
-# instruction mix and stall reasons of these configurations were not profiled).
+# occupancy count and still loses. In the 128 x 128 block, BK 8 -> 16 loses where the spill
+# grows to 80 bytes and gains where it stays at 8 or none (one buffer, `spread`): the spill is
+# the suspect, not proven. The 64x128 block with two buffers loses a third at BK 16 without
+# spilling (the tables above). The instruction mix and stall reasons of these configurations
+# were not profiled.
 
 # %% [markdown]
 # ### Block order and the L2 cache
 #
 # Blocks that share a block-row of A or a block-column of B find it in the
 # [L2 cache](GLOSSARY.md#l2) instead of [DRAM](GLOSSARY.md#dram) when they run at the same
-# time. Triton's **grouped order** ([block order](GLOSSARY.md#block-order)) hands out blocks
-# GROUP_M tile rows at a time, column by column, so a [wave](GLOSSARY.md#wave) covers a
-# squarer patch of C and reads fewer strips of A and B (right; left: row-major).
-# `TileConfig(group_m=G)` gives that order; `tools/l2order.py` timed both in one run and
-# profiled each at 8192^3. That record exists only for the H100, the GPU printed below.
+# time. The **grouped order** ([block order](GLOSSARY.md#block-order)) of the matmul tutorial of
+# Triton (a Python language for GPU kernels: [REFERENCES.md](REFERENCES.md#lessons-07-08)) hands
+# out blocks GROUP_M tile rows at a time, column by column, so a [wave](GLOSSARY.md#wave) covers
+# a squarer patch of C and reads fewer strips of A and B (right; left: row-major).
+# `TileConfig(group_m=G)` gives that order. One run timed both orders and profiled each at
+# 8192^3, on an H100 only (the GPU printed below).
 
 # %%
 from gemm_lessons.teaching import block_order
@@ -507,8 +540,7 @@ else:
 # %% [markdown]
 # **The grouped order**, in Triton's form: block `pid` of a 1-D grid gets its tile like this.
 # `TileConfig(group_m=G)` gets the same order from a 3-D grid (G, tile columns, groups)
-# without a division ([`test_block_order.py`](../tests/teaching/test_block_order.py) checks it
-# for hundreds of grid shapes).
+# without a division.
 
 # %%
 # source: gemm_lessons/teaching/block_order.py  (the package runs this same code; a test keeps the two identical)
@@ -527,26 +559,3 @@ def grouped_tile(pid, tiles_m, tiles_n, group_m):
 # NBVAL_CHECK_OUTPUT
 for g in (1, 4):
     print(f"GROUP_M = {g}: tiles (row, column) of blocks 0-11:", [grouped_tile(pid, 10, 7, g) for pid in range(12)])
-
-# %% [markdown]
-# **A model of the first wave.** `block_order.model` counts the strips of A and B that the
-# first wave reads and turns them into DRAM bytes, assuming blocks start in waves, in index
-# order, move through K together, and keep nothing from one wave to the next. The profiler's
-# bytes at 8192^3 against the model's:
-
-# %%
-if orders is not None and counters:
-    resident = block_order.resident_blocks(orders)
-    l2_bytes = block_order.l2_size(orders)[0]
-    n = block_order.PROFILE_SIZE
-    for g, name in block_order.groups_of(orders):
-        m = block_order.model(n, n, n, g, resident, l2_bytes)
-        print(f"GROUP_M = {g:>2}: model {m.dram_bytes / 1e9:.2f} GB, profiler {dram[g]:.2f} GB "
-              f"({dram[g] / (m.dram_bytes / 1e9):.1f}x the model)")
-
-# %% [markdown]
-# The model undercounts every order, row-major most, and gets the direction right for
-# GROUP_M = 8 and 16, not for 4 (it predicts no gain, the profiler measured a large one). Its
-# assumptions are the suspects: after the first wave, blocks start one by one as others
-# finish, not in clean waves, and need not move through K in step; which one fails was not
-# measured. The time, which DRAM does not bind, barely moves in any order.

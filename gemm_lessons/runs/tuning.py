@@ -160,11 +160,13 @@ CHANGES = [("stages", 1), ("BK", 8), ("max_registers", 128), ("BM", 128), (("WM"
            ("pad_a", 4), ("spread", False), ("guard", "select")]
 
 
-def changes_markdown(rows, changes=CHANGES):
+def changes_markdown(rows, changes=CHANGES, same=None):
     """Every pair of timed configurations that differ in one change of ``changes`` (see
     single_changes): TFLOPS before and after, the change (from the unrounded timings), whether
     the two were timed in the same run and then whether their p10-p90 ranges are apart, and
-    threads, registers, spill bytes and blocks per SM, "before → after" where they differ."""
+    threads, registers, spill bytes and blocks per SM, "before → after" where they differ.
+    ``same`` (a margin in %): add a verdict column, "tie" where the change is at most ``same``
+    or the ranges overlap, else "faster" or "slower"."""
     def both(x, y):
         return f"{_blank(x)}" if x == y else f"{_blank(x)} → {_blank(y)}"
 
@@ -176,12 +178,17 @@ def changes_markdown(rows, changes=CHANGES):
             values = ["x".join(str(getattr(c, f)) for f in names) for c in (ca, cb)]
             runs = ("different runs" if not same_run(a, b)
                     else "same run, ranges apart" if ranges_apart(a, b) else "same run, ranges overlap")
+            pct = change_pct(a, b)
+            verdict = ([] if same is None else
+                       ["tie" if abs(pct) <= same or not ranges_apart(a, b) else "faster" if pct > 0 else "slower"])
             body.append([f"{'x'.join(names)}: {values[0]} → {values[1]}", a.label,
-                         f"{a.gflops / 1e3:.2f} → {b.gflops / 1e3:.2f}", f"{change_pct(a, b):+.1f}%", runs,
+                         f"{a.gflops / 1e3:.2f} → {b.gflops / 1e3:.2f}", f"{pct:+.1f}%", runs, *verdict,
                          both(a.threads, b.threads), both(a.registers, b.registers),
                          both(a.local_bytes, b.local_bytes), both(a.blocks_per_sm, b.blocks_per_sm)])
-    return tables.markdown(["one change", "in configuration", "TFLOPS before → after", "change", "timed in",
-                            "threads", "registers", "spill bytes", "blocks/SM"], body, "llrrlrrrr")
+    verdict = [] if same is None else [f"verdict (±{same:g}%)"]
+    return tables.markdown(["one change", "in configuration", "TFLOPS before → after", "change", "timed in", *verdict,
+                            "threads", "registers", "spill bytes", "blocks/SM"], body,
+                           "llrrl" + "l" * len(verdict) + "rrrr")
 
 
 def pieces_16_bytes(addresses):
@@ -193,11 +200,13 @@ def pieces_16_bytes(addresses):
     return pieces(addresses), max(pieces(addresses[q:q + 8]) for q in range(0, len(addresses), 8))
 
 
-def shared_traffic(configs, shape=(128, 128, 8)):
+def shared_traffic(configs, shape=(128, 128, 8), arrays=None):
     """Block 0 of each TileConfig's kernel at ``shape``, traced on the simulator (lesson 06's
     shared-memory tracer and bank model; in a child process on a machine with a GPU): one dict
     per configuration with its label, the load and store totals (instructions, wavefronts,
-    ideal, conflicts) and the worst conflict degree of any store."""
+    ideal, conflicts) and the worst conflict degree of any store.  ``arrays``: count only the
+    accesses to these shared arrays (("sA0", "sB0"): one buffer; with K = BK a two-buffer kernel
+    also stages an empty next slice into sA1, sB1); None: all."""
     from gemm_lessons.instruments import shared_tracer
     from gemm_lessons.instruments.simulator_process import run_on_simulator
 
@@ -205,7 +214,7 @@ def shared_traffic(configs, shape=(128, 128, 8)):
         code = ("import json; from gemm_lessons.runs import tuning; "
                 "from gemm_lessons.kernels.sgemm.warptile import TileConfig; "
                 f"print(json.dumps(tuning.shared_traffic([TileConfig(**c) for c in {[asdict(c) for c in configs]!r}], "
-                f"{tuple(shape)!r})))")
+                f"{tuple(shape)!r}, {None if arrays is None else tuple(arrays)!r})))")
         return run_on_simulator(code, "tracing")
     from numba import cuda
 
@@ -217,6 +226,8 @@ def shared_traffic(configs, shape=(128, 128, 8)):
     out = []
     for cfg in configs:
         t = shared_tracer.trace(lambda: warptile.sgemm(A, B, C, config=cfg), merge=("ld", "st"))
+        if arrays is not None:
+            t = replace(t, instructions=[i for i in t.instructions if i.array in arrays])
         stores = [i.cost.degree for i in t.instructions if i.op == "st"]
         out.append({"label": cfg.short(), "loads": t.totals("ld"), "loads_paired": t.totals("ld", rule="paired"),
                     "stores": t.totals("st"), "worst_store_degree": max(stores, default=0)})

@@ -300,7 +300,8 @@ def double_buffer_timeline(slices=4, ax=None):
 
 def warp_tiles(BM=128, BN=128, WM=32, WN=64, TM=8, TN=8, ax=None):
     """The block tile cut into warp tiles (colours), and in warp 0 the lanes' 4x4 pieces: lane l
-    sits at (l // LN, l % LN) of an LM x LN grid, repeated TM/4 x TN/4 times across the warp tile."""
+    sits at (l // LN, l % LN) of an LM x LN grid, repeated TM/4 x TN/4 times across the warp tile;
+    every piece is numbered with its lane (20 colours repeat among 32 lanes)."""
     LM, LN = WM // TM, WN // TN
     if ax is None:
         _, ax = plt.subplots(figsize=(5.5, 5.5))
@@ -317,8 +318,7 @@ def warp_tiles(BM=128, BN=128, WM=32, WN=64, TM=8, TN=8, ax=None):
             for q in range(TN // 4):
                 y, x = p * LM * 4 + lr * 4, q * LN * 4 + lc * 4
                 ax.add_patch(patches.Rectangle((x, y), 4, 4, fc=cmap(lane % 20), alpha=0.9, ec="white", lw=0.3))
-                if p == 0 and q == 0:
-                    ax.text(x + 2, y + 2, str(lane), ha="center", va="center", fontsize=5)
+                ax.text(x + 2, y + 2, str(lane), ha="center", va="center", fontsize=5)
     ax.set_xlim(0, BN)
     ax.set_ylim(BM, 0)
     ax.set_aspect("equal")

@@ -127,6 +127,9 @@ def test_changes_table_says_which_pairs_share_a_run():
     assert "| guard: select → if |" in table and "| +3.0% | same run, ranges apart |" in table
     assert "| pad_a: 4 → 0 |" in table and "same run, ranges overlap" in table
     assert "| max_registers: 128 → None |" in table and "| different runs | 256 | 128 → 130 | 0 | 2 → 1 |" in table
+    judged = tuning.changes_markdown(rows, same=1.0)  # the verdict by lesson 08's rule: > 1% and ranges apart
+    assert "verdict (±1%)" in judged and "| +3.0% | same run, ranges apart | faster |" in judged
+    assert "| same run, ranges overlap | tie |" in judged
 
 
 def test_pieces_of_a_warp_wide_16_byte_load():
@@ -146,6 +149,12 @@ def test_without_padding_the_a_stores_conflict_2_way_and_the_loads_do_not_change
     assert unpadded["stores"]["conflicts"] > 0 and unpadded["worst_store_degree"] == 2
     assert unpadded["stores"]["wavefronts"] < padded["loads"]["wavefronts"] / 4  # the stores: a small share
     assert "| 2-way |" in tuning.traffic_markdown([unpadded]) and "no conflict" in tuning.traffic_markdown([padded])
+    # one buffer (the one the slice is read from), as lesson 08's tracer cell counts: per warp per k-step
+    # 12 load wavefronts and 1 store (with K = BK the kernel also stages an empty next slice into sA1, sB1)
+    one, = tuning.shared_traffic([tuning.SWEEP_BASE], arrays=("sA0", "sB0"))
+    per_step = 8 * tuning.SWEEP_BASE.BK  # warps x k-steps of the one slice
+    assert one["loads_paired"]["wavefronts"] / per_step == 12 and one["stores"]["wavefronts"] / per_step == 1
+    assert padded["stores"]["wavefronts"] == 2 * one["stores"]["wavefronts"]
 
 
 def _pair(sweep, fields, before, **where):

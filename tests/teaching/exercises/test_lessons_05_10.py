@@ -172,10 +172,22 @@ def test_08_solution_passes_and_lesson_07_layout_fails_naming_warp_tiles():
 
 @requires_simulator
 def test_08_contiguous_columns_conflict_and_a_bad_mapping_is_wrong():
-    _fails(check_cell("08-warp-tile", replace=[("(lane % LN) * 4 + j % 4 + j // 4 * (LN * 4)",
-                                                "(lane % LN) * 8 + j")]), "bank conflicts")
+    fb = check_cell("08-warp-tile", replace=[("(lane % LN) * 4 + j % 4 + j // 4 * (LN * 4)", "(lane % LN) * 8 + j")])
+    _fails(fb, "the warp tiles are right", "bank conflicts", "Hint: warp w owns columns", "LN * 4 columns apart")
+    assert "compact" not in str(fb)  # the warp-tile test passed: not the hint about compact regions
     _fails(check_cell("08-warp-tile", replace=[("(lane // LN) * 4 + i % 4", "(lane // LN) * 2 + i % 4")]),
            "result is wrong")
+
+
+@requires_simulator
+def test_08_pieces_half_the_block_tile_apart_run_past_it_named_without_a_line_number():
+    """Lesson 06's column gap (BN // 2) inside a 64-column warp tile: col_of runs past the block
+    tile. The check names the array and the ranges, quotes the hint on the pieces' spacing, and
+    gives no line number (the lines of @unrolled's expansion are not the student's)."""
+    fb = check_cell("08-warp-tile", replace=[("j // 4 * (LN * 4)", "j // 4 * (BN // 2)")])
+    _fails(fb, "indexed sB past its end", "out of bounds", "col_of(j) within 0..127",
+           "LN * 4 columns apart")
+    assert "line " not in str(fb) and "compact" not in str(fb)
 
 
 @requires_simulator
@@ -184,7 +196,7 @@ def test_08_a_forgotten_warp_offset_is_named_as_overlapping_warps():
     (two warps, one element of C) and the offset, not the guards or the grid."""
     fb = check_cell("08-warp-tile", replace=[("(warp % (BN // WN)) * WN + ", "")])
     _fails(fb, "result is wrong", "(warp 0) and", "(warp 1) both write C[", "Two warps compute the same outputs",
-           "own offset")
+           "own offset", "Hint: first find warp w's region")
     assert "guards" not in str(fb)
 
 

@@ -513,8 +513,8 @@ exercises.check("07-double-buffer", sgemm_ex07)
 # %% [markdown]
 # ## Lab notes
 #
-# **`make_kernel`, whole.** The package's code behind the excerpt above. Edit it, run this cell
-# and the next, then rerun the cells from the Check of `dbuf` on: they use your version.
+# **`make_kernel`, whole.** The package's code behind the excerpt above. Edit it, run the two
+# cells below, then rerun the cells from the Check of `dbuf` on: they use your version.
 
 # %%
 from dataclasses import dataclass, fields
@@ -807,8 +807,10 @@ guard_facts = compiler_facts.compiler_facts({name: my_kernels[name] for name in 
                                                                                 "dbuf_select")},
                                             threads={name: 256 for name in my_kernels}, record=rec07)
 display(guards, guard_facts)
-spilled = [name for name, f in guard_facts.facts.items() if f.get("local_bytes")]
-print("Spilled to local memory (LDL/STL in the SASS): " + (", ".join(spilled) if spilled else "none") + ". "
+local_ops = {name: sum(n for op, n in (f.get("sass") or {}).items() if op.startswith(("LDL", "STL")))
+             for name, f in guard_facts.facts.items()}  # every width, LDL.64 and LDL.LU.64 included
+spilled = [f"{name} ({n} LDL/STL of any width)" for name, n in local_ops.items() if n]
+print("Spilled to local memory: " + (", ".join(spilled) if spilled else "none") + ". "
       + "; ".join(f"{name} vs dbuf: {everything.speedup(name, 'dbuf'):.2f}x" for name in ("dbuf_short_circuit",
                                                                                            "dbuf_select")) + ".")
 

@@ -1,16 +1,14 @@
 # %% [markdown]
 # # 07 · Double buffering: load the next slice while computing this one
 #
-# **Where we are.** Lesson 06's kernel computes 512 FMAs per thread per slice of K, but every
-# slice starts the same way: all threads load A and B from global memory, *wait* for it, store
-# it into shared memory, meet at a barrier, compute, and meet at a barrier again. While they
-# wait, the FP32 units likely idle (a second block on the SM may compute meanwhile, but this
-# lesson does not profile how much it covers).
+# **Where we are.** Lesson 06's `vec_split` reads shared memory without bank conflicts. The
+# [limiter model](GLOSSARY.md#limiter-model), on the [limiter run](GLOSSARY.md#limiter-run):
 
 # %%
+# %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
-from gemm_lessons.model import counting
-from gemm_lessons.teaching import exercises, figures, measure_step, plots
+from gemm_lessons.model.limiter import WHAT
+from gemm_lessons.teaching import exercises, figures, limiter_table, measure_step, plots
 from gemm_lessons.instruments import compiler_facts
 from gemm_lessons.kernels import ladder
 from gemm_lessons.records import results
@@ -21,29 +19,84 @@ from numba import cuda, float32
 # %matplotlib inline
 print(gl.banner())
 
-# %%
-measure_step.recorded(["vec_split", "cublas"])  # where we start; this lesson's rung is measured below
+prev = limiter_table.why(["vec_split", "dbuf_one_buffer", "cublas"])  # the limiter run: every rung timed and profiled on one GPU
+r = prev.row("vec_split")
+print(f"vec_split at 4096^3 on the {prev.device}: {r.measured_ms:.2f} ms, {2 * 4096**3 / r.measured_ms / 1e9:.1f} "
+      f"TFLOPS. Binding ceiling: {WHAT[r.binding].split(' (')[0]}, {r.ceilings_ms[r.binding]:.2f} ms, "
+      f"{r.predicted_ms:.2f} ms with the last, partial wave. Measured/predicted: {r.ratio:.2f}; the "
+      f"{limiter_table.SHORT[r.binding]} unit was busy {r.utilization_pct[r.binding]:.0f}% of the cycles.")
 
 # %% [markdown]
+# (A [wave](GLOSSARY.md#wave): one round of blocks filling the SMs.) In the other cycles
+# every warp was [stalled](GLOSSARY.md#stall-reasons). Per slice of K, the threads load A and B
+# from global memory, *wait* for it ([latency](GLOSSARY.md#latency)), store it into shared
+# memory, meet at a [barrier](GLOSSARY.md#barrier), compute 8 k-steps, and meet again before
+# anyone overwrites the tiles.
+#
 # ## Idea: two shared buffers
 #
-# Give the block two shared buffers. While the threads compute from buffer 0, the loads of the
-# *next* slice are already in flight into registers; after the compute they go into buffer 1,
-# one barrier, and the roles swap. The global-memory latency can now hide behind a slice's
-# compute (512 FMAs per thread), and a slice needs one barrier instead of two. The price: more
-# registers per thread (the staged float4s of A and B are held across the compute; the
-# compiler-facts tables below give the registers per thread) and twice the shared memory.
+# Give each tile two shared buffers ([double buffering](GLOSSARY.md#double-buffering)). While
+# the threads compute from buffer 0, the next slice's loads travel into registers; after the
+# compute they go into buffer 1, one barrier, and the roles swap. The wait runs under the
+# compute, and one barrier per slice suffices. The price: twice the shared memory, and
+# registers holding the next slice.
 
 # %%
 figures.double_buffer_timeline();
 
 # %% [markdown]
+# *One warp, schematic, not to scale. One buffer (top): load, wait, store, barrier, compute,
+# barrier. Two buffers (bottom): the next slice's loads (pale) travel during the compute.*
+#
+# Why does one buffer stall at all, when other warps could issue during the wait?
+
+# %%
+m = limiter_table.machine()
+n = limiter_table.counts("dbuf_one_buffer")  # what the profiler counted in one launch at 4096^3
+warp_slices = (4096 // 128) ** 2 * 8 * (4096 // 8)  # blocks x 8 warps x 512 slices
+per_slice = n["warp_instructions"] / warp_slices
+wait = m.dram_latency_ns * m.clock_mhz / 1e3
+print(f"A DRAM load takes {m.dram_latency_ns:.0f} ns, {wait:,.0f} cycles; a scheduler's 4 warps (2 blocks x 8 warps, "
+      f"4 schedulers) hold {4 * per_slice:,.0f} instructions of compute per slice, plenty to cover it. But with one "
+      f"buffer, every warp of a block waits at the barrier for the block's slowest load: only the other block's "
+      f"warps can issue.")
+
+# %% [markdown]
+# ## Predict
+#
+# The limiter model counts work: instructions, shared-memory
+# [wavefronts](GLOSSARY.md#wavefront), bytes. With a second buffer each slice keeps its loads,
+# stores and FMAs and loses one barrier:
+
+# %%
+print(f"One barrier fewer is {100 / per_slice:.2f}% of the {per_slice:.0f} instructions per warp per slice.")
+
+# %% [markdown]
+# So no ceiling moves; only the stall time, which the model does not count, can shrink.
+#
+# **Your prediction:** `dbuf_one_buffer` keeps one buffer (load, store, barrier, 8 k-steps,
+# barrier); `dbuf` is the same code with a second buffer (one function builds both, below).
+# How many times as fast is `dbuf` at 4096^3?
+
+# %%
+my_speedup = None  # your prediction: replace None with a number (for example 1.1)
+
+# %% [markdown]
+# The model's own answer:
+
+# %%
+r1, best = prev.row("dbuf_one_buffer"), prev.row("cublas").ratio
+print(f"Model: 1.00x while the stalls stay. With no stall at all, dbuf_one_buffer would run at its prediction, "
+      f"{r1.ratio:.2f}x faster; cuBLAS, the closest, runs at {best:.2f} x its prediction: {r1.ratio / best:.2f}x "
+      f"is a realistic best.")
+
+# %% [markdown]
 # ## First attempt: lesson 06's kernel with a buffer index
 #
-# The obvious way: make each shared array one dimension bigger, `sAT[2, BK, BM]`, and put a
-# buffer index `buf` in front of every shared index; `buf = 1 - buf` after each slice.
-#
-# **Predict:** faster than lesson 06?
+# Make each shared array one dimension bigger, `sAT[2, BK, BM]`, put a buffer index `buf` in
+# front of every shared index, and flip `buf = 1 - buf` after each slice. The rest is
+# `vec_split`'s, shared reads written element by element for the compiler to merge into
+# `LDS.128` (lesson 05).
 
 # %%
 from gemm_lessons.core.float4 import load4, store4  # lesson 05's 16-byte loads and stores
@@ -80,9 +133,9 @@ def sgemm_dbuf_indexed(A, B, C, alpha, beta):
             acc[i, j] = np.float32(0.0)
     # prologue: slice 0 into buffer 0
     x0 = x1 = x2 = x3 = y0 = y1 = y2 = y3 = np.float32(0.0)
-    if row0 + a_r < M and a_c < K:
+    if (row0 + a_r < M) & (a_c < K):
         x0, x1, x2, x3 = load4(A, row0 + a_r, a_c)
-    if b_r < K and col0 + b_c < N:
+    if (b_r < K) & (col0 + b_c < N):
         y0, y1, y2, y3 = load4(B, b_r, col0 + b_c)
     sAT[0, a_c + 0, a_r] = x0
     sAT[0, a_c + 1, a_r] = x1
@@ -98,9 +151,9 @@ def sgemm_dbuf_indexed(A, B, C, alpha, beta):
         nxt = k0 + BK
         # the next slice's global loads start now and land in registers during the compute
         x0 = x1 = x2 = x3 = y0 = y1 = y2 = y3 = np.float32(0.0)
-        if row0 + a_r < M and nxt + a_c < K:
+        if (row0 + a_r < M) & (nxt + a_c < K):
             x0, x1, x2, x3 = load4(A, row0 + a_r, nxt + a_c)
-        if nxt + b_r < K and col0 + b_c < N:
+        if (nxt + b_r < K) & (col0 + b_c < N):
             y0, y1, y2, y3 = load4(B, nxt + b_r, col0 + b_c)
         for k in range(BK):  # lesson 06's k-step, with the buffer index in front of every shared index
             for i in static_range(TM):
@@ -138,71 +191,330 @@ def sgemm_dbuf_indexed(A, B, C, alpha, beta):
 
 # %%
 from gemm_lessons.kernels.sgemm import dbuf_first_attempt as dbuf
-# the kernel of the cell above (edit it, run both cells: the check, the timing and the
-# compiler facts below use your version), launched like the package's
+# the kernel of the cell above (edit it, run both cells: the check uses your version, and on a
+# GPU the timing and the compiler facts too), launched like the package's
 my_dbuf_indexed = functools.partial(dbuf.sgemm_indexed, kernel=sgemm_dbuf_indexed)
 gl.check_all(my_dbuf_indexed, name="dbuf_indexed",
              shapes=[(68, 44, 36, 1.0, 0.0), (36, 72, 20, 1.5, -0.5)])
 
-# %% [markdown]
-# **Predict, then measure_step.** Write your answer as a number: how many times as fast as
-# `vec_split` (lesson 06) will `dbuf_indexed` run at 4096^3 (above 1: faster, below 1: slower)?
-# On a GPU the next cell measures both now; on the simulator it shows the recorded GPU result.
-
-# %%
-my_ratio = None  # your prediction: replace None with a number (for example 1.1)
-
-# %%
-first = measure_step.compare({"vec_split": ladder.SGEMM["vec_split"],
-                         "dbuf_indexed": my_dbuf_indexed}, size=(4096, 4096, 4096))
-first
-
-# %%
-exercises.compare_prediction(my_ratio, first.speedup("dbuf_indexed", "vec_split"),
-                             "dbuf_indexed vs vec_split at 4096^3 (times as fast)", first.source)
 
 # %% [markdown]
-# On the H100 this first attempt ran slower than `vec_split` (the table above). Ask the
-# compiler what changed: the indexed version has fewer `LDS.128`, 4-byte `LDS` in their place,
-# and more registers. A likely reason: with `buf` a runtime value in every index, [NVVM](GLOSSARY.md#nvvm) could not
-# prove for some loads that four neighbouring shared loads form one aligned 16-byte load (lesson
-# 05's merging; it merged the others: the table's `LDS.128` and `LDS` columns). This comparison does not say which difference costs the
-# time: the kernel also changed its schedule (the next slice's loads under the compute). The
-# second attempt below keeps every shared load 16 bytes wide with the same schedule, but it also
-# differs in other ways (its load guard, its full unrolling, its padding and register cap, the
-# layout of its threads, separate shared arrays and two slices per trip of the loop: compare the
-# two cells), so how it fares points at the lost wide loads without isolating them.
+# Before timing it, ask the compiler what it made of it ([compiler facts](GLOSSARY.md#compiler-facts)):
 
 # %%
-compiler_facts.compiler_facts({"vec_split": ladder.SGEMM["vec_split"].kernel,
-                               "dbuf_indexed": sgemm_dbuf_indexed},
-                              threads={"vec_split": 256, "dbuf_indexed": 256})
+import os
+path = results.course_path("experiment", "lesson07")  # lesson 07's own GPU record where one exists, else the bench record
+rec07 = results.read(path) if os.path.exists(path) else results.load()
+first_facts = compiler_facts.compiler_facts({"vec_split": ladder.SGEMM["vec_split"].kernel,
+                                             "dbuf_indexed": sgemm_dbuf_indexed},
+                                            threads={"vec_split": 256, "dbuf_indexed": 256}, record=rec07, loops=True)
+first_facts
+
+
+# %%
+def per_ffma(loop, BK=8):
+    """Instructions the main loop issues per FFMA: the k-step loop BK times, the rest of the slice loop once."""
+    return (BK * loop["inner"] + loop["outer_rest"]) / (BK * loop["inner_FFMA"])
+
+
+fv, fi = first_facts["vec_split"], first_facts["dbuf_indexed"]
+wide = {name: f["sass"].get("LDS.128", 0) for name, f in (("vec_split", fv), ("dbuf_indexed", fi))}
+narrow = fi["sass"].get("LDS", 0)
+print(f"Registers: {fv['registers']} -> {fi['registers']}. " + (
+      f"With `buf` a runtime value in every shared index, the compiler keeps {wide['dbuf_indexed']} of vec_split's "
+      f"{wide['vec_split']} LDS.128 and uses {narrow} four-byte LDS for the rest (a constant index keeps all four: "
+      "Lab notes)." if narrow else f"Every shared load stays 16 bytes wide ({wide['dbuf_indexed']} LDS.128)."))
+if fv.get("loop") and fi.get("loop"):
+    ipf_v, ipf_i = per_ffma(fv["loop"]), per_ffma(fi["loop"])
+    issue_i = r.ceilings_ms["issue"] * ipf_i / ipf_v
+    print(f"The last two columns are the main loop: the k-step loop, run 8 times per slice, and the rest of the loop "
+          f"over slices. It issues {ipf_i:.2f} instructions per FFMA against vec_split's {ipf_v:.2f}: the issue ceiling "
+          f"{'rises' if issue_i > r.ceilings_ms['issue'] else 'goes'} from {r.ceilings_ms['issue']:.2f} to "
+          f"{issue_i:.2f} ms. " + (f"To win, the second buffer must remove more than {issue_i - r.ceilings_ms['issue']:.2f} "
+                                   "ms of stalls." if issue_i > r.ceilings_ms["issue"] else "It wins even at equal stalls."))
+else:  # this record has no main-loop counts: its shared loads still price the k-step
+    extra = 8 * (wide["dbuf_indexed"] + narrow - wide["vec_split"])
+    base = limiter_table.counts("vec_split")["warp_instructions"] / warp_slices
+    print(f"Per k-step, {wide['dbuf_indexed'] + narrow} shared loads instead of {wide['vec_split']}: {extra} more "
+          f"instructions per warp per slice than vec_split's {base:.0f} (+{100 * extra / base:.0f}%), more of the "
+          "binding work." if extra > 0 else "")
 
 # %% [markdown]
 # ## Second attempt: a kernel that leaves the compiler nothing to guess
 #
-# `make_kernel(config)` below (the package's `gemm_lessons/kernels/sgemm/warptile.py`) builds
-# the kernel for a `TileConfig`: the kernel reads the configuration's sizes as constants, and
-# `static_range` writes out every k-step of a slice. Lesson 08 explores the other fields, and
-# lesson 11 uses the last one, `split_k` (a block sums only its part of k; at its default, off,
-# the kernel sums all of k as before). Like lesson 05's `vec`, it reads A and B 16 bytes at a time,
-# so K and N must be multiples of 4 (`warptile.sgemm` refuses other shapes and says so); lesson 11
-# lifts that. For double buffering it does four things differently:
+# `make_kernel(config)` (the package's `warptile.py`, whole and editable in the Lab notes)
+# builds a kernel for a `TileConfig`. Three things differ:
 #
-# 1. **Two separate shared arrays per tile** (`sA0`, `sA1`, `sB0`, `sB1`), and the main loop
-#    handles *two* slices per trip (compute from 0 while filling 1, barrier, compute from 1
-#    while filling 0, barrier). Every shared index is a plain expression again.
-# 2. **Explicit 128-bit shared loads.** `load4` (lesson 05's intrinsic) works on shared arrays
-#    too, so every k-step of a slice can be written out (fully unrolled) without relying on
-#    the compiler to merge loads.
-# 3. **The next slice's loads come first**, the compute from the current buffer follows, then
-#    the stores into the other buffer: the loads are in flight during all 8 k-steps.
-# 4. **Guards without real branches.** Loads outside A or B must read zeros. How the condition
-#    is written matters (measured below): `if row_ok & (k < K):` is one condition, which the
-#    compiler can turn into a *[predicated](GLOSSARY.md#predicate)* load (likely here; the
-#    tables below show speed and instruction counts, not predicates); `if row_ok and k < K:` is
-#    Python's short-circuit `and`, two branches, and with the loads in the middle of unrolled
-#    code that costs.
+# 1. **Two separate shared arrays per tile** (`sA0`, `sA1`, `sB0`, `sB1`), two slices per trip
+#    of the main loop: every shared index is a plain expression.
+# 2. **Explicit 128-bit shared loads** (`load4`), every k-step written out by `static_range`.
+# 3. **The next slice's loads first**, then the 8 k-steps, then the stores into the other
+#    buffer (`compute_and_stage`; `stage` loads and stores a slice at once).
+#
+# The main loop, one buffer and two:
+
+# %%
+import textwrap
+from dataclasses import replace
+from gemm_lessons.core.lesson_cells import region
+from gemm_lessons.kernels.sgemm import warptile
+from gemm_lessons.kernels.sgemm.warptile import TileConfig, make_kernel  # the Lab notes' copy replaces these when run
+lines = region("gemm_lessons/kernels/sgemm/warptile.py").splitlines()
+start = next(i for i, line in enumerate(lines) if "if static(STAGES == 1):" in line)
+end = next(i for i in range(start, len(lines)) if lines[i].strip().startswith("for i in static_range(TM):"))
+print(textwrap.dedent("\n".join(lines[start:end])))
+
+# %% [markdown]
+# `stages=1` gives `dbuf_one_buffer`, which differs from `dbuf` in the second buffer and the
+# two slices per trip it needs. Both guard their loads with one condition, `if a & b:`. The
+# [rung](GLOSSARY.md#rung): 8x8 results per thread, a 16 x 128
+# [warp tile](GLOSSARY.md#warp-tile), two buffers:
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print(dbuf.DBUF_CONFIG.short(), "|", dbuf.DBUF_CONFIG.threads, "threads,",
+      dbuf.DBUF_CONFIG.shared_bytes, "bytes of shared memory")
+
+# %%
+my_dbuf = make_kernel(dbuf.DBUF_CONFIG)  # edit make_kernel in the Lab notes, run that cell, and what follows uses your version
+gl.check_all(functools.partial(warptile.sgemm, kernel=my_dbuf), name="dbuf",
+             shapes=[(68, 44, 36, 1.0, 0.0), (36, 72, 20, 1.5, -0.5), (1, 4, 4, 2.0, 1.0)] if gl.SIMULATOR else
+                    [(68, 44, 36, 1.0, 0.0), (516, 1028, 260, -1.0, 0.5), (4, 4, 4, 2.0, 1.0)])
+
+# %% [markdown]
+# The price of the second buffer, from the compiler:
+
+# %%
+my_one_buffer = make_kernel(replace(dbuf.DBUF_CONFIG, stages=1))
+twin_facts = compiler_facts.compiler_facts({"dbuf_one_buffer": my_one_buffer, "dbuf": my_dbuf},
+                                           threads={"dbuf_one_buffer": 256, "dbuf": 256}, record=rec07)
+f1, f2 = twin_facts["dbuf_one_buffer"], twin_facts["dbuf"]
+display(twin_facts)
+print(f"Shared memory: {f1['shared_bytes']:,} -> {f2['shared_bytes']:,} bytes per block.")
+
+# %% [markdown]
+# ## Measure
+#
+# Both attempts, the one-buffer twin and `vec_split` in one run (plus the Lab notes' two guard
+# variants; on a GPU this first compiles the kernels):
+
+# %%
+configs = {"dbuf_one_buffer": replace(dbuf.DBUF_CONFIG, stages=1), "dbuf": dbuf.DBUF_CONFIG,
+           "dbuf_short_circuit": replace(dbuf.DBUF_CONFIG, guard="and"),
+           "dbuf_select": replace(dbuf.DBUF_CONFIG, guard="select")}
+my_kernels = {"vec_split": ladder.SGEMM["vec_split"].kernel, "dbuf_indexed": sgemm_dbuf_indexed,
+              "dbuf_one_buffer": my_one_buffer, "dbuf": my_dbuf,
+              **{name: make_kernel(configs[name]) for name in ("dbuf_short_circuit", "dbuf_select")}}
+kernels = {"vec_split": ladder.SGEMM["vec_split"], "dbuf_indexed": my_dbuf_indexed,
+           **{name: functools.partial(warptile.sgemm, kernel=my_kernels[name]) for name in configs}}
+everything = measure_step.compare(kernels, size=(4096, 4096, 4096), record=rec07)
+main_rows = ("vec_split", "dbuf_indexed", "dbuf_one_buffer", "dbuf", "cublas")
+table = replace(everything, rows=[row for row in everything.rows if row.kernel in main_rows])
+display(table)
+GUARD_CHANGE = "2026-11-28"  # the day vec_split and the first attempt got their one-condition guards
+if gl.SIMULATOR and str(rec07.date)[:10] < GUARD_CHANGE:
+    print(f"This run ({str(rec07.date)[:10]}) timed older vec_split and first-attempt code, guarding loads with "
+          "Python's `if a and b:` (two branches), not the `&` shown above (Lab notes: what that guard costs dbuf).")
+
+# %%
+exercises.compare_prediction(my_speedup, table.speedup("dbuf", "dbuf_one_buffer"),
+                             "dbuf vs dbuf_one_buffer, two buffers vs one, at 4096^3 (times as fast)", table.source)
+
+# %% [markdown]
+# Each change, credited by the pair of kernels that differ in it (this table's run):
+
+# %%
+for name, base, what in [("dbuf_indexed", "vec_split", "second buffer, runtime index (first attempt)"),
+                         ("dbuf_one_buffer", "vec_split", "rewrite as make_kernel, one buffer"),
+                         ("dbuf", "dbuf_one_buffer", "second buffer, same code"),
+                         ("dbuf", "vec_split", "the rung against lesson 06")]:
+    print(f"{what:<45} {name} vs {base}: {table.speedup(name, base):.2f}x")
+
+# %% [markdown]
+# ## Why: the limiter model
+
+# %%
+why = limiter_table.why(["vec_split", "dbuf_one_buffer", "dbuf", "cublas"], measured=table, decimals=2)
+why
+
+# %%
+rv, r1, r2, rc = (why.row(rung) for rung in ("vec_split", "dbuf_one_buffer", "dbuf", "cublas"))
+short, b = limiter_table.SHORT, r1.binding
+stall = {x.rung: x.measured_ms - x.predicted_ms for x in (rv, r1, r2)}
+print("Measured minus predicted is time lost to stalls (the model assumes the binding unit busy every cycle): "
+      + ", ".join(f"{name} {ms:.2f} ms" for name, ms in stall.items()) + ".")
+print(f"The rewrite (vec_split -> dbuf_one_buffer) {'cut' if r1.ceilings_ms[b] < rv.ceilings_ms[b] else 'raised'} "
+      f"the {short[b]} ceiling from {rv.ceilings_ms[b]:.2f} to {r1.ceilings_ms[b]:.2f} ms: the model predicts "
+      f"{rv.predicted_ms / r1.predicted_ms:.2f}x, measured {rv.measured_ms / r1.measured_ms:.2f}x.")
+moved = max(abs(r2.ceilings_ms[k] / r1.ceilings_ms[k] - 1) for k in ("fp32", "issue", "shared"))
+below = min(r2.ceilings_ms[b] / r2.ceilings_ms[k] for k in ("l2", "dram"))
+n1, n2 = (limiter_table.counts(x)["warp_instructions"] for x in ("dbuf_one_buffer", "dbuf"))
+u1, u2 = r1.utilization_pct[b], r2.utilization_pct[b]
+print(f"The second buffer moved no binding ceiling (FP32, issue, shared: at most {100 * moved:.0f}%); the L2 and DRAM "
+      f"bytes, which depend on cache hits, {'rose' if r2.ceilings_ms['dram'] > r1.ceilings_ms['dram'] else 'changed'} "
+      f"but stay {below:.0f}x below the {short[b]} ceiling. Predicted {r1.predicted_ms / r2.predicted_ms:.2f}x, "
+      f"measured {r1.measured_ms / r2.measured_ms:.2f}x. Why: at {n2 / n1:.2f}x the instructions, the {short[b]} unit "
+      f"was busy {u1:.0f}% -> {u2:.0f}% of the cycles ({u2 / u1:.2f}x); stalls {stall['dbuf_one_buffer']:.2f} -> "
+      f"{stall['dbuf']:.2f} ms.")
+if not (r1.measured_here and r2.measured_here):
+    print(f"(Times marked * are the limiter run's; the Measure table's run gives "
+          f"{table.speedup('dbuf', 'dbuf_one_buffer'):.2f}x for the same pair.)")
+if fv.get("loop") and fi.get("loop"):  # the first attempt is not in the limiter run: its compiler facts price it
+    print(f"The first attempt: {ipf_i / ipf_v:.2f}x vec_split's instructions per FFMA predicts {ipf_v / ipf_i:.2f}x "
+          f"its speed at equal stalls; measured {table.speedup('dbuf_indexed', 'vec_split'):.2f}x.")
+else:
+    print(f"The first attempt (not in the limiter run), {table.speedup('dbuf_indexed', 'vec_split'):.2f}x vs vec_split: "
+          "its narrower shared loads add instructions, the binding work.")
+
+# %% [markdown]
+# ## Exercise 07-double-buffer: write the double-buffered main loop
+#
+# Lesson 06's exercise kernel, now with **two** buffers per tile (`sAT0`/`sB0`, `sAT1`/`sB1`)
+# and three helpers:
+#
+# * `load_slice(k0)`: the slice at `k0`, global memory -> registers (zeros outside A and B, so
+#   a `k0` past `K` loads nothing);
+# * `store_slice(sA, sB)`: registers -> the buffer `sA`, `sB`;
+# * `compute(sA, sB)`: the slice's BK k-steps from that buffer.
+#
+# Write the main loop: a prologue putting slice 0 into buffer 0; then per slice, start the next
+# slice's loads, compute from the current buffer, store into the *other* buffer, and **one**
+# `cuda.syncthreads()`. Keep the current buffer out of runtime values: two slices per trip,
+# buffer 0 then buffer 1, as `make_kernel` does. The check compares with the float64
+# reference, then traces one block on the simulator (K = 32): no
+# [race](GLOSSARY.md#data-race), at most one barrier per slice plus the prologue's, and each
+# slice's next loads issued before its k-steps.
+
+# %%
+import numpy as np
+from numba import cuda, float32
+from gemm_lessons.teaching import exercises
+from gemm_lessons.core.float4 import load4, store4
+from gemm_lessons.core.unroll import static_range, unrolled
+
+BM, BN, BK, TM, TN = 64, 64, 8, 8, 8  # the check launches ceil(N/64) x ceil(M/64) blocks of 64 threads
+THREADS = (BM // TM) * (BN // TN)     # 64
+A_LOADS = BM * BK // 4 // THREADS     # 2 float4s of A per thread per slice, A_STEP rows apart
+A_STEP = THREADS // (BK // 4)
+B_LOADS = BK * BN // 4 // THREADS     # 2 float4s of B, B_STEP rows apart
+B_STEP = THREADS // (BN // 4)
+A_ROW = BM + 4                        # padded rows of the transposed A tile (exercise 06)
+
+
+@cuda.jit
+@unrolled
+def sgemm_ex07(A, B, C, alpha, beta):
+    sAT0 = cuda.shared.array((BK, A_ROW), float32)  # buffer 0
+    sB0 = cuda.shared.array((BK, BN), float32)
+    sAT1 = cuda.shared.array((BK, A_ROW), float32)  # buffer 1
+    sB1 = cuda.shared.array((BK, BN), float32)
+    tid = cuda.threadIdx.x
+    row0 = cuda.blockIdx.y * BM
+    col0 = cuda.blockIdx.x * BN
+    M, K = A.shape
+    N = B.shape[1]
+    tc = tid % (BN // TN)
+    t_row = (tid // (BN // TN)) * TM
+    a_r = tid // (BK // 4)
+    a_c = (tid % (BK // 4)) * 4
+    b_r = tid // (BN // 4)
+    b_c = (tid % (BN // 4)) * 4
+    acc = cuda.local.array((TM, TN), float32)
+    a = cuda.local.array(TM, float32)
+    b = cuda.local.array(TN, float32)
+    xa = cuda.local.array((A_LOADS, 4), float32)  # a slice on its way from global to shared memory
+    xb = cuda.local.array((B_LOADS, 4), float32)
+    for i in static_range(TM):
+        for j in static_range(TN):
+            acc[i, j] = np.float32(0.0)
+
+    def col_of(j):  # exercise 06's split: 4 columns in each half of the tile
+        return tc * 4 + j % 4 + j // 4 * (BN // 2)
+
+    def load_slice(k0):  # global -> registers (zeros outside A and B)
+        for p in static_range(A_LOADS):
+            xa[p, 0] = xa[p, 1] = xa[p, 2] = xa[p, 3] = np.float32(0.0)
+            if (row0 + a_r + p * A_STEP < M) & (k0 + a_c < K):  # `&`, not `and`: one condition, no branch
+                xa[p, 0], xa[p, 1], xa[p, 2], xa[p, 3] = load4(A, row0 + a_r + p * A_STEP, k0 + a_c)
+        for q in static_range(B_LOADS):
+            xb[q, 0] = xb[q, 1] = xb[q, 2] = xb[q, 3] = np.float32(0.0)
+            if (k0 + b_r + q * B_STEP < K) & (col0 + b_c < N):
+                xb[q, 0], xb[q, 1], xb[q, 2], xb[q, 3] = load4(B, k0 + b_r + q * B_STEP, col0 + b_c)
+
+    def store_slice(sA, sB):  # registers -> one buffer
+        for p in static_range(A_LOADS):
+            for d in static_range(4):
+                sA[a_c + d, a_r + p * A_STEP] = xa[p, d]
+        for q in static_range(B_LOADS):
+            store4(sB, b_r + q * B_STEP, b_c, xb[q, 0], xb[q, 1], xb[q, 2], xb[q, 3])
+
+    def compute(sA, sB):  # the BK k-steps of one slice, from one buffer
+        for k in static_range(BK):
+            for i in static_range(TM):
+                a[i] = sA[k, t_row + i]
+            for j in static_range(TN):
+                c = col_of(j)
+                b[j] = sB[k, c]
+            for i in static_range(TM):
+                for j in static_range(TN):
+                    acc[i, j] += a[i] * b[j]
+
+    ### BEGIN SOLUTION: pass
+    load_slice(0)  # prologue: slice 0 into buffer 0
+    store_slice(sAT0, sB0)
+    cuda.syncthreads()
+    for k0 in range(0, K, 2 * BK):  # two slices per trip: the buffers' roles are fixed in each half
+        load_slice(k0 + BK)  # the next slice's loads are in flight during the compute
+        compute(sAT0, sB0)
+        store_slice(sAT1, sB1)  # into the buffer nobody reads in this slice
+        cuda.syncthreads()  # buffer 1 complete, buffer 0 free
+        if k0 + BK >= K:
+            break
+        load_slice(k0 + 2 * BK)
+        compute(sAT1, sB1)
+        store_slice(sAT0, sB0)
+        cuda.syncthreads()
+    ### END SOLUTION
+    for i in static_range(TM):
+        row = row0 + t_row + i
+        for j in static_range(TN):
+            c = col_of(j)
+            col = col0 + c
+            if row < M and col < N:
+                if beta == 0:
+                    C[row, col] = alpha * acc[i, j]
+                else:
+                    C[row, col] = alpha * acc[i, j] + beta * C[row, col]
+
+
+exercises.check("07-double-buffer", sgemm_ex07)
+
+# %% [markdown]
+# ## Takeaway
+#
+# * Double buffering moves no binding ceiling of the limiter model: each slice keeps its loads,
+#   stores and FMAs. It removes stall time (the next slice's loads travel during the compute),
+#   so the binding unit is busy more of the cycles.
+# * Credit a speedup to a technique only against a twin that differs in it alone:
+#   `dbuf_one_buffer` against `dbuf`, not the first attempt against the second.
+# * A runtime buffer index cost 16-byte shared loads, hence instructions, the binding work.
+#   Leave the compiler nothing to guess (separate buffers, explicit `load4`); check the SASS.
+# * Next (lesson 08): the other fields of `TileConfig`, and a sweep that picks the best.
+
+# %% [markdown]
+# ## Sources and further reading
+#
+# * The source articles this lesson re-tells and tests: [[4]](REFERENCES.md#seed-003), [[5]](REFERENCES.md#seed-004) (their origins and what each
+#   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
+# * What to read next: [REFERENCES.md, lesson 07](REFERENCES.md#lessons-07-08).
+# * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
+#   introduced in the [primer](00a_primer.ipynb).
+
+# %% [markdown]
+# ## Lab notes
+#
+# **`make_kernel`, whole.** The package's code behind the excerpt above. Edit it, run the two
+# cells below, then rerun the cells from the Check of `dbuf` on: they use your version.
 
 # %%
 from dataclasses import dataclass, fields
@@ -479,257 +791,66 @@ def make_kernel(cfg):
     return sgemm_warptile
 
 
-# %% [markdown]
-# The [rung](GLOSSARY.md#rung) of this lesson is one configuration of the configurable kernel above
-# (`make_kernel` and its `TileConfig`, which lesson 08 sweeps): 8x8 results per thread, a warp covering a 16 x 128 [warp tile](GLOSSARY.md#warp-tile),
-# and the second buffer. It is not lesson 06's arrangement of threads exactly: there a thread's
-# two 4-row pieces lie half a tile apart, here they lie closer (the expanded source below shows
-# where), one more difference between the two attempts of this lesson. Its configuration:
-
-# %%
-# NBVAL_CHECK_OUTPUT
-print(dbuf.DBUF_CONFIG.short(), "|", dbuf.DBUF_CONFIG.threads, "threads,",
-      dbuf.DBUF_CONFIG.shared_bytes, "bytes of shared memory")
-
-# %%
-from dataclasses import replace
-from gemm_lessons.kernels.sgemm import warptile
-my_dbuf = make_kernel(dbuf.DBUF_CONFIG)  # the kernel defined above: edit it, and what follows uses your version
-lines = expanded_source(my_dbuf).splitlines()
-start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("for k0 in range("))
-print(f"numba compiles {len(lines)} lines once every static_range loop is written out; the main loop begins:\n")
-print("\n".join(lines[start:start + 40]))
-print("    ...")
-
-# %%
-gl.check_all(functools.partial(warptile.sgemm, kernel=my_dbuf), name="dbuf",
-             shapes=[(68, 44, 36, 1.0, 0.0), (36, 72, 20, 1.5, -0.5), (1, 4, 4, 2.0, 1.0)] if gl.SIMULATOR else
-                    [(68, 44, 36, 1.0, 0.0), (516, 1028, 260, -1.0, 0.5), (4, 4, 4, 2.0, 1.0)])
 
 # %% [markdown]
-# ## Measure: when double buffering helps, and when it does not
-#
-# Four kernels from `make_kernel` above differ in one setting each: one buffer or two (one buffer
-# also means two barriers per slice and no loads in flight during the compute); the guard around
-# the staging loads written three ways. Lesson 06's kernel is
-# the baseline. (On a GPU this first compiles the kernels not compiled yet: the progress bar shows
-# how long.)
+# **The load guard, written three ways.** Loads outside A or B must read zeros. `dbuf` writes
+# the condition as one expression, `if a & b:`, which the compiler can turn into a
+# [predicated](GLOSSARY.md#predicate) load. `dbuf_short_circuit` writes Python's `if a and b:`:
+# two branches, in the middle of unrolled code. `dbuf_select` clamps the address into the
+# matrix and replaces the value by 0 outside it, with no branch around the load. The same run
+# as the Measure table, and their compiler facts:
 
 # %%
-configs = {"dbuf_one_buffer": replace(dbuf.DBUF_CONFIG, stages=1), "dbuf": dbuf.DBUF_CONFIG,
-           "dbuf_short_circuit": replace(dbuf.DBUF_CONFIG, guard="and"),
-           "dbuf_select": replace(dbuf.DBUF_CONFIG, guard="select")}
-my_kernels = {"vec_split": ladder.SGEMM["vec_split"].kernel,
-              **{name: my_dbuf if cfg == dbuf.DBUF_CONFIG else make_kernel(cfg) for name, cfg in configs.items()}}
-kernels = {"vec_split": ladder.SGEMM["vec_split"],
-           **{name: functools.partial(warptile.sgemm, kernel=my_kernels[name]) for name in configs}}
-table = measure_step.compare(kernels, size=(4096, 4096, 4096))
-table
-
-# %%
-for name, base, what in [("dbuf", "dbuf_one_buffer", "two buffers instead of one"),
-                         ("dbuf_short_circuit", "dbuf", "`and` (two branches) instead of `&`"),
-                         ("dbuf_select", "dbuf", "clamp + select instead of `if ... & ...`"),
-                         ("dbuf", "vec_split", "this lesson's rung against lesson 06")]:
-    print(f"{what:<45} {table.speedup(name, base):.2f}x  ({table.source})")
-
-# %%
-compiler_facts.compiler_facts(my_kernels, threads={name: 256 for name in my_kernels})
-
+guards = replace(everything, rows=[row for row in everything.rows
+                                   if row.kernel in ("dbuf", "dbuf_short_circuit", "dbuf_select")])
+guard_facts = compiler_facts.compiler_facts({name: my_kernels[name] for name in ("dbuf", "dbuf_short_circuit",
+                                                                                "dbuf_select")},
+                                            threads={name: 256 for name in my_kernels}, record=rec07)
+display(guards, guard_facts)
+local_ops = {name: sum(n for op, n in (f.get("sass") or {}).items() if op.startswith(("LDL", "STL")))
+             for name, f in guard_facts.facts.items()}  # every width, LDL.64 and LDL.LU.64 included
+spilled = [f"{name} ({n} LDL/STL of any width)" for name, n in local_ops.items() if n]
+print("Spilled to local memory: " + (", ".join(spilled) if spilled else "none") + ". "
+      + "; ".join(f"{name} vs dbuf: {everything.speedup(name, 'dbuf'):.2f}x" for name in ("dbuf_short_circuit",
+                                                                                           "dbuf_select")) + ".")
 
 # %% [markdown]
-# What the two tables say, read together:
+# Source article [[4]](REFERENCES.md#seed-003) warns that double buffering written naively can
+# lose to register spills. Here the second buffer spilled nothing; the short-circuit guard did.
 #
-# * **Reading the FFMA column**: it counts instructions in the compiled code, not how often they
-#   run. `vec_split`'s 128 are one k-step's 64 in its loop plus 64 in the `beta != 0` epilogue
-#   (the code after the k-loop that writes C, here reading C when beta is not 0);
-#   `dbuf_one_buffer`'s 576 are a slice's 8 k-steps written out (8 x 64) plus those 64; `dbuf`'s
-#   1,088 are the two slices of one trip (16 x 64) plus 64. Every kernel does the same FMAs.
-# * **Two buffers** are the big step, against the same kernel with one buffer: likely because
-#   the next slice's loads are in flight during the compute, and one barrier per slice instead
-#   of two (the SASS counts 3 `BAR` for dbuf: the
-#   prologue's, and one for each of the two slices its main loop handles per trip; 2 for the
-#   one-buffer kernel's loop of one slice). The register count rises to the cap of
-#   128 (the one-buffer kernel used fewer), and two blocks still fit on an SM: the table cannot show
-#   what the second buffer would have cost without the cap.
-# * **The short-circuit guard** (`and`) made the compiler [spill](GLOSSARY.md#register-spill) (local memory, `LDL`/`STL` in
-#   the SASS). A likely reason: the two branches split the unrolled code into pieces, and the
-#   values staged across them no longer fitted in 128 registers; the table shows the spills,
-#   not why the compiler made them. Same idea, very different speed.
-# * **Clamp + select** keeps a condition but no branch around the load (the address is clamped
-#   into the matrix and the value replaced by 0 outside it); its instruction counts in the table
-#   are those of `dbuf`, and the single-condition `if ... & ...` was a little faster, for a reason
-#   these tables do not show.
-# * **The first attempt** lost some `LDS.128` and ran slower than lesson 06's kernel; `dbuf`,
-#   with every shared load 16 bytes wide (no kernel of the second table has a 4-byte `LDS`
-#   column: a column appears only where some kernel has that instruction), runs faster. The two
-#   attempts differ in more than their loads (the first guards its loads with a short-circuit
-#   `and`, the change that made `dbuf_short_circuit` spill, though the first attempt itself spilled
-#   nothing (its local-bytes column); it also keeps a runtime k-loop,
-#   no padding, no register cap and another layout of threads), so this points at the wide loads
-#   without proving it.
+# **Reading the FFMA columns.** They count instructions in the code, not how often they run:
+# `vec_split`'s 128 are one k-step's 64 in its loop plus 64 in the `beta != 0` epilogue (the
+# code after the main loop that writes C); `dbuf_one_buffer` has a slice's 8 k-steps written
+# out (8 x 64) plus those 64, `dbuf` the two slices of a trip (16 x 64) plus 64. Every kernel
+# does the same FMAs.
 #
-# Source article [[4]](REFERENCES.md#seed-003) warned that double buffering written naively can
-# lose to register spills. This lesson's tables show spills too, though from another cause (the
-# short-circuit `and` around the loads, not the second buffer), and the double-buffered first
-# attempt's lost wide loads, each with the compiler's evidence beside it.
-
-# %% [markdown]
-# ## Exercise 07-double-buffer: write the double-buffered main loop
+# **The two attempts differ in more than their buffers.** Besides separate arrays and explicit
+# `load4`, `dbuf` writes out every k-step, pads the transposed A tile by 4 floats, caps
+# registers at 128, places a thread's two 4-row pieces 8 rows apart (`vec_split`: 64), and
+# handles two slices per trip. The first attempt against the second is therefore no controlled
+# comparison (a pair differing in one thing); the twins `dbuf_one_buffer` and `dbuf` are one,
+# and `vec_split` against `dbuf_one_buffer` credits the rewrite as a whole. Why the rewrite
+# stalls more than `vec_split` (the Why table's stall times) these records do not show.
 #
-# Lesson 06's exercise kernel, conflict-free (padded `sAT`, split columns), now with **two**
-# buffers per tile (`sAT0`/`sB0` and `sAT1`/`sB1`) and three helpers (each is written out where it is
-# called, like a C++ lambda):
+# **What the runtime index costs.** Compiled offline (ptxas for sm_90, no GPU;
+# `tests/kernels/test_sass_equal.py`), the first attempt with its buffer index made a constant
+# (a probe that reads buffer 0 and writes buffer 1) keeps all four `LDS.128`, its k-step is 16
+# instructions shorter, and its registers are the same. So the runtime index, not the
+# element-by-element reads, costs the 16-byte loads; the extra registers come with the
+# double-buffered schedule.
 #
-# * `load_slice(k0)`: the slice starting at `k0` from global memory into registers
-#   (`xa`, `xb`; zeros outside A and B, so a `k0` past `K` loads nothing);
-# * `store_slice(sA, sB)`: those registers into the buffer `sA`, `sB`;
-# * `compute(sA, sB)`: the BK k-steps of a slice from the buffer `sA`, `sB`.
-#
-# Write the main loop: a prologue that puts slice 0 into buffer 0, then for every slice: start
-# the next slice's loads, compute from the current buffer, store the next slice into the
-# *other* buffer, and **one** `cuda.syncthreads()`. Keep which buffer is "current" out of runtime
-# values (an index into one shared array, as in the first attempt, whose compiler facts show that
-# it lost 16-byte loads, the index being the likely reason): handle two slices per trip of the loop, buffer 0 then buffer 1, as `make_kernel`
-# does (the check below does not look for this). The check runs the kernel against the float64
-# reference, then records one block on the simulator (K = 32, four slices) with the access log:
-# no race (no shared word written by one thread and touched by another between the same two
-# barriers), at most one barrier per slice plus the prologue's, and the next slice's global
-# loads issued before each slice's k-steps. (On a GPU the result is checked there, and the
-# access log runs in a child process on the simulator.)
-
-# %%
-import numpy as np
-from numba import cuda, float32
-from gemm_lessons.teaching import exercises
-from gemm_lessons.core.float4 import load4, store4
-from gemm_lessons.core.unroll import static_range, unrolled
-
-BM, BN, BK, TM, TN = 64, 64, 8, 8, 8  # the check launches ceil(N/64) x ceil(M/64) blocks of 64 threads
-THREADS = (BM // TM) * (BN // TN)     # 64
-A_LOADS = BM * BK // 4 // THREADS     # 2 float4s of A per thread per slice, A_STEP rows apart
-A_STEP = THREADS // (BK // 4)
-B_LOADS = BK * BN // 4 // THREADS     # 2 float4s of B, B_STEP rows apart
-B_STEP = THREADS // (BN // 4)
-A_ROW = BM + 4                        # padded rows of the transposed A tile (exercise 06)
-
-
-@cuda.jit
-@unrolled
-def sgemm_ex07(A, B, C, alpha, beta):
-    sAT0 = cuda.shared.array((BK, A_ROW), float32)  # buffer 0
-    sB0 = cuda.shared.array((BK, BN), float32)
-    sAT1 = cuda.shared.array((BK, A_ROW), float32)  # buffer 1
-    sB1 = cuda.shared.array((BK, BN), float32)
-    tid = cuda.threadIdx.x
-    row0 = cuda.blockIdx.y * BM
-    col0 = cuda.blockIdx.x * BN
-    M, K = A.shape
-    N = B.shape[1]
-    tc = tid % (BN // TN)
-    t_row = (tid // (BN // TN)) * TM
-    a_r = tid // (BK // 4)
-    a_c = (tid % (BK // 4)) * 4
-    b_r = tid // (BN // 4)
-    b_c = (tid % (BN // 4)) * 4
-    acc = cuda.local.array((TM, TN), float32)
-    a = cuda.local.array(TM, float32)
-    b = cuda.local.array(TN, float32)
-    xa = cuda.local.array((A_LOADS, 4), float32)  # a slice on its way from global to shared memory
-    xb = cuda.local.array((B_LOADS, 4), float32)
-    for i in static_range(TM):
-        for j in static_range(TN):
-            acc[i, j] = np.float32(0.0)
-
-    def col_of(j):  # exercise 06's split: 4 columns in each half of the tile
-        return tc * 4 + j % 4 + j // 4 * (BN // 2)
-
-    def load_slice(k0):  # global -> registers (zeros outside A and B)
-        for p in static_range(A_LOADS):
-            xa[p, 0] = xa[p, 1] = xa[p, 2] = xa[p, 3] = np.float32(0.0)
-            if (row0 + a_r + p * A_STEP < M) & (k0 + a_c < K):  # `&`, not `and`: one condition, no branch
-                xa[p, 0], xa[p, 1], xa[p, 2], xa[p, 3] = load4(A, row0 + a_r + p * A_STEP, k0 + a_c)
-        for q in static_range(B_LOADS):
-            xb[q, 0] = xb[q, 1] = xb[q, 2] = xb[q, 3] = np.float32(0.0)
-            if (k0 + b_r + q * B_STEP < K) & (col0 + b_c < N):
-                xb[q, 0], xb[q, 1], xb[q, 2], xb[q, 3] = load4(B, k0 + b_r + q * B_STEP, col0 + b_c)
-
-    def store_slice(sA, sB):  # registers -> one buffer
-        for p in static_range(A_LOADS):
-            for d in static_range(4):
-                sA[a_c + d, a_r + p * A_STEP] = xa[p, d]
-        for q in static_range(B_LOADS):
-            store4(sB, b_r + q * B_STEP, b_c, xb[q, 0], xb[q, 1], xb[q, 2], xb[q, 3])
-
-    def compute(sA, sB):  # the BK k-steps of one slice, from one buffer
-        for k in static_range(BK):
-            for i in static_range(TM):
-                a[i] = sA[k, t_row + i]
-            for j in static_range(TN):
-                c = col_of(j)
-                b[j] = sB[k, c]
-            for i in static_range(TM):
-                for j in static_range(TN):
-                    acc[i, j] += a[i] * b[j]
-
-    ### BEGIN SOLUTION: pass
-    load_slice(0)  # prologue: slice 0 into buffer 0
-    store_slice(sAT0, sB0)
-    cuda.syncthreads()
-    for k0 in range(0, K, 2 * BK):  # two slices per trip: the buffers' roles are fixed in each half
-        load_slice(k0 + BK)  # the next slice's loads are in flight during the compute
-        compute(sAT0, sB0)
-        store_slice(sAT1, sB1)  # into the buffer nobody reads in this slice
-        cuda.syncthreads()  # buffer 1 complete, buffer 0 free
-        if k0 + BK >= K:
-            break
-        load_slice(k0 + 2 * BK)
-        compute(sAT1, sB1)
-        store_slice(sAT0, sB0)
-        cuda.syncthreads()
-    ### END SOLUTION
-    for i in static_range(TM):
-        row = row0 + t_row + i
-        for j in static_range(TN):
-            c = col_of(j)
-            col = col0 + c
-            if row < M and col < N:
-                if beta == 0:
-                    C[row, col] = alpha * acc[i, j]
-                else:
-                    C[row, col] = alpha * acc[i, j] + beta * C[row, col]
-
-
-exercises.check("07-double-buffer", sgemm_ex07)
-
-# %% [markdown]
-# ## Across sizes
-#
-# The recorded benchmark timed every rung at four square sizes in one run. This lesson's rung,
-# the rung before it and cuBLAS:
+# **Across sizes.** The recorded benchmark timed every rung at four square sizes in one run;
+# `vec_split` against `dbuf` shows the rewrite and the second buffer together:
 
 # %%
 plots.rung_versus_size("dbuf");
 
 # %% [markdown]
-# ## Takeaway
-#
-# * Double buffering is meant to overlap the next slice's global loads with this slice's compute
-#   (this lesson measured the speed, not the overlap), and it halves the barriers (the speedup is in the tables above; `dbuf_one_buffer`, the same code with
-#   one buffer, two barriers and no prefetch, was already faster than `vec_split`, so part of the
-#   step is not double buffering).
-# * It is fragile: the first attempt, with a runtime buffer index (the likely reason), lost 16-byte
-#   shared loads, and in
-#   `dbuf_short_circuit` a short-circuit `and` around the loads cost spills. Write the code so the compiler has nothing to guess
-#   (separate buffers, explicit `load4`, one condition), then confirm in the SASS.
-# * Next (lesson 08): the other fields of `TileConfig`: how the threads of a warp are laid out
-#   (warp tiles), the depth of a slice, the register cap, and a sweep that picks the best.
+# **What numba compiles.** `static_range` writes every k-step out; the start of `dbuf`'s main loop:
 
-# %% [markdown]
-# ## Sources and further reading
-#
-# * The source articles this lesson re-tells and tests: [[4]](REFERENCES.md#seed-003), [[5]](REFERENCES.md#seed-004) (their origins and what each
-#   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
-# * What to read next: [REFERENCES.md, lesson 07](REFERENCES.md#lessons-07-08).
-# * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
-#   introduced in the [primer](00a_primer.ipynb).
+# %%
+lines = expanded_source(my_dbuf).splitlines()
+start = next(i for i, line in enumerate(lines) if line.lstrip().startswith("for k0 in range("))
+print(f"numba compiles {len(lines)} lines once every static_range loop is written out; the main loop begins:\n")
+print("\n".join(lines[start:start + 24]))
+print("    ...")

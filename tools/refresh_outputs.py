@@ -4,7 +4,7 @@
 Outputs of unmarked cells are cleared (they depend on the machine); with --keep-all every
 output is kept (used for notebooks executed on a GPU, see TEACHING.md).
 
-    GEMM_LESSONS_SIMULATOR=1 python tools/refresh_outputs.py --into --cell "block_order.report()" NB
+    GEMM_LESSONS_SIMULATOR=1 python tools/refresh_outputs.py --into --cell "block_order.load_record()" NB
 executes a copy of NB and writes into NB only the outputs of the cells whose source contains one
 of the --cell strings, plus (with --fill-empty) of code cells that have none: for cells rendered
 from the records, whose output is the same on the simulator and on a GPU, in a notebook whose

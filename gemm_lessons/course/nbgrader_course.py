@@ -13,9 +13,13 @@ Each notebook is the teacher notebook from ``notebooks/`` with nbgrader's cell m
 * an exercise cell (code between ``### BEGIN SOLUTION`` and ``### END SOLUTION``) becomes a
   **solution cell** (``solution: true, grade: false, locked: false``); its trailing
   ``exercises.check("<id>", <answer>)`` line moves into
-* a new **autograded test cell** right after it (``grade: true, locked: true``; points:
-  1 for a value, 2 for code) that runs the same check and turns its Feedback into an assertion,
-  so the check runs once per exercise and the student still sees the green or red line;
+* new **autograded test cells** right after it (``grade: true, locked: true``; points: 1 for a
+  value, 2 for code): they run the package's own check **in a fresh process** on the solution
+  cell's code (gemm_lessons.course.grading: nothing the notebook redefines, ``exercises.check``
+  included, takes part), with what the cell uses from earlier cells (``context_source``), and
+  turn the Feedback into an assertion whose message is the feedback (``nbgrader validate``
+  shows it).  An exercise whose check judges a technique gets two: the **result** (1 point)
+  and the **technique** (1 point), so a right result without the technique earns half;
 * every other cell is **read-only** (``locked: true``): autograding restores it from the source.
 
 Markdown cells starting with ``**Solution`` are dropped, as ``python -m gemm_lessons.course.student``
@@ -30,6 +34,7 @@ numba's performance warnings about the checks' tiny grids stay out of the graded
 """
 import argparse
 import ast
+import builtins
 import glob
 import os
 import re
@@ -38,6 +43,7 @@ import sys
 
 import nbformat
 
+from gemm_lessons.course import grading
 from gemm_lessons.course.budget import APPENDIX
 from gemm_lessons.course.lesson_source import NOTEBOOK_DIR, REPO_DIR
 from gemm_lessons.course.student import BEGIN
@@ -110,23 +116,107 @@ def split_check(source):
     return code, call.args[0].value, ast.get_source_segment(source, call.args[1])
 
 
-def graded_cell_source(exercise_id, expression, points):
-    """The autograded cell of an exercise.  It shows the Feedback with display(), not as the
-    cell's value: nbgrader reads a graded cell's value as a partial score.  A failed check
-    raises AssertionError, which nbgrader scores 0; so does anything on stderr, which
-    exercises.check never writes."""
+def graded_cell_source(exercise_id, expression, points, part="check", context=""):
+    """An autograded cell of an exercise.  ``part``: "check" (the whole check: a value, or code
+    whose check judges no technique), "result" (the result alone) or "technique" (the whole check,
+    after the "result" cell).  The "check" and "result" cells grade the solution cell (the last
+    input of IPython's history ``In`` that is not a graded cell) with gemm_lessons.course.grading.grade, the package's own check in a
+    fresh process after ``context`` (see context_source), so that nothing the notebook redefines
+    takes part; the "technique" cell reads the verdict the "result" cell got.  The Feedback is
+    shown with display(), not as the cell's value (nbgrader reads a graded cell's value as a
+    partial score); a failure raises AssertionError with the feedback as its message, which
+    nbgrader scores 0 and ``nbgrader validate`` prints.  Nothing goes to stderr."""
     plural = "s" if points != 1 else ""
-    return (f"# Graded ({points} point{plural}): the check of exercise {exercise_id} must pass.\n"
-            f"_feedback = exercises.check(\"{exercise_id}\", {expression})\n"
+    what = {"check": f"the check of exercise {exercise_id} must pass",
+            "result": f"the result of exercise {exercise_id} must be right (its technique is graded below)",
+            "technique": f"exercise {exercise_id} must also use the lesson's technique: its whole check must pass"}[part]
+    head = (f"{grading.GRADED_MARK}{points} point{plural}): {what}.\n"
+            f"# The check runs in a fresh process on the code of the cell above (`{expression}`), as\n"
+            f"# `python -m gemm_lessons.check {exercise_id} FILE.py` would.\n")
+    if part == "technique":
+        return head + "assert _feedback.ok, _feedback.failure(\"the technique\")"
+    return (head + "from gemm_lessons.course.grading import grade as _grade\n"
+            f"_feedback = _grade({exercise_id!r}, In, {context!r})\n"
             "display(_feedback)\n"
-            f"assert _feedback.ok, {('exercise ' + exercise_id + ' is not solved yet: see the line above')!r}")
+            f"assert _feedback.{'ok' if part == 'check' else 'result_ok'}, "
+            f"_feedback.failure({'the check' if part == 'check' else 'the result'!r})")
+
+
+_BUILTINS = set(dir(builtins)) | {"display", "get_ipython", "In", "Out"}  # a notebook's, besides Python's
+
+
+def _names(tree):
+    """(names a piece of code binds at its top level, names it reads)."""
+    bound, read = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (bound if isinstance(node.ctx, (ast.Store, ast.Del)) else read).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                bound.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+    return bound, read
+
+
+def context_source(earlier_sources, code):
+    """What ``code`` (an exercise cell) uses from the lesson's earlier cells, as the code that
+    defines it: their top-level imports, assignments and definitions of the names ``code`` reads
+    without binding (and of the names those read), in the notebook's order.  The earlier cells'
+    solutions are replaced by their skeletons first, so no solution reaches the graded cell;
+    IPython's magic and shell lines become ``pass``; a cell that is still not Python is skipped."""
+    from gemm_lessons.course.student import strip_solutions
+
+    statements = []  # (bound names, read names, source) of each top-level statement, in order
+    for source in earlier_sources:
+        text = "\n".join(line if not line.lstrip().startswith(("%", "!")) else  # IPython magics, shell
+                         line[:len(line) - len(line.lstrip())] + "pass" for line in strip_solutions(source).split("\n"))
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if not isinstance(node, (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.FunctionDef,
+                                     ast.ClassDef)):
+                continue
+            bound, read = _names(node)
+            if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            statements.append((bound, read - bound, ast.get_source_segment(text, node)))
+    try:
+        bound, read = _names(ast.parse(code))
+    except SyntaxError:
+        return ""
+    wanted = read - bound - _BUILTINS
+    chosen = set()
+    for i in range(len(statements) - 1, -1, -1):  # the last definition of each name wins
+        names, reads, _ = statements[i]
+        if names & wanted:
+            chosen.add(i)
+            wanted = (wanted - names) | (reads - _BUILTINS)
+    return "\n".join(statements[i][2] for i in sorted(chosen))
+
+
+def _parts(exercise_id, points):
+    """The graded cells of an exercise, as (part, points): one "check" cell for a value or for code
+    whose check judges no technique; for the others a "result" cell and a "technique" cell that
+    share the points (the result gets the odd one), so that a right result without the technique
+    earns part of them and a blank none."""
+    from gemm_lessons.teaching.exercises import core
+
+    if not core.judges_technique(exercise_id) or points < 2:
+        return [("check", points)]
+    return [("result", points - points // 2), ("technique", points // 2)]
 
 
 def nbgrader_notebook(nb, points=None):
     """A teacher notebook (NotebookNode or dict) with nbgrader metadata and test cells."""
     points = points or {}
     nb = nbformat.from_dict(nb)
-    cells, seen = [], set()
+    cells, seen, earlier = [], set(), []  # earlier: the code cells before this one (for context_source)
     for i, cell in enumerate(nb.cells):
         cell.metadata.pop("nbgrader", None)
         if cell.cell_type == "markdown" and cell.source.lstrip().startswith("**Solution"):
@@ -147,11 +237,18 @@ def nbgrader_notebook(nb, points=None):
             if exercise_id is not None:
                 seen.add(exercise_id)
                 p = points.get(exercise_id, POINTS_VALUE if expression == "answer" else POINTS_CODE)
-                test = nbformat.v4.new_code_cell(graded_cell_source(exercise_id, expression, p))
-                test.id = f"{cell_id}-test"[:64]
-                test.metadata["nbgrader"] = _nbgrader(f"{exercise_id}-test", grade=True, locked=True, points=p)
-                cells.append(test)
+                context = context_source(earlier, code)
+                for part, pts in _parts(exercise_id, p):
+                    test = nbformat.v4.new_code_cell(graded_cell_source(exercise_id, expression, pts, part, context))
+                    suffix = "test" if part == "check" else part
+                    test.id = f"{cell_id}-{suffix}"[:64]
+                    test.metadata["nbgrader"] = _nbgrader(f"{exercise_id}-{suffix}", grade=True, locked=True,
+                                                          points=pts)
+                    cells.append(test)
+            earlier.append(code)
             continue
+        if cell.cell_type == "code":
+            earlier.append(cell.source)
         cell.metadata["nbgrader"] = _nbgrader(f"cell-{cell_id}", locked=True)
         cells.append(cell)
     missing = set(points) - seen

@@ -168,12 +168,27 @@ class _LoggedArray:
         return self._base + int(flat) * self._a.itemsize
 
     def __getitem__(self, idx):
+        if _partial(idx, self._a.ndim):  # A[row] of A[row][k]: a row to index further, not an access
+            return self._row(idx)
         self._rec.record(self._kind, "ld", self._name, self._address(idx), sys._getframe(1))
         return self._a[idx]
 
     def __setitem__(self, idx, value):
         self._rec.record(self._kind, "st", self._name, self._address(idx), sys._getframe(1))
         self._a[idx] = value
+
+    def _row(self, idx):
+        """The sub-array ``self[idx]`` (fewer indices than dimensions), logging as part of this one."""
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        first = self._address(idx + (0,) * (self._a.ndim - len(idx)))
+        return _LoggedArray(self._rec, self._kind, self._name, self._a[idx], first)
+
+
+def _partial(idx, ndim):
+    """Whether ``idx`` gives fewer integer indices than the array has dimensions (chained
+    indexing, ``sA[k][m]``, which numba compiles like ``sA[k, m]``)."""
+    idx = idx if isinstance(idx, tuple) else (idx,)
+    return len(idx) < ndim and all(isinstance(i, (int, np.integer)) for i in idx)
 
 
 def _kernel_frame():
@@ -189,6 +204,8 @@ def _global_array(rec, name, host):
 
     class LoggedDeviceArray(FakeCUDAArray):
         def __getitem__(self, idx):
+            if _partial(idx, self._logged._a.ndim):  # A[row] of A[row][k]
+                return self._logged._row(idx)
             rec.record("global", "ld", name, self._logged._address(idx), _kernel_frame())
             return super().__getitem__(idx)
 

@@ -17,8 +17,8 @@ shared-memory wavefronts and bank conflicts, the top warp stall reasons.
   ``python -m gemm_lessons.instruments.profiler record`` (``tools/gpu_run.sh profiler``); where that file
   does not exist yet, lesson 10's roofline profile (``results/ncu-roofline-<device>.csv``).
 
-The metrics, the stall reasons and the tables' rows are in ``ncu_metrics``; the lessons' readings
-of the counters in words are in gemm_lessons.teaching.profile_readings.
+The metrics, the stall reasons and the tables' rows are in ``ncu_metrics``; the lessons write
+their readings of the counters in their own cells.
 """
 import argparse
 import functools
@@ -459,18 +459,6 @@ def recorded(names, size=DEFAULT_SIZE, rows=ALL_ROWS, why="", note=None, directo
     if why:
         label += f"; {why}"
     return Profile(tuple(rec_size), rows, {col: counters.get(n) for col, n in names.items()}, label, note=note)
-
-
-def l2_sources(device=None):
-    """experiments/l2_sources/l2_sources.py's record: (its header line, {kernel name: counters}), or None."""
-    from gemm_lessons.records import results
-
-    record = results.ncu_record(results.experiment("l2_sources", "ncu", device))
-    if record is None:
-        return None
-    header, calls, launches = record
-    return header, dict(zip(calls, launches))
-
 
 
 def profile_calls(calls, warmups=1, prefix=""):

@@ -149,15 +149,6 @@ def experiment_record(name, kind="probe", device=None, run=None, directory=None)
         return json.load(f)
 
 
-def experiment_of(path):
-    """(name, kind) of the experiment record at ``path``, judged by its folder and file name, or None."""
-    folder, base = os.path.split(os.path.abspath(path))
-    for kind, pattern in EXPERIMENTS.get(os.path.basename(folder), {}).items():
-        if fnmatch.fnmatchcase(base, pattern.format(device="*", suffix="*")):
-            return os.path.basename(folder), kind
-    return None
-
-
 def read(path):
     """The record in a results file, as the type its kind has (records.BenchRecord, ...)."""
     return RECORDS[kind_of(path)].read(path)
@@ -214,11 +205,6 @@ def sgemm_rows(record, kernel=None, size=None):
     return rows
 
 
-def sgemm_gflops(record, kernel, size):
-    rows = sgemm_rows(record, kernel, size)
-    return rows[0].gflops if rows else None
-
-
 def copy_bandwidth_gbs(record):
     """The roofline's memory ceiling: the best measured copy bandwidth of ``record``, else the
     device's theoretical DRAM bandwidth."""
@@ -261,12 +247,6 @@ def ncu_record(path):
     header = lines[0][1:].strip() if lines and lines[0].startswith("# ") and not lines[0].startswith("# call ") else ""
     calls = [line[len("# call "):] for line in lines if line.startswith("# call ")]
     return header, calls, parse_ncu_csv(text)
-
-
-def ncu_where(header):
-    """The device, date and commit of a recorded profile's header line ('<probe> run on DEVICE,
-    DATE, commit C, driver ...'): the part after 'on ' up to the driver."""
-    return header.split(" on ", 1)[-1].split(", driver")[0]
 
 
 def roofline_counters(device=None, directory=RESULTS_DIR):

@@ -407,7 +407,7 @@ def h100_check(record):
     """The offline sm_90 facts next to those the H100 benchmark recorded from its driver's
     compile (results/<H100>.json, ``compiler``): kernels that agree, and any that do not."""
     try:
-        bench = results.load()
+        bench = results.load(results.REFERENCE_DEVICE)
     except FileNotFoundError:
         return None
     same, differ = [], {}

@@ -117,24 +117,6 @@ def table_markdown(rows, top=None):
                             "note"], body, "lrrrrrrl")
 
 
-def runs_sentence(sweep):
-    """Where and when the recorded sweep ran, in how many runs, and the cuBLAS each run timed
-    (a row's % of cuBLAS is against the cuBLAS of its own run)."""
-    commits = sorted({r.git_commit[:7] for r in sweep.runs if r.git_commit})
-    cublas = {}  # cuBLAS of a run -> how many rows that run timed, in the record's order
-    for r in sweep.rows:
-        if r.gflops and r.cublas_gflops_same_run:
-            cublas[r.cublas_gflops_same_run] = cublas.get(r.cublas_gflops_same_run, 0) + 1
-    timed = sum(cublas.values())
-    text = (f"Recorded on {sweep.device.name}, {sweep.date[:10]}, at {'x'.join(map(str, sweep.size))}: "
-            f"{timed} configurations timed in {len(sweep.runs)} run{'s' if len(sweep.runs) != 1 else ''}"
-            + (f" (commit {', '.join(commits)})" if commits else "") + ".")
-    if len(cublas) > 1:
-        text += (" cuBLAS, timed in each run: " + ", ".join(f"{g / 1e3:.2f} TFLOPS (the run of {n} configurations)"
-                                                           for g, n in cublas.items()) + ".")
-    return text
-
-
 def _fields(fields):
     return (fields,) if isinstance(fields, str) else tuple(fields)
 
@@ -178,11 +160,13 @@ CHANGES = [("stages", 1), ("BK", 8), ("max_registers", 128), ("BM", 128), (("WM"
            ("pad_a", 4), ("spread", False), ("guard", "select")]
 
 
-def changes_markdown(rows, changes=CHANGES):
+def changes_markdown(rows, changes=CHANGES, same=None):
     """Every pair of timed configurations that differ in one change of ``changes`` (see
     single_changes): TFLOPS before and after, the change (from the unrounded timings), whether
     the two were timed in the same run and then whether their p10-p90 ranges are apart, and
-    threads, registers, spill bytes and blocks per SM, "before → after" where they differ."""
+    threads, registers, spill bytes and blocks per SM, "before → after" where they differ.
+    ``same`` (a margin in %): add a verdict column, "tie" where the change is at most ``same``
+    or the ranges overlap, else "faster" or "slower"."""
     def both(x, y):
         return f"{_blank(x)}" if x == y else f"{_blank(x)} → {_blank(y)}"
 
@@ -194,12 +178,17 @@ def changes_markdown(rows, changes=CHANGES):
             values = ["x".join(str(getattr(c, f)) for f in names) for c in (ca, cb)]
             runs = ("different runs" if not same_run(a, b)
                     else "same run, ranges apart" if ranges_apart(a, b) else "same run, ranges overlap")
+            pct = change_pct(a, b)
+            verdict = ([] if same is None else
+                       ["tie" if abs(pct) <= same or not ranges_apart(a, b) else "faster" if pct > 0 else "slower"])
             body.append([f"{'x'.join(names)}: {values[0]} → {values[1]}", a.label,
-                         f"{a.gflops / 1e3:.2f} → {b.gflops / 1e3:.2f}", f"{change_pct(a, b):+.1f}%", runs,
+                         f"{a.gflops / 1e3:.2f} → {b.gflops / 1e3:.2f}", f"{pct:+.1f}%", runs, *verdict,
                          both(a.threads, b.threads), both(a.registers, b.registers),
                          both(a.local_bytes, b.local_bytes), both(a.blocks_per_sm, b.blocks_per_sm)])
-    return tables.markdown(["one change", "in configuration", "TFLOPS before → after", "change", "timed in",
-                            "threads", "registers", "spill bytes", "blocks/SM"], body, "llrrlrrrr")
+    verdict = [] if same is None else [f"verdict (±{same:g}%)"]
+    return tables.markdown(["one change", "in configuration", "TFLOPS before → after", "change", "timed in", *verdict,
+                            "threads", "registers", "spill bytes", "blocks/SM"], body,
+                           "llrrl" + "l" * len(verdict) + "rrrr")
 
 
 def pieces_16_bytes(addresses):
@@ -211,11 +200,13 @@ def pieces_16_bytes(addresses):
     return pieces(addresses), max(pieces(addresses[q:q + 8]) for q in range(0, len(addresses), 8))
 
 
-def shared_traffic(configs, shape=(128, 128, 8)):
+def shared_traffic(configs, shape=(128, 128, 8), arrays=None):
     """Block 0 of each TileConfig's kernel at ``shape``, traced on the simulator (lesson 06's
     shared-memory tracer and bank model; in a child process on a machine with a GPU): one dict
     per configuration with its label, the load and store totals (instructions, wavefronts,
-    ideal, conflicts) and the worst conflict degree of any store."""
+    ideal, conflicts) and the worst conflict degree of any store.  ``arrays``: count only the
+    accesses to these shared arrays (("sA0", "sB0"): one buffer; with K = BK a two-buffer kernel
+    also stages an empty next slice into sA1, sB1); None: all."""
     from gemm_lessons.instruments import shared_tracer
     from gemm_lessons.instruments.simulator_process import run_on_simulator
 
@@ -223,7 +214,7 @@ def shared_traffic(configs, shape=(128, 128, 8)):
         code = ("import json; from gemm_lessons.runs import tuning; "
                 "from gemm_lessons.kernels.sgemm.warptile import TileConfig; "
                 f"print(json.dumps(tuning.shared_traffic([TileConfig(**c) for c in {[asdict(c) for c in configs]!r}], "
-                f"{tuple(shape)!r})))")
+                f"{tuple(shape)!r}, {None if arrays is None else tuple(arrays)!r})))")
         return run_on_simulator(code, "tracing")
     from numba import cuda
 
@@ -235,40 +226,24 @@ def shared_traffic(configs, shape=(128, 128, 8)):
     out = []
     for cfg in configs:
         t = shared_tracer.trace(lambda: warptile.sgemm(A, B, C, config=cfg), merge=("ld", "st"))
+        if arrays is not None:
+            t = replace(t, instructions=[i for i in t.instructions if i.array in arrays])
         stores = [i.cost.degree for i in t.instructions if i.op == "st"]
-        out.append({"label": cfg.short(), "loads": t.totals("ld"), "stores": t.totals("st"),
-                    "worst_store_degree": max(stores, default=0)})
+        out.append({"label": cfg.short(), "loads": t.totals("ld"), "loads_paired": t.totals("ld", rule="paired"),
+                    "stores": t.totals("st"), "worst_store_degree": max(stores, default=0)})
     return out
 
 
 def traffic_markdown(traffic):
-    """shared_traffic's result as a table."""
-    body = [[t["label"], t["loads"]["wavefronts"], t["loads"]["conflicts"], t["stores"]["wavefronts"],
+    """shared_traffic's result as a table (load wavefronts by lesson 06's paired-load rule where
+    the traffic has them)."""
+    body = [[t["label"], t.get("loads_paired", t["loads"])["wavefronts"], t["loads"]["conflicts"], t["stores"]["wavefronts"],
              t["stores"]["conflicts"],
              f"{t['worst_store_degree']}-way" if t["worst_store_degree"] > 1 else "no conflict"] for t in traffic]
-    return tables.markdown(["configuration (one block)", "load wavefronts", "from conflicts", "store wavefronts",
+    paired = all("loads_paired" in t for t in traffic)
+    return tables.markdown(["configuration (one block)", "load wavefronts" + (" (paired-load rule)" if paired else ""),
+                            "from conflicts", "store wavefronts",
                             "from conflicts", "worst store"], body, "lrrrrl")
-
-
-def range_sentence(table, kernel, near=2.0):
-    """How far ``kernel``'s p10 and p90 lie from its median in a measure.compare table, next to
-    cuBLAS's; a p10 more than ``near`` % below the median is called out."""
-    row = next(r for r in table.rows if r.kernel == kernel)
-    below = 100 * (1 - row.gflops_p10 / row.gflops)
-    above = 100 * (row.gflops_p90 / row.gflops - 1)
-    text = (f"`{kernel}`: median {row.gflops / 1e3:.2f} TFLOPS, p10 {row.gflops_p10 / 1e3:.2f} ({below:.1f}% below "
-            f"the median), p90 {row.gflops_p90 / 1e3:.2f} ({above:.1f}% above)")
-    ref = next((r for r in table.rows if r.kernel == "cublas"), None)
-    if ref is not None:
-        text += f"; cuBLAS's p10 is {100 * (1 - ref.gflops_p10 / ref.gflops):.1f}% below its median"
-    text += "."
-    if below > near:
-        text += (f" About one repeat in ten of `{kernel}` ran at its p10 or slower: more than {near:g}% below the "
-                 "median. The median, which the course compares, does not move with those slow repeats; why they "
-                 "were slow, this lesson did not measure.")
-    else:
-        text += f" Its p10 lies within {near:g}% of the median: the repeats ran at about the same speed."
-    return text
 
 
 def heatmap(rows, x, y, ax=None, title=None, fixed=None):

@@ -15,21 +15,19 @@ decide how much of what they read is already in the L2.
   (``kernel_order``; tests/teaching/test_block_order.py checks that the two orders agree).
 * ``first_wave`` and ``model``: a model, not a measurement, of what the order does to the L2
   (see ``model``'s docstring for what it assumes).
-* ``load_record``, ``load_counters`` and the ``*_markdown`` / ``*_sentence`` functions: what
+* ``load_record``, ``load_counters``, ``groups_of``, ``resident_blocks`` and ``l2_size``: what
   ``tools/l2order.py`` measured on a GPU (results/experiments/l2order-<device>.json, timed
   with cuBLAS in the same run, and results/ncu-l2order-<device>.csv, the profiler's L2 and
-  DRAM counters), as the lesson shows it.
+  DRAM counters), as facts the lesson prints.
 """
 import os
 from dataclasses import dataclass
 
 from gemm_lessons.records import results
-from gemm_lessons.core import tables
 
 GROUPS = (4, 8, 16)  # the grouped orders tools/l2order.py measures, next to row-major (1)
 SIZES = (4096, 8192, 16384)  # square sizes it times
 PROFILE_SIZE = 8192  # the size it profiles under ncu, one launch per order
-SAME = 2.0  # a change within 2 % is not a measured change (as lesson 10's technique table)
 # ncu metrics (Nsight Compute names, sm_70 and later): the L2's hit rate over all its sectors,
 # the bytes DRAM delivered, the L2 sectors the SMs read and how many of those hit, the time
 METRICS = ["lts__t_sector_hit_rate.pct", "dram__bytes_read.sum", "lts__t_sectors_srcunit_tex_op_read.sum",
@@ -206,13 +204,6 @@ def load_counters(device, directory=results.RESULTS_DIR, groups=(1,) + GROUPS):
     return out
 
 
-def read_hit_rate(counters):
-    """% of the SMs' L2 read sectors that hit (None when not recorded)."""
-    hits = counters.get("lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum")
-    reads = counters.get("lts__t_sectors_srcunit_tex_op_read.sum")
-    return 100 * hits / reads if hits is not None and reads else None
-
-
 def groups_of(record):
     """The orders a record holds, row-major first: [(group_m, kernel name)]."""
     named = {kernel_name(g): g for g in (1,) + tuple(range(2, 257))}
@@ -234,152 +225,6 @@ def _row(record, name, size):
     return rows[0] if rows else None
 
 
-def _change(after, before):
-    return 100 * (after / before - 1)
-
-
-def measured_markdown(record):
-    """TFLOPS (p10-p90), % of cuBLAS and the change against row-major order, every size."""
-    sizes = sorted({r.size for r in record.sgemm})
-    rows = []
-    for size in sizes:
-        base = _row(record, "warptile", size)
-        for g, name in groups_of(record) + [(None, "cublas")]:
-            r = _row(record, name, size)
-            if r is None:
-                continue
-            change = "" if g in (1, None) or base is None else f"{_change(r.gflops, base.gflops):+.1f}%"
-            rows.append([f"{size[0]}^3" if name == "warptile" else "", "cuBLAS" if g is None else order_name(g),
-                         f"{r.gflops / 1e3:.2f} ({r.gflops_p10 / 1e3:.2f}-{r.gflops_p90 / 1e3:.2f})",
-                         f"{r.pct_cublas:.1f}%" if r.pct_cublas is not None else "", change])
-    return (f"Timed in one run with cuBLAS, {results.label(record)}\n\n"
-            + tables.markdown(["size", "block order", "TFLOPS (p10-p90)", "% of cuBLAS", "vs row-major"], rows,
-                              "llrrr"))
-
-
-def counters_markdown(record, counters, l2_bytes):
-    """The profiler's L2 and DRAM counters at PROFILE_SIZE next to the model's numbers."""
-    n = PROFILE_SIZE
-    resident = resident_blocks(record)
-    rows = []
-    for g, name in groups_of(record) + [(None, "cublas")]:
-        c = counters.get(name)
-        if c is None:
-            continue
-        m = model(n, n, n, g, resident, l2_bytes) if g is not None else None
-        hit = c.get("lts__t_sector_hit_rate.pct")
-        read_hit = read_hit_rate(c)
-        rows.append(["cuBLAS" if g is None else order_name(g), f"{c['gpu__time_duration.sum'] / 1e6:.2f}",
-                     f"{hit:.1f}%" if hit is not None else "", f"{read_hit:.1f}%" if read_hit is not None else "",
-                     f"{c['dram__bytes_read.sum'] / 1e9:.2f}",
-                     f"{100 * m.hit_rate:.1f}%" if m else "", f"{m.dram_bytes / 1e9:.2f}" if m else ""])
-    return (f"One profiled launch each at {n}^3 (ncu, caches flushed before each), {record.device.name}\n\n"
-            + tables.markdown(["block order", "time (ms)", "L2 hit rate", "L2 hit rate, SM reads",
-                               "DRAM read (GB)", "model: hit rate, first wave", "model: DRAM read (GB)"], rows,
-                              "lrrrrrr"))
-
-
-def model_markdown(sizes, resident, l2_bytes, groups=(1,) + GROUPS):
-    rows = []
-    for n in sizes:
-        for g in groups:
-            m = model(n, n, n, g, resident, l2_bytes)
-            rows.append([f"{n}^3" if g == groups[0] else "", order_name(g), m.first.a_rows, m.first.b_cols,
-                         f"{100 * m.hit_rate:.1f}%", f"{int(m.slack):,}", f"{m.dram_bytes / 1e9:.2f}",
-                         f"{m.requested_bytes / 1e9:.1f}"])
-    return (f"The model, {resident} resident blocks, an L2 of {l2_bytes / 2**20:.0f} MiB\n\n"
-            + tables.markdown(["size", "block order", "first wave: block-rows of A", "block-columns of B",
-                               "first-wave hit rate", "slack (slices)", "DRAM read, whole product (GB)",
-                               "read through L2 (GB)"], rows, "llrrrrrr"))
-
-
-def model_sentence(n, resident, l2_bytes, groups=(1,) + GROUPS):
-    """What the model says at n^3, in words, from its numbers."""
-    ms = {g: model(n, n, n, g, resident, l2_bytes) for g in groups}
-    base = ms[groups[0]]
-    best = min(groups[1:], key=lambda g: ms[g].dram_bytes)
-    worst = max(groups[1:], key=lambda g: ms[g].first.a_rows + ms[g].first.b_cols)
-    text = (f"At {n}^3 the first wave of {resident} blocks reads {base.first.a_rows} block-rows of A and "
-            f"{base.first.b_cols} block-columns of B in row-major order, {ms[best].first.a_rows} and "
-            f"{ms[best].first.b_cols} with GROUP_M = {best}: the model's DRAM reads for the whole product "
-            f"go from {base.dram_bytes / 1e9:.2f} GB to {ms[best].dram_bytes / 1e9:.2f} GB.")
-    w, b = ms[worst].first, base.first
-    if w.a_rows + w.b_cols >= b.a_rows + b.b_cols:
-        tiles_n = tiles_of(n, n)[1]
-        why = (f": {resident} blocks are more than one group of {worst} x {tiles_n} tiles, so the wave reaches "
-               "into the next group" if resident > worst * tiles_n else "")
-        text += (f" GROUP_M = {worst} gains nothing in the first wave{why}; it reads {w.a_rows} + {w.b_cols} "
-                 f"strips against {b.a_rows} + {b.b_cols}.")
-    return text
-
-
-def _verdict(change):
-    if change > SAME:
-        return "faster"
-    if change < -SAME:
-        return "slower"
-    return "within"
-
-
-def measured_sentences(record, counters=None, copy_gbs=None):
-    """What the record says, in words: for each size, the fastest grouped order against
-    row-major; at PROFILE_SIZE the L2 hit rate and DRAM bytes from the profiler, and the share
-    of ``copy_gbs`` (the measured copy bandwidth) the row-major order used."""
-    out = []
-    sizes = sorted({r.size for r in record.sgemm})
-    gains = []
-    for size in sizes:
-        base = _row(record, "warptile", size)
-        grouped = [(g, _row(record, name, size)) for g, name in groups_of(record) if g != 1]
-        grouped = [(g, r) for g, r in grouped if r is not None]
-        if base is None or not grouped:
-            continue
-        g, best = max(grouped, key=lambda x: x[1].gflops)
-        change = _change(best.gflops, base.gflops)
-        apart = best.gflops_p10 is None or base.gflops_p90 is None or \
-            best.gflops_p10 > base.gflops_p90 or best.gflops_p90 < base.gflops_p10
-        gains.append((size, change if apart else 0.0))
-        how = {"faster": "faster than", "slower": "slower than",
-               "within": f"within {SAME:g}% of"}[_verdict(change)]
-        if _verdict(change) != "within" and not apart:
-            how = f"{'faster' if change > 0 else 'slower'} by the median, with p10-p90 ranges that overlap, than"
-        pct = (f" ({best.pct_cublas:.1f}% of cuBLAS against {base.pct_cublas:.1f}%)"
-               if best.pct_cublas is not None and base.pct_cublas is not None else "")
-        out.append(f"At {size[0]}^3 the fastest grouped order, GROUP_M = {g}, ran at {best.gflops / 1e3:.2f} "
-                   f"TFLOPS, {change:+.1f}%, {how} row-major order at {base.gflops / 1e3:.2f}{pct}.")
-    if gains:
-        paid = [s for s, c in gains if _verdict(c) == "faster"]
-        if paid:
-            out.append("Grouping paid at " + ", ".join(f"{s[0]}^3" for s in paid) + f" on the {record.device.name}.")
-        else:
-            out.append(f"Grouping did not pay at these sizes on the {record.device.name}: no grouped order was more "
-                       f"than {SAME:g}% faster than row-major order with p10-p90 ranges apart, the margin this course "
-                       "counts as a measured change.")
-    if counters and "warptile" in counters:
-        base = counters["warptile"]
-        others = [(g, counters[name]) for g, name in groups_of(record) if g != 1 and name in counters]
-        if others:
-            g, c = min(others, key=lambda x: x[1]["dram__bytes_read.sum"])
-            hit0, hit1 = base.get("lts__t_sector_hit_rate.pct"), c.get("lts__t_sector_hit_rate.pct")
-            dram0, dram1 = base["dram__bytes_read.sum"], c["dram__bytes_read.sum"]
-            text = (f"In the profiler at {PROFILE_SIZE}^3, GROUP_M = {g} read the least from DRAM: "
-                    f"{dram1 / 1e9:.2f} GB against {dram0 / 1e9:.2f} GB in row-major order "
-                    f"({_change(dram1, dram0):+.0f}%)")
-            if hit0 is not None and hit1 is not None:
-                text += f", with an L2 hit rate of {hit1:.1f}% against {hit0:.1f}%"
-            out.append(text + ".")
-        seconds = base["gpu__time_duration.sum"] * 1e-9
-        gbs = base["dram__bytes_read.sum"] / seconds / 1e9
-        text = (f"Row-major order read {base['dram__bytes_read.sum'] / 1e9:.2f} GB from DRAM in "
-                f"{seconds * 1e3:.1f} ms, {gbs:,.0f} GB/s")
-        if copy_gbs:
-            text += (f", {100 * gbs / copy_gbs:.0f}% of the rate of a plain device-to-device copy on this GPU "
-                     f"({copy_gbs:,.0f} GB/s, from `python -m gemm_lessons.runs.bench`'s record, which times one; a "
-                     "copy's rate counts its reads and writes together)")
-        out.append(text + ".")
-    return out
-
-
 ASSUMED_L2_BYTES = 50 * 2**20  # an H100: "50 MB" in NVIDIA's documents; until a record gives the driver's size
 
 
@@ -390,46 +235,3 @@ def l2_size(record=None):
         return recorded, f"{recorded / 2**20:.0f} MiB, as the driver reported it"
     return ASSUMED_L2_BYTES, (f"{ASSUMED_L2_BYTES / 2**20:.0f} MiB, assumed (an H100's L2; the block-order "
                               "record will hold the size the driver reports)")
-
-
-def report(device=None, directory=results.RESULTS_DIR):
-    """Markdown for the lesson: the timings, the profiler's counters next to the model, and
-    what they say in words; or NOT_RECORDED."""
-    record = load_record(device, directory)
-    if record is None:
-        return NOT_RECORDED
-    parts = [measured_markdown(record)]
-    counters = load_counters(record.device.name, directory)
-    if counters:
-        parts.append(counters_markdown(record, counters, l2_size(record)[0]))
-    else:
-        parts.append(f"No profiler counters recorded for {record.device.name} "
-                     f"(results/ncu-l2order-{results.slug(record.device.name)}.csv).")
-    try:
-        copy_gbs = results.copy_bandwidth_gbs(results.load(record.device.name, directory))
-    except FileNotFoundError:
-        copy_gbs = None
-    parts.append(" ".join(measured_sentences(record, counters, copy_gbs)))
-    if counters:
-        parts.append(model_versus_profiler(record, counters, l2_size(record)[0]))
-    return "\n\n".join(parts)
-
-
-def model_versus_profiler(record, counters, l2_bytes):
-    """Where the model's DRAM reads at PROFILE_SIZE and the profiler's part: the ratio measured /
-    model per order, and each grouped order's change from row-major order in both."""
-    n = PROFILE_SIZE
-    resident = resident_blocks(record)
-    rows = [(g, counters[name]["dram__bytes_read.sum"], model(n, n, n, g, resident, l2_bytes).dram_bytes)
-            for g, name in groups_of(record) if name in counters]
-    if len(rows) < 2 or rows[0][0] != 1:
-        return ""
-    base_measured, base_model = rows[0][1], rows[0][2]
-    ratios = ", ".join(f"{measured / modelled:.1f}x " + ("in row-major order" if g == 1 else f"with GROUP_M = {g}")
-                       for g, measured, modelled in rows)
-    text = f"Model against profiler at {n}^3: the profiler measured {ratios} the model's DRAM reads. "
-    for g, measured, modelled in rows[1:]:
-        said, saw = _change(modelled, base_model), _change(measured, base_measured)
-        text += (f"For GROUP_M = {g} the model predicted {said:+.0f}% against row-major order, the profiler "
-                 f"measured {saw:+.0f}%. ")
-    return text.strip()

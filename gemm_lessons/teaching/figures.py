@@ -37,35 +37,6 @@ def naive_warp_addresses(coalesced, K=1024, N=1024, k=0, row0=0, col0=0, block_x
     return a, b
 
 
-def warp_access(coalesced=True, K=64, N=64, ax=None):
-    """One warp, one k-step: which floats of A and B it reads, and how many 32-byte sectors."""
-    a, b = naive_warp_addresses(coalesced, K, N)
-    if ax is None:
-        _, ax = plt.subplots(2, 1, figsize=(10, 2.6))
-    for axis, addrs, name, ld in ((ax[0], a, "A", K), (ax[1], b, "B", N)):
-        floats = sorted({x // 4 for x in addrs})
-        lo = (floats[0] // 8) * 8
-        hi = max(lo + 64, ((floats[-1] // 8) + 1) * 8)  # every float the warp reads, however far apart
-        axis.set_xlim(lo, hi)
-        axis.set_ylim(0, 1)
-        wide = hi - lo > 320  # too many sectors to outline: draw only the fetched ones
-        for s in range(lo, hi, 8):
-            touched = any(s <= f < s + 8 for f in floats)
-            if touched or not wide:
-                axis.add_patch(patches.Rectangle((s, 0), 8, 1, fill=touched, alpha=0.6 if wide else 0.3,
-                                                 ec="tab:orange" if wide else "black", fc="tab:orange"))
-        for f in floats:
-            if lo <= f < hi:
-                axis.add_patch(patches.Rectangle((f, 0.2), 1, 0.6, color="tab:blue"))
-        axis.set_yticks([])
-        n, sec = len(floats), sectors(addrs)
-        axis.set_title(f"{name}: {n} distinct float{'s' if n > 1 else ''} in {sec} sector{'s' if sec > 1 else ''} "
-                       f"of 32 bytes (rows of {ld} floats; shaded = sectors fetched)", fontsize=9, loc="left")
-        axis.set_xlabel("float index in memory (row-major)", fontsize=8)
-    plt.tight_layout()
-    return ax
-
-
 def _lanes_on_matrix(axis, addrs, ld, rows, cols, name, xlabel, ylabel):
     """One matrix's corner as a grid of floats: blue, the float each lane reads (its number inside,
     or one note for a float all lanes share); shaded and outlined, each 32-byte sector fetched."""
@@ -329,7 +300,8 @@ def double_buffer_timeline(slices=4, ax=None):
 
 def warp_tiles(BM=128, BN=128, WM=32, WN=64, TM=8, TN=8, ax=None):
     """The block tile cut into warp tiles (colours), and in warp 0 the lanes' 4x4 pieces: lane l
-    sits at (l // LN, l % LN) of an LM x LN grid, repeated TM/4 x TN/4 times across the warp tile."""
+    sits at (l // LN, l % LN) of an LM x LN grid, repeated TM/4 x TN/4 times across the warp tile;
+    every piece is numbered with its lane (20 colours repeat among 32 lanes)."""
     LM, LN = WM // TM, WN // TN
     if ax is None:
         _, ax = plt.subplots(figsize=(5.5, 5.5))
@@ -346,8 +318,7 @@ def warp_tiles(BM=128, BN=128, WM=32, WN=64, TM=8, TN=8, ax=None):
             for q in range(TN // 4):
                 y, x = p * LM * 4 + lr * 4, q * LN * 4 + lc * 4
                 ax.add_patch(patches.Rectangle((x, y), 4, 4, fc=cmap(lane % 20), alpha=0.9, ec="white", lw=0.3))
-                if p == 0 and q == 0:
-                    ax.text(x + 2, y + 2, str(lane), ha="center", va="center", fontsize=5)
+                ax.text(x + 2, y + 2, str(lane), ha="center", va="center", fontsize=5)
     ax.set_xlim(0, BN)
     ax.set_ylim(BM, 0)
     ax.set_aspect("equal")

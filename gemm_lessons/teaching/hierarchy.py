@@ -44,15 +44,6 @@ CC90_LIMITS = [
 ]
 
 
-def cc90_limits_markdown():
-    """The compute capability 9.0 limits of CC90_LIMITS as a markdown table with their sources."""
-    lines = ["Limits documented for **compute capability 9.0** (Hopper, such as the H100), as the occupancy arithmetic "
-             "below uses them:", "", "| limit | value | source |", "|---|---:|---|"]
-    lines += [f"| {what} | {value:,}" + (f" ({value // 1024} KiB)" if "bytes" in what else "") + f" | {source} |"
-              for _, what, value, source in CC90_LIMITS]
-    return "\n".join(lines)
-
-
 def this_gpu():
     """The GPU the primer speaks of, as a dict: name, compute_capability ("9.0"), sm_count,
     warp_size (None where not known), simulator (True when this machine has no GPU) and source
@@ -82,29 +73,6 @@ def this_gpu():
             "sm_count": bench.device.sm_count, "warp_size": None, "simulator": True,
             "source": f"the benchmark record of {results.label(bench)} in results/, written by "
                       "`python -m gemm_lessons.runs.bench`"}
-
-
-def this_gpu_markdown(gpu=None):
-    """A few sentences on the GPU of this_gpu(): its compute capability, SMs and warp size, and
-    where they come from."""
-    gpu = this_gpu() if gpu is None else gpu
-    if gpu is None:
-        return ("**No GPU here, and no record in results/** to read a GPU's facts from: run "
-                "`python -m gemm_lessons.runs.bench` or `python -m gemm_lessons.measure.latency` on a GPU.")
-    facts = [f"compute capability **{gpu['compute_capability'] or 'not recorded'}**",
-             f"{gpu['sm_count']} SMs" if gpu.get("sm_count") else "SM count not recorded",
-             f"warp size {gpu['warp_size']}" if gpu.get("warp_size") else "warp size not in this record"]
-    if gpu["simulator"]:
-        text = (f"**No GPU here**: the CUDA simulator has no compute capability. The newest record in results/ "
-                f"was made on **{gpu['name']}**: {', '.join(facts)} (from {gpu['source']}).")
-    else:
-        text = f"**This GPU: {gpu['name']}**, {', '.join(facts)} ({gpu['source']})."
-    if gpu["compute_capability"] and gpu["compute_capability"] != "9.0":
-        text += (" The limits this primer quotes are those documented for compute capability 9.0; where they "
-                 f"differ on this GPU, the [Programming Guide's table]({CC_TABLE}) has its own, and "
-                 "`results/arch-facts.md` (`python -m gemm_lessons.runs.arch_facts`) applies those of compute "
-                 "capabilities 7.5 to 9.0 to every kernel of the course: registers, spills and blocks per SM.")
-    return text
 
 
 def _size(b):

@@ -6,13 +6,11 @@ recorded sweep (``python -m gemm_lessons.runs.tuning``).  The leaderboard of les
 ``steps``) adds the limiter model's facts (teaching.limiter_table) and the clock and power of each
 rung run back to back (gemm_lessons.runs.power).
 """
-import os
 from dataclasses import dataclass
 
 from gemm_lessons.kernels import ladder
 from gemm_lessons.records import results
 from gemm_lessons.core import tables
-from gemm_lessons.records.schema import TuningRecord
 from gemm_lessons.records.results import label, sgemm_rows
 from gemm_lessons.measure.timing import range_order
 
@@ -153,21 +151,6 @@ def roofline_rows(record, counters=None, size=(4096, 4096, 4096)):
     return out
 
 
-def roofline_markdown(record, counters=None, size=(4096, 4096, 4096)):
-    """roofline_rows as a table, with the share of the tighter ceiling each rung reaches."""
-    def f(x, fmt="{:.2f}"):
-        return "–" if x is None else fmt.format(x)
-
-    rows = []
-    for name, tflops, xg, cg, xs, cs, xd in roofline_rows(record, counters, size):
-        tight = min(c for c in (cg, cs) if c is not None)
-        rows.append([name, f"{tflops:.2f}", f(xg), f(cg, "{:.1f}"), f(xs), f(cs, "{:.1f}"), f(xd, "{:.1f}"),
-                     f"{100 * tflops / tight:.0f}%"])
-    return tables.markdown(["rung", "TFLOPS", "FLOP/B asked of global memory", "its ceiling (TFLOPS)",
-                            "FLOP/B from shared memory", "its ceiling (TFLOPS)", "FLOP/B from DRAM (ncu)",
-                            "of the tighter ceiling"], rows, "lrrrrrrr")
-
-
 def device_records(directory=results.RESULTS_DIR):
     """The bench record of every GPU in ``directory``, the reference device (results.REFERENCE_DEVICE) first."""
     records = [results.read(p) for p in results.files("bench", directory)]
@@ -177,69 +160,6 @@ def device_records(directory=results.RESULTS_DIR):
 def _bandwidth(record, kernel, shape):
     rows = [r for r in record.transpose or [] if r.kernel == kernel and (r.rows, r.cols) == tuple(shape)]
     return rows[0] if rows and rows[0].gbs is not None else None
-
-
-def devices_markdown(records, size=(4096, 4096, 4096), shape=(8192, 8192), directory=results.RESULTS_DIR):
-    """Markdown comparing GPUs from their bench records (and shape-suite records where there are):
-    what each device offers, every SGEMM rung at ``size`` and every transpose at ``shape``, each
-    number from its own device's run (cuBLAS and the copy timed in that same run), then one
-    generated sentence per side of the roofline saying how the two moved (first vs last record)."""
-    names = [r.device.name for r in records]
-    copy = [_bandwidth(r, "copy_float4", shape) for r in records]
-    offer = [["SMs x FP32 lanes x clock", *(f"{r.device.sm_count} x {r.device.fp32_lanes_per_sm} x "
-                                             f"{r.device.clock_mhz:.0f} MHz" for r in records)],
-             ["FP32 peak (TFLOPS)", *(f"{r.device.peak_gflops / 1e3:.1f}" for r in records)],
-             ["shared memory, 32 banks x 4 B x clock x SMs (GB/s)",
-              *(f"{r.device.shared_bandwidth_gbs:,.0f}" for r in records)],
-             ["DRAM bandwidth, bus x clock (GB/s)", *(f"{r.device.memory_bandwidth_gbs:,.0f}" for r in records)],
-             [f"measured copy {shape[0]}x{shape[1]} (GB/s)", *(f"{c.gbs:,.0f}" if c else "–" for c in copy)]]
-    out = ["What each GPU offers (from its record)\n",
-           tables.markdown(["", *names], offer, "l" + "r" * len(records))]
-
-    def sgemm_cell(record, name):
-        rows = [r for r in sgemm_rows(record, name, size) if r.gflops is not None]
-        if not rows:
-            return "–"
-        pct = 100 if rows[0].pct_cublas is None else rows[0].pct_cublas
-        return f"{rows[0].gflops / 1e3:.2f} · {pct:.1f}%"
-
-    rungs = [n for n in records[0].ladder if all(sgemm_rows(r, n, size) for r in records)] + ["cublas"]
-    out += [f"\nSGEMM {'x'.join(map(str, size))}: TFLOPS · % of cuBLAS on the same GPU\n",
-            tables.markdown(["rung", *names], [[n, *(sgemm_cell(r, n) for r in records)] for n in rungs],
-                            "l" + "r" * len(records))]
-
-    kernels = [r.kernel for r in records[0].transpose or [] if (r.rows, r.cols) == tuple(shape)]
-    rows = []
-    for k in kernels:
-        cells = []
-        for record, c in zip(records, copy):
-            b = _bandwidth(record, k, shape)
-            cells.append("–" if b is None else f"{b.gbs:,.0f} · {100 * b.gbs / c.gbs:.0f}%" if c else f"{b.gbs:,.0f}")
-        rows.append([k, *cells])
-    out += [f"\nTranspose {shape[0]}x{shape[1]}: GB/s · % of the copy on the same GPU\n",
-            tables.markdown(["kernel", *names], rows, "l" + "r" * len(records))]
-
-    shapes = []
-    for record in records:
-        path = results.path_for("shapes", record.device.name, directory=directory)
-        summary = results.read(path).summary if os.path.exists(path) else None
-        shapes.append(summary or {})
-    if any(shapes):
-        def pct(s, key):
-            return f"{s[key]:.1f}%" if key in s else "–"
-        rows = [["geometric mean, single calls", *(pct(s, "geomean_pct_cublas_single") for s in shapes)],
-                ["geometric mean, back-to-back", *(pct(s, "geomean_pct_cublas_back_to_back") for s in shapes)],
-                ["lowest shape, single calls", *(f"{s['min_pct_cublas_single'][0]:.1f}% at "
-                                                 f"{'x'.join(map(str, s['min_pct_cublas_single'][1]))}"
-                                                 if "min_pct_cublas_single" in s else "–" for s in shapes)]]
-        out += ["\n`gl.sgemm` on the shape suite (`python -m gemm_lessons.runs.shapes`): % of cuBLAS on the same GPU\n",
-                tables.markdown(["", *names], rows, "l" + "r" * len(records))]
-        paths = [results.path_for("shapes", r.device.name, directory=directory) for r in (records[0], records[-1])]
-        if len(records) >= 2 and all(os.path.exists(p) for p in paths):
-            out.append("\n" + shapes_sentence(*(results.read(p) for p in paths)))
-    if len(records) >= 2:
-        out.append("\n" + devices_sentence(records[0], records[-1], size, shape))
-    return "\n".join(out)
 
 
 def devices_ratios(a, b, size=(4096, 4096, 4096), shape=(8192, 8192)):
@@ -261,51 +181,6 @@ def devices_ratios(a, b, size=(4096, 4096, 4096), shape=(8192, 8192)):
             "transpose": both(bandwidth, [k for k in kernels if k != "copy_float4"])}
 
 
-def devices_sentence(a, b, size=(4096, 4096, 4096), shape=(8192, 8192)):
-    """One generated paragraph: what changed from GPU ``a`` to GPU ``b`` on each side of the roofline."""
-    r = devices_ratios(a, b, size, shape)
-    lo, hi = min(r["sgemm"].values()), max(r["sgemm"].values())
-    t = sorted(r["transpose"].items(), key=lambda kv: kv[1])
-    copy = f"{r['copy']:.2f}x the copy bandwidth" if r["copy"] else "no measured copy on both"
-    return (f"From {a.device.name} to {b.device.name}: {r['peak']:.2f}x the FP32 peak and {copy}. "
-            f"Every SGEMM rung runs at {lo:.2f}x to {hi:.2f}x its speed on the first GPU; the transposes "
-            f"at {t[0][1]:.2f}x ({t[0][0]}) to {t[-1][1]:.2f}x ({t[-1][0]}). Transposes within 5% of "
-            f"their speed on the first GPU: {', '.join(unmoved_transposes(a, b, shape)) or 'none'}.")
-
-
-def unmoved_transposes(a, b, shape=(8192, 8192), within=0.05):
-    """The transposes whose GB/s changed by less than ``within`` from record ``a`` to ``b``."""
-    return [k for k, x in devices_ratios(a, b, shape=shape)["transpose"].items() if abs(x - 1) < within]
-
-
-def shapes_sentence(a, b):
-    """Which side moved between two shape-suite records (ShapesRecord): the ratio b / a of
-    gl.sgemm's single-call median time and of cuBLAS's, over the shapes both ran."""
-    pairs = [(x, y) for x in a.rows or [] for y in b.rows or []
-             if x.shape == y.shape and x.single_gl and y.single_gl and x.single_cublas and y.single_cublas]
-    if not pairs:
-        return ""
-    gl = [y.single_gl.median_ms / x.single_gl.median_ms for x, y in pairs]
-    cu = [y.single_cublas.median_ms / x.single_cublas.median_ms for x, y in pairs]
-    worst = max(pairs, key=lambda p: abs(p[1].single_cublas.median_ms / p[0].single_cublas.median_ms - 1))
-    return (f"Over the {len(pairs)} shapes both ran, one call of `gl.sgemm` took {min(gl):.2f}x to {max(gl):.2f}x "
-            f"as long on {b.device.name} as on {a.device.name}; one call of cuBLAS {min(cu):.2f}x to {max(cu):.2f}x "
-            f"(furthest at {'x'.join(map(str, worst[0].shape))}: {worst[0].single_cublas.median_ms:.3f} ms on "
-            f"{a.device.name}, {worst[1].single_cublas.median_ms:.3f} ms on {b.device.name})." + single_call_caveat(a, b)
-            + versions_caveat(a, b, pairs))
-
-
-def versions_caveat(a, b, pairs):
-    """A sentence where the two shape suites ran different commits and chose different plans: their
-    gl.sgemm times then compare versions of the library as much as GPUs."""
-    differ = [x for x, y in pairs if x.plan != y.plan]
-    if a.git_commit == b.git_commit and not differ:
-        return ""
-    return (f" The two suites ran different versions of `gl.sgemm` (commit {a.git_commit} on {a.device.name}, "
-            f"{b.git_commit} on {b.device.name}), which chose different plans on {len(differ)} of the {len(pairs)} "
-            "shapes: where they did, its times compare the two versions as much as the two GPUs.")
-
-
 def grid_blocks(name, size):
     """Blocks in a rung's grid at ``size`` = (M, N, K): ceil(M / BM) x ceil(N / BN), from its tile."""
     from gemm_lessons.model import counting
@@ -313,86 +188,6 @@ def grid_blocks(name, size):
     BM, BN, _, _ = counting.RUNG_TILES[name]
     M, N, _ = size
     return -(-M // BM) * -(-N // BN)
-
-
-def small_grid_markdown(record, small=(1024, 1024, 1024), large=(4096, 4096, 4096)):
-    """Why some rungs slow down at a small size: their grids, from their tiles, against the SM
-    count, with each rung's speed at ``small`` as a share of its speed at ``large``. Only rungs
-    timed at both sizes, not host-bound, with a known tile. Empty when none launches fewer blocks
-    than the GPU has SMs at ``small``."""
-    from gemm_lessons.model import counting
-
-    sms = record.device.sm_count
-
-    def speed(name, size):
-        rows = [r for r in sgemm_rows(record, name, size) if r.gflops is not None and not r.host_bound]
-        return rows[0].gflops / 1e3 if rows else None
-
-    names = [n for n in list(record.ladder or []) + ["reg1d_64x64"]
-             if n in counting.RUNG_TILES and not n.startswith("naive")  # its tile is a model, not its grid
-             and speed(n, small) and speed(n, large)]
-    if not sms or not any(grid_blocks(n, small) < sms for n in names):
-        return ""
-
-    def dims(size):
-        return "x".join(map(str, size))
-
-    def tile(name):
-        return dims(counting.RUNG_TILES[name][:2])
-
-    rows = [[f"`{n}`", tile(n), f"{grid_blocks(n, small):,}", f"{100 * min(grid_blocks(n, small), sms) / sms:.0f}%",
-             f"{speed(n, small):.2f}", f"{speed(n, large):.2f}", f"{100 * speed(n, small) / speed(n, large):.0f}%"]
-            for n in names]
-    few = [n for n in names if grid_blocks(n, small) < sms]
-    tiles = ", ".join(sorted({tile(n) for n in few}))
-    launched = ", ".join(sorted({f"{grid_blocks(n, small):,}" for n in few}))
-    idle = sms - min(grid_blocks(n, small) for n in few)
-    text = (f"**Why some rungs slow down at {dims(small)}.** A rung's grid has ceil(M/BM) x ceil(N/BN) blocks, "
-            f"one per BM x BN tile of C. At {dims(small)} the rungs with {tiles} tiles launch {launched} blocks, "
-            f"and {record.device.name} has {sms} SMs: at least {idle} SMs get no block at all. "
-            f"Host-bound timings are left out ({label(record)}).\n\n"
-            + tables.markdown(["rung", "tile (BM x BN)", f"blocks at {dims(small)}", "SMs with a block (at most)",
-                               f"TFLOPS at {dims(small)}", f"TFLOPS at {dims(large)}", "small as % of large"],
-                              rows, "llrrrrr"))
-    big, little = "reg1d", "reg1d_64x64"  # the same code with 128x128 and 64x64 tiles
-    if big in names and little in names:
-        big_wins_large = speed(big, large) > speed(little, large)
-        little_wins_small = speed(little, small) > speed(big, small)
-        text += (f"\n\n`{big}` and `{little}` are the same code with 128x128 and 64x64 tiles. At {dims(large)} "
-                 f"the larger tile is {'faster' if big_wins_large else 'not faster'} ({speed(big, large):.2f} "
-                 f"against {speed(little, large):.2f} TFLOPS); at {dims(small)}, where the 64x64 tile launches "
-                 f"{grid_blocks(little, small):,} blocks and the 128x128 one {grid_blocks(big, small):,}, the smaller "
-                 f"tile is {'faster' if little_wins_small else 'not faster'} ({speed(little, small):.2f} against "
-                 f"{speed(big, small):.2f}).")
-        if big_wins_large and little_wins_small:
-            text += (" Idle SMs are the likely cause. The last column need not equal the share of SMs with a "
-                     "block: a busy SM may hold fewer blocks than at the large size to hide latency with (which "
-                     "lowers it), or run its block faster with fewer SMs competing for L2 and DRAM (which raises "
-                     "it), and nothing here measures either.")
-    return text
-
-
-def single_call_caveat(*records, caller="cuBLAS (nvmath wrapper)", tolerance=0.25):
-    """A sentence where a record's two single-call measurements of the same cuBLAS call disagree:
-    the shape suite's single call at n^3 and the per-call table's event time at n^2 (CUDA events
-    around one call on an idle GPU, both).  Empty when they agree within ``tolerance``."""
-    worst = None
-    for rec in records:
-        for o in rec.overhead or []:
-            row = next((r for r in rec.rows or [] if r.shape == [o.size] * 3 and r.single_cublas), None)
-            if row is None or o.caller != caller or not o.event_us:
-                continue
-            suite_us, table_us = 1e3 * row.single_cublas.median_ms, o.event_us
-            gap = max(suite_us, table_us) / min(suite_us, table_us)
-            if gap > 1 + tolerance and (worst is None or gap > worst[0]):
-                worst = (gap, rec.device.name, o.size, suite_us, table_us)
-    if worst is None:
-        return ""
-    gap, name, n, suite_us, table_us = worst
-    return (f" Read cuBLAS's single calls with care: in the {name} record one call at {n}^3 took {suite_us:.0f} µs "
-            f"in the shape suite and {table_us:.0f} µs in the same record's per-call table, measured the same way "
-            f"(CUDA events around one call, GPU idle); that {gap:.1f}x is not explained here, and the single-call "
-            "geometric means above include that shape.")
 
 
 def transpose_suite_markdown(suite, kernel="library"):
@@ -431,62 +226,6 @@ def transpose_suite_markdown(suite, kernel="library"):
             text += (f" Back-to-back on the {len(groups[wide])} shapes {what}: {min(groups[wide]):.0f}% to "
                      f"{max(groups[wide]):.0f}% of sgeam.")
     return text
-
-
-def load_sweep(device=None):
-    """The recorded tile sweep (results/tuning-<device>.json) of ``device`` or of the newest bench record."""
-    name = device or results.load().device.name
-    path = results.path_for("tuning", name)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"no recorded sweep for {name}: run `python -m gemm_lessons.runs.tuning` on that GPU.")
-    return TuningRecord.read(path)
-
-
-def rung_sizes_sentence(rung, record, blocks):
-    """One generated paragraph under a lesson's across-sizes figure: ``rung`` against the rung
-    before it at every recorded square size, and, at each size where it is behind, how many
-    blocks each launches for the GPU's SMs.  ``blocks`` maps both names to (BM, BN, threads per
-    block): the lesson's tile constants."""
-    order = record.ladder or []
-    before = order[order.index(rung) - 1]
-
-    def tflops(k):
-        return {r.M: r.gflops / 1e3 for r in sgemm_rows(record, k) if r.M == r.N == r.K}
-
-    ours, theirs = tflops(rung), tflops(before)
-    sizes = sorted(set(ours) & set(theirs))
-    text = (f"Recorded on {label(record)}, TFLOPS of `{rung}` against `{before}`: "
-            + "; ".join(f"{n}^3 {ours[n]:.2f} against {theirs[n]:.2f}" for n in sizes) + ". ")
-    behind = [n for n in sizes if ours[n] < theirs[n]]
-    if not behind:
-        return text + f"`{rung}` is ahead at every size."
-    sms = record.device.sm_count
-    text += f"`{rung}` is behind at {', '.join(f'{n}^3' for n in behind)}. "
-    same_idle = False
-    for n in behind:
-        counts = {k: -(-n // blocks[k][0]) * -(-n // blocks[k][1]) for k in (rung, before)}
-        if counts[rung] == counts[before] < sms:  # the same SMs idle in both: only the warps per block differ
-            same_idle = True
-            text += (f"At {n}^3 both make {counts[rung]} blocks for {sms} SMs (at least {sms - counts[rung]} SMs get "
-                     f"no block in either), of {blocks[rung][2] // 32} warps for `{rung}` against "
-                     f"{blocks[before][2] // 32} for `{before}`. ")
-            continue
-        parts = []
-        for k in (rung, before):
-            bm, bn, threads = blocks[k]
-            count = counts[k]
-            if count < sms:
-                parts.append(f"`{k}`'s {bm}x{bn} tiles make {count} blocks of {threads} threads ({threads // 32} warps) "
-                             f"for {sms} SMs: at least {sms - count} SMs get no block")
-            else:
-                parts.append(f"`{k}`'s {bm}x{bn} tiles make {count:,} blocks of {threads} threads, at least one for "
-                             f"each of the {sms} SMs")
-        text += f"At {n}^3, " + "; ".join(parts) + ". "
-    if same_idle:
-        return text + ("Idle SMs slow both alike; fewer warps on each busy SM to [hide latency](GLOSSARY.md#latency-hiding) "
-                       "with is the likely reason for the difference; the course did not profile these kernels at this size.")
-    return text + ("Idle SMs, and few warps on the busy ones to [hide latency](GLOSSARY.md#latency-hiding) with, are "
-                   "the likely reasons; the course did not profile these kernels at this size.")
 
 
 # ---- lesson 10: the leaderboard with its limiter, clock and power (facts; the lesson writes the sentences) ----

@@ -120,52 +120,6 @@ def _from_tools(cc=(9, 0), names=None):
                    "the GPU's own driver may schedule a few instructions differently"), {"target": arch}
 
 
-SASS_REFERENCE = "https://docs.nvidia.com/cuda/cuda-binary-utilities/index.html#instruction-set-reference"
-# What the opcodes of the primer's listings do (NVIDIA's instruction set reference, SASS_REFERENCE,
-# gives one line for each; the suffixes after the first dot are variants: widths, types, modes).
-MEANINGS = {
-    "LDC": "load a constant from a constant bank, `c[bank][offset]`: bank 0 holds the kernel's parameters "
-           "(array addresses, lengths, `a`; from `c[0x0][0x210]` in this listing) and, below them, "
-           "values the driver sets: the `LDC R1, c[0x0][0x28]` that opens the listing reads one of those, not a "
-           "parameter (NVIDIA does not document them)",
-    "ULDC": "load a constant into a *uniform* register (`UR`), one value shared by the whole warp",
-    "S2R": "read a special register: `SR_TID.X` is `threadIdx.x`, `SR_CTAID.X` is `blockIdx.x` (CTA, cooperative "
-           "thread array, is NVIDIA's name for a block)",
-    "S2UR": "read a special register into a uniform register",
-    "CS2R": "read a special register pair, e.g. the cycle counter `SR_CLOCKLO` (`clock64`)",
-    "IMAD": "integer multiply-add `a*b + c`; also serves as move and add (`.WIDE`: 64-bit result; `.X`: the upper "
-            "32 bits of a 64-bit sum, with the carry of the lower)",
-    "IADD3": "add three integers (`RZ`, the zero register, as one of them: a plain add; `.X`: the upper 32 bits, "
-             "with the carry)",
-    "VIADD": "integer add",
-    "LEA": "shift and add: base address + index x 4 bytes (`.HI`: the upper 32 bits)",
-    "SHF": "funnel shift: shifts two 32-bit registers as one 64-bit value; `SHF.R.S32.HI ..., RZ, 0x1f, R` shifts "
-           "right by 31 with the sign, giving all ones for a negative number and 0 otherwise",
-    "LOP3": "any logic function of three inputs, given by its truth table (`.LUT 0xc0`: a AND b)",
-    "SEL": "pick one of two values by a predicate",
-    "MOV": "copy a value",
-    "IMNMX": "integer minimum or maximum",
-    "VIMNMX": "integer minimum or maximum",
-    "ISETP": "compare integers and set a predicate register (`P0`: one bit per thread); `.EX`: the upper halves "
-             "of a 64-bit comparison, combined with the lower halves' result",
-    "EXIT": "end the thread; `@P0 EXIT` only in the threads whose predicate `P0` is true (`@!P0`: false)",
-    "BRA": "branch: the warp's threads go on at another instruction (`@P0 BRA`: those whose `P0` is true)",
-    "BSSY": "mark where the threads of a warp that branched apart meet again",
-    "BSYNC": "wait there for the warp's threads that branched apart",
-    "NOP": "no operation",
-    "LDG": "load from global memory (`.E`: 64-bit address; `.128`: 16 bytes per thread)",
-    "STG": "store to global memory",
-    "LDS": "load from shared memory (`.128`: 16 bytes per thread)",
-    "STS": "store to shared memory",
-    "LDL": "load from local memory: a spilled register coming back",
-    "STL": "store to local memory: a register spilled",
-    "BAR": "barrier: `cuda.syncthreads()`",
-    "FFMA": "FP32 fused multiply-add `d = a*b + c`, one rounding: 2 floating-point operations",
-    "FADD": "FP32 add",
-    "FMUL": "FP32 multiply",
-}
-
-
 def ptx_body(ptx):
     """The instructions of a PTX kernel, without the declarations and the parameter loads
     (whose operands are numba's long mangled names)."""
@@ -196,22 +150,6 @@ def sass_until_exit(sass):
     first = code[0]
     last = max((i for i in code if re.search(r"\bEXIT\b", lines[i])), default=code[-1])
     return "\n".join(lines[first:last + 1])
-
-
-def explain_opcodes(sass):
-    """A markdown table: each opcode of a listing's code (``sass_until_exit``: what the primer
-    prints), in order of first appearance, how often it occurs, what it does."""
-    counts, order = {}, []
-    for m in compiler_facts._OPCODE.finditer(sass_until_exit(sass)):
-        base = m.group(1).split(".")[0]
-        if base not in counts:
-            order.append(base)
-        counts[base] = counts.get(base, 0) + 1
-    lines = ["| opcode | count | what it does |", "|---|---:|---|"]
-    for op in order:
-        meaning = MEANINGS.get(op, f"see NVIDIA's [instruction set reference]({SASS_REFERENCE})")
-        lines.append(f"| `{op}` | {counts[op]} | {meaning} |")
-    return "\n".join(lines)
 
 
 _LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s*(?:(@!?U?P[T0-9]+)\s+)?([A-Z][A-Z0-9_.]*)\s*([^;]*)")
@@ -365,51 +303,6 @@ def saxpy_walkthrough(facts):
     out.append(f"`FFMA` in this listing: {len(ffma)}; `FMUL` and `FADD`: "
                f"{sum(i['base'] in ('FMUL', 'FADD') for i in ins)}.")
     return "\n\n".join(out)
-
-
-def _ops(sass, pred):
-    return ", ".join(f"`{op}` x {n}" for op, n in sass.items() if pred(op))
-
-
-def describe_facts(facts, source):
-    """Sentences on the compiler facts of the primer's table (name -> dict with registers,
-    local_bytes and a "sass" Counter), each saying what the record at hand shows: which widths
-    `naive` loads with, whether `vec` has 16-byte instructions, whether `reg2d_contiguous` spills."""
-    out = []
-    f = facts.get("naive")
-    if f:
-        s = f.get("sass") or {}
-        loads = _ops(s, lambda op: op.startswith("LDG"))
-        wide = any(op.startswith("LDG") and op.endswith((".64", ".128")) for op in s)
-        out.append(f"`naive` uses {f['registers']} registers and loads "
-                   + ("with wide instructions" if wide else "4 bytes at a time")
-                   + (f" ({loads} in its code)" if loads else " (no `LDG` in the recorded counts)"))
-    f = facts.get("vec")
-    if f:
-        wide = _ops(f.get("sass") or {}, lambda op: op.endswith(".128"))
-        out.append(f"`vec` uses {f['registers']} registers and "
-                   + (f"moves 16 bytes per instruction where it can ({wide})" if wide
-                      else "has no 16-byte (`.128`) instruction in this listing"))
-    f = facts.get("reg2d_contiguous")
-    if f:
-        s = f.get("sass") or {}
-        if f.get("local_bytes"):
-            out.append(f"`reg2d_contiguous` spills: {f['local_bytes']} bytes of local memory per thread, "
-                       f"`LDL` x {s.get('LDL', 0)} and `STL` x {s.get('STL', 0)} in its code")
-        else:
-            out.append("`reg2d_contiguous` does not spill in this listing (0 bytes of local memory)")
-    if not out:
-        return f"The table ({source}) holds none of these kernels."
-    return f"In this table ({source}): " + "; ".join(out) + "."
-
-
-def made_by(how):
-    """How a listing described by ``how`` (the sentence ``listing()`` returns) was compiled, in
-    words the primer can print next to it: offline by ptxas without a GPU, or on a GPU through
-    numba."""
-    if "offline" in how or "without a GPU" in how:
-        return "without a GPU: numba made the PTX, the CUDA toolkit's `ptxas` the SASS"
-    return "on a GPU, through numba, the way the lessons' kernels are compiled"
 
 
 def load(path=RECORD):

@@ -5,6 +5,7 @@ released student version less.  Checks never write numba's warnings to stderr (n
 0 points to a graded cell with anything on stderr)."""
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -36,16 +37,26 @@ def test_export_marks_every_cell(path):
     assert exercise_cells, "every lesson has an exercise"
     solutions = [c for c in nb.cells if _meta(c)["solution"]]
     tests = [c for c in nb.cells if _meta(c)["grade"]]
-    assert len(solutions) == len(tests) == len(exercise_cells)
+    graded_first = [c for c in tests if "_grade(" in c.source]  # one per exercise: "check" or "result"
+    assert len(solutions) == len(graded_first) == len(exercise_cells)
     for i, cell in enumerate(nb.cells):
         meta = _meta(cell)
         assert meta["schema_version"] == 3 and meta["grade_id"]
         if meta["solution"]:  # the student's cell: editable, not graded itself, never asserts
             assert (meta["grade"], meta["locked"]) == (False, False)
             assert student.BEGIN in cell.source and "exercises.check" not in cell.source
-            test = nb.cells[i + 1]  # ... and its graded cell right after it
+            test = nb.cells[i + 1]  # ... and its graded cell right after it: the check in a fresh process
             assert _meta(test)["grade"] and _meta(test)["locked"] and _meta(test)["points"] >= 1
-            assert "exercises.check(" in test.source and "assert _feedback.ok" in test.source
+            assert "_grade(" in test.source and ", In, " in test.source and "exercises.check(" not in test.source
+            exercise_id = _meta(test)["grade_id"].rsplit("-", 1)[0]
+            if exercises.judges_technique(exercise_id):  # result and technique, a point each
+                technique = nb.cells[i + 2]
+                assert _meta(test)["grade_id"] == f"{exercise_id}-result" and "assert _feedback.result_ok" in test.source
+                assert _meta(technique)["grade_id"] == f"{exercise_id}-technique"
+                assert "assert _feedback.ok" in technique.source and _meta(technique)["points"] == 1
+            else:
+                assert _meta(test)["grade_id"] == f"{exercise_id}-test" and "assert _feedback.ok" in test.source
+            assert "BEGIN SOLUTION" not in test.source
         elif not meta["grade"]:
             assert meta["locked"] and student.BEGIN not in cell.source
     assert len({_meta(c)["grade_id"] for c in nb.cells}) == len(nb.cells)
@@ -53,8 +64,9 @@ def test_export_marks_every_cell(path):
     # the exported cells are the teacher notebook's, each check line moved into the graded cell
     kept = [c for c in teacher.cells if not c.source.lstrip().startswith("**Solution")]
     assert [c.source for c in nb.cells if not _meta(c)["grade"]] == [_without_check(c.source) for c in kept]
-    assert [c.source.split("\n")[1] for c in nb.cells if _meta(c)["grade"]] == \
-        ["_feedback = " + c.source.rstrip().split("\n")[-1] for c in exercise_cells]
+    checked = [nbgrader_course.split_check(c.source)[1:] for c in exercise_cells]
+    assert [(_meta(c)["grade_id"].rsplit("-", 1)[0], re.search(r"\(`(.+)`\)", c.source).group(1))
+            for c in graded_first] == checked
 
 
 def _without_check(source):
@@ -79,8 +91,10 @@ def test_export_points_and_dropped_solution_text():
                                   "exercises.check('00a-launch', f)"),
     ])
     out = nbgrader_course.nbgrader_notebook(nb, {"00a-launch": 5})
-    assert [c.cell_type for c in out.cells] == ["code"] * 5  # the **Solution markdown is gone
-    assert [_meta(c).get("points") for c in out.cells if _meta(c)["grade"]] == [1, 5]
+    assert [c.cell_type for c in out.cells] == ["code"] * 6  # the **Solution markdown is gone
+    # 00a-launch judges a technique: 5 points split between its result (3) and its technique (2)
+    assert [(_meta(c)["grade_id"], _meta(c).get("points")) for c in out.cells if _meta(c)["grade"]] == \
+        [("00-flops-test", 1), ("00a-launch-result", 3), ("00a-launch-technique", 2)]
     assert nbgrader_course.max_points(out) == 6
     with pytest.raises(nbgrader_course.ExportError, match="must end with"):
         nbgrader_course.nbgrader_notebook(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
@@ -163,6 +177,35 @@ def _gpu_like(nb):
     return nb
 
 
+BYPASS = """
+from gemm_lessons.teaching import exercises
+from gemm_lessons.teaching.exercises import core
+exercises.check = lambda exercise_id, answer, **kw: core.Feedback(exercise_id, True, "looks right to me")
+core._CHECKS = {i: (lambda answer: (True, "fine"), "") for i in core._CHECKS}
+"""
+
+
+def _bypass(nb):
+    """The student notebook with a solution cell that replaces exercises.check (and the checks'
+    registry) by one that passes anything: the graded cells must not believe it."""
+    nb = nbformat.from_dict(nb)
+    cell = next(c for c in nb.cells if _meta(c) and _meta(c)["solution"])
+    cell.source += "\n" + BYPASS
+    return nb
+
+
+def _host_computed(nb):
+    """The teacher notebook with 00a-launch answered by a launch whose kernel does nothing useful
+    and out computed on the host: the right result without the technique."""
+    nb = nbformat.from_dict(nb)
+    cell = next(c for c in nb.cells if "def launch(x, y, out):" in c.source)
+    cell.source = cell.source.replace("    two_x_minus_y[blocks, threads](x, y, out)\n",
+                                      "    two_x_minus_y[blocks, threads](x, y, out)\n    out[:] = 2 * x[:] - y[:]\n")
+    cell.source = cell.source.replace("        out[i] = 2 * x[i] - y[i]\n", "        out[i] = 0.0\n")
+    assert "out[:] = 2 * x[:] - y[:]" in cell.source and "out[i] = 0.0" in cell.source
+    return nb
+
+
 def test_generate_and_autograde_round_trip(tmp_path):
     pytest.importorskip("nbgrader", reason="nbgrader is not installed: pip install -e '.[test]' installs it")
     from nbgrader.api import Gradebook
@@ -185,20 +228,88 @@ def test_generate_and_autograde_round_trip(tmp_path):
     assert [_without_check(c.source) for c in mine.cells] == theirs
     assert not any("### BEGIN SOLUTION" in s or "NotImplementedError()" in s for s in theirs)
 
-    for name, nb in [("teacher", source), ("student", released), ("gpu_like", _gpu_like(source))]:
+    names = ("teacher", "student", "gpu_like", "bypass", "host")
+    for name, nb in [("teacher", source), ("student", released), ("gpu_like", _gpu_like(source)),
+                     ("bypass", _bypass(released)), ("host", _host_computed(source))]:
         os.makedirs(os.path.join(course, "submitted", name, LESSON))
         nbformat.write(nb, os.path.join(course, "submitted", name, LESSON, LESSON + ".ipynb"))
     _nbgrader(course, "autograde", LESSON, timeout=600)
 
     with Gradebook("sqlite:///" + os.path.join(course, "gradebook.db")) as gb:
         scores = {name: (gb.find_submission(LESSON, name).score, gb.find_submission(LESSON, name).max_score)
-                  for name in ("teacher", "student", "gpu_like")}
+                  for name in names}
+        launch = {name: (gb.find_grade("00a-launch-result", LESSON, LESSON, name).score,
+                         gb.find_grade("00a-launch-technique", LESSON, LESSON, name).score) for name in names}
     assert scores["teacher"] == (full, full)
     assert scores["gpu_like"] == (full, full)  # the warning did not reach stderr in the graded cell
     assert scores["student"][1] == full and scores["student"][0] < full
+    assert scores["bypass"] == (0, full)  # redefining exercises.check and the registry changed nothing
+    assert launch["host"] == (1, 0) and scores["host"] == (full - 1, full)  # the result's point, not the technique's
+    assert launch["teacher"] == (1, 1) and launch["student"] == launch["bypass"] == (0, 0)
+    # the failure message is the check's feedback: what nbgrader validate and the feedback show
+    host = nbformat.read(os.path.join(course, "autograded", "host", LESSON, LESSON + ".ipynb"), as_version=4)
+    technique = next(c for c in host.cells if _meta(c) and _meta(c)["grade_id"] == "00a-launch-technique")
+    errors = [o for o in technique.outputs if o.get("output_type") == "error"]
+    assert errors and "changed after the last kernel" in errors[0]["evalue"], technique.outputs
     for name in scores:  # no graded cell wrote to stderr
         graded = nbformat.read(os.path.join(course, "autograded", name, LESSON, LESSON + ".ipynb"), as_version=4)
         for cell in graded.cells:
             if _meta(cell) and _meta(cell)["grade"]:
                 assert not [o for o in cell.outputs if o.get("name") == "stderr"], (name, cell.source)
     print(f"nbgrader round trip on {LESSON}: {time.monotonic() - start:.0f} s")
+
+
+def _graded_files(path):
+    """(exercise, the file a graded cell checks for the teacher's solution) of a lesson: the
+    context written into the graded cell, then the solution cell's code."""
+    import ast
+    from gemm_lessons.course import grading
+    nb = nbgrader_course.nbgrader_notebook(nbformat.read(path, as_version=4))
+    for i, cell in enumerate(nb.cells):
+        if _meta(cell)["grade"] and "_grade(" in cell.source:
+            call = next(n for n in ast.walk(ast.parse(cell.source)) if isinstance(n, ast.Call)
+                        and getattr(n.func, "id", "") == "_grade")
+            exercise_id, context = call.args[0].value, call.args[2].value
+            yield exercise_id, grading.source_file(nb.cells[i - 1].source, context)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
+def test_a_graded_cell_gives_the_fresh_process_what_the_solution_uses(path, tmp_path):
+    """The context each graded cell passes (imports and assignments from earlier cells) is enough:
+    the teacher's solution, checked as the fresh process checks it, passes (the kernel exercises:
+    it compiles and every name it reads is defined; their checks run in the round trip and in
+    tests/teaching/exercises)."""
+    import ast
+    import builtins
+    from gemm_lessons.teaching.exercises import cli
+    for exercise_id, text in _graded_files(path):
+        assert "### BEGIN SOLUTION" not in text.split("\n\n", 1)[0]  # no solution in the context
+        file = tmp_path / f"{exercise_id}.py"
+        file.write_text(text)
+        if not exercises.judges_technique(exercise_id):
+            fb = cli.check_file(exercise_id, str(file), time_limit=0)
+            assert fb.ok, (exercise_id, str(fb))
+            continue
+        tree = ast.parse(text)
+        bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        bound |= {(a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+                  for a in n.names}
+        bound |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        bound |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
+        read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        assert read - bound - set(dir(builtins)) == set(), (exercise_id, read - bound - set(dir(builtins)))
+
+
+def test_the_graded_cell_finds_the_solution_cell_in_the_history():
+    """IPython's In: the solution cell is the last input before the graded cell that is not itself
+    a graded cell (a graded cell run twice, or the technique cell after the result cell)."""
+    from gemm_lessons.course import grading
+    graded = nbgrader_course.graded_cell_source("00-flops", "answer", 1)
+    assert graded.startswith(grading.GRADED_MARK)
+    assert grading.solution_source(["", "import x", "answer = 3", graded]) == "answer = 3"
+    assert grading.solution_source(["", "answer = 3", graded, graded]) == "answer = 3"
+    fb = grading.grade("00-flops", ["", "answer = (2 * 100 - 1) * 300 * 200", graded])
+    assert fb.ok and fb.result_ok and str(fb).startswith("Correct [00-flops]")
+    fb = grading.grade("00-flops", ["", "answer = 1\nfrom gemm_lessons.teaching import exercises\n"
+                                        "exercises.check = lambda *a: True", graded])
+    assert not fb.ok and "1 is not the FLOP count" in fb.failure()

@@ -102,5 +102,34 @@ def test_block_order_leaves_the_main_loop_alone():
     assert "0 bytes spill stores" in facts[8][1]
 
 
+@requires_offline_sass
+def test_the_first_attempts_runtime_buffer_index_costs_its_16_byte_loads(tmp_path):
+    """Lesson 07's Lab notes: with the buffer index a constant (read buffer 0, write buffer 1: a probe,
+    not a working kernel), the first attempt keeps all four LDS.128 and its k-step is 16 instructions
+    shorter; the registers are the same. So the runtime index, not the scalar reads, splits them."""
+    import importlib.util
+
+    from gemm_lessons.core.lesson_cells import region
+
+    head = ("import numpy as np\nfrom numba import cuda, float32\n"
+            "from gemm_lessons.kernels.sgemm.vec import BK, BM, BN, THREADS, TM, TN\n"
+            "from gemm_lessons.core.float4 import load4, store4\n"
+            "from gemm_lessons.core.unroll import static_range, unrolled\n")
+    text = region("gemm_lessons/kernels/sgemm/dbuf_first_attempt.py")
+    const = text.replace("sAT[buf, k,", "sAT[0, k,").replace("sB[buf, k,", "sB[0, k,").replace("[1 - buf,", "[1,")
+    assert const.count("[1,") == 8 and "[buf," not in const
+    facts = {}
+    for name, body in (("runtime", text), ("constant", const)):
+        path = tmp_path / f"probe_{name}.py"
+        path.write_text(head + body)
+        spec = importlib.util.spec_from_file_location(f"probe_{name}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        facts[name] = offline_sass.sass_facts(module.sgemm_dbuf_indexed)
+    run, con = facts["runtime"], facts["constant"]
+    assert (con["LDS.128"], con["LDS"]) == (4, 0) and run["LDS.128"] < 4 < run["LDS"] + run["LDS.128"]
+    assert run["loop"]["inner"] - con["loop"]["inner"] == 16 and run["regs"] == con["regs"]
+
+
 if __name__ == "__main__" and "--record" in sys.argv:
     record()

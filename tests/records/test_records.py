@@ -110,14 +110,25 @@ EXPERIMENT_FILES = sorted(p for p in glob.glob(os.path.join(results.EXPERIMENTS_
                           if os.path.isfile(p) and not p.endswith((".py", ".cu", ".md")))
 
 
+def _experiment_of(path):
+    """(name, kind) of the experiment record at ``path``, judged by its folder and file name, or None."""
+    import fnmatch
+
+    folder, base = os.path.split(os.path.abspath(path))
+    for kind, pattern in results.EXPERIMENTS.get(os.path.basename(folder), {}).items():
+        if fnmatch.fnmatchcase(base, pattern.format(device="*", suffix="*")):
+            return os.path.basename(folder), kind
+    return None
+
+
 def test_every_experiment_record_is_found_by_the_one_reader():
     """experiments/<name>/ holds a probe, its records and a README; every record there is one that
     results.experiment names, and every experiment named there has its records and a README."""
     assert EXPERIMENT_FILES
     for p in EXPERIMENT_FILES:
-        assert results.experiment_of(p) is not None, p
+        assert _experiment_of(p) is not None, p
     for name, kinds in results.EXPERIMENTS.items():
-        assert any(results.experiment_of(p) == (name, kind) for p in EXPERIMENT_FILES for kind in kinds), name
+        assert any(_experiment_of(p) == (name, kind) for p in EXPERIMENT_FILES for kind in kinds), name
     assert results.experiment("launch") == os.path.join(results.EXPERIMENTS_DIR, "launch",
                                                         "launch-probe-nvidia-h100-80gb-hbm3.json")
     assert results.experiment("splitk", run="run1", directory="/tmp") == \
@@ -125,7 +136,22 @@ def test_every_experiment_record_is_found_by_the_one_reader():
     assert results.experiment_record("launch")["device"] == H100
     assert results.experiment_record("launch", device="no such GPU") is None
     for p in EXPERIMENT_FILES:  # JSON everywhere but Nsight Compute's CSV and text kept for people
-        assert p.endswith(".json") or results.experiment_of(p)[1] in ("ncu", "log"), p
+        assert p.endswith(".json") or _experiment_of(p)[1] in ("ncu", "log"), p
+
+
+def test_the_l2_sources_record_splits_the_l2_misses_as_its_readme_says():
+    """experiments/l2_sources/README.md: of naive's L2 misses, the SMs' requests missed about what
+    DRAM read; the rest were lookups of requests from the LTC fabric (the other L2 partition)."""
+    header, calls, launches = results.ncu_record(results.experiment("l2_sources", "ncu"))
+    assert "H100" in header and "commit" in header and "Nsight Compute" in header
+    k = dict(zip(calls, launches))["naive"]
+    gb = {name: 32 * k[f"lts__t_sectors_{name}.sum"] / 1e9
+          for name in ("lookup_miss", "srcunit_tex_lookup_miss", "srcunit_ltcfabric_lookup_miss")}
+    dram = 32 * k["dram__sectors_read.sum"] / 1e9
+    sm, fabric = gb["srcunit_tex_lookup_miss"], gb["srcunit_ltcfabric_lookup_miss"]
+    assert abs(sm + fabric - gb["lookup_miss"]) < 0.01 * gb["lookup_miss"]
+    assert (f"{gb['lookup_miss']:.1f}", f"{sm:.1f}", f"{dram:.1f}", f"{fabric:.1f}") == ("49.6", "33.2", "33.1", "16.3")
+    assert f"{100 * abs(sm / dram - 1):.1f}" == "0.2"  # "0.2% apart"
 
 
 def test_the_dbuf_experiment_is_a_bench_record_written_back_unchanged(tmp_path):

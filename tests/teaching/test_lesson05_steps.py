@@ -89,7 +89,7 @@ def test_each_step_changes_one_thing_in_the_code():
     # step 4: only the staging (the float4 this thread fetches and where its values go)
     changed = _changed("transposed_a", "wide_loads")
     assert all(any(w in line for w in ("a_r", "a_c", "b_r", "b_c", "x0", "y0", "load4", "float4", "idx", "THREADS"))
-               or line.strip().startswith(("sAT[", "sB[", "else:", "r, c =")) for line in changed), changed
+               or line.strip().startswith(("sAT[", "sB[", "else:", "r, c =", "# one condition")) for line in changed), changed
     assert not any("C[" in line or "store4" in line for line in changed)
     # step 5 (vec): the stores of C, the register cap, and vec's split / unroll_k switches
     changed = _changed("wide_loads", "vec")

@@ -349,7 +349,6 @@ def test_figures_draw():
     model = suite_record.recorded_model(REC)
     plans = [dispatch.Plan("wide", "128x128"), dispatch.Plan("any_shape", "64x64", 4)]
     for draw in (lambda: edge_shapes.alignment_figure(),
-                 lambda: call_overhead.call_costs_figure(call_overhead.CallCosts(REC.overhead, "recorded")),
                  lambda: split_k_plans.split_k_diagram(),
                  lambda: split_k_plans.waves_figure(suite_record.SKINNY_SHAPE, plans, model),
                  lambda: shape_suite.pct_figure(REC), lambda: dispatch_model.model_figure(REC, model),
@@ -370,9 +369,6 @@ def test_call_costs_notes_read_the_table_and_compare_runs():
     now = _costs({"gl.sgemm(A, B, C)": {128: (11, 26, 23), 256: (39, 52, 36)},
                   "warptile kernel[grid, block] (numba dispatch only)": {128: (35, 60, 66), 256: (39, 88, 63)},
                   "cuBLAS (nvmath wrapper)": {128: (39, 48, 31), 256: (31, 30, 49)}})
-    assert call_overhead.cheapest(now, 256) == ("cuBLAS (nvmath wrapper)", 31)
-    assert call_overhead.issue_less_count(now, "gl.sgemm(A, B, C)", "warptile kernel[grid, block] (numba dispatch only)") == \
-        ([128], [128, 256])  # 39 against 39: equal as the table shows it, not less
     assert [(c, n) for c, n, _, _ in call_overhead.below_issue(now, "event_us")] == [
         ("gl.sgemm(A, B, C)", 256), ("cuBLAS (nvmath wrapper)", 128)]
     assert [(c, n) for c, n, _, _ in call_overhead.below_issue(now, "sync_us")] == [("cuBLAS (nvmath wrapper)", 256)]
@@ -382,7 +378,9 @@ def test_call_costs_notes_read_the_table_and_compare_runs():
 def test_the_shape_table_is_facts_and_split_k_gain_compares_the_best_plans():
     r = suite_record.row(REC, suite_record.SKINNY_SHAPE)
     table = shape_suite.ShapeTable([r], "recorded", all_plans=True)
-    whole, w_ms, split, s_ms = split_k_plans.split_k_best(r)
+    timed = {p: ms for p, ms in r.plans_ms.items() if isinstance(ms, float)}  # the plans timed back to back
+    w_ms = min(ms for p, ms in timed.items() if " split " not in p)
+    s_ms = min(ms for p, ms in timed.items() if " split " in p)
     assert table.split_k_gain(suite_record.SKINNY_SHAPE) == pytest.approx(w_ms / s_ms)
     text = table._repr_markdown_()
     assert "cuBLAS ms, single call" in text and "without split-K" not in text  # a table, no sentence
@@ -429,13 +427,6 @@ def test_costliest_disagreement_and_its_estimates():
         return
     loss = {sh: 1 - bms / ms for sh, _, ms, _, bms in dis}
     assert loss[worst] == max(loss.values())
-
-
-def test_event_above_sync_reads_the_table():
-    costs = call_overhead.recorded_costs(REC)
-    found = call_overhead.event_above_sync(costs)
-    for c, n, e, sync in found:
-        assert round(e) > round(sync) == round(costs.get(c, n, "sync_us"))
 
 
 def test_the_launch_probe_record():

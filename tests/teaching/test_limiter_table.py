@@ -190,3 +190,42 @@ def test_decimals_two_prints_milliseconds_to_two_decimals():
     assert f"**{r.ceilings_ms['issue']:.2f}**" in md and f"| {r.predicted_ms:.2f} |" in md
     assert f"{r.ceilings_ms['l2']:#.3g}" in md  # below 1 ms: 3 significant figures, trailing zero kept
     assert f"{limiter_table.why(['vec']).row('vec').ceilings_ms['issue']:.3g}" in limiter_table.why(["vec"])._repr_markdown_()
+
+
+def test_what_lesson_07_says_in_its_text_holds_in_the_record_and_the_code():
+    """Lesson 07: a second buffer adds no work (one barrier per warp per slice is a tiny share of
+    dbuf_one_buffer's instructions), so it moves no ceiling between the twins dbuf_one_buffer and dbuf; it
+    removes stall time (issue busier). The rewrite to make_kernel cuts the issue ceiling. The first
+    attempt guards its loads as vec_split does (one condition), so the only change is the buffer; the
+    Lab notes' constants of DBUF_CONFIG (pieces 8 rows apart against vec_split's 64, pad 4, cap 128)."""
+    import inspect
+    import os
+
+    from gemm_lessons.kernels.sgemm import dbuf_first_attempt, vec
+
+    table = limiter_table.why(["vec_split", "dbuf_one_buffer", "dbuf"], device="NVIDIA H200")
+    s, one, two = (table.row(r) for r in ("vec_split", "dbuf_one_buffer", "dbuf"))
+    n = limiter_table.counts("dbuf_one_buffer", device="NVIDIA H200")
+    per_slice = n["warp_instructions"] / ((4096 // 128) ** 2 * 8 * (4096 // 8))
+    assert 100 / per_slice < 0.5  # "one barrier fewer"
+    m = limiter_table.machine("NVIDIA H200")  # "plenty to cover it": a scheduler's 4 warps' slice vs a DRAM load
+    assert 4 * per_slice > 2 * m.dram_latency_ns * m.clock_mhz / 1e3
+    assert all(abs(two.ceilings_ms[k] / one.ceilings_ms[k] - 1) < 0.02 for k in ("fp32", "issue", "shared"))
+    # "moved no binding ceiling": L2 and DRAM stay far below issue; "at 0.99x the instructions"
+    assert min(two.ceilings_ms["issue"] / two.ceilings_ms[k] for k in ("l2", "dram")) > 5
+    n2 = limiter_table.counts("dbuf", device="NVIDIA H200")
+    assert abs(n2["warp_instructions"] / n["warp_instructions"] - 1) < 0.02
+    # the Predict bound is computed for the twin pair: the twin's measured/predicted over cuBLAS's
+    assert one.ratio > table.row("dbuf").ratio
+    assert one.binding == two.binding == s.binding == "issue"
+    assert two.measured_ms - two.predicted_ms < one.measured_ms - one.predicted_ms  # "removed stall time"
+    assert two.utilization_pct["issue"] > one.utilization_pct["issue"]
+    assert one.ceilings_ms["issue"] < s.ceilings_ms["issue"]  # the rewrite "cut" the issue ceiling
+    lines = inspect.getsource(dbuf_first_attempt.sgemm_dbuf_indexed).splitlines()
+    guards = [a for a, b in zip(lines, lines[1:]) if "load4(A" in b or "load4(B" in b]  # the line before each load
+    assert len(guards) == 4 and all(" & " in g and " and " not in g for g in guards)
+    assert "if (row0 + a_r < M) & (k0 + a_c < K):" in inspect.getsource(vec)
+    cfg = dbuf_first_attempt.DBUF_CONFIG
+    assert (cfg.lanes[0] * 4, dbuf_first_attempt.GAP, cfg.pad_a, cfg.max_registers, cfg.guard) == (8, 64, 4, 128, "if")
+    text = open(os.path.join(os.path.dirname(__file__), "..", "..", "lessons", "07_double_buffering.py")).read()
+    assert "8 rows apart (`vec_split`: 64)" in text and "caps\n# registers at 128" in text and "by 4 floats" in text

@@ -6,11 +6,15 @@ number, a pair, a kernel, a launch function, a function that builds the kernel. 
 as a script would (its own imports; ``__name__`` is not ``"__main__"``), then the expression the
 cell passes to ``exercises.check`` (``answer``, ``my_naive_1d``, ``make_my_reg2d()``, ...) is
 evaluated in its namespace and checked by the same check, which prints the same feedback as the
-cell's text.  Exit status: 0 when the check passes, 1 when it does not (a wrong answer, a file or
+cell's text (``--json``: as JSON, with ``result_ok`` besides ``ok``, for graders that give points
+for the result and the technique separately).  What the file does to this package's modules
+(redefining ``exercises.check``, replacing a checker, patching a class) and to numpy's is undone
+before the check runs: only the answer it defines is checked.  Exit status: 0 when the check passes, 1 when it does not (a wrong answer, a file or
 an answer that raises), 2 for a usage error (an unknown id, a missing file, a file that does not
 define the expected names: the message names them)."""
 import argparse
 import ast
+import json
 import os
 import sys
 import tokenize
@@ -39,6 +43,9 @@ def _parser():
     p.add_argument("--list", action="store_true", help="list every exercise and what its file must define")
     p.add_argument("--time-limit", type=float, default=core.KERNEL_TIME_LIMIT_S, metavar="SECONDS",
                    help="on the simulator, stop a kernel after this long; 0: never (default %(default)g)")
+    p.add_argument("--json", action="store_true",
+                   help="print the feedback as one JSON object: exercise, ok, result_ok (the result is right, "
+                        "with or without the technique), message")
     return p
 
 
@@ -54,6 +61,55 @@ def listing():
     width = max(map(len, core.ids()))
     return "\n".join(f"{i:<{width}}  {core._ANSWERS[i][1] if i in core._ANSWERS else '(not checkable from a file)'}"
                      for i in core.ids())
+
+
+def _guarded_modules():
+    """The modules whose state a file could change to fool the check: this package's, numpy's."""
+    return [m for name, m in list(sys.modules.items()) if m is not None and (
+        name == "gemm_lessons" or name.startswith("gemm_lessons.") or name in ("numpy", "numpy.linalg"))]
+
+
+def _snapshot():
+    """Each guarded module's globals, the contents of its dicts and the attributes of its classes."""
+    state = []
+    for m in _guarded_modules():
+        names = dict(vars(m))
+        dicts = {k: dict(v) for k, v in names.items() if type(v) is dict}
+        classes = {k: dict(vars(v)) for k, v in names.items()
+                   if isinstance(v, type) and getattr(v, "__module__", None) == m.__name__}
+        state.append((m, names, dicts, classes))
+    return state
+
+
+def _restore(state):
+    """Undo what running a file did to the guarded modules (see _snapshot): a file that redefines
+    ``exercises.check``, replaces a checker in the registry or patches a class changes nothing."""
+    for m, names, dicts, classes in state:
+        now = vars(m)
+        for k, v in names.items():
+            if now.get(k, _MISSING) is not v:
+                setattr(m, k, v)
+        for k, contents in dicts.items():
+            d = names[k]
+            if len(d) != len(contents) or any(d.get(key, _MISSING) is not v for key, v in contents.items()):
+                names[k].clear()
+                names[k].update(contents)
+        for k, attrs in classes.items():
+            cls = names[k]
+            for a in [a for a in vars(cls) if a not in attrs]:
+                try:
+                    delattr(cls, a)
+                except (AttributeError, TypeError):
+                    pass
+            for a, v in attrs.items():
+                if vars(cls).get(a, _MISSING) is not v:
+                    try:
+                        setattr(cls, a, v)
+                    except (AttributeError, TypeError):
+                        pass
+
+
+_MISSING = object()
 
 
 def run_file(path):
@@ -87,10 +143,15 @@ def check_file(exercise_id, path, time_limit=core.KERNEL_TIME_LIMIT_S):
         raise UsageError(f"{path} is a notebook: give a .py file (jupytext --to py, or jupyter nbconvert "
                          "--to script)")
     expression, defines = core._ANSWERS[exercise_id]
+    import gemm_lessons.teaching.exercises  # noqa: F401  (every module the check uses, loaded before the file runs)
+
+    state = _snapshot()
     try:
         namespace = run_file(path)
     except (Exception, SystemExit) as e:  # the student's file: feedback, not a traceback
         return core._raised(exercise_id, e, what=f"your file {os.path.basename(path)}")
+    finally:
+        _restore(state)
     missing = [n for n in answer_names(exercise_id) if n not in namespace]
     if missing:
         raise UsageError(f"{path} does not define {', '.join(missing)}; exercise {exercise_id} checks "
@@ -119,5 +180,9 @@ def main(argv=None):
         return USAGE
     except SystemExit as e:  # --help
         return e.code if isinstance(e.code, int) else USAGE
-    print(feedback, flush=True)
+    if args.json:
+        print(json.dumps({"exercise": feedback.exercise, "ok": feedback.ok, "result_ok": feedback.result_ok,
+                          "message": feedback.message}), flush=True)
+    else:
+        print(feedback, flush=True)
     return PASSED if feedback.ok else FAILED

@@ -29,13 +29,29 @@ _CHECKS = {}  # id: (checker, first hint)
 _HINTS = {}  # id: every hint, the most general first (the first is the one in _CHECKS)
 _ANSWERS = {}  # id: (the expression the exercise cell checks, what its names are), for gemm_lessons.check
 _HINTS_SHOWN = {}  # id: how many of its hints this session has shown (a failure shows the first)
+_TECHNIQUE = set()  # ids whose check judges the lesson's technique besides the result
+_RESULT = {"right": False}  # set by result_right() while a check runs
+
+
+def result_right(right=True):
+    """Called by a checker once the answer's result is verified right (before it judges the
+    technique): the Feedback then has result_ok, even when the technique is missing.  ``False``
+    takes it back (a race found after a result that happened to be right)."""
+    _RESULT["right"] = bool(right)
 
 
 @dataclass
 class Feedback:
+    """A check's verdict.  ``result_ok``: the answer's result is right (for a kernel: C, or out,
+    matches the reference), whether or not the lesson's technique is there: a grader can give
+    points for the result and for the technique separately (gemm_lessons/course/grading.py)."""
     exercise: str
     ok: bool
     message: str
+    result_ok: bool = False
+
+    def __post_init__(self):
+        self.result_ok = bool(self.result_ok or self.ok)
 
     def __bool__(self):
         return self.ok
@@ -49,7 +65,7 @@ class Feedback:
         return ("✅ " if self.ok else "❌ ") + str(self)
 
 
-def exercise(exercise_id, hint, *later_hints, answer=None, defines=None):
+def exercise(exercise_id, hint, *later_hints, answer=None, defines=None, technique=False):
     """Register ``fn(answer) -> (ok, message)`` as the checker for ``exercise_id``.  ``hint``
     and ``later_hints`` are its hints in steps, the most general first and none of them the
     answer: a failure quotes the first (or hint number ``step``, from 1, when the checker returns
@@ -57,9 +73,12 @@ def exercise(exercise_id, hint, *later_hints, answer=None, defines=None):
     the next.  ``answer`` is the
     expression the exercise cell passes to check (``"answer"``, ``"my_naive_1d"``,
     ``"make_my_reg2d()"``) and ``defines`` says in one line what its names must be: what a file
-    given to ``python -m gemm_lessons.check`` must define."""
+    given to ``python -m gemm_lessons.check`` must define.  ``technique``: the check judges the
+    lesson's technique besides the result (and calls result_right() once the result is right)."""
     def register(fn):
         _CHECKS[exercise_id] = (fn, hint)
+        if technique:
+            _TECHNIQUE.add(exercise_id)
         _HINTS[exercise_id] = (hint,) + tuple(later_hints)
         if answer is not None:
             _ANSWERS[exercise_id] = (answer, defines or "")
@@ -131,6 +150,7 @@ def _check(exercise_id, answer, time_limit):
     if answer is None or answer is Ellipsis:
         return Feedback(exercise_id, False,
                         "no answer yet: replace the placeholder with your answer. Hint: " + _first_hint(exercise_id))
+    _RESULT["right"] = False
     try:
         ok, message, *step = _with_time_limit(lambda: fn(answer), time_limit)  # a third item: the hint to quote
     except KernelTimeout:
@@ -145,7 +165,7 @@ def _check(exercise_id, answer, time_limit):
             message += (" Your kernel still has the `raise NotImplementedError` of the part to write: on a GPU"
                         " a raise inside a kernel does not stop it with an error, it just leaves C unwritten.")
         message += " Hint: " + _first_hint(exercise_id, *step[:1])
-    return Feedback(exercise_id, ok, message)
+    return Feedback(exercise_id, ok, message, result_ok=ok or _RESULT["right"])
 
 
 def _raised(exercise_id, error, what="your answer"):
@@ -194,6 +214,11 @@ def _still_unwritten(answer):
 
 def ids():
     return sorted(_CHECKS)
+
+
+def judges_technique(exercise_id):
+    """Whether ``exercise_id``'s check judges a technique besides the result."""
+    return exercise_id in _TECHNIQUE
 
 
 def _performance_warning_classes():

@@ -21,7 +21,8 @@ from gemm_lessons.core import backend
 from gemm_lessons.core.array_checks import sgemm_shapes
 from gemm_lessons.kernels.sgemm import reg1d, reg2d
 from gemm_lessons.measure.problems import SIM_SHAPES, check as check_problem
-from gemm_lessons.teaching.exercises.core import KERNEL_TIME_LIMIT_S
+from gemm_lessons.teaching.exercises import evidence
+from gemm_lessons.teaching.exercises.core import KERNEL_TIME_LIMIT_S, result_right
 
 
 THREADS_1D = 256  # 01-kernel: threads per block of the one-dimensional launch
@@ -108,24 +109,37 @@ def technique_facts(lesson, kernel, in_child=None):
         return facts
     reads = collections.Counter(e.array for e in log.events if e.kind == "global" and e.op == "ld")
     warp0 = [i for i in log.shared_trace(merge=False).instructions if i.warp == 0 and i.op == "ld"]
+    races = log.races(limit=1)
     return {"shape": (M, N, K), "A_reads": reads["A"], "B_reads": reads["B"],
-            "shared_loads_per_kstep": len(warp0) / K}
+            "shared_loads_per_kstep": len(warp0) / K, "race": list(races[0]) if races else None}
 
 
-def _kernel_spec(kernel):
-    """The source and the number constants of a kernel, to rebuild it in another process."""
-    fn = getattr(kernel, "py_func", kernel)
+def _function_spec(fn, constants, helpers):
+    """(name, source without decorators) of ``fn``; its number constants go into ``constants``,
+    the device functions it calls (numba dispatchers among its globals), recursively, into
+    ``helpers`` (name -> source), so that the child can define them before the kernel."""
     lines = textwrap.dedent(inspect.getsource(fn)).split("\n")
     while lines and not lines[0].lstrip().startswith("def "):
         lines.pop(0)  # the decorators: the child applies cuda.jit itself
-    constants = {}
     names = dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__ or ())))
     names.update({n: fn.__globals__[n] for n in fn.__code__.co_names if n in fn.__globals__})
     for name, value in names.items():
         if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
             constants[name] = value
+        elif hasattr(value, "py_func") and name not in helpers and value.py_func is not fn:
+            helpers[name] = None  # taken: a recursive helper is listed once
+            helpers[name] = _function_spec(value.py_func, constants, helpers)[1]
+    return fn.__name__, "\n".join(lines)
+
+
+def _kernel_spec(kernel):
+    """The source and the number constants of a kernel (and the device functions it calls), to
+    rebuild it in another process."""
+    fn = getattr(kernel, "py_func", kernel)
+    constants, helpers = {}, {}
+    name, source = _function_spec(fn, constants, helpers)
     tile = getattr(kernel, "tile", None)
-    return {"source": "\n".join(lines), "name": fn.__name__, "constants": constants,
+    return {"source": source, "name": name, "constants": constants, "helpers": helpers,
             "tile": list(tile) if tile is not None else None}
 
 
@@ -134,6 +148,9 @@ def rebuild_kernel(spec):
     from numba import cuda, float32
 
     ns = {"cuda": cuda, "np": np, "numpy": np, "float32": float32, "math": math, **spec["constants"]}
+    for name, source in reversed(list(spec.get("helpers", {}).items())):  # callees before callers
+        exec(compile(source, f"<device function {name}>", "exec"), ns)
+        ns[name] = cuda.jit(device=True)(ns[name])
     exec(compile(spec["source"], f"<kernel {spec['name']}>", "exec"), ns)
     kernel = cuda.jit(ns[spec["name"]])
     if spec["tile"] is not None:
@@ -147,7 +164,24 @@ def _answer_first(lesson, kernel):
     ok, message = _kernel_passes(_LAUNCHERS[lesson], kernel)
     if not ok:
         return False, "Wrong result: " + message
+    result_right()
     return None, " and ".join(f"{M}x{N}x{K}" for M, N, K, _, _ in SIM_SHAPES)
+
+
+def _race(facts):
+    """(False, message) when the access log found a race in block 0 (a result that was right by
+    luck: the simulator's scheduling hid it); else (True, "")."""
+    race = facts.get("race")
+    if not race:
+        return True, ""
+    result_right(False)
+    arr, index, epoch, (t1, _, line1), (t2, op2, line2) = race
+    M, N, K = facts["shape"]
+    return False, (f"The result came out right here, but the access log ({M}x{N}x{K}, block 0) finds a race: between "
+                   f"barriers {epoch} and {epoch + 1}, thread {t1} writes {arr} element {index} (line {line1}) while "
+                   f"thread {t2} {'reads' if op2 == 'ld' else 'writes'} it (line {line2}). On a GPU the result would "
+                   "depend on which warp runs first: is a cuda.syncthreads() missing between writing the tiles and "
+                   "reading them, or before the next slice overwrites them?")
 
 
 def _global_reads_ok(facts, tile, staged):
@@ -177,10 +211,7 @@ def _kernel_passes(launch, answer):
         res = check_problem(run, M, N, K, alpha, beta, name="your kernel")
         if not res.passed:
             again = check_problem(run, M, N, K, alpha, beta, name="your kernel")
-            if (again.rel_error, again.unwritten) != (res.rel_error, res.unwritten):
-                return False, (res.message() + ". The result changed between two runs on the same input: "
-                               "a race. Is a cuda.syncthreads() missing between writing shared memory "
-                               "and reading it (or before overwriting it)?")
-            return False, res.message()
+            changed = (again.rel_error, again.unwritten) != (res.rel_error, res.unwritten)
+            return False, evidence.wrong_result(res, launch, answer, changed)
         shapes.append(f"{M}x{N}x{K}")
     return True, f"your kernel matches the float64 reference on {' and '.join(shapes)} (with alpha and beta)."

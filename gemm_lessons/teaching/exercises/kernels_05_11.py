@@ -8,11 +8,13 @@ float64 reference, then checks the lesson's technique with the instruments: the 
 simulator-only parts run in a child process on the kernel's own notebook cell."""
 import collections
 import functools
+import os
 
 import numpy as np
 
 from gemm_lessons.measure.problems import check as check_problem
-from gemm_lessons.teaching.exercises.core import _written_function
+from gemm_lessons.teaching.exercises import evidence
+from gemm_lessons.teaching.exercises.core import _written_function, result_right
 
 
 # (BM, BN, threads per block) of the launch each SGEMM exercise's kernel is written for
@@ -43,9 +45,9 @@ def _result_right(launch, kernel, shapes=EXERCISE_SHAPES):
         res = check_problem(run, M, N, K, alpha, beta, name="your kernel")
         if not res.passed:
             again = check_problem(run, M, N, K, alpha, beta, name="your kernel")
-            if (again.rel_error, again.unwritten) != (res.rel_error, res.unwritten):
-                return False, (res.message() + ". The result changed between two runs on the same input: a race.")
-            return False, "the result is wrong: " + res.message() + "."
+            changed = (again.rel_error, again.unwritten) != (res.rel_error, res.unwritten)
+            return False, "the result is wrong: " + evidence.wrong_result(res, launch, kernel, changed).rstrip(".") + "."
+    result_right()
     return True, (f"the result matches the float64 reference on "
                   f"{' and '.join(f'{M}x{N}x{K}' for M, N, K, _, _ in shapes)} (with alpha and beta)")
 
@@ -60,6 +62,24 @@ def _log_sgemm(exercise_id, kernel, M, N, K, seed=3):
                   C=np.zeros((M, N), np.float32))
     log, _ = access_log.log(lambda A, B, C: launch(A, B, C, kernel=kernel), arrays)
     return log
+
+
+def _staged(log, M, N, K):
+    """None when the kernel read A and B from global memory only to stage them (each block reads
+    its BM x K rows of A and K x BN columns of B once: at most M*K and K*N elements for the one
+    block of the check's log); else a sentence on what it reads again, with the line."""
+    counts = collections.Counter(e.array for e in log.events if e.kind == "global" and e.op == "ld")
+    over = [(name, counts[name], limit) for name, limit in (("A", M * K), ("B", K * N)) if counts[name] > limit]
+    if not over:
+        return None
+    name, got, limit = over[0]
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    lines = collections.Counter(e.site[1] for e in log.events if e.kind == "global" and e.op == "ld"
+                                and e.array == name and e.site and not e.site[0].startswith("<unrolled")
+                                and not os.path.abspath(e.site[0]).startswith(package))  # a line of the student's
+    where = f"; most on line {max(lines, key=lines.get)} of your code" if lines else ""
+    return (f"the kernel reads {name} from global memory {got:,} times where staging it needs {limit:,} (the access "
+            f"log, one block, {M}x{N}x{K}{where}): the k-step must read the staged tile in shared memory, not {name}")
 
 
 def _sites(trace, pick):

@@ -46,7 +46,7 @@ def check_warp_sectors(ans):
           "row: then a warp reads neighbouring floats of B.",
           "a warp is 32 consecutive values of i = cuda.grid(1): make consecutive i walk along a "
           "row of C (the contiguous dimension of C and of B), and guard i < M * N.",
-          answer="my_naive_1d",
+          answer="my_naive_1d", technique=True,
           defines="my_naive_1d: the @cuda.jit kernel (A, B, C, alpha, beta), one thread per element of C, launched in "
                   "1-D (exercises.launch_1d)")
 def check_coalesced_kernel(ans):

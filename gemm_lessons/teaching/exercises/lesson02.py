@@ -1,7 +1,7 @@
 """Lesson 02's exercises: the global loads of a tiled SGEMM, and the shared-memory tiles kernel."""
 from gemm_lessons.model import counting
 from gemm_lessons.teaching.exercises.core import _number, exercise
-from gemm_lessons.teaching.exercises.kernels_01_04 import _answer_first, _global_reads_ok, _tile, technique_facts
+from gemm_lessons.teaching.exercises.kernels_01_04 import _answer_first, _global_reads_ok, _race, _tile, technique_facts
 
 
 LOADS_02 = (1024, 2048, 512)  # 02-loads: M, N, K
@@ -42,14 +42,18 @@ def check_tiled_global_loads(ans):
           "per slice: each thread copies one value of A (sA[ty, tx]) and BK/BM values of B "
           "(rows ty, ty + BM, ...) from global into shared memory, zeros outside the matrices; "
           "cuda.syncthreads(); the BK products from sA and sB; cuda.syncthreads().",
-          answer="my_tiled",
+          answer="my_tiled", technique=True,
           defines="my_tiled: the @cuda.jit kernel (A, B, C, alpha, beta) with my_tiled.tile = (BM, BN, BK)")
 def check_shared_memory_tiles(ans):
     ok, shapes = _answer_first("02", ans)
     if ok is False:
         return ok, shapes
     tile = _tile(ans, 3, "(BM, BN, BK)")
-    ok, message = _global_reads_ok(technique_facts("02", ans), tile, "the tiles are not staged in shared memory")
+    facts = technique_facts("02", ans)
+    ok, message = _race(facts)
+    if not ok:
+        return ok, message
+    ok, message = _global_reads_ok(facts, tile, "the tiles are not staged in shared memory")
     if not ok:
         return ok, message
     return True, (f"right result on {shapes}; staged in shared memory: {message}, counted element by "

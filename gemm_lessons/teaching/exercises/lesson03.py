@@ -1,6 +1,6 @@
 """Lesson 03's exercise: the 1-D register tile's kernel (one shared load reused TN times)."""
 from gemm_lessons.teaching.exercises.core import exercise
-from gemm_lessons.teaching.exercises.kernels_01_04 import _answer_first, _global_reads_ok, _tile, technique_facts
+from gemm_lessons.teaching.exercises.kernels_01_04 import _answer_first, _global_reads_ok, _race, _tile, technique_facts
 
 
 @exercise("03-kernel",
@@ -11,7 +11,7 @@ from gemm_lessons.teaching.exercises.kernels_01_04 import _answer_first, _global
           "for each k of the slice, one of the two factors is the same for all TN results of the "
           "thread (which?): read it from shared memory once, into a register, and update the TN "
           "accumulators from it and the TN values of the other factor.",
-          answer="make_my_reg1d_rows()",
+          answer="make_my_reg1d_rows()", technique=True,
           defines="make_my_reg1d_rows(): returns the @cuda.jit kernel (A, B, C, alpha, beta) with .tile = (BM, BN, "
                   "BK, TN)")
 def check_register_reuse_1d(ans):
@@ -21,6 +21,9 @@ def check_register_reuse_1d(ans):
     tile = _tile(ans, 4, "(BM, BN, BK, TN)")
     TN = tile[3]
     f = technique_facts("03", ans)
+    ok, race = _race(f)
+    if not ok:
+        return ok, race
     ok, reads = _global_reads_ok(f, tile, "it reads global memory where it should read shared memory")
     if not ok:
         return ok, reads

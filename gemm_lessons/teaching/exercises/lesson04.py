@@ -1,7 +1,7 @@
 """Lesson 04's exercises: the compute-to-memory ratio of a register patch, and the 2-D register tile."""
 from gemm_lessons.model import counting
 from gemm_lessons.teaching.exercises.core import exercise
-from gemm_lessons.teaching.exercises.kernels_01_04 import _answer_first, _global_reads_ok, _tile, technique_facts
+from gemm_lessons.teaching.exercises.kernels_01_04 import _answer_first, _global_reads_ok, _race, _tile, technique_facts
 
 
 RATIO_04 = 16  # 04-ratio: twice the 8x8 patch's ratio of 8, from a square patch (its side)
@@ -40,7 +40,7 @@ def check_compute_to_memory_ratio(ans):
           "for each k: TM values of sA (column k, this thread's rows) into a_reg, TN values of "
           "sB (row k, this thread's columns) into b_reg, then acc[i, j] += a_reg[i] * b_reg[j] "
           "for all TM x TN pairs.",
-          answer="make_my_reg2d()",
+          answer="make_my_reg2d()", technique=True,
           defines="make_my_reg2d(): returns the @cuda.jit kernel (A, B, C, alpha, beta) with .tile = (BM, BN, BK, TM, "
                   "TN)")
 def check_register_tile_2d(ans):
@@ -50,6 +50,9 @@ def check_register_tile_2d(ans):
     tile = _tile(ans, 5, "(BM, BN, BK, TM, TN)")
     TM, TN = tile[3:]
     f = technique_facts("04", ans)
+    ok, race = _race(f)
+    if not ok:
+        return ok, race
     ok, reads = _global_reads_ok(f, tile, "it reads global memory where it should read shared memory")
     if not ok:
         return ok, reads

@@ -2,7 +2,7 @@
 from gemm_lessons.core import backend
 from gemm_lessons.kernels.sgemm import vec
 from gemm_lessons.teaching.exercises.core import exercise
-from gemm_lessons.teaching.exercises.kernels_05_11 import (_log_sgemm, _on_gpu, _result_right, _sass_lds_report,
+from gemm_lessons.teaching.exercises.kernels_05_11 import (_log_sgemm, _staged, _on_gpu, _result_right, _sass_lds_report,
                                                            _sites, _tile_launcher)
 
 
@@ -16,11 +16,32 @@ from gemm_lessons.teaching.exercises.kernels_05_11 import (_log_sgemm, _on_gpu, 
           defines="stage_a(tid): returns (row, first column) of the float4 of the 128x8 A tile thread tid stages")
 def check_float4_staging(ans):
 
+    per_row = vec.BK // 4  # float4s in a row of the tile
     for tid in range(vec.THREADS):
-        want = (tid // (vec.BK // 4), (tid % (vec.BK // 4)) * 4)
-        got = tuple(ans(tid))
-        if got != want:
-            return False, f"for tid={tid} you return {got}, expected {want}."
+        want = (tid // per_row, (tid % per_row) * 4)
+        try:
+            got = tuple(int(v) for v in ans(tid))
+            assert len(got) == 2
+        except (TypeError, ValueError, AssertionError):
+            return False, f"for tid={tid} stage_a returns {ans(tid)!r}: return a pair (row, first column)."
+        if got == want:
+            continue
+        # say which part is wrong and why, never what the right pair is (that would be the answer)
+        row, col = got
+        if col % 4 or not 0 <= col < vec.BK:
+            if 0 <= col < per_row and row == want[0]:
+                why = ("the column counts floats, not float4s: the first column of a float4 is a multiple of 4 "
+                       f"(0 or 4 in a row of {vec.BK} floats)")
+            else:
+                why = f"a float4 starts at a column that is a multiple of 4, below {vec.BK}"
+            return False, f"for tid={tid} stage_a returns {got}: {why}.", 3
+        if not 0 <= row < vec.BM:
+            return False, f"for tid={tid} stage_a returns {got}: the tile has rows 0 to {vec.BM - 1}.", 2
+        which = "the row" if col == want[1] else ("the column" if row == want[0] else "both the row and the column")
+        verb = "are" if which.startswith("both") else "is"
+        return False, (f"for tid={tid} stage_a returns {got}: {which} {verb} wrong. "
+                       f"Neighbouring threads should take neighbouring float4s of a row ({per_row} per row) before "
+                       "moving to the next row."), 2
     covered = {tuple(ans(t)) for t in range(vec.THREADS)}
     if len(covered) != vec.BM * vec.BK // 4:
         return False, "some float4 of the tile are staged twice and others never."
@@ -35,7 +56,7 @@ def check_float4_staging(ans):
           "x_d is element (m, a_c + d) of the A tile, with m = a_r + p * A_STEP: transposed, it "
           "goes to row a_c + d, column m of sAT. In the k-step a thread's 8 values of A are "
           "then 8 neighbouring columns of row k of sAT.",
-          answer="sgemm_ex05",
+          answer="sgemm_ex05", technique=True,
           defines="sgemm_ex05: the @cuda.jit kernel (A, B, C, alpha, beta) of lesson 05's exercise cell (64 x 64 "
                   "tiles, 64 threads)")
 def check_transposed_a_tile(kernel):
@@ -44,7 +65,11 @@ def check_transposed_a_tile(kernel):
         return False, right
     if not backend.SIMULATOR:
         return _on_gpu("05-transpose-a", kernel, right, _sass_lds_report)
-    trace = _log_sgemm("05-transpose-a", kernel, 64, 64, 8).shared_trace(merge=("ld",))
+    log = _log_sgemm("05-transpose-a", kernel, 64, 64, 8)
+    skipped = _staged(log, 64, 64, 8)
+    if skipped:
+        return False, f"{right}, but {skipped} (the transposed A tile)."
+    trace = log.shared_trace(merge=("ld",))
     narrow = [i for i in trace.instructions if i.op == "ld" and i.width != 16]
     if narrow:
         return False, (right + ", but the technique is missing: not every shared load can be a 16-byte LDS.128 "

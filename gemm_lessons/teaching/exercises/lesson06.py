@@ -3,7 +3,7 @@ import collections
 
 from gemm_lessons.core import backend
 from gemm_lessons.teaching.exercises.core import exercise
-from gemm_lessons.teaching.exercises.kernels_05_11 import (_log_sgemm, _on_gpu, _result_right, _sass_lds_report,
+from gemm_lessons.teaching.exercises.kernels_05_11 import (_log_sgemm, _staged, _on_gpu, _result_right, _sass_lds_report,
                                                            _sites, _tile_launcher)
 
 
@@ -19,7 +19,7 @@ from gemm_lessons.teaching.exercises.kernels_05_11 import (_log_sgemm, _on_gpu, 
           "stores of lanes 2t and 2t+1 go to rows d and d+4: pick PAD so they fall in different "
           "banks, keeping rows 16-byte aligned (PAD a multiple of 4); (2) col_of: with 8 threads "
           "across, let each thread own 4 columns in each half of the tile (4*tc.., 32 + 4*tc..).",
-          answer="sgemm_ex06",
+          answer="sgemm_ex06", technique=True,
           defines="sgemm_ex06: the @cuda.jit kernel (A, B, C, alpha, beta) of lesson 06's exercise cell, with PAD and "
                   "col_of")
 def check_conflict_free_layout(kernel):
@@ -28,7 +28,11 @@ def check_conflict_free_layout(kernel):
         return False, right
     if not backend.SIMULATOR:
         return _on_gpu("06-conflict-free", kernel, right, _sass_lds_report)
-    trace = _log_sgemm("06-conflict-free", kernel, 64, 64, 8).shared_trace(merge=("ld", "st"))
+    log = _log_sgemm("06-conflict-free", kernel, 64, 64, 8)
+    skipped = _staged(log, 64, 64, 8)
+    if skipped:
+        return False, f"{right}, but {skipped} (the transposed A tile)."
+    trace = log.shared_trace(merge=("ld", "st"))
     narrow = [i for i in trace.instructions if i.op == "ld" and i.width != 16]
     if narrow:
         return False, (right + ", but some shared loads are no longer 16-byte accesses "

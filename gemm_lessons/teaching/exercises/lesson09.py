@@ -4,7 +4,7 @@ import collections
 import numpy as np
 
 from gemm_lessons.core import backend
-from gemm_lessons.teaching.exercises.core import exercise
+from gemm_lessons.teaching.exercises.core import exercise, result_right
 from gemm_lessons.teaching.exercises.kernels_05_11 import _on_gpu
 
 TRANSPOSE_TILE = (32, 8)  # 09-symmetrize: 32 x 32 tiles, blocks of 32 x 8 threads
@@ -68,7 +68,7 @@ _COALESCE, _INDEX, _BANKS = 1, 2, 3
           "column of a tile 32 floats wide lies in one bank. What tile width puts row l in bank l? Write the "
           "shape with constants (numbers, or globals such as TILE): numba compiling for a GPU rejects an "
           "expression there.",
-          answer="symmetrize",
+          answer="symmetrize", technique=True,
           defines="symmetrize: the @cuda.jit kernel (src, dst) writing dst = src + src.T, launched with 32 x 8 "
                   "threads per 32 x 32 tile")
 def check_symmetrize_through_shared_tile(kernel):
@@ -81,6 +81,18 @@ def check_symmetrize_through_shared_tile(kernel):
         return False, (f"the shared array's shape {shapes[0]} has an expression: the simulator runs it, but numba "
                        "compiling for a GPU needs every dimension a constant (a number, or a global such as TILE "
                        "set outside the kernel)."), _BANKS
+    log = None
+    if backend.SIMULATOR:  # first: a race may or may not spoil a result
+        from gemm_lessons.instruments import access_log
+        from gemm_lessons.teaching.exercises import evidence
+
+        n = 64
+        src = np.random.default_rng(8).uniform(-1, 1, (n, n)).astype(np.float32)
+        log, _ = access_log.log(lambda src, dst: _launch_symmetrize(kernel, src, dst),
+                                dict(src=src, dst=np.zeros((n, n), np.float32)))
+        misuse = evidence.shared_use(log)
+        if misuse:
+            return False, f"dst = src + src.T through the shared tile: {misuse}", _INDEX
     rng = np.random.default_rng(9)
     for n in _SYM_SIZES:
         src = rng.uniform(-1, 1, (n, n)).astype(np.float32)
@@ -97,15 +109,11 @@ def check_symmetrize_through_shared_tile(kernel):
             r, c = np.argwhere(got != want)[0]
             return (False, f"for n = {n}, dst[{r}, {c}] = {got[r, c]!r}, expected src[{r}, {c}] + src[{c}, {r}] = "
                            f"{want[r, c]!r}.", _INDEX)
+    result_right()
     right = f"dst = src + src.T is right for n = {', '.join(map(str, _SYM_SIZES))}"
     if not backend.SIMULATOR:
         return _on_gpu("09-symmetrize", kernel, right)
-    from gemm_lessons.instruments import access_log
-
     n = 64
-    src = rng.uniform(-1, 1, (n, n)).astype(np.float32)
-    log, _ = access_log.log(lambda src, dst: _launch_symmetrize(kernel, src, dst),
-                            dict(src=src, dst=np.zeros((n, n), np.float32)))
     slow = collections.OrderedDict()
     for ins in log.global_instructions():
         if ins.sectors > ins.ideal_sectors:

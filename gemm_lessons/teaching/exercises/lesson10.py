@@ -5,16 +5,43 @@ from gemm_lessons.teaching.exercises.core import _close, exercise
 GAIN_PCT = 2  # a gain counts above this: two runs of the same kernel differ by less (lesson 10's lab notes)
 
 
-def next_step_answer(record, kernel, size):
-    """The technique row (from leaderboard.TECHNIQUES) worth taking next from ``kernel`` at
-    ``size`` = (M, N, K): the largest measured gain above GAIN_PCT % among the rows that start
-    from ``kernel``, as (kernel with it, gain in %), or None when no row starts from ``kernel`` at
-    that size or none gained more."""
+def _rows_from(record, kernel, size):
+    """(with, change in %) of every technique row that starts from ``kernel`` at ``size``."""
     from gemm_lessons.teaching import leaderboard
 
-    rows = [(after, pct) for _, _, before, after, _, _, pct in leaderboard.technique_effects(record, size)
-            if before == kernel and pct > GAIN_PCT]
-    return max(rows, key=lambda r: r[1]) if rows else None
+    return [(after, pct) for _, _, before, after, _, _, pct in leaderboard.technique_effects(record, size)
+            if before == kernel]
+
+
+def _judge(record, kernel, size, got):
+    """None when ``got`` is a right answer of next_step(kernel, size), else what is wrong.  This
+    verifies the answer against the rows (a pair from a row that starts from ``kernel``, gained
+    more than GAIN_PCT %, and no such row gained more; None when there is none): it does not
+    compute the answer, so the package holds no reference answer a student could import."""
+    from gemm_lessons.teaching import leaderboard
+
+    call = f"next_step({kernel!r}, {size})"
+    gains = [(after, pct) for after, pct in _rows_from(record, kernel, size) if pct > GAIN_PCT]
+    if not gains:
+        if got is None:
+            return None
+        return (f"{call} returned {got!r}, but no technique from {kernel} gained more than {GAIN_PCT} % at that "
+                "size: expected None.")
+    try:
+        name, pct = got
+        pct = float(pct)
+    except (TypeError, ValueError):
+        return f"{call} returned {got!r}; expected a pair (kernel, change in %)."
+    top = max(p for _, p in gains)
+    best = {after for after, p in gains if _close(p, top, 1e-9)}
+    if name not in best:
+        if name in {t[0] for t in leaderboard.TECHNIQUES}:
+            return (f"{call} returned {name!r}: the first element should be the kernel with the technique (the "
+                    "row's 'with', e.g. 'dbuf'), not the technique's description.")
+        return f"{call} returned {name!r}; the largest measured gain from {kernel} is elsewhere."
+    if not _close(pct, top, 1e-3):
+        return f"{call}: {name!r} is right, but its change is not {pct:g} %."
+    return None
 
 
 def next_step_cases(record):
@@ -37,9 +64,10 @@ def next_step_cases(record):
     return cases
 
 
-def next_step_example(record, cases):
+def next_step_example(record, cases, next_step):
     """The case the feedback quotes: one with a gain, at the largest size, from the latest rung,
-    or None. ``cases`` come from next_step_cases, which already leaves out host-bound pairs."""
+    or None. ``cases`` come from next_step_cases, which already leaves out host-bound pairs;
+    ``next_step(kernel, size)`` is the student's function, already checked right on them."""
     from gemm_lessons.kernels import ladder
 
     order = list(ladder.SGEMM) + list(ladder.VARIANTS)
@@ -49,18 +77,19 @@ def next_step_example(record, cases):
         return size, order.index(kernel) if kernel in order else -1
 
     return next((case for case in sorted(cases, key=latest_first, reverse=True)
-                 if next_step_answer(record, *case)), None)
+                 if next_step(*case)), None)
 
 
-def next_step_flip(record, cases):
+def next_step_flip(record, cases, next_step):
     """A kernel whose next step changes with the size: (kernel, (size, answer), (size, answer)),
     the smallest asked size with an answer and the largest whose answer names another kernel,
-    the first such kernel in ladder order; or None.  ``cases`` come from next_step_cases."""
+    the first such kernel in ladder order; or None.  ``cases`` come from next_step_cases,
+    ``next_step`` is the student's function, already checked right on them."""
     from gemm_lessons.kernels import ladder
 
     order = list(ladder.SGEMM) + list(ladder.VARIANTS)
     for kernel in sorted({k for k, _ in cases}, key=lambda k: order.index(k) if k in order else len(order)):
-        answers = [(size, next_step_answer(record, kernel, size)) for k, size in sorted(cases) if k == kernel]
+        answers = [(size, next_step(kernel, size)) for k, size in sorted(cases) if k == kernel]
         answers = [(size, a) for size, a in answers if a]
         if not answers:
             continue
@@ -108,32 +137,15 @@ def check_next_step(fn):
     record = leaderboard.lesson_record()
     cases = next_step_cases(record)
     for kernel, size in cases:
-        want = next_step_answer(record, kernel, size)
-        got = fn(kernel, size)
-        if want is None:
-            if got is not None:
-                return False, (f"next_step({kernel!r}, {size}) returned {got!r}, but no technique from {kernel} "
-                               f"gained more than {GAIN_PCT} % at that size: expected None.")
-            continue
-        try:
-            name, pct = got
-            pct = float(pct)
-        except (TypeError, ValueError):
-            return False, f"next_step({kernel!r}, {size}) returned {got!r}; expected a pair (kernel, change in %)."
-        if name != want[0]:
-            if name in {t[0] for t in leaderboard.TECHNIQUES}:
-                return False, (f"next_step({kernel!r}, {size}) returned {name!r}: the first element should be the "
-                               f"kernel with the technique (the row's 'with', e.g. 'dbuf'), not the technique's "
-                               "description.")
-            return False, f"next_step({kernel!r}, {size}) returned {name!r}; the largest measured gain from {kernel} is elsewhere."
-        if not _close(pct, want[1], 1e-3):
-            return False, f"next_step({kernel!r}, {size}): {name!r} is right, but its change is not {pct:g} %."
-    flip = next_step_flip(record, cases)
-    example = next_step_example(record, cases)
+        wrong = _judge(record, kernel, size, fn(kernel, size))
+        if wrong:
+            return False, wrong
+    flip = next_step_flip(record, cases, fn)
+    example = next_step_example(record, cases, fn)
     text = ""
     if flip:
         text = _flip_text(record, flip)
     elif example:
-        name, pct = next_step_answer(record, *example)
+        name, pct = fn(*example)
         text = f" For example from {example[0]} at {example[1][0]}x{example[1][1]}x{example[1][2]}: {name}, {pct:+.1f} %."
     return True, f"right for all {len(cases)} (kernel, size) pairs of {results.label(record)}.{text}"

@@ -15,7 +15,7 @@ import collections
 import numpy as np
 
 from gemm_lessons.core import backend
-from gemm_lessons.teaching.exercises.core import _written_function, exercise
+from gemm_lessons.teaching.exercises.core import _written_function, exercise, result_right
 from gemm_lessons.teaching.exercises.kernels_05_11 import _simulator_only
 
 
@@ -92,6 +92,9 @@ def _split_k_parts(A, B, W):
         if (W[z].view(np.uint32) == POISON_BITS).any():
             return False, (f"the partial kernel left part {z} of the workspace, W[{z}], unwritten (all of it, or some "
                            f"elements): each part writes its own M x N partial sums")
+    dropped = _dropped_remainder(A, B, W)
+    if dropped:
+        return False, dropped
     for z in range(splits):
         lo, hi = z * chunk, min(K, (z + 1) * chunk)
         got = W[z]
@@ -112,6 +115,21 @@ def _split_k_parts(A, B, W):
         what = "zeros" if not got.any() else "no sum over a range of k"
         return False, f"the partial kernel's part {z}, W[{z}], holds {what}, {expected}"
     return True, f"each of the {splits} parts of the workspace holds the sum over its own chunk of {chunk} k"
+
+
+def _dropped_remainder(A, B, W):
+    """A sentence when the parts of W hold consecutive ranges of k from 0 that stop short of K (a
+    remainder of K left out, as with chunk = K // parts); else None."""
+    splits, K = W.shape[0], A.shape[1]
+    held = [held_range(A, B, W[z]) for z in range(splits)]
+    if any(h is None for h in held) or held[0][0] != 0:
+        return None
+    if any(held[z][0] != held[z - 1][1] for z in range(1, splits)) or held[-1][1] >= K:
+        return None
+    end = held[-1][1]
+    return (f"the parts hold k = 0..{end - 1} between them (part {splits - 1} stops at k = {end - 1}), so the last "
+            f"{K - end} value(s) of k, k = {end}..{K - 1}, are in no part: a remainder of K = {K} dropped ({K} is not a "
+            f"multiple of {splits} parts). With chunk = ceil(K / parts) the last part ends at K")
 
 
 def _split_k_answer(answer):
@@ -139,6 +157,7 @@ def _split_k_answer(answer):
                                f"{c_is}.")
             return False, f"the result is wrong: {done}; and {c_is}."
         failed = failed or (None if ok else done)
+    result_right()
     shapes = " and ".join(f"{M}x{N}x{K} in {s} parts" for M, N, K, _, _, s in SPLITK_SHAPES)
     right = f"the result matches the float64 reference on {shapes} (with alpha and beta)"
     if failed:
@@ -210,7 +229,7 @@ def _span(ks):
           "write W[z, row, col]. Reduction: the same mapping "
           "(threadIdx.x along the columns); total = W[0, row, col] + W[1, row, col] + ... over "
           "W.shape[0] parts, then C = alpha * total, + beta * C only when beta != 0.",
-          answer="split_k",
+          answer="split_k", technique=True,
           defines="split_k = (sgemm_partial, splitk_reduce): the @cuda.jit kernels (A, B, W) and (W, C, alpha, beta)")
 def check_split_k(answer):
     ok, right = _split_k_answer(answer)

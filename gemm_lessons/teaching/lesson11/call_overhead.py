@@ -1,7 +1,7 @@
 """Lesson 11, section 2 (what a call costs): the per-call costs of each way to call a kernel
-(``CallCosts``: measured now on a GPU, the record's on the simulator), their figures, and the comparisons
-the section reads off the table (the cheapest caller, cells below or above another, the p10/p90
-separation of two callers).  The lesson writes the sentences.
+(``CallCosts``: measured now on a GPU, the record's on the simulator), their figure, and the comparisons
+the section reads off the table (cells below another, the p10/p90 separation of two callers).  The
+lesson writes the sentences.
 """
 import math
 from dataclasses import dataclass
@@ -64,9 +64,6 @@ class CallCosts:
         return self._repr_markdown_()
 
 
-CALL_COST_SIZE = 256  # the size at which lesson 11's section 2 reads the per-call costs
-
-
 def call_costs(sizes=(128, 256, 512, 1024), rec=None, progress=True):
     """The per-call cost of gl.sgemm, the ladder's rung, its kernel launched by numba and cuBLAS:
     measured now on a GPU (shapes.measure_overhead, about 2 s on an H100), the record's rows on the
@@ -85,54 +82,9 @@ def call_costs(sizes=(128, 256, 512, 1024), rec=None, progress=True):
     return CallCosts(rows, f"measured on {device_info().name} now", True)
 
 
-def call_costs_figure(costs, size=CALL_COST_SIZE, ax=None):
-    """Per-call cost of each caller at one size: the host's time to issue a call, and the CUDA-event
-    time around one call on an idle GPU."""
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(9, 3.6))
-    callers = costs.callers()
-    y = np.arange(len(callers))
-    issue = [costs.get(c, size, "issue_us") for c in callers]
-    event = [costs.get(c, size, "event_us") for c in callers]
-    ax.barh(y - 0.2, issue, 0.4, color="tab:blue", xerr=costs.spread(callers, size, "issue"), capsize=2,
-            label="issue: host time per call, calls back to back")
-    ax.barh(y + 0.2, event, 0.4, color="tab:orange", xerr=costs.spread(callers, size, "event"), capsize=2,
-            label="event: CUDA events around one call, GPU idle before")
-    for yi, v in zip(y, issue):
-        if not math.isnan(v):
-            ax.text(v, yi - 0.2, f" {v:.0f}", va="center", fontsize=7)
-    for yi, v in zip(y, event):
-        if not math.isnan(v):
-            ax.text(v, yi + 0.2, f" {v:.0f}", va="center", fontsize=7)
-    ax.set_yticks(y, callers, fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xlabel("microseconds per call")
-    ax.set_title(f"What one {size}x{size}x{size} call costs\n({costs.source})", fontsize=9)
-    ax.legend(fontsize=7, loc="lower right")
-    plt.tight_layout()
-    return ax
-
-
 def recorded_costs(rec):
     """The record's per-call costs as a CallCosts."""
     return CallCosts(rec.overhead or [], f"recorded on {label(rec)}")
-
-
-def issue_less_count(costs, a, b):
-    """([sizes where ``a`` took less issue time than ``b``], sizes where both were measured), the
-    times compared as the table shows them (whole µs: equal there is not less)."""
-    sizes = [n for n in costs.sizes()
-             if not (math.isnan(costs.get(a, n)) or math.isnan(costs.get(b, n)))]
-    return [n for n in sizes if round(costs.get(a, n)) < round(costs.get(b, n))], sizes
-
-
-def cheapest(costs, size, what="issue_us"):
-    """(caller, µs) with the least ``what`` at ``size``, or (None, nan)."""
-    got = [(c, costs.get(c, size, what)) for c in costs.callers()]
-    got = [(c, v) for c, v in got if not math.isnan(v)]
-    return min(got, key=lambda x: x[1]) if got else (None, float("nan"))
 
 
 def cells_below(costs, what, than):
@@ -151,12 +103,6 @@ def below_issue(costs, what):
     """[(caller, size, its ``what`` µs, its issue µs)] where ``what`` ("sync_us" or "event_us") is
     below the issue time."""
     return cells_below(costs, what, "issue_us")
-
-
-def event_above_sync(costs):
-    """[(caller, size, event µs, sync µs)] where the event time is above the round trip's: the
-    events are recorded inside the round trip, so only different samples can put it there."""
-    return [(c, n, e, sync) for c, n, sync, e in cells_below(costs, "sync_us", "event_us")]
 
 
 def separation(costs, a, b, what="issue"):

@@ -90,15 +90,3 @@ def split_k_gain(r):
     split = [ms for p, ms in timed.items() if " split " in p]
     whole = [ms for p, ms in timed.items() if " split " not in p]
     return min(whole) / min(split) if split and whole else float("nan")
-
-
-def split_k_best(r):
-    """(fastest plan without split-K, its ms, fastest plan with split-K, its ms) of a ShapeRow whose
-    plans were timed (back to back), or None."""
-    timed = {p: ms for p, ms in (r.plans_ms or {}).items() if isinstance(ms, float)}
-    whole = [p for p in timed if " split " not in p]
-    split = [p for p in timed if " split " in p]
-    if not (whole and split):
-        return None
-    w, s = min(whole, key=timed.get), min(split, key=timed.get)
-    return w, timed[w], s, timed[s]

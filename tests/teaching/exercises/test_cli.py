@@ -127,7 +127,8 @@ def test_a_launch_and_a_function(exercise_id, capsys):
     out = capsys.readouterr().out
     assert out.startswith(f"Not yet [{exercise_id}]: ") and "Hint:" in out
     assert {"00a-launch": "for n = 129, 1 element(s) of out were never written",
-            "05-stage-a": "for tid=1 you return (1, 0), expected (0, 4)"}[exercise_id] in out
+            "05-stage-a": "for tid=1 stage_a returns (1, 0): both the row and the column"}[exercise_id] in out
+    assert "(0, 4)" not in out  # thread 1's float4: the feedback does not give the answer away
 
 
 def test_a_kernel_right_and_uncoalesced(capsys):
@@ -173,3 +174,54 @@ def test_the_file_imports_from_its_own_folder_and_is_not_main(tmp_path, capsys):
                                       "if __name__ == '__main__':\n    answer = 0\n")
     assert cli.main(["00-flops", str(tmp_path / "mine.py")]) == 0
     assert str(tmp_path) not in sys.path
+
+
+def test_importing_the_cli_module_leaves_gl_check_working():
+    """``import gemm_lessons.check`` sets the package's attribute ``check`` to the module: the
+    module is callable as the function it replaces, so ``gl.check(...)`` and the CLI both work."""
+    code = ("import inspect, gemm_lessons as gl\n"
+            "function = gl.check\n"
+            "import gemm_lessons.check\n"
+            "from gemm_lessons.kernels.sgemm import naive\n"
+            "assert gl.check(naive.sgemm, 9, 8, 7).passed\n"
+            "assert inspect.signature(gl.check) == inspect.signature(function)\n"
+            "assert callable(gemm_lessons.check.main)\n"
+            "print('both work')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO] + [p for p in os.environ.get("PYTHONPATH", "").split(
+        os.pathsep) if p]))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    assert p.returncode == 0 and "both work" in p.stdout, p.stderr
+
+
+BYPASS = """from gemm_lessons.teaching import exercises
+from gemm_lessons.teaching.exercises import core
+exercises.check = lambda *args, **kwargs: core.Feedback("00-flops", True, "fake")
+core.check = exercises.check
+core._CHECKS["00-flops"] = (lambda answer: (True, "fake"), "none")
+core.Feedback.__bool__ = lambda self: True
+answer = 1
+"""
+
+
+def test_a_file_that_redefines_the_check_is_checked_by_the_real_one(tmp_path):
+    """What the file does to the package (exercises.check, the registry, a class) is undone
+    before its answer is checked, and stays undone for the next check."""
+    path = tmp_path / "bypass.py"
+    path.write_text(BYPASS)
+    fb = cli.check_file("00-flops", str(path))
+    assert not fb.ok and "1 is not the FLOP count" in fb.message and fb.ok is False
+    assert exercises.check is core.check and core._CHECKS["00-flops"][0].__name__ == "check_flop_count"
+    assert not bool(core.Feedback("x", False, "m"))
+    assert cli.check_file("00-flops", data("00-flops.py")).ok
+
+
+def test_json_output_says_whether_the_result_is_right_apart_from_the_technique():
+    import json
+    rc, out, err = run_cli("--json", "00a-launch", os.path.join(REPO, "tests", "data", "planted", "00a-launch",
+                                                                "skip-host-after.py"))
+    got = json.loads(out)
+    assert rc == 1 and got["exercise"] == "00a-launch" and got["result_ok"] is True and got["ok"] is False
+    assert "changed after the last kernel" in got["message"]
+    rc, out, err = run_cli("--json", "00-flops", data("00-flops-wrong.py"))
+    got = json.loads(out)
+    assert rc == 1 and (got["ok"], got["result_ok"]) == (False, False)

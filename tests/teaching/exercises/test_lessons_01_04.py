@@ -225,7 +225,7 @@ def test_the_instrument_runs_a_kernel_rebuilt_from_its_source():
     assert spec["constants"] == {"BM": 32, "BN": 32, "BK": 8, "TN": 4} and spec["tile"] == [32, 32, 8, 4]
     rebuilt = exercises.rebuild_kernel(spec)
     assert exercises.technique_facts("03", rebuilt) == {"shape": (64, 64, 16), "A_reads": 2048, "B_reads": 2048,
-                                                       "shared_loads_per_kstep": 8.0}
+                                                       "shared_loads_per_kstep": 8.0, "race": None}
     kernel = answer_of(exercise_cell("02-kernel"))  # the tile sizes are notebook globals here
     assert kernels_01_04._kernel_spec(kernel)["constants"] == {"BM": 8, "BN": 32, "BK": 32}
 
@@ -236,7 +236,7 @@ def test_the_instrument_runs_in_a_child_process():
     (a 1-D register tile: 4 loads of sB and 16 of sA per k-step)."""
     kernel = answer_of(exercise_cell("04-kernel"), ONE_D_04)
     assert exercises.technique_facts("04", kernel, in_child=True) == {
-        "shape": [64, 64, 16], "A_reads": 2048, "B_reads": 2048, "shared_loads_per_kstep": 20.0}
+        "shape": [64, 64, 16], "A_reads": 2048, "B_reads": 2048, "shared_loads_per_kstep": 20.0, "race": None}
 
 
 def test_a_kernel_without_its_tile_attribute_is_told_so():

@@ -172,10 +172,32 @@ def test_08_solution_passes_and_lesson_07_layout_fails_naming_warp_tiles():
 
 @requires_simulator
 def test_08_contiguous_columns_conflict_and_a_bad_mapping_is_wrong():
-    _fails(check_cell("08-warp-tile", replace=[("(lane % LN) * 4 + j % 4 + j // 4 * (LN * 4)",
-                                                "(lane % LN) * 8 + j")]), "bank conflicts")
+    fb = check_cell("08-warp-tile", replace=[("(lane % LN) * 4 + j % 4 + j // 4 * (LN * 4)", "(lane % LN) * 8 + j")])
+    _fails(fb, "the warp tiles are right", "bank conflicts", "Hint: warp w owns columns", "LN * 4 columns apart")
+    assert "compact" not in str(fb)  # the warp-tile test passed: not the hint about compact regions
     _fails(check_cell("08-warp-tile", replace=[("(lane // LN) * 4 + i % 4", "(lane // LN) * 2 + i % 4")]),
            "result is wrong")
+
+
+@requires_simulator
+def test_08_pieces_half_the_block_tile_apart_run_past_it_named_without_a_line_number():
+    """Lesson 06's column gap (BN // 2) inside a 64-column warp tile: col_of runs past the block
+    tile. The check names the array and the ranges, quotes the hint on the pieces' spacing, and
+    gives no line number (the lines of @unrolled's expansion are not the student's)."""
+    fb = check_cell("08-warp-tile", replace=[("j // 4 * (LN * 4)", "j // 4 * (BN // 2)")])
+    _fails(fb, "indexed sB past its end", "out of bounds", "col_of(j) within 0..127",
+           "LN * 4 columns apart")
+    assert "line " not in str(fb) and "compact" not in str(fb)
+
+
+@requires_simulator
+def test_08_a_forgotten_warp_offset_is_named_as_overlapping_warps():
+    """Warp 1 without its column offset writes warp 0's columns: the check names the overlap
+    (two warps, one element of C) and the offset, not the guards or the grid."""
+    fb = check_cell("08-warp-tile", replace=[("(warp % (BN // WN)) * WN + ", "")])
+    _fails(fb, "result is wrong", "(warp 0) and", "(warp 1) both write C[", "Two warps compute the same outputs",
+           "own offset", "Hint: first find warp w's region")
+    assert "guards" not in str(fb)
 
 
 # ---- 09: symmetrize ---------------------------------------------------------------------
@@ -235,22 +257,49 @@ def test_10_solution_passes_and_wrong_answers_fail():
     _fails(check_cell("10-next-step", student_version=True, extra=_extra_10()), "NotImplementedError")
 
 
+def reference_next_step(record):
+    """The lesson's solution of 10-next-step on ``record``: tests/data/exercises/10-next-step.py
+    (the package holds no reference answer)."""
+    ns = {}
+    with open(os.path.join(REPO, "tests", "data", "exercises", "10-next-step.py")) as f:
+        exec(compile(f.read(), "10-next-step.py", "exec"), ns)
+    ns["record"] = record
+    return ns["next_step"]
+
+
+def test_10_no_reference_answer_is_importable_from_the_package():
+    from gemm_lessons.teaching import leaderboard
+    from gemm_lessons.teaching.exercises import lesson10
+    record = leaderboard.lesson_record()
+    kernel, size = exercises.next_step_example(record, exercises.next_step_cases(record), reference_next_step(record))
+    assert not hasattr(exercises, "next_step_answer") and "next_step_answer" not in exercises.__all__
+    for name in dir(lesson10):  # no function of the module, called as the reference was, gives the answer
+        fn = getattr(lesson10, name)
+        if callable(fn) and getattr(fn, "__module__", None) == lesson10.__name__ and name != "check_next_step":
+            try:
+                got = fn(record, kernel, size)
+            except Exception:  # noqa: BLE001 (another signature)
+                continue
+            assert got != reference_next_step(record)(kernel, size), name
+
+
 def test_10_feedback_quotes_a_pair_at_the_largest_size_not_host_bound():
     from gemm_lessons.kernels import ladder
     from gemm_lessons.records import results
-    record = results.load()
+    record = results.load(results.REFERENCE_DEVICE)  # the H100's run has host-bound rows, so the rule is exercised
+    answer = reference_next_step(record)
     cases = exercises.next_step_cases(record)
-    kernel, size = exercises.next_step_example(record, cases)
-    assert exercises.next_step_answer(record, kernel, size) is not None
-    with_it = exercises.next_step_answer(record, kernel, size)[0]
+    kernel, size = exercises.next_step_example(record, cases, answer)
+    assert answer(kernel, size) is not None
+    with_it = answer(kernel, size)[0]
     assert not any(r.host_bound for k in (kernel, with_it) for r in results.sgemm_rows(record, k, size))
     assert kernel in ladder.SGEMM or kernel in ladder.VARIANTS
     for k, sz in cases:  # no case asks about a host-bound pair
         assert not any(r.host_bound for r in results.sgemm_rows(record, k, sz))
     assert any(r.host_bound for r in record.sgemm)  # the record has some: the rule is exercised
-    larger = [c for c in cases if c[1] > size and exercises.next_step_answer(record, *c)]
+    larger = [c for c in cases if c[1] > size and answer(*c)]
     for k, s in larger:  # every answer at a larger size involves a host-bound row
-        w = exercises.next_step_answer(record, k, s)[0]
+        w = answer(k, s)[0]
         assert any(r.host_bound for x in (k, w) for r in results.sgemm_rows(record, x, s))
 
 
@@ -259,10 +308,11 @@ def test_10_feedback_shows_a_next_step_that_changes_with_the_size():
     where the smaller size leaves SMs idle with its tiles, says so (lesson 10's idle-SM point)."""
     from gemm_lessons.teaching import leaderboard
     record = leaderboard.lesson_record()
+    answer = reference_next_step(record)
     cases = exercises.next_step_cases(record)
-    kernel, (small, a), (large, b) = exercises.next_step_flip(record, cases)
+    kernel, (small, a), (large, b) = exercises.next_step_flip(record, cases, answer)
     assert (kernel, small) in cases and (kernel, large) in cases and a[0] != b[0]
-    assert a == exercises.next_step_answer(record, kernel, small) and b == exercises.next_step_answer(record, kernel, large)
+    assert a == answer(kernel, small) and b == answer(kernel, large)
     if record.device.name == "NVIDIA H200":  # the recorded run: reg1d takes the 64x64 block only at 1024^3
         assert (kernel, small, a[0], b[0]) == ("reg1d", (1024,) * 3, "reg1d_64x64", "reg2d")
     fb = check_cell("10-next-step", extra=_extra_10())

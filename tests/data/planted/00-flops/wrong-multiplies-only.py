@@ -1,0 +1,2 @@
+# expect: counts the multiplications only
+answer = 300 * 200 * 100

@@ -1,0 +1,2 @@
+# expect: 3 is right | limiting resource is not 'registers'
+answer = (3, "registers")

@@ -1,0 +1,2 @@
+# expect: A right; B not
+answer = (2, 4)

@@ -1,0 +1,2 @@
+# expect: FLOP per value read, not 16
+answer = (64, 64 * 64)

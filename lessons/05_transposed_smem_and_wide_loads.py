@@ -680,9 +680,9 @@ print(f"vec, uncapped, takes {uncapped} registers per thread: "
 
 # %% [markdown]
 # **Explicit `LDS.128`.** Earlier versions of the steps read shared memory with plain indexing,
-# `sAT[k, t_row + i]`, and left merging four reads into one `LDS.128` to NVVM. Whether it did
-# depended on the toolchain: an offline CUDA compile merged them in `transposed_a`; the H100's
-# driver did not, in the capped steps, so the wide shared loads first appeared with `vec`:
+# `sAT[k, t_row + i]`, and left merging four reads into one `LDS.128` to NVVM. In the H100 run
+# of those versions it did not, in the capped steps, so the wide shared loads first appeared with
+# `vec`, the step that changed the stores:
 
 # %%
 old = lesson05_steps.load(results.REFERENCE_DEVICE)
@@ -723,3 +723,8 @@ unrolled_table = measure_step.compare({"vec": functools.partial(vec.sgemm, kerne
                                       size=(4096, 4096, 4096), record=lesson05_steps.load())
 unrolled_facts = lesson05_steps.compiler_facts({"vec": my_vec, "vec_unrolled_k": my_vec_unrolled_k})
 display(unrolled_table, unrolled_facts)
+u = unrolled_facts["vec_unrolled_k"]
+print(f"Written out, the k-loop ran {unrolled_table.speedup('vec_unrolled_k', 'vec'):.2f}x as fast as the loop, with "
+      f"{u['sass'].get('LDS.128', 0)} LDS.128 and {u['sass'].get('LDS', 0)} LDS"
+      + (": this record's vec_unrolled_k is the earlier vec's, with plain shared indexing, which NVVM did not merge "
+         "once the k-loop was written out." if not u["sass"].get("LDS.128") else "."))

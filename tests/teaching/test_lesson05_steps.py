@@ -404,3 +404,15 @@ def test_traced_loads_count_what_the_code_asks_for():
     assert narrow["reg2d"] == t["reg2d"]  # nothing to split
     # sAT rows 4 bytes at a time: two addresses per warp, one wavefront (512); sB rows: 4-way (2048); stores 288
     assert narrow["transposed_a"] == {"wavefronts": 512 + 2048 + 288, "load_bytes": 16}
+
+
+def test_lesson_05_lab_notes_read_the_h100_record_of_the_earlier_kernels_as_they_say():
+    """Lesson 05's Lab notes: in the H100 run of the earlier kernels (plain shared indexing),
+    transposed_a and wide_loads kept 4-byte LDS and only vec has LDS.128."""
+    record = lesson05_steps.load(results.REFERENCE_DEVICE)
+    if record is None:
+        pytest.skip("no H100 lesson 05 steps record")
+    sass = {n: record.compiler[n]["sass"] for n in ("transposed_a", "wide_loads", "vec")}
+    for name in ("transposed_a", "wide_loads"):
+        assert sass[name].get("LDS.128", 0) == 0 and sass[name]["LDS"] == 16, name
+    assert sass["vec"]["LDS.128"] == 4 and sass["vec"].get("LDS", 0) == 0

@@ -20,11 +20,6 @@ SIZES = [(4096,) * 3, (8192,) * 3]
 
 
 
-def _command(record):
-    """The command that made ``record``, a directory given to --out shown as DIR (a path on the
-    machine that ran it means nothing to a reader)."""
-    return re.sub(r"(--out[ =])\S+", r"\1DIR", record.command or "python -m gemm_lessons.runs.bench")
-
 def _row(record, name, size):
     rows = results.sgemm_rows(record, name, size)
     return rows[0] if rows else None
@@ -51,7 +46,7 @@ def summary(record):
         f"numba-cuda {v.get('numba_cuda', '?')}, numba {v.get('numba', '?')}, numpy {v.get('numpy', '?')}, "
         f"nvmath-python {v.get('nvmath_python', '?')}, cuBLAS {v.get('cublas', '?')} (FP32, no TF32). "
         f"Medians of CUDA-event timings, p10-p90 in brackets; % of cuBLAS from the same run "
-        f"(`{_command(record)}`, raw data in `results/`).",
+        f"(`{results.shown_command(record, 'python -m gemm_lessons.runs.bench')}`, raw data in `results/`).",
     ]
 
     def cells(name, size):

@@ -74,6 +74,12 @@ def slug(device_name):
     return re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip("-")
 
 
+def shown_command(record, default=""):
+    """The command that made ``record``, a directory given to --out shown as DIR (a path on the
+    machine that ran it means nothing to a reader)."""
+    return re.sub(r"(--out[ =])\S+", r"\1DIR", record.command or default)
+
+
 def course_path(kind, name=None, directory=RESULTS_DIR):
     """The file of ``kind`` for COURSE_DEVICE when it exists, else REFERENCE_DEVICE's (which may not)."""
     path = path_for(kind, COURSE_DEVICE, name, directory=directory)

@@ -7,7 +7,6 @@ on the smaller ones.  Here: the lesson's three shapes, the record, a row by shap
 label and command, the dispatch model it measured, and two small formulas (``is_wide``,
 ``tflops``).
 """
-import re
 
 from gemm_lessons.library import dispatch
 from gemm_lessons.records import results
@@ -42,7 +41,7 @@ def label(rec):
 def command(rec):
     """The command that made the record, a directory given to --out shown as DIR (a path on the
     machine that ran it means nothing to a reader)."""
-    return re.sub(r"(--out[ =])\S+", r"\1DIR", rec.command or "")
+    return results.shown_command(rec)
 
 
 def shape_name(shape):

@@ -93,19 +93,55 @@ def _unwritten(log, e, what):
             "stored (a zero where the matrix ends), and at the place it is read from?")
 
 
-def diagnose(launch, kernel, shape):
+def diagnose(launch, kernel, shape, in_child=None):
     """The access log's diagnosis of a wrong result at ``shape`` = (M, N, K): c_mapping, else
-    shared_use; None on a GPU (the log runs on the simulator) or when it sees nothing amiss."""
+    shared_use; None when it sees nothing amiss.  The log runs on the simulator: on a GPU (or
+    with ``in_child``) in a child process that rebuilds the kernel from its source and gets
+    ``launch`` by name (launch_name)."""
     from gemm_lessons.core import backend
 
-    if not backend.SIMULATOR:
-        return None
+    if in_child is None:
+        in_child = not backend.SIMULATOR
+    if in_child:
+        return _diagnose_in_child(launch, kernel, shape)
     M, N, K = shape
     try:
         log = log_sgemm(launch, kernel, M, N, K)
     except Exception:  # noqa: BLE001 (the result's own message stands)
         return None
     return c_mapping(log, (M, N)) or shared_use(log)
+
+
+def launch_name(launch):
+    """An expression for ``launch`` in a child process that imports this module's package:
+    its ``expression`` (a launch built by a function), else module.name; None when it has neither."""
+    if getattr(launch, "expression", None):
+        return launch.expression
+    if "<" in getattr(launch, "__qualname__", "<"):  # a closure or a lambda: no name to import
+        return None
+    return f"importlib.import_module({launch.__module__!r}).{launch.__qualname__}"
+
+
+def _diagnose_in_child(launch, kernel, shape):
+    import json
+
+    from gemm_lessons.instruments.simulator_process import run_on_simulator
+    from gemm_lessons.teaching.exercises import kernels_01_04
+
+    launcher = launch_name(launch)
+    if launcher is None:
+        return None
+    try:
+        spec = json.dumps(kernels_01_04._kernel_spec(kernel))
+    except (OSError, TypeError):  # no source to rebuild from: the result's own message stands
+        return None
+    code = ("import importlib, json\nfrom gemm_lessons.teaching.exercises import evidence, kernels_01_04, kernels_05_11\n"
+            f"kernel = kernels_01_04.rebuild_kernel(json.loads({spec!r}))\n"
+            f"print(json.dumps(evidence.diagnose({launcher}, kernel, {tuple(shape)!r}, in_child=False)))")
+    try:
+        return run_on_simulator(code, "the access log", timeout=kernels_01_04.KERNEL_TIME_LIMIT_S)
+    except Exception:  # noqa: BLE001 (the result's own message stands)
+        return None
 
 
 def wrong_result(res, launch, kernel, changed):

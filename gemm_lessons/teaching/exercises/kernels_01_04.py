@@ -12,6 +12,7 @@ import collections
 import functools
 import inspect
 import json
+import linecache
 import math
 import textwrap
 
@@ -117,10 +118,15 @@ def technique_facts(lesson, kernel, in_child=None):
 def _function_spec(fn, constants, helpers):
     """(name, source without decorators) of ``fn``; its number constants go into ``constants``,
     the device functions it calls (numba dispatchers among its globals), recursively, into
-    ``helpers`` (name -> source), so that the child can define them before the kernel."""
-    lines = textwrap.dedent(inspect.getsource(fn)).split("\n")
+    ``helpers`` (name -> source), so that the child can define them before the kernel.  The
+    source starts with blank lines down to the ``def``: the child's line numbers (the access log's
+    "line N of your code") are the student's."""
+    source, first = inspect.getsourcelines(fn)
+    lines = textwrap.dedent("".join(source)).split("\n")
     while lines and not lines[0].lstrip().startswith("def "):
         lines.pop(0)  # the decorators: the child applies cuda.jit itself
+        first += 1
+    lines[:0] = [""] * (first - 1)
     names = dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__ or ())))
     names.update({n: fn.__globals__[n] for n in fn.__code__.co_names if n in fn.__globals__})
     for name, value in names.items():
@@ -148,10 +154,15 @@ def rebuild_kernel(spec):
     from numba import cuda, float32
 
     ns = {"cuda": cuda, "np": np, "numpy": np, "float32": float32, "math": math, **spec["constants"]}
+
+    def define(source, filename):  # in linecache too: the access log reads the source (array names)
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        exec(compile(source, filename, "exec"), ns)
+
     for name, source in reversed(list(spec.get("helpers", {}).items())):  # callees before callers
-        exec(compile(source, f"<device function {name}>", "exec"), ns)
+        define(source, f"<device function {name}>")
         ns[name] = cuda.jit(device=True)(ns[name])
-    exec(compile(spec["source"], f"<kernel {spec['name']}>", "exec"), ns)
+    define(spec["source"], f"<kernel {spec['name']}>")
     kernel = cuda.jit(ns[spec["name"]])
     if spec["tile"] is not None:
         kernel.tile = tuple(spec["tile"])

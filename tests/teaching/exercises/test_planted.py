@@ -173,3 +173,20 @@ def test_the_gpu_paths_instrument_rebuilds_a_kernel_that_calls_a_device_function
     assert list(spec["helpers"]) == ["dot"]
     child = kernels_01_04.technique_facts("01", ns["my_naive_1d"], in_child=True)
     assert child["A"]["per_read"] == 1.0 and child["B"]["per_read"] == 4.0
+
+
+@pytest.mark.parametrize("exercise_id, name, lesson", [("01-kernel", "wrong-mapping.py", "01"),
+                                                       ("02-kernel", "wrong-no-zeros.py", "02")])
+def test_the_gpu_paths_diagnosis_of_a_wrong_result_is_the_simulators(exercise_id, name, lesson):
+    """On a GPU the access log's diagnosis runs in a child process on the simulator, on the kernel
+    rebuilt from its source: the same sentence, with the same line of the student's code."""
+    from gemm_lessons.measure.problems import SIM_SHAPES
+    from gemm_lessons.teaching.exercises import evidence, kernels_01_04
+    ns = cli.run_file(os.path.join(PLANTED, exercise_id, name))
+    kernel = next(v for k, v in ns.items() if k.startswith("my_"))
+    launch = kernels_01_04._LAUNCHERS[lesson]
+    shape = SIM_SHAPES[0][:3]
+    here = evidence.diagnose(launch, kernel, shape, in_child=False)
+    assert here and "line " in here
+    which = lambda text: re.sub(r"\[[\d, ]+\]", "[...]", text)  # noqa: E731 (the simulator's threads race: the first element found varies)
+    assert which(evidence.diagnose(launch, kernel, shape, in_child=True)) == which(here)

@@ -95,8 +95,9 @@ print(f"Model: 1.00x while the stalls stay. With no stall at all, dbuf_one_buffe
 #
 # Make each shared array one dimension bigger, `sAT[2, BK, BM]`, put a buffer index `buf` in
 # front of every shared index, and flip `buf = 1 - buf` after each slice. The rest is
-# `vec_split`'s, shared reads written element by element for the compiler to merge into
-# `LDS.128` (lesson 05).
+# `vec_split`'s, except the shared reads: written element by element instead of lesson 05's
+# `load4`, as a first attempt would. With a constant index the compiler merges such reads into
+# `LDS.128` itself (the Lab notes show it); does it still with a runtime `buf`?
 
 # %%
 from gemm_lessons.core.float4 import load4, store4  # lesson 05's 16-byte loads and stores
@@ -155,7 +156,7 @@ def sgemm_dbuf_indexed(A, B, C, alpha, beta):
             x0, x1, x2, x3 = load4(A, row0 + a_r, nxt + a_c)
         if (nxt + b_r < K) & (col0 + b_c < N):
             y0, y1, y2, y3 = load4(B, nxt + b_r, col0 + b_c)
-        for k in range(BK):  # lesson 06's k-step, with the buffer index in front of every shared index
+        for k in range(BK):  # lesson 06's k-step read element by element, the buffer index in front of each
             for i in static_range(TM):
                 a[i] = sAT[buf, k, t_row + (i % 4 + i // 4 * GAP)]
             for j in static_range(TN):
@@ -247,7 +248,8 @@ else:  # this record has no main-loop counts: its shared loads still price the k
 #
 # 1. **Two separate shared arrays per tile** (`sA0`, `sA1`, `sB0`, `sB1`), two slices per trip
 #    of the main loop: every shared index is a plain expression.
-# 2. **Explicit 128-bit shared loads** (`load4`), every k-step written out by `static_range`.
+# 2. **Explicit 128-bit shared loads** (lesson 05's `load4`), every k-step written out by
+#    `static_range`.
 # 3. **The next slice's loads first**, then the 8 k-steps, then the stores into the other
 #    buffer (`compute_and_stage`; `stage` loads and stores a slice at once).
 #

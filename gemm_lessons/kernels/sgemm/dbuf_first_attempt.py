@@ -74,7 +74,7 @@ def sgemm_dbuf_indexed(A, B, C, alpha, beta):
             x0, x1, x2, x3 = load4(A, row0 + a_r, nxt + a_c)
         if (nxt + b_r < K) & (col0 + b_c < N):
             y0, y1, y2, y3 = load4(B, nxt + b_r, col0 + b_c)
-        for k in range(BK):  # lesson 06's k-step, with the buffer index in front of every shared index
+        for k in range(BK):  # lesson 06's k-step read element by element, the buffer index in front of each
             for i in static_range(TM):
                 a[i] = sAT[buf, k, t_row + (i % 4 + i // 4 * GAP)]
             for j in static_range(TN):

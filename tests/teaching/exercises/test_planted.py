@@ -89,24 +89,13 @@ def test_every_failing_answer_says_what_its_diagnosis_must_hold():
             assert expected_words(os.path.join(PLANTED, exercise_id, name)), (exercise_id, name)
 
 
-# the planted answers are checked in test_planted_answers_<lessons>.py, one file per group of lessons, so
-# that --dist loadfile spreads them over the workers (in one file they took six minutes of one
-# worker on a GPU)
-GROUPS = {"00": ("00a", "00"), "01_03": ("01", "02", "03"), "04_06": ("04", "05", "06"),
-          "07_11": ("07", "08", "09", "10", "11")}
 IDS = lambda v: v if isinstance(v, str) else ""  # noqa: E731  (parametrize ids: the exercise, kind and file)
 
 
-def planted_of(group):
-    """The planted answers of the lessons of GROUPS[group]."""
-    return [p for p in planted() if p[0].split("-")[0] in GROUPS[group]]
-
-
-def test_every_planted_answer_is_in_one_group_file():
-    assert sorted(p for g in GROUPS for p in planted_of(g)) == sorted(planted())
-    here = os.path.dirname(os.path.abspath(__file__))
-    for g in GROUPS:
-        assert os.path.exists(os.path.join(here, f"test_planted_answers_{g}.py")), g
+# each is a unit of its own for pytest-xdist (conftest.py's scheduler): on a GPU a kernel answer takes about 40 s
+@pytest.mark.parametrize("exercise_id,kind,name", planted(), ids=IDS)
+def test_planted_answer(exercise_id, kind, name):
+    check_planted(exercise_id, kind, name)
 
 
 def check_planted(exercise_id, kind, name):

@@ -95,9 +95,8 @@ print(f"Model: 1.00x while the stalls stay. With no stall at all, dbuf_one_buffe
 #
 # Make each shared array one dimension bigger, `sAT[2, BK, BM]`, put a buffer index `buf` in
 # front of every shared index, and flip `buf = 1 - buf` after each slice. The rest is
-# `vec_split`'s, except the shared reads: written element by element instead of lesson 05's
-# `load4`, as a first attempt would. With a constant index the compiler merges such reads into
-# `LDS.128` itself (the Lab notes show it); does it still with a runtime `buf`?
+# `vec_split`'s, but with shared reads written element by element (no `load4`): with a constant
+# index the compiler merges them into `LDS.128` itself (Lab notes). With a runtime `buf`?
 
 # %%
 from gemm_lessons.core.float4 import load4, store4  # lesson 05's 16-byte loads and stores
@@ -268,9 +267,8 @@ print(textwrap.dedent("\n".join(lines[start:end])))
 
 # %% [markdown]
 # `stages=1` gives `dbuf_one_buffer`, which differs from `dbuf` in the second buffer and the
-# two slices per trip it needs. Both guard their loads with one condition, `if a & b:`. The
-# [rung](GLOSSARY.md#rung): 8x8 results per thread, a 16 x 128
-# [warp tile](GLOSSARY.md#warp-tile), two buffers:
+# two slices per trip it needs. The [rung](GLOSSARY.md#rung): 8x8 results per thread, a
+# 16 x 128 [warp tile](GLOSSARY.md#warp-tile), two buffers:
 
 # %%
 # NBVAL_CHECK_OUTPUT

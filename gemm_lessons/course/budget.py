@@ -96,8 +96,15 @@ def lesson_words():
 
 
 def main(argv=None):
-    argv = argv if argv is not None else sys.argv[1:]
-    if argv == ["--course"]:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m gemm_lessons.course.budget",
+                                     description="Each lesson's main-path words against its budget (as the stop hook "
+                                                 "counts them), or, with --course, COURSE.md's table rewritten.")
+    parser.add_argument("notebooks", nargs="*", help="notebooks to count (default: every lesson)")
+    parser.add_argument("--course", action="store_true", help="rewrite COURSE.md's words and reading times")
+    args = parser.parse_args(argv)
+    if args.course:
         path = os.path.join(REPO_DIR, "COURSE.md")
         with open(path) as f:
             text = course_table(f.read(), lesson_words())
@@ -105,9 +112,11 @@ def main(argv=None):
             f.write(text)
         print("rewrote", path)
         return 0
-    paths = argv or notebooks()
+    missing = [p for p in args.notebooks if not os.path.isfile(p)]
+    if missing:
+        parser.error(f"no such notebook: {', '.join(missing)} (give paths such as notebooks/05_*.ipynb)")
     total = 0
-    for path in paths:
+    for path in args.notebooks or notebooks():
         words, limit = main_path_words(path), budget(path)
         total += words
         print(f"{os.path.basename(path):45s} {words:6,d} / {limit:,d}{'  OVER' if words > limit else ''}")

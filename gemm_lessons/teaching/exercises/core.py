@@ -204,6 +204,33 @@ def _written_function(kernel):
     return getattr(fn, "__unrolled_from__", fn)
 
 
+def on_simulator(kernel, expression, what, name=None, timeout=KERNEL_TIME_LIMIT_S):
+    """The value of ``expression`` evaluated on the CUDA simulator in a child process (from a GPU:
+    the access log and the bank tracer are simulator-only), where ``kernel`` is the student's
+    kernel made again by running the cell (or file) that defined it, its ``exercises.check(...)``
+    lines left out, and taken by ``name`` (default: the kernel's own).  The expression may use
+    ``evidence``, ``exercises``, ``importlib`` and the modules ``kernels_01_04``, ``kernels_05_11``,
+    ``lesson09``; its value must be JSON.  Raises LookupError when the cell's source is not found
+    and RuntimeError when the child fails."""
+    import json
+    import linecache
+
+    from gemm_lessons.instruments.simulator_process import run_on_simulator
+
+    fn = _written_function(kernel)
+    filename = fn.__code__.co_filename
+    text = "".join(linecache.getlines(filename))
+    if not text:
+        raise LookupError(f"the source of the cell that defined {fn.__name__} was not found")
+    text = "\n".join(line for line in text.splitlines() if not line.startswith("exercises.check("))
+    code = ("import importlib, json, linecache\nfrom gemm_lessons.teaching import exercises\n"
+            "from gemm_lessons.teaching.exercises import evidence, kernels_01_04, kernels_05_11, lesson09\n"
+            f"text = {text!r}\nlinecache.cache[{filename!r}] = (len(text), None, text.splitlines(True), {filename!r})\n"
+            f"ns = {{}}\nexec(compile(text, {filename!r}, 'exec'), ns)\nkernel = ns[{(name or fn.__name__)!r}]\n"
+            f"print(json.dumps({expression}))")
+    return run_on_simulator(code, what, timeout=timeout)
+
+
 def _still_unwritten(answer):
     """Whether a kernel's Python source still holds the skeleton's NotImplementedError."""
     try:

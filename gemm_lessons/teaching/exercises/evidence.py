@@ -96,8 +96,8 @@ def _unwritten(log, e, what):
 def diagnose(launch, kernel, shape, in_child=None):
     """The access log's diagnosis of a wrong result at ``shape`` = (M, N, K): c_mapping, else
     shared_use; None when it sees nothing amiss.  The log runs on the simulator: on a GPU (or
-    with ``in_child``) in a child process that rebuilds the kernel from its source and gets
-    ``launch`` by name (launch_name)."""
+    with ``in_child``) in a child process (core.on_simulator) that gets ``launch`` by name
+    (launch_name)."""
     from gemm_lessons.core import backend
 
     if in_child is None:
@@ -123,24 +123,15 @@ def launch_name(launch):
 
 
 def _diagnose_in_child(launch, kernel, shape):
-    import json
-
-    from gemm_lessons.instruments.simulator_process import run_on_simulator
-    from gemm_lessons.teaching.exercises import kernels_01_04
+    from gemm_lessons.teaching.exercises.core import on_simulator
 
     launcher = launch_name(launch)
     if launcher is None:
         return None
     try:
-        spec = json.dumps(kernels_01_04._kernel_spec(kernel))
-    except (OSError, TypeError):  # no source to rebuild from: the result's own message stands
-        return None
-    code = ("import importlib, json\nfrom gemm_lessons.teaching.exercises import evidence, kernels_01_04, kernels_05_11\n"
-            f"kernel = kernels_01_04.rebuild_kernel(json.loads({spec!r}))\n"
-            f"print(json.dumps(evidence.diagnose({launcher}, kernel, {tuple(shape)!r}, in_child=False)))")
-    try:
-        return run_on_simulator(code, "the access log", timeout=kernels_01_04.KERNEL_TIME_LIMIT_S)
-    except Exception:  # noqa: BLE001 (the result's own message stands)
+        return on_simulator(kernel, f"evidence.diagnose({launcher}, kernel, {tuple(shape)!r}, in_child=False)",
+                            "the access log")
+    except (LookupError, RuntimeError):  # the result's own message stands
         return None
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from gemm_lessons.measure.problems import check as check_problem
 from gemm_lessons.teaching.exercises import evidence
-from gemm_lessons.teaching.exercises.core import _written_function, result_right
+from gemm_lessons.teaching.exercises.core import on_simulator, result_right
 
 
 # (BM, BN, threads per block) of the launch each SGEMM exercise's kernel is written for
@@ -98,23 +98,11 @@ def _simulator_only(exercise_id, kernel, name=None):
     """On a GPU: run this exercise's check on the simulator, in a child process that executes
     the notebook cell that defined ``kernel`` (the cell must import what it uses); the check
     gets the cell's variable ``name`` (default: the kernel's own name)."""
-    import linecache
-
-    from gemm_lessons.instruments.simulator_process import run_on_simulator
-
-    fn = _written_function(kernel)
-    filename = fn.__code__.co_filename
-    text = "".join(linecache.getlines(filename))
-    if not text:
-        return None, "(the bank tracer and the access log run on the simulator; the source of your kernel's cell was not found, so they were not run)"
-    text = "\n".join(line for line in text.splitlines() if not line.startswith("exercises.check("))
-    code = ("import json, linecache\nfrom gemm_lessons.teaching import exercises\n"
-            f"text = {text!r}\nlinecache.cache[{filename!r}] = (len(text), None, text.splitlines(True), {filename!r})\n"
-            f"ns = {{}}\nexec(compile(text, {filename!r}, 'exec'), ns)\n"
-            f"fb = exercises.check({exercise_id!r}, ns[{(name or fn.__name__)!r}])\n"
-            "print(json.dumps([fb.ok, fb.message]))")
     try:
-        ok, message = run_on_simulator(code, "the technique check")
+        ok, message = on_simulator(kernel, f"(lambda fb: [fb.ok, fb.message])(exercises.check({exercise_id!r}, kernel))",
+                                   "the technique check", name=name, timeout=900)
+    except LookupError:
+        return None, "(the bank tracer and the access log run on the simulator; the source of your kernel's cell was not found, so they were not run)"
     except Exception as e:  # noqa: BLE001 (the GPU part has already been checked)
         return None, f"(the simulator part could not run in a child process: {str(e)[-300:]})"
     return ok, "on the CUDA simulator (in a separate process): " + message.rstrip(".")

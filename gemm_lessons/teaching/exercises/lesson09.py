@@ -4,7 +4,7 @@ import collections
 import numpy as np
 
 from gemm_lessons.core import backend
-from gemm_lessons.teaching.exercises.core import exercise, result_right
+from gemm_lessons.teaching.exercises.core import exercise, on_simulator, result_right
 from gemm_lessons.teaching.exercises.kernels_05_11 import _on_gpu
 
 TRANSPOSE_TILE = (32, 8)  # 09-symmetrize: 32 x 32 tiles, blocks of 32 x 8 threads
@@ -46,6 +46,32 @@ def shared_shape_expressions(kernel):
     return found
 
 
+def _access_log(kernel, n=64):
+    """The access log of the kernel on an n x n matrix (simulator)."""
+    from gemm_lessons.instruments import access_log
+
+    src = np.random.default_rng(8).uniform(-1, 1, (n, n)).astype(np.float32)
+    log, _ = access_log.log(lambda src, dst: _launch_symmetrize(kernel, src, dst),
+                            dict(src=src, dst=np.zeros((n, n), np.float32)))
+    return log
+
+
+def shared_misuse(kernel, log=None):
+    """evidence.shared_use of the kernel's access log (a race, a read of what no thread wrote), or
+    None; on the simulator."""
+    from gemm_lessons.teaching.exercises import evidence
+
+    return evidence.shared_use(log if log is not None else _access_log(kernel))
+
+
+def _gpu_misuse(kernel):
+    """On a GPU: shared_misuse, in a child process on the simulator; None when it cannot run."""
+    try:
+        return on_simulator(kernel, "lesson09.shared_misuse(kernel)", "the access log")
+    except (LookupError, RuntimeError):  # the wrong result's own message stands
+        return None
+
+
 def _launch_symmetrize(kernel, src, dst):
     TILE, ROWS = TRANSPOSE_TILE
     n = src.shape[0]
@@ -83,14 +109,8 @@ def check_symmetrize_through_shared_tile(kernel):
                        "set outside the kernel)."), _BANKS
     log = None
     if backend.SIMULATOR:  # first: a race may or may not spoil a result
-        from gemm_lessons.instruments import access_log
-        from gemm_lessons.teaching.exercises import evidence
-
-        n = 64
-        src = np.random.default_rng(8).uniform(-1, 1, (n, n)).astype(np.float32)
-        log, _ = access_log.log(lambda src, dst: _launch_symmetrize(kernel, src, dst),
-                                dict(src=src, dst=np.zeros((n, n), np.float32)))
-        misuse = evidence.shared_use(log)
+        log = _access_log(kernel)
+        misuse = shared_misuse(kernel, log)
         if misuse:
             return False, f"dst = src + src.T through the shared tile: {misuse}", _INDEX
     rng = np.random.default_rng(9)
@@ -107,8 +127,10 @@ def check_symmetrize_through_shared_tile(kernel):
         want = src + src.T
         if not np.array_equal(got, want):
             r, c = np.argwhere(got != want)[0]
-            return (False, f"for n = {n}, dst[{r}, {c}] = {got[r, c]!r}, expected src[{r}, {c}] + src[{c}, {r}] = "
-                           f"{want[r, c]!r}.", _INDEX)
+            wrong = (f"for n = {n}, dst[{r}, {c}] = {got[r, c]!r}, expected src[{r}, {c}] + src[{c}, {r}] = "
+                     f"{want[r, c]!r}")
+            misuse = None if backend.SIMULATOR else _gpu_misuse(kernel)
+            return False, wrong + (f"; on the CUDA simulator (in a separate process), {misuse}." if misuse else "."), _INDEX
     result_right()
     right = f"dst = src + src.T is right for n = {', '.join(map(str, _SYM_SIZES))}"
     if not backend.SIMULATOR:

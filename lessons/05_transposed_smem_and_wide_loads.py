@@ -316,15 +316,16 @@ print(f"vec against reg2d: predicted {model_speedup:.2f}x, measured {table.speed
 
 # %% [markdown]
 # ## Exercise 05-stage-a
-# Each of the 256 threads stages one float4 of the 128x8 A tile. Write `stage_a(tid)` returning
-# the (row, first column) of that float4 within the tile, so that neighbouring threads read
-# neighbouring 16-byte pieces of a row.
+# `vec` stages its 128 x 8 slice of A one float4 per thread. With BK = 16 (128 x 16 floats)
+# each of the 256 threads stages two. Write `stage_a(tid, p)` returning the (row, first column)
+# of thread `tid`'s float4 `p` (0 or 1), so that in each load instruction neighbouring threads
+# read neighbouring 16-byte pieces of a row.
 
 # %%
 # NBVAL_CHECK_OUTPUT
-def stage_a(tid):
+def stage_a(tid, p):
     ### BEGIN SOLUTION
-    return tid // 2, (tid % 2) * 4
+    return tid // 4 + 64 * p, (tid % 4) * 4
     ### END SOLUTION
 
 exercises.check("05-stage-a", stage_a)
@@ -338,7 +339,8 @@ exercises.check("05-stage-a", stage_a)
 #
 # 1. where the four values `x0..x3` (`A[m, k0 + a_c + d]`, `d = 0..3`, `m = a_r + p * A_STEP`)
 #    go in the transposed tile `sAT[k, m]`;
-# 2. where the k-step reads a thread's 8 values of A (tile rows `t_row + i`).
+# 2. where the k-step reads a thread's 8 values of A (tile rows `t_row .. t_row + 7`), with
+#    `load4` as for B.
 #
 # The check compares your kernel with the float64 reference on two awkward shapes, then traces
 # it: every shared load of the k-step must read four neighbouring, aligned floats per lane.
@@ -396,12 +398,12 @@ def sgemm_ex05(A, B, C, alpha, beta):
             store4(sB, b_r + q * B_STEP, b_c, y0, y1, y2, y3)  # store4 takes a shared array too (b_c % 4 == 0)
         cuda.syncthreads()
         for k in range(BK):
-            for i in static_range(TM):  # A[row0 + t_row + i, k0 + k]
-                ### BEGIN SOLUTION: a[i] = np.float32(0.0)
-                a[i] = sAT[k, t_row + i]
+            for h in static_range(TM // 4):  # A[row0 + t_row + 4h + d, k0 + k], d = 0..3: one 16-byte load
+                ### BEGIN SOLUTION: a[4 * h] = a[4 * h + 1] = a[4 * h + 2] = a[4 * h + 3] = np.float32(0.0)
+                a[4 * h], a[4 * h + 1], a[4 * h + 2], a[4 * h + 3] = load4(sAT, k, t_row + 4 * h)
                 ### END SOLUTION
-            for j in static_range(TN):
-                b[j] = sB[k, t_col + j]
+            for h in static_range(TN // 4):
+                b[4 * h], b[4 * h + 1], b[4 * h + 2], b[4 * h + 3] = load4(sB, k, t_col + 4 * h)
             for i in static_range(TM):
                 for j in static_range(TN):
                     acc[i, j] += a[i] * b[j]

@@ -6,46 +6,68 @@ from gemm_lessons.teaching.exercises.kernels_05_11 import (_log_sgemm, _staged, 
                                                            _sites, _tile_launcher)
 
 
-@exercise("05-stage-a",
-          "256 threads, a 128 x 8 tile: 2 float4 per row. "
-          "Return (row, first column) of the float4 that thread tid stages.",
-          "number the float4s of the tile in row order and give float4 number tid to thread tid: its row and its "
-          "place in the row follow from a division and a remainder.",
-          "the answer's column counts floats, not float4s: a float4's place in its row times 4.",
-          answer="stage_a",
-          defines="stage_a(tid): returns (row, first column) of the float4 of the 128x8 A tile thread tid stages")
-def check_float4_staging(ans):
+STAGE_BK = 16  # 05-stage-a's slice of A: 128 x 16, two float4s per thread (vec's is 128 x 8, one)
 
-    per_row = vec.BK // 4  # float4s in a row of the tile
-    for tid in range(vec.THREADS):
-        want = (tid // per_row, (tid % per_row) * 4)
-        try:
-            got = tuple(int(v) for v in ans(tid))
-            assert len(got) == 2
-        except (TypeError, ValueError, AssertionError):
-            return False, f"for tid={tid} stage_a returns {ans(tid)!r}: return a pair (row, first column)."
-        if got == want:
-            continue
-        # say which part is wrong and why, never what the right pair is (that would be the answer)
-        row, col = got
-        if col % 4 or not 0 <= col < vec.BK:
-            if 0 <= col < per_row and row == want[0]:
-                why = ("the column counts floats, not float4s: the first column of a float4 is a multiple of 4 "
-                       f"(0 or 4 in a row of {vec.BK} floats)")
-            else:
-                why = f"a float4 starts at a column that is a multiple of 4, below {vec.BK}"
-            return False, f"for tid={tid} stage_a returns {got}: {why}.", 3
-        if not 0 <= row < vec.BM:
-            return False, f"for tid={tid} stage_a returns {got}: the tile has rows 0 to {vec.BM - 1}.", 2
-        which = "the row" if col == want[1] else ("the column" if row == want[0] else "both the row and the column")
-        verb = "are" if which.startswith("both") else "is"
-        return False, (f"for tid={tid} stage_a returns {got}: {which} {verb} wrong. "
-                       f"Neighbouring threads should take neighbouring float4s of a row ({per_row} per row) before "
-                       "moving to the next row."), 2
-    covered = {tuple(ans(t)) for t in range(vec.THREADS)}
-    if len(covered) != vec.BM * vec.BK // 4:
-        return False, "some float4 of the tile are staged twice and others never."
-    return True, "every float4 of the 128x8 A tile is staged exactly once, each by one 16-byte load."
+
+@exercise("05-stage-a",
+          "256 threads, a 128 x 16 slice: 4 float4s per row, 512 in all, two per thread. Return (row, first column) "
+          "of float4 number p (0 or 1) of thread tid.",
+          "number the float4s of the slice in row order. In one load instruction (one p) the 256 threads should take "
+          "256 neighbouring float4s; the other p, the next 256. Row and place in the row then follow from a division "
+          "and a remainder.",
+          "the column counts floats, not float4s: a float4's place in its row times 4; p = 1 starts 256 float4s "
+          "(64 rows) further on.",
+          answer="stage_a",
+          defines="stage_a(tid, p): returns (row, first column) of float4 p (0 or 1) of the 128x16 slice of A that "
+                  "thread tid stages")
+def check_float4_staging(ans):
+    rows, per_row = vec.BM, STAGE_BK // 4  # float4s in a row of the slice
+    loads = rows * per_row // vec.THREADS  # float4s per thread
+    got = {}
+    for p in range(loads):
+        for tid in range(vec.THREADS):
+            try:
+                value = ans(tid, p)
+            except TypeError as e:
+                if "argument" in str(e):
+                    return False, f"stage_a(tid, p) takes two arguments, the thread and which of its float4s: {e}."
+                raise
+            try:
+                got[tid, p] = tuple(int(v) for v in value)
+                assert len(got[tid, p]) == 2
+            except (TypeError, ValueError, AssertionError):
+                return False, f"for tid={tid}, p={p} stage_a returns {value!r}: return a pair (row, first column)."
+    for p in range(loads):
+        for tid in range(vec.THREADS):
+            n = tid + p * vec.THREADS
+            want = (n // per_row, (n % per_row) * 4)
+            if got[tid, p] == want:
+                continue
+            # say which part is wrong and why, never what the right pair is (that would be the answer)
+            row, col = got[tid, p]
+            where = f"for tid={tid}, p={p} stage_a returns {(row, col)}"
+            if col % 4 or not 0 <= col < STAGE_BK:
+                if 0 <= col < per_row and row == want[0]:
+                    why = ("the column counts floats, not float4s: the first column of a float4 is a multiple of 4 "
+                           f"(0, 4, 8 or 12 in a row of {STAGE_BK} floats)")
+                else:
+                    why = f"a float4 starts at a column that is a multiple of 4, below {STAGE_BK}"
+                return False, f"{where}: {why}.", 3
+            if not 0 <= row < rows:
+                return False, f"{where}: the slice has rows 0 to {rows - 1}.", 2
+            number = lambda t: got[t, p][0] * per_row + got[t, p][1] // 4  # noqa: E731 (a float4's place in row order)
+            apart = number(1) - number(0)
+            if apart != 1:
+                return False, (f"{where}: in one load instruction (p={p}) threads 0 and 1 take float4s {apart} apart "
+                               "in row order; neighbouring threads should take neighbouring float4s of a row, so "
+                               "that a warp's load reads whole rows of the slice."), 2
+            which = "the row" if col == want[1] else ("the column" if row == want[0] else "both the row and the column")
+            verb = "are" if which.startswith("both") else "is"
+            return False, (f"{where}: {which} {verb} wrong. Neighbouring threads should take neighbouring float4s "
+                           f"of a row ({per_row} per row) before moving to the next row, and p = 1 the next "
+                           f"{vec.THREADS} float4s."), 2
+    return True, (f"every float4 of the 128x{STAGE_BK} slice of A is staged exactly once, each by one 16-byte load, "
+                  "and each load instruction reads whole rows.")
 
 
 @exercise("05-transpose-a",
@@ -55,7 +77,7 @@ def check_float4_staging(ans):
           "k-step the thread needs tile rows t_row + i at column k.",
           "x_d is element (m, a_c + d) of the A tile, with m = a_r + p * A_STEP: transposed, it "
           "goes to row a_c + d, column m of sAT. In the k-step a thread's 8 values of A are "
-          "then 8 neighbouring columns of row k of sAT.",
+          "then 8 neighbouring columns of row k of sAT: two load4(sAT, k, ...), as for B.",
           answer="sgemm_ex05", technique=True,
           defines="sgemm_ex05: the @cuda.jit kernel (A, B, C, alpha, beta) of lesson 05's exercise cell (64 x 64 "
                   "tiles, 64 threads)")

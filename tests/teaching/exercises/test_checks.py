@@ -37,7 +37,7 @@ RIGHT = {
     "01-sectors": (2, 2),  # blocks 16 wide: a warp is two rows of C
     "02-loads": 1024 * 2048 * 512 * (1 / 64 + 1 / 32),
     "04-ratio": (16, 16 * 16),  # the square patch with twice the 8x8 patch's ratio, and its accumulators
-    "05-stage-a": lambda tid: (tid // 2, (tid % 2) * 4),
+    "05-stage-a": lambda tid, p: (tid // 4 + 64 * p, (tid % 4) * 4),
     "09-in-flight": (16, 1.0),  # 4 loads of 4 bytes; 0.5 x 16 x 2048 bytes is more than B x L per SM: the whole rate
 }
 WRONG = {
@@ -48,7 +48,7 @@ WRONG = {
     "01-sectors": (1, 4),  # a warp of a block 32 wide
     "02-loads": 2 * 1024 * 2048 * 512,  # the naive count
     "04-ratio": (64, 64 * 64),  # the ratio taken to grow with the patch's area
-    "05-stage-a": lambda tid: (tid % 128, (tid // 128) * 4),
+    "05-stage-a": lambda tid, p: (tid % 128, (tid // 128) * 4 + 8 * p),
     "09-in-flight": (16, 1.48),  # the min(1, ...) forgotten
 }
 
@@ -120,7 +120,7 @@ def test_lesson_02_loads_names_the_tile_and_prints_counts_in_full():
 def test_missing_answer_and_crashing_answer_give_feedback():
     fb = exercises.check("00-flops", None)
     assert not fb.ok and "no answer yet" in str(fb)
-    fb = exercises.check("05-stage-a", lambda tid: 1 / 0)
+    fb = exercises.check("05-stage-a", lambda tid, p: 1 / 0)
     assert not fb.ok and "ZeroDivisionError" in str(fb)
     fb = exercises.check("no-such-exercise", 1)
     assert not fb.ok and "unknown exercise" in str(fb)

@@ -127,7 +127,7 @@ def test_a_launch_and_a_function(exercise_id, capsys):
     out = capsys.readouterr().out
     assert out.startswith(f"Not yet [{exercise_id}]: ") and "Hint:" in out
     assert {"00a-launch": "for n = 129, 1 element(s) of out were never written",
-            "05-stage-a": "for tid=1 stage_a returns (1, 0): both the row and the column"}[exercise_id] in out
+            "05-stage-a": "for tid=1, p=0 stage_a returns (1, 0): in one load instruction (p=0) threads 0 and 1 take float4s 4 apart"}[exercise_id] in out
     assert "(0, 4)" not in out  # thread 1's float4: the feedback does not give the answer away
 
 

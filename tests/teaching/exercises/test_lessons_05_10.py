@@ -66,7 +66,8 @@ def _fails(fb, *words):
 UNTRANSPOSED = [("sAT = cuda.shared.array((BK, BM), float32)  # the A tile, transposed: sAT[k, m]",
                  "sAT = cuda.shared.array((BM, BK), float32)  # NOT transposed: sAT[m, k]")] + [
     (f"sAT[a_c + {d}, a_r + p * A_STEP] = x{d}", f"sAT[a_r + p * A_STEP, a_c + {d}] = x{d}") for d in range(4)] + [
-    ("a[i] = sAT[k, t_row + i]", "a[i] = sAT[t_row + i, k]")]
+    ("load4(sAT, k, t_row + 4 * h)", "sAT[t_row + 4 * h, k], sAT[t_row + 4 * h + 1, k], sAT[t_row + 4 * h + 2, k], "
+                                     "sAT[t_row + 4 * h + 3, k]")]
 
 
 @requires_simulator
@@ -84,7 +85,7 @@ def test_05_untransposed_tile_is_right_but_fails_the_technique():
 @requires_simulator
 def test_05_skeleton_and_a_wrong_index_fail_on_the_result():
     _fails(check_cell("05-transpose-a", student_version=True), "result is wrong")
-    _fails(check_cell("05-transpose-a", replace=[("a[i] = sAT[k, t_row + i]", "a[i] = sAT[k, t_row]")]),
+    _fails(check_cell("05-transpose-a", replace=[("load4(sAT, k, t_row + 4 * h)", "load4(sAT, k, t_row)")]),
            "result is wrong")
 
 

@@ -1,4 +1,4 @@
-# A right answer, with divmod.
-def stage_a(tid):
-    row, quad = divmod(tid, 2)
+# A right answer, with divmod: float4 number tid + 256 p in row order.
+def stage_a(tid, p):
+    row, quad = divmod(tid + 256 * p, 4)
     return row, 4 * quad

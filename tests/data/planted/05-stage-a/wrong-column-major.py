@@ -1,3 +1,3 @@
-# expect: tid=1 | row
-def stage_a(tid):
-    return tid % 128, (tid // 128) * 4
+# expect: tid=1, p=0 | row
+def stage_a(tid, p):
+    return tid % 128, (tid // 128) * 4 + 8 * p

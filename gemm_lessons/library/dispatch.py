@@ -261,10 +261,9 @@ def load_model(path=None):
         if backend.SIMULATOR:  # no GPU: the reference GPU's recorded model, so that plans match the lessons'
             from gemm_lessons.records import results
 
-            path = results.course_path("shapes")
+            device = results.course_device("shapes")
+            path = results.path_for("shapes", device)
             model = load_model(path) if os.path.exists(path) else base
-            device = (results.COURSE_DEVICE if path == results.path_for("shapes", results.COURSE_DEVICE)
-                      else results.REFERENCE_DEVICE)
             if any(s.measured for s in model.speeds.values()):  # not the provisional fallback
                 model = replace(model, source=f"{model.source} on the {device} "
                                               "(recorded; the CUDA simulator has no GPU of its own)")

@@ -80,10 +80,15 @@ def shown_command(record, default=""):
     return re.sub(r"(--out[ =])\S+", r"\1DIR", record.command or default)
 
 
+def course_device(kind, name=None, directory=RESULTS_DIR):
+    """COURSE_DEVICE when its file of ``kind`` exists, else REFERENCE_DEVICE: whose record the
+    lessons read on the simulator."""
+    return COURSE_DEVICE if os.path.exists(path_for(kind, COURSE_DEVICE, name, directory=directory)) else REFERENCE_DEVICE
+
+
 def course_path(kind, name=None, directory=RESULTS_DIR):
-    """The file of ``kind`` for COURSE_DEVICE when it exists, else REFERENCE_DEVICE's (which may not)."""
-    path = path_for(kind, COURSE_DEVICE, name, directory=directory)
-    return path if os.path.exists(path) else path_for(kind, REFERENCE_DEVICE, name, directory=directory)
+    """The file of ``kind`` for course_device (which may not exist)."""
+    return path_for(kind, course_device(kind, name, directory), name, directory=directory)
 
 
 def path_for(kind, device_name, name=None, directory=RESULTS_DIR):

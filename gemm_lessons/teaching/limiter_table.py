@@ -161,18 +161,10 @@ def work(rung, kind="sgemm", device=None):
 
 def per_warp_fma(rung, device=None):
     """What the profiler counted for one warp-FMA (an FMA instruction of a warp: 32 FMAs) of the
-    SGEMM ``rung`` in the limiter run, read back from its ceilings: {"issue": warp-instructions
-    issued, "shared": shared-memory wavefronts} per warp-FMA."""
-    rec = record(device)
-    m = rec["model"]["machine"]
-    case = next((c for c in rec["model"]["cases"] if c["case"] == f"sgemm {rung}"), None)
-    if case is None:
-        raise KeyError(f"the limiter record has no case 'sgemm {rung}'")
-    ceil = case["ceilings_ms"]
-    # each ceiling is count / (SMs x rate per SM per cycle x clock): the SMs and clock cancel
-    warp_fmas = ceil["fp32"] * m["fp32_lanes_per_sm"] / 32
-    return {"issue": ceil["issue"] * m["issue_per_sm_cycle"] / warp_fmas,
-            "shared": ceil["shared"] * m["shared_wavefronts_per_sm_cycle"] / warp_fmas}
+    SGEMM ``rung`` in the limiter run (``counts`` divided by its warp-FFMAs): {"issue":
+    warp-instructions issued, "shared": shared-memory wavefronts} per warp-FMA."""
+    n = counts(rung, device=device)
+    return {"issue": n["warp_instructions"] / n["warp_ffma"], "shared": n["shared_wavefronts"] / n["warp_ffma"]}
 
 
 def why(rungs, kind="sgemm", measured=None, device=None, decimals=None):
@@ -197,8 +189,6 @@ def why(rungs, kind="sgemm", measured=None, device=None, decimals=None):
     size = "4096^3" if kind == "sgemm" else "8192^2"
     return LimiterTable(rows, rec["device"]["name"], rec["date"][:10], rec["model"]["machine"]["clock_mhz"], size,
                         decimals)
-
-
 
 
 def counts(rung, kind="sgemm", device=None):

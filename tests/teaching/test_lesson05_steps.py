@@ -254,67 +254,12 @@ def test_the_record_is_an_experiment_file_named_for_the_device(tmp_path):
 
 
 @requires_simulator
-def test_without_a_record_the_cells_say_not_recorded_yet(tmp_path, monkeypatch):
+def test_without_a_record_the_compiler_facts_say_not_recorded_yet(tmp_path, monkeypatch):
     monkeypatch.setattr(lesson05_steps, "load", lambda device=None, directory=None: None)
-    for shown in (lesson05_steps.measure_step("transposed_a"), lesson05_steps.summary(),
-                  lesson05_steps.compiler_facts({"vec": None})):
-        text = shown._repr_markdown_()
-        assert text.startswith("**Not recorded yet:**"), text
-        assert os.path.relpath(lesson05_steps.record_path(), os.path.dirname(results.RESULTS_DIR)) in text
-        assert "python -m gemm_lessons.teaching.lesson05_steps` on a GPU writes it" in text and str(tmp_path) not in text
-
-
-@requires_simulator
-def test_a_step_is_rendered_from_the_record():
-    text = lesson05_steps.measure_step("transposed_a", record=_record(TIMES))._repr_markdown_()
-    assert "**20.00 TFLOPS** at 4096x4096x4096 (p10-p90 19.80-20.20)" in text
-    assert "**1.25x** the step before, `reg2d_unrolled` (16.00 TFLOPS, timed in the same run)" in text
-    assert "40.0% of cuBLAS" in text and "Recorded on Test GPU, 2030-01-02 (not measured here" in text
-    first = lesson05_steps.measure_step("reg2d", record=_record(TIMES))._repr_markdown_()
-    assert "10.00 TFLOPS" in first and "the step before" not in first
-    missing = {k: v for k, v in TIMES.items() if k != "wide_loads"}
-    assert "not timed" in lesson05_steps.measure_step("wide_loads", record=_record(missing))._repr_markdown_()
-    with pytest.raises(ValueError, match="pass a kernel for each"):
-        lesson05_steps.measure_step("vec", {"vec": None})
-
-
-@requires_simulator
-def test_the_summary_gives_each_step_its_share_of_the_jump():
-    loop = {"inner": 83, "inner_FFMA": 64, "inner_LDS": 4, "outer_rest": 59}
-    s = lesson05_steps.summary(record=_record(TIMES, loop=loop))
-    rows = {name: row for name, *row in s.rows()}
-    assert [name for name, *_ in s.rows()] == lesson05_steps.NAMES
-    shares = [share for _, _, _, _, _, share in s.rows()[1:]]
-    assert sum(shares) == pytest.approx(100) and shares[1] == pytest.approx(30)  # 6 of the 20 TFLOPS gained
-    assert rows["vec"][3] == pytest.approx(30 / 28)
-    assert s.per_slice("vec") == (59 + 8 * 83, pytest.approx(100 * 512 / (59 + 8 * 83)))
-    assert s.per_slice("reg2d") is None  # no facts recorded for it
-    text = s._repr_markdown_()
-    assert "from `reg2d` to `vec`, 10.00 to 30.00 TFLOPS, 3.00x in all" in text
-    assert "| **cuBLAS** | for scale | 50.00 |" in text and "723 (71% FFMA)" in text
-
-
-@requires_simulator
-def test_the_issue_reading_sets_each_step_against_ffma_share_times_peak():
-    loop = {"inner": 83, "inner_FFMA": 64, "inner_LDS": 4, "outer_rest": 59}
-    s = lesson05_steps.summary(record=_record(TIMES, loop=loop))
-    text = s.issue_reading()
-    peak = s.comparison.peak_gflops
-    _, share = s.per_slice("vec")
-    ceiling = share / 100 * peak / 1e3
-    assert f"| `vec` | {share:.0f}% | {ceiling:.1f} | 30.00 | {100 * 30 / ceiling:.0f}% |" in text
-    assert "`reg2d` |" not in text  # no compiler facts recorded for it: no row
-    assert "No step reached more than" in text
-    assert lesson05_steps.NotRecorded("x", "y").issue_reading() == ""
-
-
-@requires_simulator
-def test_the_summary_plot_draws_one_bar_per_step():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    ax = lesson05_steps.summary(record=_record(TIMES)).plot()
-    assert [t.get_text() for t in ax.get_xticklabels()] == lesson05_steps.NAMES
+    text = lesson05_steps.compiler_facts({"vec": None})._repr_markdown_()
+    assert text.startswith("**Not recorded yet:**"), text
+    assert os.path.relpath(lesson05_steps.record_path(), os.path.dirname(results.RESULTS_DIR)) in text
+    assert "python -m gemm_lessons.teaching.lesson05_steps` on a GPU writes it" in text and str(tmp_path) not in text
 
 
 @pytest.mark.skipif(not backend.SIMULATOR, reason="on a GPU it would run the benchmark")

@@ -159,9 +159,9 @@ Markdown(f"At 4096^3 ({machine.name}, {machine.clock_mhz:,.0f} MHz):\n\n"
 # %% [markdown]
 # ## The kernel: `vec`
 #
-# All five changes. Each thread stages one float4 of each tile per slice (`load4` on A and B),
-# scatters the A values into `sAT`, reads both tiles with `load4` on shared memory, and writes
-# C with `store4`. `split` is lesson 06's switch (off here); `unroll_k` is in the Lab notes.
+# All five changes: each thread stages one float4 of each tile per slice (`load4`), scatters
+# A's into `sAT`, reads both tiles with `load4` and writes C with `store4`. `split` (lesson
+# 06) is off here; `unroll_k`: Lab notes.
 
 # %%
 # source: gemm_lessons/kernels/sgemm/vec.py  (the package runs this same code; a test keeps the two identical)
@@ -342,8 +342,8 @@ exercises.check("05-stage-a", stage_a)
 # 2. where the k-step reads a thread's 8 values of A (tile rows `t_row .. t_row + 7`), with
 #    `load4` as for B.
 #
-# The check compares your kernel with the float64 reference on two awkward shapes, then traces
-# it: every shared load of the k-step must read four neighbouring, aligned floats per lane.
+# The check compares with the float64 reference on two awkward shapes, then traces every
+# shared load of the k-step: four neighbouring, aligned floats per lane.
 
 # %%
 import numpy as np

@@ -7,7 +7,7 @@
 #
 # **The idea of this lesson.** One kernel cannot be best at every shape, so a library is many
 # kernels plus a rule that picks one per shape, checked by timing. We build `gl.sgemm` in four
-# steps (edges, call costs, split-K, dispatch), then look at cuBLAS. What we tried:
+# steps (edges, call costs, split-K, dispatch), then look at cuBLAS. Attempts:
 # [11b](11b_what_we_tried.ipynb).
 
 # %%

@@ -311,7 +311,8 @@ def test_lesson10_takes_the_pairs_its_record_lacks_from_the_steps_run():
 def test_the_course_record_shows_one_width_change_per_step():
     """What the lesson's facts table shows, in the steps' record of the course GPU (the GPU's
     compiler): LDS.128 arrives with transposed_a, LDG.128 with wide_loads, STG.128 with vec,
-    and no step spills."""
+    every step keeps the 64 FFMA of a k-step, and the last two spill nothing (under the cap of
+    128 registers reg2d_contiguous and transposed_a spill a few bytes: the Lab notes print them)."""
     record = lesson05_steps.load(results.COURSE_DEVICE)
     if record is None:
         pytest.skip(f"no lesson 05 steps record of the {results.COURSE_DEVICE} yet")
@@ -322,7 +323,8 @@ def test_the_course_record_shows_one_width_change_per_step():
     for n in ("transposed_a", "wide_loads", "vec"):
         assert sass[n]["LDS.128"] == 4 and sass[n].get("LDS", 0) == 0, (n, sass[n])
     for n in lesson05_steps.NAMES[2:]:
-        assert facts[n]["local_bytes"] == 0 and facts[n]["loop"]["inner_FFMA"] == 64, n
+        assert facts[n]["loop"]["inner_FFMA"] == 64, n
+    assert facts["wide_loads"]["local_bytes"] == facts["vec"]["local_bytes"] == 0
 
 
 def test_the_lessons_list_of_steps_is_the_packages():

@@ -37,16 +37,33 @@ def event_names(mask):
 def _nvml():
     """(pynvml, handle of the GPU numba uses) or raises with the reason."""
     import pynvml  # nvidia-ml-py
-
-    pynvml.nvmlInit()
     from numba import cuda
 
+    pynvml.nvmlInit()
+    return pynvml, nvml_handle(pynvml, cuda.get_current_device())
+
+
+def nvml_handle(pynvml, device):
+    """NVML's handle of numba's ``device``, found by its UUID, else by its PCI address.  NVML
+    numbers the GPUs of the machine, CUDA only those CUDA_VISIBLE_DEVICES shows: NVML's first GPU
+    is numba's only when there is one, so with several and no match it raises rather than read
+    another GPU's clock and power."""
+    uuid = getattr(device, "uuid", None)
+    if uuid:
+        try:
+            return pynvml.nvmlDeviceGetHandleByUUID(uuid.encode() if isinstance(uuid, str) else uuid)
+        except Exception:  # noqa: BLE001 (a driver that does not know it: try the PCI address)
+            pass
     try:
-        pci = cuda.get_current_device().get_device_identity()["pci_bus_id"]
-        handle = pynvml.nvmlDeviceGetHandleByPciBusId(pci.encode() if isinstance(pci, str) else pci)
-    except Exception:  # noqa: BLE001 (older numba: no identity; NVML's first GPU is numba's by default)
-        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
-    return pynvml, handle
+        ident = device.get_device_identity()  # numbers: domain, bus, device
+        address = f"{ident['pci_domain_id']:08X}:{ident['pci_bus_id']:02X}:{ident['pci_device_id']:02X}.0"
+        return pynvml.nvmlDeviceGetHandleByPciBusId(address.encode())
+    except Exception:  # noqa: BLE001
+        pass
+    if pynvml.nvmlDeviceGetCount() == 1:
+        return pynvml.nvmlDeviceGetHandleByIndex(0)
+    raise RuntimeError("NVML could not find the GPU numba uses (by UUID or PCI address) among "
+                       f"{pynvml.nvmlDeviceGetCount()} GPUs: clock and power not read")
 
 
 class PowerSampler:

@@ -53,10 +53,18 @@ def git_commit():
 
 
 def nvidia_smi():
-    """Clocks, power and temperature right now (None if nvidia-smi is missing)."""
+    """Clocks, power and temperature right now of the GPU numba uses (by its UUID: nvidia-smi
+    numbers every GPU of the machine, whatever CUDA_VISIBLE_DEVICES shows); None if nvidia-smi
+    is missing."""
     q = "driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.draw,temperature.gpu,persistence_mode"
     try:
-        out = subprocess.run(["nvidia-smi", f"--query-gpu={q}", "--format=csv,noheader"],
+        from numba import cuda
+
+        uuid = getattr(cuda.get_current_device(), "uuid", None)
+    except Exception:  # noqa: BLE001 (no GPU: nvidia-smi's first, if any)
+        uuid = None
+    try:
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={q}", "--format=csv,noheader"] + ([f"--id={uuid}"] if uuid else []),
                              capture_output=True, text=True, timeout=20).stdout.strip().splitlines()[0]
         return dict(zip(q.split(","), [s.strip() for s in out.split(",")]))
     except Exception:

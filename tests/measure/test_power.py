@@ -73,3 +73,44 @@ def test_every_timed_row_carries_what_the_sampler_read(monkeypatch):
                                                            "host_bound": False, "median_ms": 1.0, "p10_ms": 1.0,
                                                            "p90_ms": 1.0})(), 16, got)
     assert row.power == got and "power" in row.to_dict()
+
+
+class TwoGPUs:
+    """NVML on a machine with two GPUs: handles are their indices."""
+    UUIDS = [b"GPU-aaaa", b"GPU-bbbb"]
+    PCI = [b"00000000:18:00.0", b"00000000:2A:00.0"]
+
+    def nvmlDeviceGetHandleByUUID(self, uuid):
+        return self.UUIDS.index(uuid)
+
+    def nvmlDeviceGetHandleByPciBusId(self, address):
+        return self.PCI.index(address)
+
+    def nvmlDeviceGetCount(self):
+        return 2
+
+    def nvmlDeviceGetHandleByIndex(self, i):
+        return i
+
+
+class Device:
+    def __init__(self, uuid=None, bus=0x2A):
+        self.uuid, self.bus = uuid, bus
+
+    def get_device_identity(self):
+        return {"pci_domain_id": 0, "pci_bus_id": self.bus, "pci_device_id": 0}
+
+
+def test_nvml_reads_the_gpu_numba_uses_not_nvmls_first():
+    """With CUDA_VISIBLE_DEVICES=1 numba's device 0 is NVML's GPU 1 (2026-11-28: a run on the
+    second GPU recorded the first one's idle clock, 345 MHz, while its kernels ran at full speed)."""
+    nvml = TwoGPUs()
+    assert power.nvml_handle(nvml, Device(uuid="GPU-bbbb")) == 1
+    assert power.nvml_handle(nvml, Device(uuid="GPU-cccc")) == 1  # unknown UUID: the PCI address (bus 0x2A)
+    assert power.nvml_handle(nvml, Device(uuid=None, bus=0x18)) == 0
+    try:
+        power.nvml_handle(nvml, Device(uuid=None, bus=0x99))
+    except RuntimeError as e:
+        assert "among 2 GPUs" in str(e)
+    else:
+        raise AssertionError("a GPU NVML cannot find must not be read as NVML's first")

@@ -49,8 +49,9 @@ print(f"reg2d at 4096^3 on the {prev.device}: {r.measured_ms:.1f} ms, {2 * 4096*
 figures.transposed_tile();
 
 # %% [markdown]
-# A 16-byte instruction saves in proportion to how often its 4-byte versions run. Per slice of
-# BK = 8 k-steps, at K = 4096 (512 slices), a thread issues:
+# A 16-byte instruction saves three issue slots of four, in proportion to how often its 4-byte
+# versions run, and can take their address arithmetic with it (below). Per slice of BK = 8
+# k-steps, at K = 4096 (512 slices), a thread issues:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -65,19 +66,18 @@ print(f"{'FFMA':<35} {BK * TM * TN:>5}")
 # %% [markdown]
 # ## 16-byte instructions from numba
 #
-# * `load4(X, i, j)` and `store4(X, i, j, x0, x1, x2, x3)` ([intrinsics](GLOSSARY.md#intrinsic)
-#   of `gemm_lessons/core/float4.py`) are one 16-byte access to `X[i, j:j+4]`: `LDG.128` /
-#   `STG.128` on a global array, `LDS.128` on a shared one. Rows must start on 16-byte boundaries
-#   ([alignment](GLOSSARY.md#alignment)): `vec` requires K and N to be multiples of 4.
-# * `@unrolled` writes out every `for i in static_range(n)` loop before numba compiles the kernel
-#   ([unrolling](GLOSSARY.md#unrolling)): every index into the 8x8 results `acc` becomes a
-#   constant, which keeps them in registers, and every shared address a base plus a constant. A
-#   `range` loop stays a loop: here, the 8 k-steps of a slice.
+# * `load4(X, i, j)` / `store4(X, i, j, x0, x1, x2, x3)` ([intrinsics](GLOSSARY.md#intrinsic) in
+#   `gemm_lessons/core/float4.py`): one 16-byte access to `X[i, j:j+4]`, `LDG.128` / `STG.128`
+#   on a global array, `LDS.128` on a shared one. Rows must start on 16-byte boundaries
+#   ([alignment](GLOSSARY.md#alignment)), so `vec` requires K and N multiples of 4.
+# * `@unrolled` writes out every `static_range` loop before numba compiles
+#   ([unrolling](GLOSSARY.md#unrolling)): indices into the results `acc` become constants
+#   (registers), shared addresses a base plus a constant. A `range` loop (the 8 k-steps) stays.
 #
 # ## Five changes, one at a time
 #
-# `vec`, this lesson's kernel, differs from `reg2d` in five changes. Each step is a kernel of
-# the package that makes one (diffs in the Lab notes):
+# `vec` differs from `reg2d` in five changes, each a step (a package kernel; diffs in the Lab
+# notes):
 #
 # 1. `reg2d_contiguous`: a thread's results side by side (lesson 04's variant);
 # 2. `reg2d_unrolled`: the loops over a thread's results written out (`static_range`);
@@ -88,14 +88,12 @@ print(f"{'FFMA':<35} {BK * TM * TN:>5}")
 # %% [markdown]
 # ## Predict
 #
-# Lesson 04's model: per [warp-FFMA](GLOSSARY.md#warp-fma), an SM's FP32 lanes need 1/4 of a
-# cycle, its schedulers 1/4 of a cycle per instruction issued, its shared memory one cycle per
-# [wavefront](GLOSSARY.md#wavefront); the most cycles *bind*. The next cell counts instructions
-# per FFMA in each step's [compiler facts](GLOSSARY.md#compiler-facts) (the k-step loop 8 times
-# per slice, the rest once, for 512 `FFMA`) and wavefronts with the
-# [bank tracer](GLOSSARY.md#bank-tracer). Side by side, a warp's 4-byte loads hit banks two or
-# four times over; a 16-byte load, served 8 lanes at a time, brings the same values in fewer
-# passes (lesson 06 has the rules).
+# Lesson 04's model, per [warp-FFMA](GLOSSARY.md#warp-fma): FP32 lanes 1/4 cycle, schedulers
+# 1/4 cycle per instruction, shared memory one cycle per [wavefront](GLOSSARY.md#wavefront); the
+# most cycles *bind*. The next cell counts instructions per FFMA from each step's
+# [compiler facts](GLOSSARY.md#compiler-facts) (the k-step loop 8 times per slice, the rest
+# once) and wavefronts with the [bank tracer](GLOSSARY.md#bank-tracer): 16-byte loads pass the
+# banks in fewer wavefronts than side-by-side 4-byte ones (lesson 06 has the rules).
 
 # %%
 STEPS, RUNGS = lesson05_steps.NAMES, {**ladder.SGEMM, **ladder.VARIANTS}  # reg2d and the five steps
@@ -117,17 +115,20 @@ for s in STEPS:
     wpf[s] = traced[s]["wavefronts"] / WARP_FFMA_PER_SLICE
     sass = f["sass"]
     rows.append([f"`{s}`", sass.get("LDS", 0), sass.get("LDS.128", 0), sass.get("LDG.E.128", 0),
-                 sass.get("STG.E.128", 0), f"{f['loop']['inner']}", f"{ipf[s]:.2f}", f"{wpf[s]:.2f}"])
+                 sass.get("STG.E.128", 0), f"{f['loop']['inner']}", f"{f['loop']['outer_rest']}", f"{ipf[s]:.2f}",
+                 f"{wpf[s]:.2f}"])
 older = [s for s in narrow if traced[s]["load_bytes"] == 16]  # code asks for LDS.128, the facts show 4-byte LDS
 Markdown(f"Per step ({facts.source}):\n\n" + tables.markdown(
-    ["step", "LDS", "LDS.128", "LDG.128", "STG.128", "k-step loop (instructions)", "instructions per FFMA",
-     "wavefronts per warp-FFMA"], rows, "lrrrrrrr")
+    ["step", "LDS", "LDS.128", "LDG.128", "STG.128", "k-step loop (instructions)", "rest of the slice loop",
+     "instructions per FFMA", "wavefronts per warp-FFMA"], rows, "lrrrrrrrr")
          + (f"\n\nThese facts show 4-byte `LDS` for {' and '.join(f'`{s}`' for s in older)}: they come from earlier "
             "versions that left merging the shared reads to the compiler (Lab notes). The counts here, and the "
             "model below, follow the facts." if older else ""))
 
 # %% [markdown]
-# (`vec`'s 18 `LDG.128`: 2 staging + 16 reads of C for beta ≠ 0; 32 `STG.128`: 16 per branch.)
+# The *rest of the slice loop* is the main loop's code outside the k-steps: staging, barriers,
+# counting. (`vec`'s 18 `LDG.128`, `LDG.E.128` in the SASS: 2 staging + 16 reads of C for
+# beta ≠ 0; 32 `STG.128`: 16 per branch.)
 #
 # **Your prediction.** Which unit binds each step? Which step should gain the most, which the
 # least? How many times faster than `reg2d` will `vec` run at 4096^3?
@@ -136,8 +137,8 @@ Markdown(f"Per step ({facts.source}):\n\n" + tables.markdown(
 my_speedup = None  # your prediction: replace None with a number (for example 1.5)
 
 # %% [markdown]
-# The model's answer: cycles per warp-FFMA (FP32: 0.25 for all) and the predicted time, the
-# binding ceiling stretched by the last [wave](GLOSSARY.md#wave) of blocks:
+# The model's answer (FP32: 0.25 cycles for all; predicted: the binding ceiling stretched by the
+# last [wave](GLOSSARY.md#wave)):
 
 # %%
 machine, base = limiter_table.machine(), limiter_table.work("reg2d")  # the limiter run's GPU, and reg2d's launch
@@ -274,7 +275,8 @@ exercises.compare_prediction(my_speedup, table.speedup("vec", "reg2d"), "vec vs 
 # %% [markdown]
 # ## Why: the limiter model
 #
-# The limiter run's table for both ends, with the profiler's busiest unit:
+# The limiter run's table for both ends, with the profiler's busiest unit (profiled before the
+# shared reads were written with `load4`: predictions differ slightly from the table above):
 
 # %%
 why = limiter_table.why(["reg2d", "vec", "cublas"], measured=table)
@@ -300,26 +302,20 @@ print(f"Measured / predicted: {min(ratio.values()):.2f} to {max(ratio.values()):
       f"{r2.utilization_pct[r2.binding]:.0f}% busy, vec's ({limiter_table.SHORT[rv.binding]}) "
       f"{rv.utilization_pct[rv.binding]:.0f}%, and named it the busiest unit for {' and '.join(agree) or 'neither'}. "
       "The other cycles are stalls: warps waiting at barriers, for loads, for the previous FFMA's result.")
-brought = {}  # the step that brought each 16-byte instruction, in the facts
-for w in ("LDS.128", "LDG.E.128", "STG.E.128"):
-    brought.setdefault(next(s for s in STEPS if facts[s]["sass"].get(w)), []).append(w.replace(".E", ""))
-for s, widths in sorted(brought.items(), key=lambda kv: STEPS.index(kv[0])):
-    b = STEPS[STEPS.index(s) - 1]
-    print(f"{' and '.join(widths)} ({s}): instructions per FFMA {ipf[b]:.2f} -> {ipf[s]:.2f}, wavefronts per "
-          f"warp-FFMA {wpf[b]:.2f} -> {wpf[s]:.2f}; predicted {gain[s]:.2f}x, measured {measured_gain[s]:.2f}x.")
 print(f"vec against reg2d: predicted {model_speedup:.2f}x, measured {table.speedup('vec', 'reg2d'):.2f}x.")
 
 # %% [markdown]
-# Read the model's table by its **binds** column: fewer instructions pay while issue binds, fewer
-# wavefronts while shared memory binds. `wide_loads` saves mostly the staging loop's index
-# arithmetic and bounds checks, not loads (6 per slice). A gain beyond the model's is stall time.
+# Read the **binds** column: fewer instructions pay while issue binds, fewer wavefronts while
+# shared memory binds. `wide_loads` gains in the *rest of the slice loop*: one guarded `load4`
+# per tile replaces four guarded loads and their index arithmetic. `vec`'s issue and shared
+# ceilings nearly tie. A gain beyond the model's is stall time.
 
 # %% [markdown]
 # ## Exercise 05-stage-a
 # `vec` stages its 128 x 8 slice of A one float4 per thread. With BK = 16 (128 x 16 floats)
 # each of the 256 threads stages two. Write `stage_a(tid, p)` returning the (row, first column)
 # of thread `tid`'s float4 `p` (0 or 1), so that in each load instruction neighbouring threads
-# read neighbouring 16-byte pieces of a row.
+# read neighbouring 16-byte pieces of a row: a warp then reads whole rows (coalesced, lesson 01).
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -333,9 +329,8 @@ exercises.check("05-stage-a", stage_a)
 # %% [markdown]
 # ## Exercise 05-transpose-a: write the transposed staging
 #
-# `vec` at a smaller size: a 64 x 64 tile of C per block, 64 threads, 8x8 results each, BK = 8.
-# Each thread stages two float4s of A per slice (tile rows `a_r` and `a_r + 32`) and two of B.
-# Write:
+# `vec` with 64 x 64 tiles: 64 threads, 8x8 results each, BK = 8; each thread stages two
+# float4s of A per slice (tile rows `a_r` and `a_r + 32`) and two of B. Write:
 #
 # 1. where the four values `x0..x3` (`A[m, k0 + a_c + d]`, `d = 0..3`, `m = a_r + p * A_STEP`)
 #    go in the transposed tile `sAT[k, m]`;
@@ -426,8 +421,8 @@ exercises.check("05-transpose-a", sgemm_ex05)
 #
 # * A 16-byte instruction moves four floats for one issue slot, if they are neighbours on a
 #   16-byte boundary: results side by side, the A tile stored transposed.
-# * It pays where it runs often and cuts what binds; the limiter model says where before the GPU
-#   does.
+# * It pays where it runs often, with the address arithmetic it replaces, and only if it cuts
+#   what binds; the limiter model says where before the GPU does.
 # * From numba: `load4` / `store4`, on global or shared arrays; `@unrolled` with `static_range`
 #   for loops written out at compile time. Check the compiler facts.
 # * Next (lesson 06): shared-memory banks, and the wavefronts `vec` still loses to conflicts.

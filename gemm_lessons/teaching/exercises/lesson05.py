@@ -1,4 +1,6 @@
 """Lesson 05's exercises: which float4 a thread stages, and the transposed A tile (16-byte shared loads)."""
+import collections
+
 from gemm_lessons.core import backend
 from gemm_lessons.kernels.sgemm import vec
 from gemm_lessons.teaching.exercises.core import exercise
@@ -39,15 +41,12 @@ def check_float4_staging(ans):
                 return False, f"for tid={tid}, p={p} stage_a returns {value!r}: return a pair (row, first column)."
     for p in range(loads):
         for tid in range(vec.THREADS):
-            n = tid + p * vec.THREADS
-            want = (n // per_row, (n % per_row) * 4)
-            if got[tid, p] == want:
-                continue
-            # say which part is wrong and why, never what the right pair is (that would be the answer)
+            # say what is wrong and why, never what the right pair is (that would be the answer)
             row, col = got[tid, p]
             where = f"for tid={tid}, p={p} stage_a returns {(row, col)}"
             if col % 4 or not 0 <= col < STAGE_BK:
-                if 0 <= col < per_row and row == want[0]:
+                first = got[tid - tid % per_row, p][0]  # the row of the thread that starts tid's group of four
+                if 0 <= col < per_row and row == first:
                     why = ("the column counts floats, not float4s: the first column of a float4 is a multiple of 4 "
                            f"(0, 4, 8 or 12 in a row of {STAGE_BK} floats)")
                 else:
@@ -55,17 +54,24 @@ def check_float4_staging(ans):
                 return False, f"{where}: {why}.", 3
             if not 0 <= row < rows:
                 return False, f"{where}: the slice has rows 0 to {rows - 1}.", 2
-            number = lambda t: got[t, p][0] * per_row + got[t, p][1] // 4  # noqa: E731 (a float4's place in row order)
-            apart = number(1) - number(0)
-            if apart != 1:
-                return False, (f"{where}: in one load instruction (p={p}) threads 0 and 1 take float4s {apart} apart "
-                               "in row order; neighbouring threads should take neighbouring float4s of a row, so "
-                               "that a warp's load reads whole rows of the slice."), 2
-            which = "the row" if col == want[1] else ("the column" if row == want[0] else "both the row and the column")
-            verb = "are" if which.startswith("both") else "is"
-            return False, (f"{where}: {which} {verb} wrong. Neighbouring threads should take neighbouring float4s "
-                           f"of a row ({per_row} per row) before moving to the next row, and p = 1 the next "
-                           f"{vec.THREADS} float4s."), 2
+            if tid % per_row == 0 and col:
+                return False, (f"{where}: threads {tid} to {tid + per_row - 1} can read one whole row of the slice "
+                               f"({per_row} float4s), so the first of them should start a row: rows of A lie "
+                               "apart in memory, and a float4 group that spans two of them splits the load."), 2
+            if tid % per_row:
+                before = got[tid - 1, p]
+                apart = (row * per_row + col // 4) - (before[0] * per_row + before[1] // 4)
+                if apart != 1:
+                    return False, (f"{where}: in one load instruction (p={p}) threads {tid - 1} and {tid} take "
+                                   f"float4s {apart} apart in row order; neighbouring threads should take "
+                                   f"neighbouring float4s of a row ({per_row} per row), so that a warp's load "
+                                   "reads whole rows of the slice (coalescing, lesson 01)."), 2
+    staged = collections.Counter(got.values())
+    if len(staged) != rows * per_row:
+        twice = next(pair for pair, n in staged.items() if n > 1)
+        return False, (f"{staged[twice]} loads stage the float4 at {twice}, and {rows * per_row - len(staged)} "
+                       f"float4s of the slice are never staged: the two loads of a thread (p = 0 and 1) must "
+                       "take different rows."), 2
     return True, (f"every float4 of the 128x{STAGE_BK} slice of A is staged exactly once, each by one 16-byte load, "
                   "and each load instruction reads whole rows.")
 
@@ -98,6 +104,11 @@ def check_transposed_a_tile(kernel):
                        f"(the tracer, one block: {_sites(trace, lambda i: i.op == 'ld')}). A thread's 8 values "
                        "of A must be neighbours in shared memory, starting at a multiple of 4 floats: the "
                        "transposed tile.")
-    return True, (right + "; every shared load of the k-step is a 16-byte access (the tracer, one block: "
+    asked = log.shared_trace(merge=False)  # the widths the code asks for, before the tracer merges neighbours
+    four_byte = sum(1 for i in asked.instructions if i.op == "ld" and i.width == 4)
+    note = (f" Your k-step asks for 4-byte reads ({four_byte} in the block's trace) that the tracer merged: write them "
+            "with load4, so that the 16-byte width does not depend on the compiler (the Lab notes show "
+            "it leaving such reads as four LDS)." if four_byte else "")
+    return True, (right + "; every shared load of the k-step can be a 16-byte access (the tracer, one block: "
                   f"{_sites(trace, lambda i: i.op == 'ld')}): the transposed A tile works. (The tracer judges the "
-                  "layout; on a GPU this check also reports how many LDS.128 the compiler made of it.)")
+                  "layout; on a GPU this check also reports how many LDS.128 the compiler made of it.)" + note)

@@ -49,9 +49,9 @@ print(f"reg2d at 4096^3 on the {prev.device}: {r.measured_ms:.1f} ms, {2 * 4096*
 figures.transposed_tile();
 
 # %% [markdown]
-# A 16-byte instruction saves three issue slots of four, in proportion to how often its 4-byte
-# versions run, and can take their address arithmetic with it (below). Per slice of BK = 8
-# k-steps, at K = 4096 (512 slices), a thread issues:
+# One 16-byte instruction in place of four 4-byte ones saves three instructions each time it
+# runs, and can take their address arithmetic with it (below). Per slice of BK = 8 k-steps, at
+# K = 4096 (512 slices), a thread issues:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -83,7 +83,7 @@ print(f"{'FFMA':<35} {BK * TM * TN:>5}")
 # 2. `reg2d_unrolled`: the loops over a thread's results written out (`static_range`);
 # 3. `transposed_a`: the A tile stored transposed, both tiles read with `LDS.128`;
 # 4. `wide_loads`: the tiles staged with `LDG.128`;
-# 5. `vec`: C written with `STG.128`.
+# 5. `vec`: C written with `STG.128` (and no register cap: Lab notes).
 
 # %% [markdown]
 # ## Predict
@@ -92,8 +92,9 @@ print(f"{'FFMA':<35} {BK * TM * TN:>5}")
 # 1/4 cycle per instruction, shared memory one cycle per [wavefront](GLOSSARY.md#wavefront); the
 # most cycles *bind*. The next cell counts instructions per FFMA from each step's
 # [compiler facts](GLOSSARY.md#compiler-facts) (the k-step loop 8 times per slice, the rest
-# once) and wavefronts with the [bank tracer](GLOSSARY.md#bank-tracer): 16-byte loads pass the
-# banks in fewer wavefronts than side-by-side 4-byte ones (lesson 06 has the rules).
+# once) and wavefronts with the [bank tracer](GLOSSARY.md#bank-tracer). Side by side, a warp's
+# 4-byte read of B asks for 16 words 8 floats apart, four in each of 4 banks: 4 wavefronts; of A,
+# 2. `LDS.128` wins most of that back (lesson 06 has the rules).
 
 # %%
 STEPS, RUNGS = lesson05_steps.NAMES, {**ladder.SGEMM, **ladder.VARIANTS}  # reg2d and the five steps
@@ -275,8 +276,9 @@ exercises.compare_prediction(my_speedup, table.speedup("vec", "reg2d"), "vec vs 
 # %% [markdown]
 # ## Why: the limiter model
 #
-# The limiter run's table for both ends, with the profiler's busiest unit (profiled before the
-# shared reads were written with `load4`: predictions differ slightly from the table above):
+# The limiter run's table for both ends, with the profiler's busiest unit. That run timed and
+# profiled `vec` before its shared reads were written with `load4`: its starred times are the
+# older code's.
 
 # %%
 why = limiter_table.why(["reg2d", "vec", "cublas"], measured=table)
@@ -422,7 +424,7 @@ exercises.check("05-transpose-a", sgemm_ex05)
 # * A 16-byte instruction moves four floats for one issue slot, if they are neighbours on a
 #   16-byte boundary: results side by side, the A tile stored transposed.
 # * It pays where it runs often, with the address arithmetic it replaces, and only if it cuts
-#   what binds; the limiter model says where before the GPU does.
+#   what binds. The limiter model got the whole jump close, single steps less so: stall time.
 # * From numba: `load4` / `store4`, on global or shared arrays; `@unrolled` with `static_range`
 #   for loops written out at compile time. Check the compiler facts.
 # * Next (lesson 06): shared-memory banks, and the wavefronts `vec` still loses to conflicts.
@@ -666,7 +668,9 @@ print(f"    ... {len(lines)} lines in all")
 
 # %% [markdown]
 # **Spills, register cap, occupancy.** The steps before `vec` carry lesson 04's
-# `max_registers=128`; `vec` has no cap, a second difference from `wide_loads`.
+# `max_registers=128`; `vec` has no cap, a second difference from `wide_loads`. Under the cap,
+# `reg2d_contiguous` and `transposed_a` spill a few bytes (below); whether those spills cost
+# time, no run here separates.
 
 # %%
 blocks = {s: blocks_per_sm(facts[s]["registers"], facts[s]["shared_bytes"], 256)[0] for s in STEPS}
@@ -714,7 +718,8 @@ for s in STEPS[1:]:
 
 # %% [markdown]
 # **The k-step loop written out too** (`unroll_k=True`): all eight k-steps written out, against
-# the loop. Timed in the steps' run:
+# the loop (`vec` keeps the loop; lessons 07-08's kernels write every k-step out). Timed in the
+# steps' run:
 
 # %%
 my_vec_unrolled_k = make_sgemm_vec(unroll_k=True)

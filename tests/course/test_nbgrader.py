@@ -313,3 +313,15 @@ def test_the_graded_cell_finds_the_solution_cell_in_the_history():
     fb = grading.grade("00-flops", ["", "answer = 1\nfrom gemm_lessons.teaching import exercises\n"
                                         "exercises.check = lambda *a: True", graded])
     assert not fb.ok and "1 is not the FLOP count" in fb.failure()
+
+
+def test_a_solution_cell_with_ipython_magics_is_graded_in_plain_python():
+    """IPython's In holds magics as get_ipython() calls; the fresh process has no IPython: line
+    magics and shell commands are left out, a cell magic's body runs."""
+    from gemm_lessons.course import grading
+    graded = nbgrader_course.graded_cell_source("00-flops", "answer", 1)
+    line_magic = "get_ipython().run_line_magic('timeit', '1 + 1')\nanswer = (2 * 100 - 1) * 300 * 200"
+    assert grading.grade("00-flops", ["", line_magic, graded]).ok
+    cell_magic = "get_ipython().run_cell_magic('time', '', 'answer = (2 * 100 - 1) * 300 * 200\\n')"
+    assert grading.grade("00-flops", ["", cell_magic, graded]).ok
+    assert not grading.grade("00-flops", ["", cell_magic.replace("(2 * 100 - 1)", "2 * 100"), graded]).ok

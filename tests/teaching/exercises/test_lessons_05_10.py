@@ -74,6 +74,15 @@ UNTRANSPOSED = [("sAT = cuda.shared.array((BK, BM), float32)  # the A tile, tran
 def test_05_solution_passes():
     fb = check_cell("05-transpose-a")
     assert fb.ok, str(fb)
+    assert "element by element" not in str(fb)  # it reads sAT with load4: no note
+
+
+@requires_simulator
+def test_05_plain_reads_pass_with_a_note_to_use_load4():
+    fb = check_cell("05-transpose-a", replace=[(
+        "load4(sAT, k, t_row + 4 * h)",
+        "sAT[k, t_row + 4 * h], sAT[k, t_row + 4 * h + 1], sAT[k, t_row + 4 * h + 2], sAT[k, t_row + 4 * h + 3]")])
+    assert fb.ok and "reads sAT element by element" in str(fb) and "write them with load4" in str(fb), str(fb)
 
 
 @requires_simulator

@@ -58,7 +58,7 @@ figures.transposed_tile();
 BM, BN, BK, TM, TN, THREADS, K = 128, 128, 8, 8, 8, 256, 4096
 issued = {"shared loads (every k-step)": BK * (TM + TN),
           "global loads (staging the tiles)": (BM + BN) * BK // THREADS,
-          "stores of C (64 at the end: per slice)": TM * TN / (K // BK)}
+          "stores of C (64 at the end, per slice)": TM * TN / (K // BK)}
 for what, four in issued.items():
     print(f"{what:<35} {four:>5.3g} 4-byte or {four / 4:>6.3g} 16-byte instructions")
 print(f"{'FFMA':<35} {BK * TM * TN:>5}")
@@ -128,7 +128,8 @@ Markdown(f"Per step ({facts.source}):\n\n" + tables.markdown(
 
 # %% [markdown]
 # The *rest of the slice loop* is the main loop's code outside the k-steps: staging, barriers,
-# counting. (`vec`'s 18 `LDG.128`, `LDG.E.128` in the SASS: 2 staging + 16 reads of C for
+# counting. Read both loop columns: most of what the steps save is address arithmetic, not
+# loads. (`vec`'s 18 `LDG.128`, `LDG.E.128` in the SASS: 2 staging + 16 reads of C for
 # beta ≠ 0; 32 `STG.128`: 16 per branch.)
 #
 # **Your prediction.** Which unit binds each step? Which step should gain the most, which the
@@ -155,7 +156,8 @@ for i, s in enumerate(STEPS):  # reg2d's grid and bytes; the step's own instruct
 best = max(gain, key=gain.get)
 model_speedup = model["reg2d"].seconds / model["vec"].seconds
 Markdown(f"At 4096^3 ({machine.name}, {machine.clock_mhz:,.0f} MHz):\n\n"
-         + tables.markdown(["step", "issue", "shared", "binds", "predicted (ms)", "x the step before"], rows, "lrrlrr")
+         + tables.markdown(["step", "issue (cycles per warp-FFMA)", "shared (cycles per warp-FFMA)", "binds",
+                            "predicted (ms)", "x the step before"], rows, "lrrlrr")
          + f"\n\nModel: `vec` {model_speedup:.2f}x as fast as `reg2d`; largest step `{best}` ({gain[best]:.2f}x).")
 
 # %% [markdown]
@@ -276,9 +278,9 @@ exercises.compare_prediction(my_speedup, table.speedup("vec", "reg2d"), "vec vs 
 # %% [markdown]
 # ## Why: the limiter model
 #
-# The limiter run's table for both ends, with the profiler's busiest unit. That run timed and
-# profiled `vec` before its shared reads were written with `load4`: its starred times are the
-# older code's.
+# The limiter run's table for both ends, with the profiler's busiest unit. Its starred times
+# come from that run (of `vec` before its shared reads were written with `load4`), not from
+# this lesson's steps run.
 
 # %%
 why = limiter_table.why(["reg2d", "vec", "cublas"], measured=table)

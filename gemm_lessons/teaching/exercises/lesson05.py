@@ -15,8 +15,8 @@ STAGE_BK = 16  # 05-stage-a's slice of A: 128 x 16, two float4s per thread (vec'
           "256 threads, a 128 x 16 slice: 4 float4s per row, 512 in all, two per thread. Return (row, first column) "
           "of float4 number p (0 or 1) of thread tid.",
           "number the float4s of the slice in row order. In one load instruction (one p) the 256 threads should take "
-          "256 neighbouring float4s; the other p, the next 256. Row and place in the row then follow from a division "
-          "and a remainder.",
+          "whole rows, for example 256 neighbouring float4s, and the other p the next 256. Row and place in the row "
+          "then follow from a division and a remainder.",
           "the column counts floats, not float4s: a float4's place in its row times 4; p = 1 starts 256 float4s "
           "(64 rows) further on.",
           answer="stage_a",

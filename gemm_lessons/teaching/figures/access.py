@@ -38,6 +38,20 @@ def naive_warp_addresses(coalesced, K=1024, N=1024, k=0, row0=0, col0=0, block_x
     return a, b
 
 
+def _sector_axes(axis, cols, rows, row_step, xlabel, ylabel):
+    """The frame of a matrix drawn float by float: its 32-byte sectors marked along each row."""
+    for x in range(0, cols + 1, SECTOR_BYTES // 4):  # sector boundaries along a row
+        axis.axvline(x, color="black", lw=0.6)
+    axis.set_xlim(0, cols)
+    axis.set_ylim(rows, 0)
+    axis.set_aspect("equal")
+    axis.set_xticks(range(0, cols + 1, 8))
+    axis.set_yticks(range(0, rows + 1, row_step))
+    axis.tick_params(labelsize=7)
+    axis.set_xlabel(xlabel, fontsize=8)
+    axis.set_ylabel(ylabel, fontsize=8)
+
+
 def _lanes_on_matrix(axis, addrs, ld, rows, cols, name, xlabel, ylabel):
     """One matrix's corner as a grid of floats: blue, the float each lane reads (its number inside,
     or one note for a float all lanes share); shaded and outlined, each 32-byte sector fetched."""
@@ -59,16 +73,7 @@ def _lanes_on_matrix(axis, addrs, ld, rows, cols, name, xlabel, ylabel):
             axis.annotate(f"lanes {lanes[0]}-{lanes[-1]} all read\nthis one float (a broadcast)",
                           (x + 1, y + 0.5), (x + 4, y + 2.6), fontsize=8, va="center",
                           arrowprops=dict(arrowstyle="->", lw=0.8))
-    for x in range(0, cols + 1, SECTOR_BYTES // 4):  # sector boundaries along a row
-        axis.axvline(x, color="black", lw=0.6)
-    axis.set_xlim(0, cols)
-    axis.set_ylim(rows, 0)
-    axis.set_aspect("equal")
-    axis.set_xticks(range(0, cols + 1, 8))
-    axis.set_yticks(range(0, rows + 1, 8 if rows > 8 else 1))
-    axis.tick_params(labelsize=7)
-    axis.set_xlabel(xlabel, fontsize=8)
-    axis.set_ylabel(ylabel, fontsize=8)
+    _sector_axes(axis, cols, rows, 8 if rows > 8 else 1, xlabel, ylabel)
     n = len(lanes_of)
     axis.set_title(f"{name}: {n} float{'s' if n > 1 else ''}, {len(fetched)} sector{'s' if len(fetched) > 1 else ''}",
                    fontsize=9)
@@ -159,16 +164,7 @@ def transpose_warp_access(rows=64, cols=64, ax=None):
             y, x = divmod(a // 4, ld)
             axis.add_patch(patches.Rectangle((x, y), 1, 1, fc="tab:blue", ec="white"))
             axis.text(x + 0.5, y + 0.5, str(lane), ha="center", va="center", fontsize=6.5, color="white")
-        for x in range(0, width + 1, SECTOR_BYTES // 4):  # sector boundaries along a row
-            axis.axvline(x, color="black", lw=0.6)
-        axis.set_xlim(0, width)
-        axis.set_ylim(height, 0)
-        axis.set_aspect("equal")
-        axis.set_xticks(range(0, width + 1, 8))
-        axis.set_yticks(range(0, height + 1, 4 if height > 10 else 1))
-        axis.tick_params(labelsize=7)
-        axis.set_xlabel("column", fontsize=8)
-        axis.set_ylabel("row", fontsize=8)
+        _sector_axes(axis, width, height, 4 if height > 10 else 1, "column", "row")
         moved = "read" if "read" in name else "written"
         axis.set_title(f"{name}: lanes 0-31 touch {len(fetched)} sectors\n({len(addrs) * 4} bytes {moved}; "
                        f"the sectors hold {len(fetched) * SECTOR_BYTES})", fontsize=9)

@@ -291,28 +291,41 @@ def _with_time_limit(fn, seconds):
     once ``seconds`` have passed.  A watchdog thread raises it in each of them (CPython's
     PyThreadState_SetAsyncExc, at their next bytecode), so nothing is traced while the kernel runs:
     a line tracer doubled the time of every check.  The simulator then aborts the block and
-    raises KernelTimeout in fn's thread."""
+    raises KernelTimeout in fn's thread; any kernel thread still running after that is stopped
+    too (left spinning, it would slow every later check of the session)."""
     if not backend.SIMULATOR or not seconds:
         return fn()
     import ctypes
 
     before = set(threading.enumerate())
-    done = threading.Event()
+    done, fired = threading.Event(), threading.Event()
 
-    def watchdog():
+    def started_since():
+        return [t for t in threading.enumerate() if t not in before and t is not watchdog and t.ident is not None]
+
+    def stop(threads):
+        for t in threads:
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(t.ident), ctypes.py_object(KernelTimeout))
+
+    def watch():
         if done.wait(seconds):
             return
+        fired.set()
         while not done.is_set():  # until fn returns: the simulator starts new threads for each block
-            for t in threading.enumerate():
-                if t not in before and t is not threading.current_thread() and t.ident is not None:
-                    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(t.ident), ctypes.py_object(KernelTimeout))
+            stop(started_since())
             done.wait(0.05)
 
-    threading.Thread(target=watchdog, name="gemm-lessons-time-limit", daemon=True).start()
+    watchdog = threading.Thread(target=watch, name="gemm-lessons-time-limit", daemon=True)
+    watchdog.start()
     try:
         return fn()
     finally:
         done.set()
+        watchdog.join()
+        deadline = time.monotonic() + 10
+        while fired.is_set() and started_since() and time.monotonic() < deadline:
+            stop(started_since())
+            time.sleep(0.01)
 
 
 def _close(a, b, rel=1e-6):

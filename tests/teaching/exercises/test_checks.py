@@ -221,8 +221,12 @@ def test_a_kernel_that_never_finishes_is_stopped():
         while i >= 0:
             i = (i + 1) % 7
 
+    import threading
+    before = set(threading.enumerate())
     fb = exercises.check("01-kernel", forever, time_limit=2)
     assert not fb.ok and "stopped after 2 s" in str(fb)
+    # every kernel thread is stopped: one left spinning would slow every later check of the process
+    assert [t.name for t in threading.enumerate() if t not in before] == []
 
 
 def test_the_launch_must_use_128_threads_per_block():

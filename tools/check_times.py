@@ -11,7 +11,6 @@ import glob
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 
@@ -50,14 +49,11 @@ def main(argv=None):
     print(f"\n{len(slowest)} exercises, slowest check {max(slowest.values()):.1f} s; over {TARGET_S:.0f} s: "
           + (", ".join(f"{e} ({s:.1f} s)" for e, s in sorted(over.items())) or "none"))
     if args.out:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                                text=True).stdout.strip()
-        import numba_cuda  # noqa: F401
-        from importlib.metadata import version
+        from gemm_lessons.measure import provenance
+
         record = {"what": "seconds per exercise check on the CUDA simulator (tools/check_times.py)",
-                  "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit,
+                  "date": provenance.now(), "commit": provenance.git_commit(), "versions": provenance.versions(),
                   "cores": os.cpu_count(), "machine": platform.processor() or platform.machine(),
-                  "python": platform.python_version(), "numba-cuda": version("numba-cuda"),
                   "simulator": backend.SIMULATOR, "target_s": TARGET_S, "checks": rows}
         with open(args.out, "w") as f:
             json.dump(record, f, indent=1)

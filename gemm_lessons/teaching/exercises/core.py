@@ -212,7 +212,6 @@ def on_simulator(kernel, expression, what, name=None, timeout=KERNEL_TIME_LIMIT_
     ``evidence``, ``exercises``, ``importlib`` and the modules ``kernels_01_04``, ``kernels_05_11``,
     ``lesson09``; its value must be JSON.  Raises LookupError when the cell's source is not found
     and RuntimeError when the child fails."""
-    import json
     import linecache
 
     from gemm_lessons.instruments.simulator_process import run_on_simulator
@@ -323,8 +322,8 @@ def _with_time_limit(fn, seconds):
         done.set()
         watchdog.join()
         deadline = time.monotonic() + 10
-        while fired.is_set() and started_since() and time.monotonic() < deadline:
-            stop(started_since())
+        while fired.is_set() and (running := started_since()) and time.monotonic() < deadline:
+            stop(running)
             time.sleep(0.01)
 
 

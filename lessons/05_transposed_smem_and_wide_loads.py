@@ -42,8 +42,8 @@ print(f"reg2d at 4096^3 on the {prev.device}: {r.measured_ms:.1f} ms, {2 * 4096*
 #
 # * a thread's 8x8 results **side by side** (lesson 04's `reg2d_contiguous`): its 8 values of B
 #   for one k are then neighbours in `sB[k, :]`;
-# * the A tile stored **transposed**, `sAT[k, m]` (each value written to its transposed place
-#   as the tile is staged): its 8 values of A become neighbours too.
+# * the A tile stored **transposed**, `sAT[k, m]`, as it is staged: its 8 values of A become
+#   neighbours too.
 
 # %%
 figures.transposed_tile();
@@ -76,8 +76,7 @@ print(f"{'FFMA':<35} {BK * TM * TN:>5}")
 #
 # ## Five changes, one at a time
 #
-# `vec` differs from `reg2d` in five changes, each a step (a package kernel; diffs in the Lab
-# notes):
+# `vec` differs from `reg2d` in five changes, each a step (diffs: Lab notes):
 #
 # 1. `reg2d_contiguous`: a thread's results side by side (lesson 04's variant);
 # 2. `reg2d_unrolled`: the loops over a thread's results written out (`static_range`);
@@ -278,9 +277,8 @@ exercises.compare_prediction(my_speedup, table.speedup("vec", "reg2d"), "vec vs 
 # %% [markdown]
 # ## Why: the limiter model
 #
-# The limiter run's table for both ends, with the profiler's busiest unit. Its starred times
-# come from that run (of `vec` before its shared reads were written with `load4`), not from
-# this lesson's steps run.
+# The limiter run's ceilings for both ends, with the profiler's busiest unit (that run's `vec`
+# read shared memory before `load4`); the measured times are the table's above.
 
 # %%
 why = limiter_table.why(["reg2d", "vec", "cublas"], measured=table)
@@ -341,8 +339,8 @@ exercises.check("05-stage-a", stage_a)
 # 2. where the k-step reads a thread's 8 values of A (tile rows `t_row .. t_row + 7`), with
 #    `load4` as for B.
 #
-# The check compares with the float64 reference on two awkward shapes, then traces every
-# shared load of the k-step: four neighbouring, aligned floats per lane.
+# The check tests the result on two awkward shapes, then traces the k-step's shared loads:
+# four neighbouring, aligned floats per lane.
 
 # %%
 import numpy as np
@@ -720,8 +718,8 @@ for s in STEPS[1:]:
 
 # %% [markdown]
 # **The k-step loop written out too** (`unroll_k=True`): all eight k-steps written out, against
-# the loop (`vec` keeps the loop; lessons 07-08's kernels write every k-step out). Timed in the
-# steps' run:
+# the loop (`vec` keeps the loop; lessons 07-08's kernels write every k-step out). Timed side
+# by side:
 
 # %%
 my_vec_unrolled_k = make_sgemm_vec(unroll_k=True)

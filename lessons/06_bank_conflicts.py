@@ -85,8 +85,8 @@ for name, (addrs, width) in examples.items():
 #
 # The [bank tracer](GLOSSARY.md#bank-tracer) runs one block on the CUDA simulator, records
 # every shared-memory access with its lane, groups them into warp-wide instructions and prices
-# each with the rules above (`merge=("ld",)`: the compiler made four 4-byte loads one
-# `LDS.128`, lesson 05). One rule is measured, not documented, the *paired-load rule*: when
+# each with the rules above (`merge=("ld",)`: the simulator runs `load4` as four 4-byte loads,
+# priced as the one `LDS.128` the GPU runs, lesson 05). One rule is measured, not documented, the *paired-load rule*: when
 # EVERY lane n reads the same 16 bytes as lane n XOR 1 (or every lane as lane n XOR 2), an
 # `LDS.128` takes 2 wavefronts, not 4 (`rule="paired"`), as in `vec`'s `sAT` reads.
 
@@ -330,8 +330,9 @@ waits = {n: dict(prof_06.top_stalls(n, 10)).get("short_scoreboard", 0) for n in 
 print(f"vec_split: {short[rs.binding]} binds; the model predicts {100 * (model_gain - 1):+.0f}% over vec, measured "
       f"{100 * (gain - 1):+.0f}%. With {100 * (1 - 1 / cut):.0f}% "
       f"fewer wavefronts, warps wait less on shared loads (short scoreboard {waits['vec']:.0f}% -> {waits['vec_split']:.0f}% "
-      f"of cycles, {prof_06.source.split(',')[0]}) and issue more often (issue busy {u_v:.0f}% -> {u_s:.0f}%, "
-      f"a ratio of {u_s / u_v:.2f}): with the instruction count unchanged, the time falls by that ratio.")
+      f"of cycles, {prof_06.source.split(' (')[0].split(',')[0]}) and issue more often (issue busy {u_v:.0f}% -> "
+      f"{u_s:.0f}% in the limiter run, {u_s / u_v:.2f}x): with the instruction count unchanged, the time falls with "
+      f"the issue rate ({gain:.2f}x in this run).")
 st = {n: traces[n].totals("st") for n in traces}
 print(f"The stores' conflicts are {st['vec_split']['wavefronts'] - st['vec_split']['ideal']:,} of vec_split's "
       f"{traced['vec_split']:,} wavefronts per traced block; shared memory no longer binds: removing them buys nothing.")
@@ -374,8 +375,8 @@ for label, regs, smem in [("vec, unpadded", regs, smem), ("vec, rows padded by 4
 # * **loads from `sB`**: a thread's 8 columns are side by side (`col_of(j) = tc * 8 + j`), so
 #   a phase's 8 lanes read 32 bytes apart (2-way, as in `vec`).
 #
-# Remove both, keeping loads 16 bytes wide: choose the padding `PAD` of `sAT`'s rows (rows
-# must start on 16-byte boundaries) and rewrite `col_of(j)`, the tile column of a thread's
+# Remove both, with a layout whose loads can stay 16 bytes wide: choose the padding `PAD` of
+# `sAT`'s rows (rows must start on 16-byte boundaries) and rewrite `col_of(j)`, the tile column of a thread's
 # result column `j = 0..7` (it places the `sB` loads and C stores).
 
 # %%

@@ -5,7 +5,6 @@
 # [limiter model](GLOSSARY.md#limiter-model), on the [limiter run](GLOSSARY.md#limiter-run):
 
 # %%
-# %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
 from gemm_lessons.model.limiter import WHAT
 from gemm_lessons.teaching import exercises, figures, limiter_table, measure_step, plots
@@ -86,7 +85,7 @@ my_speedup = None  # your prediction: replace None with a number (for example 1.
 
 # %%
 r1, best = prev.row("dbuf_one_buffer"), prev.row("cublas").ratio
-print(f"Model: 1.00x while the stalls stay. With no stall at all, dbuf_one_buffer would run at its prediction, "
+print(f"Model: no gain (a second buffer moves no ceiling) while the stalls stay. With no stall at all, dbuf_one_buffer would run at its prediction, "
       f"{r1.ratio:.2f}x faster; cuBLAS, the closest, runs at {best:.2f} x its prediction: {r1.ratio / best:.2f}x "
       f"is a realistic best.")
 
@@ -681,7 +680,7 @@ def make_kernel(cfg):
         def load_float4(X, row, col, inside_mn, inside_k, safe_row, safe_col):
             """X[row, col:col+4], or zeros where the float4 lies outside X: past M (A) or N (B)
             or past K.  GUARD "if": one condition, so ptxas can predicate the load instead of
-            branching (the fastest on an H100, lesson 08's sweep); "select": the address is
+            branching (the fastest in lesson 08's sweep); "select": the address is
             clamped into the matrix and the value replaced by 0 outside it, no condition around
             the load at all; "and": Python's short-circuit ``and`` is two branches."""
             if static(GUARD == "select"):
@@ -791,7 +790,6 @@ def make_kernel(cfg):
     return sgemm_warptile
 
 
-
 # %% [markdown]
 # **The load guard, written three ways.** Loads outside A or B must read zeros. `dbuf` writes
 # the condition as one expression, `if a & b:`, which the compiler can turn into a
@@ -809,7 +807,7 @@ guard_facts = compiler_facts.compiler_facts({name: my_kernels[name] for name in 
 display(guards, guard_facts)
 local_ops = {name: sum(n for op, n in (f.get("sass") or {}).items() if op.startswith(("LDL", "STL")))
              for name, f in guard_facts.facts.items()}  # every width, LDL.64 and LDL.LU.64 included
-spilled = [f"{name} ({n} LDL/STL of any width)" for name, n in local_ops.items() if n]
+spilled = [f"{name} ({n} LDL/STL, wider forms included)" for name, n in local_ops.items() if n]
 print("Spilled to local memory: " + (", ".join(spilled) if spilled else "none") + ". "
       + "; ".join(f"{name} vs dbuf: {everything.speedup(name, 'dbuf'):.2f}x" for name in ("dbuf_short_circuit",
                                                                                            "dbuf_select")) + ".")

@@ -217,8 +217,8 @@ print(f"The warp tile: {'a tie, as the model predicts' if verdicts['WMxWN -> 16x
 
 # %% [markdown]
 # The compiler's facts explain one loss: without the cap, the extra registers cost a block per
-# SM. One buffer is lesson 07's loss. BK 16 loses where it spills: with one buffer or `spread`
-# it spills less and gains (Lab notes).
+# SM. One buffer is lesson 07's loss. With 8x8 thread tiles, BK 16 loses where it spills 80
+# bytes: with one buffer or `spread` it spills less and gains (Lab notes).
 #
 # **The sweep found nothing faster than lesson 07's `dbuf`**: its one faster change is `dbuf`'s
 # own guard. The last rung keeps the 32 x 64 warp tile: free here, and the shape tensor-core
@@ -487,8 +487,9 @@ print(f"shared ceiling at that count: about {shared_at:.2f} ms, against {why.row
 # exercise 08-warp-tile's `row_of` and `col_of`, this order passes its check too.
 #
 # **What the compiler's facts leave open.** `spread -> True` changes no register, spill or
-# occupancy count and still loses. In the 128 x 128 block, BK 8 -> 16 loses where the spill
-# grows to 80 bytes and gains where it stays at 8 or none (one buffer, `spread`): the spill is
+# occupancy count and still loses. In the 128 x 128 block with 8x8 thread tiles, BK 8 -> 16
+# loses where the spill grows to 80 bytes and gains where it stays at 8 or none (one buffer,
+# `spread`); with 8x16 thread tiles it gains although the spill grows to 40 bytes: the spill is
 # the suspect, not proven. The 64x128 block with two buffers loses a third at BK 16 without
 # spilling (the tables above). The instruction mix and stall reasons of these configurations
 # were not profiled.

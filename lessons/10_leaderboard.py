@@ -71,8 +71,9 @@ my_pct = None  # warptile's % of cuBLAS at 4096^3, measured
 # ## Measure: every rung, every variant and cuBLAS in one run
 #
 # One `compare` call checks and times the eight rungs, the lessons' variants and cuBLAS at
-# 4096^3. The last two columns come from a *sustained* run: each kernel relaunched without pause
-# for seconds while NVML reads the SM clock and power.
+# 4096^3. The clock column gives the SM clock while each kernel was timed, then in a *sustained*
+# run (the kernel relaunched without pause for seconds while NVML reads clock and power), which
+# also gives the power column.
 
 # %%
 KERNELS = {**ladder.SGEMM, **ladder.VARIANTS}
@@ -263,7 +264,8 @@ exercises.check("10-next-step", next_step)
 #   gain was double buffering, and the warp tile changed no ceiling.
 # * With 128x128 tiles, small products leave SMs idle: smaller tiles win there, and a library
 #   picks another kernel.
-# * Power is one more ceiling: at the cap the GPU lowers its clock.
+# * Power is one more ceiling: at its cap the GPU lowers its clock, and the fastest rungs
+#   draw within a few watts of it.
 
 # %% [markdown]
 # ## Sources and further reading
@@ -300,10 +302,10 @@ for rec in filter(None, [limiter_table.record(why.device)]):
 # * **`naive_uncoalesced`** (in the table above) has measured / predicted far above the
 #   others: no unit is busy (latency-bound), and the model has no ceiling for uncoalesced
 #   requests in flight.
-# * **Lesson 05's steps** are timed in their own run (lesson 05). Its largest step changed the
-#   stores of C to 16 bytes, and with it the compiler turned the shared loads into `LDS.128`
-#   (lesson 05's SASS counts). The gain is the loads': a thread stores C once, but loads from
-#   shared memory in every k-step.
+# * **Lesson 05's steps** are timed in their own run (lesson 05), one change per step. Its
+#   largest step stores the A tile transposed, so that both tiles are read with `LDS.128`;
+#   16-byte stores of C gain little: a thread stores C once, but loads from shared memory in
+#   every k-step.
 # * **Lesson 08's sweep** (other tile shapes, slice depths, stages) is in lesson 08.
 # * **The library** (`gl.sgemm`) against cuBLAS over a shape suite is lesson 11.
 

@@ -144,13 +144,17 @@ Markdown(f"**Issue · sync · event, µs per call**, {costs.source}\n\n"
 for what in ("event", "sync"):  # each brackets more of a call than the issue time does
     odd = call_overhead.below_issue(costs, f"{what}_us")
     print(f"{what} below issue:", "; ".join(f"{c} at {n}^2 ({v:.0f} against {i:.0f} µs)" for c, n, v, i in odd) or "none")
+below = {c for what in ("event", "sync") for c, *_ in call_overhead.below_issue(costs, f"{what}_us")}
+print("callers with a time below their issue time:", ", ".join(sorted(below)) or "none")
 raw = next(c for c in costs.callers() if "kernel[grid, block]" in c)
 span = [costs.get(raw, n) for n in costs.sizes()]
 print(f"{raw}: issue time {min(span):.0f} to {max(span):.0f} µs over the sizes, for the same host work.")
 
 # %% [markdown]
-# The sets of calls are separate, so a slow stretch can land in one and not the other; that is the
-# likeliest reading of the cells above, and it was not tested. An earlier version of lesson 11
+# The three times come from separate sets of calls, batched differently: issue time from
+# batches of 20 back-to-back calls, sync and event times from single calls. Where the cells
+# below issue all belong to the allocating `gl.sgemm(A, B)`, the batch is the suspect (20
+# allocations in a row); that was not tested further. An earlier version of lesson 11
 # took the spread of one caller's issue time over the sizes (the last line) as its yardstick for
 # ranking callers; it was larger than many of the gaps it judged, so it ranked almost nothing.
 # The lesson now ranks two callers only where one's 90th percentile lies below the other's 10th
@@ -174,7 +178,7 @@ print("the H100's suite's issue time of gl.sgemm(A, B, C) at 128^2 and 512^2 (ba
 
 # %% [markdown]
 # The launches are most of a call; checks and the plan look-up are a few µs. Two runs of the same
-# call in different processes and batch sizes differ by several µs, so neither is its cost to a
+# call in different processes and batch sizes differ by up to 4 µs, so neither is its cost to a
 # microsecond. What the Launcher keeps between calls: the compiled function's handle, the stream,
 # and a buffer for the kernel's parameters with the list of their addresses that `cuLaunchKernel`
 # takes; an array is flattened into its slots only when it is not the array of the last call. It

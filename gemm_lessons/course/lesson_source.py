@@ -175,7 +175,7 @@ def tidy_streams(nb):
 
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-WIDGET_TEXT = "(an interactive widget: run this cell in JupyterLab to use it; the picture below shows its first view)"
+WIDGET_TEXT = "(an interactive widget: run this cell in JupyterLab to use it; the picture shows its first view)"
 
 
 def build_notebook(source_path):

@@ -208,7 +208,7 @@ def make_kernel(cfg):
         def load_float4(X, row, col, inside_mn, inside_k, safe_row, safe_col):
             """X[row, col:col+4], or zeros where the float4 lies outside X: past M (A) or N (B)
             or past K.  GUARD "if": one condition, so ptxas can predicate the load instead of
-            branching (the fastest on an H100, lesson 08's sweep); "select": the address is
+            branching (the fastest in lesson 08's sweep); "select": the address is
             clamped into the matrix and the value replaced by 0 outside it, no condition around
             the load at all; "and": Python's short-circuit ``and`` is two branches."""
             if static(GUARD == "select"):

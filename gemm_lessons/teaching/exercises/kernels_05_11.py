@@ -119,7 +119,8 @@ def _on_gpu(exercise_id, kernel, right_msg, sass_part=None):
         msgs.append(m)
     ok, m = _simulator_only(exercise_id, kernel)
     msgs.append(m)
-    return ok is not False, "; ".join(msgs) + "."
+    text = "; ".join(msgs)
+    return ok is not False, text if text.endswith((".", ".)")) else text + "."
 
 
 def _lds_widths(kernel):

@@ -15,6 +15,9 @@ Kernel cells: a kernel module marks the code a lesson shows with ``# lesson-cell
 ``# lesson-cell: end``; the lesson holds the same text in a code cell whose first line is
 ``# source: gemm_lessons/<path>.py`` (see HEADER).  ``--write`` copies the package's regions
 into the lesson sources (then builds the notebooks); the test fails when they drift.
+
+Setup cell: every lesson's first code cell installs the course where it is missing
+(``gemm_lessons.course.colab``); ``--write`` inserts or refreshes it from pyproject.toml's setting.
 """
 import argparse
 import difflib
@@ -29,6 +32,7 @@ import jupytext
 import nbformat
 
 from gemm_lessons.core.lesson_cells import BEGIN, END, region
+from gemm_lessons.course import colab
 from gemm_lessons.core.paths import PACKAGE_DIR, REPO_DIR
 
 NOTEBOOK_DIR = os.path.join(REPO_DIR, "notebooks")
@@ -112,6 +116,33 @@ def write_kernel_cells():
             for i, p, _ in cells:
                 nb.cells[i].source = cell_text(p)
             _write_source(nb, path)
+
+
+# --- the setup cell (gemm_lessons.course.colab) ----------------------------------------------
+
+def _first_code(nb):
+    return next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
+
+
+def setup_cell_drift():
+    """Lesson sources whose first code cell is not the setup cell for pyproject's repository."""
+    text = colab.setup_cell_from_pyproject()
+    return [os.path.basename(p) for p in lesson_sources() if (lambda nb: nb.cells[_first_code(nb)].source)(read(p)) != text]
+
+
+def write_setup_cells():
+    """Make every lesson source's first code cell the setup cell (inserted, or rewritten)."""
+    text = colab.setup_cell_from_pyproject()
+    for path in lesson_sources():
+        nb = read(path)
+        i = _first_code(nb)
+        if nb.cells[i].source.startswith(colab.SETUP_FIRST_LINE):
+            if nb.cells[i].source == text:
+                continue
+            nb.cells[i].source = text
+        else:
+            nb.cells.insert(i, nbformat.v4.new_code_cell(text))
+        _write_source(nb, path)
 
 
 # --- lesson sources and notebooks ---------------------------------------------------------
@@ -243,17 +274,20 @@ def mismatches():
 def main(argv=None):
     p = argparse.ArgumentParser(description="check the lesson sources against the package and notebooks")
     p.add_argument("--write", action="store_true",
-                   help="copy the package's kernel regions into the lesson sources, then build")
+                   help="copy the package's kernel regions and the setup cell into the lesson sources, then build")
     p.add_argument("--build", nargs="*", metavar="NN",
                    help="write the notebooks from the lesson sources (all, or those starting with NN)")
     args = p.parse_args(argv)
     if args.write:
         write_kernel_cells()
+        write_setup_cells()
         build()
     elif args.build is not None:
         build(args.build)
     problems = [f"{f}: the cell for {path} differs from the package" for f, path in drift()]
     problems += [f"{nb}: cell {i} differs from its lesson source (run --build)" for nb, i in mismatches()]
+    problems += [f"{f}: its first code cell is not the setup cell for pyproject's repository (run --write)"
+                 for f in setup_cell_drift()]
     problems += [f"{name}: has no partner (lessons/{name}.py <-> notebooks/{name}.ipynb)" for name in unpaired()]
     print("\n".join(problems) or "lesson sources, notebooks and package agree")
     return 1 if problems else 0

@@ -40,7 +40,8 @@ Choices, and why:
 * Colab buttons need the public repository, which is one setting: ``--repository OWNER/NAME``,
   else the environment variable GEMM_LESSONS_REPOSITORY, else ``[tool.gemm-lessons] repository``
   in pyproject.toml (the branch likewise: ``--branch``, GEMM_LESSONS_BRANCH, ``branch``, default
-  main).  With none set, the pages have no Colab buttons, and the build says so in one line.
+  main; ``gemm_lessons.course.colab`` reads it).  With none set, the pages have no Colab
+  buttons, and the build says so in one line.
 * Sphinx builds into a temporary folder that is then copied to ``--out``: myst-nb writes the
   outputs' images beside its output folder (``<out>/../jupyter_execute``), which would leave a
   stray folder next to ``--out``.
@@ -66,19 +67,18 @@ from urllib.parse import unquote, urlsplit
 import nbformat
 
 from gemm_lessons.course.budget import APPENDIX
+from gemm_lessons.course.colab import COLAB, SettingError, branch_setting, colab_url, repository_setting  # noqa: F401
 from gemm_lessons.course.lesson_source import REPO_DIR
 from gemm_lessons.course.student import student_notebook
 
 DEFAULT_OUT = os.path.join(REPO_DIR, "build", "site")
 DEFAULT_STUDENT_OUT = os.path.join(REPO_DIR, "build", "site-student")
 INSTALL_HINT = 'pip install -e ".[site]"'
-COLAB = "https://colab.research.google.com"
-REPOSITORY_FORM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+$")  # GitHub owner/name
 REFERENCE_PAGES = ["GLOSSARY", "REFERENCES"]  # notebooks/<name>.md, after the lessons
 DOCUMENTS = ["COURSE", "TEACHING", "RESULTS", "DEVELOPING", "CHANGELOG"]  # <name>.md beside README.md, last
 
 
-class SiteError(Exception):
+class SiteError(SettingError):
     """The site cannot be built as asked; the message says why and what to do."""
 
 
@@ -267,45 +267,6 @@ def site_notebook(nb, student=False):
             image = cell.metadata.setdefault("mystnb", {}).setdefault("image", {})
             image.setdefault("alt", figure_alt(cell, lesson_title or "gemm-lessons", section))
     return nb
-
-
-# --- the Colab setting ----------------------------------------------------------------------
-
-def _pyproject_setting(key, repo_dir=REPO_DIR):
-    path = os.path.join(repo_dir, "pyproject.toml")
-    if not os.path.exists(path):
-        return None
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        try:
-            import tomli as tomllib
-        except ImportError:
-            raise SiteError(f"reading pyproject.toml on Python 3.10 needs tomli: {INSTALL_HINT}") from None
-    with open(path, "rb") as f:
-        return tomllib.load(f).get("tool", {}).get("gemm-lessons", {}).get(key)
-
-
-def repository_setting(cli=None, environ=os.environ, repo_dir=REPO_DIR):
-    """(owner/name or None, where it came from): the command line, then the environment, then pyproject."""
-    for value, origin in ((cli, "--repository"),
-                          (environ.get("GEMM_LESSONS_REPOSITORY"), "GEMM_LESSONS_REPOSITORY"),
-                          (_pyproject_setting("repository", repo_dir), "[tool.gemm-lessons] repository")):
-        if value:
-            value = value.strip()
-            if not REPOSITORY_FORM.match(value):
-                raise SiteError(f"{origin} = {value!r}: expected a GitHub repository as OWNER/NAME, e.g. octocat/gemm-lessons")
-            return value, origin
-    return None, None
-
-
-def branch_setting(cli=None, environ=os.environ, repo_dir=REPO_DIR):
-    return cli or environ.get("GEMM_LESSONS_BRANCH") or _pyproject_setting("branch", repo_dir) or "main"
-
-
-def colab_url(repository, branch, notebook):
-    """What a notebook page's Colab button opens (sphinx-book-theme builds the same URL)."""
-    return f"{COLAB}/github/{repository}/blob/{branch}/notebooks/{notebook}.ipynb"
 
 
 # --- the build ------------------------------------------------------------------------------
@@ -590,7 +551,7 @@ def main(argv=None):
                 print("site: no repository set (--repository OWNER/NAME, GEMM_LESSONS_REPOSITORY or [tool.gemm-lessons] "
                       "repository in pyproject.toml): the pages have no Colab buttons")
         result = build(os.path.abspath(out), repository, branch or "main", verbose=args.verbose, student=args.student)
-    except SiteError as e:
+    except SettingError as e:  # SiteError included
         print(f"site: {e}", file=sys.stderr)
         return 1
     colab = f", Colab buttons open {repository} at {branch}" if repository else ""

@@ -1,5 +1,6 @@
 import os
 import re
+import shutil
 
 import pytest
 
@@ -80,6 +81,25 @@ def test_an_installed_wheel_finds_the_recorded_runs(tmp_path):
                          timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "NVIDIA" in run.stdout
+    # two lessons executed from the wheel alone: copied out of the checkout, run where it is not
+    lessons = tmp_path / "lessons"
+    lessons.mkdir()
+    for name in WHEEL_NOTEBOOKS:
+        shutil.copy(os.path.join(REPO, "notebooks", name), lessons / name)
+    execute = ("import sys, nbformat; from nbclient import NotebookClient\n"
+               "for path in sys.argv[1:]:\n"
+               "    nb = nbformat.read(path, as_version=4)\n"
+               "    nb.cells.append(nbformat.v4.new_code_cell('import os, gemm_lessons\\n'\n"
+               "        'assert gemm_lessons.__file__.startswith(os.environ[\"PYTHONPATH\"]), gemm_lessons.__file__'))\n"
+               "    NotebookClient(nb, timeout=600, kernel_name='python3', resources={'metadata': {'path': '.'}}).execute()\n"
+               "    print('executed', path)\n")
+    run = subprocess.run([sys.executable, "-c", execute, *WHEEL_NOTEBOOKS], cwd=lessons, env=env, capture_output=True,
+                         text=True, timeout=900)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    assert run.stdout.count("executed") == len(WHEEL_NOTEBOOKS)
+
+
+WHEEL_NOTEBOOKS = ["00_setup_and_roofline.ipynb", "10_leaderboard.ipynb"]  # the two fastest on the simulator
 
 
 PLATFORMS = {  # pip's platform tag -> the marker environment of a machine there

@@ -30,7 +30,7 @@ import nbformat
 import pytest
 
 from conftest import REPO
-from gemm_lessons.course import site, student
+from gemm_lessons.course import colab, site, student
 
 REQUIRED = os.environ.get("GEMM_LESSONS_REQUIRE_SITE") == "1"
 
@@ -59,7 +59,7 @@ def _main(args):
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("GEMM_LESSONS_REPOSITORY", raising=False)
         mp.delenv("GEMM_LESSONS_BRANCH", raising=False)
-        mp.setattr(site, "_pyproject_setting", lambda key, repo_dir=None: None)
+        mp.setattr(colab, "_pyproject_setting", lambda key, repo_dir=None: None)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             status = site.main(args)
     return status, out.getvalue(), err.getvalue()
@@ -251,7 +251,7 @@ def test_repository_setting_order(tmp_path):
     empty.mkdir()
     assert site.repository_setting(None, {}, str(empty)) == (None, None)
     assert site.branch_setting(None, {}, str(empty)) == "main"
-    with pytest.raises(site.SiteError, match="OWNER/NAME"):
+    with pytest.raises(colab.SettingError, match="OWNER/NAME"):
         site.repository_setting("https://github.com/octocat/gemm-lessons", {}, repo)
 
 

@@ -49,15 +49,15 @@ if not only or "grouped" in only:  # lesson 08's grouped block orders (TileConfi
             res = problems.check(rung, M, N, K, 1.5, -0.5, name=name)
             failed += not res.passed
             print(res.message(), flush=True)
-if not only or "library_transpose" in only:  # both kernels of device_arrays.transpose, every side alignment
+if not only or "library_transpose" in only:  # both kernels of library.transpose, every side alignment
     import numpy as np  # noqa: E402
     from numba import cuda  # noqa: E402
-    from gemm_lessons.library import device_arrays  # noqa: E402
+    from gemm_lessons.library import device_transpose  # noqa: E402
 
     for R, C in T_SIZES + WIDE_T_SIZES + [(130, 63), (63, 130)]:
         src = np.random.default_rng(R * C).random((R, C), dtype=np.float32)
         dst = cuda.to_device(np.full((C, R), np.nan, np.float32))
-        device_arrays.transpose(cuda.to_device(src), dst)
+        device_transpose.transpose(cuda.to_device(src), dst)
         ok = np.array_equal(dst.copy_to_host(), src.T)
         failed += not ok
         print(f"library_transpose {R}x{C}: {'ok' if ok else 'WRONG'}", flush=True)

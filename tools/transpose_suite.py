@@ -24,7 +24,7 @@ import numpy as np
 
 import gemm_lessons  # noqa: F401  (chooses the GPU before numba.cuda is imported)
 from gemm_lessons.measure import cublas, provenance
-from gemm_lessons.library import device_arrays as library
+from gemm_lessons import library
 from gemm_lessons.records import results
 from gemm_lessons.runs.shapes import back_to_back, single_calls
 from gemm_lessons.kernels.device_copy import copy_kernel, copy_memcpy
@@ -43,7 +43,7 @@ def candidates():
     diag = wide.kernel_for(DIAGONAL=True)
     return {
         "cublas_sgeam": cublas.transpose,
-        "library": library.transpose,  # what a user calls: gemm_lessons.library.device_arrays.transpose(src, dst)
+        "library": library.transpose,  # what a user calls: gemm_lessons.library.transpose(src, dst)
         "smem_padded_32x8": lambda s, d: smem_tile.transpose(s, d, TILE=32, ROWS=8, PAD=1),
         "tile64_64x8": lambda s, d: smem_tile.transpose(s, d, TILE=64, ROWS=8, PAD=1),
         "wide": wide.transpose,

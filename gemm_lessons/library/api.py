@@ -16,7 +16,7 @@ aliasing, asynchrony, errors.
 import numpy as np
 from numba import cuda
 
-from gemm_lessons.library import device_arrays
+from gemm_lessons.library import device_arrays, memory
 from gemm_lessons.core.array_checks import is_device_array, require_fits_on_device
 
 
@@ -100,7 +100,7 @@ def sgemm(A, B, C=None, alpha=1.0, beta=0.0, rung=None):
                 f"rung {rung.name!r} moves 16 bytes at a time and needs K and N multiples of 4, got "
                 f"K={A.shape[1]}, N={B.shape[1]}: leave out rung= (the library takes every shape on the "
                 "device) or pick a rung without that constraint, e.g. ladder.SGEMM['reg2d'].")
-        device_arrays.refuse_overlap(A, B, C)
+        memory.refuse_overlap(A, B, C)
         if C is None:
             C = cuda.device_array((A.shape[0], B.shape[1]), np.float32)
         rung(A, B, C, alpha=alpha, beta=beta)
@@ -119,7 +119,7 @@ def sgemm(A, B, C=None, alpha=1.0, beta=0.0, rung=None):
     if C is not None:
         for name, x in (("A", A_in), ("B", B_in)):
             if np.shares_memory(C, x):
-                raise ValueError(device_arrays.overlap_message("C", name))
+                raise ValueError(memory.overlap_message("C", name))
     if M == 0 or N == 0:  # BLAS: nothing to compute
         return C if C is not None else np.zeros((M, N), np.float32)
     if K == 0:  # BLAS: C = beta * C, alpha ignored, C not read when beta is 0

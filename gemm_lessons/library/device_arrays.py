@@ -27,7 +27,7 @@ errors) is in ``sgemm``'s and ``transpose``'s docstrings.
 
 is the same idea for lesson 09's transpose: 16-byte loads and stores where every row of both
 arrays allows them (transpose/sgemm_any_shape.py in its wide form), lesson 09's 4-byte padded-tile
-kernel elsewhere.
+kernel elsewhere (library/device_transpose.py; aliasing and pointers: library/memory.py).
 """
 from dataclasses import replace
 
@@ -39,23 +39,11 @@ from gemm_lessons.core import backend
 from gemm_lessons.library import dispatch
 from gemm_lessons.core.array_checks import is_device_array
 from gemm_lessons.library.launch import Launcher
+from gemm_lessons.library.memory import _DeviceArray, _pointer, _refuse_overlap, refuse_overlap
 from gemm_lessons.kernels.library import sgemm_any_shape, pad_copy, splitk_reduce, splitk_reduce_wide
 from gemm_lessons.kernels.sgemm import warptile
-from gemm_lessons.kernels.library import transpose_aligned_stores as transpose_flat, transpose_any_shape as transpose_any
-from gemm_lessons.kernels.transpose import smem_tile as transpose_tile
-from gemm_lessons.kernels.library.transpose_any_wide import staging_width
 
 _F32 = np.dtype(np.float32)
-if backend.SIMULATOR:
-    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray as _DeviceArray
-
-    def _pointer(x):
-        return x._ary.ctypes.data  # the host memory standing in for device memory
-else:
-    from numba.cuda.cudadrv.devicearray import DeviceNDArray as _DeviceArray
-
-    def _pointer(x):
-        return x.device_ctypes_pointer.value or 0
 
 _ARRAY = {"C": types.Array(types.float32, 2, "C"), "A": types.Array(types.float32, 2, "A")}
 _LAUNCHERS = {}
@@ -219,91 +207,6 @@ def _layout(A, B, C, M, N, K):
     if (pc < pa + (M - 1) * a0 + 4 * K and pa < c_end) or (pc < pb + (K - 1) * b0 + 4 * N and pb < c_end):
         _refuse_overlap(A, B, C, pa, pb, pc)  # byte ranges meet: do elements?
     return (contiguous and not (K & 3 or N & 3) and not ((pa | pb | pc) & 15)), contiguous
-
-
-# ----------------------------------------------------------------------------- aliasing
-def overlap_message(out, inp, op="gl.sgemm"):
-    """The error for an output ``out`` sharing memory with an input ``inp`` (names as the caller's)."""
-    return (f"{out} overlaps {inp} (the same array, or views whose elements share memory): {op} writes "
-            f"{out} while it reads {inp}, so the kernel would read values it has already overwritten; pass "
-            f"a separate output array ({out} = None allocates one).")
-
-
-def _rows_meet(px, sx, wx, rx, py, sy, wy, ry):
-    """Whether two arrays made of rows of bytes [p + i*s, p + i*s + w), i < r (s > 0 where r > 1),
-    share a byte: integer arithmetic, exact."""
-    if not (rx and ry and wx and wy):
-        return False
-    if px >= py + (ry - 1) * sy + wy or py >= px + (rx - 1) * sx + wx:
-        return False  # byte ranges apart
-    if rx == 1 and ry == 1:
-        return True
-    sx, sy = (sy if rx == 1 else sx), (sx if ry == 1 else sy)  # a single row's stride is no constraint
-    d = py - px
-    if sx == sy:  # row i of x meets row j of y iff (i - j) * s lies in (d - wx, d + wy)
-        lo = max((d - wx) // sx + 1, 1 - ry)
-        hi = min(-(-(d + wy) // sx) - 1, rx - 1)
-        return lo <= hi
-    if rx > ry:
-        px, sx, wx, rx, py, sy, wy, ry = py, sy, wy, ry, px, sx, wx, rx
-    for i in range(rx):  # the array with fewer rows, row by row: the rows j of y that this one meets
-        a = px + i * sx
-        if max((a - wy - py) // sy + 1, 0) <= min(-(-(a + wx - py) // sy) - 1, ry - 1):
-            return True
-    return False
-
-
-def _rows_of(x, p):
-    """(start, row stride, row width, rows) in bytes of a 2-D float32 array at ``p`` whose rows are
-    contiguous, or None where they are not (or a stride is not positive)."""
-    r, c = x.shape
-    s0, s1 = x.strides
-    if r > 1 and s0 <= 0 or c > 1 and s1 != 4:
-        return None
-    return p, s0, 4 * c, r
-
-
-def _shares_memory(x, px, y, py):
-    """Whether device arrays x and y (2-D float32 at px, py) have an element in common: exact where
-    both have contiguous rows, else whether their byte ranges meet (a conservative answer)."""
-    rx, ry = _rows_of(x, px), _rows_of(y, py)
-    if rx is not None and ry is not None:
-        return _rows_meet(*rx, *ry)
-    (lx, hx), (ly, hy) = _byte_range(x, px), _byte_range(y, py)
-    return lx < hy and ly < hx
-
-
-def _byte_range(x, p):
-    """[low, high) of the bytes a 2-D float32 array at ``p`` may touch, whatever its strides."""
-    if 0 in tuple(x.shape):
-        return p, p
-    low = high = p
-    for n, s in zip(x.shape, x.strides):
-        low, high = low + min(0, (n - 1) * s), high + max(0, (n - 1) * s)
-    return low, high + 4
-
-
-def _refuse_overlap(A, B, C, pa, pb, pc):
-    """The ValueError if C shares an element with A or B (their data at pa, pb, pc)."""
-    for name, x, p in (("A", A, pa), ("B", B, pb)):
-        if _shares_memory(C, pc, x, p):
-            raise ValueError(overlap_message("C", name))
-
-
-def _data_pointer(x):
-    """The data pointer of a device array: numba's (or the simulator's), or from
-    __cuda_array_interface__ for another library's."""
-    if type(x) is _DeviceArray:
-        return _pointer(x)
-    return x.__cuda_array_interface__["data"][0] or 0
-
-
-def refuse_overlap(A, B, C):
-    """ValueError if the device array C shares memory with A or B (None: nothing to check).  For
-    callers outside the library's own call (gemm_lessons.sgemm with ``rung=``): any layout;
-    arrays that are not 2-D are left to the caller's own checks."""
-    if C is not None and all(len(x.shape) == 2 for x in (A, B, C)):
-        _refuse_overlap(A, B, C, _data_pointer(A), _data_pointer(B), _data_pointer(C))
 
 
 def plan_of(A, B, C=None):
@@ -487,142 +390,3 @@ def _scale(C, beta):
     plan = dispatch.Plan("any_shape", "64x64")
     gx, gy, _ = plan.grid(M, N)
     _launcher("any_shape", plan.tiles, "A")((gx, gy, 1), C[:, :0], C[:0, :], C, 0.0, beta, 0)
-
-
-# ----------------------------------------------------------------------------- transpose
-# Measured on an H100 (tools/transpose_suite.py, results/transpose-suite-*.json): where both
-# sides can move 16 bytes at a time, lesson 09's wide layout (64 x 64 tiles, 16 x 16 threads)
-# through transpose/sgemm_any_shape.py; where a side cannot but both arrays start on 16-byte
-# boundaries, transpose/aligned_stores.py (16-byte accesses on the arrays seen flat; on the five
-# large such shapes of the suite 101-111% of sgeam, the 4-byte kernel 77-84%, any_wide.py 89-102%);
-# elsewhere (a view starting mid-float4) lesson 09's smem_padded_32x8 kernel (4-byte accesses).
-_WIDE_TILE, _WIDE_ROWS = 64, 16
-_SCALAR_TILE, _SCALAR_ROWS = 32, 8
-_MAX_GRID_Y = 65535
-
-
-def _transpose_launcher(kind, width=None):
-    """kind: "wide", "flat" (aligned_stores with ``width`` floats per staging row) or "scalar"."""
-    key = ("transpose", kind, width)
-    launcher = _LAUNCHERS.get(key)
-    if launcher is None:
-        kernel = {"wide": lambda: transpose_any.kernel_for(_WIDE_TILE, _WIDE_ROWS, 1, True, True),
-                  "flat": lambda: transpose_flat.kernel_for(_WIDE_TILE, _WIDE_ROWS, width),
-                  "scalar": lambda: transpose_tile.kernel_for(_SCALAR_TILE, _SCALAR_ROWS, 1)}[kind]()
-        launcher = _LAUNCHERS[key] = Launcher(kernel, (_ARRAY["C"], _ARRAY["C"]), kernel.block)
-    return launcher
-
-
-def transpose(src, dst=None):
-    """dst = src.T on float32 device arrays; returns dst (a new cols x rows device array when
-    dst is None).
-
-    Shapes
-        src is rows x cols, dst cols x rows, both 2-D.  Any rows, cols >= 0: an empty src is a
-        no-op (dst returned as it is, nothing launched).  At most 65535 x 32 rows (one launch's
-        grid).
-    Dtypes
-        float32 only; another dtype is a TypeError.
-    Layouts
-        numba device arrays, or anything with __cuda_array_interface__ (wrapped without a copy);
-        NumPy arrays are refused (NumPy's x.T.copy() does this on the host).  Both arrays must be
-        C-contiguous: strides exactly (4 * columns, 4) bytes, so no row-strided slices either.  A
-        transposed (F-order) src needs no transpose: src.T is already row-major.
-    Alignment
-        Full speed (16-byte loads and stores, lesson 09's wide tiles): both arrays starting on a
-        16-byte boundary (fresh allocations do) and rows and cols multiples of 4.  Both aligned,
-        other sides: 16-byte accesses on the arrays seen flat.  Otherwise (a view starting
-        mid-float4): lesson 09's 4-byte padded-tile kernel.  All are exact.
-    Aliasing
-        dst must not share memory with src: an in-place transpose would read elements it has
-        already overwritten (at 128 x 128, transpose(s, s) left a quarter of them wrong), so
-        it is refused with a ValueError.  Checked on every call from the two pointers the
-        alignment reads anyway.
-    Asynchrony
-        The kernel is queued on the CUDA default stream (stream 0) and the call returns once it
-        is launched; dst holds the result when the stream has run it (cuda.synchronize(), or
-        dst.copy_to_host(), which waits).  Work on other streams must be synchronized by the
-        caller.
-    Errors
-        TypeError: a NumPy array, something that is not a device array, a dtype other than
-        float32.  ValueError: not 2-D, dst's shape not cols x rows, an array that is not
-        C-contiguous, dst overlapping src, too many rows.  CUDA driver errors pass through.
-    """
-    try:
-        rows, cols = src.shape
-        ok = (type(src) is _DeviceArray and src.dtype == _F32 and rows > 0 and cols > 0
-              and src.strides == (4 * cols, 4))
-        if dst is not None:
-            ok = ok and type(dst) is _DeviceArray and dst.dtype == _F32 and dst.shape == (cols, rows) \
-                and dst.strides == (4 * rows, 4)
-    except (AttributeError, TypeError, ValueError):
-        ok = False
-    if not ok:
-        return _checked_transpose(src, dst)
-    # row by row, 16-byte accesses need every row of both arrays to start on a 16-byte boundary;
-    # seen flat, only the two arrays' starts
-    if dst is None:
-        dst = cuda.device_array((cols, rows), np.float32)
-        aligned = not (_pointer(src) | _pointer(dst)) & 15
-    else:  # both C-contiguous: each array is the bytes [p, p + 4 * rows * cols)
-        ps, pd = _pointer(src), _pointer(dst)
-        if pd < ps + 4 * rows * cols and ps < pd + 4 * rows * cols:
-            raise ValueError(overlap_message("dst", "src", "library.transpose"))
-        aligned = not (ps | pd) & 15
-    if aligned and not (cols & 3 or rows & 3):
-        T, launcher = _WIDE_TILE, _transpose_launcher("wide")
-    elif aligned:
-        T, launcher = _WIDE_TILE, _transpose_launcher("flat", staging_width(_WIDE_TILE, rows, cols))
-    else:
-        T, launcher = _SCALAR_TILE, _transpose_launcher("scalar")
-    grid = ((cols + T - 1) // T, (rows + T - 1) // T)
-    if grid[1] > _MAX_GRID_Y:
-        return _checked_transpose(src, dst)
-    launcher(grid, src, dst)
-    return dst
-
-
-def _checked_transpose(src, dst):
-    """The slow path of transpose: foreign device arrays wrapped without a copy, an empty src (a
-    no-op), or a clear error."""
-    named = [("src", src)] + ([("dst", dst)] if dst is not None else [])
-    for name, x in named:
-        if isinstance(x, np.ndarray):
-            raise TypeError(f"{name} is a NumPy array in host memory: pass a device array "
-                            f"(cuda.to_device({name})); on the host, NumPy's {name}.T.copy() does the same.")
-        if not is_device_array(x):
-            raise TypeError(f"{name} must be a device array (numba's, or anything with "
-                            f"__cuda_array_interface__), got {type(x).__name__}.")
-    if not backend.SIMULATOR and any(type(x) is not _DeviceArray for _, x in named):
-        return transpose(cuda.as_cuda_array(src), None if dst is None else cuda.as_cuda_array(dst))
-    for name, x in named:
-        if np.dtype(x.dtype) != _F32:
-            raise TypeError(f"{name} has dtype {np.dtype(x.dtype)}; this transpose is for float32 matrices.")
-        if len(x.shape) != 2:
-            raise ValueError(f"{name} must be a 2-D matrix, got {len(x.shape)}-D with shape {tuple(x.shape)}.")
-    rows, cols = src.shape
-    if dst is not None and tuple(dst.shape) != (cols, rows):
-        raise ValueError(f"dst must be {cols}x{rows} (the transpose of a {rows}x{cols} src), "
-                         f"got {dst.shape[0]}x{dst.shape[1]}.")
-    if 0 in (rows, cols):  # nothing to move
-        return dst if dst is not None else cuda.device_array((cols, rows), np.float32)
-    for name, x in named:
-        r, c = x.shape
-        if tuple(x.strides) == (4 * c, 4):
-            continue
-        if _is_transposed(x) and name == "src":
-            raise ValueError(f"src is a transposed (column-major, F-order) array, strides {tuple(x.strides)} "
-                             "bytes: src.T is already its transpose, C-contiguous. Use src.T, or "
-                             "dst.copy_to_device(src.T) to fill a dst of your own.")
-        if _is_transposed(x):
-            raise ValueError(f"dst is a transposed (column-major, F-order) array, strides {tuple(x.strides)} "
-                             "bytes: library.transpose writes whole rows of dst. Pass a C-contiguous dst "
-                             "(dst = None allocates one).")
-        raise ValueError(f"{name} has strides {tuple(x.strides)} (bytes), not those of a C-contiguous "
-                         f"{r}x{c} float32 array (a slice?): pass a freshly allocated array "
-                         "(cuda.device_array, or cuda.to_device of a contiguous one).")
-    if dst is not None and _shares_memory(dst, _pointer(dst), src, _pointer(src)):
-        raise ValueError(overlap_message("dst", "src", "library.transpose"))
-    if -(-rows // _SCALAR_TILE) > _MAX_GRID_Y:
-        raise ValueError(f"src has {rows} rows: at most {_MAX_GRID_Y * _SCALAR_TILE} fit one launch's grid.")
-    raise AssertionError("transpose: arguments look valid but were refused (a bug: please report it)")

@@ -13,7 +13,7 @@ from numba import cuda
 import gemm_lessons as gl
 from gemm_lessons import library
 from gemm_lessons.kernels import ladder
-from gemm_lessons.library import device_arrays
+from gemm_lessons.library import device_arrays, device_transpose, memory
 from gemm_lessons.library.dispatch import Plan
 
 from conftest import requires_gpu
@@ -38,7 +38,7 @@ def no_launch(monkeypatch):
         raise AssertionError("launched a kernel")
 
     monkeypatch.setattr(device_arrays, "_launcher", boom)
-    monkeypatch.setattr(device_arrays, "_transpose_launcher", boom)
+    monkeypatch.setattr(device_transpose, "_transpose_launcher", boom)
     monkeypatch.setattr(device_arrays, "_RUNS", {})
 
 
@@ -177,7 +177,7 @@ def test_row_overlap_arithmetic_is_exact():
             for rx, ry in ((1, 1), (1, 3), (3, 1), (3, 4)):
                 for py in range(0, 80, 4):
                     want = bool(_bytes(32, sx, wx, rx) & _bytes(py, sy, wy, ry))
-                    assert device_arrays._rows_meet(32, sx, wx, rx, py, sy, wy, ry) == want, \
+                    assert memory._rows_meet(32, sx, wx, rx, py, sy, wy, ry) == want, \
                         (sx, sy, wx, wy, rx, ry, py)
                     cases += 1
     assert cases > 1000

@@ -9,7 +9,7 @@ from numba import cuda
 
 import gemm_lessons as gl
 from gemm_lessons.core import backend
-from gemm_lessons.library import dispatch, launch, device_arrays as library
+from gemm_lessons.library import dispatch, launch, device_arrays as library, device_transpose
 from gemm_lessons.measure import problems
 from gemm_lessons.records import results
 from gemm_lessons.runs import shapes
@@ -469,25 +469,25 @@ def test_library_transpose_takes_every_shape(rows, cols):
     src = np.random.default_rng(rows * cols).random((rows, cols), dtype=np.float32)
     d_src = cuda.to_device(src)
     dst = cuda.to_device(np.full((cols, rows), np.nan, np.float32))  # poisoned
-    assert library.transpose(d_src, dst) is dst
+    assert device_transpose.transpose(d_src, dst) is dst
     assert np.array_equal(dst.copy_to_host(), src.T)
     assert t_any.sides(d_src, dst) == (cols % 4 == 0, rows % 4 == 0)
-    assert np.array_equal(library.transpose(d_src).copy_to_host(), src.T)  # a new array when dst is None
+    assert np.array_equal(device_transpose.transpose(d_src).copy_to_host(), src.T)  # a new array when dst is None
 
 
 def test_library_transpose_explains_bad_input():
     host = np.zeros((3, 4), np.float32)
     with pytest.raises(TypeError, match="NumPy array in host memory"):
-        library.transpose(host)
+        device_transpose.transpose(host)
     with pytest.raises(TypeError, match="float32"):
-        library.transpose(cuda.to_device(np.zeros((3, 4))))
+        device_transpose.transpose(cuda.to_device(np.zeros((3, 4))))
     with pytest.raises(ValueError, match="2-D"):
-        library.transpose(cuda.to_device(np.zeros(3, np.float32)))
+        device_transpose.transpose(cuda.to_device(np.zeros(3, np.float32)))
     with pytest.raises(ValueError, match="dst must be 4x3"):
-        library.transpose(cuda.to_device(host), cuda.device_array((3, 4), np.float32))
+        device_transpose.transpose(cuda.to_device(host), cuda.device_array((3, 4), np.float32))
     if gl.SIMULATOR:  # on a GPU .T is a transposed copy, C-contiguous (see test_inputs.py)
         with pytest.raises(ValueError, match="strides"):
-            library.transpose(cuda.to_device(np.zeros((4, 6), np.float32)).T)
+            device_transpose.transpose(cuda.to_device(np.zeros((4, 6), np.float32)).T)
 
 
 def test_driver_path_packs_what_numba_passes_without_a_gpu(monkeypatch):

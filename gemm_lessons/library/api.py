@@ -34,7 +34,8 @@ def _needs_padding(rung, K, N):
 
 def sgemm(A, B, C=None, alpha=1.0, beta=0.0, rung=None):
     """C = alpha * A @ B + beta * C for float32 matrices, NumPy or device arrays.  Returns C: when
-    C is None, a new array of A's kind (NumPy or device).
+    C is None, a new array of A's kind (NumPy or device; a new device array comes from the CUDA
+    driver's stream-ordered pool and goes back to it, in stream order, when it is dropped).
 
     Shapes
         A is M x K, B is K x N, C is M x N, all 2-D.  Any M, N, K >= 0; empty products follow

@@ -38,6 +38,7 @@ from gemm_lessons.core.numba_compat import types
 from gemm_lessons.core import backend
 from gemm_lessons.library import dispatch
 from gemm_lessons.core.array_checks import is_device_array
+from gemm_lessons.library import allocate
 from gemm_lessons.library.launch import Launcher
 from gemm_lessons.library.memory import _DeviceArray, _pointer, _refuse_overlap, refuse_overlap
 from gemm_lessons.kernels.library import sgemm_any_shape, pad_copy, splitk_reduce, splitk_reduce_wide
@@ -172,7 +173,7 @@ def sgemm(A, B, C=None, alpha=1.0, beta=0.0):
     if layout is None:
         return _checked_call(A, B, C, alpha, beta)
     if C is None:
-        C = cuda.device_array((M, N), np.float32)
+        C = allocate.empty(M, N)
     wide, contiguous = layout
     key = (M, N, K, wide, contiguous)
     run = _RUNS.get(key)
@@ -332,10 +333,10 @@ def _checked_call(A, B, C, alpha, beta):
     if C is not None and tuple(C.shape) != (M, N):
         raise ValueError(f"C must be {M}x{N} (rows of A x columns of B), got {C.shape[0]}x{C.shape[1]}.")
     if M == 0 or N == 0:  # BLAS: nothing to compute, nothing launched
-        return C if C is not None else cuda.device_array((M, N), np.float32)
+        return C if C is not None else allocate.empty(M, N)
     if K == 0:  # BLAS: C = beta * C, alpha ignored (A and B are empty: nothing of theirs is read)
         if C is None:
-            C, beta = cuda.device_array((M, N), np.float32), 0.0
+            C, beta = allocate.empty(M, N), 0.0
         error = _layout_error([("C", C)])
         if error:
             raise error

@@ -6,6 +6,7 @@ from numba import cuda
 from gemm_lessons.core import backend
 from gemm_lessons.core.array_checks import is_device_array
 from gemm_lessons.library.device_arrays import _ARRAY, _F32, _LAUNCHERS, _is_transposed
+from gemm_lessons.library import allocate
 from gemm_lessons.library.launch import Launcher
 from gemm_lessons.library.memory import _DeviceArray, _pointer, _shares_memory, overlap_message
 from gemm_lessons.kernels.library import transpose_aligned_stores as transpose_flat, transpose_any_shape as transpose_any
@@ -84,7 +85,7 @@ def transpose(src, dst=None):
     # row by row, 16-byte accesses need every row of both arrays to start on a 16-byte boundary;
     # seen flat, only the two arrays' starts
     if dst is None:
-        dst = cuda.device_array((cols, rows), np.float32)
+        dst = allocate.empty(cols, rows)
         aligned = not (_pointer(src) | _pointer(dst)) & 15
     else:  # both C-contiguous: each array is the bytes [p, p + 4 * rows * cols)
         ps, pd = _pointer(src), _pointer(dst)
@@ -127,7 +128,7 @@ def _checked_transpose(src, dst):
         raise ValueError(f"dst must be {cols}x{rows} (the transpose of a {rows}x{cols} src), "
                          f"got {dst.shape[0]}x{dst.shape[1]}.")
     if 0 in (rows, cols):  # nothing to move
-        return dst if dst is not None else cuda.device_array((cols, rows), np.float32)
+        return dst if dst is not None else allocate.empty(cols, rows)
     for name, x in named:
         r, c = x.shape
         if tuple(x.strides) == (4 * c, 4):

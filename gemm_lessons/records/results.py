@@ -120,6 +120,7 @@ def files(kind, directory=RESULTS_DIR):
 # {suffix} as in PATHS.  "probe": the JSON a probe wrote; "ncu": Nsight Compute's CSV of a probe
 # run under it ('# call NAME' lines, ncu_record); "log": text kept for people, read by nothing.
 EXPERIMENTS = {
+    "alloc_pool": {"probe": "alloc-pool-probe-{device}.json"},
     "bigtile": {"probe": "bigtile-probe-{device}.json"},
     "compile_time": {"log": "compile-time-{device}.txt"},  # {device}: the host that compiled
     "cp_async": {"probe": "cp-async-probe-{device}.json"},

@@ -172,9 +172,24 @@ print(f"{raw}: issue time {min(span):.0f} to {max(span):.0f} µs over the sizes,
 
 # %% [markdown]
 # The three times come from separate sets of calls, batched differently: issue time from
-# batches of 20 back-to-back calls, sync and event times from single calls. Where the cells
-# below issue all belong to the allocating `gl.sgemm(A, B)`, the batch is the suspect (20
-# allocations in a row); that was not tested further. An earlier version of lesson 11
+# batches of 20 back-to-back calls, sync and event times from single calls. The allocating
+# `gl.sgemm(A, B)` once issued slower than it ran alone: numba freed each C with `cuMemFree`,
+# which waits for the whole GPU, a batch of frees at a time, so a batch of allocating calls
+# waited for the GPU's work. The library now allocates C from the CUDA driver's stream-ordered
+# pool, which frees without waiting (`gemm_lessons/library/allocate.py`); both allocators in
+# one run (`experiments/alloc_pool/`), issue time in µs:
+
+# %%
+pool = probes.alloc_pool_probe()
+sizes = sorted({int(k.rsplit(" ", 1)[1].split("^")[0]) for k in pool["timings"]})
+callers = list(dict.fromkeys(k.rsplit(" ", 1)[0] for k in pool["timings"]))
+Markdown(f"{pool['device']}, {pool['date'][:10]}, commit {pool['git_commit'][:7]}\n\n" + tables.markdown(
+    ["caller"] + [f"{n}^2" for n in sizes],
+    [[c] + [f"{pool['timings'][f'{c} {n}^2']['issue']['median_us']:.0f}" for n in sizes] for c in callers],
+    "l" + "r" * len(sizes)))
+
+# %% [markdown]
+# An earlier version of lesson 11
 # took the spread of one caller's issue time over the sizes (the last line) as its yardstick for
 # ranking callers; it was larger than many of the gaps it judged, so it ranked almost nothing.
 # The lesson now ranks two callers only where one's 90th percentile lies below the other's 10th

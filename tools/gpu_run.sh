@@ -26,6 +26,8 @@
 #              $OUT/ncu-limiter-<device>.csv (keep both in results/)
 #   latency    python -m gemm_lessons.measure.latency and the primer's compiler listing -> results/latency-<device>.json,
 #              results/primer-listing.json (copied to $OUT)
+#   allocpool  experiments/alloc_pool's probe: gl.sgemm(A, B) with numba's allocator and the driver's pool, one run
+#              -> $OUT/alloc-pool-probe-<device>.json (keep in experiments/alloc_pool/)
 #   notebooks  execute every notebook (or those of $NOTEBOOKS, e.g. "04 05") on the GPU, outputs kept; seconds per
 #              cell in logs/notebooks.log; $CELL_TIMEOUT interrupts a cell that runs longer (its traceback logged)
 #              -> $OUT/notebooks.tar
@@ -135,6 +137,9 @@ for step in "$@"; do
       python3 -m gemm_lessons.teaching.primer_listing > "$OUT/logs/listing.log" 2>&1
       echo "listing rc=$?" >> "$OUT/logs/steps.log"
       cp results/latency-*.json results/primer-listing.json "$OUT/" 2>/dev/null ;;
+    allocpool)
+      python3 -m experiments.alloc_pool.alloc_probe --out "$OUT" > "$OUT/logs/allocpool.log" 2>&1
+      echo "allocpool rc=$?" >> "$OUT/logs/steps.log" ;;
     notebooks)
       # NOTEBOOKS="04 05" executes only those lessons (a call has 10 minutes: a few lessons per call)
       paths=$(for n in ${NOTEBOOKS:-}; do ls notebooks/${n}_*.ipynb; done)

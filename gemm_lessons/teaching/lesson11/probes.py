@@ -11,6 +11,12 @@ def launch_probe(device=None):
     return results.experiment_record("launch", device=device)
 
 
+def alloc_pool_probe(device="NVIDIA H200"):
+    """The record of experiments/alloc_pool/alloc_probe.py (gl.sgemm(A, B) with numba's allocator
+    and with the driver's stream-ordered pool, in one run) for ``device``, or None."""
+    return results.experiment_record("alloc_pool", device=device)
+
+
 def splitk_probe(device=None):
     """The record of tools/splitk_probe.py at commit 1fc2bd8 (split-K in one launch against two;
     experiments/splitk/) for ``device``."""

@@ -102,6 +102,24 @@ def record(kind, fields, t_start=None):
     return out
 
 
+def batch_issue_us(fn, calls, batches, warmup=20):
+    """Host time per call in µs of ``batches`` batches of ``calls`` calls of ``fn`` issued back to
+    back (nothing waits for the GPU inside a batch; a synchronize between batches), sorted."""
+    from numba import cuda
+
+    for _ in range(warmup):
+        fn()
+    cuda.synchronize()
+    per = []
+    for _ in range(batches):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        per.append((time.perf_counter() - t0) / calls * 1e6)
+        cuda.synchronize()
+    return sorted(per)
+
+
 def write_record(name, rec, out, kind="probe", run=None):
     """Write ``rec`` as JSON where results.experiment(name, kind, its device, run) puts it in the
     directory ``out`` (nothing when ``out`` is None: the probe printed what it found); returns the

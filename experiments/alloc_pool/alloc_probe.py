@@ -24,23 +24,13 @@ from gemm_lessons.measure.device import device_info
 from gemm_lessons.runs.shapes import check_product, random_device_matrix
 from numba import cuda
 
-from experiments._shared import write_record
+from experiments._shared import batch_issue_us, write_record
 
 SIZES = (128, 256, 512, 1024)
 
 
 def issue_us(fn, batches=10, calls=20):
-    for _ in range(20):
-        fn()
-    cuda.synchronize()
-    per = []
-    for _ in range(batches):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        per.append((time.perf_counter() - t0) / calls * 1e6)
-        cuda.synchronize()
-    return _stats(per)
+    return _stats(batch_issue_us(fn, calls, batches))
 
 
 def sync_us(fn, calls=50):

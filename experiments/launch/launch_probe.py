@@ -16,7 +16,6 @@ Before timing, both launch paths are checked against a float64 product and again
 """
 import argparse
 import sys
-import time
 
 import numpy as np
 
@@ -27,21 +26,11 @@ from gemm_lessons.measure.device import device_info
 from gemm_lessons.runs.shapes import POISON, check_product, random_device_matrix
 from numba import cuda
 
-from experiments._shared import write_record
+from experiments._shared import batch_issue_us, write_record
 
 
 def issue_us(fn, calls=200, batches=10):
-    for _ in range(20):
-        fn()
-    cuda.synchronize()
-    per = []
-    for _ in range(batches):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        per.append((time.perf_counter() - t0) / calls * 1e6)
-        cuda.synchronize()
-    per.sort()
+    per = batch_issue_us(fn, calls, batches)
     return {"median_us": per[len(per) // 2], "min_us": per[0], "max_us": per[-1]}
 
 

@@ -56,8 +56,8 @@ print(f"vec_split at 4096^3 on the {prev.device}: {r.measured_ms:.2f} ms, {2 * 4
 #
 # Give each tile two shared buffers ([double buffering](GLOSSARY.md#double-buffering)). While
 # the threads compute from buffer 0, the next slice's loads travel into registers; after the
-# compute they go into buffer 1, one barrier, and the roles swap. The wait runs under the
-# compute, and one barrier per slice suffices. The price: twice the shared memory, and
+# compute they go into buffer 1, one barrier, and the roles swap: the wait runs under the
+# compute, with one barrier per slice. The price: twice the shared memory, and
 # registers holding the next slice.
 
 # %%
@@ -261,8 +261,8 @@ else:  # this record has no main-loop counts: its shared loads still price the k
 # %% [markdown]
 # ## Second attempt: a kernel that leaves the compiler nothing to guess
 #
-# `make_kernel(config)` (the package's `warptile.py`, whole and editable in the Lab notes)
-# builds a kernel for a `TileConfig`. Three things differ:
+# `make_kernel(config)` (`warptile.py`, editable in the Lab notes) builds a kernel for a
+# `TileConfig`. Three things differ:
 #
 # 1. **Two separate shared arrays per tile** (`sA0`, `sA1`, `sB0`, `sB1`), two slices per trip
 #    of the main loop: every shared index is a plain expression.
@@ -399,8 +399,8 @@ else:
 # Write the main loop: a prologue putting slice 0 into buffer 0; then per slice, start the next
 # slice's loads, compute from the current buffer, store into the *other* buffer, and **one**
 # `cuda.syncthreads()`. Keep the current buffer out of runtime values: two slices per trip,
-# buffer 0 then buffer 1, as `make_kernel` does. The check compares with the float64
-# reference, then traces one block on the simulator (K = 32): no
+# buffer 0 then buffer 1, as `make_kernel` does. The check tests the result, then traces
+# one block on the simulator (K = 32): no
 # [race](GLOSSARY.md#data-race), at most one barrier per slice plus the prologue's, and each
 # slice's next loads issued before its k-steps.
 
@@ -514,8 +514,8 @@ exercises.check("07-double-buffer", sgemm_ex07)
 # * Double buffering moves no binding ceiling of the limiter model: each slice keeps its loads,
 #   stores and FMAs. It removes stall time (the next slice's loads travel during the compute),
 #   so the binding unit is busy more of the cycles.
-# * Credit a speedup to a technique only against a twin that differs in it alone:
-#   `dbuf_one_buffer` against `dbuf`, not the first attempt against the second.
+# * Credit a speedup to a technique only against a twin that differs in it alone
+#   (`dbuf_one_buffer` against `dbuf`).
 # * A runtime buffer index cost 16-byte shared loads, hence instructions, the binding work.
 #   Leave the compiler nothing to guess (separate buffers, explicit `load4`); check the SASS.
 # * Next (lesson 08): the other fields of `TileConfig`, and a sweep that picks the best.

@@ -426,8 +426,8 @@ print(f"A single call pays its issue time too: at 1024^3, gl.sgemm {r.single_gl.
 # ## 3 · Split-K: when C is too small to fill the GPU
 #
 # **The idea.** A block computes one BM x BN tile of C over all of K. At 64 x 8192 x 8192 with
-# 128 x 128 tiles that is 64 blocks, where the GPU has a few hundred slots: most of it idles
-# while each block walks all
+# 128 x 128 tiles that is 64 blocks, for a few hundred slots: most of the GPU idles while each
+# block walks all
 # 8192 values of k, a [tail effect](GLOSSARY.md#tail-effect). [Split-K](GLOSSARY.md#split-k) cuts K
 # into s parts: s times the blocks, each summing its part into a partial tile of a workspace;
 # a second kernel adds the parts. The price: one more launch, and the reduction's (s + 2) x M x N
@@ -640,15 +640,15 @@ print(f"cuBLAS on the {profiled_on}: " + "; ".join(f"{tiles} tiles at {shape}" f
 # 1. `sgemm_partial(A, B, W)` runs one layer of blocks per part along z (s = `cuda.gridDim.z`
 #    parts); each thread of layer z writes its sum over part z's chunk of k into `W[z, row, col]`.
 #    With chunk = ceil(K / s), part z sums k from z x chunk up to min(K, (z + 1) x chunk) - 1.
-#    (The library rounds its chunk up to a multiple of BK; this kernel, one k at a time, need not.)
+#    (The library rounds the chunk up to a multiple of BK.)
 # 2. `splitk_reduce(W, C, alpha, beta)`: one thread per element of C; C = alpha x (W[0] + W[1] +
 #    ...) + beta x C, reading C only when beta != 0 (C may then hold NaN).
 #
 # The check launches both with blocks of 16 x 16 threads, x along the columns of C: `sgemm_partial`
 # on a grid of (ceil(N / 16), ceil(M / 16), s) blocks, `splitk_reduce` on (ceil(N / 16), ceil(M / 16)).
 #
-# The check compares C with float64 and each part of W with the sum over its chunk, and on the
-# simulator reads the access log (each part reads only its chunk; reads of C only when beta != 0;
+# The check compares C with float64 and each part of W with the sum over its chunk, then reads
+# the access log (each part reads only its chunk; reads of C only when beta != 0;
 # coalesced).
 
 # %%

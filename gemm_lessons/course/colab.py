@@ -63,6 +63,18 @@ def colab_url(repository, branch, notebook):
     return f"{COLAB}/github/{repository}/blob/{branch}/notebooks/{notebook}.ipynb"
 
 
+BADGE = "[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
+
+
+def with_badge(title_cell, url):
+    """A notebook's first markdown cell (its title first) with the Colab badge linking ``url`` as
+    its second line, or without any badge when ``url`` is None."""
+    lines = [line for line in title_cell.split("\n") if not line.startswith(BADGE)]
+    if url:
+        lines.insert(1, f"{BADGE}({url})")
+    return "\n".join(lines)
+
+
 # --- the setup cell -------------------------------------------------------------------------
 
 SETUP_FIRST_LINE = "# Setup: where the course is not installed (Colab), install it; then say which GPU this is."

@@ -124,25 +124,41 @@ def _first_code(nb):
     return next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
 
 
+def _colab_link(path):
+    """The Colab URL of a lesson's notebook for pyproject's repository, or None when none is set."""
+    repository, _ = colab.repository_setting(None, {})
+    name = os.path.basename(path)[:-3]
+    return colab.colab_url(repository, colab.branch_setting(None, {}), name) if repository else None
+
+
 def setup_cell_drift():
-    """Lesson sources whose first code cell is not the setup cell for pyproject's repository."""
+    """Lesson sources whose first code cell is not the setup cell for pyproject's repository, or
+    whose title cell's Colab badge does not match it (a badge exactly where a repository is set)."""
     text = colab.setup_cell_from_pyproject()
-    return [os.path.basename(p) for p in lesson_sources() if (lambda nb: nb.cells[_first_code(nb)].source)(read(p)) != text]
+    bad = []
+    for path in lesson_sources():
+        nb = read(path)
+        title = nb.cells[0].source
+        if nb.cells[_first_code(nb)].source != text or colab.with_badge(title, _colab_link(path)) != title:
+            bad.append(os.path.basename(path))
+    return bad
 
 
 def write_setup_cells():
-    """Make every lesson source's first code cell the setup cell (inserted, or rewritten)."""
+    """Make every lesson source's first code cell the setup cell (inserted, or rewritten), and
+    its title cell's Colab badge the one for pyproject's repository (none where none is set)."""
     text = colab.setup_cell_from_pyproject()
     for path in lesson_sources():
         nb = read(path)
+        before = [c.source for c in nb.cells]
+        nb.cells[0].source = colab.with_badge(nb.cells[0].source, _colab_link(path))
         i = _first_code(nb)
         if nb.cells[i].source.startswith(colab.SETUP_FIRST_LINE):
-            if nb.cells[i].source == text:
-                continue
             nb.cells[i].source = text
         else:
             nb.cells.insert(i, nbformat.v4.new_code_cell(text))
-        _write_source(nb, path)
+        if [c.source for c in nb.cells] != before:
+            _write_source(nb, path)
 
 
 # --- lesson sources and notebooks ---------------------------------------------------------

@@ -60,3 +60,20 @@ def test_the_setting_is_the_one_switch(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.gemm-lessons]\nrepository = "https://github.com/octo/x"\n')
     with pytest.raises(colab.SettingError, match="OWNER/NAME"):
         colab.setup_cell_from_pyproject(str(tmp_path))
+
+
+def test_the_colab_badge_is_there_exactly_when_a_repository_is_set():
+    title = "# 07 · Double buffering\n\n**Where we are.** ..."
+    url = colab.colab_url("octo/gemm-lessons", "main", "07_double_buffering")
+    badged = colab.with_badge(title, url)
+    assert badged.split("\n")[:2] == ["# 07 · Double buffering", f"{colab.BADGE}({url})"]
+    assert colab.with_badge(badged, url) == badged  # written once
+    assert colab.with_badge(badged, None) == title  # gone when the setting is
+    assert url == "https://colab.research.google.com/github/octo/gemm-lessons/blob/main/notebooks/07_double_buffering.ipynb"
+
+
+def test_setting_a_repository_flags_every_lesson_until_written(monkeypatch):
+    """The one switch: with a repository in pyproject, every lesson needs its setup cell and badge
+    rewritten (lesson_source --write), and says so."""
+    monkeypatch.setattr(colab, "_pyproject_setting", lambda key, repo_dir=None: {"repository": "octo/gemm-lessons"}.get(key))
+    assert len(lesson_source.setup_cell_drift()) == len(lesson_source.lesson_sources())

@@ -1,17 +1,3 @@
-# %% [markdown]
-# # 00 · Setup and the roofline
-#
-# **Where we are.** The [primer](00a_primer.ipynb) launched a first kernel and toured the memory
-# hierarchy. This series now builds a single-precision matrix product (SGEMM) in Python with
-# `numba.cuda`, one idea per lesson, each measured against NVIDIA's cuBLAS. Before any of that we
-# need the two numbers every kernel is judged against: how fast this GPU can compute, and how fast
-# it can move data. Together they draw the *roofline*. Then we time cuBLAS, place it on the
-# roofline, and ask what holds it there.
-#
-# **No GPU?** Everything runs on numba's CUDA simulator: kernels run as Python threads at small
-# sizes, checks work, nothing is timed, and every table and plot shows recorded GPU results,
-# labelled with their device and date.
-
 # %%
 # Setup: where the course is not installed (Colab), install it; then say which GPU this is.
 import importlib.util, shutil, subprocess, sys
@@ -31,6 +17,20 @@ if importlib.util.find_spec("gemm_lessons") is None:
                     f"gemm-lessons{extra} @ git+https://github.com/{REPOSITORY}@{BRANCH}"], check=True)
 print(f"GPU: {gpu_name} (driver {driver})" if gpu_name else
       "No GPU: the lessons run on numba's CUDA simulator, slowly (Colab: Runtime > Change runtime type > T4 GPU).")
+
+# %% [markdown]
+# # 00 · Setup and the roofline
+#
+# **Where we are.** The [primer](00a_primer.ipynb) launched a first kernel and toured the memory
+# hierarchy. This series now builds a single-precision matrix product (SGEMM) in Python with
+# `numba.cuda`, one idea per lesson, each measured against NVIDIA's cuBLAS. Before any of that we
+# need the two numbers every kernel is judged against: how fast this GPU can compute, and how fast
+# it can move data. Together they draw the *roofline*. Then we time cuBLAS, place it on the
+# roofline, and ask what holds it there.
+#
+# **No GPU?** Everything runs on numba's CUDA simulator: kernels run as Python threads at small
+# sizes, checks work, nothing is timed, and every table and plot shows recorded GPU results,
+# labelled with their device and date.
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none

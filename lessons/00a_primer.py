@@ -1,12 +1,3 @@
-# %% [markdown]
-# # 00a · Primer: how a GPU runs your kernel
-#
-# **Where we are.** At the start: no kernel measured yet. This primer defines the lessons' words
-# on kernels you launch yourself: (1) threads, warps, blocks, the grid; (2) the memory hierarchy;
-# (3) PTX and SASS; (4) occupancy and latency hiding; (5) the **limiter model**, which later
-# lessons use to say *why* a kernel takes its time. Terms: [glossary](GLOSSARY.md); reading:
-# [REFERENCES.md](REFERENCES.md).
-
 # %%
 # Setup: where the course is not installed (Colab), install it; then say which GPU this is.
 import importlib.util, shutil, subprocess, sys
@@ -26,6 +17,15 @@ if importlib.util.find_spec("gemm_lessons") is None:
                     f"gemm-lessons{extra} @ git+https://github.com/{REPOSITORY}@{BRANCH}"], check=True)
 print(f"GPU: {gpu_name} (driver {driver})" if gpu_name else
       "No GPU: the lessons run on numba's CUDA simulator, slowly (Colab: Runtime > Change runtime type > T4 GPU).")
+
+# %% [markdown]
+# # 00a · Primer: how a GPU runs your kernel
+#
+# **Where we are.** At the start: no kernel measured yet. This primer defines the lessons' words
+# on kernels you launch yourself: (1) threads, warps, blocks, the grid; (2) the memory hierarchy;
+# (3) PTX and SASS; (4) occupancy and latency hiding; (5) the **limiter model**, which later
+# lessons use to say *why* a kernel takes its time. Terms: [glossary](GLOSSARY.md); reading:
+# [REFERENCES.md](REFERENCES.md).
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none

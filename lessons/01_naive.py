@@ -1,3 +1,23 @@
+# %%
+# Setup: where the course is not installed (Colab), install it; then say which GPU this is.
+import importlib.util, shutil, subprocess, sys
+REPOSITORY, BRANCH = '', 'main'  # [tool.gemm-lessons] in the course's pyproject.toml
+smi = shutil.which("nvidia-smi")
+gpu = subprocess.run([smi, "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True,
+                     text=True).stdout.strip().splitlines() if smi else []
+gpu_name, driver = (gpu[0].rsplit(", ", 1) + [""])[:2] if gpu else ("", "")
+if importlib.util.find_spec("gemm_lessons") is None:
+    if not REPOSITORY:
+        raise ModuleNotFoundError("gemm_lessons is not installed, and this notebook names no repository to install "
+                                  "it from: in a clone of the course run  pip install -e .  then restart the kernel")
+    major = int(driver.split(".")[0]) if driver.split(".")[0].isdigit() else 0
+    extra = ("[cu13]" if major >= 580 else "[cu12]") if gpu_name else ""  # CUDA 13 needs driver 580+
+    print(f"installing gemm-lessons{extra} from github.com/{REPOSITORY} ({BRANCH}) ...")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
+                    f"gemm-lessons{extra} @ git+https://github.com/{REPOSITORY}@{BRANCH}"], check=True)
+print(f"GPU: {gpu_name} (driver {driver})" if gpu_name else
+      "No GPU: the lessons run on numba's CUDA simulator, slowly (Colab: Runtime > Change runtime type > T4 GPU).")
+
 # %% [markdown]
 # # 01 · The naive kernel, and coalescing
 #
@@ -29,26 +49,6 @@
 #   33 passes.
 #
 # The figure draws one warp at k = 0 under each mapping, from the kernel's own index arithmetic.
-
-# %%
-# Setup: where the course is not installed (Colab), install it; then say which GPU this is.
-import importlib.util, shutil, subprocess, sys
-REPOSITORY, BRANCH = '', 'main'  # [tool.gemm-lessons] in the course's pyproject.toml
-smi = shutil.which("nvidia-smi")
-gpu = subprocess.run([smi, "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True,
-                     text=True).stdout.strip().splitlines() if smi else []
-gpu_name, driver = (gpu[0].rsplit(", ", 1) + [""])[:2] if gpu else ("", "")
-if importlib.util.find_spec("gemm_lessons") is None:
-    if not REPOSITORY:
-        raise ModuleNotFoundError("gemm_lessons is not installed, and this notebook names no repository to install "
-                                  "it from: in a clone of the course run  pip install -e .  then restart the kernel")
-    major = int(driver.split(".")[0]) if driver.split(".")[0].isdigit() else 0
-    extra = ("[cu13]" if major >= 580 else "[cu12]") if gpu_name else ""  # CUDA 13 needs driver 580+
-    print(f"installing gemm-lessons{extra} from github.com/{REPOSITORY} ({BRANCH}) ...")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    f"gemm-lessons{extra} @ git+https://github.com/{REPOSITORY}@{BRANCH}"], check=True)
-print(f"GPU: {gpu_name} (driver {driver})" if gpu_name else
-      "No GPU: the lessons run on numba's CUDA simulator, slowly (Colab: Runtime > Change runtime type > T4 GPU).")
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none

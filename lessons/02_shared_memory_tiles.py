@@ -1,11 +1,3 @@
-# %% [markdown]
-# # 02 · Shared-memory tiles
-#
-# **Where we are.** Lesson 01's coalesced `naive` kernel gives each thread one element of C and
-# makes two global loads per FMA, $2MNK$ in all. What binds it is instruction issue: the loads and
-# the instructions around them. The next cell reads the course's profiled H200 run (the limiter
-# record).
-
 # %%
 # Setup: where the course is not installed (Colab), install it; then say which GPU this is.
 import importlib.util, shutil, subprocess, sys
@@ -25,6 +17,14 @@ if importlib.util.find_spec("gemm_lessons") is None:
                     f"gemm-lessons{extra} @ git+https://github.com/{REPOSITORY}@{BRANCH}"], check=True)
 print(f"GPU: {gpu_name} (driver {driver})" if gpu_name else
       "No GPU: the lessons run on numba's CUDA simulator, slowly (Colab: Runtime > Change runtime type > T4 GPU).")
+
+# %% [markdown]
+# # 02 · Shared-memory tiles
+#
+# **Where we are.** Lesson 01's coalesced `naive` kernel gives each thread one element of C and
+# makes two global loads per FMA, $2MNK$ in all. What binds it is instruction issue: the loads and
+# the instructions around them. The next cell reads the course's profiled H200 run (the limiter
+# record).
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none

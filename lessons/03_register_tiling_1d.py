@@ -1,11 +1,3 @@
-# %% [markdown]
-# # 03 · 1-D register tiling: several results per thread
-#
-# **Where we are.** Lesson 02's `smem_tile` (32x32 tiles) is bound by shared-memory
-# [wavefronts](GLOSSARY.md#wavefront): for each [warp-FMA](GLOSSARY.md#warp-fma) a warp needs about
-# 1.5 of them, one for the `sB` value of every FMA and half a one for `sA` (the next cell reads the
-# course's profiled H200 run, the limiter record). This lesson cuts that count.
-
 # %%
 # Setup: where the course is not installed (Colab), install it; then say which GPU this is.
 import importlib.util, shutil, subprocess, sys
@@ -25,6 +17,14 @@ if importlib.util.find_spec("gemm_lessons") is None:
                     f"gemm-lessons{extra} @ git+https://github.com/{REPOSITORY}@{BRANCH}"], check=True)
 print(f"GPU: {gpu_name} (driver {driver})" if gpu_name else
       "No GPU: the lessons run on numba's CUDA simulator, slowly (Colab: Runtime > Change runtime type > T4 GPU).")
+
+# %% [markdown]
+# # 03 · 1-D register tiling: several results per thread
+#
+# **Where we are.** Lesson 02's `smem_tile` (32x32 tiles) is bound by shared-memory
+# [wavefronts](GLOSSARY.md#wavefront): for each [warp-FMA](GLOSSARY.md#warp-fma) a warp needs about
+# 1.5 of them, one for the `sB` value of every FMA and half a one for `sA` (the next cell reads the
+# course's profiled H200 run, the limiter record). This lesson cuts that count.
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none

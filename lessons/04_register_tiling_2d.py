@@ -1,11 +1,3 @@
-# %% [markdown]
-# # 04 · 2-D register tiling: the outer product
-#
-# **Where we are.** Lesson 03's `reg1d` gives each thread a column of 16 results: a value of B
-# serves 16 FMAs, but each FMA loads its own value of A, so 17 shared-memory loads feed 16 FMAs.
-# The [limiter model](GLOSSARY.md#limiter-model), on the *limiter run* (every rung timed and
-# profiled on one GPU), says what that costs:
-
 # %%
 # Setup: where the course is not installed (Colab), install it; then say which GPU this is.
 import importlib.util, shutil, subprocess, sys
@@ -25,6 +17,14 @@ if importlib.util.find_spec("gemm_lessons") is None:
                     f"gemm-lessons{extra} @ git+https://github.com/{REPOSITORY}@{BRANCH}"], check=True)
 print(f"GPU: {gpu_name} (driver {driver})" if gpu_name else
       "No GPU: the lessons run on numba's CUDA simulator, slowly (Colab: Runtime > Change runtime type > T4 GPU).")
+
+# %% [markdown]
+# # 04 · 2-D register tiling: the outer product
+#
+# **Where we are.** Lesson 03's `reg1d` gives each thread a column of 16 results: a value of B
+# serves 16 FMAs, but each FMA loads its own value of A, so 17 shared-memory loads feed 16 FMAs.
+# The [limiter model](GLOSSARY.md#limiter-model), on the *limiter run* (every rung timed and
+# profiled on one GPU), says what that costs:
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none

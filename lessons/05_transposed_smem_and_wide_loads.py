@@ -1,11 +1,3 @@
-# %% [markdown]
-# # 05 · Transposed shared memory and 128-bit loads
-#
-# **Where we are.** Per [k-step](GLOSSARY.md#k-step), lesson 04's `reg2d` loads 8 values of A
-# and 8 of B from shared memory and makes 64 FMAs. The [limiter model](GLOSSARY.md#limiter-model)
-# (on the *limiter run*: every rung timed and profiled on one GPU) found it bound by
-# [instruction issue](GLOSSARY.md#issue):
-
 # %%
 # Setup: where the course is not installed (Colab), install it; then say which GPU this is.
 import importlib.util, shutil, subprocess, sys
@@ -25,6 +17,14 @@ if importlib.util.find_spec("gemm_lessons") is None:
                     f"gemm-lessons{extra} @ git+https://github.com/{REPOSITORY}@{BRANCH}"], check=True)
 print(f"GPU: {gpu_name} (driver {driver})" if gpu_name else
       "No GPU: the lessons run on numba's CUDA simulator, slowly (Colab: Runtime > Change runtime type > T4 GPU).")
+
+# %% [markdown]
+# # 05 · Transposed shared memory and 128-bit loads
+#
+# **Where we are.** Per [k-step](GLOSSARY.md#k-step), lesson 04's `reg2d` loads 8 values of A
+# and 8 of B from shared memory and makes 64 FMAs. The [limiter model](GLOSSARY.md#limiter-model)
+# (on the *limiter run*: every rung timed and profiled on one GPU) found it bound by
+# [instruction issue](GLOSSARY.md#issue):
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none

@@ -1,10 +1,3 @@
-# %% [markdown]
-# # 06 · Bank conflicts, padding and warp shapes
-#
-# **Where we are.** Lesson 05's `vec` reads shared memory 16 bytes at a time (`LDS.128`). The
-# *limiter run* timed and profiled every rung on one GPU, and the
-# [limiter model](GLOSSARY.md#limiter-model) names what binds `vec`:
-
 # %%
 # Setup: where the course is not installed (Colab), install it; then say which GPU this is.
 import importlib.util, shutil, subprocess, sys
@@ -24,6 +17,13 @@ if importlib.util.find_spec("gemm_lessons") is None:
                     f"gemm-lessons{extra} @ git+https://github.com/{REPOSITORY}@{BRANCH}"], check=True)
 print(f"GPU: {gpu_name} (driver {driver})" if gpu_name else
       "No GPU: the lessons run on numba's CUDA simulator, slowly (Colab: Runtime > Change runtime type > T4 GPU).")
+
+# %% [markdown]
+# # 06 · Bank conflicts, padding and warp shapes
+#
+# **Where we are.** Lesson 05's `vec` reads shared memory 16 bytes at a time (`LDS.128`). The
+# *limiter run* timed and profiled every rung on one GPU, and the
+# [limiter model](GLOSSARY.md#limiter-model) names what binds `vec`:
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none

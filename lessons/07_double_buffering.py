@@ -1,9 +1,3 @@
-# %% [markdown]
-# # 07 · Double buffering: load the next slice while computing this one
-#
-# **Where we are.** Lesson 06's `vec_split` reads shared memory without bank conflicts. The
-# [limiter model](GLOSSARY.md#limiter-model), on the [limiter run](GLOSSARY.md#limiter-run):
-
 # %%
 # Setup: where the course is not installed (Colab), install it; then say which GPU this is.
 import importlib.util, shutil, subprocess, sys
@@ -23,6 +17,12 @@ if importlib.util.find_spec("gemm_lessons") is None:
                     f"gemm-lessons{extra} @ git+https://github.com/{REPOSITORY}@{BRANCH}"], check=True)
 print(f"GPU: {gpu_name} (driver {driver})" if gpu_name else
       "No GPU: the lessons run on numba's CUDA simulator, slowly (Colab: Runtime > Change runtime type > T4 GPU).")
+
+# %% [markdown]
+# # 07 · Double buffering: load the next slice while computing this one
+#
+# **Where we are.** Lesson 06's `vec_split` reads shared memory without bank conflicts. The
+# [limiter model](GLOSSARY.md#limiter-model), on the [limiter run](GLOSSARY.md#limiter-run):
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -105,7 +105,7 @@ my_speedup = None  # your prediction: replace None with a number (for example 1.
 
 # %%
 r1, best = prev.row("dbuf_one_buffer"), prev.row("cublas").ratio
-print(f"Model: no gain (a second buffer moves no ceiling) while the stalls stay. With no stall at all, dbuf_one_buffer would run at its prediction, "
+print(f"Model: about 1.0x, as a second buffer moves no ceiling, while the stalls stay. With no stall at all, dbuf_one_buffer would run at its prediction, "
       f"{r1.ratio:.2f}x faster; cuBLAS, the closest, runs at {best:.2f} x its prediction: {r1.ratio / best:.2f}x "
       f"is a realistic best.")
 

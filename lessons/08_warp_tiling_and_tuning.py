@@ -1,9 +1,3 @@
-# %% [markdown]
-# # 08 · Warp tiles and tuning
-#
-# **Where we are.** Lesson 07's `dbuf` is lesson 06's kernel with two shared buffers. The
-# [limiter run](GLOSSARY.md#limiter-run) timed and profiled it:
-
 # %%
 # Setup: where the course is not installed (Colab), install it; then say which GPU this is.
 import importlib.util, shutil, subprocess, sys
@@ -23,6 +17,12 @@ if importlib.util.find_spec("gemm_lessons") is None:
                     f"gemm-lessons{extra} @ git+https://github.com/{REPOSITORY}@{BRANCH}"], check=True)
 print(f"GPU: {gpu_name} (driver {driver})" if gpu_name else
       "No GPU: the lessons run on numba's CUDA simulator, slowly (Colab: Runtime > Change runtime type > T4 GPU).")
+
+# %% [markdown]
+# # 08 · Warp tiles and tuning
+#
+# **Where we are.** Lesson 07's `dbuf` is lesson 06's kernel with two shared buffers. The
+# [limiter run](GLOSSARY.md#limiter-run) timed and profiled it:
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none

@@ -1,15 +1,3 @@
-# %% [markdown]
-# # 09 · Matrix transpose: bytes in flight
-#
-# **Where we are.** Lesson 08's warp-tiled SGEMM is close to cuBLAS (the cell below: both, and the
-# ceiling that binds them). A transpose, `dst[c, r] = src[r, c]`, does no arithmetic: each float is
-# read and written once, so it is judged by [bandwidth](GLOSSARY.md#bandwidth) (GB/s, bytes read
-# plus written per second) against a copy of the same bytes, its ceiling (`copy_float4`: 16-byte
-# loads and stores, no reordering), and cuBLAS's transpose, [`sgeam`](GLOSSARY.md#sgeam).
-# Coalescing (lesson 01), a shared tile (02) and padding (06) stop short of the copy;
-# [Little's law](GLOSSARY.md#littles-law), a latency-bandwidth ceiling, explains the next step, and
-# 16-byte accesses (05) the last.
-
 # %%
 # Setup: where the course is not installed (Colab), install it; then say which GPU this is.
 import importlib.util, shutil, subprocess, sys
@@ -29,6 +17,18 @@ if importlib.util.find_spec("gemm_lessons") is None:
                     f"gemm-lessons{extra} @ git+https://github.com/{REPOSITORY}@{BRANCH}"], check=True)
 print(f"GPU: {gpu_name} (driver {driver})" if gpu_name else
       "No GPU: the lessons run on numba's CUDA simulator, slowly (Colab: Runtime > Change runtime type > T4 GPU).")
+
+# %% [markdown]
+# # 09 · Matrix transpose: bytes in flight
+#
+# **Where we are.** Lesson 08's warp-tiled SGEMM is close to cuBLAS (the cell below: both, and the
+# ceiling that binds them). A transpose, `dst[c, r] = src[r, c]`, does no arithmetic: each float is
+# read and written once, so it is judged by [bandwidth](GLOSSARY.md#bandwidth) (GB/s, bytes read
+# plus written per second) against a copy of the same bytes, its ceiling (`copy_float4`: 16-byte
+# loads and stores, no reordering), and cuBLAS's transpose, [`sgeam`](GLOSSARY.md#sgeam).
+# Coalescing (lesson 01), a shared tile (02) and padding (06) stop short of the copy;
+# [Little's law](GLOSSARY.md#littles-law), a latency-bandwidth ceiling, explains the next step, and
+# 16-byte accesses (05) the last.
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none

@@ -1,11 +1,3 @@
-# %% [markdown]
-# # 10 · The leaderboard: every rung, what held it back, and cuBLAS
-#
-# **Where we are.** Lessons 01-08 built eight rungs, one lesson each, and each lesson's Why named
-# the ceiling that held its rung back. Lesson 08's `warptile` ended the climb bound, like cuBLAS,
-# by [instruction issue](GLOSSARY.md#issue). This lesson lines them all up, under their ceilings
-# and across sizes.
-
 # %%
 # Setup: where the course is not installed (Colab), install it; then say which GPU this is.
 import importlib.util, shutil, subprocess, sys
@@ -25,6 +17,14 @@ if importlib.util.find_spec("gemm_lessons") is None:
                     f"gemm-lessons{extra} @ git+https://github.com/{REPOSITORY}@{BRANCH}"], check=True)
 print(f"GPU: {gpu_name} (driver {driver})" if gpu_name else
       "No GPU: the lessons run on numba's CUDA simulator, slowly (Colab: Runtime > Change runtime type > T4 GPU).")
+
+# %% [markdown]
+# # 10 · The leaderboard: every rung, what held it back, and cuBLAS
+#
+# **Where we are.** Lessons 01-08 built eight rungs, one lesson each, and each lesson's Why named
+# the ceiling that held its rung back. Lesson 08's `warptile` ended the climb bound, like cuBLAS,
+# by [instruction issue](GLOSSARY.md#issue). This lesson lines them all up, under their ceilings
+# and across sizes.
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -285,7 +285,7 @@ exercises.check("10-next-step", next_step)
 # * With 128x128 tiles, small products leave SMs idle: smaller tiles win there, and a library
 #   picks another kernel.
 # * Power is one more ceiling: at its cap the GPU lowers its clock, and the fastest rungs
-#   draw within a few watts of it.
+#   come close to it.
 
 # %% [markdown]
 # ## Sources and further reading

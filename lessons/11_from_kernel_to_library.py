@@ -1,15 +1,3 @@
-# %% [markdown]
-# # 11 · From a kernel to a library: edges, call costs, split-K, dispatch
-#
-# **Where we are.** Lesson 08's last rung, `warptile`, runs close to cuBLAS at 4096^3 (next cell).
-# It assumes K and N multiples of 4, arrays aligned to 16 bytes, a product that fills the GPU with
-# 128 x 128 tiles, and a caller who does not mind what Python costs per call. A library cannot.
-#
-# **The idea of this lesson.** One kernel cannot be best at every shape, so a library is many
-# kernels plus a rule that picks one per shape, checked by timing. We build `gl.sgemm` in four
-# steps (edges, call costs, split-K, dispatch), then look at cuBLAS. Attempts:
-# [11b](11b_what_we_tried.ipynb).
-
 # %%
 # Setup: where the course is not installed (Colab), install it; then say which GPU this is.
 import importlib.util, shutil, subprocess, sys
@@ -29,6 +17,18 @@ if importlib.util.find_spec("gemm_lessons") is None:
                     f"gemm-lessons{extra} @ git+https://github.com/{REPOSITORY}@{BRANCH}"], check=True)
 print(f"GPU: {gpu_name} (driver {driver})" if gpu_name else
       "No GPU: the lessons run on numba's CUDA simulator, slowly (Colab: Runtime > Change runtime type > T4 GPU).")
+
+# %% [markdown]
+# # 11 · From a kernel to a library: edges, call costs, split-K, dispatch
+#
+# **Where we are.** Lesson 08's last rung, `warptile`, runs close to cuBLAS at 4096^3 (next cell).
+# It assumes K and N multiples of 4, arrays aligned to 16 bytes, a product that fills the GPU with
+# 128 x 128 tiles, and a caller who does not mind what Python costs per call. A library cannot.
+#
+# **The idea of this lesson.** One kernel cannot be best at every shape, so a library is many
+# kernels plus a rule that picks one per shape, checked by timing. We build `gl.sgemm` in four
+# steps (edges, call costs, split-K, dispatch), then look at cuBLAS. Attempts:
+# [11b](11b_what_we_tried.ipynb).
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -413,7 +413,7 @@ mine = [costs.get(lib_caller, n) for n in costs.sizes()]
 print(f"gl.sgemm(A, B), which allocates C, took {min(alloc):.0f} to {max(alloc):.0f} µs to issue"
       + (": pass C." if min(alloc) > max(mine) else "."))
 r = suite_record.row(rec, (1024, 1024, 1024))  # single calls: CUDA events around one call, the GPU idle before
-print(f"A single call pays its issue time too: at 1024^3, gl.sgemm {r.single_gl.median_ms:.3f} ms against "
+print(f"A single call pays its issue time too (the shape suite's record): at 1024^3, gl.sgemm {r.single_gl.median_ms:.3f} ms against "
       f"{r.back_to_back_gl.median_ms:.3f} back to back, cuBLAS {r.single_cublas.median_ms:.3f} against "
       f"{r.back_to_back_cublas.median_ms:.3f}: {r.pct_cublas_single:.0f}% of cuBLAS single, "
       f"{r.pct_cublas_back_to_back:.0f}% back to back.")
@@ -431,7 +431,7 @@ print(f"A single call pays its issue time too: at 1024^3, gl.sgemm {r.single_gl.
 # 8192 values of k, a [tail effect](GLOSSARY.md#tail-effect). [Split-K](GLOSSARY.md#split-k) cuts K
 # into s parts: s times the blocks, each summing its part into a partial tile of a workspace;
 # a second kernel adds the parts. The price: one more launch, and the reduction's (s + 2) x M x N
-# floats (s parts read, C read and written).
+# floats (s parts read, C read and written; the model charges C's read even when beta == 0).
 
 # %%
 split_k_plans.split_k_diagram(splits=4);
@@ -600,7 +600,7 @@ for r in left_out:
              for who in ("gl", "cublas") if shape_suite.host_bound(rec, r, who)]
     print(f"Left out, hatched: {shape_name(r.shape)}: " + "; ".join(
         f"{who} {issue:.0f} µs to issue, {per_call:.1f} µs per call" for _, issue, per_call, who in found)
-          + (". Issue was timed in a separate run (section 2), so it can exceed the time per call; either way it"
+          + (". Issue was timed in separate calls of the suite's run, so it can exceed the time per call; either way it"
              " took at least 80% of it." if any(i > t for _, i, t, _ in found)
              else ": issue took at least 80% of the time per call."))
 
@@ -716,8 +716,8 @@ exercises.check("11-split-k", split_k)
 # %% [markdown]
 # ## Lab notes
 #
-# * The next cell prints the shape suite's provenance; the probes of 11b and the profile of
-#   section 5 ran on an H100.
+# * The next cell prints the shape suite's provenance; the probes of 11b (all but the allocation
+#   probe, run on an H200) and the profile of section 5 ran on an H100.
 # * The odd shape's extra time is more than its copies (as the model charges them) and its extra
 #   blocks (section 1 prints both times); the copy kernel was not timed on its own, so where the rest
 #   goes is open.

@@ -1,13 +1,3 @@
-# %% [markdown]
-# # 11b · What we tried: the lab notebook of lesson 11
-#
-# [Lesson 11](11_from_kernel_to_library.ipynb) keeps to what its models predict and its
-# measurements settle. This appendix keeps the rest: the shape suite in full, the call-cost table
-# cell by cell, the probes run while `gl.sgemm` was built (each with its record and the commit it
-# ran at), the ideas that did not pan out, and what stayed unexplained. It has no exercise and no
-# word budget. Every number is read from a record in `results/` or `experiments/` by a visible
-# cell; the few cells that can measure do so on a GPU and say so.
-
 # %%
 # Setup: where the course is not installed (Colab), install it; then say which GPU this is.
 import importlib.util, shutil, subprocess, sys
@@ -27,6 +17,16 @@ if importlib.util.find_spec("gemm_lessons") is None:
                     f"gemm-lessons{extra} @ git+https://github.com/{REPOSITORY}@{BRANCH}"], check=True)
 print(f"GPU: {gpu_name} (driver {driver})" if gpu_name else
       "No GPU: the lessons run on numba's CUDA simulator, slowly (Colab: Runtime > Change runtime type > T4 GPU).")
+
+# %% [markdown]
+# # 11b · What we tried: the lab notebook of lesson 11
+#
+# [Lesson 11](11_from_kernel_to_library.ipynb) keeps to what its models predict and its
+# measurements settle. This appendix keeps the rest: the shape suite in full, the call-cost table
+# cell by cell, the probes run while `gl.sgemm` was built (each with its record and the commit it
+# ran at), the ideas that did not pan out, and what stayed unexplained. It has no exercise and no
+# word budget. Every number is read from a record in `results/` or `experiments/` by a visible
+# cell; the few cells that can measure do so on a GPU and say so.
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -190,7 +190,7 @@ Markdown(f"{pool['device']}, {pool['date'][:10]}, commit {pool['git_commit'][:7]
 
 # %% [markdown]
 # An earlier version of lesson 11
-# took the spread of one caller's issue time over the sizes (the last line) as its yardstick for
+# took the spread of one caller's issue time over the sizes (the last line under the call-cost table) as its yardstick for
 # ranking callers; it was larger than many of the gaps it judged, so it ranked almost nothing.
 # The lesson now ranks two callers only where one's 90th percentile lies below the other's 10th
 # (`call_overhead.separation`).

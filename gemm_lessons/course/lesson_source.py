@@ -16,7 +16,7 @@ Kernel cells: a kernel module marks the code a lesson shows with ``# lesson-cell
 ``# source: gemm_lessons/<path>.py`` (see HEADER).  ``--write`` copies the package's regions
 into the lesson sources (then builds the notebooks); the test fails when they drift.
 
-Setup cell: every lesson's first code cell installs the course where it is missing
+Setup cell: every lesson's first cell installs the course where it is missing
 (``gemm_lessons.course.colab``); ``--write`` inserts or refreshes it from pyproject.toml's setting.
 """
 import argparse
@@ -120,8 +120,9 @@ def write_kernel_cells():
 
 # --- the setup cell (gemm_lessons.course.colab) ----------------------------------------------
 
-def _first_code(nb):
-    return next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
+def _title(nb):
+    """The index of a lesson's first markdown cell (its title, where the Colab badge goes)."""
+    return next(i for i, c in enumerate(nb.cells) if c.cell_type == "markdown")
 
 
 def _colab_link(path):
@@ -132,31 +133,31 @@ def _colab_link(path):
 
 
 def setup_cell_drift():
-    """Lesson sources whose first code cell is not the setup cell for pyproject's repository, or
-    whose title cell's Colab badge does not match it (a badge exactly where a repository is set)."""
+    """Lesson sources whose first cell is not the setup cell for pyproject's repository, or whose
+    title cell's Colab badge does not match it (a badge exactly where a repository is set)."""
     text = colab.setup_cell_from_pyproject()
     bad = []
     for path in lesson_sources():
         nb = read(path)
-        title = nb.cells[0].source
-        if nb.cells[_first_code(nb)].source != text or colab.with_badge(title, _colab_link(path)) != title:
+        title = nb.cells[_title(nb)].source
+        first = nb.cells[0]
+        if first.cell_type != "code" or first.source != text or colab.with_badge(title, _colab_link(path)) != title:
             bad.append(os.path.basename(path))
     return bad
 
 
 def write_setup_cells():
-    """Make every lesson source's first code cell the setup cell (inserted, or rewritten), and
-    its title cell's Colab badge the one for pyproject's repository (none where none is set)."""
+    """Make every lesson source's first cell the setup cell (moved there, inserted or rewritten:
+    it runs before anything else, and no text announcing the next cell's output is cut from it),
+    and its title cell's Colab badge the one for pyproject's repository (none where none is set)."""
     text = colab.setup_cell_from_pyproject()
     for path in lesson_sources():
         nb = read(path)
         before = [c.source for c in nb.cells]
-        nb.cells[0].source = colab.with_badge(nb.cells[0].source, _colab_link(path))
-        i = _first_code(nb)
-        if nb.cells[i].source.startswith(colab.SETUP_FIRST_LINE):
-            nb.cells[i].source = text
-        else:
-            nb.cells.insert(i, nbformat.v4.new_code_cell(text))
+        nb.cells = [c for c in nb.cells if not (c.cell_type == "code" and c.source.startswith(colab.SETUP_FIRST_LINE))]
+        nb.cells.insert(0, nbformat.v4.new_code_cell(text))
+        t = _title(nb)
+        nb.cells[t].source = colab.with_badge(nb.cells[t].source, _colab_link(path))
         if [c.source for c in nb.cells] != before:
             _write_source(nb, path)
 

@@ -66,7 +66,7 @@ class CallCosts:
 
 def call_costs(sizes=(128, 256, 512, 1024), rec=None, progress=True):
     """The per-call cost of gl.sgemm, the ladder's rung, its kernel launched by numba and cuBLAS:
-    measured now on a GPU (shapes.measure_overhead, about 2 s on an H100), the record's rows on the
+    measured now on a GPU (shapes.measure_overhead, about a minute), the record's rows on the
     simulator."""
     if backend.SIMULATOR:
         rec = rec or load()

@@ -23,7 +23,7 @@ print(f"GPU: {gpu_name} (driver {driver})" if gpu_name else
 #
 # **Where we are.** Lesson 08's last rung, `warptile`, runs close to cuBLAS at 4096^3 (next cell).
 # It assumes K and N multiples of 4, arrays aligned to 16 bytes, a product that fills the GPU with
-# 128 x 128 tiles, and a caller who does not mind what Python costs per call. A library cannot.
+# 128 x 128 tiles, and a caller indifferent to Python's cost per call. A library cannot.
 #
 # **The idea of this lesson.** One kernel cannot be best at every shape, so a library is many
 # kernels plus a rule that picks one per shape, checked by timing. We build `gl.sgemm` in four
@@ -64,7 +64,7 @@ print(f"warptile: {w.measured_ms:.2f} ms at 4096^3, {100 * c.measured_ms / w.mea
 # ([alignment](GLOSSARY.md#alignment)). Row r of a row-major float32 matrix starts 4 x r x (row
 # stride) bytes after row 0, the stride being K floats for a fresh A: a multiple of 16 for every
 # row only when the stride is a multiple of 4. The same holds for B with N, and the array must
-# start on a 16-byte boundary (a fresh allocation does; a view such as `A_d[1:]` of a 1-D `A_d`
+# start on a 16-byte boundary (a fresh allocation does; `A_d[1:]` of a 1-D `A_d`
 # does not).
 
 # %%
@@ -431,7 +431,7 @@ print(f"A single call pays its issue time too (the shape suite's record): at 102
 # 8192 values of k, a [tail effect](GLOSSARY.md#tail-effect). [Split-K](GLOSSARY.md#split-k) cuts K
 # into s parts: s times the blocks, each summing its part into a partial tile of a workspace;
 # a second kernel adds the parts. The price: one more launch, and the reduction's (s + 2) x M x N
-# floats (s parts read, C read and written; the model charges C's read even when beta == 0).
+# floats (s parts read, C read and written, as the model charges even when beta == 0).
 
 # %%
 split_k_plans.split_k_diagram(splits=4);

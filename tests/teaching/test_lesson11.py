@@ -48,6 +48,20 @@ def _printed(path, starts):
     return "".join(out)
 
 
+def _gpu_run(path):
+    """Whether the stored notebook was executed on a GPU (its banner line): its live cells then print
+    that run's measurements, not the record's."""
+    cell = next(c for c in _cells(path) if c.cell_type == "code" and "gl.banner()" in c.source)
+    return any(o.get("text", "").startswith("Run on ") for o in cell.outputs)
+
+
+def _number(pattern, text):
+    """The float that ``pattern``'s one group matches in ``text`` (thousands separators dropped)."""
+    m = re.search(pattern, text)
+    assert m, (pattern, text[:500])
+    return float(m.group(1).replace(",", ""))
+
+
 def _main_path(path=NOTEBOOK):
     """(markdown, printed text) of the lesson's main path: every cell before "## Lab notes"."""
     from gemm_lessons.course.budget import END_OF_MAIN_PATH
@@ -90,7 +104,7 @@ def test_the_headline_is_back_to_back_without_host_bound_shapes():
             assert issue * 1e-3 >= suite_record.HOST_BOUND * per_call * 1e-3  # the one rule: issue >= 80% of the time per call
             assert f"{shape_suite.WHO[who]} {issue:.0f} µs to issue, {per_call:.1f} µs per call" in line
             if issue > per_call:  # the issue time is from another run: the sentence says why it can be the larger
-                assert "separate run" in line and "can exceed the time per call" in line
+                assert "separate calls of the suite's run" in line and "can exceed the time per call" in line
         assert "at least 80%" in line
     md, printed = _main_path()
     for whole in ("geomean_pct_cublas_single", "geomean_pct_cublas_back_to_back"):
@@ -130,6 +144,11 @@ def test_the_yardstick_is_gone_and_gaps_must_beat_the_batches_spread():
             assert gap == pytest.approx(costs.get(other, n, "issue_p10_us") - costs.get("gl.sgemm(A, B, C)", n, "issue_p90_us"))
         apart = [g for g in gaps.values() if g > 0]
         line = next(x for x in text.splitlines() if x.startswith(f"gl.sgemm(A, B, C) against {name}:"))
+        if _gpu_run(NOTEBOOK):  # that run's own costs: the sentence's form and counts
+            m = re.search(r"at (\d+) of (\d+) sizes", line)
+            assert m and int(m.group(1)) <= int(m.group(2)) == len(gaps), line
+            assert ("µs or more" in line) == (int(m.group(1)) > 0), line
+            continue
         assert f"at {len(apart)} of {len(gaps)} sizes" in line
         if apart:
             assert f"by {min(apart):.0f} µs or more" in line
@@ -244,9 +263,12 @@ def test_the_odd_shapes_why_is_the_records_arithmetic():
     assert "add 6 load instructions per thread per 512 FFMAs: about 1% more instructions" in cost
     waves = _printed(NOTEBOOK, "N4, K4 = dispatch.padded_sides")
     assert "1,024 blocks at 4096^3, 1,056 on the padded sides (4100 columns): 3.1% more work" in waves
-    extra = b.back_to_back_gl.median_ms - a.back_to_back_gl.median_ms
-    more = a.back_to_back_gl.median_ms * (1056 / 1024 - 1)
-    assert f"3.1% of the {a.back_to_back_gl.median_ms:.3f} ms measured above: {more:.3f} ms" in waves
+    a_ms, extra = a.back_to_back_gl.median_ms, b.back_to_back_gl.median_ms - a.back_to_back_gl.median_ms
+    if _gpu_run(NOTEBOOK):  # the times measured in that run, as its waves cell printed them
+        a_ms = _number(r"3\.1% of the ([\d.]+) ms measured above", waves)
+        extra = _number(r"ms of the ([\d.]+) ms measured", waves)
+    more = a_ms * (1056 / 1024 - 1)
+    assert f"3.1% of the {a_ms:.3f} ms measured above: {more:.3f} ms" in waves
     # the model charges each wave by its busiest SM: the last wave's 1024 - 3 x 264 = 232 blocks put 2 on some
     # of the 132 SMs, a full wave: calibration x 4 / 3.88; the padded sides' 1056 blocks are 4 full waves too
     plan = dispatch.Plan("wide", "128x128")

@@ -8,6 +8,7 @@ many it has shown)."""
 import contextlib
 import inspect
 import os
+import sys
 import sysconfig
 import threading
 import time
@@ -300,7 +301,10 @@ def _with_time_limit(fn, seconds):
     done, fired = threading.Event(), threading.Event()
 
     def started_since():
-        return [t for t in threading.enumerate() if t not in before and t is not watchdog and t.ident is not None]
+        """The threads started since fn began that are inside their run() (an exception raised in a
+        thread still starting up would leave Thread.start() waiting for it forever)."""
+        frames = sys._current_frames()
+        return [t for t in threading.enumerate() if t not in before and t is not watchdog and _in_run(frames.get(t.ident))]
 
     def stop(threads):
         for t in threads:
@@ -325,6 +329,16 @@ def _with_time_limit(fn, seconds):
         while fired.is_set() and (running := started_since()) and time.monotonic() < deadline:
             stop(running)
             time.sleep(0.01)
+
+
+def _in_run(frame):
+    """Whether a thread whose innermost frame is ``frame`` is inside its run(): below threading's
+    _bootstrap and _bootstrap_inner, the next frame out is run."""
+    names = []
+    while frame is not None:
+        names.append(frame.f_code.co_name)
+        frame = frame.f_back
+    return names[-3:] == ["run", "_bootstrap_inner", "_bootstrap"]
 
 
 def _close(a, b, rel=1e-6):

@@ -100,7 +100,7 @@ print(f"GPU: {{gpu_name}} (driver {{driver}})" if gpu_name else
 
 
 def setup_cell(repository=None, branch="main"):
-    """The text of every notebook's first code cell, for this repository (None: not set)."""
+    """The text of every notebook's first cell, for this repository (None: not set)."""
     return SETUP_CELL.format(repository=repository or "", branch=branch or "main")
 
 

@@ -303,8 +303,8 @@ def main(argv=None):
         build(args.build)
     problems = [f"{f}: the cell for {path} differs from the package" for f, path in drift()]
     problems += [f"{nb}: cell {i} differs from its lesson source (run --build)" for nb, i in mismatches()]
-    problems += [f"{f}: its first code cell is not the setup cell for pyproject's repository (run --write)"
-                 for f in setup_cell_drift()]
+    problems += [f"{f}: its first cell is not the setup cell for pyproject's repository, or its Colab badge "
+                 "is not (run --write)" for f in setup_cell_drift()]
     problems += [f"{name}: has no partner (lessons/{name}.py <-> notebooks/{name}.ipynb)" for name in unpaired()]
     print("\n".join(problems) or "lesson sources, notebooks and package agree")
     return 1 if problems else 0

@@ -175,9 +175,10 @@ print(f"{raw}: issue time {min(span):.0f} to {max(span):.0f} µs over the sizes,
 # batches of 20 back-to-back calls, sync and event times from single calls. The allocating
 # `gl.sgemm(A, B)` once issued slower than it ran alone: numba freed each C with `cuMemFree`,
 # which waits for the whole GPU, a batch of frees at a time, so a batch of allocating calls
-# waited for the GPU's work. The library now allocates C from the CUDA driver's stream-ordered
-# pool, which frees without waiting (`gemm_lessons/library/allocate.py`); both allocators in
-# one run (`experiments/alloc_pool/`), issue time in µs:
+# waited for the GPU's work (in the table below, that allocator's cost grows with the product's
+# size, as a wait for the GPU would). The library now allocates C from the CUDA driver's
+# stream-ordered pool, which frees without waiting (`gemm_lessons/library/allocate.py`); both
+# allocators in one run (`experiments/alloc_pool/`), issue time in µs:
 
 # %%
 pool = probes.alloc_pool_probe()

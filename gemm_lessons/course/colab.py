@@ -104,8 +104,12 @@ def setup_cell(repository=None, branch="main"):
     return SETUP_CELL.format(repository=repository or "", branch=branch or "main")
 
 
+def pyproject_setting(repo_dir=REPO_DIR):
+    """(repository or None, branch) as pyproject.toml names them, the environment not read: the
+    setup cell and badges are written into the lessons, which must not depend on who built them."""
+    return repository_setting(None, {}, repo_dir)[0], branch_setting(None, {}, repo_dir)
+
+
 def setup_cell_from_pyproject(repo_dir=REPO_DIR):
-    """The setup cell for the repository pyproject.toml names (the environment is not read: the
-    cell is written into the lessons, which must not depend on who built them)."""
-    repository, _ = repository_setting(None, {}, repo_dir)
-    return setup_cell(repository, branch_setting(None, {}, repo_dir))
+    """The setup cell for the repository pyproject.toml names."""
+    return setup_cell(*pyproject_setting(repo_dir))

@@ -125,23 +125,23 @@ def _title(nb):
     return next(i for i, c in enumerate(nb.cells) if c.cell_type == "markdown")
 
 
-def _colab_link(path):
-    """The Colab URL of a lesson's notebook for pyproject's repository, or None when none is set."""
-    repository, _ = colab.repository_setting(None, {})
-    name = os.path.basename(path)[:-3]
-    return colab.colab_url(repository, colab.branch_setting(None, {}), name) if repository else None
+def _colab_link(path, repository, branch):
+    """The Colab URL of a lesson's notebook, or None when no repository is set."""
+    return colab.colab_url(repository, branch, os.path.basename(path)[:-3]) if repository else None
 
 
 def setup_cell_drift():
     """Lesson sources whose first cell is not the setup cell for pyproject's repository, or whose
     title cell's Colab badge does not match it (a badge exactly where a repository is set)."""
-    text = colab.setup_cell_from_pyproject()
+    repository, branch = colab.pyproject_setting()
+    text = colab.setup_cell(repository, branch)
     bad = []
     for path in lesson_sources():
         nb = read(path)
         title = nb.cells[_title(nb)].source
         first = nb.cells[0]
-        if first.cell_type != "code" or first.source != text or colab.with_badge(title, _colab_link(path)) != title:
+        if (first.cell_type != "code" or first.source != text
+                or colab.with_badge(title, _colab_link(path, repository, branch)) != title):
             bad.append(os.path.basename(path))
     return bad
 
@@ -150,14 +150,15 @@ def write_setup_cells():
     """Make every lesson source's first cell the setup cell (moved there, inserted or rewritten:
     it runs before anything else, and no text announcing the next cell's output is cut from it),
     and its title cell's Colab badge the one for pyproject's repository (none where none is set)."""
-    text = colab.setup_cell_from_pyproject()
+    repository, branch = colab.pyproject_setting()
+    text = colab.setup_cell(repository, branch)
     for path in lesson_sources():
         nb = read(path)
         before = [c.source for c in nb.cells]
         nb.cells = [c for c in nb.cells if not (c.cell_type == "code" and c.source.startswith(colab.SETUP_FIRST_LINE))]
         nb.cells.insert(0, nbformat.v4.new_code_cell(text))
         t = _title(nb)
-        nb.cells[t].source = colab.with_badge(nb.cells[t].source, _colab_link(path))
+        nb.cells[t].source = colab.with_badge(nb.cells[t].source, _colab_link(path, repository, branch))
         if [c.source for c in nb.cells] != before:
             _write_source(nb, path)
 

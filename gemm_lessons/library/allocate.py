@@ -3,8 +3,8 @@ the CUDA driver's stream-ordered pool (cuMemAllocAsync / cuMemFreeAsync on the d
 
 Why not numba's ``cuda.device_array``: numba frees device memory with ``cuMemFree``, which waits
 for the whole GPU, batched in its deferred-deallocation queue.  A loop of allocating calls then
-waits for the GPU every few calls, and the call costs as much as the product it queues (lesson
-11b measured 73-170 us per ``gl.sgemm(A, B)`` against 15-22 us with C given).  The driver's pool
+waits for the GPU every few calls, and the call costs as much as the product it queues
+(experiments/alloc_pool: 56-185 us per ``gl.sgemm(A, B)`` on an H200, 20-25 us from the pool).  The driver's pool
 frees in stream order, without waiting, and hands freed memory back to the next allocation on the
 same stream; the pool is the driver's own (maintained by NVIDIA, nothing written here), and this
 module only keeps up to ``POOL_KEEP`` bytes of freed memory in it between synchronizations.
@@ -18,8 +18,9 @@ from numba import cuda
 
 from gemm_lessons.core import backend
 
+from gemm_lessons.library.memory import _DeviceArray as DeviceNDArray  # numba's DeviceNDArray on a GPU
+
 if not backend.SIMULATOR:
-    from numba.cuda.cudadrv.devicearray import DeviceNDArray
     from numba.cuda.cudadrv.driver import MemoryPointer
 
 POOL_KEEP = 2 * 2**30  # bytes of freed memory the driver's pool keeps between synchronizations

@@ -279,8 +279,8 @@ def ceilings(table, measured=True, ax=None, top_tflops=200.0, source=None):
     ax.set_ylabel("TFLOPS (log scale)")
     ax.grid(True, axis="y", which="major", alpha=0.3)
     what = ", and where each rung ran" if measured else " (the model alone)"
-    where = source or f"measured: {table.device}, {table.date}"
-    where = ("; " + (where if where.startswith("measured") else "measured: " + where)) if measured else ""
+    where = source or f"{table.device}, {table.date}"  # a source may say "measured" itself
+    where = f"; {where if where.startswith('measured') else 'measured: ' + where}" if measured else ""
     ax.set_title(f"SGEMM {n}^3: the TFLOPS each ceiling allows{what}\n"
                  f"(model: {table.device}, {table.date}, SM clock {table.clock_mhz:,.0f} MHz{where})", fontsize=9)
     ax.legend(handles=handles, fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))

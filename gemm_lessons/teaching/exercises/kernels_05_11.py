@@ -48,7 +48,7 @@ def _result_right(launch, kernel, shapes=EXERCISE_SHAPES):
             again = check_problem(run, M, N, K, alpha, beta, name="your kernel")
             changed = (again.rel_error, again.unwritten) != (res.rel_error, res.unwritten)
             said = evidence.wrong_result(res, launch, kernel, changed)
-            return False, "the result is wrong: " + (said if said.endswith(("?", ".")) else said + ".")
+            return False, "the result is wrong: " + _ended(said)
     result_right()
     return True, (f"the result matches the float64 reference on "
                   f"{' and '.join(f'{M}x{N}x{K}' for M, N, K, _, _ in shapes)} (with alpha and beta)")
@@ -95,6 +95,11 @@ def _sites(trace, pick):
                      for (arr, op, w), n in rows.items())
 
 
+def _ended(text):
+    """``text`` ending a sentence: a full stop added unless it ends one already (".", "?", ".)")."""
+    return text if text.endswith((".", "?", ".)")) else text + "."
+
+
 def _simulator_only(exercise_id, kernel, name=None):
     """On a GPU: run this exercise's check on the simulator, in a child process that executes
     the notebook cell that defined ``kernel`` (the cell must import what it uses); the check
@@ -119,8 +124,7 @@ def _on_gpu(exercise_id, kernel, right_msg, sass_part=None):
         msgs.append(m)
     ok, m = _simulator_only(exercise_id, kernel)
     msgs.append(m)
-    text = "; ".join(msgs)
-    return ok is not False, text if text.endswith((".", ".)")) else text + "."
+    return ok is not False, _ended("; ".join(msgs))
 
 
 def _lds_widths(kernel):

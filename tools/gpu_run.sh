@@ -28,6 +28,9 @@
 #              results/primer-listing.json (copied to $OUT)
 #   allocpool  experiments/alloc_pool's probe: gl.sgemm(A, B) with numba's allocator and the driver's pool, one run
 #              -> $OUT/alloc-pool-probe-<device>.json (keep in experiments/alloc_pool/)
+#   classes    experiments/shape_classes' probe: issue 34's shape classes, every plan and cuBLAS, clock and power
+#              -> $OUT/shape-classes-probe-<device>.json (keep in experiments/shape_classes/)
+#   classesncu the same shapes' ragged plans and cuBLAS under ncu -> $OUT/ncu-shape-classes-<device>.csv
 #   notebooks  execute every notebook (or those of $NOTEBOOKS, e.g. "04 05") on the GPU, outputs kept; seconds per
 #              cell in logs/notebooks.log; $CELL_TIMEOUT interrupts a cell that runs longer (its traceback logged)
 #              -> $OUT/notebooks.tar
@@ -140,6 +143,14 @@ for step in "$@"; do
     allocpool)
       python3 -m experiments.alloc_pool.alloc_probe --out "$OUT" > "$OUT/logs/allocpool.log" 2>&1
       echo "allocpool rc=$?" >> "$OUT/logs/steps.log" ;;
+    classes)
+      python3 -m experiments.shape_classes.classes_probe --out "$OUT" > "$OUT/logs/classes.log" 2>&1
+      echo "classes rc=$?" >> "$OUT/logs/steps.log" ;;
+    classesncu)
+      ncu --clock-control none --profile-from-start off --csv --print-units base \
+          --metrics "$(python3 -m experiments.shape_classes.classes_profile metrics)" \
+          python3 -m experiments.shape_classes.classes_profile run > "$OUT/ncu-shape-classes.csv" 2> "$OUT/logs/classesncu.err"
+      echo "classesncu rc=$?" >> "$OUT/logs/steps.log" ;;
     notebooks)
       # NOTEBOOKS="04 05" executes only those lessons (a call has 10 minutes: a few lessons per call)
       paths=$(for n in ${NOTEBOOKS:-}; do ls notebooks/${n}_*.ipynb; done)

@@ -61,7 +61,8 @@ if not only or "library_transpose" in only:  # both kernels of library.transpose
         ok = np.array_equal(dst.copy_to_host(), src.T)
         failed += not ok
         print(f"library_transpose {R}x{C}: {'ok' if ok else 'WRONG'}", flush=True)
-if not only or "library_plans" in only or "library_split" in only:  # gl.sgemm's plans (library_split: wide split-K only)
+if not only or "library_plans" in only or "library_split" in only or "library_padded" in only:
+    # gl.sgemm's plans (library_split: wide split-K only; library_padded: the padded plans only)
     from gemm_lessons.library import dispatch, device_arrays  # noqa: E402
 
     def plan_runner(plan):
@@ -70,9 +71,11 @@ if not only or "library_plans" in only or "library_split" in only:  # gl.sgemm's
     # SANITIZE_TILES="128x64 64x64": only those tile sizes (a call on the GPU machine has 10 minutes)
     for tiles in os.environ.get("SANITIZE_TILES", "").split() or dispatch.TILES:
         plans = (dispatch.Plan("wide", tiles), dispatch.Plan("wide", tiles, 3), dispatch.Plan("any_shape", tiles),
-                 dispatch.Plan("any_shape", tiles, 3), dispatch.Plan("padded", tiles))
+                 dispatch.Plan("any_shape", tiles, 3), dispatch.Plan("padded", tiles), dispatch.Plan("padded", tiles, 3))
         if only == {"library_split"}:  # the wide kernel split in 2 and 3, then splitk_reduce_wide.py
             plans = (dispatch.Plan("wide", tiles, 2), dispatch.Plan("wide", tiles, 3))
+        if only == {"library_padded"}:  # B (and A) padded, the wide kernel into C (ragged_c) or split
+            plans = (dispatch.Plan("padded", tiles), dispatch.Plan("padded", tiles, 3))
         for plan in plans:
             for M, N, K in WIDE_SGEMM_SIZES if plan.kernel == "wide" else SGEMM_SIZES:
                 res = problems.check(plan_runner(plan), M, N, K, 1.5, -0.5, name=str(plan))

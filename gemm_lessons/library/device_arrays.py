@@ -8,7 +8,7 @@ What it adds to the ladder's last rung, and where each part lives:
     (warptile.py, 16-byte accesses) when K and N are multiples of 4 and every array is
     C-contiguous and 16-byte aligned; otherwise the any-shape kernel
     (sgemm_kernels/sgemm_any_shape.py), or for large products the wide kernel on zero-padded copies
-    (sgemm_kernels/pad_copy.py).  Nothing goes through the host.
+    of B (and A when K is not a multiple of 4), writing C directly    (sgemm_kernels/pad_copy.py).  Nothing goes through the host.
   * a plan per shape (gemm_lessons.library.dispatch.choose): kernel, tile size, and split-K for small
     M x N with a long K (sgemm_kernels/splitk_reduce.py adds the partial sums, or
     splitk_reduce_wide.py, 16 bytes at a time, after the wide kernel).  Workspaces
@@ -52,7 +52,8 @@ _LAUNCHERS = {}
 
 def kernel_spec(kind, tiles, layout):
     """(numba kernel, argument types, threads per block) of one kernel the library launches:
-    ``kind`` "wide", "wide_split" (the wide kernel with split_k), "any_shape", "reduce", "reduce_wide"
+    ``kind`` "wide", "wide_split" (the wide kernel with split_k), "wide_ragged_c" (with ragged_c,
+    C typed by ``layout``), "any_shape", "reduce", "reduce_wide"
     (16-byte accesses, the wide plans') or "pad",
     ``tiles`` a key of dispatch.TILES ("" for the reduction and the padding copy), ``layout``
     "C" or "A" (strided rows).  The wide kernels take C-contiguous arrays only."""
@@ -61,6 +62,9 @@ def kernel_spec(kind, tiles, layout):
         cfg = dispatch.TILES[tiles]
         kernel = warptile.kernel_for(replace(cfg, split_k=True) if kind == "wide_split" else cfg)
         return kernel, (arr, arr, arr, f32, f32), cfg.threads
+    if kind == "wide_ragged_c":  # the padded plan's: padded A and B (C-contiguous), C as given
+        cfg = replace(dispatch.TILES[tiles], ragged_c=True)
+        return warptile.kernel_for(cfg), (_ARRAY["C"], _ARRAY["C"], arr, f32, f32), cfg.threads
     if kind == "pad":  # src (any layout) into a fresh, C-contiguous workspace
         return pad_copy.pad_copy, (arr, _ARRAY["C"]), pad_copy.THREADS
     if kind == "any_shape":
@@ -75,6 +79,7 @@ def kernel_spec(kind, tiles, layout):
 
 # every (kind, tiles, layout) that _runner can launch: what gemm_lessons.runs.arch_facts compiles
 KERNEL_KEYS = ([(kind, t, "C") for kind in ("wide", "wide_split") for t in dispatch.TILES]
+               + [("wide_ragged_c", t, layout) for t in dispatch.TILES for layout in ("C", "A")]
                + [("any_shape", t, layout) for t in dispatch.TILES for layout in ("C", "A")]
                + [(kind, "", layout) for kind in ("reduce", "pad") for layout in ("C", "A")]
                + [("reduce_wide", "", "C")])
@@ -133,7 +138,8 @@ def sgemm(A, B, C=None, alpha=1.0, beta=0.0):
         Full speed (the ladder's last rung, 16-byte loads and stores): K and N multiples of 4,
         all three arrays C-contiguous and starting on a 16-byte boundary (fresh allocations
         do).  Anything else runs the any-shape kernel (4-byte accesses) or, for large products,
-        the fast kernel on zero-padded copies of A and B: correct, slower.  ``plan_of(A, B, C)``
+        the fast kernel on zero-padded copies of B (and of A when K is not a multiple of 4),
+        writing C one float at a time: correct, slower.  ``plan_of(A, B, C)``
         says which plan a call runs.
     Aliasing
         C must not share memory with A or B: the kernels write C while they read A and B, so
@@ -269,21 +275,35 @@ def _runner(plan, M, N, K, contiguous):
 
 
 def _padded_runner(plan, M, N, K, layout):
-    """The padded plan: A and B copied into zero-padded workspaces (sides multiples of 4), the
-    wide kernel into an M x N4 workspace, its M x N part into C with alpha and beta (the
-    reduction of one part)."""
+    """The padded plan: B, and A where its rows cannot take 16-byte loads (K not a multiple of 4,
+    a strided or unaligned A), copied into zero-padded workspaces with sides multiples of 4; then
+    the wide kernel straight into C, one float at a time (``ragged_c``), or, split along K, into
+    a workspace of partial sums that the reduction adds into C."""
     N4, K4 = dispatch.padded_sides(N, K)
-    pad, wide = _launcher("pad", "", layout), _launcher("wide", plan.tiles, "C")
-    reduce = _launcher("reduce", "", layout)
-    grid, grid_a, grid_b = plan.grid(M, N4)[:2], pad_copy.grid(M, K4), pad_copy.grid(K4, N4)
-    reduce_grid = splitk_reduce.grid(M, N)
+    pad = _launcher("pad", "", layout)
+    grid_a, grid_b, grid = pad_copy.grid(M, K4), pad_copy.grid(K4, N4), plan.grid(M, N4)
+    split = plan.split
+    if split == 1:
+        main = _launcher("wide_ragged_c", plan.tiles, layout)
+    else:
+        main, reduce = _launcher("wide_split", plan.tiles, "C"), _launcher("reduce", "", layout)
+        reduce_grid = splitk_reduce.grid(M, N)
+    pad_a = bool(K & 3) or layout != "C"  # else only an A not on a 16-byte boundary is copied
 
     def run_padded(A, B, C, alpha, beta):
-        Ap, Bp, W = _workspace("A", M, K4), _workspace("B", K4, N4), _workspace("W", M, N4)
-        pad(grid_a, A, Ap)
+        if pad_a or _pointer(A) & 15:
+            Ap = _workspace("A", M, K4)
+            pad(grid_a, A, Ap)
+        else:
+            Ap = A
+        Bp = _workspace("B", K4, N4)
         pad(grid_b, B, Bp)
-        wide(grid, Ap, Bp, W, 1.0, 0.0)
-        reduce(reduce_grid, W, C, alpha, beta)
+        if split == 1:
+            main(grid, Ap, Bp, C, alpha, beta)
+        else:
+            W = _workspace("W", split * M, N4)
+            main(grid, Ap, Bp, W, 1.0, 0.0)
+            reduce(reduce_grid, W, C, alpha, beta)
 
     return run_padded
 

@@ -8,15 +8,16 @@ a handful of plans (``PLANS``), each with the tile sizes of ``TILES``:
     sgemm_kernels/splitk_reduce_wide.py adds up, 16 bytes at a time);
   * ``any_shape``: sgemm_kernels/any_shape.py (scalar, predicated global loads: any shape, any
     alignment, strided rows), whole or split the same way (its parts added by splitk_reduce.py);
-  * ``padded``: where the wide kernel may not run, copies of A and B with zeros around them
-    (sides multiples of 4, sgemm_kernels/pad_copy.py), the wide kernel into a workspace, and the
-    M x N part of it copied into C.
+  * ``padded``: where the wide kernel may not run, a copy of B with zeros around it (sides
+    multiples of 4, sgemm_kernels/pad_copy.py), and of A when K is not a multiple of 4, then the
+    wide kernel from them straight into C, one float at a time (warptile's ``ragged_c``), or
+    split the same way.
 
 ``choose`` picks the plan with the smallest estimated time under ``Model``:
 
     time = sum over waves of (blocks on the busiest SM) x (FLOP of one block) / (that SM's rate)
            + for split-K: the reduction's bytes / bandwidth + one more launch
-           + for padded: the copies' bytes / bandwidth + three more launches
+           + for padded: the copies' bytes / bandwidth + a launch per copy
 
 where a wave is every SM holding as many blocks as fit (``blocks_per_sm``), a full SM's rate is
 the kernel's whole-GPU rate on a large square problem divided by the SMs, and an SM holding
@@ -83,7 +84,7 @@ class Plan:
 
 PLANS = ([Plan("wide", t, s) for t in TILES for s in SPLITS]
          + [Plan("any_shape", t, s) for t in TILES for s in SPLITS]
-         + [Plan("padded", t) for t in TILES])
+         + [Plan("padded", t, s) for t in TILES for s in SPLITS])
 
 
 def padded_sides(N, K):
@@ -92,11 +93,16 @@ def padded_sides(N, K):
 
 
 def padded_copy_floats(M, N, K):
-    """Floats the padded plan's copies read and write besides the product: A (M x K) into M x K4,
-    B (K x N) into K4 x N4, and the M x N4 result into C (C read too, as the reduction's term
-    charges it whatever beta is)."""
+    """Floats the padded plan's copies read and write besides the product: B (K x N) into K4 x N4,
+    and A (M x K) into M x K4 when K is not a multiple of 4 (an aligned, C-contiguous A with K a
+    multiple of 4 is read as it is; C is written by the kernel itself)."""
     N4, K4 = padded_sides(N, K)
-    return M * K + M * K4 + K * N + K4 * N4 + M * N4 + 2 * M * N
+    return K * N + K4 * N4 + (M * K + M * K4 if K % 4 else 0)
+
+
+def padded_copies(K):
+    """How many copy kernels the padded plan launches: B's, and A's when K is not a multiple of 4."""
+    return 2 if K % 4 else 1
 
 
 @dataclass(frozen=True)
@@ -153,7 +159,7 @@ class Model:
         """Seconds the model gives ``plan`` for an M x N x K product (a ranking, see the doc)."""
         if plan.kernel == "padded":  # the wide kernel on the padded sides, plus the copies
             N4, K4 = padded_sides(N, K)
-            return self.estimate_s(Plan("wide", plan.tiles), M, N4, K4) + self.padding_s(M, N, K)
+            return self.estimate_s(Plan("wide", plan.tiles, plan.split), M, N4, K4) + self.padding_s(M, N, K)
         c, s = plan.config, self.speed(plan)
         gx, gy, splits = plan.grid(M, N)
         blocks = gx * gy * splits
@@ -169,8 +175,9 @@ class Model:
 
     def padding_s(self, M, N, K):
         """What the padded plan adds to the wide kernel: its copies' bytes at the copy bandwidth
-        and three more launches (two copies in, one out)."""
-        return 4.0 * padded_copy_floats(M, N, K) / (self.bandwidth_gbs * 1e9) + 3 * self.launch_us * 1e-6
+        and a launch per copy (``padded_copies``)."""
+        return (4.0 * padded_copy_floats(M, N, K) / (self.bandwidth_gbs * 1e9)
+                + padded_copies(K) * self.launch_us * 1e-6)
 
     def to_dict(self):
         return {**asdict(self), "speeds": {k: asdict(v) for k, v in self.speeds.items()}}

@@ -134,8 +134,9 @@ EXPERIMENTS = {
     "reg1d_64x64": {"probe": "reg1d-64x64-probe-{device}.json", "timings": "timings-{device}.json",
                     "ncu": "ncu-reg1d-64x64-{device}.csv"},
     "rewrite": {"probe": "rewrite-{device}.json", "log": "rewrite-{device}.txt"},
-    "shape_classes": {"probe": "shape-classes-probe-{device}.json", "variants": "shape-variants-probe-{device}.json",
-                      "ncu": "ncu-shape-classes-{device}.csv"},
+    "shape_classes": {"probe": "shape-classes-probe{suffix}-{device}.json",  # run "before": the old padded plan
+                      "variants": "shape-variants-probe-{device}.json", "ncu": "ncu-shape-classes-{device}.csv",
+                      "ncu_variants": "ncu-variants-{device}.csv"},
     "splitk": {"probe": "splitk-probe{suffix}-{device}.json"},  # run "run1": the first form
     "transpose_anywide": {"suite": "transpose-suite-anywide{suffix}-{device}.json"},  # run "run2"
 }

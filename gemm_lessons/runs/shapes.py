@@ -12,7 +12,8 @@ One run, one process, on a GPU (about 4-6 minutes on an H100, ``--quick`` about 
      its checks and numba's dispatch, its kernel through numba's dispatch alone, and the nvmath
      cuBLAS wrapper: host time to issue a call,
      wall time per synchronised call, CUDA-event time around one call;
-  3. the suite (squares 512-16384, odd sizes, skinny both ways): per shape, the plan gl.sgemm
+  3. the suite (squares 512-16384; sizes that are not powers of 2, near 1000, ragged, and two
+     vocabulary projections; skinny both ways): per shape, the plan gl.sgemm
      chose, a correctness check against float64 (every element where that is cheap, a sample
      of rows and columns where it is not; C poisoned first), single calls with CUDA events
      around each (warm-up, median, p10-p90) and back-to-back calls, for gl.sgemm and cuBLAS in
@@ -47,8 +48,13 @@ from gemm_lessons.records.schema import Device, OverheadRow, ShapeRow, ShapesRec
 from gemm_lessons.measure.timing import time_gpu
 
 SQUARES = (512, 1024, 2048, 4096, 8192, 16384)
-ODD = ((4095, 4097, 4093), (1000, 1000, 1000), (3000, 5000, 700))
-SKINNY = ((256, 12288, 12288), (12288, 12288, 256), (64, 8192, 8192), (8192, 64, 8192))
+# not powers of 2: nothing a multiple of 4, sizes near 1000 with and without, a product, and two
+# vocabulary projections (N, the vocabulary, not a multiple of 4; K a model's width)
+ODD = ((4095, 4097, 4093), (1000, 1000, 1000), (999, 1001, 1003), (1023, 1021, 1025), (3000, 5000, 700),
+       (4096, 50257, 768), (2048, 32003, 4096))
+# skinny: one side small (64, 128, 256) against long others
+SKINNY = ((256, 12288, 12288), (12288, 12288, 256), (64, 8192, 8192), (8192, 64, 8192), (128, 32768, 4096),
+          (32768, 128, 4096))
 QUICK = {"square": (1024, 4096), "odd": ((4095, 4097, 4093), (1000, 1000, 1000)),
          "skinny": ((256, 12288, 12288), (8192, 64, 8192))}
 OVERHEAD_SIZES = (128, 256, 512, 1024)

@@ -116,6 +116,9 @@ def test_plan_of_names_the_plan_sgemm_runs(monkeypatch):
     (Plan("any_shape", "64x128", 1), (13, 3, 10)),
     (Plan("wide", "64x64", 3), (12, 8, 100)),        # the wide kernel split: parts of 40, 40 and 20 k
     (Plan("padded", "64x64"), (5, 7, 50)),           # zero-padded copies: 5 x 8 x 52 through the wide kernel
+    (Plan("padded", "128x64"), (9, 6, 16)),          # K a multiple of 4: A read as it is, B padded to 8 columns
+    (Plan("padded", "64x64", 3), (5, 7, 300)),       # padded and split: parts added into the 7-wide C
+    (Plan("padded", "64x128", 2), (6, 9, 40)),
     (Plan("wide", "128x64", 2), (9, 8, 40)),         # the narrow tile, split
     (Plan("any_shape", "128x64"), (7, 5, 9)),
 ])
@@ -135,6 +138,34 @@ def test_padded_plan_writes_its_zeros_every_call():
         library._workspace(role, rows, cols).copy_to_device(np.full((rows, cols), np.nan, np.float32))
     res = problems.check(plan_runner(Plan("padded", "64x64")), M, N, K, 1.5, -0.5)
     assert res.passed, res.message()
+
+
+def test_padded_plan_copies_a_only_when_its_rows_cannot_take_16_byte_loads(monkeypatch):
+    """B is always copied; A only when K is not a multiple of 4, A is strided or A starts off a
+    16-byte boundary.  C is written by the kernel itself, one float at a time: never past C's own
+    width, even when C is a view inside a wider array (the poison around it stays)."""
+    roles = []
+    real = library._workspace
+    monkeypatch.setattr(library, "_workspace", lambda role, *a: roles.append(role) or real(role, *a))
+    rng = np.random.default_rng(8)
+
+    def run(A, B, C, contiguous=True):
+        roles.clear()
+        library.run_plan(Plan("padded", "64x64"), A, B, C, 2.0, 0.0, contiguous=contiguous)
+        return list(roles)
+
+    for K in (12, 13):  # C-contiguous, aligned arrays
+        a, b = rng.uniform(-1, 1, (9, K)).astype(np.float32), rng.uniform(-1, 1, (K, 7)).astype(np.float32)
+        C = cuda.device_array((9, 7), np.float32)
+        assert run(cuda.to_device(a), cuda.to_device(b), C) == (["B"] if K == 12 else ["A", "B"])
+        assert problems.compare("padded", C.copy_to_host(), 2.0 * a.astype(np.float64) @ b, 2.0, 0.0, K).passed
+    flat = cuda.to_device(np.concatenate([[0], a[:, :12].ravel()]).astype(np.float32))[1:]  # 4 bytes off
+    assert run(flat.reshape(9, 12), cuda.to_device(b[:12]), cuda.device_array((9, 7), np.float32)) == ["A", "B"]
+    big_c = cuda.to_device(np.full((9, 13), problems.POISON, np.float32))
+    assert run(cuda.to_device(a), cuda.to_device(b), big_c[:, 3:10], contiguous=False) == ["A", "B"]
+    out = big_c.copy_to_host()
+    assert problems.compare("padded", out[:, 3:10], 2.0 * a.astype(np.float64) @ b, 2.0, 0.0, 13).passed
+    assert (np.delete(out, np.s_[3:10], axis=1).view(np.uint32) == problems.POISON_BITS).all(), "wrote outside C"
 
 
 def test_split_k_parts_cover_k_once():

@@ -29,6 +29,9 @@ What lessons 07 and 08 add to lesson 06's kernel:
     sums only k in [z * chunk, (z + 1) * chunk), chunk = K / s rounded up to a multiple of BK,
     and writes rows z*M .. z*M + M-1 of C, which is then an (s*M) x N workspace of partial sums
     (sgemm_kernels/splitk_reduce.py adds them up).  Without it, k runs over all of K into C.
+  * a ragged C (lesson 11, ``ragged_c``, for gl.sgemm's padded plan): C is written one float at
+    a time, each column checked against C's own width, which may be less than B's (B padded
+    with zero columns to a multiple of 4, C as the caller gave it) and need not be a multiple of 4.
   * block order (lesson 08, ``group_m``): with group_m = 1 block (x, y) computes tile (row y,
     column x) of C, row-major order; with group_m = G > 1 the grid is (G, tile columns, groups)
     and block (x, y, z) computes tile (row z * G + x, column y): in the order of their linear
@@ -44,7 +47,7 @@ from numba import boolean, cuda, float32, int64
 
 from gemm_lessons.core.array_checks import sgemm_shapes
 from gemm_lessons.core.jit import jit
-from gemm_lessons.core.float4 import load4, require_wide_alignment, store4
+from gemm_lessons.core.float4 import load1, load4, require_wide_alignment, store1, store4
 from gemm_lessons.core.unroll import static, static_range, unrolled
 
 STATIC_SHARED_LIMIT = 48 * 1024  # bytes of statically sized shared memory per block
@@ -67,6 +70,7 @@ class TileConfig:
     max_registers: int = 128  # register cap per thread (None: the compiler decides)
     group_m: int = 1         # block order: 1 row-major; G > 1 groups of G tile rows (block_order.py)
     split_k: bool = False    # block z sums only its part of k into rows z*M.. of C (gl.sgemm, lesson 11)
+    ragged_c: bool = False   # C written one float at a time, up to C's own width (gl.sgemm, lesson 11)
 
     @property
     def lanes(self):  # (LM, LN): how the 32 lanes of a warp tile the warp tile
@@ -93,7 +97,8 @@ class TileConfig:
         """ValueError naming the first rule the configuration breaks (checked before compiling)."""
         rules = [
             (all(isinstance(getattr(self, f.name), int) and getattr(self, f.name) > 0
-                 for f in fields(self) if f.name not in ("pad_a", "max_registers", "spread", "guard", "split_k")),
+                 for f in fields(self) if f.name not in ("pad_a", "max_registers", "spread", "guard", "split_k",
+                                                                  "ragged_c")),
              "sizes must be positive integers"),
             (self.TM % 4 == 0 and self.TN % 4 == 0, "TM and TN must be multiples of 4 (4x4 pieces)"),
             (self.BK % 4 == 0, "BK must be a multiple of 4 (A is read 4 floats at a time along k)"),
@@ -127,7 +132,7 @@ class TileConfig:
                 + (" spread" if self.spread and self.stages == 2 else "")
                 + ("" if self.guard == "if" else f" guard {self.guard}")
                 + ("" if self.group_m == 1 else f" group {self.group_m}")
-                + (" split_k" if self.split_k else ""))
+                + (" split_k" if self.split_k else "") + (" ragged_c" if self.ragged_c else ""))
 
 
 GUARDS = ("if", "select", "and")
@@ -143,7 +148,7 @@ def make_kernel(cfg):
     A_STEP = cfg.threads // (BK // 4)      #   A_STEP rows apart
     B_LOADS = BK * BN // 4 // cfg.threads  # ... and of the B tile, B_STEP rows apart
     B_STEP = cfg.threads // (BN // 4)
-    STAGES, GUARD, GROUP_M, SPLIT_K = cfg.stages, cfg.guard, cfg.group_m, cfg.split_k
+    STAGES, GUARD, GROUP_M, SPLIT_K, RAGGED_C = cfg.stages, cfg.guard, cfg.group_m, cfg.split_k, cfg.ragged_c
 
     def load_at(u):  # the k-step before which staged float4 u (A's first, then B's) is loaded
         return u * BK // (A_LOADS + B_LOADS) if cfg.spread else 0
@@ -303,16 +308,25 @@ def make_kernel(cfg):
             row = row0 + a_base + (i // 4 * LM * 4 + i % 4)  # 4x4 pieces, LM*4 rows apart
             if row < M:
                 row += c_row0  # split_k: block z's rows of the workspace
-                for j in static_range(0, TN, 4):
-                    col = col0 + b_base + j // 4 * LN * 4
-                    if col < N:
-                        if beta == 0:
-                            store4(C, row, col, alpha * acc[i, j], alpha * acc[i, j + 1],
-                                   alpha * acc[i, j + 2], alpha * acc[i, j + 3])
-                        else:
-                            o0, o1, o2, o3 = load4(C, row, col)
-                            store4(C, row, col, alpha * acc[i, j] + beta * o0, alpha * acc[i, j + 1] + beta * o1,
-                                   alpha * acc[i, j + 2] + beta * o2, alpha * acc[i, j + 3] + beta * o3)
+                if static(RAGGED_C):  # one float at a time, columns checked against C's width
+                    for j in static_range(TN):
+                        col = col0 + b_base + (j // 4 * LN * 4 + j % 4)
+                        if col < C.shape[1]:
+                            if beta == 0:
+                                store1(C, row, col, alpha * acc[i, j])
+                            else:
+                                store1(C, row, col, alpha * acc[i, j] + beta * load1(C, row, col))
+                else:  # float4 by float4 (N a multiple of 4, C aligned)
+                    for j in static_range(0, TN, 4):
+                        col = col0 + b_base + j // 4 * LN * 4
+                        if col < N:
+                            if beta == 0:
+                                store4(C, row, col, alpha * acc[i, j], alpha * acc[i, j + 1],
+                                       alpha * acc[i, j + 2], alpha * acc[i, j + 3])
+                            else:
+                                o0, o1, o2, o3 = load4(C, row, col)
+                                store4(C, row, col, alpha * acc[i, j] + beta * o0, alpha * acc[i, j + 1] + beta * o1,
+                                       alpha * acc[i, j + 2] + beta * o2, alpha * acc[i, j + 3] + beta * o3)
 
     sgemm_warptile.config = cfg
     return sgemm_warptile

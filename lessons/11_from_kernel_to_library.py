@@ -90,10 +90,10 @@ except ValueError as e:
 # [predicate](GLOSSARY.md#predicate) (inside the matrix, inside this block's k); `k_begin`/`k_end`
 # bound this block's k and `out0` its rows of output (split-K, section 3); with `beta == 0` it
 # does not read C (as cuBLAS does). It takes any shape, alignment and stride. A **plan** is a
-# kernel, its tile size BM x BN and K's split if any: `wide 64x128`. The **padded plan** copies A
-# and B into zero-padded arrays with sides rounded up to multiples of 4, runs `warptile` (the
-# library's **wide kernel**) on them into a [workspace](GLOSSARY.md#workspace), and copies the
-# result into C. (`cfg.pad_a` is lesson 06's padding against bank conflicts.)
+# kernel, its tile size BM x BN and K's split if any: `wide 64x128`. The **padded plan** copies B
+# (and A, when K is not a multiple of 4) into zero-padded arrays with sides rounded up to multiples
+# of 4 and runs `warptile` (the library's **wide kernel**) on them, which writes C one float at a
+# time up to C's own width (`ragged_c`). (`cfg.pad_a` is lesson 06's padding against bank conflicts.)
 
 # %%
 from numba import boolean
@@ -284,13 +284,13 @@ print(f"{pad_plan} at 33x65x47 (alpha 1.5, beta -0.5): right: {res.passed}")
 # `gl.sgemm` picks a plan with a **model** (section 4): a kernel's FLOP at its rate measured on this
 # GPU, wave by wave, plus any copies at memory bandwidth. The **shape suite**
 # (`python -m gemm_lessons.runs.shapes`) measures the rates, then checks and times `gl.sgemm` and
-# cuBLAS back to back on 13 shapes.
+# cuBLAS back to back on 19 shapes.
 #
 # **Predict.** 4095 x 4097 x 4093 is the work of 4096^3 give or take 0.1%, but nothing in it is a
-# multiple of 4, so `gl.sgemm` runs the padded plan. Its copies move seven matrices of about
-# 4096^2 floats (67 MB each): A and B read and written padded, the padded result read, C read and
-# written (the model charges C's read even when beta == 0). A copy takes bytes / bandwidth, at
-# about 4 TB/s on this GPU, plus about 5 µs per launch (three launches). How much longer than at
+# multiple of 4, so `gl.sgemm` runs the padded plan. Its copies move four matrices of about
+# 4096^2 floats (67 MB each): A and B, each read, then written padded (the kernel writes C
+# itself). A copy takes bytes / bandwidth, at about 4 TB/s on this GPU, plus about 5 µs per
+# launch (two launches). How much longer than at
 # 4096^3 (warptile's time, top of the lesson) will `gl.sgemm` take, back to back, in %?
 
 # %%
@@ -303,7 +303,8 @@ t_odd, t_ref = 1e3 * model.estimate_s(odd_plan, *ODD_SHAPE), 1e3 * model.estimat
 model_odd_extra_pct = 100 * (t_odd / t_ref - 1)
 copy_mb = 4 * dispatch.padded_copy_floats(*ODD_SHAPE) / 1e6
 copies = (f": the copies' {copy_mb:.0f} MB take {copy_mb / model.bandwidth_gbs:.3f} ms at {model.bandwidth_gbs:,.0f} GB/s, "
-          f"plus 3 launches of {model.launch_us:.0f} µs: {1e3 * model.padding_s(*ODD_SHAPE):.3f} ms" if odd_plan.kernel == "padded" else "")
+          f"plus {dispatch.padded_copies(ODD_SHAPE[2])} launches of {model.launch_us:.0f} µs: "
+          f"{1e3 * model.padding_s(*ODD_SHAPE):.3f} ms" if odd_plan.kernel == "padded" else "")
 guessed = [str(p) for p in (odd_plan, ref_plan) if not model.speed(p).measured]  # rates this GPU's suite did not measure
 print(f"The model picks {odd_plan} at {shape_name(ODD_SHAPE)} and {ref_plan} at {shape_name(REFERENCE_SHAPE)}, and "
       f"estimates {t_odd:.3f} ms against {t_ref:.3f} ms: {model_odd_extra_pct:+.1f}%{copies}"
@@ -321,7 +322,7 @@ exercises.compare_prediction(my_odd_extra_pct, 100 * odd_extra_ms / ref_row.back
                              "gl.sgemm at 4095x4097x4093, % more time than at 4096^3 (back to back)", edges.source)
 
 # %% [markdown]
-# **Why.** First, why the copies beat the any-shape kernel. Before its 13 shapes, the shape suite
+# **Why.** First, why the copies beat the any-shape kernel. Before its 19 shapes, the shape suite
 # **calibrates**: it times each kernel on an aligned 4096^3 square:
 
 # %%
@@ -556,7 +557,7 @@ print(f"The reduction ({reduce_us:.1f} µs) and its launch ({model.launch_us:.0f
 #
 # $$t = \sum_{\text{waves}} \text{blocks on the busiest SM} \times \frac{\text{FLOP of one block}}{\text{that SM's rate}}
 #   \;+\; \text{split-K: } \frac{\text{reduction bytes}}{\text{bandwidth}} + \text{one launch}
-#   \;+\; \text{padded: } \frac{\text{copy bytes}}{\text{bandwidth}} + \text{three launches}$$
+#   \;+\; \text{padded: } \frac{\text{copy bytes}}{\text{bandwidth}} + \text{a launch per copy}$$
 #
 # The **calibration** measures the rates (each kernel and tile size on a 4096^3 square, and with
 # one block per SM) and a copy's bandwidth. The model is blind to L2 reuse, the clock and Python.

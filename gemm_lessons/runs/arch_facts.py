@@ -480,8 +480,17 @@ def _versions_line(record):
     return (f"Compiled offline on {record['date'][:10]} (commit {str(record['git_commit'])[:12]}): numba-cuda "
             f"{v.get('numba-cuda')}, numba {v.get('numba')}, NVVM IR {v.get('nvvm')}, nvJitLink {v.get('nvjitlink')} "
             f"(kernels with numba's lto option: all here), ptxas {v.get('ptxas')} (the others)."
-            + "".join(f" {name} was added later with the same toolchain ({k['added']})."
-                      for name, k in record["kernels"].items() if k.get("added")))
+            + "".join(f" {', '.join(names)} {'was' if len(names) == 1 else 'were'} added later with the same "
+                      f"toolchain ({when})." for when, names in _added(record).items()))
+
+
+def _added(record):
+    """{when: [kernel names]} of the kernels compiled after the record (their ``added``)."""
+    out = {}
+    for name, k in record["kernels"].items():
+        if k.get("added"):
+            out.setdefault(k["added"], []).append(name)
+    return out
 
 
 def fits_sentence(record):

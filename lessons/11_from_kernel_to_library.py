@@ -289,8 +289,8 @@ print(f"{pad_plan} at 33x65x47 (alpha 1.5, beta -0.5): right: {res.passed}")
 # **Predict.** 4095 x 4097 x 4093 is the work of 4096^3 give or take 0.1%, but nothing in it is a
 # multiple of 4, so `gl.sgemm` runs the padded plan. Its copies move four matrices of about
 # 4096^2 floats (67 MB each): A and B, each read, then written padded (the kernel writes C
-# itself). A copy takes bytes / bandwidth, at about 4 TB/s on this GPU, plus about 5 µs per
-# launch (two launches). How much longer than at
+# itself). A copy takes bytes / bandwidth, at about 4 TB/s on this GPU,
+# plus about 5 µs per launch (two launches). How much longer than at
 # 4096^3 (warptile's time, top of the lesson) will `gl.sgemm` take, back to back, in %?
 
 # %%

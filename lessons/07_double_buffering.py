@@ -560,7 +560,6 @@ class TileConfig:
     group_m: int = 1         # block order: 1 row-major; G > 1 groups of G tile rows (block_order.py)
     split_k: bool = False    # block z sums only its part of k into rows z*M.. of C (gl.sgemm, lesson 11)
     ragged_c: bool = False   # C written one float at a time, up to C's own width (gl.sgemm, lesson 11)
-    stage_c: bool = False    # with ragged_c: through shared memory, a warp writing 32 neighbours of a row
 
     @property
     def lanes(self):  # (LM, LN): how the 32 lanes of a warp tile the warp tile
@@ -588,7 +587,7 @@ class TileConfig:
         rules = [
             (all(isinstance(getattr(self, f.name), int) and getattr(self, f.name) > 0
                  for f in fields(self) if f.name not in ("pad_a", "max_registers", "spread", "guard", "split_k",
-                                                                  "ragged_c", "stage_c")),
+                                                                  "ragged_c")),
              "sizes must be positive integers"),
             (self.TM % 4 == 0 and self.TN % 4 == 0, "TM and TN must be multiples of 4 (4x4 pieces)"),
             (self.BK % 4 == 0, "BK must be a multiple of 4 (A is read 4 floats at a time along k)"),
@@ -599,8 +598,6 @@ class TileConfig:
              f"a warp has 32 lanes, but (WM/TM) x (WN/TN) = {self.lanes[0]} x {self.lanes[1]}"),
             (self.threads <= 1024, f"{self.threads} threads per block; the limit is 1024"),
             (self.stages in (1, 2), "stages must be 1 or 2"),
-            (not self.stage_c or (self.ragged_c and (self.BM // self.TM * self.BN) % self.threads == 0),
-             "stage_c needs ragged_c and a pass of BM/TM rows of the tile that splits evenly over the threads"),
             (self.guard in GUARDS, f"guard must be one of {GUARDS}"),
             ((self.BM * self.BK // 4) % self.threads == 0 and self.threads % (self.BK // 4) == 0,
              f"the {self.BM}x{self.BK} A tile must split evenly into float4s over {self.threads} threads"),
@@ -624,8 +621,7 @@ class TileConfig:
                 + (" spread" if self.spread and self.stages == 2 else "")
                 + ("" if self.guard == "if" else f" guard {self.guard}")
                 + ("" if self.group_m == 1 else f" group {self.group_m}")
-                + (" split_k" if self.split_k else "") + (" ragged_c" if self.ragged_c else "")
-                + (" stage_c" if self.stage_c else ""))
+                + (" split_k" if self.split_k else "") + (" ragged_c" if self.ragged_c else ""))
 
 
 GUARDS = ("if", "select", "and")
@@ -642,10 +638,6 @@ def make_kernel(cfg):
     B_LOADS = BK * BN // 4 // cfg.threads  # ... and of the B tile, B_STEP rows apart
     B_STEP = cfg.threads // (BN // 4)
     STAGES, GUARD, GROUP_M, SPLIT_K, RAGGED_C = cfg.stages, cfg.guard, cfg.group_m, cfg.split_k, cfg.ragged_c
-    STAGE_C = cfg.stage_c
-    PASS_ROWS = BM // TM  # stage_c: the tile's rows that one i of the thread tile covers, block-wide
-    THREADS = cfg.threads
-    PASS_WRITES = PASS_ROWS * BN // THREADS  # ... and the floats each thread writes of them
 
     def load_at(u):  # the k-step before which staged float4 u (A's first, then B's) is loaded
         return u * BK // (A_LOADS + B_LOADS) if cfg.spread else 0
@@ -662,8 +654,6 @@ def make_kernel(cfg):
         sB0 = cuda.shared.array((BK, BN), float32)
         if static(STAGES == 2):
             sB1 = cuda.shared.array((BK, BN), float32)
-        if static(STAGE_C):
-            sC = cuda.shared.array((PASS_ROWS, BN), float32)  # one pass of C's tile on its way out
         tid = cuda.threadIdx.x
         if static(GROUP_M == 1):  # row-major: block (x, y) computes tile (row y, column x)
             row0 = cuda.blockIdx.y * BM
@@ -786,23 +776,6 @@ def make_kernel(cfg):
                 if static(k < BK):
                     k_step(sA, sB, k)
 
-        if static(STAGE_C):  # defined only where sC is
-            def write_pass(i):  # stage_c: every thread's row i of results into sC, then out 32 neighbours at a time
-                cuda.syncthreads()  # sC free (and, the first time, every thread done with the k-loop)
-                p_row = (warp // (BN // WN)) * LM + lane // LN  # this thread's row of the pass
-                for q in static_range(TN // 4):
-                    store4(sC, p_row, b_base + q * LN * 4, acc[i, 4 * q], acc[i, 4 * q + 1], acc[i, 4 * q + 2], acc[i, 4 * q + 3])
-                cuda.syncthreads()
-                for u in static_range(PASS_WRITES):
-                    p, c = (tid + u * THREADS) // BN, (tid + u * THREADS) % BN
-                    row = c_row0 + row0 + (p // LM) * WM + (p % LM) * 4 + (i // 4 * LM * 4 + i % 4)
-                    col = col0 + c
-                    if (row < c_row0 + M) & (col < C.shape[1]):
-                        if beta == 0:
-                            store1(C, row, col, alpha * sC[p, c])
-                        else:
-                            store1(C, row, col, alpha * sC[p, c] + beta * load1(C, row, col))
-
         if static(STAGES == 1):
             for k0 in range(k_begin, k_end, BK):
                 stage(k0, sA0, sB0)
@@ -822,9 +795,7 @@ def make_kernel(cfg):
                 cuda.syncthreads()
         for i in static_range(TM):
             row = row0 + a_base + (i // 4 * LM * 4 + i % 4)  # 4x4 pieces, LM*4 rows apart
-            if static(STAGE_C):
-                write_pass(i)
-            elif row < M:
+            if row < M:
                 row += c_row0  # split_k: block z's rows of the workspace
                 if static(RAGGED_C):  # one float at a time, columns checked against C's width
                     for j in static_range(TN):

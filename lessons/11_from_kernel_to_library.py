@@ -720,8 +720,9 @@ exercises.check("11-split-k", split_k)
 # * The next cell prints the shape suite's provenance; the probes of 11b (all but the allocation
 #   probe, run on an H200) and the profile of section 5 ran on an H100.
 # * The odd shape's extra time is more than its copies (as the model charges them) and its extra
-#   blocks (section 1 prints both times); the copy kernel was not timed on its own, so where the rest
-#   goes is open.
+#   blocks (section 1 prints both times). Much of the rest is the kernel writing C one float at a
+#   time: `experiments/shape_classes` timed it against 16-byte stores (the last cell). The copies
+#   were not timed on their own.
 # * What the any-shape kernel's 64 bytes of spill cost on their own was not timed (11b, section 3).
 # * Single calls against the simple rule (issue time plus the time back to back), every shape:
 #   [11b](11b_what_we_tried.ipynb) section 1; the next cell lists any that took over twice their
@@ -742,3 +743,12 @@ for kind, r, who in shape_suite.unexplained(rec):
         one, b2b = getattr(r, f"single_{who}"), getattr(r, f"back_to_back_{who}")
         print(f"{shape_name(r.shape)}: one {shape_suite.WHO[who]} call {one.median_ms:.3f} ms, "
               f"{one.median_ms / b2b.median_ms:.1f}x its time back to back")
+
+# %%
+# the padded plan's kernel at the odd shape, writing C one float at a time, against the wide kernel's
+# 16-byte stores on the problem rounded up to multiples of 4 (experiments/shape_classes, one run)
+cost = suite_record.store_cost(ODD_SHAPE)
+if cost:
+    print(f"{shape_name(ODD_SHAPE)} back to back ({cost['device']}, {cost['date']}, commit {cost['commit']}): one float "
+          f"at a time {cost['one_float_ms']:.3f} ms, 16-byte stores {cost['wide_ms']:.3f} ms: "
+          f"{cost['one_float_ms'] - cost['wide_ms']:.3f} ms for the stores.")

@@ -72,3 +72,21 @@ def tflops(shape, ms):
 def calibration(rec, plan):
     """The calibration row (a dict) of ``plan`` ("wide 128x128", ...), or None."""
     return next((c for c in rec.calibration or [] if c.get("plan") == str(plan)), None)
+
+
+def store_cost(shape=ODD_SHAPE, device=None):
+    """What writing C one float at a time costs the padded plan's kernel at ``shape``, from
+    experiments/shape_classes' epilogue probe (one run): {"device", "date", "commit", "one_float_ms",
+    "wide_ms"}: back-to-back medians of that kernel (warptile's ragged_c) and of the wide kernel
+    (16-byte stores) on the problem rounded up to multiples of 4, each the median of its runs in
+    the probe; None without a record or without that shape."""
+    import statistics
+
+    rec = results.experiment_record("shape_classes", "epilogue", device=device or results.COURSE_DEVICE)
+    row = next((r for r in (rec or {}).get("rows", []) if tuple(r["shape"]) == tuple(shape)), None)
+    if row is None:
+        return None
+    ms = {name: statistics.median(r["back_to_back_ms"] for r in row["runs"] if r["name"] == name)
+          for name in ("scalar", "wide")}
+    return {"device": rec["device"], "date": rec["date"][:10], "commit": str(rec["git_commit"])[:7],
+            "one_float_ms": ms["scalar"], "wide_ms": ms["wide"]}

@@ -86,14 +86,14 @@ except ValueError as e:
 
 # %% [markdown]
 # **Two ways out.** The **any-shape kernel** below is lesson 08's (same tiles, two shared buffers,
-# same `k_step`) with four changes: `load_a`/`load_b` read one float at a time, each with its own
-# [predicate](GLOSSARY.md#predicate) (inside the matrix, inside this block's k); `k_begin`/`k_end`
-# bound this block's k and `out0` its rows of output (split-K, section 3); with `beta == 0` it
-# does not read C (as cuBLAS does). It takes any shape, alignment and stride. A **plan** is a
+# same `k_step`) with three changes: it reads and writes one float at a time (`load_a`, `load_b`,
+# `store1`), each access under its own [predicate](GLOSSARY.md#predicate) (inside the matrix,
+# inside this block's k); `k_begin`/`k_end` bound this block's k and `out0` its rows of output
+# (split-K, section 3); with `beta == 0` it does not read C. It takes any shape, alignment and stride. A **plan** is a
 # kernel, its tile size BM x BN and K's split if any: `wide 64x128`. The **padded plan** copies B
-# (and A, when K is not a multiple of 4) into zero-padded arrays with sides rounded up to multiples
-# of 4 and runs `warptile` (the library's **wide kernel**) on them, which writes C one float at a
-# time up to C's own width (`ragged_c`). (`cfg.pad_a` is lesson 06's padding against bank conflicts.)
+# (and A, where K is not a multiple of 4 or A is misaligned) into zero-padded arrays with sides
+# rounded up to multiples of 4 and runs `warptile` (the library's **wide kernel**) on them, which
+# writes C one float at a time (`ragged_c`: C's rows need not be aligned).
 
 # %%
 from numba import boolean
@@ -282,16 +282,17 @@ print(f"{pad_plan} at 33x65x47 (alpha 1.5, beta -0.5): right: {res.passed}")
 
 # %% [markdown]
 # `gl.sgemm` picks a plan with a **model** (section 4): a kernel's FLOP at its rate measured on this
-# GPU, wave by wave, plus any copies at memory bandwidth. The **shape suite**
+# GPU, plus any copies at memory bandwidth. The **shape suite**
 # (`python -m gemm_lessons.runs.shapes`) measures the rates, then checks and times `gl.sgemm` and
 # cuBLAS back to back on 19 shapes.
 #
 # **Predict.** 4095 x 4097 x 4093 is the work of 4096^3 give or take 0.1%, but nothing in it is a
 # multiple of 4, so `gl.sgemm` runs the padded plan. Its copies move four matrices of about
-# 4096^2 floats (67 MB each): A and B, each read, then written padded (the kernel writes C
-# itself). A copy takes bytes / bandwidth, at about 4 TB/s on this GPU,
+# 4096^2 floats (67 MB each): A and B, read, then written padded. A copy takes bytes /
+# bandwidth, about 4 TB/s here,
 # plus about 5 µs per launch (two launches). How much longer than at
-# 4096^3 (warptile's time, top of the lesson) will `gl.sgemm` take, back to back, in %?
+# 4096^3 (warptile's time, top of the lesson) will `gl.sgemm` take,
+# [back to back](GLOSSARY.md#single-call), in %?
 
 # %%
 my_odd_extra_pct = None  # your prediction: % more time at 4095x4097x4093 than at 4096^3 (for example 10)
@@ -335,12 +336,15 @@ best = {k: min((p for p in dispatch.candidates(*ODD_SHAPE, False, model) if p.ke
                key=lambda p: model.estimate_s(p, *ODD_SHAPE)) for k in ("any_shape", "padded")}
 t_best = {k: 1e3 * model.estimate_s(p, *ODD_SHAPE) for k, p in best.items()}
 pct_any = 100 * any_cal["gflops"] / wide_cal["gflops"]
-extra_pct = 100 * extra_loads / ffma
 print(f"any_shape 128x128 ran at {any_cal['gflops'] / 1e3:.1f} TFLOPS, wide 128x128 at {wide_cal['gflops'] / 1e3:.1f} "
       f"({pct_any:.0f}%).")
-print(f"Scalar loads add {extra_loads} load instructions per thread per {ffma} FFMAs: about {extra_pct:.0f}% more "
-      f"instructions" + (f", too few for a {100 - pct_any:.0f}% gap; the other differences: 11b, section 3."
-                         if extra_pct < (100 - pct_any) / 2 else "."))
+prof = suite_record.issue_profile()  # Nsight Compute, experiments/shape_classes
+print(f"Scalar loads add {extra_loads} load instructions per thread per {ffma} FFMAs.")
+if prof:
+    a, w = prof["any_shape"], prof["wide"]
+    slower = a["per_ffma"] / w["per_ffma"] * w["issue_pct"] / a["issue_pct"]  # instructions / issue rate
+    print(f"Nsight Compute at 4096^3: {a['per_ffma']:.2f} instructions per FFMA against {w['per_ffma']:.2f}, issued in "
+          f"{a['issue_pct']:.0f}% of cycles against {w['issue_pct']:.0f}%: {slower:.2f}x the time, {100 / slower:.0f}%.")
 print(f"At {shape_name(ODD_SHAPE)} the model estimates {best['padded']} at {t_best['padded']:.3f} ms and "
       f"{best['any_shape']} at {t_best['any_shape']:.3f} ms: "
       + ("the copies cost less than the slower kernel." if t_best["padded"] < t_best["any_shape"] else
@@ -349,9 +353,8 @@ print(f"At {shape_name(ODD_SHAPE)} the model estimates {best['padded']} at {t_be
 # %% [markdown]
 # Second, why the odd shape took more than the model's copies. A **slot** is room for one
 # [resident](GLOSSARY.md#resident) block on an SM (SMs x blocks/SM slots); a [wave](GLOSSARY.md#wave)
-# fills them all. The model charges each wave by its busiest SM; the GPU starts a block whenever
-# another finishes, so a partly filled wave costs it only its share. Padding N to a multiple of 4
-# adds a column of tiles:
+# fills them all. The model charges each wave by its busiest SM. 4097 columns need a 33rd column
+# of tiles, as the padded 4100 do:
 
 # %%
 N4, K4 = dispatch.padded_sides(*ODD_SHAPE[1:])
@@ -361,8 +364,6 @@ slots = model.speed(ref_plan).blocks_per_sm * model.sms
 waves = {k: b / slots for k, b in blocks.items()}
 bps = model.speed(ref_plan).blocks_per_sm
 charged = {k: b // slots + -(-(b % slots) // model.sms) / bps for k, b in blocks.items()}  # the busiest SM's waves
-ref_ms = ref_row.back_to_back_gl.median_ms  # 4096^3, back to back, the table above
-more_work_ms = ref_ms * (blocks["padded"] / blocks["4096^3"] - 1)  # the extra blocks at their share
 cal_ms = wide_cal["median_ms"]  # 4096^3 in the calibration
 full_waves_ms = cal_ms * charged["4096^3"] / waves["4096^3"]
 last = blocks["4096^3"] % slots  # blocks in the last wave at 4096^3
@@ -375,12 +376,24 @@ print((f"At 4096^3 the last wave's {last} blocks put {-(-last // model.sms)} on 
       + ("." if abs(full_waves_ms / t_ref - 1) < 0.01 else f" (its estimate: {t_ref:.3f} ms).")
       + (" The padded sides, as many: the extra column costs it nothing." if charged["padded"] == charged["4096^3"]
          else f" The padded sides: {charged['padded']:g}."))
-print(f"At their share the extra blocks cost {100 * (blocks['padded'] / blocks['4096^3'] - 1):.1f}% of the "
-      f"{ref_ms:.3f} ms measured above: {more_work_ms:.3f} ms.")
-if odd_plan.kernel == "padded":
-    explained = 1e3 * model.padding_s(*ODD_SHAPE) + more_work_ms
-    print(f"Copies ({1e3 * model.padding_s(*ODD_SHAPE):.3f} ms) and extra blocks: {explained:.3f} ms of the "
-          f"{odd_extra_ms:.3f} ms measured" + ("; the rest: Lab notes." if odd_extra_ms > explained else "."))
+
+# %% [markdown]
+# Its parts, timed alone (`experiments/shape_classes`):
+
+# %%
+stores, copy = suite_record.store_cost(ODD_SHAPE), suite_record.pad_copy_rate()  # recorded, one run each
+if odd_plan.kernel == "padded" and stores and copy:
+    ref_rec = suite_record.row(rec, REFERENCE_SHAPE).back_to_back_gl.median_ms  # 4096^3 in the suite's run
+    parts = {"extra blocks": stores["wide_ms"] - ref_rec, "one-float stores of C": stores["one_float_ms"] - stores["wide_ms"],
+             "copies": copy_mb / copy["gbs"] + dispatch.padded_copies(ODD_SHAPE[2]) * model.launch_us * 1e-3}
+    print(f"Extra blocks: the wide kernel on the padded sides {stores['wide_ms']:.3f} ms, 4096^3 {ref_rec:.3f}: "
+          f"{parts['extra blocks']:+.3f} ms. One-float stores of C: {stores['one_float_ms']:.3f} ms, "
+          f"{parts['one-float stores of C']:+.3f} ms.")
+    print(f"Copies: one float per thread ran at {copy['gbs']:,.0f} GB/s (Nsight Compute), not the model's "
+          f"{model.bandwidth_gbs:,.0f}: {copy_mb:.0f} MB and {dispatch.padded_copies(ODD_SHAPE[2])} launches, "
+          f"{parts['copies']:.3f} ms.")
+    odd_rec = suite_record.row(rec, ODD_SHAPE).back_to_back_gl.median_ms
+    print(f"Sum {sum(parts.values()):.3f} ms; measured {odd_rec - ref_rec:.3f} ms more (the suite's run).")
 
 # %% [markdown]
 # ## 2 · What a call costs
@@ -596,6 +609,8 @@ without_hi = math.exp(sum(math.log(r.pct_cublas_back_to_back) for r in kept if r
 print(f"Over the {len(kept)} shapes where neither caller was host-bound, gl.sgemm ran at {mean:.0f}% of cuBLAS back "
       f"to back (geometric mean), from {lo.pct_cublas_back_to_back:.0f}% ({shape_name(lo.shape)}) to "
       f"{hi.pct_cublas_back_to_back:.0f}% ({shape_name(hi.shape)}" + (": Lab notes)." if hi.pct_cublas_back_to_back > 110 else ")."))
+if not left_out:
+    print("No shape was host-bound.")
 for r in left_out:
     found = [shape_suite.host_bound_evidence(rec, r, who) + (shape_suite.WHO[who],)
              for who in ("gl", "cublas") if shape_suite.host_bound(rec, r, who)]
@@ -717,16 +732,15 @@ exercises.check("11-split-k", split_k)
 # %% [markdown]
 # ## Lab notes
 #
-# * The next cell prints the shape suite's provenance; the probes of 11b (all but the allocation
-#   probe, run on an H200) and the profile of section 5 ran on an H100.
-# * The odd shape's extra time is more than its copies (as the model charges them) and its extra
-#   blocks (section 1 prints both times). Much of the rest is the kernel writing C one float at a
-#   time: `experiments/shape_classes` timed it against 16-byte stores (the last cell). The copies
-#   were not timed on their own.
+# * The next cell prints the shape suite's provenance. The probes of 11b and the profile of section 5
+#   ran on an H100, except 11b's allocation probe (H200).
+# * The odd shape's parts (section 1) come from other runs than this notebook's: the copy kernel's
+#   rate from one profiled copy at 4096 x 50257 x 768, the stores from kernels timed alone
+#   (`experiments/shape_classes`, its README).
 # * What the any-shape kernel's 64 bytes of spill cost on their own was not timed (11b, section 3).
-# * Single calls against the simple rule (issue time plus the time back to back), every shape:
+# * Single calls against their issue time plus their time back to back, every shape:
 #   [11b](11b_what_we_tried.ipynb) section 1; the next cell lists any that took over twice their
-#   time back to back.
+#   time back to back, or says there are none.
 # * Where `gl.sgemm` ran more than 10% ahead of cuBLAS back to back (the next cell), which kernel
 #   cuBLAS chose was not recorded.
 # * Everything else (the call-cost table in full, the launch probe, the 16-byte reduction, split-K in
@@ -736,19 +750,13 @@ exercises.check("11-split-k", split_k)
 # %%
 print(f"shape suite: {suite_record.label(rec)}, commit {rec.git_commit}, `{suite_record.command(rec)}`")
 print(f"dispatch model in use here: {model.source}")
-for kind, r, who in shape_suite.unexplained(rec):
+unexplained = shape_suite.unexplained(rec)
+if not unexplained:
+    print("no shape ran over 10% ahead of cuBLAS back to back, and no single call took over twice its time back to back")
+for kind, r, who in unexplained:
     if kind == "ahead":
         print(f"{shape_name(r.shape)}: gl.sgemm at {r.pct_cublas_back_to_back:.0f}% of cuBLAS back to back")
     else:
         one, b2b = getattr(r, f"single_{who}"), getattr(r, f"back_to_back_{who}")
         print(f"{shape_name(r.shape)}: one {shape_suite.WHO[who]} call {one.median_ms:.3f} ms, "
               f"{one.median_ms / b2b.median_ms:.1f}x its time back to back")
-
-# %%
-# the padded plan's kernel at the odd shape, writing C one float at a time, against the wide kernel's
-# 16-byte stores on the problem rounded up to multiples of 4 (experiments/shape_classes, one run)
-cost = suite_record.store_cost(ODD_SHAPE)
-if cost:
-    print(f"{shape_name(ODD_SHAPE)} back to back ({cost['device']}, {cost['date']}, commit {cost['commit']}): one float "
-          f"at a time {cost['one_float_ms']:.3f} ms, 16-byte stores {cost['wide_ms']:.3f} ms: "
-          f"{cost['one_float_ms'] - cost['wide_ms']:.3f} ms for the stores.")

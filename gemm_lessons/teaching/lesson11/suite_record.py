@@ -90,3 +90,46 @@ def store_cost(shape=ODD_SHAPE, device=None):
           for name in ("scalar", "wide")}
     return {"device": rec["device"], "date": rec["date"][:10], "commit": str(rec["git_commit"])[:7],
             "one_float_ms": ms["scalar"], "wide_ms": ms["wide"]}
+
+
+PROFILED_VOCABULARY = (4096, 50257, 768)  # the shape experiments/shape_classes profiled the copy kernel at
+
+
+def pad_copy_rate(device=None):
+    """The padded plan's copy kernel (kernels/library/pad_copy.py, one float per thread) as Nsight
+    Compute timed it copying B at PROFILED_VOCABULARY (experiments/shape_classes' profile; the launch
+    whose grid is B's copy): {"gbs": floats read and written x 4 bytes / its time, "ms", "header"};
+    None without the record."""
+    from gemm_lessons.kernels.library import pad_copy
+
+    rec = results.ncu_record(results.experiment("shape_classes", "ncu", device or results.COURSE_DEVICE))
+    if rec is None:
+        return None
+    header, _, launches = rec
+    M, N, K = PROFILED_VOCABULARY
+    N4, K4 = dispatch.padded_sides(N, K)
+    gx, gy = pad_copy.grid(K4, N4)
+    launch = next((x for x in launches if x.get("launch__grid_size") == gx * gy), None)
+    if launch is None:
+        return None
+    ms = launch["gpu__time_duration.sum"] / 1e6  # ns
+    return {"gbs": 4.0 * (K * N + K4 * N4) / (ms * 1e-3) / 1e9, "ms": ms, "header": header}
+
+
+def issue_profile(device=None):
+    """The any-shape and wide 128x128 kernels at 4096^3 under Nsight Compute (experiments/shape_classes,
+    ``variants_probe --profile``, whose first and fifth launches they are): {"any_shape": ..., "wide": ...},
+    each {"per_ffma": warp instructions issued per warp FFMA, "issue_pct": % of active cycles an
+    SM sub-partition issued one, "ms"}; None without the record."""
+    rec = results.ncu_record(results.experiment("shape_classes", "ncu_variants", device or results.COURSE_DEVICE))
+    if rec is None:
+        return None
+    launches = rec[2]
+    out = {}
+    for name, launch in (("any_shape", launches[0]), ("wide", launches[4])):
+        assert launch["launch__grid_size"] == 1024, "not the 4096^3 launches of 128 x 128 tiles"
+        out[name] = {"per_ffma": launch["smsp__inst_executed.sum"]
+                     / (launch["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"] / 32),
+                     "issue_pct": launch["smsp__issue_active.avg.pct_of_peak_sustained_active"],
+                     "ms": launch["gpu__time_duration.sum"] / 1e6}
+    return out

@@ -85,15 +85,18 @@ except ValueError as e:
     print("ValueError:", e)
 
 # %% [markdown]
-# **Two ways out.** The **any-shape kernel** below is lesson 08's (same tiles, two shared buffers,
-# same `k_step`) with three changes: it reads and writes one float at a time (`load_a`, `load_b`,
-# `store1`), each access under its own [predicate](GLOSSARY.md#predicate) (inside the matrix,
-# inside this block's k); `k_begin`/`k_end` bound this block's k and `out0` its rows of output
-# (split-K, section 3); with `beta == 0` it does not read C. It takes any shape, alignment and stride. A **plan** is a
-# kernel, its tile size BM x BN and K's split if any: `wide 64x128`. The **padded plan** copies B
-# (and A, where K is not a multiple of 4 or A is misaligned) into zero-padded arrays with sides
-# rounded up to multiples of 4 and runs `warptile` (the library's **wide kernel**) on them, which
-# writes C one float at a time (`ragged_c`: C's rows need not be aligned).
+# **Two ways out.**
+#
+# * The **any-shape kernel** below is lesson 08's (same tiles, two shared buffers, same `k_step`)
+#   with three changes: it reads and writes one float at a time (`load_a`, `load_b`, `store1`),
+#   each access under its own [predicate](GLOSSARY.md#predicate) (inside the matrix, inside this
+#   block's k); `k_begin`/`k_end` bound this block's k and `out0` its rows of output (split-K,
+#   section 3); with `beta == 0` it does not read C. It takes any shape, alignment and stride.
+# * The **padded plan** copies B (and A, where K is not a multiple of 4 or A is misaligned) into
+#   zero-padded arrays with sides rounded up to multiples of 4 and runs `warptile`, the library's
+#   **wide kernel**, on them; its C is the caller's, so it writes C one float at a time
+#   (`ragged_c`).
+# * A **plan** is a kernel, its tile size BM x BN and K's split if any: `wide 64x128`.
 
 # %%
 from numba import boolean
@@ -329,9 +332,6 @@ exercises.compare_prediction(my_odd_extra_pct, 100 * odd_extra_ms / ref_row.back
 # %%
 rec = suite_record.load()  # the shape suite's record
 wide_cal, any_cal = (suite_record.calibration(rec, f"{k} 128x128") for k in ("wide", "any_shape"))
-cfg128 = dispatch.TILES["128x128"]
-scalar_loads = (cfg128.BM + cfg128.BN) * cfg128.BK // cfg128.threads  # global loads per thread per slice of BK
-extra_loads, ffma = scalar_loads - scalar_loads // 4, cfg128.TM * cfg128.TN * cfg128.BK
 best = {k: min((p for p in dispatch.candidates(*ODD_SHAPE, False, model) if p.kernel == k),
                key=lambda p: model.estimate_s(p, *ODD_SHAPE)) for k in ("any_shape", "padded")}
 t_best = {k: 1e3 * model.estimate_s(p, *ODD_SHAPE) for k, p in best.items()}
@@ -339,7 +339,7 @@ pct_any = 100 * any_cal["gflops"] / wide_cal["gflops"]
 print(f"any_shape 128x128 ran at {any_cal['gflops'] / 1e3:.1f} TFLOPS, wide 128x128 at {wide_cal['gflops'] / 1e3:.1f} "
       f"({pct_any:.0f}%).")
 prof = suite_record.issue_profile()  # Nsight Compute, experiments/shape_classes
-print(f"Scalar loads add {extra_loads} load instructions per thread per {ffma} FFMAs.")
+print("The extra instructions, by kind: Lab notes.")
 if prof:
     a, w = prof["any_shape"], prof["wide"]
     slower = a["per_ffma"] / w["per_ffma"] * w["issue_pct"] / a["issue_pct"]  # instructions / issue rate
@@ -563,7 +563,7 @@ print(f"The reduction ({reduce_us:.1f} µs) and its launch ({model.launch_us:.0f
 #
 # **The rule.** `gemm_lessons.library.dispatch` lists the plans: the wide and the
 # any-shape kernel, each with four tile sizes (128 x 128, 64 x 128, 128 x 64, 64 x 64) and K split
-# 1, 2, 3, 4, 6, 8, 12 or 16 ways, and the padded plan per tile size. For a shape it keeps the
+# 1, 2, 3, 4, 6, 8, 12 or 16 ways, and the padded plan likewise. For a shape it keeps the
 # **candidates** that can run it (the wide kernel's where K and N are multiples of 4 and the arrays
 # aligned, else the others; a split only where each part gets at least 128 values of k) and picks
 # the smallest estimate:
@@ -658,7 +658,7 @@ print(f"cuBLAS on the {profiled_on}: " + "; ".join(f"{tiles} tiles at {shape}" f
 #    With chunk = ceil(K / s), part z sums k from z x chunk up to min(K, (z + 1) x chunk) - 1.
 #    (The library rounds the chunk up to a multiple of BK.)
 # 2. `splitk_reduce(W, C, alpha, beta)`: one thread per element of C; C = alpha x (W[0] + W[1] +
-#    ...) + beta x C, reading C only when beta != 0 (C may then hold NaN).
+#    ...) + beta x C, reading C only when beta != 0 (with beta == 0, C may hold NaN).
 #
 # The check launches both with blocks of 16 x 16 threads, x along the columns of C: `sgemm_partial`
 # on a grid of (ceil(N / 16), ceil(M / 16), s) blocks, `splitk_reduce` on (ceil(N / 16), ceil(M / 16)).
@@ -737,7 +737,11 @@ exercises.check("11-split-k", split_k)
 # * The odd shape's parts (section 1) come from other runs than this notebook's: the copy kernel's
 #   rate from one profiled copy at 4096 x 50257 x 768, the stores from kernels timed alone
 #   (`experiments/shape_classes`, its README).
-# * What the any-shape kernel's 64 bytes of spill cost on their own was not timed (11b, section 3).
+# * The any-shape kernel's extra instructions (section 1), counted in its main loop compiled offline
+#   (`experiments/shape_classes/sass_loop.py`): the second cell below. What its spills cost on their
+#   own was not timed (11b, section 3).
+# * The padded plan's copy kernel moves one float per thread, one element in each thread's life; why
+#   that reaches only 1.3 TB/s was not profiled further (`experiments/shape_classes`, its README).
 # * Single calls against their issue time plus their time back to back, every shape:
 #   [11b](11b_what_we_tried.ipynb) section 1; the next cell lists any that took over twice their
 #   time back to back, or says there are none.
@@ -760,3 +764,12 @@ for kind, r, who in unexplained:
         one, b2b = getattr(r, f"single_{who}"), getattr(r, f"back_to_back_{who}")
         print(f"{shape_name(r.shape)}: one {shape_suite.WHO[who]} call {one.median_ms:.3f} ms, "
               f"{one.median_ms / b2b.median_ms:.1f}x its time back to back")
+
+# %%
+loops = suite_record.main_loops()  # offline sm_90 compile: two slices of BK = 8, 1,024 FFMAs per thread
+if loops:
+    a, w = loops["any_shape"], loops["wide"]
+    more = {k: a.get(k, 0) - w.get(k, 0) for k in ("LDG", "STS", "spill", "other")}
+    print(f"Main loop per {a['FFMA']:,} FFMAs (offline sm_90 compile, {loops['date']}): any_shape {sum(a.values()):,} "
+          f"instructions, wide {sum(w.values()):,}: {more['LDG']:+} global loads, {more['STS']:+} shared stores, "
+          f"{more['spill']:+} spill accesses, {more['other']:+} others (addresses, predicates, constants, moves).")

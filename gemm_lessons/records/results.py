@@ -136,7 +136,8 @@ EXPERIMENTS = {
     "rewrite": {"probe": "rewrite-{device}.json", "log": "rewrite-{device}.txt"},
     "shape_classes": {"probe": "shape-classes-probe{suffix}-{device}.json",  # run "before": the old padded plan
                       "variants": "shape-variants-probe-{device}.json", "ncu": "ncu-shape-classes-{device}.csv",
-                      "ncu_variants": "ncu-variants-{device}.csv", "epilogue": "epilogue-probe-{device}.json"},
+                      "ncu_variants": "ncu-variants-{device}.csv", "epilogue": "epilogue-probe-{device}.json",
+                      "sass": "sass-loop-offline.json"},  # compiled offline for sm_90, no GPU
     "splitk": {"probe": "splitk-probe{suffix}-{device}.json"},  # run "run1": the first form
     "transpose_anywide": {"suite": "transpose-suite-anywide{suffix}-{device}.json"},  # run "run2"
 }

@@ -269,7 +269,17 @@ def test_the_odd_shapes_why_is_the_records_arithmetic():
     assert odd["registers"] == wide["registers"] == 128 and odd["local_bytes"] == 64 and wide["local_bytes"] == 0
     # 8 scalar against 2 wide loads: 6 more instructions against the slice's 512 FFMAs; the profile says what
     # the gap is: more instructions per FFMA, issued less often (time ~ instructions / issue rate)
-    assert "add 6 load instructions per thread per 512 FFMAs." in cost
+    assert "The extra instructions, by kind: Lab notes." in cost
+    loops = suite_record.main_loops()  # offline sm_90: the main loop, two slices, 1,024 FFMAs per thread
+    la, lw = loops["any_shape"], loops["wide"]
+    assert la["FFMA"] == lw["FFMA"] == 1024 and la["LDG"] - lw["LDG"] == 12  # 16 scalar loads against 4 of 16 bytes
+    assert la["spill"] > 0 == lw.get("spill", 0)
+    notes = _printed(NOTEBOOK, "loops = suite_record.main_loops()")
+    assert (f"any_shape {sum(la.values()):,} instructions, wide {sum(lw.values()):,}: +12 global loads, "
+            f"{la['STS'] - lw['STS']:+} shared stores, {la['spill']:+} spill accesses, "
+            f"{la['other'] - lw['other']:+} others") in notes
+    # the compiled loop and the profile agree on instructions per FFMA within the prologue and epilogue
+    assert sum(la.values()) / 1024 == pytest.approx(suite_record.issue_profile()["any_shape"]["per_ffma"], rel=0.05)
     prof = suite_record.issue_profile()
     pa, pw = prof["any_shape"], prof["wide"]
     slower = pa["per_ffma"] / pw["per_ffma"] * pw["issue_pct"] / pa["issue_pct"]

@@ -133,3 +133,15 @@ def issue_profile(device=None):
                      "issue_pct": launch["smsp__issue_active.avg.pct_of_peak_sustained_active"],
                      "ms": launch["gpu__time_duration.sum"] / 1e6}
     return out
+
+
+def main_loops():
+    """The any-shape and wide 128x128 kernels' main loops compiled offline for sm_90
+    (experiments/shape_classes/sass_loop.py): {"date", "versions", "any_shape": groups, "wide": groups},
+    groups {"FFMA", "LDS", "STS", "LDG", "spill", "other"} -> instructions per loop (1,024 FFMAs); None
+    without the record."""
+    rec = results.experiment_record("shape_classes", "sass")
+    if rec is None:
+        return None
+    return {"date": rec["date"][:10], "versions": rec["versions"],
+            **{k.split()[0]: v["groups"] for k, v in rec["kernels"].items()}}

@@ -1,0 +1,64 @@
+"""The any-shape and wide 128x128 kernels' main loops, instruction by instruction, compiled offline
+(no GPU): what the any-shape kernel's extra instructions per FFMA are.
+
+    GEMM_LESSONS_SIMULATOR=0 python3 -m experiments.shape_classes.sass_loop [--out DIR]
+    -> DIR/sass-loop-offline.json (kept in experiments/shape_classes/)
+
+Each kernel is compiled as gl.sgemm launches it (gemm_lessons.library.device_arrays.kernel_spec:
+C-contiguous arrays, the 128-register cap) for sm_90 through ptxas (instruments/offline_sass;
+the pip CUDA compiler of the offline-sass extra first on PATH); the main loop is the code between
+the first backward branch and its target (offline_sass.main_loop_opcodes: two slices of BK = 8,
+1,024 FFMAs per thread).  Its opcodes are sorted into FFMA, shared loads (LDS), shared stores
+(STS), global loads (LDG), spill accesses (STL, LDL) and the rest (address arithmetic,
+predicates, constants, moves, the barrier and the branch).
+"""
+import argparse
+import collections
+import json
+import os
+import sys
+
+GROUPS = (("FFMA", ("FFMA",)), ("LDS", ("LDS",)), ("STS", ("STS",)), ("LDG", ("LDG",)), ("spill", ("STL", "LDL")))
+
+
+def group(counts):
+    out = collections.Counter()
+    for op, n in counts.items():
+        base = op.split(".")[0]
+        name = next((g for g, bases in GROUPS if base in bases), "other")
+        out[name] += n
+    return dict(out)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("--out")
+    args = p.parse_args(argv)
+    from gemm_lessons.instruments import offline_sass
+    from gemm_lessons.library import device_arrays
+    from gemm_lessons.measure import provenance
+
+    why = offline_sass.missing_toolchain()
+    if why:
+        sys.exit(f"cannot compile offline: {why}")
+    rec = {"kind": "sass-loop-offline", "date": provenance.now(), "git_commit": provenance.git_commit(),
+           "versions": offline_sass.versions(), "arch": "sm_90", "kernels": {}}
+    for kind in ("any_shape", "wide"):
+        kernel, argtypes, threads = device_arrays.kernel_spec(kind, "128x128", "C")
+        cap = kernel.targetoptions.get("max_registers")
+        sass, info = offline_sass.compile_sass(kernel, cap, argtypes=argtypes)
+        loop = offline_sass.main_loop_opcodes(sass)
+        rec["kernels"][f"{kind} 128x128"] = {"resources": offline_sass.ptxas_resources(info), "loop": dict(loop),
+                                             "groups": group(loop)}
+        print(kind, rec["kernels"][f"{kind} 128x128"]["groups"], flush=True)
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        path = os.path.join(args.out, "sass-loop-offline.json")
+        with open(path, "w") as f:
+            json.dump(rec, f, indent=1)
+        print("wrote", path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -339,7 +339,13 @@ pct_any = 100 * any_cal["gflops"] / wide_cal["gflops"]
 print(f"any_shape 128x128 ran at {any_cal['gflops'] / 1e3:.1f} TFLOPS, wide 128x128 at {wide_cal['gflops'] / 1e3:.1f} "
       f"({pct_any:.0f}%).")
 prof = suite_record.issue_profile()  # Nsight Compute, experiments/shape_classes
-print("The extra instructions, by kind: Lab notes.")
+loops = suite_record.main_loops()  # offline sm_90 compile: two slices of BK = 8, 1,024 FFMAs per thread
+if loops:
+    la, lw = loops["any_shape"], loops["wide"]
+    more = {k: la.get(k, 0) - lw.get(k, 0) for k in ("LDG", "STS", "spill", "other")}
+    print(f"Its main loop, compiled offline: {sum(la.values()):,} instructions per {la['FFMA']:,} FFMAs against "
+          f"{sum(lw.values()):,}: {more['LDG']:+} global loads, {more['STS']:+} shared stores, {more['spill']:+} spill "
+          f"accesses, {more['other']:+} for addresses, predicates and constants.")
 if prof:
     a, w = prof["any_shape"], prof["wide"]
     slower = a["per_ffma"] / w["per_ffma"] * w["issue_pct"] / a["issue_pct"]  # instructions / issue rate
@@ -353,8 +359,7 @@ print(f"At {shape_name(ODD_SHAPE)} the model estimates {best['padded']} at {t_be
 # %% [markdown]
 # Second, why the odd shape took more than the model's copies. A **slot** is room for one
 # [resident](GLOSSARY.md#resident) block on an SM (SMs x blocks/SM slots); a [wave](GLOSSARY.md#wave)
-# fills them all. The model charges each wave by its busiest SM. 4097 columns need a 33rd column
-# of tiles, as the padded 4100 do:
+# fills them all. 4097 columns need a 33rd column of tiles, as the padded 4100 do:
 
 # %%
 N4, K4 = dispatch.padded_sides(*ODD_SHAPE[1:])
@@ -362,20 +367,10 @@ blocks = {"4096^3": math.prod(ref_plan.grid(*REFERENCE_SHAPE[:2])[:2]),
           "padded": math.prod(dispatch.Plan("wide", odd_plan.tiles).grid(ODD_SHAPE[0], N4)[:2])}
 slots = model.speed(ref_plan).blocks_per_sm * model.sms
 waves = {k: b / slots for k, b in blocks.items()}
-bps = model.speed(ref_plan).blocks_per_sm
-charged = {k: b // slots + -(-(b % slots) // model.sms) / bps for k, b in blocks.items()}  # the busiest SM's waves
-cal_ms = wide_cal["median_ms"]  # 4096^3 in the calibration
-full_waves_ms = cal_ms * charged["4096^3"] / waves["4096^3"]
-last = blocks["4096^3"] % slots  # blocks in the last wave at 4096^3
 print(f"{blocks['4096^3']:,} blocks at 4096^3, {blocks['padded']:,} on the padded sides ({N4} columns): "
-      f"{100 * (blocks['padded'] / blocks['4096^3'] - 1):.1f}% more work. With {slots} slots that is "
-      f"{waves['4096^3']:.2f} and {waves['padded']:.2f} waves.")
-print((f"At 4096^3 the last wave's {last} blocks put {-(-last // model.sms)} on some SMs, so " if last else "")
-      + f"the model charges {charged['4096^3']:g} full waves: the calibration's {cal_ms:.3f} ms x "
-      f"{charged['4096^3']:g} / {waves['4096^3']:.2f} = {full_waves_ms:.3f} ms"
-      + ("." if abs(full_waves_ms / t_ref - 1) < 0.01 else f" (its estimate: {t_ref:.3f} ms).")
-      + (" The padded sides, as many: the extra column costs it nothing." if charged["padded"] == charged["4096^3"]
-         else f" The padded sides: {charged['padded']:g}."))
+      f"{100 * (blocks['padded'] / blocks['4096^3'] - 1):.1f}% more work, {waves['4096^3']:.2f} and "
+      f"{waves['padded']:.2f} waves of {slots} slots"
+      + (": the extra blocks fill the last wave that 4096^3 starts anyway." if math.ceil(waves["padded"]) == math.ceil(waves["4096^3"]) else "."))
 
 # %% [markdown]
 # Its parts, timed alone (`experiments/shape_classes`):
@@ -387,7 +382,7 @@ if odd_plan.kernel == "padded" and stores and copy:
     parts = {"extra blocks": stores["wide_ms"] - ref_rec, "one-float stores of C": stores["one_float_ms"] - stores["wide_ms"],
              "copies": copy_mb / copy["gbs"] + dispatch.padded_copies(ODD_SHAPE[2]) * model.launch_us * 1e-3}
     print(f"Extra blocks: the wide kernel on the padded sides {stores['wide_ms']:.3f} ms, 4096^3 {ref_rec:.3f}: "
-          f"{parts['extra blocks']:+.3f} ms. One-float stores of C: {stores['one_float_ms']:.3f} ms, "
+          f"{parts['extra blocks']:+.3f} ms. The same kernel writing C one float at a time: {stores['one_float_ms']:.3f} ms, "
           f"{parts['one-float stores of C']:+.3f} ms.")
     print(f"Copies: one float per thread ran at {copy['gbs']:,.0f} GB/s (Nsight Compute), not the model's "
           f"{model.bandwidth_gbs:,.0f}: {copy_mb:.0f} MB and {dispatch.padded_copies(ODD_SHAPE[2])} launches, "
@@ -605,7 +600,6 @@ shape_suite.pct_figure(rec);
 # %%
 mean, kept, left_out = shape_suite.back_to_back_geomean(rec)
 lo, hi = (f(kept, key=lambda r: r.pct_cublas_back_to_back) for f in (min, max))
-without_hi = math.exp(sum(math.log(r.pct_cublas_back_to_back) for r in kept if r is not hi) / (len(kept) - 1))
 print(f"Over the {len(kept)} shapes where neither caller was host-bound, gl.sgemm ran at {mean:.0f}% of cuBLAS back "
       f"to back (geometric mean), from {lo.pct_cublas_back_to_back:.0f}% ({shape_name(lo.shape)}) to "
       f"{hi.pct_cublas_back_to_back:.0f}% ({shape_name(hi.shape)}" + (": Lab notes)." if hi.pct_cublas_back_to_back > 110 else ")."))
@@ -737,9 +731,9 @@ exercises.check("11-split-k", split_k)
 # * The odd shape's parts (section 1) come from other runs than this notebook's: the copy kernel's
 #   rate from one profiled copy at 4096 x 50257 x 768, the stores from kernels timed alone
 #   (`experiments/shape_classes`, its README).
-# * The any-shape kernel's extra instructions (section 1), counted in its main loop compiled offline
-#   (`experiments/shape_classes/sass_loop.py`): the second cell below. What its spills cost on their
-#   own was not timed (11b, section 3).
+# * The any-shape kernel's instructions (section 1) were counted in its main loop compiled offline
+#   (`experiments/shape_classes/sass_loop.py`); Nsight Compute's count per FFMA covers the whole
+#   kernel. What its spills cost on their own, and why it issues less often, was not measured.
 # * The padded plan's copy kernel moves one float per thread, one element in each thread's life; why
 #   that reaches only 1.3 TB/s was not profiled further (`experiments/shape_classes`, its README).
 # * Single calls against their issue time plus their time back to back, every shape:
@@ -764,12 +758,3 @@ for kind, r, who in unexplained:
         one, b2b = getattr(r, f"single_{who}"), getattr(r, f"back_to_back_{who}")
         print(f"{shape_name(r.shape)}: one {shape_suite.WHO[who]} call {one.median_ms:.3f} ms, "
               f"{one.median_ms / b2b.median_ms:.1f}x its time back to back")
-
-# %%
-loops = suite_record.main_loops()  # offline sm_90 compile: two slices of BK = 8, 1,024 FFMAs per thread
-if loops:
-    a, w = loops["any_shape"], loops["wide"]
-    more = {k: a.get(k, 0) - w.get(k, 0) for k in ("LDG", "STS", "spill", "other")}
-    print(f"Main loop per {a['FFMA']:,} FFMAs (offline sm_90 compile, {loops['date']}): any_shape {sum(a.values()):,} "
-          f"instructions, wide {sum(w.values()):,}: {more['LDG']:+} global loads, {more['STS']:+} shared stores, "
-          f"{more['spill']:+} spill accesses, {more['other']:+} others (addresses, predicates, constants, moves).")

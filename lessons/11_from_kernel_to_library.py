@@ -88,14 +88,14 @@ except ValueError as e:
 # **Two ways out.**
 #
 # * The **any-shape kernel** below is lesson 08's (same tiles, two shared buffers, same `k_step`)
-#   with three changes: it reads and writes one float at a time (`load_a`, `load_b`, `store1`),
+#   with three changes: it reads and writes global memory one float at a time (`load_a`, `load_b`, `store1`),
 #   each access under its own [predicate](GLOSSARY.md#predicate) (inside the matrix, inside this
 #   block's k); `k_begin`/`k_end` bound this block's k and `out0` its rows of output (split-K,
 #   section 3); with `beta == 0` it does not read C. It takes any shape, alignment and stride.
 # * The **padded plan** copies B (and A, where K is not a multiple of 4 or A is misaligned) into
 #   zero-padded arrays with sides rounded up to multiples of 4 and runs `warptile`, the library's
-#   **wide kernel**, on them; its C is the caller's, so it writes C one float at a time
-#   (`ragged_c`).
+#   **wide kernel**, on them. C's rows, N floats long, need not be 16-byte aligned, so it writes C
+#   one float at a time (`ragged_c`).
 # * A **plan** is a kernel, its tile size BM x BN and K's split if any: `wide 64x128`.
 
 # %%
@@ -249,7 +249,7 @@ for name, (A_view, A_host) in views.items():
     print(f"20x12x32, A {name}, right:", problems.compare("view", C_view, A_host.astype(np.float64) @ B_host, 1.0, 0.0, 32).passed)
 
 # %%
-# the plan gl.sgemm runs for each: the layout rules out the wide kernel; the library's model
+# the plan gl.sgemm runs for each: where the layout rules out the wide kernel, the library's model
 # (section 4) picks among the rest
 for name, (A_view, _) in views.items():
     print(f"20x12x32, A {name}: {library.plan_of(A_view, cuda.to_device(B_host))}")
@@ -291,8 +291,8 @@ print(f"{pad_plan} at 33x65x47 (alpha 1.5, beta -0.5): right: {res.passed}")
 #
 # **Predict.** 4095 x 4097 x 4093 is the work of 4096^3 give or take 0.1%, but nothing in it is a
 # multiple of 4, so `gl.sgemm` runs the padded plan. Its copies move four matrices of about
-# 4096^2 floats (67 MB each): A and B, read, then written padded. A copy takes bytes /
-# bandwidth, about 4 TB/s here,
+# 4096^2 floats (67 MB each): A and B, read, then written padded. The model charges a copy
+# bytes / bandwidth at its calibrated copy rate, about 4 TB/s,
 # plus about 5 µs per launch (two launches). How much longer than at
 # 4096^3 (warptile's time, top of the lesson) will `gl.sgemm` take,
 # [back to back](GLOSSARY.md#single-call), in %?
@@ -349,7 +349,7 @@ if loops:
 if prof:
     a, w = prof["any_shape"], prof["wide"]
     slower = a["per_ffma"] / w["per_ffma"] * w["issue_pct"] / a["issue_pct"]  # instructions / issue rate
-    print(f"Nsight Compute at 4096^3: {a['per_ffma']:.2f} instructions per FFMA against {w['per_ffma']:.2f}, issued in "
+    print(f"Nsight Compute at 4096^3 (whole kernel): {a['per_ffma']:.2f} instructions per FFMA against {w['per_ffma']:.2f}, issued in "
           f"{a['issue_pct']:.0f}% of cycles against {w['issue_pct']:.0f}%: {slower:.2f}x the time, {100 / slower:.0f}%.")
 print(f"At {shape_name(ODD_SHAPE)} the model estimates {best['padded']} at {t_best['padded']:.3f} ms and "
       f"{best['any_shape']} at {t_best['any_shape']:.3f} ms: "
@@ -368,7 +368,7 @@ blocks = {"4096^3": math.prod(ref_plan.grid(*REFERENCE_SHAPE[:2])[:2]),
 slots = model.speed(ref_plan).blocks_per_sm * model.sms
 waves = {k: b / slots for k, b in blocks.items()}
 print(f"{blocks['4096^3']:,} blocks at 4096^3, {blocks['padded']:,} on the padded sides ({N4} columns): "
-      f"{100 * (blocks['padded'] / blocks['4096^3'] - 1):.1f}% more work, {waves['4096^3']:.2f} and "
+      f"{100 * (blocks['padded'] / blocks['4096^3'] - 1):.1f}% more blocks, {waves['4096^3']:.2f} and "
       f"{waves['padded']:.2f} waves of {slots} slots"
       + (": the extra blocks fill the last wave that 4096^3 starts anyway." if math.ceil(waves["padded"]) == math.ceil(waves["4096^3"]) else "."))
 
@@ -588,7 +588,7 @@ print(f"{len(points)} plans timed on {len(timed)} shapes: half the estimates wit
 print(f"The plan chosen was the fastest timed on {len(timed) - len(misses)} of the "
       f"{len(timed)} shapes" + ("." if not misses else "; not on " + "; ".join(
           f"{shape_name(sh)}, where {chosen} took {ms:.4f} ms and {best} {best_ms:.4f} ms "
-          f"({100 * (1 - best_ms / ms):.0f}% less)" for sh, chosen, ms, best, best_ms in misses) + "."))
+          f"({100 * (1 - best_ms / ms):.1f}% less)" for sh, chosen, ms, best, best_ms in misses) + "."))
 
 # %% [markdown]
 # **The result.** `gl.sgemm` against cuBLAS per shape, single calls and back to back, same run;

@@ -286,7 +286,7 @@ def test_the_odd_shapes_why_is_the_records_arithmetic():
     assert abs(100 / slower - 100 * odd["gflops"] / wide["gflops"]) < 3  # the profile accounts for the calibration's gap
     assert pa["ms"] / pw["ms"] == pytest.approx(slower, rel=0.05)  # and for the profiled times themselves
     waves = _printed(NOTEBOOK, "N4, K4 = dispatch.padded_sides")
-    assert ("1,024 blocks at 4096^3, 1,056 on the padded sides (4100 columns): 3.1% more work, 3.88 and 4.00 waves "
+    assert ("1,024 blocks at 4096^3, 1,056 on the padded sides (4100 columns): 3.1% more blocks, 3.88 and 4.00 waves "
             "of 264 slots: the extra blocks fill the last wave that 4096^3 starts anyway.") in waves
     # the model charges each wave by its busiest SM: the last wave's 1024 - 3 x 264 = 232 blocks put 2 on some
     # of the 132 SMs, a full wave: calibration x 4 / 3.88; the padded sides' 1056 blocks are 4 full waves too

@@ -282,7 +282,7 @@ def test_the_odd_shapes_why_is_the_records_arithmetic():
     pa, pw = prof["any_shape"], prof["wide"]
     slower = pa["per_ffma"] / pw["per_ffma"] * pw["issue_pct"] / pa["issue_pct"]
     assert f"{pa['per_ffma']:.2f} instructions per FFMA against {pw['per_ffma']:.2f}" in cost
-    assert f"{slower:.2f}x the time, {100 / slower:.0f}%." in cost
+    assert f"{slower:.2f}x the time." in cost
     assert abs(100 / slower - 100 * odd["gflops"] / wide["gflops"]) < 3  # the profile accounts for the calibration's gap
     assert pa["ms"] / pw["ms"] == pytest.approx(slower, rel=0.05)  # and for the profiled times themselves
     waves = _printed(NOTEBOOK, "N4, K4 = dispatch.padded_sides")

@@ -75,8 +75,7 @@ def main(argv=None):
     for cls, (M, N, K) in jobs:
         with PowerSampler() as power:
             r = suite.measure_shape(cls, (M, N, K), args.repeats, pbar, all_plans=False)
-            row = r.to_dict() if hasattr(r, "to_dict") else dict(r.__dict__)
-            row = {k: (v.__dict__ if hasattr(v, "median_ms") else v) for k, v in row.items()}
+            row = r.to_dict()  # a ShapeRow: its Stats become dicts too
             if cls != "large_square" and not backend.SIMULATOR:  # the simulator times nothing
                 rng = np.random.default_rng(1)
                 A_d, _ = suite.random_device_matrix(M, K, rng)

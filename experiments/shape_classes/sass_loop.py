@@ -14,9 +14,9 @@ predicates, constants, moves, the barrier and the branch).
 """
 import argparse
 import collections
-import json
-import os
 import sys
+
+from experiments._shared import write_record
 
 GROUPS = (("FFMA", ("FFMA",)), ("LDS", ("LDS",)), ("STS", ("STS",)), ("LDG", ("LDG",)), ("spill", ("STL", "LDL")))
 
@@ -41,7 +41,7 @@ def main(argv=None):
     why = offline_sass.missing_toolchain()
     if why:
         sys.exit(f"cannot compile offline: {why}")
-    rec = {"kind": "sass-loop-offline", "date": provenance.now(), "git_commit": provenance.git_commit(),
+    rec = {"kind": "sass-loop-offline", "device": "none (compiled offline)", "date": provenance.now(), "git_commit": provenance.git_commit(),
            "versions": offline_sass.versions(), "arch": "sm_90", "kernels": {}}
     for kind in ("any_shape", "wide"):
         kernel, argtypes, threads = device_arrays.kernel_spec(kind, "128x128", "C")
@@ -51,12 +51,7 @@ def main(argv=None):
         rec["kernels"][f"{kind} 128x128"] = {"resources": offline_sass.ptxas_resources(info), "loop": dict(loop),
                                              "groups": group(loop)}
         print(kind, rec["kernels"][f"{kind} 128x128"]["groups"], flush=True)
-    if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        path = os.path.join(args.out, "sass-loop-offline.json")
-        with open(path, "w") as f:
-            json.dump(rec, f, indent=1)
-        print("wrote", path)
+    write_record("shape_classes", rec, args.out, kind="sass")
     return 0
 
 

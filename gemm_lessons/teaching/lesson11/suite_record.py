@@ -106,7 +106,7 @@ def pad_copy_rate(device=None):
     if rec is None:
         return None
     header, _, launches = rec
-    M, N, K = PROFILED_VOCABULARY
+    _, N, K = PROFILED_VOCABULARY
     N4, K4 = dispatch.padded_sides(N, K)
     gx, gy = pad_copy.grid(K4, N4)
     launch = next((x for x in launches if x.get("launch__grid_size") == gx * gy), None)
@@ -127,7 +127,9 @@ def issue_profile(device=None):
     launches = rec[2]
     out = {}
     for name, launch in (("any_shape", launches[0]), ("wide", launches[4])):
-        assert launch["launch__grid_size"] == 1024, "not the 4096^3 launches of 128 x 128 tiles"
+        if launch["launch__grid_size"] != 1024:
+            raise ValueError(f"{name}: launch of {launch['launch__grid_size']:g} blocks in the profile, not the "
+                             "1,024 of 128 x 128 tiles at 4096^3 (variants_probe's launch order changed?)")
         out[name] = {"per_ffma": launch["smsp__inst_executed.sum"]
                      / (launch["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"] / 32),
                      "issue_pct": launch["smsp__issue_active.avg.pct_of_peak_sustained_active"],

@@ -284,50 +284,14 @@ res = problems.check(lambda A, B, C, alpha=1.0, beta=0.0: library.run_plan(pad_p
 print(f"{pad_plan} at 33x65x47 (alpha 1.5, beta -0.5): right: {res.passed}")
 
 # %% [markdown]
-# `gl.sgemm` picks a plan with a **model** (section 4): a kernel's FLOP at its rate measured on this
-# GPU, plus any copies at memory bandwidth. The **shape suite**
-# (`python -m gemm_lessons.runs.shapes`) measures the rates, then checks and times `gl.sgemm` and
-# cuBLAS back to back on 19 shapes.
-#
-# **Predict.** 4095 x 4097 x 4093 is the work of 4096^3 give or take 0.1%, but nothing in it is a
-# multiple of 4, so `gl.sgemm` runs the padded plan. Its copies move four matrices of about
-# 4096^2 floats (67 MB each): A and B, read, then written padded. The model charges a copy
-# bytes / bandwidth at a float4 copy's calibrated rate, about 4 TB/s,
-# plus about 5 µs per launch (two launches). How much longer than at
-# 4096^3 (warptile's time, top of the lesson) will `gl.sgemm` take,
-# [back to back](GLOSSARY.md#single-call), in %?
-
-# %%
-my_odd_extra_pct = None  # your prediction: % more time at 4095x4097x4093 than at 4096^3 (for example 10)
+# **Which way out costs less?** `gl.sgemm` decides with a **model** (section 4): a kernel's FLOP at
+# its rate measured on this GPU, plus any copies at memory bandwidth. The **shape suite**
+# (`python -m gemm_lessons.runs.shapes`) measures the rates: before it checks and times `gl.sgemm`
+# and cuBLAS back to back on 19 shapes, it **calibrates**, timing each kernel on an aligned 4096^3
+# square:
 
 # %%
 model = dispatch.model()  # the model gl.sgemm uses on this GPU (on the simulator: the recorded one)
-odd_plan, ref_plan = dispatch.choose(*ODD_SHAPE, False, model), dispatch.choose(*REFERENCE_SHAPE, True, model)
-t_odd, t_ref = 1e3 * model.estimate_s(odd_plan, *ODD_SHAPE), 1e3 * model.estimate_s(ref_plan, *REFERENCE_SHAPE)
-model_odd_extra_pct = 100 * (t_odd / t_ref - 1)
-copy_mb = 4 * dispatch.padded_copy_floats(*ODD_SHAPE) / 1e6
-copies = (f": the copies' {copy_mb:.0f} MB take {copy_mb / model.bandwidth_gbs:.3f} ms at {model.bandwidth_gbs:,.0f} GB/s, "
-          f"plus {dispatch.padded_copies(ODD_SHAPE[2])} launches of {model.launch_us:.0f} µs: "
-          f"{1e3 * model.padding_s(*ODD_SHAPE):.3f} ms" if odd_plan.kernel == "padded" else "")
-guessed = [str(p) for p in (odd_plan, ref_plan) if not model.speed(p).measured]  # rates this GPU's suite did not measure
-print(f"The model picks {odd_plan} at {shape_name(ODD_SHAPE)} and {ref_plan} at {shape_name(REFERENCE_SHAPE)}, and "
-      f"estimates {t_odd:.3f} ms against {t_ref:.3f} ms: {model_odd_extra_pct:+.1f}%{copies}"
-      + (f" ({', '.join(guessed)}: a guessed rate, not measured on this GPU)." if guessed else "."))
-
-# %%
-# the shape suite run now on these two shapes; on the simulator, its record
-edges = shape_suite.measure_shapes([REFERENCE_SHAPE, ODD_SHAPE], single=False)
-edges
-
-# %%
-ref_row, odd_row = edges.get(REFERENCE_SHAPE), edges.get(ODD_SHAPE)
-odd_extra_ms = odd_row.back_to_back_gl.median_ms - ref_row.back_to_back_gl.median_ms
-exercises.compare_prediction(my_odd_extra_pct, 100 * odd_extra_ms / ref_row.back_to_back_gl.median_ms,
-                             "gl.sgemm at 4095x4097x4093, % more time than at 4096^3 (back to back)", edges.source)
-
-# %% [markdown]
-# **Why.** First, why the copies beat the any-shape kernel. Before its 19 shapes, the shape suite
-# **calibrates**: it times each kernel on an aligned 4096^3 square:
 
 # %%
 rec = suite_record.load()  # the shape suite's record
@@ -357,7 +321,43 @@ print(f"At {shape_name(ODD_SHAPE)} the model estimates {best['padded']} at {t_be
          "the slower kernel costs less than the copies."))
 
 # %% [markdown]
-# Second, why the odd shape took more than the model's copies. A **slot** is room for one
+# **Predict.** So at 4095 x 4097 x 4093, the work of 4096^3 give or take 0.1% with nothing a
+# multiple of 4, `gl.sgemm` runs the padded plan. Its copies move four matrices of about
+# 4096^2 floats (67 MB each): A and B, read, then written padded. The model charges a copy
+# bytes / bandwidth at a float4 copy's calibrated rate, about 4 TB/s,
+# plus about 5 µs per launch (two launches). How much longer than at
+# 4096^3 (warptile's time, top of the lesson) will `gl.sgemm` take,
+# [back to back](GLOSSARY.md#single-call), in %?
+
+# %%
+my_odd_extra_pct = None  # your prediction: % more time at 4095x4097x4093 than at 4096^3 (for example 10)
+
+# %%
+odd_plan, ref_plan = dispatch.choose(*ODD_SHAPE, False, model), dispatch.choose(*REFERENCE_SHAPE, True, model)
+t_odd, t_ref = 1e3 * model.estimate_s(odd_plan, *ODD_SHAPE), 1e3 * model.estimate_s(ref_plan, *REFERENCE_SHAPE)
+model_odd_extra_pct = 100 * (t_odd / t_ref - 1)
+copy_mb = 4 * dispatch.padded_copy_floats(*ODD_SHAPE) / 1e6
+copies = (f": the copies' {copy_mb:.0f} MB take {copy_mb / model.bandwidth_gbs:.3f} ms at {model.bandwidth_gbs:,.0f} GB/s, "
+          f"plus {dispatch.padded_copies(ODD_SHAPE[2])} launches of {model.launch_us:.0f} µs: "
+          f"{1e3 * model.padding_s(*ODD_SHAPE):.3f} ms" if odd_plan.kernel == "padded" else "")
+guessed = [str(p) for p in (odd_plan, ref_plan) if not model.speed(p).measured]  # rates this GPU's suite did not measure
+print(f"The model picks {odd_plan} at {shape_name(ODD_SHAPE)} and {ref_plan} at {shape_name(REFERENCE_SHAPE)}, and "
+      f"estimates {t_odd:.3f} ms against {t_ref:.3f} ms: {model_odd_extra_pct:+.1f}%{copies}"
+      + (f" ({', '.join(guessed)}: a guessed rate, not measured on this GPU)." if guessed else "."))
+
+# %%
+# the shape suite run now on these two shapes; on the simulator, its record
+edges = shape_suite.measure_shapes([REFERENCE_SHAPE, ODD_SHAPE], single=False)
+edges
+
+# %%
+ref_row, odd_row = edges.get(REFERENCE_SHAPE), edges.get(ODD_SHAPE)
+odd_extra_ms = odd_row.back_to_back_gl.median_ms - ref_row.back_to_back_gl.median_ms
+exercises.compare_prediction(my_odd_extra_pct, 100 * odd_extra_ms / ref_row.back_to_back_gl.median_ms,
+                             "gl.sgemm at 4095x4097x4093, % more time than at 4096^3 (back to back)", edges.source)
+
+# %% [markdown]
+# **Why.** The odd shape took more than the model's copies. A **slot** is room for one
 # [resident](GLOSSARY.md#resident) block on an SM (SMs x blocks/SM slots); a [wave](GLOSSARY.md#wave)
 # fills them all. 4097 columns need a 33rd column of tiles, as the padded 4100 do:
 

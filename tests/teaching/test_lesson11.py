@@ -180,7 +180,7 @@ def test_the_models_predictions_are_the_recorded_models_arithmetic():
     model = suite_record.recorded_model(REC)
     odd, ref = (dispatch.choose(*s, w, model) for s, w in ((suite_record.ODD_SHAPE, False), (suite_record.REFERENCE_SHAPE, True)))
     extra = 100 * (model.estimate_s(odd, *suite_record.ODD_SHAPE) / model.estimate_s(ref, *suite_record.REFERENCE_SHAPE) - 1)
-    assert f"{extra:+.1f}%" in _printed(NOTEBOOK, "model = dispatch.model()") and str(odd) == "padded 128x128"
+    assert f"{extra:+.1f}%" in _printed(NOTEBOOK, "odd_plan, ref_plan = dispatch.choose") and str(odd) == "padded 128x128"
     est = {p: model.estimate_s(p, *suite_record.SKINNY_SHAPE)
            for p in dispatch.candidates(*suite_record.SKINNY_SHAPE, True, model)}
     split = min((p for p in est if p.split > 1), key=est.get)
@@ -212,7 +212,7 @@ def test_the_lessons_prose_constants_are_the_packages():
     assert "1, 2, 3, 4, 6, 8, 12 or 16 ways" in text and dispatch.SPLITS == (1, 2, 3, 4, 6, 8, 12, 16)
     assert "at least 80% of the time per call" in text and suite_record.HOST_BOUND == 0.8
     assert len(shapes.SQUARES) + len(shapes.ODD) + len(shapes.SKINNY) == len(REC.rows) == 19
-    assert text.count("19 shapes") == 2  # the shape suite, defined at first use
+    assert text.count("19 shapes") == 1  # the shape suite, defined at first use
     M, N, K = suite_record.SKINNY_SHAPE
     assert N // dispatch.TILES["128x128"].BN == 64 and M <= dispatch.TILES["128x128"].BM and "that is 64 blocks" in text
     assert f"all\n# {K} values of k" in text
@@ -312,7 +312,7 @@ def test_the_odd_shapes_why_is_the_records_arithmetic():
     total = blocks + stores["one_float_ms"] - stores["wide_ms"] + copies
     assert f"Sum {total:.3f} ms; measured {b_ms - a_ms:.3f} ms more (the suite's run)" in parts
     assert abs(total - (b_ms - a_ms)) < 0.1 * (b_ms - a_ms)  # the parts account for the extra time
-    predicted = _printed(NOTEBOOK, "model = dispatch.model()")
+    predicted = _printed(NOTEBOOK, "odd_plan, ref_plan = dispatch.choose")
     mb = 4 * dispatch.padded_copy_floats(*suite_record.ODD_SHAPE) / 1e6
     assert f"the copies' {mb:.0f} MB take {mb / model.bandwidth_gbs:.3f} ms at {model.bandwidth_gbs:,.0f} GB/s" in predicted
     assert dispatch.padded_copies(suite_record.ODD_SHAPE[2]) == 2  # B's and A's (K = 4093)

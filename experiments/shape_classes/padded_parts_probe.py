@@ -1,0 +1,120 @@
+"""Where the padded plan's time goes, one run: gl.sgemm's call against its parts launched alone
+(the copy of B, of A where K is not a multiple of 4, the wide kernel writing a ragged C), against
+the same parts launched one after the other by hand, and against cuBLAS; and the copy kernel
+against a 16-byte-store candidate (pad_kernels.py) at one and several rows per block.
+
+    python3 -m experiments.shape_classes.padded_parts_probe [--out DIR]
+    -> DIR/padded-parts-probe-<device>.json (kept in experiments/shape_classes/)
+
+Every copy is checked against numpy and every product against float64 (a sample) on a poisoned
+output; each timing (runs.shapes.back_to_back: CUDA events, warm-up, median of batches) is taken
+with the clock and power sampled while it ran, and cuBLAS and gl.sgemm are timed first and last so
+that neither always runs on the warmer GPU.
+"""
+import argparse
+import sys
+import time
+
+import numpy as np
+
+import gemm_lessons  # noqa: F401  (chooses the GPU before numba.cuda is imported)
+from gemm_lessons.kernels.library import pad_copy
+from gemm_lessons.library import device_arrays, dispatch
+from gemm_lessons.measure import cublas
+from gemm_lessons.measure.power import PowerSampler
+from gemm_lessons.runs.shapes import back_to_back, check_product, random_device_matrix
+from numba import cuda
+
+from experiments._shared import poisoned, record, write_record
+from experiments.shape_classes import pad_kernels
+
+SHAPES = [(4096, 50257, 768), (2048, 32003, 4096), (4095, 4097, 4093), (999, 1001, 1003)]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("--out")
+    p.add_argument("--shape", nargs=3, type=int, action="append", help="M N K instead of SHAPES (repeatable)")
+    args = p.parse_args(argv)
+    t0 = time.perf_counter()
+    rows, failures = [], []
+    one, zero = np.float32(1), np.float32(0)
+    for M, N, K in args.shape or SHAPES:
+        N4, K4 = dispatch.padded_sides(N, K)
+        rng = np.random.default_rng(M + N + K)
+        A, a = random_device_matrix(M, K, rng)
+        B, b = random_device_matrix(K, N, rng)
+        C = poisoned(M, N)
+        plan = dispatch.plan_for(M, N, K, False)
+        row = {"shape": [M, N, K], "plan": str(plan), "runs": [], "checks": {}}
+        gl_call = lambda: device_arrays.sgemm(A, B, C)  # noqa: E731
+        gl_call()
+        ok, err, how = check_product(a, b, C.copy_to_host())
+        row["checks"]["gl.sgemm"] = {"correct": ok, "rel_error": err, "checked": how}
+        failures += [] if ok else [("gl.sgemm", M, N, K)]
+        calls = {"cublas": lambda: cublas.sgemm(A, B, C), "gl.sgemm": gl_call}
+        copies = {"B": (B, b, K4, N4)} | ({"A": (A, a, M, K4)} if K % 4 else {})
+        padded = {}
+        for role, (src, host, r, c) in copies.items():
+            dst = cuda.device_array((r, c), np.float32)
+            want = np.zeros((r, c), np.float32)
+            want[:host.shape[0], :host.shape[1]] = host
+            variants = {"pad_copy": lambda s=src, d=dst, r=r, c=c: pad_copy.pad_copy[pad_copy.grid(r, c), pad_copy.THREADS](s, d)}
+            for rpb in (1, 4, 16):
+                variants[f"pad_copy4 rows/block {rpb}"] = (
+                    lambda s=src, d=dst, r=r, c=c, k=rpb: pad_kernels.pad_copy4[pad_kernels.grid(r, c, k), pad_kernels.THREADS](s, d))
+            for name, fn in variants.items():
+                dst.copy_to_device(np.full((r, c), np.float32(np.nan)))
+                fn()
+                good = bool(np.array_equal(dst.copy_to_host(), want))
+                row["checks"][f"{name} {role}"] = {"correct": good}
+                failures += [] if good else [(f"{name} {role}", M, N, K)]
+                calls[f"{name} {role}"] = fn
+            padded[role] = dst
+            row[f"copy_{role}_bytes"] = 4 * (host.size + r * c)
+        Ap = padded.get("A", A)
+        Bp = padded["B"]
+        if plan.kernel == "padded" and plan.split == 1:
+            kernel = device_arrays._launcher("wide_ragged_c", plan.tiles, "C")
+            grid = plan.grid(M, N4)
+            calls["kernel"] = lambda: kernel(grid, Ap, Bp, C, 1.0, 0.0)
+            pad = device_arrays._launcher("pad", "", "C")
+            seq = [(pad, pad_copy.grid(K4, N4), B, Bp)] + ([(pad, pad_copy.grid(M, K4), A, Ap)] if "A" in padded else [])
+
+            def by_hand():
+                for launch, g, s, d in seq:
+                    launch(g, s, d)
+                kernel(grid, Ap, Bp, C, 1.0, 0.0)
+            calls["copies + kernel by hand"] = by_hand
+            seq4 = [(pad_kernels.grid(r, c, 4), s, d) for (_, _, s, d), (r, c) in
+                    zip(seq, [(K4, N4)] + ([(M, K4)] if "A" in padded else []))]
+
+            def by_hand4():
+                for g, s, d in seq4:
+                    pad_kernels.pad_copy4[g, pad_kernels.THREADS](s, d)
+                kernel(grid, Ap, Bp, C, 1.0, 0.0)
+            calls["pad_copy4 copies + kernel by hand"] = by_hand4
+            for name in ("kernel", "copies + kernel by hand", "pad_copy4 copies + kernel by hand"):
+                C.copy_to_device(np.full((M, N), np.float32(np.nan)))
+                calls[name]()
+                ok, err, how = check_product(a, b, C.copy_to_host())
+                row["checks"][name] = {"correct": ok, "rel_error": err, "checked": how}
+                failures += [] if ok else [(name, M, N, K)]
+        order = ["cublas", "gl.sgemm"] + [k for k in calls if k not in ("cublas", "gl.sgemm")] + ["gl.sgemm", "cublas"]
+        for name in order:
+            with PowerSampler() as power:
+                t = back_to_back(calls[name], repeats=10, max_s=2.5)
+            run = {"name": name, "back_to_back_ms": t.median_ms, "p10_p90": [t.p10_ms, t.p90_ms], "power": power.summary()}
+            row["runs"].append(run)
+            pw = run["power"] or {}
+            print(f"{M}x{N}x{K} {name:36s} b2b {t.median_ms:.4f} ms  clock {pw.get('clock_mhz')} "
+                  f"power {pw.get('power_w')} events {pw.get('events')}", flush=True)
+        rows.append(row)
+        del A, B, C, padded, Ap, Bp, calls
+    rec = record("padded-parts-probe", {"rows": rows, "failures": failures}, t0)
+    write_record("shape_classes", rec, args.out, kind="padded_parts")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -137,7 +137,8 @@ EXPERIMENTS = {
     "shape_classes": {"probe": "shape-classes-probe{suffix}-{device}.json",  # run "before": the old padded plan
                       "variants": "shape-variants-probe-{device}.json", "ncu": "ncu-shape-classes-{device}.csv",
                       "ncu_variants": "ncu-variants-{device}.csv", "epilogue": "epilogue-probe-{device}.json",
-                      "sass": "sass-loop-offline.json"},  # compiled offline for sm_90, no GPU
+                      "sass": "sass-loop-offline.json",  # compiled offline for sm_90, no GPU
+                      "padded_parts": "padded-parts-probe-{device}.json"},
     "splitk": {"probe": "splitk-probe{suffix}-{device}.json"},  # run "run1": the first form
     "transpose_anywide": {"suite": "transpose-suite-anywide{suffix}-{device}.json"},  # run "run2"
 }

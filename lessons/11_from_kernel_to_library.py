@@ -90,8 +90,8 @@ except ValueError as e:
 # * The **any-shape kernel** below is lesson 08's (same tiles, two shared buffers, same `k_step`)
 #   with three changes: it reads and writes global memory one float at a time (`load_a`, `load_b`, `store1`),
 #   each access under its own [predicate](GLOSSARY.md#predicate) (inside the matrix, inside this
-#   block's k); `k_begin`/`k_end` bound this block's k and `out0` its rows of output (split-K,
-#   section 3); with `beta == 0` it does not read C. It takes any shape, alignment and stride.
+#   block's k); `k_begin`/`k_end` bound this block's k and `out0` its rows of output (split-K:
+#   ignore them until section 3); with `beta == 0` it does not read C. It takes any shape, alignment and stride.
 # * The **padded plan** copies B (and A, where K is not a multiple of 4 or A is misaligned) into
 #   zero-padded arrays with sides rounded up to multiples of 4 and runs `warptile`, the library's
 #   **wide kernel**, on them. C's rows, N floats long, need not be 16-byte aligned, so it writes C
@@ -296,9 +296,6 @@ model = dispatch.model()  # the model gl.sgemm uses on this GPU (on the simulato
 # %%
 rec = suite_record.load()  # the shape suite's record
 wide_cal, any_cal = (suite_record.calibration(rec, f"{k} 128x128") for k in ("wide", "any_shape"))
-best = {k: min((p for p in dispatch.candidates(*ODD_SHAPE, False, model) if p.kernel == k),
-               key=lambda p: model.estimate_s(p, *ODD_SHAPE)) for k in ("any_shape", "padded")}
-t_best = {k: 1e3 * model.estimate_s(p, *ODD_SHAPE) for k, p in best.items()}
 pct_any = 100 * any_cal["gflops"] / wide_cal["gflops"]
 print(f"any_shape 128x128 ran at {any_cal['gflops'] / 1e3:.1f} TFLOPS, wide 128x128 at {wide_cal['gflops'] / 1e3:.1f} "
       f"({pct_any:.0f}%).")
@@ -315,19 +312,13 @@ if prof:
     slower = a["per_ffma"] / w["per_ffma"] * w["issue_pct"] / a["issue_pct"]  # instructions / issue rate
     print(f"Nsight Compute at 4096^3 (whole kernel): {a['per_ffma']:.2f} instructions per FFMA against {w['per_ffma']:.2f}, issued in "
           f"{a['issue_pct']:.0f}% of cycles against {w['issue_pct']:.0f}%: {slower:.2f}x the time.")
-print(f"At {shape_name(ODD_SHAPE)} the model estimates {best['padded']} at {t_best['padded']:.3f} ms and "
-      f"{best['any_shape']} at {t_best['any_shape']:.3f} ms: "
-      + ("the copies cost less than the slower kernel." if t_best["padded"] < t_best["any_shape"] else
-         "the slower kernel costs less than the copies."))
 
 # %% [markdown]
-# **Predict.** So at 4095 x 4097 x 4093, the work of 4096^3 give or take 0.1% with nothing a
-# multiple of 4, `gl.sgemm` runs the padded plan. Its copies move four matrices of about
-# 4096^2 floats (67 MB each): A and B, read, then written padded. The model charges a copy
-# bytes / bandwidth at a float4 copy's calibrated rate, about 4 TB/s,
-# plus about 5 µs per launch (two launches). How much longer than at
-# 4096^3 (warptile's time, top of the lesson) will `gl.sgemm` take,
-# [back to back](GLOSSARY.md#single-call), in %?
+# **Predict.** 4095 x 4097 x 4093 is the work of 4096^3 give or take 0.1%, with nothing a multiple
+# of 4. The model weighs the any-shape kernel's slower rate against the padded plan's copies: four
+# matrices of about 4096^2 floats (67 MB each), A and B read, then written padded, at a float4
+# copy's calibrated rate, about 4 TB/s, plus about 5 µs per launch (two launches). Which plan wins, and how much longer than at
+# 4096^3 will `gl.sgemm` take, [back to back](GLOSSARY.md#single-call), in %?
 
 # %%
 my_odd_extra_pct = None  # your prediction: % more time at 4095x4097x4093 than at 4096^3 (for example 10)
@@ -341,7 +332,9 @@ copies = (f": the copies' {copy_mb:.0f} MB take {copy_mb / model.bandwidth_gbs:.
           f"plus {dispatch.padded_copies(ODD_SHAPE[2])} launches of {model.launch_us:.0f} µs: "
           f"{1e3 * model.padding_s(*ODD_SHAPE):.3f} ms" if odd_plan.kernel == "padded" else "")
 guessed = [str(p) for p in (odd_plan, ref_plan) if not model.speed(p).measured]  # rates this GPU's suite did not measure
-print(f"The model picks {odd_plan} at {shape_name(ODD_SHAPE)} and {ref_plan} at {shape_name(REFERENCE_SHAPE)}, and "
+any_plan = min((p for p in dispatch.candidates(*ODD_SHAPE, False, model) if p.kernel == "any_shape"),
+               key=lambda p: model.estimate_s(p, *ODD_SHAPE))  # the other way out, at its best
+print(f"{any_plan} would take {1e3 * model.estimate_s(any_plan, *ODD_SHAPE):.3f} ms. The model picks {odd_plan} at {shape_name(ODD_SHAPE)} and {ref_plan} at {shape_name(REFERENCE_SHAPE)}, and "
       f"estimates {t_odd:.3f} ms against {t_ref:.3f} ms: {model_odd_extra_pct:+.1f}%{copies}"
       + (f" ({', '.join(guessed)}: a guessed rate, not measured on this GPU)." if guessed else "."))
 
@@ -357,8 +350,31 @@ exercises.compare_prediction(my_odd_extra_pct, 100 * odd_extra_ms / ref_row.back
                              "gl.sgemm at 4095x4097x4093, % more time than at 4096^3 (back to back)", edges.source)
 
 # %% [markdown]
-# **Why.** The odd shape took more than the model's copies. A **slot** is room for one
-# [resident](GLOSSARY.md#resident) block on an SM (SMs x blocks/SM slots); a [wave](GLOSSARY.md#wave)
+# **Why.** The odd shape took more than the model's copies. Its parts, timed alone
+# (`experiments/shape_classes`):
+
+# %%
+stores, copy = suite_record.store_cost(ODD_SHAPE), suite_record.pad_copy_rate()  # recorded, one run each
+TM, TN = dispatch.TILES[odd_plan.tiles].TM, dispatch.TILES[odd_plan.tiles].TN  # results per thread: TM x TN
+if odd_plan.kernel == "padded" and stores and copy:
+    ref_rec = suite_record.row(rec, REFERENCE_SHAPE).back_to_back_gl.median_ms  # 4096^3 in the suite's run
+    parts = {"extra blocks": stores["wide_ms"] - ref_rec, "one-float stores of C": stores["one_float_ms"] - stores["wide_ms"],
+             "copies": copy_mb / copy["gbs"] + dispatch.padded_copies(ODD_SHAPE[2]) * model.launch_us * 1e-3}
+    print(f"Extra blocks: the wide kernel on the padded sides {stores['wide_ms']:.3f} ms, 4096^3 {ref_rec:.3f}: "
+          f"{parts['extra blocks']:+.3f} ms. The same kernel writing C one float at a time: {stores['one_float_ms']:.3f} ms, "
+          f"{parts['one-float stores of C']:+.3f} ms ({TM * TN} one-float stores per thread, not {TM * TN // 4} of four).")
+    print(f"Copies: one float per thread ran at {copy['gbs']:,.0f} GB/s (Nsight Compute), not the model's "
+          f"{model.bandwidth_gbs:,.0f} (a float4 copy's; Lab notes): {copy_mb:.0f} MB and {dispatch.padded_copies(ODD_SHAPE[2])} launches, "
+          f"{parts['copies']:.3f} ms.")
+    odd_rec = suite_record.row(rec, ODD_SHAPE).back_to_back_gl.median_ms
+    print(f"Sum {sum(parts.values()):.3f} ms; measured {odd_rec - ref_rec:.3f} ms more (the suite's run).")
+    timed_any = {p: ms for p, ms in suite_record.row(rec, ODD_SHAPE).plans_ms.items() if p.startswith("any_shape")}
+    fastest_any = min(timed_any, key=timed_any.get)
+    print(f"Still the right choice: the best any-shape plan, {fastest_any}, took {timed_any[fastest_any]:.3f} ms there.")
+
+# %% [markdown]
+# Why the extra blocks cost so little: a **block slot** (slot) is room for one
+# [resident](GLOSSARY.md#resident) block on an SM, SMs x blocks/SM in all; a [wave](GLOSSARY.md#wave)
 # fills them all. 4097 columns need a 33rd column of tiles, as the padded 4100 do:
 
 # %%
@@ -371,24 +387,6 @@ print(f"{blocks['4096^3']:,} blocks at 4096^3, {blocks['padded']:,} on the padde
       f"{100 * (blocks['padded'] / blocks['4096^3'] - 1):.1f}% more blocks, {waves['4096^3']:.2f} and "
       f"{waves['padded']:.2f} waves of {slots} slots"
       + (": the extra blocks fill the last wave that 4096^3 starts anyway." if math.ceil(waves["padded"]) == math.ceil(waves["4096^3"]) else "."))
-
-# %% [markdown]
-# Its parts, timed alone (`experiments/shape_classes`):
-
-# %%
-stores, copy = suite_record.store_cost(ODD_SHAPE), suite_record.pad_copy_rate()  # recorded, one run each
-if odd_plan.kernel == "padded" and stores and copy:
-    ref_rec = suite_record.row(rec, REFERENCE_SHAPE).back_to_back_gl.median_ms  # 4096^3 in the suite's run
-    parts = {"extra blocks": stores["wide_ms"] - ref_rec, "one-float stores of C": stores["one_float_ms"] - stores["wide_ms"],
-             "copies": copy_mb / copy["gbs"] + dispatch.padded_copies(ODD_SHAPE[2]) * model.launch_us * 1e-3}
-    print(f"Extra blocks: the wide kernel on the padded sides {stores['wide_ms']:.3f} ms, 4096^3 {ref_rec:.3f}: "
-          f"{parts['extra blocks']:+.3f} ms. The same kernel writing C one float at a time: {stores['one_float_ms']:.3f} ms, "
-          f"{parts['one-float stores of C']:+.3f} ms.")
-    print(f"Copies: one float per thread ran at {copy['gbs']:,.0f} GB/s (Nsight Compute), not the model's "
-          f"{model.bandwidth_gbs:,.0f}: {copy_mb:.0f} MB and {dispatch.padded_copies(ODD_SHAPE[2])} launches, "
-          f"{parts['copies']:.3f} ms.")
-    odd_rec = suite_record.row(rec, ODD_SHAPE).back_to_back_gl.median_ms
-    print(f"Sum {sum(parts.values()):.3f} ms; measured {odd_rec - ref_rec:.3f} ms more (the suite's run).")
 
 # %% [markdown]
 # ## 2 · What a call costs
@@ -734,8 +732,11 @@ exercises.check("11-split-k", split_k)
 # * The any-shape kernel's instructions (section 1) were counted in its main loop compiled offline
 #   (`experiments/shape_classes/sass_loop.py`); Nsight Compute's count per FFMA covers the whole
 #   kernel. What its spills cost on their own, and why it issues less often, was not measured.
-# * The padded plan's copy kernel moves one float per thread, one element in each thread's life; why
-#   that reaches only 1.3 TB/s was not profiled further (`experiments/shape_classes`, its README).
+# * The model prices the padded plan's copies at a float4 copy's calibrated rate, which the
+#   library's copy, one float per thread, does not reach. A copy writing four floats per thread with
+#   one 16-byte store ran at 3.6-4.1 TB/s in one H200 run, and the padded plan with it at 96% of
+#   cuBLAS at 4095 x 4097 x 4093 (`experiments/shape_classes`, the padded-parts probe). It replaces
+#   the library's copy when this notebook and the shape suite are next run on a GPU.
 # * Single calls against their issue time plus their time back to back, every shape:
 #   [11b](11b_what_we_tried.ipynb) section 1; the next cell lists any that took over twice their
 #   time back to back, or says there are none.

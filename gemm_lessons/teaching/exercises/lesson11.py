@@ -155,7 +155,7 @@ def _split_k_answer(answer):
             if ok:
                 return False, (f"the result is wrong and the partial sums in W are right, so the reduction is wrong: "
                                f"{c_is}.")
-            return False, f"the result is wrong: {done}; and {c_is}."
+            return False, f"the result is wrong. The partial sums: {done}. C: {c_is}."
         failed = failed or (None if ok else done)
     result_right()
     shapes = " and ".join(f"{M}x{N}x{K} in {s} parts" for M, N, K, _, _, s in SPLITK_SHAPES)
@@ -273,7 +273,7 @@ def check_split_k(answer):
                        f"{where}): let consecutive threads (threadIdx.x) take consecutive columns.")
     return True, (right + f"; the access log ({M}x{N}x{K} in {splits} parts of {chunk} k) sees each part read only "
                   f"its own chunk of A and B, and the reduction read each of the {splits * M * N} partial sums once "
-                  f"and write each element of C once, without reading C when beta == 0: (splits + 1) x M x N = "
+                  f"and wrote each element of C once, without reading C when beta == 0: (splits + 1) x M x N = "
                   f"{(splits + 1) * M * N} floats, in coalesced warp-wide accesses.")
 
 

@@ -85,7 +85,7 @@ except ValueError as e:
     print("ValueError:", e)
 
 # %% [markdown]
-# **Two ways out.**
+# **Two ways out**, each a **plan**: a kernel, its tile size BM x BN and K's split if any (`wide 64x128`).
 #
 # * The **any-shape kernel** below is lesson 08's (same tiles, two shared buffers, same `k_step`)
 #   with three changes: it reads and writes global memory one float at a time (`load_a`, `load_b`, `store1`),
@@ -96,7 +96,6 @@ except ValueError as e:
 #   zero-padded arrays with sides rounded up to multiples of 4 and runs `warptile`, the library's
 #   **wide kernel**, on them. C's rows, N floats long, need not be 16-byte aligned, so it writes C
 #   one float at a time (`ragged_c`).
-# * A **plan** is a kernel, its tile size BM x BN and K's split if any: `wide 64x128`.
 
 # %%
 from numba import boolean
@@ -300,18 +299,11 @@ pct_any = 100 * any_cal["gflops"] / wide_cal["gflops"]
 print(f"any_shape 128x128 ran at {any_cal['gflops'] / 1e3:.1f} TFLOPS, wide 128x128 at {wide_cal['gflops'] / 1e3:.1f} "
       f"({pct_any:.0f}%).")
 prof = suite_record.issue_profile()  # Nsight Compute, experiments/shape_classes
-loops = suite_record.main_loops()  # offline sm_90 compile: two slices of BK = 8, 1,024 FFMAs per thread
-if loops:
-    la, lw = loops["any_shape"], loops["wide"]
-    more = {k: la.get(k, 0) - lw.get(k, 0) for k in ("LDG", "STS", "spill", "other")}
-    print(f"Its main loop, compiled offline: {sum(la.values()):,} instructions per {la['FFMA']:,} FFMAs against "
-          f"{sum(lw.values()):,}: {more['LDG']:+} global loads, {more['STS']:+} shared stores, {more['spill']:+} spill "
-          f"accesses, {more['other']:+} for addresses, predicates and constants.")
 if prof:
     a, w = prof["any_shape"], prof["wide"]
     slower = a["per_ffma"] / w["per_ffma"] * w["issue_pct"] / a["issue_pct"]  # instructions / issue rate
-    print(f"Nsight Compute at 4096^3 (whole kernel): {a['per_ffma']:.2f} instructions per FFMA against {w['per_ffma']:.2f}, issued in "
-          f"{a['issue_pct']:.0f}% of cycles against {w['issue_pct']:.0f}%: {slower:.2f}x the time.")
+    print(f"Why, from Nsight Compute at 4096^3: more instructions ({a['per_ffma']:.2f} per FFMA against {w['per_ffma']:.2f}), "
+          f"issued less often ({a['issue_pct']:.0f}% of cycles against {w['issue_pct']:.0f}%): {slower:.2f}x the time.")
 
 # %% [markdown]
 # **Predict.** 4095 x 4097 x 4093 is the work of 4096^3 give or take 0.1%, with nothing a multiple
@@ -433,7 +425,7 @@ print(f"A single call pays its issue time too (the shape suite's record): at 102
 # ## 3 · Split-K: when C is too small to fill the GPU
 #
 # **The idea.** A block computes one BM x BN tile of C over all of K. At 64 x 8192 x 8192 with
-# 128 x 128 tiles that is 64 blocks, for a few hundred slots: most of the GPU idles while each
+# 64 x 128 tiles that is 64 blocks, for a few hundred slots: most of the GPU idles while each
 # block walks all
 # 8192 values of k, a [tail effect](GLOSSARY.md#tail-effect). [Split-K](GLOSSARY.md#split-k) cuts K
 # into s parts: s times the blocks, each summing its part into a partial tile of a workspace;
@@ -598,8 +590,11 @@ shape_suite.pct_figure(rec);
 # %%
 mean, kept, left_out = shape_suite.back_to_back_geomean(rec)
 lo, hi = (f(kept, key=lambda r: r.pct_cublas_back_to_back) for f in (min, max))
+ahead = [r for kind, r, _ in shape_suite.unexplained(rec) if kind == "ahead"]  # over 110%, unexplained
+rest = [r.pct_cublas_back_to_back for r in kept if r not in ahead]
+without = f"; {math.exp(sum(map(math.log, rest)) / len(rest)):.0f}% without the {len(ahead)} over 110%" if ahead and rest else ""
 print(f"Over the {len(kept)} shapes where neither caller was host-bound, gl.sgemm ran at {mean:.0f}% of cuBLAS back "
-      f"to back (geometric mean), from {lo.pct_cublas_back_to_back:.0f}% ({shape_name(lo.shape)}) to "
+      f"to back (geometric mean{without}), from {lo.pct_cublas_back_to_back:.0f}% ({shape_name(lo.shape)}) to "
       f"{hi.pct_cublas_back_to_back:.0f}% ({shape_name(hi.shape)}" + (": Lab notes)." if hi.pct_cublas_back_to_back > 110 else ")."))
 if not left_out:
     print("No shape was host-bound.")
@@ -729,14 +724,16 @@ exercises.check("11-split-k", split_k)
 # * The odd shape's parts (section 1) come from other runs than this notebook's: the copy kernel's
 #   rate from one profiled copy at 4096 x 50257 x 768, the stores from kernels timed alone
 #   (`experiments/shape_classes`, its README).
-# * The any-shape kernel's instructions (section 1) were counted in its main loop compiled offline
-#   (`experiments/shape_classes/sass_loop.py`); Nsight Compute's count per FFMA covers the whole
-#   kernel. What its spills cost on their own, and why it issues less often, was not measured.
+# * The any-shape kernel's main loop compiled offline (`experiments/shape_classes/sass_loop.py`;
+#   the next cell): where its extra instructions are. What its spills cost on their own, and why it
+#   issues less often, was not measured.
 # * The model prices the padded plan's copies at a float4 copy's calibrated rate, which the
 #   library's copy, one float per thread, does not reach. A copy writing four floats per thread with
 #   one 16-byte store ran at 3.6-4.1 TB/s in one H200 run, and the padded plan with it at 96% of
-#   cuBLAS at 4095 x 4097 x 4093 (`experiments/shape_classes`, the padded-parts probe). It replaces
-#   the library's copy when this notebook and the shape suite are next run on a GPU.
+#   cuBLAS at 4095 x 4097 x 4093 (`experiments/shape_classes`, the padded-parts probe).
+# * Sizes near 1000 (section 4's slowest): the same probe timed the padded plan there, four launches
+#   (two copies, the split kernel, the reduction), at 83 µs back to back against cuBLAS's 51, each
+#   copy alone at 22-36 µs for 8 MB: back to back the GPU waits for the host's launches.
 # * Single calls against their issue time plus their time back to back, every shape:
 #   [11b](11b_what_we_tried.ipynb) section 1; the next cell lists any that took over twice their
 #   time back to back, or says there are none.
@@ -748,6 +745,13 @@ exercises.check("11-split-k", split_k)
 
 # %%
 print(f"shape suite: {suite_record.label(rec)}, commit {rec.git_commit}, `{suite_record.command(rec)}`")
+loops = suite_record.main_loops()  # offline sm_90 compile: two slices of BK = 8, 1,024 FFMAs per thread
+if loops:
+    la, lw = loops["any_shape"], loops["wide"]
+    more = {k: la.get(k, 0) - lw.get(k, 0) for k in ("LDG", "STS", "spill", "other")}
+    print(f"any_shape's main loop, compiled offline: {sum(la.values()):,} instructions per {la['FFMA']:,} FFMAs against "
+          f"{sum(lw.values()):,}: {more['LDG']:+} global loads, {more['STS']:+} shared stores, {more['spill']:+} spill "
+          f"accesses, {more['other']:+} for addresses, predicates and constants.")
 print(f"dispatch model in use here: {model.source}")
 unexplained = shape_suite.unexplained(rec)
 if not any(kind == "ahead" for kind, _, _ in unexplained):

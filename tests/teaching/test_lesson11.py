@@ -94,6 +94,12 @@ def test_the_headline_is_back_to_back_without_host_bound_shapes():
     text = _printed(NOTEBOOK, "mean, kept, left_out")
     assert f"Over the {len(kept)} shapes where neither caller was host-bound" in text
     assert f"{mean:.0f}% of cuBLAS back to back" in text
+    ahead = [r for r in kept if r.pct_cublas_back_to_back > 110]  # those the lesson cannot explain (Lab notes)
+    rest = [r.pct_cublas_back_to_back for r in kept if r not in ahead]
+    if ahead:
+        assert f"{math.exp(sum(map(math.log, rest)) / len(rest)):.0f}% without the {len(ahead)} over 110%" in text
+    else:
+        assert "without the" not in text
     hi = max(kept, key=lambda r: r.pct_cublas_back_to_back)
     lo = min(kept, key=lambda r: r.pct_cublas_back_to_back)
     assert (f"from {lo.pct_cublas_back_to_back:.0f}% ({suite_record.shape_name(lo.shape)}) to "
@@ -214,7 +220,7 @@ def test_the_lessons_prose_constants_are_the_packages():
     assert len(shapes.SQUARES) + len(shapes.ODD) + len(shapes.SKINNY) == len(REC.rows) == 19
     assert text.count("19 shapes") == 1  # the shape suite, defined at first use
     M, N, K = suite_record.SKINNY_SHAPE
-    assert N // dispatch.TILES["128x128"].BN == 64 and M <= dispatch.TILES["128x128"].BM and "that is 64 blocks" in text
+    assert N // dispatch.TILES["64x128"].BN == 64 and M <= dispatch.TILES["64x128"].BM and "64 x 128 tiles that is 64 blocks" in text
     assert f"all\n# {K} values of k" in text
     # "the reduction's (s + 2) x M x N floats": s parts read, C read and written, as the model charges it
     assert "(s + 2) x M x N\n# floats" in text
@@ -275,13 +281,13 @@ def test_the_odd_shapes_why_is_the_records_arithmetic():
     assert la["spill"] > 0 == lw.get("spill", 0)
     assert (f"{sum(la.values()):,} instructions per 1,024 FFMAs against {sum(lw.values()):,}: +12 global loads, "
             f"{la['STS'] - lw['STS']:+} shared stores, {la['spill']:+} spill accesses, "
-            f"{la['other'] - lw['other']:+} for addresses") in cost
+            f"{la['other'] - lw['other']:+} for addresses") in _printed(NOTEBOOK, 'print(f"shape suite:')  # Lab notes
     # the compiled loop and the profile agree on instructions per FFMA within the prologue and epilogue
     assert sum(la.values()) / 1024 == pytest.approx(suite_record.issue_profile()["any_shape"]["per_ffma"], rel=0.05)
     prof = suite_record.issue_profile()
     pa, pw = prof["any_shape"], prof["wide"]
     slower = pa["per_ffma"] / pw["per_ffma"] * pw["issue_pct"] / pa["issue_pct"]
-    assert f"{pa['per_ffma']:.2f} instructions per FFMA against {pw['per_ffma']:.2f}" in cost
+    assert f"more instructions ({pa['per_ffma']:.2f} per FFMA against {pw['per_ffma']:.2f})" in cost
     assert f"{slower:.2f}x the time." in cost
     assert abs(100 / slower - 100 * odd["gflops"] / wide["gflops"]) < 3  # the profile accounts for the calibration's gap
     assert pa["ms"] / pw["ms"] == pytest.approx(slower, rel=0.05)  # and for the profiled times themselves

@@ -1,0 +1,78 @@
+"""The any-shape kernel with an unpredicated main loop for blocks inside C (ragged_kernels.make_interior)
+against the library's any-shape kernel, gl.sgemm and cuBLAS, one run, on ragged and square shapes.
+
+    python3 -m experiments.shape_classes.interior_probe [--out DIR]
+    -> DIR/interior-probe-<device>.json (kept in experiments/shape_classes/)
+
+Compiled offline, its main loop has as many instructions per FFMA as the wide kernel's (1,174
+against 1,173 per 1,024 FFMAs at 128x128; the any-shape kernel's 1,326): does it run at the wide
+kernel's speed on shapes the wide kernel cannot take, in one launch, without copies?  Per shape
+every kernel is checked on a poisoned C against float64 (a sample), then timed back to back
+(runs.shapes.back_to_back) with the clock and power sampled; cuBLAS first and last.  Each kernel
+runs as gl.sgemm launches the any-shape kernel (C-contiguous arrays, the tile's register cap, one
+part along z: all of K).
+"""
+import argparse
+import sys
+import time
+
+import numpy as np
+
+import gemm_lessons  # noqa: F401  (chooses the GPU before numba.cuda is imported)
+from gemm_lessons.library import device_arrays, dispatch
+from gemm_lessons.measure import cublas
+from gemm_lessons.measure.power import PowerSampler
+from gemm_lessons.runs.shapes import back_to_back, check_product, random_device_matrix
+
+from experiments._shared import poisoned, record, write_record
+from . import ragged_kernels  # this folder's candidates
+
+SHAPES = [(4096, 4096, 4096), (4095, 4097, 4093), (4096, 50257, 768), (999, 1001, 1003), (1023, 1021, 1025)]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("--out")
+    p.add_argument("--shape", nargs=3, type=int, action="append", help="M N K instead of SHAPES (repeatable)")
+    args = p.parse_args(argv)
+    t0 = time.perf_counter()
+    kernels = {}
+    for tiles in ("128x128", "64x64"):
+        kernels[f"any_shape {tiles}"] = (device_arrays.kernel_spec("any_shape", tiles, "C")[0], dispatch.TILES[tiles])
+        kernels[f"interior {tiles}"] = (ragged_kernels.make_interior(dispatch.TILES[tiles]), dispatch.TILES[tiles])
+    rows, failures = [], []
+    for M, N, K in args.shape or SHAPES:
+        rng = np.random.default_rng(M + N + K)
+        A, a = random_device_matrix(M, K, rng)
+        B, b = random_device_matrix(K, N, rng)
+        C = poisoned(M, N)
+        one, zero, k_all = np.float32(1), np.float32(0), np.int64(K)
+        calls = {"cublas": lambda: cublas.sgemm(A, B, C), "gl.sgemm": lambda: device_arrays.sgemm(A, B, C)}
+        for name, (kernel, cfg) in kernels.items():
+            grid = ((N + cfg.BN - 1) // cfg.BN, (M + cfg.BM - 1) // cfg.BM, 1)
+            calls[name] = lambda k=kernel, g=grid, t=cfg.threads: k[g, t](A, B, C, one, zero, k_all)
+        row = {"shape": [M, N, K], "plan": str(dispatch.plan_for(M, N, K, not (N % 4 or K % 4))), "checks": {}, "runs": []}
+        for name, fn in calls.items():
+            C.copy_to_device(np.full((M, N), np.float32(np.nan)))
+            fn()
+            ok, err, how = check_product(a, b, C.copy_to_host())
+            row["checks"][name] = {"correct": ok, "rel_error": err, "checked": how}
+            failures += [] if ok else [(name, M, N, K)]
+        order = list(calls) + ["cublas"]
+        for name in order:
+            with PowerSampler() as power:
+                t = back_to_back(calls[name], repeats=10, max_s=2.5)
+            run = {"name": name, "back_to_back_ms": t.median_ms, "p10_p90": [t.p10_ms, t.p90_ms], "power": power.summary()}
+            row["runs"].append(run)
+            pw = run["power"] or {}
+            print(f"{M}x{N}x{K} {name:18s} b2b {t.median_ms:.4f} ms  clock {pw.get('clock_mhz')} power {pw.get('power_w')} "
+                  f"events {pw.get('events')}", flush=True)
+        rows.append(row)
+        del A, B, C, calls
+    rec = record("interior-probe", {"rows": rows, "failures": failures}, t0)
+    write_record("shape_classes", rec, args.out, kind="interior")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -3,6 +3,9 @@
 
     GEMM_LESSONS_SIMULATOR=0 python3 -m experiments.shape_classes.sass_loop [--out DIR]
     -> DIR/sass-loop-offline.json (kept in experiments/shape_classes/)
+    GEMM_LESSONS_SIMULATOR=0 python3 -m experiments.shape_classes.sass_loop --interior [--out DIR]
+    -> DIR/sass-loop-interior-offline.json: the any-shape kernel and ragged_kernels.make_interior,
+       128x128 and 64x64 (the interior kernel's first loop is its unpredicated one)
 
 Each kernel is compiled as gl.sgemm launches it (gemm_lessons.library.device_arrays.kernel_spec:
 C-contiguous arrays, the 128-register cap) for sm_90 through ptxas (instruments/offline_sass;
@@ -33,9 +36,10 @@ def group(counts):
 def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--out")
+    p.add_argument("--interior", action="store_true", help="the any-shape and interior kernels, 128x128 and 64x64")
     args = p.parse_args(argv)
     from gemm_lessons.instruments import offline_sass
-    from gemm_lessons.library import device_arrays
+    from gemm_lessons.library import device_arrays, dispatch
     from gemm_lessons.measure import provenance
 
     why = offline_sass.missing_toolchain()
@@ -43,15 +47,21 @@ def main(argv=None):
         sys.exit(f"cannot compile offline: {why}")
     rec = {"kind": "sass-loop-offline", "device": "none (compiled offline)", "date": provenance.now(), "git_commit": provenance.git_commit(),
            "versions": offline_sass.versions(), "arch": "sm_90", "kernels": {}}
-    for kind in ("any_shape", "wide"):
-        kernel, argtypes, threads = device_arrays.kernel_spec(kind, "128x128", "C")
+    jobs = [(kind, "128x128") for kind in ("any_shape", "wide")]
+    if args.interior:
+        jobs = [(kind, tiles) for tiles in ("128x128", "64x64") for kind in ("any_shape", "interior")]
+    for kind, tiles in jobs:
+        kernel, argtypes, threads = device_arrays.kernel_spec("any_shape" if kind == "interior" else kind, tiles, "C")
+        if kind == "interior":  # launched as the any-shape kernel is: same arguments, same register cap
+            from . import ragged_kernels
+            kernel = ragged_kernels.make_interior(dispatch.TILES[tiles])
         cap = kernel.targetoptions.get("max_registers")
         sass, info = offline_sass.compile_sass(kernel, cap, argtypes=argtypes)
         loop = offline_sass.main_loop_opcodes(sass)
-        rec["kernels"][f"{kind} 128x128"] = {"resources": offline_sass.ptxas_resources(info), "loop": dict(loop),
+        rec["kernels"][f"{kind} {tiles}"] = {"resources": offline_sass.ptxas_resources(info), "loop": dict(loop),
                                              "groups": group(loop)}
-        print(kind, rec["kernels"][f"{kind} 128x128"]["groups"], flush=True)
-    write_record("shape_classes", rec, args.out, kind="sass")
+        print(kind, tiles, rec["kernels"][f"{kind} {tiles}"]["groups"], flush=True)
+    write_record("shape_classes", rec, args.out, kind="sass_interior" if args.interior else "sass")
     return 0
 
 

@@ -138,7 +138,9 @@ EXPERIMENTS = {
                       "variants": "shape-variants-probe-{device}.json", "ncu": "ncu-shape-classes-{device}.csv",
                       "ncu_variants": "ncu-variants-{device}.csv", "epilogue": "epilogue-probe-{device}.json",
                       "sass": "sass-loop-offline.json",  # compiled offline for sm_90, no GPU
-                      "padded_parts": "padded-parts-probe-{device}.json"},
+                      "sass_interior": "sass-loop-interior-offline.json",
+                      "padded_parts": "padded-parts-probe-{device}.json", "interior": "interior-probe-{device}.json",
+                      "ncu_interior": "ncu-interior-{device}.csv"},
     "splitk": {"probe": "splitk-probe{suffix}-{device}.json"},  # run "run1": the first form
     "transpose_anywide": {"suite": "transpose-suite-anywide{suffix}-{device}.json"},  # run "run2"
 }

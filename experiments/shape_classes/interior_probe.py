@@ -10,7 +10,8 @@ kernel's speed on shapes the wide kernel cannot take, in one launch, without cop
 every kernel is checked on a poisoned C against float64 (a sample), then timed back to back
 (runs.shapes.back_to_back) with the clock and power sampled; cuBLAS first and last.  Each kernel
 runs as gl.sgemm launches the any-shape kernel (C-contiguous arrays, the tile's register cap, one
-part along z: all of K).
+part along z: all of K).  With --grouped also ragged_kernels.make_grouped (the record of
+2026-11-29 was made without it).
 """
 import argparse
 import sys
@@ -34,12 +35,15 @@ def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--out")
     p.add_argument("--shape", nargs=3, type=int, action="append", help="M N K instead of SHAPES (repeatable)")
+    p.add_argument("--grouped", action="store_true", help="also ragged_kernels.make_grouped (not in the 2bb9b00 run)")
     args = p.parse_args(argv)
     t0 = time.perf_counter()
     kernels = {}
     for tiles in ("128x128", "64x64"):
         kernels[f"any_shape {tiles}"] = (device_arrays.kernel_spec("any_shape", tiles, "C")[0], dispatch.TILES[tiles])
         kernels[f"interior {tiles}"] = (ragged_kernels.make_interior(dispatch.TILES[tiles]), dispatch.TILES[tiles])
+        if args.grouped:
+            kernels[f"grouped {tiles}"] = (ragged_kernels.make_grouped(dispatch.TILES[tiles]), dispatch.TILES[tiles])
     rows, failures = [], []
     for M, N, K in args.shape or SHAPES:
         rng = np.random.default_rng(M + N + K)

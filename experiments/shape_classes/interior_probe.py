@@ -35,7 +35,8 @@ def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--out")
     p.add_argument("--shape", nargs=3, type=int, action="append", help="M N K instead of SHAPES (repeatable)")
-    p.add_argument("--grouped", action="store_true", help="also ragged_kernels.make_grouped (not in the 2bb9b00 run)")
+    p.add_argument("--grouped", action="store_true",
+                   help="also ragged_kernels.make_grouped, and with wide_inside on aligned shapes (not in the 2bb9b00 run)")
     args = p.parse_args(argv)
     t0 = time.perf_counter()
     kernels = {}
@@ -44,6 +45,8 @@ def main(argv=None):
         kernels[f"interior {tiles}"] = (ragged_kernels.make_interior(dispatch.TILES[tiles]), dispatch.TILES[tiles])
         if args.grouped:
             kernels[f"grouped {tiles}"] = (ragged_kernels.make_grouped(dispatch.TILES[tiles]), dispatch.TILES[tiles])
+            kernels[f"grouped_wide {tiles}"] = (ragged_kernels.make_grouped(dispatch.TILES[tiles], wide_inside=True),
+                                                dispatch.TILES[tiles])  # 16-byte loads: aligned shapes only
     rows, failures = [], []
     for M, N, K in args.shape or SHAPES:
         rng = np.random.default_rng(M + N + K)
@@ -53,6 +56,8 @@ def main(argv=None):
         one, zero, k_all = np.float32(1), np.float32(0), np.int64(K)
         calls = {"cublas": lambda: cublas.sgemm(A, B, C), "gl.sgemm": lambda: device_arrays.sgemm(A, B, C)}
         for name, (kernel, cfg) in kernels.items():
+            if name.startswith("grouped_wide") and (N % 4 or K % 4):
+                continue
             grid = ((N + cfg.BN - 1) // cfg.BN, (M + cfg.BM - 1) // cfg.BM, 1)
             calls[name] = lambda k=kernel, g=grid, t=cfg.threads: k[g, t](A, B, C, one, zero, k_all)
         row = {"shape": [M, N, K], "plan": str(dispatch.plan_for(M, N, K, not (N % 4 or K % 4))), "checks": {}, "runs": []}

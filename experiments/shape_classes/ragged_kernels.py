@@ -269,7 +269,10 @@ def make_interior(cfg):
     return sgemm_interior
 
 
-def make_grouped(cfg):
+def make_grouped(cfg, wide_inside=False):
+    """wide_inside: the unpredicated loop loads each group of four with one 16-byte load (load4), for
+    A and B whose rows start on 16-byte boundaries (K and N multiples of 4, C-contiguous, aligned);
+    the edge loop is unchanged."""
     cfg.validate()
     BM, BN, BK, WM, WN, TM, TN = cfg.BM, cfg.BN, cfg.BK, cfg.WM, cfg.WN, cfg.TM, cfg.TN
     LM, LN = cfg.lanes
@@ -280,6 +283,7 @@ def make_grouped(cfg):
     B_LOADS = BK * BN // 4 // T  # groups of four columns of a row of B per thread, B_STEP rows apart
     B_STEP = T // (BN // 4)
     assert A_LOADS >= 1 and B_LOADS >= 1
+    WIDE_INSIDE = wide_inside
 
     @jit(max_registers=cfg.max_registers)
     @unrolled
@@ -327,11 +331,17 @@ def make_grouped(cfg):
 
         def stage_loads_inside(k0):  # the tile and the slice inside A and B: no predicate
             for i in static_range(A_LOADS):
-                for d in static_range(4):
-                    xa[i, d] = load1(A, row0 + a_r + i * A_STEP, k0 + a_c + d)
+                if WIDE_INSIDE:
+                    xa[i, 0], xa[i, 1], xa[i, 2], xa[i, 3] = load4(A, row0 + a_r + i * A_STEP, k0 + a_c)
+                else:
+                    for d in static_range(4):
+                        xa[i, d] = load1(A, row0 + a_r + i * A_STEP, k0 + a_c + d)
             for j in static_range(B_LOADS):
-                for d in static_range(4):
-                    xb[j, d] = load1(B, k0 + b_r + j * B_STEP, col0 + b_c + d)
+                if WIDE_INSIDE:
+                    xb[j, 0], xb[j, 1], xb[j, 2], xb[j, 3] = load4(B, k0 + b_r + j * B_STEP, col0 + b_c)
+                else:
+                    for d in static_range(4):
+                        xb[j, d] = load1(B, k0 + b_r + j * B_STEP, col0 + b_c + d)
 
         def stage_stores(sA, sB):  # A transposed (conflict-free with pad_a 4), B as it is
             for i in static_range(A_LOADS):

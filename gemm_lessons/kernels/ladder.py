@@ -81,7 +81,7 @@ VARIANTS = _table(
          reg2d.kernel_for(MAX_REGISTERS=None), variant=True),
     Rung("reg2d_contiguous", "04", "reg2d with each thread's 8x8 results side by side", reg2d.sgemm,
          reg2d.kernel_for(SPREAD=False), variant=True),
-    # lesson 05 in steps, from reg2d_contiguous to vec, one change each (sgemm_kernels/reg2d_unrolled.py, ...)
+    # lesson 05 in steps, from reg2d_contiguous to vec, one change each (kernels/sgemm/reg2d_unrolled.py, ...)
     Rung("reg2d_unrolled", "05", "reg2d_contiguous with its loops written out at compile time (static_range)",
          reg2d_unrolled.sgemm, reg2d_unrolled.sgemm_reg2d_unrolled, variant=True),
     Rung("transposed_a", "05", "reg2d_unrolled with the A tile stored transposed, both tiles read by LDS.128", transposed_a.sgemm,

@@ -7,11 +7,11 @@ What it adds to the ladder's last rung, and where each part lives:
   * any shape, any alignment, row-strided views (a slice of a larger matrix): the wide kernel
     (warptile.py, 16-byte accesses) when K and N are multiples of 4 and every array is
     C-contiguous and 16-byte aligned; otherwise the any-shape kernel
-    (sgemm_kernels/sgemm_any_shape.py), or for large products the wide kernel on zero-padded copies
-    of B (and A when K is not a multiple of 4; sgemm_kernels/pad_copy.py), writing C directly.
+    (kernels/library/sgemm_any_shape.py), or for large products the wide kernel on zero-padded copies
+    of B (and A when K is not a multiple of 4; kernels/library/pad_copy.py), writing C directly.
     Nothing goes through the host.
   * a plan per shape (gemm_lessons.library.dispatch.choose): kernel, tile size, and split-K for small
-    M x N with a long K (sgemm_kernels/splitk_reduce.py adds the partial sums, or
+    M x N with a long K (kernels/library/splitk_reduce.py adds the partial sums, or
     splitk_reduce_wide.py, 16 bytes at a time, after the wide kernel).  Workspaces
     (partial sums, padded copies) are allocated once per shape and reused.
   * little Python per call: the checks are a few attribute reads and comparisons, the plan is

@@ -5,11 +5,11 @@ a handful of plans (``PLANS``), each with the tile sizes of ``TILES``:
 
   * ``wide``: lesson 08's warptile kernel (16-byte accesses: K and N multiples of 4, C-contiguous
     16-byte-aligned arrays), whole or with K split over 2..16 blocks (split-K, whose partial sums
-    sgemm_kernels/splitk_reduce_wide.py adds up, 16 bytes at a time);
-  * ``any_shape``: sgemm_kernels/any_shape.py (scalar, predicated global loads: any shape, any
+    kernels/library/splitk_reduce_wide.py adds up, 16 bytes at a time);
+  * ``any_shape``: kernels/library/sgemm_any_shape.py (scalar, predicated global loads: any shape, any
     alignment, strided rows), whole or split the same way (its parts added by splitk_reduce.py);
   * ``padded``: where the wide kernel may not run, a copy of B with zeros around it (sides
-    multiples of 4, sgemm_kernels/pad_copy.py), and of A when K is not a multiple of 4, then the
+    multiples of 4, kernels/library/pad_copy.py), and of A when K is not a multiple of 4, then the
     wide kernel from them straight into C, one float at a time (warptile's ``ragged_c``), or
     split the same way.
 

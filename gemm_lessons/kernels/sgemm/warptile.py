@@ -28,7 +28,7 @@ What lessons 07 and 08 add to lesson 06's kernel:
   * split-K (lesson 11, ``split_k``, for gl.sgemm): with s blocks along the grid's z, block z
     sums only k in [z * chunk, (z + 1) * chunk), chunk = K / s rounded up to a multiple of BK,
     and writes rows z*M .. z*M + M-1 of C, which is then an (s*M) x N workspace of partial sums
-    (sgemm_kernels/splitk_reduce.py adds them up).  Without it, k runs over all of K into C.
+    (kernels/library/splitk_reduce.py adds them up).  Without it, k runs over all of K into C.
   * a ragged C (lesson 11, ``ragged_c``, for gl.sgemm's padded plan): C is written one float at
     a time, each column checked against C's own width, which may be less than B's (B padded
     with zero columns to a multiple of 4, C as the caller gave it) and need not be a multiple of 4.

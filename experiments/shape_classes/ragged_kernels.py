@@ -26,7 +26,7 @@ from numba import boolean, cuda, float32, int64
 
 from gemm_lessons.core.float4 import load1, load4, store1, store4
 from gemm_lessons.core.jit import jit
-from gemm_lessons.core.unroll import static_range, unrolled
+from gemm_lessons.core.unroll import static, static_range, unrolled
 
 
 def make_vec_a(cfg):
@@ -140,21 +140,44 @@ def make_vec_a(cfg):
 
 
 def make_interior(cfg):
-    from gemm_lessons.kernels.library.sgemm_any_shape import validate
+    """The any-shape kernel's staging (one float per thread and load) with the unpredicated loop."""
+    return _make_two_loops(cfg, "element")
 
-    validate(cfg)
+
+def make_grouped(cfg, wide_inside=False):
+    """Groups of four neighbouring floats per thread; wide_inside: the unpredicated loop loads each
+    group with one 16-byte load (load4), for A and B whose rows start on 16-byte boundaries (K and N
+    multiples of 4, C-contiguous, aligned); the edge loop is unchanged."""
+    return _make_two_loops(cfg, "grouped_wide" if wide_inside else "grouped")
+
+
+def _make_two_loops(cfg, staging):
+    """The kernel with two main loops (make_interior, make_grouped): ``staging`` "element" (the
+    any-shape kernel's: thread tid stages rows tid // BK + i * A_STEP of A at k tid % BK, and row
+    tid // BN + j * B_STEP of B at column tid % BN), "grouped" (four neighbours of a row per
+    thread and load group, warptile's mapping, loaded as single floats from one address) or
+    "grouped_wide" (the same, the unpredicated loop by 16-byte loads)."""
+    GROUPED, WIDE_INSIDE = staging != "element", staging == "grouped_wide"
+    if GROUPED:
+        cfg.validate()
+    else:
+        from gemm_lessons.kernels.library.sgemm_any_shape import validate
+
+        validate(cfg)
     BM, BN, BK, WM, WN, TM, TN = cfg.BM, cfg.BN, cfg.BK, cfg.WM, cfg.WN, cfg.TM, cfg.TN
     LM, LN = cfg.lanes
     T = cfg.threads
     A_ROW = BM + cfg.pad_a
-    A_LOADS = BM * BK // T
-    A_STEP = T // BK
-    B_LOADS = BK * BN // T
-    B_STEP = T // BN
+    G = 4 if GROUPED else 1  # floats per thread and load group
+    A_LOADS = BM * BK // G // T  # load groups of the A tile per thread, A_STEP rows apart
+    A_STEP = T // (BK // G)
+    B_LOADS = BK * BN // G // T  # ... of the B tile, B_STEP rows apart
+    B_STEP = T // (BN // G)
+    assert A_LOADS >= 1 and B_LOADS >= 1
 
     @jit(max_registers=cfg.max_registers)
     @unrolled
-    def sgemm_interior(A, B, C, alpha, beta, k_chunk):
+    def sgemm_two_loops(A, B, C, alpha, beta, k_chunk):
         sA0 = cuda.shared.array((BK, A_ROW), float32)
         sA1 = cuda.shared.array((BK, A_ROW), float32)
         sB0 = cuda.shared.array((BK, BN), float32)
@@ -169,50 +192,87 @@ def make_interior(cfg):
         warp, lane = tid // 32, tid % 32
         a_base = (warp // (BN // WN)) * WM + (lane // LN) * 4
         b_base = (warp % (BN // WN)) * WN + (lane % LN) * 4
-        a_r = tid // BK
-        a_k = tid % BK
-        b_r = tid // BN
-        b_c = tid % BN
-        a_ok = cuda.local.array(A_LOADS, boolean)
-        for i in static_range(A_LOADS):
-            a_ok[i] = row0 + a_r + i * A_STEP < M
-        b_ok = col0 + b_c < N
+        if static(GROUPED):
+            a_r = tid // (BK // 4)  # rows a_r + i * A_STEP of the A tile, k a_c .. a_c + 3
+            a_c = (tid % (BK // 4)) * 4
+            b_r = tid // (BN // 4)  # rows b_r + j * B_STEP of the B tile, columns b_c .. b_c + 3
+            b_c = (tid % (BN // 4)) * 4
+        else:
+            a_r = tid // BK
+            a_k = tid % BK
+            b_r = tid // BN
+            b_c = tid % BN
+            a_ok = cuda.local.array(A_LOADS, boolean)
+            for i in static_range(A_LOADS):
+                a_ok[i] = row0 + a_r + i * A_STEP < M
+            b_ok = col0 + b_c < N
         acc = cuda.local.array((TM, TN), float32)
         for i in static_range(TM):
             for j in static_range(TN):
                 acc[i, j] = np.float32(0.0)
         a = cuda.local.array(TM, float32)
         b = cuda.local.array(TN, float32)
-        xa = cuda.local.array(A_LOADS, float32)
-        xb = cuda.local.array(B_LOADS, float32)
+        if static(GROUPED):
+            xa = cuda.local.array((A_LOADS, 4), float32)
+            xb = cuda.local.array((B_LOADS, 4), float32)
+        else:
+            xa = cuda.local.array(A_LOADS, float32)
+            xb = cuda.local.array(B_LOADS, float32)
 
-        def load_a(i, k0):
-            xa[i] = np.float32(0.0)
-            if a_ok[i] & (k0 + a_k < k_end):
-                xa[i] = load1(A, row0 + a_r + i * A_STEP, k0 + a_k)
-
-        def load_b(j, k0):
-            xb[j] = np.float32(0.0)
-            if b_ok & (k0 + b_r + j * B_STEP < k_end):
-                xb[j] = load1(B, k0 + b_r + j * B_STEP, col0 + b_c)
-
-        def stage_loads(k0):
-            for i in static_range(A_LOADS):
-                load_a(i, k0)
-            for j in static_range(B_LOADS):
-                load_b(j, k0)
+        def stage_loads(k0):  # each float under its own predicate, 0 outside A, B or the k-range
+            if static(GROUPED):
+                for i in static_range(A_LOADS):
+                    row = row0 + a_r + i * A_STEP
+                    for d in static_range(4):
+                        xa[i, d] = np.float32(0.0)
+                        if (row < M) & (k0 + a_c + d < k_end):
+                            xa[i, d] = load1(A, row, k0 + a_c + d)
+                for j in static_range(B_LOADS):
+                    k = k0 + b_r + j * B_STEP
+                    for d in static_range(4):
+                        xb[j, d] = np.float32(0.0)
+                        if (k < k_end) & (col0 + b_c + d < N):
+                            xb[j, d] = load1(B, k, col0 + b_c + d)
+            else:
+                for i in static_range(A_LOADS):
+                    xa[i] = np.float32(0.0)
+                    if a_ok[i] & (k0 + a_k < k_end):
+                        xa[i] = load1(A, row0 + a_r + i * A_STEP, k0 + a_k)
+                for j in static_range(B_LOADS):
+                    xb[j] = np.float32(0.0)
+                    if b_ok & (k0 + b_r + j * B_STEP < k_end):
+                        xb[j] = load1(B, k0 + b_r + j * B_STEP, col0 + b_c)
 
         def stage_loads_inside(k0):  # the tile and the slice inside A and B: no predicate
             for i in static_range(A_LOADS):
-                xa[i] = load1(A, row0 + a_r + i * A_STEP, k0 + a_k)
+                if static(WIDE_INSIDE):
+                    xa[i, 0], xa[i, 1], xa[i, 2], xa[i, 3] = load4(A, row0 + a_r + i * A_STEP, k0 + a_c)
+                elif static(GROUPED):
+                    for d in static_range(4):
+                        xa[i, d] = load1(A, row0 + a_r + i * A_STEP, k0 + a_c + d)
+                else:
+                    xa[i] = load1(A, row0 + a_r + i * A_STEP, k0 + a_k)
             for j in static_range(B_LOADS):
-                xb[j] = load1(B, k0 + b_r + j * B_STEP, col0 + b_c)
+                if static(WIDE_INSIDE):
+                    xb[j, 0], xb[j, 1], xb[j, 2], xb[j, 3] = load4(B, k0 + b_r + j * B_STEP, col0 + b_c)
+                elif static(GROUPED):
+                    for d in static_range(4):
+                        xb[j, d] = load1(B, k0 + b_r + j * B_STEP, col0 + b_c + d)
+                else:
+                    xb[j] = load1(B, k0 + b_r + j * B_STEP, col0 + b_c)
 
-        def stage_stores(sA, sB):
-            for i in static_range(A_LOADS):
-                sA[a_k, a_r + i * A_STEP] = xa[i]
-            for j in static_range(B_LOADS):
-                sB[b_r + j * B_STEP, b_c] = xb[j]
+        def stage_stores(sA, sB):  # A transposed (conflict-free with pad_a 4), B as it is
+            if static(GROUPED):
+                for i in static_range(A_LOADS):
+                    for d in static_range(4):
+                        sA[a_c + d, a_r + i * A_STEP] = xa[i, d]
+                for j in static_range(B_LOADS):
+                    store4(sB, b_r + j * B_STEP, b_c, xb[j, 0], xb[j, 1], xb[j, 2], xb[j, 3])
+            else:
+                for i in static_range(A_LOADS):
+                    sA[a_k, a_r + i * A_STEP] = xa[i]
+                for j in static_range(B_LOADS):
+                    sB[b_r + j * B_STEP, b_c] = xb[j]
 
         def k_step(sA, sB, k):
             for p in static_range(TM // 4):
@@ -265,141 +325,5 @@ def make_interior(cfg):
                         else:
                             store1(C, out0 + row, col, alpha * acc[i, j] + beta * load1(C, out0 + row, col))
 
-    sgemm_interior.config = cfg
-    return sgemm_interior
-
-
-def make_grouped(cfg, wide_inside=False):
-    """wide_inside: the unpredicated loop loads each group of four with one 16-byte load (load4), for
-    A and B whose rows start on 16-byte boundaries (K and N multiples of 4, C-contiguous, aligned);
-    the edge loop is unchanged."""
-    cfg.validate()
-    BM, BN, BK, WM, WN, TM, TN = cfg.BM, cfg.BN, cfg.BK, cfg.WM, cfg.WN, cfg.TM, cfg.TN
-    LM, LN = cfg.lanes
-    T = cfg.threads
-    A_ROW = BM + cfg.pad_a
-    A_LOADS = BM * BK // 4 // T  # groups of four k of a row of A per thread, A_STEP rows apart (warptile's)
-    A_STEP = T // (BK // 4)
-    B_LOADS = BK * BN // 4 // T  # groups of four columns of a row of B per thread, B_STEP rows apart
-    B_STEP = T // (BN // 4)
-    assert A_LOADS >= 1 and B_LOADS >= 1
-    WIDE_INSIDE = wide_inside
-
-    @jit(max_registers=cfg.max_registers)
-    @unrolled
-    def sgemm_grouped(A, B, C, alpha, beta, k_chunk):
-        sA0 = cuda.shared.array((BK, A_ROW), float32)
-        sA1 = cuda.shared.array((BK, A_ROW), float32)
-        sB0 = cuda.shared.array((BK, BN), float32)
-        sB1 = cuda.shared.array((BK, BN), float32)
-        tid = cuda.threadIdx.x
-        row0 = cuda.blockIdx.y * BM
-        col0 = cuda.blockIdx.x * BN
-        M, K = A.shape
-        N = B.shape[1]
-        k_begin = cuda.blockIdx.z * k_chunk
-        k_end = min(K, k_begin + k_chunk)
-        warp, lane = tid // 32, tid % 32
-        a_base = (warp // (BN // WN)) * WM + (lane // LN) * 4
-        b_base = (warp % (BN // WN)) * WN + (lane % LN) * 4
-        a_r = tid // (BK // 4)  # rows a_r + i * A_STEP of the A tile, k a_c .. a_c + 3
-        a_c = (tid % (BK // 4)) * 4
-        b_r = tid // (BN // 4)  # rows b_r + j * B_STEP of the B tile, columns b_c .. b_c + 3
-        b_c = (tid % (BN // 4)) * 4
-        acc = cuda.local.array((TM, TN), float32)
-        for i in static_range(TM):
-            for j in static_range(TN):
-                acc[i, j] = np.float32(0.0)
-        a = cuda.local.array(TM, float32)
-        b = cuda.local.array(TN, float32)
-        xa = cuda.local.array((A_LOADS, 4), float32)
-        xb = cuda.local.array((B_LOADS, 4), float32)
-
-        def stage_loads(k0):  # each float under its own predicate, 0 outside A, B or the k-range
-            for i in static_range(A_LOADS):
-                row = row0 + a_r + i * A_STEP
-                for d in static_range(4):
-                    xa[i, d] = np.float32(0.0)
-                    if (row < M) & (k0 + a_c + d < k_end):
-                        xa[i, d] = load1(A, row, k0 + a_c + d)
-            for j in static_range(B_LOADS):
-                k = k0 + b_r + j * B_STEP
-                for d in static_range(4):
-                    xb[j, d] = np.float32(0.0)
-                    if (k < k_end) & (col0 + b_c + d < N):
-                        xb[j, d] = load1(B, k, col0 + b_c + d)
-
-        def stage_loads_inside(k0):  # the tile and the slice inside A and B: no predicate
-            for i in static_range(A_LOADS):
-                if WIDE_INSIDE:
-                    xa[i, 0], xa[i, 1], xa[i, 2], xa[i, 3] = load4(A, row0 + a_r + i * A_STEP, k0 + a_c)
-                else:
-                    for d in static_range(4):
-                        xa[i, d] = load1(A, row0 + a_r + i * A_STEP, k0 + a_c + d)
-            for j in static_range(B_LOADS):
-                if WIDE_INSIDE:
-                    xb[j, 0], xb[j, 1], xb[j, 2], xb[j, 3] = load4(B, k0 + b_r + j * B_STEP, col0 + b_c)
-                else:
-                    for d in static_range(4):
-                        xb[j, d] = load1(B, k0 + b_r + j * B_STEP, col0 + b_c + d)
-
-        def stage_stores(sA, sB):  # A transposed (conflict-free with pad_a 4), B as it is
-            for i in static_range(A_LOADS):
-                for d in static_range(4):
-                    sA[a_c + d, a_r + i * A_STEP] = xa[i, d]
-            for j in static_range(B_LOADS):
-                store4(sB, b_r + j * B_STEP, b_c, xb[j, 0], xb[j, 1], xb[j, 2], xb[j, 3])
-
-        def k_step(sA, sB, k):
-            for p in static_range(TM // 4):
-                a[4 * p], a[4 * p + 1], a[4 * p + 2], a[4 * p + 3] = load4(sA, k, a_base + p * LM * 4)
-            for q in static_range(TN // 4):
-                b[4 * q], b[4 * q + 1], b[4 * q + 2], b[4 * q + 3] = load4(sB, k, b_base + q * LN * 4)
-            for i in static_range(TM):
-                for j in static_range(TN):
-                    acc[i, j] += a[i] * b[j]
-
-        def compute_and_stage(sA, sB, k0, sA_next, sB_next):
-            stage_loads(k0)
-            for k in static_range(BK):
-                k_step(sA, sB, k)
-            stage_stores(sA_next, sB_next)
-
-        def compute_and_stage_inside(sA, sB, k0, sA_next, sB_next):
-            stage_loads_inside(k0)
-            for k in static_range(BK):
-                k_step(sA, sB, k)
-            stage_stores(sA_next, sB_next)
-
-        stage_loads(k_begin)
-        stage_stores(sA0, sB0)
-        cuda.syncthreads()
-        k_next = k_begin
-        if (row0 + BM <= M) & (col0 + BN <= N):
-            while k_next + 3 * BK <= k_end:
-                compute_and_stage_inside(sA0, sB0, k_next + BK, sA1, sB1)
-                cuda.syncthreads()
-                compute_and_stage_inside(sA1, sB1, k_next + 2 * BK, sA0, sB0)
-                cuda.syncthreads()
-                k_next += 2 * BK
-        for k0 in range(k_next, k_end, 2 * BK):
-            compute_and_stage(sA0, sB0, k0 + BK, sA1, sB1)
-            cuda.syncthreads()
-            if k0 + BK >= k_end:
-                break
-            compute_and_stage(sA1, sB1, k0 + 2 * BK, sA0, sB0)
-            cuda.syncthreads()
-        out0 = cuda.blockIdx.z * M
-        for i in static_range(TM):
-            row = row0 + a_base + (i // 4 * LM * 4 + i % 4)
-            if row < M:
-                for j in static_range(TN):
-                    col = col0 + b_base + (j // 4 * LN * 4 + j % 4)
-                    if col < N:
-                        if beta == 0:
-                            store1(C, out0 + row, col, alpha * acc[i, j])
-                        else:
-                            store1(C, out0 + row, col, alpha * acc[i, j] + beta * load1(C, out0 + row, col))
-
-    sgemm_grouped.config = cfg
-    return sgemm_grouped
+    sgemm_two_loops.config = cfg
+    return sgemm_two_loops

@@ -89,6 +89,37 @@ def time_squares(runs, sizes, rng, failures):
     return rows
 
 
+def checked_on_nan(fn, C, a, b):
+    """Run ``fn`` (which writes the device array C) on C filled with NaN and check C against the
+    float64 product of the host arrays ``a`` and ``b`` (runs.shapes.check_product: every element or
+    a sample): {"correct", "rel_error", "checked"}."""
+    from gemm_lessons.runs.shapes import check_product
+
+    C.copy_to_device(np.full(C.shape, np.float32(np.nan)))
+    fn()
+    ok, err, how = check_product(a, b, C.copy_to_host())
+    return {"correct": ok, "rel_error": err, "checked": how}
+
+
+def timed_back_to_back(calls, order, label, repeats=10, max_s=2.5):
+    """Each name of ``order`` (a key of ``calls``, name -> fn()) timed back to back
+    (runs.shapes.back_to_back) with the GPU's clock and power sampled while it ran, printed after
+    ``label``: the runs, [{"name", "back_to_back_ms", "p10_p90", "power"}]."""
+    from gemm_lessons.measure.power import PowerSampler
+    from gemm_lessons.runs.shapes import back_to_back
+
+    runs = []
+    for name in order:
+        with PowerSampler() as power:
+            t = back_to_back(calls[name], repeats=repeats, max_s=max_s)
+        run = {"name": name, "back_to_back_ms": t.median_ms, "p10_p90": [t.p10_ms, t.p90_ms], "power": power.summary()}
+        runs.append(run)
+        pw = run["power"] or {}
+        print(f"{label} {name:36s} b2b {t.median_ms:.4f} ms  clock {pw.get('clock_mhz')} power {pw.get('power_w')} "
+              f"events {pw.get('events')}", flush=True)
+    return runs
+
+
 def record(kind, fields, t_start=None):
     """A probe's record: ``kind``, the device, date, versions and commit, then ``fields`` (and the
     seconds since ``t_start`` when given)."""

@@ -7,8 +7,8 @@ against the library's any-shape kernel, gl.sgemm and cuBLAS, one run, on ragged 
 Compiled offline, its main loop has as many instructions per FFMA as the wide kernel's (1,174
 against 1,173 per 1,024 FFMAs at 128x128; the any-shape kernel's 1,326): does it run at the wide
 kernel's speed on shapes the wide kernel cannot take, in one launch, without copies?  Per shape
-every kernel is checked on a poisoned C against float64 (a sample), then timed back to back
-(runs.shapes.back_to_back) with the clock and power sampled; cuBLAS first and last.  Each kernel
+every kernel is checked on a C filled with NaN against float64 (a sample), then timed back to
+back with the clock and power sampled (experiments._shared); cuBLAS first and last.  Each kernel
 runs as gl.sgemm launches the any-shape kernel (C-contiguous arrays, the tile's register cap, one
 part along z: all of K).  With --grouped also ragged_kernels.make_grouped (the record of
 2026-11-29 was made without it).
@@ -22,10 +22,9 @@ import numpy as np
 import gemm_lessons  # noqa: F401  (chooses the GPU before numba.cuda is imported)
 from gemm_lessons.library import device_arrays, dispatch
 from gemm_lessons.measure import cublas
-from gemm_lessons.measure.power import PowerSampler
-from gemm_lessons.runs.shapes import back_to_back, check_product, random_device_matrix
+from gemm_lessons.runs.shapes import random_device_matrix
 
-from experiments._shared import poisoned, record, write_record
+from experiments._shared import checked_on_nan, poisoned, record, timed_back_to_back, write_record
 from . import ragged_kernels  # this folder's candidates
 
 SHAPES = [(4096, 4096, 4096), (4095, 4097, 4093), (4096, 50257, 768), (999, 1001, 1003), (1023, 1021, 1025)]
@@ -60,22 +59,11 @@ def main(argv=None):
                 continue
             grid = ((N + cfg.BN - 1) // cfg.BN, (M + cfg.BM - 1) // cfg.BM, 1)
             calls[name] = lambda k=kernel, g=grid, t=cfg.threads: k[g, t](A, B, C, one, zero, k_all)
-        row = {"shape": [M, N, K], "plan": str(dispatch.plan_for(M, N, K, not (N % 4 or K % 4))), "checks": {}, "runs": []}
+        row = {"shape": [M, N, K], "plan": str(dispatch.plan_for(M, N, K, not (N % 4 or K % 4))), "checks": {}}
         for name, fn in calls.items():
-            C.copy_to_device(np.full((M, N), np.float32(np.nan)))
-            fn()
-            ok, err, how = check_product(a, b, C.copy_to_host())
-            row["checks"][name] = {"correct": ok, "rel_error": err, "checked": how}
-            failures += [] if ok else [(name, M, N, K)]
-        order = list(calls) + ["cublas"]
-        for name in order:
-            with PowerSampler() as power:
-                t = back_to_back(calls[name], repeats=10, max_s=2.5)
-            run = {"name": name, "back_to_back_ms": t.median_ms, "p10_p90": [t.p10_ms, t.p90_ms], "power": power.summary()}
-            row["runs"].append(run)
-            pw = run["power"] or {}
-            print(f"{M}x{N}x{K} {name:18s} b2b {t.median_ms:.4f} ms  clock {pw.get('clock_mhz')} power {pw.get('power_w')} "
-                  f"events {pw.get('events')}", flush=True)
+            row["checks"][name] = checked_on_nan(fn, C, a, b)
+            failures += [] if row["checks"][name]["correct"] else [(name, M, N, K)]
+        row["runs"] = timed_back_to_back(calls, list(calls) + ["cublas"], f"{M}x{N}x{K}")
         rows.append(row)
         del A, B, C, calls
     rec = record("interior-probe", {"rows": rows, "failures": failures}, t0)

@@ -21,11 +21,10 @@ import gemm_lessons  # noqa: F401  (chooses the GPU before numba.cuda is importe
 from gemm_lessons.kernels.library import pad_copy
 from gemm_lessons.library import device_arrays, dispatch
 from gemm_lessons.measure import cublas
-from gemm_lessons.measure.power import PowerSampler
-from gemm_lessons.runs.shapes import back_to_back, check_product, random_device_matrix
+from gemm_lessons.runs.shapes import check_product, random_device_matrix
 from numba import cuda
 
-from experiments._shared import poisoned, record, write_record
+from experiments._shared import checked_on_nan, poisoned, record, timed_back_to_back, write_record
 from . import pad_kernels  # this folder's candidate copy
 
 SHAPES = [(4096, 50257, 768), (2048, 32003, 4096), (4095, 4097, 4093), (999, 1001, 1003)]
@@ -46,7 +45,7 @@ def main(argv=None):
         B, b = random_device_matrix(K, N, rng)
         C = poisoned(M, N)
         plan = dispatch.plan_for(M, N, K, False)
-        row = {"shape": [M, N, K], "plan": str(plan), "runs": [], "checks": {}}
+        row = {"shape": [M, N, K], "plan": str(plan), "checks": {}}
         gl_call = lambda: device_arrays.sgemm(A, B, C)  # noqa: E731
         gl_call()
         ok, err, how = check_product(a, b, C.copy_to_host())
@@ -95,20 +94,10 @@ def main(argv=None):
                 kernel(grid, Ap, Bp, C, 1.0, 0.0)
             calls["pad_copy4 copies + kernel by hand"] = by_hand4
             for name in ("kernel", "copies + kernel by hand", "pad_copy4 copies + kernel by hand"):
-                C.copy_to_device(np.full((M, N), np.float32(np.nan)))
-                calls[name]()
-                ok, err, how = check_product(a, b, C.copy_to_host())
-                row["checks"][name] = {"correct": ok, "rel_error": err, "checked": how}
-                failures += [] if ok else [(name, M, N, K)]
+                row["checks"][name] = checked_on_nan(calls[name], C, a, b)
+                failures += [] if row["checks"][name]["correct"] else [(name, M, N, K)]
         order = ["cublas", "gl.sgemm"] + [k for k in calls if k not in ("cublas", "gl.sgemm")] + ["gl.sgemm", "cublas"]
-        for name in order:
-            with PowerSampler() as power:
-                t = back_to_back(calls[name], repeats=10, max_s=2.5)
-            run = {"name": name, "back_to_back_ms": t.median_ms, "p10_p90": [t.p10_ms, t.p90_ms], "power": power.summary()}
-            row["runs"].append(run)
-            pw = run["power"] or {}
-            print(f"{M}x{N}x{K} {name:36s} b2b {t.median_ms:.4f} ms  clock {pw.get('clock_mhz')} "
-                  f"power {pw.get('power_w')} events {pw.get('events')}", flush=True)
+        row["runs"] = timed_back_to_back(calls, order, f"{M}x{N}x{K}")
         rows.append(row)
         del A, B, C, padded, Ap, Bp, calls
     rec = record("padded-parts-probe", {"rows": rows, "failures": failures}, t0)

@@ -99,7 +99,7 @@ except ValueError as e:
 
 # %%
 from numba import boolean
-from gemm_lessons.core.float4 import load1, load4, store1  # one float (load1, store1) or four (load4) at a time
+from gemm_lessons.core.float4 import load1, load4, store1, store4  # one float (load1, store1) or four (load4, store4) at a time
 from gemm_lessons.kernels.library.sgemm_any_shape import validate  # warptile's rules, plus the scalar staging's
 from gemm_lessons.kernels.sgemm.warptile import TileConfig  # lesson 08's configurations
 from gemm_lessons.core.unroll import static_range, unrolled  # lesson 05's compile-time unrolling
@@ -254,22 +254,31 @@ for name, (A_view, _) in views.items():
     print(f"20x12x32, A {name}: {library.plan_of(A_view, cuda.to_device(B_host))}")
 
 # %% [markdown]
-# The padded plan's copy kernel: one thread per element of the destination, zeros outside the
-# source (a block loops over rows: a grid has at most 65,535 blocks in y).
+# The padded plan's copy kernel: each thread makes four neighbouring floats of a destination row,
+# read one at a time (a source row may start anywhere) and written with one 16-byte store (a padded
+# row starts on a 16-byte boundary); zeros outside the source. A block loops over rows:
+# a grid has at most 65,535 blocks in y.
 
 # %%
 # source: gemm_lessons/kernels/library/pad_copy.py  (the package runs this same code; a test keeps the two identical)
 @cuda.jit
 def pad_copy(src, dst):
     rows, cols = src.shape
-    col = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+    col = 4 * (cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x)  # dst's columns col .. col + 3
     if col >= dst.shape[1]:
         return
     for row in range(cuda.blockIdx.y, dst.shape[0], cuda.gridDim.y):
-        if row < rows and col < cols:
-            dst[row, col] = src[row, col]
-        else:
-            dst[row, col] = np.float32(0.0)
+        v0 = v1 = v2 = v3 = np.float32(0.0)  # zeros outside the source
+        if row < rows:
+            if col < cols:
+                v0 = load1(src, row, col)
+            if col + 1 < cols:
+                v1 = load1(src, row, col + 1)
+            if col + 2 < cols:
+                v2 = load1(src, row, col + 2)
+            if col + 3 < cols:
+                v3 = load1(src, row, col + 3)
+        store4(dst, row, col, v0, v1, v2, v3)  # one 16-byte store
 # %%
 # NBVAL_CHECK_OUTPUT
 small = np.arange(1, 16, dtype=np.float32).reshape(3, 5)
@@ -355,9 +364,10 @@ if odd_plan.kernel == "padded" and stores and copy:
     print(f"Extra blocks: the wide kernel on the padded sides {stores['wide_ms']:.3f} ms, 4096^3 {ref_rec:.3f}: "
           f"{parts['extra blocks']:+.3f} ms. The same kernel writing C one float at a time: {stores['one_float_ms']:.3f} ms, "
           f"{parts['one-float stores of C']:+.3f} ms ({TM * TN} one-float stores per thread, not {TM * TN // 4} of four).")
-    print(f"Copies: one float per thread ran at {copy['gbs']:,.0f} GB/s (Nsight Compute), not the model's "
-          f"{model.bandwidth_gbs:,.0f} (a float4 copy's; Lab notes): {copy_mb:.0f} MB and {dispatch.padded_copies(ODD_SHAPE[2])} launches, "
-          f"{parts['copies']:.3f} ms.")
+    near = abs(copy["gbs"] / model.bandwidth_gbs - 1) < 0.15  # the model's rate is a float4 copy's
+    print(f"Copies: the copy kernel ran at {copy['gbs']:,.0f} GB/s timed alone, "
+          f"{'about' if near else 'not'} the model's {model.bandwidth_gbs:,.0f}: {copy_mb:.0f} MB and "
+          f"{dispatch.padded_copies(ODD_SHAPE[2])} launches, {parts['copies']:.3f} ms.")
     odd_rec = suite_record.row(rec, ODD_SHAPE).back_to_back_gl.median_ms
     print(f"Sum {sum(parts.values()):.3f} ms; measured {odd_rec - ref_rec:.3f} ms more (the suite's run).")
     timed_any = {p: ms for p, ms in suite_record.row(rec, ODD_SHAPE).plans_ms.items() if p.startswith("any_shape")}
@@ -722,15 +732,14 @@ exercises.check("11-split-k", split_k)
 # * The next cell prints the shape suite's provenance. The probes of 11b and the profile of section 5
 #   ran on an H100, except 11b's allocation probe (H200).
 # * The odd shape's parts (section 1) come from other runs than this notebook's: the copy kernel's
-#   rate from one profiled copy at 4096 x 50257 x 768, the stores from kernels timed alone
+#   rate from B's copy at 4096 x 50257 x 768 timed alone, the stores from kernels timed alone
 #   (`experiments/shape_classes`, its README).
 # * The any-shape kernel's main loop compiled offline (`experiments/shape_classes/sass_loop.py`;
 #   the next cell): where its extra instructions are. What its spills cost on their own, and why it
 #   issues less often, was not measured.
-# * The model prices the padded plan's copies at a float4 copy's calibrated rate, which the
-#   library's copy, one float per thread, does not reach. A copy writing four floats per thread with
-#   one 16-byte store ran at 3.6-4.1 TB/s in one H200 run, and the padded plan with it at 96% of
-#   cuBLAS at 4095 x 4097 x 4093 (`experiments/shape_classes`, the padded-parts probe).
+# * The copy kernel's first form moved one float per thread, read and written, and ran at a third
+#   of the float4 copy's rate the model charges; writing four floats with one 16-byte store reaches
+#   it (`experiments/shape_classes`, the padded-parts probe).
 # * Sizes near 1000 (section 4's slowest): the same probe timed the padded plan there, four launches
 #   (two copies, the split kernel, the reduction), at 83 µs back to back against cuBLAS's 51, each
 #   copy alone at 22-36 µs for 8 MB: back to back the GPU waits for the host's launches.

@@ -318,8 +318,8 @@ def test_the_odd_shapes_why_is_the_records_arithmetic():
     assert f"Still the right choice: the best any-shape plan, {best_any}, took {timed_any[best_any]:.3f} ms there." in parts
     mb = 4 * dispatch.padded_copy_floats(*suite_record.ODD_SHAPE) / 1e6
     copies = mb / copy["gbs"] + 2 * model.launch_us * 1e-3
-    assert 1200 < copy["gbs"] < 1400 and copy["ms"] == pytest.approx(0.238176)  # B's copy, 309 MB, under ncu
-    assert f"{copy['gbs']:,.0f} GB/s (Nsight Compute), not the model's {model.bandwidth_gbs:,.0f}" in parts
+    near = abs(copy["gbs"] / model.bandwidth_gbs - 1) < 0.15
+    assert f"ran at {copy['gbs']:,.0f} GB/s timed alone, {'about' if near else 'not'} the model's {model.bandwidth_gbs:,.0f}" in parts
     assert f"{mb:.0f} MB and 2 launches, {copies:.3f} ms" in parts
     total = blocks + stores["one_float_ms"] - stores["wide_ms"] + copies
     assert f"Sum {total:.3f} ms; measured {b_ms - a_ms:.3f} ms more (the suite's run)" in parts

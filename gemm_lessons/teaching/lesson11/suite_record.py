@@ -92,28 +92,23 @@ def store_cost(shape=ODD_SHAPE, device=None):
             "one_float_ms": ms["scalar"], "wide_ms": ms["wide"]}
 
 
-PROFILED_VOCABULARY = (4096, 50257, 768)  # the shape experiments/shape_classes profiled the copy kernel at
+COPY_SHAPE = (4096, 50257, 768)  # where experiments/shape_classes times the copy kernel alone
 
 
 def pad_copy_rate(device=None):
-    """The padded plan's copy kernel (kernels/library/pad_copy.py, one float per thread) as Nsight
-    Compute timed it copying B at PROFILED_VOCABULARY (experiments/shape_classes' profile; the launch
-    whose grid is B's copy): {"gbs": floats read and written x 4 bytes / its time, "ms", "header"};
+    """The padded plan's copy kernel (kernels/library/pad_copy.py) copying B at COPY_SHAPE, timed
+    alone back to back in experiments/shape_classes' padded-parts probe (the run named "pad_copy B"):
+    {"gbs": floats read and written x 4 bytes / its median time, "ms", "device", "date", "commit"};
     None without the record."""
-    from gemm_lessons.kernels.library import pad_copy
+    import statistics
 
-    rec = results.ncu_record(results.experiment("shape_classes", "ncu", device or results.COURSE_DEVICE))
-    if rec is None:
+    rec = results.experiment_record("shape_classes", "padded_parts", device=device or results.COURSE_DEVICE)
+    row = next((r for r in (rec or {}).get("rows", []) if tuple(r["shape"]) == COPY_SHAPE), None)
+    if row is None:
         return None
-    header, _, launches = rec
-    _, N, K = PROFILED_VOCABULARY
-    N4, K4 = dispatch.padded_sides(N, K)
-    gx, gy = pad_copy.grid(K4, N4)
-    launch = next((x for x in launches if x.get("launch__grid_size") == gx * gy), None)
-    if launch is None:
-        return None
-    ms = launch["gpu__time_duration.sum"] / 1e6  # ns
-    return {"gbs": 4.0 * (K * N + K4 * N4) / (ms * 1e-3) / 1e9, "ms": ms, "header": header}
+    ms = statistics.median(r["back_to_back_ms"] for r in row["runs"] if r["name"] == "pad_copy B")
+    return {"gbs": row["copy_B_bytes"] / (ms * 1e-3) / 1e9, "ms": ms, "device": rec["device"],
+            "date": rec["date"][:10], "commit": str(rec["git_commit"])[:7]}
 
 
 def issue_profile(device=None):

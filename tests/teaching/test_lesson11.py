@@ -331,6 +331,18 @@ def test_the_odd_shapes_why_is_the_records_arithmetic():
     assert f"plus 2 launches of 5 µs: {1e3 * model.padding_s(*suite_record.ODD_SHAPE):.3f} ms" in predicted
 
 
+def test_near_1000_one_launch_takes_as_long():
+    """Lesson 11's Lab notes: at the sizes near 1000 the fastest one-launch any-shape plan took within
+    2% of gl.sgemm's four-launch padded plan in the shape suite's run."""
+    text = " ".join(open(LESSON).read().replace("\n#", " ").split())
+    assert "the fastest one-launch any-shape plan took within 2% of the same time there" in text
+    for shape in ((999, 1001, 1003), (1023, 1021, 1025)):
+        r = suite_record.row(REC, shape)
+        one_launch = [ms for plan, ms in r.plans_ms.items() if plan.startswith("any_shape") and "split" not in plan]
+        assert r.plan.startswith("padded") and "split" in r.plan
+        assert abs(min(one_launch) / r.back_to_back_gl.median_ms - 1) < 0.02
+
+
 def test_padding_is_the_formula():
     M, N, K = suite_record.ODD_SHAPE
     assert dispatch.padded_sides(N, K) == (4100, 4096)

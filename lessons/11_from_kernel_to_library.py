@@ -744,8 +744,8 @@ exercises.check("11-split-k", split_k)
 #   (two copies, the split kernel, the reduction), at 83 µs back to back against cuBLAS's 51, each
 #   copy alone at 22-36 µs for 8 MB: back to back the GPU waits for the host's launches. One launch
 #   is not enough either: in the shape suite's run the fastest one-launch any-shape plan took
-#   within 2% of the same time there (section 4's figure: every plan timed); a faster one-launch kernel is `experiments/shape_classes`'
-#   next step.
+#   within 2% of the same time there (section 4's figure: every plan timed). A faster one-launch
+#   kernel is the next step (`experiments/shape_classes`).
 # * Single calls against their issue time plus their time back to back, every shape:
 #   [11b](11b_what_we_tried.ipynb) section 1; the next cell lists any that took over twice their
 #   time back to back, or says there are none.

@@ -255,7 +255,7 @@ for name, (A_view, _) in views.items():
 
 # %% [markdown]
 # The padded plan's copy kernel: each thread makes four neighbouring floats of a destination row,
-# read one at a time (a source row may start anywhere) and written with one 16-byte store (a padded
+# read singly (a source row may start anywhere) and written with one 16-byte store (a padded
 # row starts on a 16-byte boundary); zeros outside the source. A block loops over rows:
 # a grid has at most 65,535 blocks in y.
 
@@ -740,12 +740,12 @@ exercises.check("11-split-k", split_k)
 # * The copy kernel's first form moved one float per thread, read and written, and ran at a third
 #   of the float4 copy's rate the model charges; writing four floats with one 16-byte store reaches
 #   it (`experiments/shape_classes`, the padded-parts probe).
-# * Sizes near 1000 (section 4's slowest): the same probe timed the padded plan there, four launches
-#   (two copies, the split kernel, the reduction), at 83 µs back to back against cuBLAS's 51, each
-#   copy alone at 22-36 µs for 8 MB: back to back the GPU waits for the host's launches. One launch
-#   is not enough either: in the shape suite's run the fastest one-launch any-shape plan took
-#   within 2% of the same time there (section 4's figure: every plan timed). A faster one-launch
-#   kernel is the next step (`experiments/shape_classes`).
+# * Sizes near 1000 (section 4's slowest): the same probe timed the padded plan at 999 x 1001 x 1003,
+#   four launches (two copies, the split kernel, the reduction), at 76 µs back to back against
+#   cuBLAS's 51, each copy alone at 26-31 µs for 8 MB: back to back the GPU waits for the host's
+#   launches. One launch does not help yet: in the shape suite's run the fastest one-launch
+#   any-shape plan took 10-11% longer there (section 4's figure: every plan timed). A faster
+#   one-launch kernel is the next step (`experiments/shape_classes`).
 # * Single calls against their issue time plus their time back to back, every shape:
 #   [11b](11b_what_we_tried.ipynb) section 1; the next cell lists any that took over twice their
 #   time back to back, or says there are none.

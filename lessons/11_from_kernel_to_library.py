@@ -401,7 +401,7 @@ print(f"{blocks['4096^3']:,} blocks at 4096^3, {blocks['padded']:,} on the padde
 # **back to back** ([single call, back to back](GLOSSARY.md#single-call)), the host issues the next
 # call while the GPU runs this one: a call costs the longer of the two.
 #
-# cuBLAS is called through [nvmath-python](GLOSSARY.md#nvmath-python), NVIDIA's Python bindings.
+# cuBLAS is called through NVIDIA's [nvmath-python](GLOSSARY.md#nvmath-python).
 # The figure: five callers' issue times, 10 batches of 20 calls at four sizes. One caller is faster
 # only where its 90th percentile lies below the other's 10th ([p10-p90](GLOSSARY.md#p10-p90)).
 
@@ -435,9 +435,8 @@ print(f"A single call pays its issue time too (the shape suite's record): at 102
 # ## 3 · Split-K: when C is too small to fill the GPU
 #
 # **The idea.** A block computes one BM x BN tile of C over all of K. At 64 x 8192 x 8192 with
-# 64 x 128 tiles that is 64 blocks, for a few hundred slots: most of the GPU idles while each
-# block walks all
-# 8192 values of k, a [tail effect](GLOSSARY.md#tail-effect). [Split-K](GLOSSARY.md#split-k) cuts K
+# 64 x 128 tiles that is 64 blocks for a few hundred slots: most of the GPU idles while each
+# block walks all of K, a [tail effect](GLOSSARY.md#tail-effect). [Split-K](GLOSSARY.md#split-k) cuts K
 # into s parts: s times the blocks, each summing its part into a partial tile of a workspace;
 # a second kernel adds the parts. The price: one more launch, and the reduction's (s + 2) x M x N
 # floats (s parts read, C read and written, as the model charges even when beta == 0).
@@ -569,7 +568,7 @@ print(f"The reduction ({reduce_us:.1f} µs) and its launch ({model.launch_us:.0f
 #
 # The **calibration** measures the rates (each kernel and tile size on a 4096^3 square, and with
 # one block per SM) and a copy's bandwidth. The model is blind to L2 reuse, the clock and Python.
-# The check: the suite timed every candidate plan on most shapes. Each point is a plan at a shape;
+# The check: the suite timed every candidate on most shapes. Each point is a plan at a shape;
 # ringed, the plan chosen; starred, the fastest.
 
 # %%
@@ -646,23 +645,20 @@ print(f"cuBLAS on the {profiled_on}: " + "; ".join(f"{tiles} tiles at {shape}" f
 #
 # ## Exercise 11-split-k: write split-K
 #
-# Write both halves of split-K on lesson 01's one-thread-per-element kernel. The workspace is a 3-D
-# array, `W[part, row, col]`, of splits x M x N floats: the library's s·M x N workspace, indexed
-# by part for readability.
+# Write both halves of split-K on lesson 01's one-thread-per-element kernel. The workspace
+# `W[part, row, col]` holds splits x M x N floats: the library's s·M x N workspace, indexed by part.
 #
 # 1. `sgemm_partial(A, B, W)` runs one layer of blocks per part along z (s = `cuda.gridDim.z`
 #    parts); each thread of layer z writes its sum over part z's chunk of k into `W[z, row, col]`.
 #    With chunk = ceil(K / s), part z sums k from z x chunk up to min(K, (z + 1) x chunk) - 1.
-#    (The library rounds the chunk up to a multiple of BK.)
 # 2. `splitk_reduce(W, C, alpha, beta)`: one thread per element of C; C = alpha x (W[0] + W[1] +
 #    ...) + beta x C, reading C only when beta != 0 (with beta == 0, C may hold NaN).
 #
 # The check launches both with blocks of 16 x 16 threads, x along the columns of C: `sgemm_partial`
 # on a grid of (ceil(N / 16), ceil(M / 16), s) blocks, `splitk_reduce` on (ceil(N / 16), ceil(M / 16)).
 #
-# The check compares C with float64 and each part of W with the sum over its chunk, then reads
-# the access log (each part reads only its chunk; reads of C only when beta != 0;
-# coalesced).
+# The check compares C and each part of W with float64 sums, then reads the access log: each
+# part reads only its chunk, C only when beta != 0, all coalesced.
 
 # %%
 import numpy as np

@@ -117,8 +117,9 @@ def test_the_headline_is_back_to_back_without_host_bound_shapes():
                 assert "separate calls of the suite's run" in line and "can exceed the time per call" in line
         assert "at least 80%" in line
     md, printed = _main_path()
+    sentences = "\n".join(x for x in (md + "\n" + printed).splitlines() if not x.lstrip().startswith("|"))  # not a live table's cells
     for whole in ("geomean_pct_cublas_single", "geomean_pct_cublas_back_to_back"):
-        assert f"{REC.summary[whole]:.1f}%" not in md + printed  # the all-shapes means stay in the appendix
+        assert f"{REC.summary[whole]:.1f}%" not in sentences  # the all-shapes means stay in the appendix
     assert f"{REC.summary['geomean_pct_cublas_back_to_back']:.1f}% back to back" in _printed(APPENDIX_NOTEBOOK, "s = rec.summary")
 
 
@@ -222,7 +223,7 @@ def test_the_lessons_prose_constants_are_the_packages():
     assert text.count("19 shapes") == 1  # the shape suite, defined at first use
     M, N, K = suite_record.SKINNY_SHAPE
     assert N // dispatch.TILES["64x128"].BN == 64 and M <= dispatch.TILES["64x128"].BM and "64 x 128 tiles that is 64 blocks" in text
-    assert f"all\n# {K} values of k" in text
+    assert "each\n# block walks all of K" in text
     # "the reduction's (s + 2) x M x N floats": s parts read, C read and written, as the model charges it
     assert "(s + 2) x M x N\n# floats" in text
     model = suite_record.recorded_model(REC)

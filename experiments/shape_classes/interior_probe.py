@@ -1,8 +1,9 @@
 """The any-shape kernel with an unpredicated main loop for blocks inside C (ragged_kernels.make_interior)
 against the library's any-shape kernel, gl.sgemm and cuBLAS, one run, on ragged and square shapes.
 
-    python3 -m experiments.shape_classes.interior_probe [--out DIR]
-    -> DIR/interior-probe-<device>.json (kept in experiments/shape_classes/)
+    python3 -m experiments.shape_classes.interior_probe [--out DIR] [--grouped] [--shape M N K ...]
+    -> DIR/interior-probe-<device>.json, with --grouped DIR/interior-probe-grouped-<device>.json
+       (kept in experiments/shape_classes/)
 
 Compiled offline, its main loop has as many instructions per FFMA as the wide kernel's (1,174
 against 1,173 per 1,024 FFMAs at 128x128; the any-shape kernel's 1,326): does it run at the wide
@@ -10,8 +11,8 @@ kernel's speed on shapes the wide kernel cannot take, in one launch, without cop
 every kernel is checked on a C filled with NaN against float64 (a sample), then timed back to
 back with the clock and power sampled (experiments._shared); cuBLAS first and last.  Each kernel
 runs as gl.sgemm launches the any-shape kernel (C-contiguous arrays, the tile's register cap, one
-part along z: all of K).  With --grouped also ragged_kernels.make_grouped (the record of
-2026-11-29 was made without it).
+part along z: all of K).  With --grouped also ragged_kernels.make_grouped, scalar loads and with
+wide_inside (16-byte loads, aligned shapes only); its record is the run "grouped".
 """
 import argparse
 import sys
@@ -67,7 +68,7 @@ def main(argv=None):
         rows.append(row)
         del A, B, C, calls
     rec = record("interior-probe", {"rows": rows, "failures": failures}, t0)
-    write_record("shape_classes", rec, args.out, kind="interior")
+    write_record("shape_classes", rec, args.out, kind="interior", run="grouped" if args.grouped else None)
     return 1 if failures else 0
 
 

@@ -25,7 +25,7 @@ if not backend.SIMULATOR:
 
 POOL_KEEP = 2 * 2**30  # bytes of freed memory the driver's pool keeps between synchronizations
 _F32 = np.dtype(np.float32)
-_STATE = {}  # "driver": the cuda.bindings driver module, or None when the pool is not used
+_STATE = {}  # "driver": the cuda.bindings driver module, or None when the pool is not used; "pool": the pool
 _TEMPLATES = {}  # (rows, cols) -> a DeviceNDArray without memory, whose description new arrays copy
 
 
@@ -52,7 +52,7 @@ def _driver():
             return None
     except Exception:  # noqa: BLE001 (no bindings, no pools: numba's allocator serves)
         return None
-    _STATE.update(driver=cu, stream=cu.CUstream(0), context=context)  # stream 0: the default stream
+    _STATE.update(driver=cu, stream=cu.CUstream(0), context=context, pool=pool)  # stream 0: the default stream
     return cu
 
 

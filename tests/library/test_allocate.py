@@ -54,10 +54,9 @@ def test_on_a_gpu_the_pool_serves_and_takes_memory_back():
 
 
 def _pool_bytes(name):
-    """An attribute of the device's default pool (CU_MEMPOOL_ATTR_<name>), in bytes."""
+    """An attribute of the pool allocate serves from (CU_MEMPOOL_ATTR_<name>), in bytes."""
     cu = allocate._driver()
-    err, device = cu.cuCtxGetDevice()
-    err, pool = cu.cuDeviceGetDefaultMemPool(device)
-    err, value = cu.cuMemPoolGetAttribute(pool, getattr(cu.CUmemPool_attribute, f"CU_MEMPOOL_ATTR_{name}"))
+    attribute = getattr(cu.CUmemPool_attribute, f"CU_MEMPOOL_ATTR_{name}")
+    err, value = cu.cuMemPoolGetAttribute(allocate._STATE["pool"], attribute)
     assert err == cu.CUresult.CUDA_SUCCESS, err
     return int(value)

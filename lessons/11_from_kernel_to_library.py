@@ -88,12 +88,12 @@ except ValueError as e:
 # **Two ways out**, each a **plan**: a kernel, its tile size BM x BN and K's split if any (`wide 64x128`).
 #
 # * The **any-shape kernel** below is lesson 08's (same tiles, two shared buffers, same `k_step`)
-#   with three changes: it reads and writes global memory one float at a time (`load_a`, `load_b`, `store1`),
+#   with these changes: it reads and writes global memory one float at a time (`load_a`, `load_b`, `store1`),
 #   each access under its own [predicate](GLOSSARY.md#predicate) (inside the matrix, inside this
 #   block's k); `k_begin`/`k_end` bound this block's k and `out0` its rows of output (split-K:
 #   ignore them until section 3); with `beta == 0` it does not read C. It takes any shape, alignment and stride.
 # * The **padded plan** copies B (and A, where K is not a multiple of 4 or A is misaligned) into
-#   zero-padded arrays with sides rounded up to multiples of 4 and runs `warptile`, the library's
+#   zero-padded arrays, K and N rounded up to multiples of 4, and runs `warptile`, the library's
 #   **wide kernel**, on them. C's rows, N floats long, need not be 16-byte aligned, so it writes C
 #   one float at a time (`ragged_c`).
 
@@ -216,7 +216,7 @@ def make_kernel(cfg=TileConfig()):
     return sgemm_any_shape
 # %% [markdown]
 # **Check** against float64: the cell's kernel launched by hand, then `gl.sgemm` on awkward shapes
-# and on views of A that break alignment; then the plan `gl.sgemm` runs (`library.plan_of`).
+# and on misaligned views of A; then the plan each runs (`library.plan_of`).
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -355,21 +355,22 @@ exercises.compare_prediction(my_odd_extra_pct, 100 * odd_extra_ms / ref_row.back
 # (`experiments/shape_classes`):
 
 # %%
-stores, copy = suite_record.store_cost(ODD_SHAPE), suite_record.pad_copy_rate()  # recorded, one run each
+stores, copies = suite_record.store_cost(ODD_SHAPE), suite_record.pad_copies(ODD_SHAPE)  # recorded, one run each
 TM, TN = dispatch.TILES[odd_plan.tiles].TM, dispatch.TILES[odd_plan.tiles].TN  # results per thread: TM x TN
-if odd_plan.kernel == "padded" and stores and copy:
+if odd_plan.kernel == "padded" and stores and copies:
     ref_rec = suite_record.row(rec, REFERENCE_SHAPE).back_to_back_gl.median_ms  # 4096^3 in the suite's run
     parts = {"extra blocks": stores["wide_ms"] - ref_rec, "one-float stores of C": stores["one_float_ms"] - stores["wide_ms"],
-             "copies": copy_mb / copy["gbs"] + dispatch.padded_copies(ODD_SHAPE[2]) * model.launch_us * 1e-3}
+             "copies": copies["ms"]}
     print(f"Extra blocks: the wide kernel on the padded sides {stores['wide_ms']:.3f} ms, 4096^3 {ref_rec:.3f}: "
           f"{parts['extra blocks']:+.3f} ms. The same kernel writing C one float at a time: {stores['one_float_ms']:.3f} ms, "
           f"{parts['one-float stores of C']:+.3f} ms ({TM * TN} one-float stores per thread, not {TM * TN // 4} of four).")
-    near = abs(copy["gbs"] / model.bandwidth_gbs - 1) < 0.15  # the model's rate is a float4 copy's
-    print(f"Copies: the copy kernel ran at {copy['gbs']:,.0f} GB/s timed alone, "
-          f"{'about' if near else 'not'} the model's {model.bandwidth_gbs:,.0f}: {copy_mb:.0f} MB and "
-          f"{dispatch.padded_copies(ODD_SHAPE[2])} launches, {parts['copies']:.3f} ms.")
+    model_copies = 1e3 * model.padding_s(*ODD_SHAPE)
+    near = abs(copies["ms"] / model_copies - 1) < 0.15
+    print(f"Copies: A's and B's, each timed alone, {copies['ms']:.3f} ms, "
+          f"{'about' if near else 'not'} the model's {model_copies:.3f}.")
     odd_rec = suite_record.row(rec, ODD_SHAPE).back_to_back_gl.median_ms
-    print(f"Sum {sum(parts.values()):.3f} ms; measured {odd_rec - ref_rec:.3f} ms more (the suite's run).")
+    print(f"Sum {sum(parts.values()):.3f} ms; measured {odd_rec - ref_rec:.3f} ms more in the suite's run "
+          f"(4096^3 {ref_rec:.3f} ms there).")
     timed_any = {p: ms for p, ms in suite_record.row(rec, ODD_SHAPE).plans_ms.items() if p.startswith("any_shape")}
     fastest_any = min(timed_any, key=timed_any.get)
     print(f"Still the right choice: the best any-shape plan, {fastest_any}, took {timed_any[fastest_any]:.3f} ms there.")
@@ -568,7 +569,7 @@ print(f"The reduction ({reduce_us:.1f} µs) and its launch ({model.launch_us:.0f
 #
 # The **calibration** measures the rates (each kernel and tile size on a 4096^3 square, and with
 # one block per SM) and a copy's bandwidth. The model is blind to L2 reuse, the clock and Python.
-# The check: the suite timed every candidate on most shapes. Each point is a plan at a shape;
+# The check: the suite timed every candidate on all shapes but the four largest. Each point is a plan at a shape;
 # ringed, the plan chosen; starred, the fastest.
 
 # %%
@@ -727,9 +728,16 @@ exercises.check("11-split-k", split_k)
 #
 # * The next cell prints the shape suite's provenance. The probes of 11b and the profile of section 5
 #   ran on an H100, except 11b's allocation probe (H200).
-# * The odd shape's parts (section 1) come from other runs than this notebook's: the copy kernel's
-#   rate from B's copy at 4096 x 50257 x 768 timed alone, the stores from kernels timed alone
-#   (`experiments/shape_classes`, its README).
+# * The odd shape's parts (section 1) come from other runs than this notebook's: the copies and
+#   the stores from kernels timed alone (`experiments/shape_classes`, its README). Why C's
+#   one-float stores cost 0.1 ms was not measured; a warp-wide one-float store spreads its 32
+#   floats over 16 or more 32-byte sectors, a quarter of each, where a 16-byte store fills 16: C
+#   takes about four times the store transactions.
+# * The model charges a wave by its busiest SM, so 4096^3's last, part-filled wave (3.88 waves)
+#   counts as a full one: it estimates its own calibration shape 3% high (2.912 ms against 2.82).
+#   The Predict's ratio cancels this; rates taken from the busiest SM's blocks would remove it.
+# * The model's 5 µs per launch is an assumed gap on the GPU between kernels (`dispatch.py`), not
+#   section 2's issue time on the host.
 # * The any-shape kernel's main loop compiled offline (`experiments/shape_classes/sass_loop.py`;
 #   the next cell): where its extra instructions are. What its spills cost on their own, and why it
 #   issues less often, was not measured.
@@ -740,8 +748,10 @@ exercises.check("11-split-k", split_k)
 #   four launches (two copies, the split kernel, the reduction), at 76 µs back to back against
 #   cuBLAS's 51, each copy alone at 26-31 µs for 8 MB: back to back the GPU waits for the host's
 #   launches. One launch does not help yet: in the shape suite's run the fastest one-launch
-#   any-shape plan took 10-11% longer there (section 4's figure: every plan timed). A faster
-#   one-launch kernel is the next step (`experiments/shape_classes`).
+#   any-shape plan took 10-11% longer there (section 4's figure: every plan timed). Section 2's
+#   host-bound rule does not flag these shapes: it takes the issue time of squares, where
+#   `gl.sgemm` makes one launch. A faster one-launch kernel is the next step: the grouped kernel of
+#   `experiments/shape_classes` beats the padded plan on the odd shape, in one launch, but not here.
 # * Single calls against their issue time plus their time back to back, every shape:
 #   [11b](11b_what_we_tried.ipynb) section 1; the next cell lists any that took over twice their
 #   time back to back, or says there are none.

@@ -111,6 +111,23 @@ def pad_copy_rate(device=None):
             "date": rec["date"][:10], "commit": str(rec["git_commit"])[:7]}
 
 
+def pad_copies(shape=ODD_SHAPE, device=None):
+    """The padded plan's copies of A and B at ``shape``, each timed alone back to back in
+    experiments/shape_classes' padded-parts probe (the runs named "pad_copy A" and "pad_copy B"):
+    {"ms": the sum of their medians, "device", "date", "commit"}; None without the record or without
+    both copies at that shape."""
+    import statistics
+
+    rec = results.experiment_record("shape_classes", "padded_parts", device=device or results.COURSE_DEVICE)
+    row = next((r for r in (rec or {}).get("rows", []) if tuple(r["shape"]) == tuple(shape)), None)
+    runs = {name: [r["back_to_back_ms"] for r in (row or {}).get("runs", []) if r["name"] == name]
+            for name in ("pad_copy A", "pad_copy B")}
+    if not all(runs.values()):
+        return None
+    return {"ms": sum(statistics.median(v) for v in runs.values()), "device": rec["device"],
+            "date": rec["date"][:10], "commit": str(rec["git_commit"])[:7]}
+
+
 def issue_profile(device=None):
     """The any-shape and wide 128x128 kernels at 4096^3 under Nsight Compute (experiments/shape_classes,
     ``variants_probe --profile``, whose first and fifth launches they are): {"any_shape": ..., "wide": ...},

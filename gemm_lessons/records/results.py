@@ -140,7 +140,8 @@ EXPERIMENTS = {
                       "sass": "sass-loop-offline.json",  # compiled offline for sm_90, no GPU
                       "sass_interior": "sass-loop-interior-offline.json",
                       "padded_parts": "padded-parts-probe-{device}.json", "interior": "interior-probe{suffix}-{device}.json",  # run "grouped": with --grouped
-                      "ncu_interior": "ncu-interior-{device}.csv"},
+                      "ncu_interior": "ncu-interior-{device}.csv",
+                      "wave_rates": "wave-rates-{device}.json"},  # offline: read from the shape suite's record
     "splitk": {"probe": "splitk-probe{suffix}-{device}.json"},  # run "run1": the first form
     "transpose_anywide": {"suite": "transpose-suite-anywide{suffix}-{device}.json"},  # run "run2"
 }

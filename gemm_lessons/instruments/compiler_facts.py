@@ -158,7 +158,7 @@ def blocks_per_sm(registers, shared_bytes, threads, limits=SM_LIMITS_CC90):
     in units of 256 (a thread's count is rounded up to a multiple of 8), from one of the SM's
     four quarters (sub-partitions, 16,384 registers each on 9.0), and a warp cannot straddle
     two: at 172 registers a warp takes 5,632, so 2 warps fit per quarter, 8 per SM, where one
-    pool of 65,536 would hold 11 (gemm_lessons.runs.arch_facts.occupancy does the same for other
+    pool of 65,536 would hold 11 (gemm_lessons.model.occupancy does the same for other
     compute capabilities).  The resource is "registers", "shared memory", "threads" or
     "blocks"; where two or more allow the same, smallest count, all of them, joined by " = "
     (``"registers = threads"``: either alone would stop at that count)."""

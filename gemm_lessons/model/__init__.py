@@ -1,1 +1,2 @@
-"""Models that predict from counts: FLOP, byte and load formulas (and the limiter model's arithmetic)."""
+"""Models that predict from counts: FLOP, byte and load formulas, the limiter model's arithmetic,
+and the occupancy calculator."""

@@ -735,7 +735,8 @@ exercises.check("11-split-k", split_k)
 #   takes about four times the store transactions.
 # * The model charges a wave by its busiest SM, so 4096^3's last, part-filled wave (3.88 waves)
 #   counts as a full one: it estimates its own calibration shape 3% high (2.912 ms against 2.82).
-#   The Predict's ratio cancels this; rates taken from the busiest SM's blocks would remove it.
+#   The Predict's ratio cancels this. Rates solved to remove it rank the suite's timed plans worse
+#   (`experiments/shape_classes`, `wave_rates.py`), so the model keeps the calibrated ones.
 # * The model's 5 µs per launch is an assumed gap on the GPU between kernels (`dispatch.py`), not
 #   section 2's issue time on the host.
 # * The any-shape kernel's main loop compiled offline (`experiments/shape_classes/sass_loop.py`;

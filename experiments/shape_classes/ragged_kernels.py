@@ -22,7 +22,7 @@ kernel still spills under the 128-register cap even without its predicated loop;
 here is whether the scalar loads' addresses are what spills.
 """
 import numpy as np
-from numba import boolean, cuda, float32, int64
+from numba import boolean, cuda, float32
 
 from gemm_lessons.core.float4 import load1, load4, store1, store4
 from gemm_lessons.core.jit import jit

@@ -42,21 +42,18 @@ def solved(model, rec, iterations=8):
 
 
 def score(model, rec):
-    """Estimates against the suite's timed plans: errors, and the chosen plan against the fastest."""
-    from gemm_lessons.library import dispatch
+    """Estimates against the suite's timed plans (lesson 11's dispatch_model.model_points): errors,
+    and per shape the plan with the smallest estimate against the fastest timed."""
+    from gemm_lessons.teaching.lesson11.dispatch_model import model_points
 
-    errors, shapes = [], []
-    for r in rec.rows:
-        if not r.plans_ms:
-            continue
-        wide = not (r.shape[1] % 4 or r.shape[2] % 4)
-        estimate = {str(p): 1e3 * model.estimate_s(p, *r.shape)
-                    for p in dispatch.candidates(*r.shape, wide, model) if str(p) in r.plans_ms}
-        errors += [abs(estimate[p] / r.plans_ms[p] - 1) for p in estimate]
-        chosen, fastest = min(estimate, key=estimate.get), min(r.plans_ms, key=r.plans_ms.get)
-        shapes.append({"shape": r.shape, "chosen": chosen, "fastest": fastest,
-                       "regret_pct": 100 * (r.plans_ms[chosen] / r.plans_ms[fastest] - 1)})
-    errors.sort()
+    points = model_points(rec, model)  # (shape, plan, estimate ms, measured ms, ...)
+    errors = sorted(abs(est / ms - 1) for _, _, est, ms, *_ in points)
+    shapes = []
+    for shape in dict.fromkeys(p[0] for p in points):
+        mine = [p for p in points if p[0] == shape]
+        chosen, fastest = min(mine, key=lambda p: p[2]), min(mine, key=lambda p: p[3])
+        shapes.append({"shape": list(shape), "chosen": chosen[1], "fastest": fastest[1],
+                       "regret_pct": 100 * (chosen[3] / fastest[3] - 1)})
     return {"plans": len(errors), "median_error_pct": 100 * statistics.median(errors),
             "p90_error_pct": 100 * errors[int(0.9 * len(errors))],
             "chosen_is_fastest": sum(s["chosen"] == s["fastest"] for s in shapes), "shapes": len(shapes),

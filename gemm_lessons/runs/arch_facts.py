@@ -38,9 +38,8 @@ import time
 from dataclasses import dataclass
 
 from gemm_lessons.core import backend, tables
-# the occupancy calculator (model/occupancy.py), also read from here by lesson 09 and the tests
-from gemm_lessons.model.occupancy import (AMPERE_TUNING_GUIDE, ARCHS, CC_TABLE, KIB, OCCUPANCY_HEADER,  # noqa: F401
-                                          Arch, Occupancy, occupancy)
+# the occupancy calculator (model/occupancy.py); lesson 09 and the tests read ARCHS and occupancy here
+from gemm_lessons.model.occupancy import AMPERE_TUNING_GUIDE, ARCHS, CC_TABLE, KIB, OCCUPANCY_HEADER, occupancy
 from gemm_lessons.records import results
 
 RECORD = results.path_for("arch-facts", "")

@@ -63,6 +63,21 @@ def _number(pattern, text):
     return float(m.group(1).replace(",", ""))
 
 
+def _lesson_words():
+    """The lesson's source as one line of words (markdown wrapped over "# " lines joined)."""
+    return " ".join(open(LESSON).read().replace("\n#", " ").split())
+
+
+def _probe_ms(kind, shape, name, run=None):
+    """The median back-to-back ms of the runs named ``name`` at ``shape`` in experiments/shape_classes'
+    record of ``kind`` on the course's device."""
+    import statistics
+
+    probe = results.experiment_record("shape_classes", kind, device=results.COURSE_DEVICE, run=run)
+    runs = next(r for r in probe["rows"] if tuple(r["shape"]) == tuple(shape))["runs"]
+    return statistics.median(x["back_to_back_ms"] for x in runs if x["name"] == name)
+
+
 def _main_path(path=NOTEBOOK):
     """(markdown, printed text) of the lesson's main path: every cell before "## Lab notes"."""
     from gemm_lessons.course.budget import END_OF_MAIN_PATH
@@ -335,14 +350,10 @@ def test_near_1000_one_launch_takes_longer():
     """Lesson 11's Lab notes near 1000: the padded-parts probe's times at 999 x 1001 x 1003 (gl.sgemm,
     cuBLAS, each copy alone, back to back) and, in the shape suite's run, the fastest one-launch
     any-shape plan against gl.sgemm's four-launch padded plan at both sizes near 1000."""
-    import statistics
-
-    text = " ".join(open(LESSON).read().replace("\n#", " ").split())
-    probe = results.experiment_record("shape_classes", "padded_parts", device=results.COURSE_DEVICE)
-    runs = next(r for r in probe["rows"] if tuple(r["shape"]) == (999, 1001, 1003))["runs"]
+    text = _lesson_words()
 
     def us(name):
-        return 1e3 * statistics.median(r["back_to_back_ms"] for r in runs if r["name"] == name)
+        return 1e3 * _probe_ms("padded_parts", (999, 1001, 1003), name)
 
     copies = sorted(round(us(name)) for name in ("pad_copy A", "pad_copy B"))
     assert (f"at {us('gl.sgemm'):.0f} µs back to back against cuBLAS's {us('cublas'):.0f}, each copy alone "
@@ -359,14 +370,9 @@ def test_near_1000_one_launch_takes_longer():
 def test_the_four_float_copy_reaches_the_models_rate():
     """Lesson 11's Lab notes: the one-float copy ran at a third of the rate the model charges a copy;
     the library's copy, four floats per 16-byte store, comes within 15% of it (the padded-parts probe)."""
-    import statistics
-
-    text = " ".join(open(LESSON).read().replace("\n#", " ").split())
+    text = _lesson_words()
     assert "ran at a third of the float4 copy's rate the model charges; writing four floats with one 16-byte store reaches it" in text
-    probe = results.experiment_record("shape_classes", "padded_parts", device=results.COURSE_DEVICE)
-    runs = next(r for r in probe["rows"] if tuple(r["shape"]) == suite_record.COPY_SHAPE)["runs"]
-    ms = {name: statistics.median(r["back_to_back_ms"] for r in runs if r["name"] == name)
-          for name in ("pad_copy B", "pad_copy1 B")}
+    ms = {name: _probe_ms("padded_parts", suite_record.COPY_SHAPE, name) for name in ("pad_copy B", "pad_copy1 B")}
     model = suite_record.recorded_model(REC)
     assert 2.5 < ms["pad_copy1 B"] / ms["pad_copy B"] < 3.5
     assert abs(suite_record.pad_copy_rate()["gbs"] / model.bandwidth_gbs - 1) < 0.15
@@ -376,14 +382,16 @@ def test_lab_notes_on_the_model_and_the_grouped_kernel():
     """Lesson 11's Lab notes: the model's estimate of its own calibration shape; the check timed every
     candidate on all shapes but the four largest; near 1000 the host-bound rule has no issue time
     (squares only); the grouped kernel against the padded plan (experiments/shape_classes)."""
-    import statistics
-
-    text = " ".join(open(LESSON).read().replace("\n#", " ").split())
+    text = _lesson_words()
     model = suite_record.recorded_model(REC)
     t_ref = 1e3 * model.estimate_s(dispatch.Plan("wide", "128x128"), *suite_record.REFERENCE_SHAPE)
     cal = suite_record.calibration(REC, "wide 128x128")["median_ms"]
     assert round(100 * (t_ref / cal - 1)) == 3
     assert f"it estimates its own calibration shape 3% high ({t_ref:.3f} ms against {cal:.2f})" in text
+    waves = results.experiment_record("shape_classes", "wave_rates", device=results.COURSE_DEVICE)["models"]
+    assert waves["solved"]["chosen_is_fastest"] < waves["calibrated"]["chosen_is_fastest"]
+    assert waves["solved"]["max_regret_pct"] > waves["calibrated"]["max_regret_pct"]
+    assert "Rates solved to remove it rank the suite's timed plans worse" in text
     assert model.launch_us == 5.0 and "The model's 5 µs per launch is an assumed gap on the GPU between kernels" in text
     untimed = [r.shape for r in REC.rows if not r.plans_ms]
     flop = sorted(REC.rows, key=lambda r: math.prod(r.shape), reverse=True)
@@ -393,11 +401,8 @@ def test_lab_notes_on_the_model_and_the_grouped_kernel():
         r = suite_record.row(REC, shape)
         assert shape_suite.issue_near(REC, r, "gl") is None and not shape_suite.host_bound(REC, r, "gl")
     assert "host-bound rule does not flag these shapes: it takes the issue time of squares" in text
-    probe = results.experiment_record("shape_classes", "interior", device=results.COURSE_DEVICE, run="grouped")
-
     def ms(shape, name):
-        runs = next(r for r in probe["rows"] if tuple(r["shape"]) == shape)["runs"]
-        return statistics.median(x["back_to_back_ms"] for x in runs if x["name"] == name)
+        return _probe_ms("interior", shape, name, run="grouped")
 
     odd, near = suite_record.ODD_SHAPE, (999, 1001, 1003)
     assert ms(odd, "grouped 128x128") < ms(odd, "gl.sgemm")
@@ -410,7 +415,7 @@ def test_padding_is_the_formula():
     assert dispatch.padded_sides(N, K) == (4100, 4096)
     floats = M * K + M * 4096 + K * N + 4096 * 4100  # four matrices of about 4096^2: A and B read, written padded
     assert dispatch.padded_copy_floats(M, N, K) == floats and 3.9 < floats / 4096 ** 2 < 4.1
-    assert "four matrices of about 4096^2 floats (67 MB each)" in " ".join(open(LESSON).read().replace("\n#", " ").split())
+    assert "four matrices of about 4096^2 floats (67 MB each)" in _lesson_words()
     assert dispatch.padded_copy_floats(M, N, 4092) == 4092 * N + 4092 * 4100  # K a multiple of 4: B alone
     assert dispatch.padded_copies(4092) == 1
 

@@ -74,22 +74,33 @@ def calibration(rec, plan):
     return next((c for c in rec.calibration or [] if c.get("plan") == str(plan)), None)
 
 
+def _probe_row(kind, shape, device):
+    """(experiments/shape_classes' record of ``kind`` on ``device``, its row at ``shape`` or None)."""
+    rec = results.experiment_record("shape_classes", kind, device=device or results.COURSE_DEVICE)
+    return rec, next((r for r in (rec or {}).get("rows", []) if tuple(r["shape"]) == tuple(shape)), None)
+
+
+def _median_ms(row, name):
+    """The median back-to-back time of the runs named ``name`` in a probe's ``row``."""
+    import statistics
+
+    return statistics.median(r["back_to_back_ms"] for r in row["runs"] if r["name"] == name)
+
+
+def _provenance(rec):
+    return {"device": rec["device"], "date": rec["date"][:10], "commit": str(rec["git_commit"])[:7]}
+
+
 def store_cost(shape=ODD_SHAPE, device=None):
     """What writing C one float at a time costs the padded plan's kernel at ``shape``, from
     experiments/shape_classes' epilogue probe (one run): {"device", "date", "commit", "one_float_ms",
     "wide_ms"}: back-to-back medians of that kernel (warptile's ragged_c) and of the wide kernel
     (16-byte stores) on the problem rounded up to multiples of 4, each the median of its runs in
     the probe; None without a record or without that shape."""
-    import statistics
-
-    rec = results.experiment_record("shape_classes", "epilogue", device=device or results.COURSE_DEVICE)
-    row = next((r for r in (rec or {}).get("rows", []) if tuple(r["shape"]) == tuple(shape)), None)
+    rec, row = _probe_row("epilogue", shape, device)
     if row is None:
         return None
-    ms = {name: statistics.median(r["back_to_back_ms"] for r in row["runs"] if r["name"] == name)
-          for name in ("scalar", "wide")}
-    return {"device": rec["device"], "date": rec["date"][:10], "commit": str(rec["git_commit"])[:7],
-            "one_float_ms": ms["scalar"], "wide_ms": ms["wide"]}
+    return {**_provenance(rec), "one_float_ms": _median_ms(row, "scalar"), "wide_ms": _median_ms(row, "wide")}
 
 
 COPY_SHAPE = (4096, 50257, 768)  # where experiments/shape_classes times the copy kernel alone
@@ -100,15 +111,11 @@ def pad_copy_rate(device=None):
     alone back to back in experiments/shape_classes' padded-parts probe (the run named "pad_copy B"):
     {"gbs": floats read and written x 4 bytes / its median time, "ms", "device", "date", "commit"};
     None without the record."""
-    import statistics
-
-    rec = results.experiment_record("shape_classes", "padded_parts", device=device or results.COURSE_DEVICE)
-    row = next((r for r in (rec or {}).get("rows", []) if tuple(r["shape"]) == COPY_SHAPE), None)
+    rec, row = _probe_row("padded_parts", COPY_SHAPE, device)
     if row is None:
         return None
-    ms = statistics.median(r["back_to_back_ms"] for r in row["runs"] if r["name"] == "pad_copy B")
-    return {"gbs": row["copy_B_bytes"] / (ms * 1e-3) / 1e9, "ms": ms, "device": rec["device"],
-            "date": rec["date"][:10], "commit": str(rec["git_commit"])[:7]}
+    ms = _median_ms(row, "pad_copy B")
+    return {"gbs": row["copy_B_bytes"] / (ms * 1e-3) / 1e9, "ms": ms, **_provenance(rec)}
 
 
 def pad_copies(shape=ODD_SHAPE, device=None):
@@ -116,16 +123,11 @@ def pad_copies(shape=ODD_SHAPE, device=None):
     experiments/shape_classes' padded-parts probe (the runs named "pad_copy A" and "pad_copy B"):
     {"ms": the sum of their medians, "device", "date", "commit"}; None without the record or without
     both copies at that shape."""
-    import statistics
-
-    rec = results.experiment_record("shape_classes", "padded_parts", device=device or results.COURSE_DEVICE)
-    row = next((r for r in (rec or {}).get("rows", []) if tuple(r["shape"]) == tuple(shape)), None)
-    runs = {name: [r["back_to_back_ms"] for r in (row or {}).get("runs", []) if r["name"] == name]
-            for name in ("pad_copy A", "pad_copy B")}
-    if not all(runs.values()):
+    names = ("pad_copy A", "pad_copy B")
+    rec, row = _probe_row("padded_parts", shape, device)
+    if row is None or not all(any(r["name"] == name for r in row["runs"]) for name in names):
         return None
-    return {"ms": sum(statistics.median(v) for v in runs.values()), "device": rec["device"],
-            "date": rec["date"][:10], "commit": str(rec["git_commit"])[:7]}
+    return {"ms": sum(_median_ms(row, name) for name in names), **_provenance(rec)}
 
 
 def issue_profile(device=None):

@@ -3,7 +3,7 @@
     compute-sanitizer --tool memcheck python3 tools/sanitize.py
     compute-sanitizer --tool racecheck python3 tools/sanitize.py
     ... python3 tools/sanitize.py dbuf warptile      # only these kernels
-    ... python3 tools/sanitize.py any_wide            # transpose/any_wide.py alone (also library_transpose)
+    ... python3 tools/sanitize.py any_wide            # kernels/library/transpose_any_wide.py alone (also library_transpose)
     ... python3 tools/sanitize.py grouped             # lesson 08's grouped block orders (GROUP_M 4, 8, 16)
     ... python3 tools/sanitize.py library_plans       # gl.sgemm's plans: wide and any-shape, split, padded
     ... python3 tools/sanitize.py library_split       # the wide kernel's split plans only (2 and 3 parts)
@@ -81,14 +81,14 @@ if not only or "library_plans" in only or "library_split" in only or "library_pa
                 res = problems.check(plan_runner(plan), M, N, K, 1.5, -0.5, name=str(plan))
                 failed += not res.passed
                 print(res.message(), flush=True)
-# transpose/any_wide.py and aligned_stores.py: 16-byte accesses on every shape
+# kernels/library/transpose_any_wide.py and transpose_aligned_stores.py: 16-byte accesses on every shape
 for module_name in [m for m in ("any_wide", "aligned_stores") if not only or m in only]:
     import importlib  # noqa: E402
 
     import numpy as np  # noqa: E402
     from numba import cuda  # noqa: E402
 
-    module = importlib.import_module(f"gemm_lessons.kernels.transpose.{module_name}")
+    module = importlib.import_module(f"gemm_lessons.kernels.library.transpose_{module_name}")
     # odd sides (rows starting mid-float4, ragged segment ends), a cut-short last float4
     # (rows * cols % 4 != 0), edge tiles of every width, and aligned shapes
     for R, C in T_SIZES + WIDE_T_SIZES + [(130, 63), (63, 130), (65, 67), (3, 5), (1, 4097)]:

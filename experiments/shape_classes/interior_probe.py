@@ -37,6 +37,11 @@ def main(argv=None):
     p.add_argument("--shape", nargs=3, type=int, action="append", help="M N K instead of SHAPES (repeatable)")
     p.add_argument("--grouped", action="store_true",
                    help="also ragged_kernels.make_grouped, and with wide_inside on aligned shapes (not in the 2bb9b00 run)")
+    p.add_argument("--row-pad", type=int, default=0, metavar="P",
+                   help="the candidates read A and B as views of arrays P floats wider (row strides K+P, N+P); "
+                        "cuBLAS and gl.sgemm read the contiguous arrays: does a row stride alone change a kernel's time?")
+    p.add_argument("--kernels", nargs="+", metavar="NAME",
+                   help="only these candidates (e.g. 'grouped 128x128'), with cuBLAS and gl.sgemm: for a profile")
     args = p.parse_args(argv)
     t0 = time.perf_counter()
     kernels = {}
@@ -47,11 +52,17 @@ def main(argv=None):
             kernels[f"grouped {tiles}"] = (ragged_kernels.make_grouped(dispatch.TILES[tiles]), dispatch.TILES[tiles])
             kernels[f"grouped_wide {tiles}"] = (ragged_kernels.make_grouped(dispatch.TILES[tiles], wide_inside=True),
                                                 dispatch.TILES[tiles])  # 16-byte loads: aligned shapes only
+    if args.kernels:
+        unknown = set(args.kernels) - set(kernels)
+        if unknown:
+            p.error(f"unknown kernels {sorted(unknown)}; the candidates are {sorted(kernels)}")
+        kernels = {name: kernels[name] for name in args.kernels}
     rows, failures = [], []
     for M, N, K in args.shape or SHAPES:
         rng = np.random.default_rng(M + N + K)
         A, a = random_device_matrix(M, K, rng)
         B, b = random_device_matrix(K, N, rng)
+        A_in, B_in = (_strided(a, args.row_pad), _strided(b, args.row_pad)) if args.row_pad else (A, B)
         C = poisoned(M, N)
         one, zero, k_all = np.float32(1), np.float32(0), np.int64(K)
         calls = {"cublas": lambda: cublas.sgemm(A, B, C), "gl.sgemm": lambda: device_arrays.sgemm(A, B, C)}
@@ -59,17 +70,26 @@ def main(argv=None):
             if name.startswith("grouped_wide") and (N % 4 or K % 4):
                 continue
             grid = ((N + cfg.BN - 1) // cfg.BN, (M + cfg.BM - 1) // cfg.BM, 1)
-            calls[name] = lambda k=kernel, g=grid, t=cfg.threads: k[g, t](A, B, C, one, zero, k_all)
-        row = {"shape": [M, N, K], "plan": str(dispatch.plan_for(M, N, K, not (N % 4 or K % 4))), "checks": {}}
+            calls[name] = lambda k=kernel, g=grid, t=cfg.threads: k[g, t](A_in, B_in, C, one, zero, k_all)
+        row = {"shape": [M, N, K], "row_pad": args.row_pad, "plan": str(dispatch.plan_for(M, N, K, not (N % 4 or K % 4))), "checks": {}}
         for name, fn in calls.items():
             row["checks"][name] = checked_on_nan(fn, C, a, b)
             failures += [] if row["checks"][name]["correct"] else [(name, M, N, K)]
         row["runs"] = timed_back_to_back(calls, list(calls) + ["cublas"], f"{M}x{N}x{K}")
         rows.append(row)
-        del A, B, C, calls
+        del A, B, C, A_in, B_in, calls
     rec = record("interior-probe", {"rows": rows, "failures": failures}, t0)
-    write_record("shape_classes", rec, args.out, kind="interior", run="grouped" if args.grouped else None)
+    write_record("shape_classes", rec, args.out, kind="interior", run=("grouped" if args.grouped else None) if not args.row_pad else f"row-pad-{args.row_pad}")
     return 1 if failures else 0
+
+
+def _strided(x, pad):
+    """A device view of the host array x whose rows are pad floats further apart than x's."""
+    from numba import cuda
+
+    wide = np.zeros((x.shape[0], x.shape[1] + pad), np.float32)
+    wide[:, :x.shape[1]] = x
+    return cuda.to_device(wide)[:, :x.shape[1]]
 
 
 if __name__ == "__main__":

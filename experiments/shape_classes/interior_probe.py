@@ -12,7 +12,8 @@ every kernel is checked on a C filled with NaN against float64 (a sample), then 
 back with the clock and power sampled (experiments._shared); cuBLAS first and last.  Each kernel
 runs as gl.sgemm launches the any-shape kernel (C-contiguous arrays, the tile's register cap, one
 part along z: all of K).  With --grouped also ragged_kernels.make_grouped, scalar loads and with
-wide_inside (16-byte loads, aligned shapes only); its record is the run "grouped".
+wide_inside (16-byte loads, aligned shapes only) and with a_wide (A by 16-byte loads, K a multiple of 4);
+its record is the run "grouped".
 """
 import argparse
 import sys
@@ -52,6 +53,8 @@ def main(argv=None):
             kernels[f"grouped {tiles}"] = (ragged_kernels.make_grouped(dispatch.TILES[tiles]), dispatch.TILES[tiles])
             kernels[f"grouped_wide {tiles}"] = (ragged_kernels.make_grouped(dispatch.TILES[tiles], wide_inside=True),
                                                 dispatch.TILES[tiles])  # 16-byte loads: aligned shapes only
+            kernels[f"grouped_a_wide {tiles}"] = (ragged_kernels.make_grouped(dispatch.TILES[tiles], a_wide=True),
+                                                  dispatch.TILES[tiles])  # A by 16-byte loads: K a multiple of 4
     if args.kernels:
         unknown = set(args.kernels) - set(kernels)
         if unknown:
@@ -67,7 +70,7 @@ def main(argv=None):
         one, zero, k_all = np.float32(1), np.float32(0), np.int64(K)
         calls = {"cublas": lambda: cublas.sgemm(A, B, C), "gl.sgemm": lambda: device_arrays.sgemm(A, B, C)}
         for name, (kernel, cfg) in kernels.items():
-            if name.startswith("grouped_wide") and (N % 4 or K % 4):
+            if (name.startswith("grouped_wide") and (N % 4 or K % 4)) or (name.startswith("grouped_a_wide") and K % 4):
                 continue
             grid = ((N + cfg.BN - 1) // cfg.BN, (M + cfg.BM - 1) // cfg.BM, 1)
             calls[name] = lambda k=kernel, g=grid, t=cfg.threads: k[g, t](A_in, B_in, C, one, zero, k_all)

@@ -20,6 +20,13 @@ columns), as four single-float loads from one address (offsets 0, 4, 8, 12 bytes
 keeps one address per group of four instead of one per float.  Compiled offline the interior
 kernel still spills under the 128-register cap even without its predicated loop; the question
 here is whether the scalar loads' addresses are what spills.
+
+``make_grouped(cfg, a_wide=True)``: the same, its unpredicated loop loading A's groups with one
+16-byte load each (K a multiple of 4, A C-contiguous and aligned) and B's as single floats. With
+A's rows a multiple of 128 bytes apart, the 16 rows one scalar load instruction of a warp reads
+all start at the same place in their 128-byte lines, and the grouped kernel ran 15% slower at
+4096^3 than at 4095x4097x4093 (short-scoreboard stalls 32% against 7%): A is where one 16-byte
+load instead of four scalar ones matters, and B, any N, can stay scalar.
 """
 import numpy as np
 from numba import boolean, cuda, float32
@@ -144,11 +151,12 @@ def make_interior(cfg):
     return _make_two_loops(cfg, "element")
 
 
-def make_grouped(cfg, wide_inside=False):
+def make_grouped(cfg, wide_inside=False, a_wide=False):
     """Groups of four neighbouring floats per thread; wide_inside: the unpredicated loop loads each
     group with one 16-byte load (load4), for A and B whose rows start on 16-byte boundaries (K and N
-    multiples of 4, C-contiguous, aligned); the edge loop is unchanged."""
-    return _make_two_loops(cfg, "grouped_wide" if wide_inside else "grouped")
+    multiples of 4, C-contiguous, aligned); a_wide: only A's groups so (K a multiple of 4, A
+    C-contiguous and aligned; any N); the edge loop is unchanged."""
+    return _make_two_loops(cfg, "grouped_wide" if wide_inside else "grouped_a_wide" if a_wide else "grouped")
 
 
 def _make_two_loops(cfg, staging):
@@ -156,8 +164,10 @@ def _make_two_loops(cfg, staging):
     any-shape kernel's: thread tid stages rows tid // BK + i * A_STEP of A at k tid % BK, and row
     tid // BN + j * B_STEP of B at column tid % BN), "grouped" (four neighbours of a row per
     thread and load group, warptile's mapping, loaded as single floats from one address) or
-    "grouped_wide" (the same, the unpredicated loop by 16-byte loads)."""
+    "grouped_wide" (the same, the unpredicated loop by 16-byte loads) or "grouped_a_wide" (only A's
+    groups by 16-byte loads there)."""
     GROUPED, WIDE_INSIDE = staging != "element", staging == "grouped_wide"
+    A_WIDE = staging in ("grouped_wide", "grouped_a_wide")
     if GROUPED:
         cfg.validate()
     else:
@@ -245,7 +255,7 @@ def _make_two_loops(cfg, staging):
 
         def stage_loads_inside(k0):  # the tile and the slice inside A and B: no predicate
             for i in static_range(A_LOADS):
-                if static(WIDE_INSIDE):
+                if static(A_WIDE):
                     xa[i, 0], xa[i, 1], xa[i, 2], xa[i, 3] = load4(A, row0 + a_r + i * A_STEP, k0 + a_c)
                 elif static(GROUPED):
                     for d in static_range(4):

@@ -5,7 +5,7 @@
     -> DIR/sass-loop-offline.json (kept in experiments/shape_classes/)
     GEMM_LESSONS_SIMULATOR=0 python3 -m experiments.shape_classes.sass_loop --interior [--out DIR]
     -> DIR/sass-loop-interior-offline.json: the any-shape kernel and ragged_kernels.make_interior,
-       and make_grouped (grouped_wide: with wide_inside), 128x128 and 64x64 (their first loop is the
+       and make_grouped (grouped_wide: with wide_inside; grouped_a_wide: with a_wide), 128x128 and 64x64 (their first loop is the
        unpredicated one)
 
 Each kernel is compiled as gl.sgemm launches it (gemm_lessons.library.device_arrays.kernel_spec:
@@ -50,14 +50,14 @@ def main(argv=None):
            "versions": offline_sass.versions(), "arch": "sm_90", "kernels": {}}
     jobs = [(kind, "128x128") for kind in ("any_shape", "wide")]
     if args.interior:
-        jobs = [(kind, tiles) for tiles in ("128x128", "64x64") for kind in ("any_shape", "interior", "grouped", "grouped_wide")]
+        jobs = [(kind, tiles) for tiles in ("128x128", "64x64") for kind in ("any_shape", "interior", "grouped", "grouped_wide", "grouped_a_wide")]
     for kind, tiles in jobs:
         kernel, argtypes, threads = device_arrays.kernel_spec("any_shape" if kind != "wide" else kind, tiles, "C")
-        if kind in ("interior", "grouped", "grouped_wide"):  # launched as the any-shape kernel: same arguments and cap
+        if kind in ("interior", "grouped", "grouped_wide", "grouped_a_wide"):  # launched as the any-shape kernel: same arguments and cap
             from . import ragged_kernels
             cfg = dispatch.TILES[tiles]
             kernel = (ragged_kernels.make_interior(cfg) if kind == "interior" else
-                      ragged_kernels.make_grouped(cfg, wide_inside=kind == "grouped_wide"))
+                      ragged_kernels.make_grouped(cfg, wide_inside=kind == "grouped_wide", a_wide=kind == "grouped_a_wide"))
         cap = kernel.targetoptions.get("max_registers")
         sass, info = offline_sass.compile_sass(kernel, cap, argtypes=argtypes)
         loop = offline_sass.main_loop_opcodes(sass)

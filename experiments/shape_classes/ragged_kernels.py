@@ -24,7 +24,7 @@ here is whether the scalar loads' addresses are what spills.
 ``make_grouped(cfg, a_wide=True)``: the same, its unpredicated loop loading A's groups with one
 16-byte load each (K a multiple of 4, A C-contiguous and aligned) and B's as single floats. With
 A's rows a multiple of 128 bytes apart, the 16 rows one scalar load instruction of a warp reads
-all start at the same place in their 128-byte lines, and the grouped kernel ran 15% slower at
+all start at the same place in their 128-byte lines, and the grouped kernel took 14-15% longer at
 4096^3 than at 4095x4097x4093 (short-scoreboard stalls 32% against 7%): A is where one 16-byte
 load instead of four scalar ones matters, and B, any N, can stay scalar.
 """

@@ -141,6 +141,7 @@ EXPERIMENTS = {
                       "sass_interior": "sass-loop-interior-offline.json",
                       "padded_parts": "padded-parts-probe-{device}.json", "interior": "interior-probe{suffix}-{device}.json",  # run "grouped": with --grouped
                       "ncu_interior": "ncu-interior-{device}.csv",
+                      "ncu_grouped": "ncu-grouped{suffix}-{device}.csv",  # run: the shape, e.g. "4096x4096x4096"
                       "wave_rates": "wave-rates-{device}.json"},  # offline: read from the shape suite's record
     "splitk": {"probe": "splitk-probe{suffix}-{device}.json"},  # run "run1": the first form
     "transpose_anywide": {"suite": "transpose-suite-anywide{suffix}-{device}.json"},  # run "run2"

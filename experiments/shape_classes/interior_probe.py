@@ -13,7 +13,8 @@ back with the clock and power sampled (experiments._shared); cuBLAS first and la
 runs as gl.sgemm launches the any-shape kernel (C-contiguous arrays, the tile's register cap, one
 part along z: all of K).  With --grouped also ragged_kernels.make_grouped, scalar loads and with
 wide_inside (16-byte loads, aligned shapes only) and with a_wide (A by 16-byte loads, K a multiple of 4);
-its record is the run "grouped".
+its record is the run "grouped".  With --split S, each candidate also split along K in S parts, the
+library's reduction after it (split_call), for sizes near 1000.
 """
 import argparse
 import sys
@@ -41,6 +42,11 @@ def main(argv=None):
     p.add_argument("--row-pad", type=int, default=0, metavar="P",
                    help="the candidates read A and B as views of arrays P floats wider (row strides K+P, N+P); "
                         "cuBLAS and gl.sgemm read the contiguous arrays: does a row stride alone change a kernel's time?")
+    p.add_argument("--split", type=int, nargs="+", default=[], metavar="S",
+                   help="also each candidate split along K in S parts as gl.sgemm splits the any-shape kernel "
+                        "(partial sums into a workspace, then the library's reduction), both launched through "
+                        "the library's Launcher")
+    p.add_argument("--run", help="the record's run name (default: grouped, row-pad-P, or none)")
     p.add_argument("--kernels", nargs="+", metavar="NAME",
                    help="only these candidates (e.g. 'grouped 128x128'), with cuBLAS and gl.sgemm: for a profile")
     args = p.parse_args(argv)
@@ -74,6 +80,9 @@ def main(argv=None):
                 continue
             grid = ((N + cfg.BN - 1) // cfg.BN, (M + cfg.BM - 1) // cfg.BM, 1)
             calls[name] = lambda k=kernel, g=grid, t=cfg.threads: k[g, t](A_in, B_in, C, one, zero, k_all)
+            for parts in args.split:
+                calls[f"{name} split {parts}"] = split_call(kernel, name.split()[-1], parts, A_in, B_in, C,
+                                                            "A" if args.row_pad else "C")
         row = {"shape": [M, N, K], "row_pad": args.row_pad, "plan": str(dispatch.plan_for(M, N, K, not (N % 4 or K % 4))), "checks": {}}
         for name, fn in calls.items():
             row["checks"][name] = checked_on_nan(fn, C, a, b)
@@ -82,8 +91,33 @@ def main(argv=None):
         rows.append(row)
         del A, B, C, A_in, B_in, calls
     rec = record("interior-probe", {"rows": rows, "failures": failures}, t0)
-    write_record("shape_classes", rec, args.out, kind="interior", run=("grouped" if args.grouped else None) if not args.row_pad else f"row-pad-{args.row_pad}")
+    run = args.run or (f"row-pad-{args.row_pad}" if args.row_pad else "grouped" if args.grouped else None)
+    write_record("shape_classes", rec, args.out, kind="interior", run=run)
     return 1 if failures else 0
+
+
+def split_call(kernel, tiles, parts, A, B, C, layout="C"):
+    """fn() computing C = A @ B with ``kernel`` (the any-shape kernel's arguments) split along K in
+    ``parts`` as gl.sgemm's any-shape split plan is (dispatch.Plan's grid and k_chunk): the parts'
+    sums into a workspace, then the library's reduction into C; both through library.launch.Launcher."""
+    from numba import cuda
+
+    from gemm_lessons.kernels.library import splitk_reduce
+    from gemm_lessons.library.launch import Launcher
+
+    (M, K), N = A.shape, B.shape[1]
+    plan = dispatch.Plan("any_shape", tiles, parts)
+    main = Launcher(kernel, device_arrays.kernel_spec("any_shape", tiles, layout)[1], plan.config.threads)
+    reduce_kernel, reduce_types, reduce_threads = device_arrays.kernel_spec("reduce", "", "C")
+    reduce = Launcher(reduce_kernel, reduce_types, reduce_threads)
+    W = cuda.device_array((parts * M, N), np.float32)
+    grid, rgrid, chunk, one, zero = plan.grid(M, N), splitk_reduce.grid(M, N), np.int64(plan.k_chunk(K)), np.float32(1), np.float32(0)
+
+    def run():
+        main(grid, A, B, W, one, zero, chunk)
+        reduce(rgrid, W, C, one, zero)
+
+    return run
 
 
 def _strided(x, pad):

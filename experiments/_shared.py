@@ -5,6 +5,7 @@ Probes import this as ``experiments._shared`` (they run as modules from the repo
 ``python3 -m experiments.<name>.<probe>``): no probe imports another, and none edits the module
 search path.
 """
+import collections
 import json
 import os
 import time
@@ -42,6 +43,19 @@ def opcode_counts(kernel, keep):
     return {op: n for op, n in counts.items() if op.split(".")[0] in bases}
 
 
+LOOP_GROUPS = (("FFMA", ("FFMA",)), ("LDS", ("LDS",)), ("STS", ("STS",)), ("LDG", ("LDG",)), ("spill", ("STL", "LDL")))
+
+
+def loop_groups(counts):
+    """SASS opcode counts (offline_sass.main_loop_opcodes) sorted into FFMA, shared loads (LDS),
+    shared stores (STS), global loads (LDG), spill accesses (STL, LDL) and the rest ("other")."""
+    out = collections.Counter()
+    for op, n in counts.items():
+        base = op.split(".")[0]
+        out[next((g for g, bases in LOOP_GROUPS if base in bases), "other")] += n
+    return dict(out)
+
+
 def poisoned(M, N):
     """An M x N device array of problems.POISON, which check_product reports if any is left."""
     from numba import cuda
@@ -54,12 +68,19 @@ def poisoned(M, N):
 def time_squares(runs, sizes, rng, failures):
     """Rows of the record: for each n in ``sizes``, cuBLAS timed back to back, then each of ``runs``
     (name -> run(A, B, C)) checked on a poisoned C against float64 (a sample) and timed back to
-    back, then cuBLAS again; % of cuBLAS against the mean of its two medians.  Wrong results are
-    appended to ``failures``."""
+    back, then cuBLAS again, each series with the GPU's clock and power sampled while it ran
+    ("power"); % of cuBLAS against the mean of its two medians.  Wrong results are appended to
+    ``failures``."""
     from numba import cuda
 
     from gemm_lessons.measure import cublas
+    from gemm_lessons.measure.power import PowerSampler
     from gemm_lessons.runs.shapes import back_to_back, check_product, random_device_matrix
+
+    def timed(fn):
+        with PowerSampler() as power:
+            t = back_to_back(fn)
+        return {**t.__dict__, "power": power.summary()}
 
     rows = []
     for n in sizes:
@@ -67,23 +88,24 @@ def time_squares(runs, sizes, rng, failures):
         B_d, B = random_device_matrix(n, n, rng)
         row = {"shape": [n, n, n], "kernels": {}}
         C = cuda.device_array((n, n), np.float32)
-        row["cublas_before"] = back_to_back(lambda: cublas.sgemm(A_d, B_d, C)).__dict__
+        row["cublas_before"] = timed(lambda: cublas.sgemm(A_d, B_d, C))
         for name, run in runs.items():
             C = poisoned(n, n)
             run(A_d, B_d, C)
             ok, err, how = check_product(A, B, C.copy_to_host())
             if not ok:
                 failures.append((name, n))
-            t = back_to_back(lambda run=run, C=C: run(A_d, B_d, C)).__dict__
+            t = timed(lambda run=run, C=C: run(A_d, B_d, C))
             row["kernels"][name] = dict(correct=ok, rel_error=err, checked=how, back_to_back=t)
-        row["cublas_after"] = back_to_back(lambda: cublas.sgemm(A_d, B_d, C)).__dict__
+        row["cublas_after"] = timed(lambda: cublas.sgemm(A_d, B_d, C))
         ref = (row["cublas_before"]["median_ms"] + row["cublas_after"]["median_ms"]) / 2
         print(f"{n}^3  cuBLAS {row['cublas_before']['median_ms']:.4f} / {row['cublas_after']['median_ms']:.4f} ms",
               flush=True)
         for name, k in row["kernels"].items():
             k["pct_cublas"] = 100 * ref / k["back_to_back"]["median_ms"]
-            print(f"   {name:26s} {k['back_to_back']['median_ms']:.4f} ms  {k['pct_cublas']:5.1f}%  ok {k['correct']}",
-                  flush=True)
+            pw = k["back_to_back"]["power"] or {}
+            print(f"   {name:26s} {k['back_to_back']['median_ms']:.4f} ms  {k['pct_cublas']:5.1f}%  ok {k['correct']}"
+                  f"  clock {pw.get('clock_mhz')} power {pw.get('power_w')} events {pw.get('events')}", flush=True)
         rows.append(row)
         del A_d, B_d, C
     return rows

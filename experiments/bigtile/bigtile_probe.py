@@ -1,7 +1,12 @@
 """Larger block tiles for large squares, against the library's 128x128 and cuBLAS, on a GPU.
 
     python3 -m experiments.bigtile.bigtile_probe [--out DIR]  -> DIR/bigtile-probe-<device>.json
-    (from the repository root, on a GPU; default: print only.  Kept in experiments/bigtile/.)
+    ncu --clock-control none --profile-from-start off --csv --print-units base \
+        --metrics "$(python3 -m experiments.ncu_vs_cublas.ncu_vs_cublas metrics)" \
+        python3 -m experiments.bigtile.bigtile_probe --profile > ncu-bigtile-<device>.csv
+    GEMM_LESSONS_SIMULATOR=0 python3 -m experiments.bigtile.bigtile_probe --sass [--out DIR]
+        -> DIR/bigtile-sass-offline.json (no GPU: each tile's main loop compiled offline for sm_90)
+    (from the repository root, on a GPU but --sass; default: print only.  Kept in experiments/bigtile/.)
 
 Issue 14 asks for large squares at or past cuBLAS.  experiments/ncu_vs_cublas/ found cuBLAS's
 kernel at 16384^3 working on 256x128 block tiles with 224 registers (one block of 256 threads
@@ -15,7 +20,10 @@ for sm_90 (offline: python -m gemm_lessons.runs.arch_facts style compile, record
   * 256x128x16, warp tiles 32x64, 8x8 per thread, one shared buffer: 512 threads, 128 registers.
 Each is checked against float64 on a non-square product (every element) and at each timed
 size (a sample), then timed back to back (shapes.back_to_back) with cuBLAS timed before and
-after the candidates in the same run; the record keeps both cuBLAS medians, so drift shows.
+after the candidates in the same run, the GPU's clock and power sampled during each series
+(since 2026-11-29; the H100 record of 2026-11-24 has none); the record keeps both cuBLAS
+medians, so drift shows.  --profile runs each once at 4096^3 next to cuBLAS for Nsight Compute;
+--sass counts each main loop's instructions per FFMA offline.
 """
 import argparse
 import sys
@@ -31,7 +39,9 @@ from gemm_lessons.kernels.sgemm import warptile
 from gemm_lessons.runs.shapes import check_product, random_device_matrix
 from numba.cuda import types
 
-from experiments._shared import poisoned, record, time_squares, write_record
+from experiments._shared import loop_groups, poisoned, record, time_squares, write_record
+
+PROFILE_SIZE = 4096
 
 ARR, F32 = types.Array(types.float32, 2, "C"), types.float32
 BASE = dispatch.TILES["128x128"]
@@ -40,6 +50,9 @@ CONFIGS = {
     "256x128 thread 16x8": replace(BASE, BM=256, BN=128, BK=8, WM=64, WN=64, TM=16, TN=8, max_registers=None),
     "128x256 thread 8x16": replace(BASE, BM=128, BN=256, BK=8, WM=64, WN=64, TM=8, TN=16, max_registers=None),
     "256x128x16 512 threads": replace(BASE, BM=256, BN=128, BK=16, WM=32, WN=64, stages=1, max_registers=128),
+    # added 2026-11-29: the next slice staged float4 by float4 through the k-steps (TileConfig.spread)
+    "256x128 thread 16x8 spread": replace(BASE, BM=256, BN=128, BK=8, WM=64, WN=64, TM=16, TN=8, max_registers=None,
+                                          spread=True),
 }
 SIZES = [2048, 4096, 8192, 16384]
 CHECK_SHAPE = (1000, 1096, 904)  # M, N, K: not multiples of the tiles (K and N multiples of 4)
@@ -58,13 +71,59 @@ def launcher(cfg):
     return run
 
 
+def profile(n=PROFILE_SIZE):
+    """Each configuration and cuBLAS once at n^3 between cuda.profile_start and profile_stop (for
+    ncu --profile-from-start off), after a warm-up (instruments.profiler.profile_calls)."""
+    import functools
+
+    from numba import cuda
+
+    from gemm_lessons.instruments import profiler
+    from gemm_lessons.measure import cublas
+
+    rng = np.random.default_rng(5)
+    A_d, _ = random_device_matrix(n, n, rng)
+    B_d, _ = random_device_matrix(n, n, rng)
+    C = cuda.device_array((n, n), np.float32)
+    calls = {name: functools.partial(launcher(cfg), A_d, B_d, C) for name, cfg in CONFIGS.items()}
+    calls["cublas"] = functools.partial(cublas.sgemm, A_d, B_d, C)
+    profiler.profile_calls(calls)
+
+
+def sass(out):
+    """Each configuration's main loop compiled offline for sm_90 (no GPU): registers, spills and
+    the loop's instructions per 1,024 FFMAs, sorted by experiments._shared.loop_groups."""
+    from gemm_lessons.instruments import offline_sass
+    from gemm_lessons.measure import provenance
+
+    why = offline_sass.missing_toolchain()
+    if why:
+        sys.exit(f"cannot compile offline: {why}")
+    rec = {"kind": "bigtile-sass-offline", "device": "none (compiled offline)", "date": provenance.now(),
+           "git_commit": provenance.git_commit(), "versions": offline_sass.versions(), "arch": "sm_90", "kernels": {}}
+    for name, cfg in CONFIGS.items():
+        text, info = offline_sass.compile_sass(warptile.make_kernel(cfg), cfg.max_registers)
+        groups = loop_groups(offline_sass.main_loop_opcodes(text))
+        rec["kernels"][name] = {"config": cfg.short(), "resources": offline_sass.ptxas_resources(info), "loop": groups,
+                                "per_1024_ffma": round(1024 * sum(groups.values()) / groups["FFMA"])}
+        print(name, rec["kernels"][name]["resources"]["registers"], groups, rec["kernels"][name]["per_1024_ffma"], flush=True)
+    write_record("bigtile", rec, out, kind="sass")
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--out", default=None)
     p.add_argument("--sizes", type=int, nargs="+", default=SIZES)
+    p.add_argument("--profile", action="store_true", help=f"each tile and cuBLAS once at {PROFILE_SIZE}^3, for ncu")
+    p.add_argument("--sass", action="store_true", help="compile each tile offline and count its main loop (no GPU)")
     args = p.parse_args()
+    if args.sass:
+        return sass(args.out)
     if gemm_lessons.SIMULATOR:
         sys.exit("the big-tile probe times kernels: run it on a GPU")
+    if args.profile:
+        return profile()
     t_start = time.perf_counter()
     rng = np.random.default_rng(17)
     runs, compiled, failures = {}, {}, []

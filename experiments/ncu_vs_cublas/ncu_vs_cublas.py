@@ -3,7 +3,7 @@
     ncu --clock-control none --profile-from-start off --csv --print-units base \
         --metrics "$(python3 -m experiments.ncu_vs_cublas.ncu_vs_cublas metrics)" \
         python3 -m experiments.ncu_vs_cublas.ncu_vs_cublas run > ncu-vs-cublas-<device>.csv
-    python3 -m experiments.ncu_vs_cublas.ncu_vs_cublas table ncu-vs-cublas-<device>.csv   # library_report's table
+    python3 -m experiments.ncu_vs_cublas.ncu_vs_cublas table ncu-vs-cublas-<device>.csv   # the table lesson 11 renders
 
 (from the repository root; the CSV, with a '# ... run on DEVICE, DATE, commit C, driver ...' line
 put first, is kept in experiments/ncu_vs_cublas/)

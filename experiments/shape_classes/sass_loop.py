@@ -17,21 +17,10 @@ the first backward branch and its target (offline_sass.main_loop_opcodes: two sl
 predicates, constants, moves, the barrier and the branch).
 """
 import argparse
-import collections
 import sys
 
-from experiments._shared import write_record
+from experiments._shared import loop_groups, write_record
 
-GROUPS = (("FFMA", ("FFMA",)), ("LDS", ("LDS",)), ("STS", ("STS",)), ("LDG", ("LDG",)), ("spill", ("STL", "LDL")))
-
-
-def group(counts):
-    out = collections.Counter()
-    for op, n in counts.items():
-        base = op.split(".")[0]
-        name = next((g for g, bases in GROUPS if base in bases), "other")
-        out[name] += n
-    return dict(out)
 
 
 def main(argv=None):
@@ -62,7 +51,7 @@ def main(argv=None):
         sass, info = offline_sass.compile_sass(kernel, cap, argtypes=argtypes)
         loop = offline_sass.main_loop_opcodes(sass)
         rec["kernels"][f"{kind} {tiles}"] = {"resources": offline_sass.ptxas_resources(info), "loop": dict(loop),
-                                             "groups": group(loop)}
+                                             "groups": loop_groups(loop)}
         print(kind, tiles, rec["kernels"][f"{kind} {tiles}"]["groups"], flush=True)
     write_record("shape_classes", rec, args.out, kind="sass_interior" if args.interior else "sass")
     return 0

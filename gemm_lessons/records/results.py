@@ -121,7 +121,7 @@ def files(kind, directory=RESULTS_DIR):
 # run under it ('# call NAME' lines, ncu_record); "log": text kept for people, read by nothing.
 EXPERIMENTS = {
     "alloc_pool": {"probe": "alloc-pool-probe-{device}.json"},
-    "bigtile": {"probe": "bigtile-probe-{device}.json"},
+    "bigtile": {"probe": "bigtile-probe-{device}.json", "sass": "bigtile-sass-offline.json"},  # sass: compiled offline
     "compile_time": {"log": "compile-time-{device}.txt"},  # {device}: the host that compiled
     "cp_async": {"probe": "cp-async-probe-{device}.json"},
     "dbuf": {"bench": "dbuf-{device}.json"},  # a BenchRecord

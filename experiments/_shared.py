@@ -46,6 +46,16 @@ def opcode_counts(kernel, keep):
 LOOP_GROUPS = (("FFMA", ("FFMA",)), ("LDS", ("LDS",)), ("STS", ("STS",)), ("LDG", ("LDG",)), ("spill", ("STL", "LDL")))
 
 
+def offline_loop(kernel, max_registers, argtypes=None):
+    """A kernel compiled offline for sm_90 (instruments.offline_sass, no GPU): {"resources": what
+    ptxas reports, "loop": its main loop's opcode counts, "groups": those sorted by loop_groups}."""
+    from gemm_lessons.instruments import offline_sass
+
+    sass, info = offline_sass.compile_sass(kernel, max_registers, argtypes=argtypes)
+    loop = offline_sass.main_loop_opcodes(sass)
+    return {"resources": offline_sass.ptxas_resources(info), "loop": dict(loop), "groups": loop_groups(loop)}
+
+
 def loop_groups(counts):
     """SASS opcode counts (offline_sass.main_loop_opcodes) sorted into FFMA, shared loads (LDS),
     shared stores (STS), global loads (LDG), spill accesses (STL, LDL) and the rest ("other")."""
@@ -74,13 +84,11 @@ def time_squares(runs, sizes, rng, failures):
     from numba import cuda
 
     from gemm_lessons.measure import cublas
-    from gemm_lessons.measure.power import PowerSampler
-    from gemm_lessons.runs.shapes import back_to_back, check_product, random_device_matrix
+    from gemm_lessons.runs.shapes import check_product, random_device_matrix
 
     def timed(fn):
-        with PowerSampler() as power:
-            t = back_to_back(fn)
-        return {**t.__dict__, "power": power.summary()}
+        t, power = back_to_back_with_power(fn)
+        return {**t.__dict__, "power": power}
 
     rows = []
     for n in sizes:
@@ -123,18 +131,25 @@ def checked_on_nan(fn, C, a, b):
     return {"correct": ok, "rel_error": err, "checked": how}
 
 
-def timed_back_to_back(calls, order, label, repeats=10, max_s=2.5):
-    """Each name of ``order`` (a key of ``calls``, name -> fn()) timed back to back
-    (runs.shapes.back_to_back) with the GPU's clock and power sampled while it ran, printed after
-    ``label``: the runs, [{"name", "back_to_back_ms", "p10_p90", "power"}]."""
+def back_to_back_with_power(fn, **kw):
+    """(runs.shapes.back_to_back(fn, **kw), the GPU's clock and power sampled while it ran: a
+    measure.power.PowerSampler summary, None without NVML)."""
     from gemm_lessons.measure.power import PowerSampler
     from gemm_lessons.runs.shapes import back_to_back
 
+    with PowerSampler() as power:
+        t = back_to_back(fn, **kw)
+    return t, power.summary()
+
+
+def timed_back_to_back(calls, order, label, repeats=10, max_s=2.5):
+    """Each name of ``order`` (a key of ``calls``, name -> fn()) timed back to back
+    (back_to_back_with_power), printed after ``label``: the runs,
+    [{"name", "back_to_back_ms", "p10_p90", "power"}]."""
     runs = []
     for name in order:
-        with PowerSampler() as power:
-            t = back_to_back(calls[name], repeats=repeats, max_s=max_s)
-        run = {"name": name, "back_to_back_ms": t.median_ms, "p10_p90": [t.p10_ms, t.p90_ms], "power": power.summary()}
+        t, power = back_to_back_with_power(calls[name], repeats=repeats, max_s=max_s)
+        run = {"name": name, "back_to_back_ms": t.median_ms, "p10_p90": [t.p10_ms, t.p90_ms], "power": power}
         runs.append(run)
         pw = run["power"] or {}
         print(f"{label} {name:36s} b2b {t.median_ms:.4f} ms  clock {pw.get('clock_mhz')} power {pw.get('power_w')} "

@@ -39,7 +39,7 @@ from gemm_lessons.kernels.sgemm import warptile
 from gemm_lessons.runs.shapes import check_product, random_device_matrix
 from numba.cuda import types
 
-from experiments._shared import loop_groups, poisoned, record, time_squares, write_record
+from experiments._shared import offline_loop, poisoned, record, time_squares, write_record
 
 PROFILE_SIZE = 4096
 
@@ -91,8 +91,8 @@ def profile(n=PROFILE_SIZE):
 
 
 def sass(out):
-    """Each configuration's main loop compiled offline for sm_90 (no GPU): registers, spills and
-    the loop's instructions per 1,024 FFMAs, sorted by experiments._shared.loop_groups."""
+    """Each configuration's main loop compiled offline for sm_90 (no GPU, experiments._shared.offline_loop):
+    registers, spills, the loop's opcodes and their groups, and its instructions per 1,024 FFMAs."""
     from gemm_lessons.instruments import offline_sass
     from gemm_lessons.measure import provenance
 
@@ -102,11 +102,11 @@ def sass(out):
     rec = {"kind": "bigtile-sass-offline", "device": "none (compiled offline)", "date": provenance.now(),
            "git_commit": provenance.git_commit(), "versions": offline_sass.versions(), "arch": "sm_90", "kernels": {}}
     for name, cfg in CONFIGS.items():
-        text, info = offline_sass.compile_sass(warptile.make_kernel(cfg), cfg.max_registers)
-        groups = loop_groups(offline_sass.main_loop_opcodes(text))
-        rec["kernels"][name] = {"config": cfg.short(), "resources": offline_sass.ptxas_resources(info), "loop": groups,
+        loop = offline_loop(warptile.make_kernel(cfg), cfg.max_registers)
+        groups = loop["groups"]
+        rec["kernels"][name] = {"config": cfg.short(), **loop,
                                 "per_1024_ffma": round(1024 * sum(groups.values()) / groups["FFMA"])}
-        print(name, rec["kernels"][name]["resources"]["registers"], groups, rec["kernels"][name]["per_1024_ffma"], flush=True)
+        print(name, loop["resources"]["registers"], groups, rec["kernels"][name]["per_1024_ffma"], flush=True)
     write_record("bigtile", rec, out, kind="sass")
     return 0
 

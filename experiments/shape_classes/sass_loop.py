@@ -19,8 +19,7 @@ predicates, constants, moves, the barrier and the branch).
 import argparse
 import sys
 
-from experiments._shared import loop_groups, write_record
-
+from experiments._shared import offline_loop, write_record
 
 
 def main(argv=None):
@@ -47,11 +46,7 @@ def main(argv=None):
             cfg = dispatch.TILES[tiles]
             kernel = (ragged_kernels.make_interior(cfg) if kind == "interior" else
                       ragged_kernels.make_grouped(cfg, wide_inside=kind == "grouped_wide", a_wide=kind == "grouped_a_wide"))
-        cap = kernel.targetoptions.get("max_registers")
-        sass, info = offline_sass.compile_sass(kernel, cap, argtypes=argtypes)
-        loop = offline_sass.main_loop_opcodes(sass)
-        rec["kernels"][f"{kind} {tiles}"] = {"resources": offline_sass.ptxas_resources(info), "loop": dict(loop),
-                                             "groups": loop_groups(loop)}
+        rec["kernels"][f"{kind} {tiles}"] = offline_loop(kernel, kernel.targetoptions.get("max_registers"), argtypes)
         print(kind, tiles, rec["kernels"][f"{kind} {tiles}"]["groups"], flush=True)
     write_record("shape_classes", rec, args.out, kind="sass_interior" if args.interior else "sass")
     return 0

@@ -37,6 +37,7 @@ import numpy as np
 import gemm_lessons  # noqa: F401  (chooses the GPU before numba.cuda is imported)
 from gemm_lessons.library import dispatch
 from gemm_lessons.instruments import profiler
+from gemm_lessons.measure import cublas
 from gemm_lessons.core.float4 import load4, store4
 from gemm_lessons.kernels.sgemm import warptile
 from gemm_lessons.runs.shapes import check_product, random_device_matrix
@@ -149,7 +150,7 @@ SASS_KEEP = ("CALL", "RET", "LDGSTS", "LDGDEPBAR", "DEPBAR", "LDS.128", "LDS", "
 
 
 def profile(n=4096):
-    """Each kernel once at n^3 between cuda.profile_start and profile_stop (for ncu
+    """Each kernel and cuBLAS once at n^3 between cuda.profile_start and profile_stop (for ncu
     --profile-from-start off), after a warm-up; and each kernel's SASS opcode counts."""
     from numba import cuda
 
@@ -159,7 +160,9 @@ def profile(n=4096):
     C = cuda.device_array((n, n), np.float32)
     runs = {"library 128x128": library_128(), "3 stages, cp.async": make_multistage(3),
             "4 stages, cp.async": make_multistage(4)}
-    profiler.profile_calls({name: functools.partial(run, A_d, B_d, C) for name, run in runs.items()})
+    calls = {name: functools.partial(run, A_d, B_d, C) for name, run in runs.items()}
+    calls["cublas"] = lambda: cublas.sgemm(A_d, B_d, C)  # the kernel each is held against
+    profiler.profile_calls(calls)
     for name, run in runs.items():
         print(f"# sass {name}: {opcode_counts(run.kernel, SASS_KEEP)}", flush=True)
 

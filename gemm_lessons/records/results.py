@@ -121,7 +121,8 @@ def files(kind, directory=RESULTS_DIR):
 # run under it ('# call NAME' lines, ncu_record); "log": text kept for people, read by nothing.
 EXPERIMENTS = {
     "alloc_pool": {"probe": "alloc-pool-probe-{device}.json"},
-    "bigtile": {"probe": "bigtile-probe-{device}.json", "sass": "bigtile-sass-offline.json"},  # sass: compiled offline
+    "bigtile": {"probe": "bigtile-probe-{device}.json", "sass": "bigtile-sass-offline.json",  # sass: compiled offline
+                "ncu": "ncu-bigtile-{device}.csv"},
     "compile_time": {"log": "compile-time-{device}.txt"},  # {device}: the host that compiled
     "cp_async": {"probe": "cp-async-probe-{device}.json"},
     "dbuf": {"bench": "dbuf-{device}.json"},  # a BenchRecord
@@ -142,6 +143,7 @@ EXPERIMENTS = {
                       "padded_parts": "padded-parts-probe-{device}.json", "interior": "interior-probe{suffix}-{device}.json",  # run "grouped": with --grouped
                       "ncu_interior": "ncu-interior-{device}.csv",
                       "ncu_grouped": "ncu-grouped{suffix}-{device}.csv",  # run: the shape, e.g. "4096x4096x4096"
+                      "near_1000": "near-1000-probe-{device}.json", "ncu_near_1000": "ncu-near-1000-{device}.csv",
                       "wave_rates": "wave-rates-{device}.json"},  # offline: read from the shape suite's record
     "splitk": {"probe": "splitk-probe{suffix}-{device}.json"},  # run "run1": the first form
     "transpose_anywide": {"suite": "transpose-suite-anywide{suffix}-{device}.json"},  # run "run2"

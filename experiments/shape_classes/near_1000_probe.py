@@ -1,0 +1,139 @@
+"""Where gl.sgemm's time goes on sizes near 1000, one run: its call against each of its launches
+alone (the copies of A and B, the split wide kernel, the reduction), the same launches one after
+the other by hand, the host's time to issue one call, and cuBLAS; 1000^3 (the wide plan, no
+copies) beside them.  The candidate: both copies in one launch (pad_kernels.pad_copy_pair).
+
+    python3 -m experiments.shape_classes.near_1000_probe [--out DIR] [--shape M N K ...]
+    -> DIR/near-1000-probe-<device>.json (kept in experiments/shape_classes/)
+    ncu --clock-control none --profile-from-start off --csv --print-units base \
+        --metrics gpu__time_duration.sum,launch__grid_size,sm__cycles_active.avg \
+        python3 -m experiments.shape_classes.near_1000_probe --profile
+    -> each kernel's GPU time (ncu-near-1000-<device>.csv)
+
+The padded-parts probe timed the copies launched as ``kernel[grid, block]``, whose numba dispatch
+alone costs tens of µs; here every part is launched through the library's Launcher, as gl.sgemm
+launches it.  Every call is checked on a NaN-filled C against float64; each timing is back to back
+with clock and power (experiments._shared); the host's time per call is batch_issue_us's median.
+"""
+import argparse
+import sys
+import time
+
+import numpy as np
+
+import gemm_lessons  # noqa: F401  (chooses the GPU before numba.cuda is imported)
+from gemm_lessons.kernels.library import pad_copy, splitk_reduce, splitk_reduce_wide
+from gemm_lessons.library import device_arrays, dispatch
+from gemm_lessons.library.launch import Launcher
+from gemm_lessons.measure import cublas
+from gemm_lessons.runs.shapes import random_device_matrix
+
+from experiments._shared import batch_issue_us, checked_on_nan, poisoned, record, timed_back_to_back, write_record
+from . import pad_kernels  # the one-launch pair of copies, a candidate
+
+SHAPES = [(999, 1001, 1003), (1023, 1021, 1025), (1000, 1000, 1000)]
+
+
+def plan_parts(plan, A, B, C):
+    """{name: fn()} for each launch of ``plan`` at A's and B's shape, through the library's
+    Launchers and workspaces as gl.sgemm makes them, and "by hand" (all of them in order)."""
+    (M, K), N = A.shape, B.shape[1]
+    N4, K4 = dispatch.padded_sides(N, K)
+    one, zero = np.float32(1), np.float32(0)
+    parts = {}
+    if plan.kernel == "padded":
+        pad = device_arrays._launcher("pad", "", "C")
+        Ap = device_arrays._workspace("A", M, K4) if K % 4 else A
+        Bp = device_arrays._workspace("B", K4, N4)
+        if K % 4:
+            parts["copy A"] = lambda: pad(pad_copy.grid(M, K4), A, Ap)
+        parts["copy B"] = lambda: pad(pad_copy.grid(K4, N4), B, Bp)
+        width, reduce, rgrid = N4, device_arrays._launcher("reduce", "", "C"), splitk_reduce.grid(M, N)
+    else:
+        Ap, Bp, width = A, B, N
+        reduce, rgrid = device_arrays._launcher("reduce_wide", "", "C"), splitk_reduce_wide.grid(M, N)
+    if plan.split == 1:
+        raise ValueError(f"{plan}: this probe takes the split plans gl.sgemm chooses near 1000")
+    main = device_arrays._launcher("wide_split", plan.tiles, "C")
+    W = device_arrays._workspace("W", plan.split * M, width)
+    grid = plan.grid(M, width)
+    parts["kernel"] = lambda: main(grid, Ap, Bp, W, one, zero)
+    parts["reduce"] = lambda: reduce(rgrid, W, C, one, zero)
+    steps = list(parts.values())
+
+    def by_hand():
+        for step in steps:
+            step()
+    parts["by hand"] = by_hand
+    if "copy A" in parts:  # the candidate: both copies in one launch (pad_kernels.pad_copy_pair)
+        arr = device_arrays.kernel_spec("pad", "", "C")[1][1]
+        pair = Launcher(pad_kernels.pad_copy_pair, (arr,) * 4, pad_copy.THREADS)
+        pgrid = pad_kernels.pair_grid((M, K4), (K4, N4))
+        parts["copies in one launch"] = lambda: pair(pgrid, A, Ap, B, Bp)
+        rest = [parts["copies in one launch"], parts["kernel"], parts["reduce"]]
+
+        def by_hand_pair():
+            for step in rest:
+                step()
+        parts["by hand, one copy launch"] = by_hand_pair
+    return parts
+
+
+def _calls(M, N, K, rng):
+    A, a = random_device_matrix(M, K, rng)
+    B, b = random_device_matrix(K, N, rng)
+    C = poisoned(M, N)
+    plan = dispatch.plan_for(M, N, K, not (N % 4 or K % 4))
+    calls = {"cublas": lambda: cublas.sgemm(A, B, C), "gl.sgemm": lambda: device_arrays.sgemm(A, B, C)}
+    calls.update(plan_parts(plan, A, B, C))
+    return plan, calls, C, a, b
+
+
+def _poison_workspaces(M, N, K):
+    N4, K4 = dispatch.padded_sides(N, K)
+    for role, shape in (("A", (M, K4)), ("B", (K4, N4))):
+        if (role, *shape) in device_arrays._WORKSPACE:
+            device_arrays._WORKSPACE[(role, *shape)].copy_to_device(np.full(shape, np.float32(np.nan)))
+
+
+def profile():
+    """gl.sgemm, its parts and cuBLAS once each per shape, for ncu (instruments.profiler.profile_calls)."""
+    from gemm_lessons.instruments import profiler
+
+    for M, N, K in SHAPES:
+        _, calls, *_ = _calls(M, N, K, np.random.default_rng(M + N + K))
+        profiler.profile_calls(calls, warmups=3, prefix=f"{M}x{N}x{K} ")
+    return 0
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("--out")
+    p.add_argument("--shape", nargs=3, type=int, action="append", help="M N K instead of SHAPES (repeatable)")
+    p.add_argument("--profile", action="store_true", help="each call once per shape, for ncu")
+    args = p.parse_args(argv)
+    if args.profile:
+        return profile()
+    t0 = time.perf_counter()
+    rows, failures = [], []
+    for M, N, K in args.shape or SHAPES:
+        plan, calls, C, a, b = _calls(M, N, K, np.random.default_rng(M + N + K))
+        row = {"shape": [M, N, K], "plan": str(plan), "checks": {}}
+        for name in [n for n in calls if n.startswith(("gl.sgemm", "by hand"))]:
+            _poison_workspaces(M, N, K)  # a copy that writes nothing must not pass on the last call's copies
+            row["checks"][name] = checked_on_nan(calls[name], C, a, b)
+            failures += [] if row["checks"][name]["correct"] else [(name, M, N, K)]
+        issue = batch_issue_us(calls["gl.sgemm"], 50, 9)
+        row["gl_issue_us"] = {"median": issue[len(issue) // 2], "min": issue[0], "max": issue[-1]}
+        print(f"{M}x{N}x{K} {plan}: gl.sgemm issues in {row['gl_issue_us']['median']:.1f} µs per call", flush=True)
+        order = ["cublas", "gl.sgemm"] + [k for k in calls if k not in ("cublas", "gl.sgemm")] + ["gl.sgemm", "cublas"]
+        row["runs"] = timed_back_to_back(calls, order, f"{M}x{N}x{K}")
+        rows.append(row)
+        del calls, C
+    rec = record("near-1000-probe", {"rows": rows, "failures": failures}, t0)
+    write_record("shape_classes", rec, args.out, kind="near_1000")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -318,7 +318,7 @@ if prof:
 # **Predict.** 4095 x 4097 x 4093 is the work of 4096^3 give or take 0.1%, with nothing a multiple
 # of 4. The model weighs the any-shape kernel's slower rate against the padded plan's copies: four
 # matrices of about 4096^2 floats (67 MB each), A and B read, then written padded, at a float4
-# copy's calibrated rate, about 4 TB/s, plus about 5 µs per launch (two launches). Which plan wins, and how much longer than at
+# copy's calibrated rate, about 4 TB/s, plus about 5 µs for their one launch. Which plan wins, and how much longer than at
 # 4096^3 will `gl.sgemm` take, [back to back](GLOSSARY.md#single-call), in %?
 
 # %%
@@ -330,7 +330,7 @@ t_odd, t_ref = 1e3 * model.estimate_s(odd_plan, *ODD_SHAPE), 1e3 * model.estimat
 model_odd_extra_pct = 100 * (t_odd / t_ref - 1)
 copy_mb = 4 * dispatch.padded_copy_floats(*ODD_SHAPE) / 1e6
 copies = (f": the copies' {copy_mb:.0f} MB take {copy_mb / model.bandwidth_gbs:.3f} ms at {model.bandwidth_gbs:,.0f} GB/s, "
-          f"plus {dispatch.padded_copies(ODD_SHAPE[2])} launches of {model.launch_us:.0f} µs: "
+          f"plus {dispatch.PADDED_COPY_LAUNCHES} launch of {model.launch_us:.0f} µs: "
           f"{1e3 * model.padding_s(*ODD_SHAPE):.3f} ms" if odd_plan.kernel == "padded" else "")
 guessed = [str(p) for p in (odd_plan, ref_plan) if not model.speed(p).measured]  # rates this GPU's suite did not measure
 any_plan = min((p for p in dispatch.candidates(*ODD_SHAPE, False, model) if p.kernel == "any_shape"),
@@ -565,7 +565,7 @@ print(f"The reduction ({reduce_us:.1f} µs) and its launch ({model.launch_us:.0f
 #
 # $$t = \sum_{\text{waves}} \text{blocks on the busiest SM} \times \frac{\text{FLOP of one block}}{\text{that SM's rate}}
 #   \;+\; \text{split-K: } \frac{\text{reduction bytes}}{\text{bandwidth}} + \text{one launch}
-#   \;+\; \text{padded: } \frac{\text{copy bytes}}{\text{bandwidth}} + \text{a launch per copy}$$
+#   \;+\; \text{padded: } \frac{\text{copy bytes}}{\text{bandwidth}} + \text{one launch}$$
 #
 # The **calibration** measures the rates (each kernel and tile size on a 4096^3 square, and with
 # one block per SM) and a copy's bandwidth. The model is blind to L2 reuse, the clock and Python.

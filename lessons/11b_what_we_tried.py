@@ -252,7 +252,7 @@ print(f"Calibration, aligned {wide['size']}^3: any_shape 128x128 {anyk['gflops']
 # spills are the differences; what each costs was not measured.
 #
 # **The padded plan at the odd shape.** The suite timed every candidate plan there; the model
-# charges the copies their bytes at the calibration's copy bandwidth plus a launch per copy:
+# charges the copies their bytes at the calibration's copy bandwidth plus one launch:
 
 # %%
 a, b = suite_record.row(rec, REFERENCE_SHAPE), suite_record.row(rec, ODD_SHAPE)

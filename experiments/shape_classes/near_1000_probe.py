@@ -1,10 +1,14 @@
 """Where gl.sgemm's time goes on sizes near 1000, one run: its call against each of its launches
 alone (the copies of A and B, the split wide kernel, the reduction), the same launches one after
 the other by hand, the host's time to issue one call, and cuBLAS; 1000^3 (the wide plan, no
-copies) beside them.  The candidate: both copies in one launch (pad_kernels.pad_copy_pair).
+copies) beside them.  Its first run (commit 0e0c9d0) found the one-float reduction taking 16 µs
+of 75 and tried both copies in one launch (then pad_kernels.pad_copy_pair); since 2026-11-29 the
+library does both (kernels/library/splitk_reduce_padded.py, pad_copy_pair.py), and this probe
+times the launches of before beside them ("by hand, before").
 
     python3 -m experiments.shape_classes.near_1000_probe [--out DIR] [--shape M N K ...]
-    -> DIR/near-1000-probe-<device>.json (kept in experiments/shape_classes/)
+    -> DIR/near-1000-probe-<device>.json (kept in experiments/shape_classes/; the first run's as
+       near-1000-probe-first-<device>.json, its profile ncu-near-1000-first-<device>.csv)
     ncu --clock-control none --profile-from-start off --csv --print-units base \
         --metrics gpu__time_duration.sum,launch__grid_size,sm__cycles_active.avg \
         python3 -m experiments.shape_classes.near_1000_probe --profile
@@ -22,61 +26,62 @@ import time
 import numpy as np
 
 import gemm_lessons  # noqa: F401  (chooses the GPU before numba.cuda is imported)
-from gemm_lessons.kernels.library import pad_copy, splitk_reduce, splitk_reduce_wide
+from gemm_lessons.kernels.library import pad_copy, pad_copy_pair, splitk_reduce, splitk_reduce_padded, splitk_reduce_wide
 from gemm_lessons.library import device_arrays, dispatch
-from gemm_lessons.library.launch import Launcher
 from gemm_lessons.measure import cublas
 from gemm_lessons.runs.shapes import random_device_matrix
 
 from experiments._shared import batch_issue_us, checked_on_nan, poisoned, record, timed_back_to_back, write_record
-from . import pad_kernels  # the one-launch pair of copies, a candidate
 
 SHAPES = [(999, 1001, 1003), (1023, 1021, 1025), (1000, 1000, 1000)]
 
 
 def plan_parts(plan, A, B, C):
     """{name: fn()} for each launch of ``plan`` at A's and B's shape, through the library's
-    Launchers and workspaces as gl.sgemm makes them, and "by hand" (all of them in order)."""
+    Launchers and workspaces as gl.sgemm makes them, and "by hand" (all of them in order).  For the
+    padded plan also its launches before 2026-11-29 (commit 0e0c9d0): the copies one launch each
+    and the one-float reduction, and those by hand ("by hand, before"), the same-run ablation of
+    the two changes."""
     (M, K), N = A.shape, B.shape[1]
     N4, K4 = dispatch.padded_sides(N, K)
     one, zero = np.float32(1), np.float32(0)
-    parts = {}
-    if plan.kernel == "padded":
-        pad = device_arrays._launcher("pad", "", "C")
-        Ap = device_arrays._workspace("A", M, K4) if K % 4 else A
-        Bp = device_arrays._workspace("B", K4, N4)
-        if K % 4:
-            parts["copy A"] = lambda: pad(pad_copy.grid(M, K4), A, Ap)
-        parts["copy B"] = lambda: pad(pad_copy.grid(K4, N4), B, Bp)
-        width, reduce, rgrid = N4, device_arrays._launcher("reduce", "", "C"), splitk_reduce.grid(M, N)
-    else:
-        Ap, Bp, width = A, B, N
-        reduce, rgrid = device_arrays._launcher("reduce_wide", "", "C"), splitk_reduce_wide.grid(M, N)
     if plan.split == 1:
         raise ValueError(f"{plan}: this probe takes the split plans gl.sgemm chooses near 1000")
     main = device_arrays._launcher("wide_split", plan.tiles, "C")
-    W = device_arrays._workspace("W", plan.split * M, width)
-    grid = plan.grid(M, width)
-    parts["kernel"] = lambda: main(grid, Ap, Bp, W, one, zero)
+    parts, before = {}, {}
+    if plan.kernel == "padded":
+        pad, pair = device_arrays._launcher("pad", "", "C"), device_arrays._launcher("pad_pair", "", "C")
+        Ap = device_arrays._workspace("A", M, K4) if K % 4 else A
+        Bp = device_arrays._workspace("B", K4, N4)
+        W = device_arrays._workspace("W", plan.split * M, N4)
+        if K % 4:
+            parts["copies, one launch"] = lambda: pair(pad_copy_pair.grid((M, K4), (K4, N4)), A, Ap, B, Bp)
+            before["copy A"] = lambda: pad(pad_copy.grid(M, K4), A, Ap)
+            before["copy B"] = lambda: pad(pad_copy.grid(K4, N4), B, Bp)
+        else:
+            parts["copy B"] = before["copy B"] = lambda: pad(pad_copy.grid(K4, N4), B, Bp)
+        reduce, rgrid = device_arrays._launcher("reduce_padded", "", "C"), splitk_reduce_padded.grid(M, N)
+        reduce1, rgrid1 = device_arrays._launcher("reduce", "", "C"), splitk_reduce.grid(M, N)
+        before["reduce, one float"] = lambda: reduce1(rgrid1, W, C, one, zero)
+    else:
+        Ap, Bp, W = A, B, device_arrays._workspace("W", plan.split * M, N)
+        reduce, rgrid = device_arrays._launcher("reduce_wide", "", "C"), splitk_reduce_wide.grid(M, N)
+    grid = plan.grid(M, W.shape[1])
+    parts["kernel"] = before["kernel"] = lambda: main(grid, Ap, Bp, W, one, zero)
     parts["reduce"] = lambda: reduce(rgrid, W, C, one, zero)
-    steps = list(parts.values())
+    out = dict(parts, **{"by hand": _in_order(list(parts.values()))})
+    if plan.kernel == "padded":
+        copies = [before[k] for k in ("copy A", "copy B") if k in before]
+        out["by hand, before"] = _in_order(copies + [before["kernel"], before["reduce, one float"]])
+        out.update({k: v for k, v in before.items() if k not in out})
+    return out
 
-    def by_hand():
+
+def _in_order(steps):
+    def run():
         for step in steps:
             step()
-    parts["by hand"] = by_hand
-    if "copy A" in parts:  # the candidate: both copies in one launch (pad_kernels.pad_copy_pair)
-        arr = device_arrays.kernel_spec("pad", "", "C")[1][1]
-        pair = Launcher(pad_kernels.pad_copy_pair, (arr,) * 4, pad_copy.THREADS)
-        pgrid = pad_kernels.pair_grid((M, K4), (K4, N4))
-        parts["copies in one launch"] = lambda: pair(pgrid, A, Ap, B, Bp)
-        rest = [parts["copies in one launch"], parts["kernel"], parts["reduce"]]
-
-        def by_hand_pair():
-            for step in rest:
-                step()
-        parts["by hand, one copy launch"] = by_hand_pair
-    return parts
+    return run
 
 
 def _calls(M, N, K, rng):
@@ -111,6 +116,7 @@ def main(argv=None):
     p.add_argument("--out")
     p.add_argument("--shape", nargs=3, type=int, action="append", help="M N K instead of SHAPES (repeatable)")
     p.add_argument("--profile", action="store_true", help="each call once per shape, for ncu")
+    p.add_argument("--run", help="the record's run name (default none; \"first\": the run of commit 0e0c9d0)")
     args = p.parse_args(argv)
     if args.profile:
         return profile()
@@ -131,7 +137,7 @@ def main(argv=None):
         rows.append(row)
         del calls, C
     rec = record("near-1000-probe", {"rows": rows, "failures": failures}, t0)
-    write_record("shape_classes", rec, args.out, kind="near_1000")
+    write_record("shape_classes", rec, args.out, kind="near_1000", run=args.run)
     return 1 if failures else 0
 
 

@@ -8,11 +8,13 @@ What it adds to the ladder's last rung, and where each part lives:
     (warptile.py, 16-byte accesses) when K and N are multiples of 4 and every array is
     C-contiguous and 16-byte aligned; otherwise the any-shape kernel
     (kernels/library/sgemm_any_shape.py), or for large products the wide kernel on zero-padded copies
-    of B (and A when K is not a multiple of 4; kernels/library/pad_copy.py), writing C directly.
+    of B (and A when K is not a multiple of 4, both in one launch; kernels/library/pad_copy.py,
+    pad_copy_pair.py), writing C directly.
     Nothing goes through the host.
   * a plan per shape (gemm_lessons.library.dispatch.choose): kernel, tile size, and split-K for small
-    M x N with a long K (kernels/library/splitk_reduce.py adds the partial sums, or
-    splitk_reduce_wide.py, 16 bytes at a time, after the wide kernel).  Workspaces
+    M x N with a long K (kernels/library/splitk_reduce.py adds the partial sums; after the wide
+    kernel splitk_reduce_wide.py, 16 bytes at a time, or splitk_reduce_padded.py, which reads the
+    padded plan's partial sums 16 bytes at a time and writes C one float at a time).  Workspaces
     (partial sums, padded copies) are allocated once per shape and reused.
   * little Python per call: the checks are a few attribute reads and comparisons, the plan is
     remembered per shape, and kernels are launched through gemm_lessons.library.launch.Launcher
@@ -42,7 +44,8 @@ from gemm_lessons.core.array_checks import is_device_array
 from gemm_lessons.library import allocate
 from gemm_lessons.library.launch import Launcher
 from gemm_lessons.library.memory import _DeviceArray, _pointer, _refuse_overlap, refuse_overlap
-from gemm_lessons.kernels.library import sgemm_any_shape, pad_copy, splitk_reduce, splitk_reduce_wide
+from gemm_lessons.kernels.library import (pad_copy, pad_copy_pair, sgemm_any_shape, splitk_reduce,
+                                          splitk_reduce_padded, splitk_reduce_wide)
 from gemm_lessons.kernels.sgemm import warptile
 
 _F32 = np.dtype(np.float32)
@@ -54,9 +57,9 @@ _LAUNCHERS = {}
 def kernel_spec(kind, tiles, layout):
     """(numba kernel, argument types, threads per block) of one kernel the library launches:
     ``kind`` "wide", "wide_split" (the wide kernel with split_k), "wide_ragged_c" (with ragged_c,
-    C typed by ``layout``), "any_shape", "reduce", "reduce_wide"
-    (16-byte accesses, the wide plans') or "pad",
-    ``tiles`` a key of dispatch.TILES ("" for the reduction and the padding copy), ``layout``
+    C typed by ``layout``), "any_shape", "reduce", "reduce_wide" (16-byte accesses, the wide
+    plans'), "reduce_padded" (the padded split plans'), "pad" or "pad_pair" (two copies, one launch),
+    ``tiles`` a key of dispatch.TILES ("" for the reductions and the padding copies), ``layout``
     "C" or "A" (strided rows).  The wide kernels take C-contiguous arrays only."""
     arr, f32 = _ARRAY[layout], types.float32
     if kind in ("wide", "wide_split"):
@@ -68,12 +71,16 @@ def kernel_spec(kind, tiles, layout):
         return warptile.kernel_for(cfg), (_ARRAY["C"], _ARRAY["C"], arr, f32, f32), cfg.threads
     if kind == "pad":  # src (any layout) into a fresh, C-contiguous workspace
         return pad_copy.pad_copy, (arr, _ARRAY["C"]), pad_copy.THREADS
+    if kind == "pad_pair":  # A's and B's copies in one launch
+        return pad_copy_pair.pad_copy_pair, (arr, _ARRAY["C"], arr, _ARRAY["C"]), pad_copy.THREADS
     if kind == "any_shape":
         cfg = dispatch.TILES[tiles]
         kernel = _ANY_SHAPE.get(cfg) or _ANY_SHAPE.setdefault(cfg, sgemm_any_shape.make_kernel(cfg))
         return kernel, (arr, arr, arr, f32, f32, types.int64), cfg.threads
     if kind == "reduce_wide":  # the wide plans' reduction: 16-byte accesses, C-contiguous aligned C
         return splitk_reduce_wide.sgemm_splitk_reduce_wide, (_ARRAY["C"], _ARRAY["C"], f32, f32), splitk_reduce_wide.THREADS
+    if kind == "reduce_padded":  # the padded plans': the workspace by 16-byte loads, C one float at a time
+        return splitk_reduce_padded.sgemm_splitk_reduce_padded, (_ARRAY["C"], arr, f32, f32), splitk_reduce_padded.THREADS
     # the split-K reduction: workspace (always C-contiguous) into C
     return splitk_reduce.sgemm_splitk_reduce, (_ARRAY["C"], arr, f32, f32), splitk_reduce.THREADS
 
@@ -82,7 +89,7 @@ def kernel_spec(kind, tiles, layout):
 KERNEL_KEYS = ([(kind, t, "C") for kind in ("wide", "wide_split") for t in dispatch.TILES]
                + [("wide_ragged_c", t, layout) for t in dispatch.TILES for layout in ("C", "A")]
                + [("any_shape", t, layout) for t in dispatch.TILES for layout in ("C", "A")]
-               + [(kind, "", layout) for kind in ("reduce", "pad") for layout in ("C", "A")]
+               + [(kind, "", layout) for kind in ("reduce", "pad", "pad_pair", "reduce_padded") for layout in ("C", "A")]
                + [("reduce_wide", "", "C")])
 
 
@@ -277,28 +284,27 @@ def _runner(plan, M, N, K, contiguous):
 
 def _padded_runner(plan, M, N, K, layout):
     """The padded plan: B, and A where its rows cannot take 16-byte loads (K not a multiple of 4,
-    a strided or unaligned A), copied into zero-padded workspaces with sides multiples of 4; then
+    a strided or unaligned A; then both copies in one launch), copied into zero-padded workspaces with sides multiples of 4; then
     the wide kernel straight into C, one float at a time (``ragged_c``), or, split along K, into
     a workspace of partial sums that the reduction adds into C."""
     N4, K4 = dispatch.padded_sides(N, K)
-    pad = _launcher("pad", "", layout)
-    grid_a, grid_b, grid = pad_copy.grid(M, K4), pad_copy.grid(K4, N4), plan.grid(M, N4)
+    pad, pad_pair = _launcher("pad", "", layout), _launcher("pad_pair", "", layout)
+    grid_b, grid_pair, grid = pad_copy.grid(K4, N4), pad_copy_pair.grid((M, K4), (K4, N4)), plan.grid(M, N4)
     split = plan.split
     if split == 1:
         main = _launcher("wide_ragged_c", plan.tiles, layout)
     else:
-        main, reduce = _launcher("wide_split", plan.tiles, "C"), _launcher("reduce", "", layout)
-        reduce_grid = splitk_reduce.grid(M, N)
+        main, reduce = _launcher("wide_split", plan.tiles, "C"), _launcher("reduce_padded", "", layout)
+        reduce_grid = splitk_reduce_padded.grid(M, N)
     pad_a = bool(K & 3) or layout != "C"  # else only an A not on a 16-byte boundary is copied
 
     def run_padded(A, B, C, alpha, beta):
-        if pad_a or _pointer(A) & 15:
-            Ap = _workspace("A", M, K4)
-            pad(grid_a, A, Ap)
+        if pad_a or _pointer(A) & 15:  # A's and B's copies in one launch
+            Ap, Bp = _workspace("A", M, K4), _workspace("B", K4, N4)
+            pad_pair(grid_pair, A, Ap, B, Bp)
         else:
-            Ap = A
-        Bp = _workspace("B", K4, N4)
-        pad(grid_b, B, Bp)
+            Ap, Bp = A, _workspace("B", K4, N4)
+            pad(grid_b, B, Bp)
         if split == 1:
             main(grid, Ap, Bp, C, alpha, beta)
         else:

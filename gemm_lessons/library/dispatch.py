@@ -9,15 +9,16 @@ a handful of plans (``PLANS``), each with the tile sizes of ``TILES``:
   * ``any_shape``: kernels/library/sgemm_any_shape.py (scalar, predicated global loads: any shape, any
     alignment, strided rows), whole or split the same way (its parts added by splitk_reduce.py);
   * ``padded``: where the wide kernel may not run, a copy of B with zeros around it (sides
-    multiples of 4, kernels/library/pad_copy.py), and of A when K is not a multiple of 4, then the
-    wide kernel from them straight into C, one float at a time (warptile's ``ragged_c``), or
-    split the same way.
+    multiples of 4, kernels/library/pad_copy.py), and of A when K is not a multiple of 4 (both
+    from one launch, pad_copy_pair.py), then the wide kernel from them straight into C, one float
+    at a time (warptile's ``ragged_c``), or split the same way (its parts added by
+    splitk_reduce_padded.py).
 
 ``choose`` picks the plan with the smallest estimated time under ``Model``:
 
     time = sum over waves of (blocks on the busiest SM) x (FLOP of one block) / (that SM's rate)
            + for split-K: the reduction's bytes / bandwidth + one more launch
-           + for padded: the copies' bytes / bandwidth + a launch per copy
+           + for padded: the copies' bytes / bandwidth + one launch
 
 where a wave is every SM holding as many blocks as fit (``blocks_per_sm``), a full SM's rate is
 the kernel's whole-GPU rate on a large square problem divided by the SMs, and an SM holding
@@ -100,9 +101,7 @@ def padded_copy_floats(M, N, K):
     return K * N + K4 * N4 + (M * K + M * K4 if K % 4 else 0)
 
 
-def padded_copies(K):
-    """How many copy kernels the padded plan launches: B's, and A's when K is not a multiple of 4."""
-    return 2 if K % 4 else 1
+PADDED_COPY_LAUNCHES = 1  # B's copy, or A's and B's together (pad_copy_pair.py): one launch either way
 
 
 @dataclass(frozen=True)
@@ -175,9 +174,9 @@ class Model:
 
     def padding_s(self, M, N, K):
         """What the padded plan adds to the wide kernel: its copies' bytes at the copy bandwidth
-        and a launch per copy (``padded_copies``)."""
+        and their launch (``PADDED_COPY_LAUNCHES``)."""
         return (4.0 * padded_copy_floats(M, N, K) / (self.bandwidth_gbs * 1e9)
-                + padded_copies(K) * self.launch_us * 1e-6)
+                + PADDED_COPY_LAUNCHES * self.launch_us * 1e-6)
 
     def to_dict(self):
         return {**asdict(self), "speeds": {k: asdict(v) for k, v in self.speeds.items()}}

@@ -16,7 +16,8 @@ compute capability (``ARCHS``).
 
 ``--write`` writes results/arch-facts.json (the record), results/arch-facts.md (its tables)
 and RESULTS.md's "Smaller GPUs" block; ``--rederive`` redoes everything computed from the
-compiler's facts (after a change to ``occupancy`` or ``ARCHS``) without compiling.
+compiler's facts (after a change to ``occupancy`` or ``ARCHS``) without compiling; ``--add``
+compiles only the kernels the record lacks (a new library kernel) and lists them under ``added``.
 tests/runs/test_arch_facts.py checks the record against ``occupancy`` and the kernel list without
 compiling anything.
 
@@ -250,6 +251,25 @@ def collect(archs=None, sweep=True, names=None, progress=True, checkpoint=None):
     return record
 
 
+def add_missing(record, checkpoint=None):
+    """(the record with every kernel of kernel_specs() it lacks compiled and added, in
+    kernel_specs()' order, and the names added).  The kernels already there keep their facts and
+    the record its date; ``added`` lists when each addition was compiled, with which toolchain."""
+    names = [s.name for s in kernel_specs()]
+    missing = [n for n in names if n not in record["kernels"]]
+    if not missing:
+        return record, []
+    new = collect(list(record["archs"]), names=missing, checkpoint=checkpoint)
+    out = json.loads(json.dumps(record))
+    out["kernels"] = {n: new["kernels"][n] if n in missing else record["kernels"][n]
+                      for n in names if n in record["kernels"] or n in missing}
+    out.setdefault("added", []).append({"date": new["date"], "git_commit": new["git_commit"],
+                                        "versions": new["versions"], "kernels": missing})
+    out["summary"] = summary(out)
+    out["h100_check"] = h100_check(out)
+    return out, missing
+
+
 FACTS = ("registers", "stack_bytes", "spill_store_bytes", "spill_load_bytes", "shared_bytes", "barriers")
 
 
@@ -451,6 +471,9 @@ def main(argv=None):
     p.add_argument("--only", nargs="*", help="compile only these kernels (printed, not written)")
     p.add_argument("--arch", nargs="*", choices=list(ARCHS), help="compute capabilities (default: all)")
     p.add_argument("--checkpoint", metavar="JSON", help="keep the facts compiled so far here; a rerun resumes")
+    p.add_argument("--add", action="store_true",
+                   help="compile only the kernels the record lacks (a new library kernel) and add them; "
+                        "the others keep their facts")
     p.add_argument("--rederive", action="store_true",
                    help="recompute blocks per SM, tables and RESULTS.md block from the record's compiler facts "
                         "(after a change to occupancy or ARCHS; compiles nothing)")
@@ -458,6 +481,15 @@ def main(argv=None):
     if args.rederive:
         write(rederive(load()))
         print("rewrote", os.path.relpath(RECORD), os.path.relpath(TABLES), "and the RESULTS.md block")
+        return 0
+    if args.add:
+        why_not = missing_toolchain()
+        if why_not:
+            sys.exit(f"cannot compile offline: {why_not}")
+        record, added = add_missing(load(), checkpoint=args.checkpoint)
+        if added:
+            write(record)
+        print("added", added or "nothing: the record has every kernel")
         return 0
     if not args.write and args.only is None:
         record = load()

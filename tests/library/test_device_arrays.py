@@ -161,11 +161,32 @@ def test_padded_plan_copies_a_only_when_its_rows_cannot_take_16_byte_loads(monke
         assert problems.compare("padded", C.copy_to_host(), 2.0 * a.astype(np.float64) @ b, 2.0, 0.0, K).passed
     flat = cuda.to_device(np.concatenate([[0], a[:, :12].ravel()]).astype(np.float32))[1:]  # 4 bytes off
     assert run(flat.reshape(9, 12), cuda.to_device(b[:12]), cuda.device_array((9, 7), np.float32)) == ["A", "B"]
-    big_c = cuda.to_device(np.full((9, 13), problems.POISON, np.float32))
-    assert run(cuda.to_device(a), cuda.to_device(b), big_c[:, 3:10], contiguous=False) == ["A", "B"]
-    out = big_c.copy_to_host()
-    assert problems.compare("padded", out[:, 3:10], 2.0 * a.astype(np.float64) @ b, 2.0, 0.0, 13).passed
-    assert (np.delete(out, np.s_[3:10], axis=1).view(np.uint32) == problems.POISON_BITS).all(), "wrote outside C"
+    for split in (1, 2):  # split: the padded reduction writes the strided C one float at a time
+        big_c = cuda.to_device(np.full((9, 13), problems.POISON, np.float32))
+        roles.clear()
+        library.run_plan(Plan("padded", "64x64", split), cuda.to_device(a), cuda.to_device(b), big_c[:, 3:10],
+                         2.0, 0.0, contiguous=False)
+        assert roles == ["A", "B"] + (["W"] if split > 1 else [])
+        out = big_c.copy_to_host()
+        assert problems.compare("padded", out[:, 3:10], 2.0 * a.astype(np.float64) @ b, 2.0, 0.0, 13).passed
+        assert (np.delete(out, np.s_[3:10], axis=1).view(np.uint32) == problems.POISON_BITS).all(), "wrote outside C"
+
+
+def test_both_copies_in_one_launch_write_every_element():
+    """pad_copy_pair (kernels/library/pad_copy_pair.py): A's and B's zero-padded copies from one
+    launch, destinations of different widths and heights, every element written (NaN before)."""
+    from gemm_lessons.kernels.library import pad_copy, pad_copy_pair
+
+    rng = np.random.default_rng(3)
+    srcs = [rng.uniform(-1, 1, (5, 7)).astype(np.float32), rng.uniform(-1, 1, (7, 517)).astype(np.float32)]
+    dsts = [cuda.to_device(np.full((5, 8), np.nan, np.float32)), cuda.to_device(np.full((8, 520), np.nan, np.float32))]
+    grid = pad_copy_pair.grid(dsts[0].shape, dsts[1].shape)
+    assert grid == (2, 8, 2) and pad_copy.grid(*dsts[1].shape) == (2, 8)
+    library._launcher("pad_pair", "", "C")(grid, cuda.to_device(srcs[0]), dsts[0], cuda.to_device(srcs[1]), dsts[1])
+    for src, dst in zip(srcs, dsts):
+        want = np.zeros(dst.shape, np.float32)
+        want[:src.shape[0], :src.shape[1]] = src
+        np.testing.assert_array_equal(dst.copy_to_host(), want)
 
 
 def test_split_k_parts_cover_k_once():
@@ -593,6 +614,46 @@ def test_wide_reduction_is_the_scalar_one_to_a_rounding(M, N, splits, beta):
     if beta == 0:
         np.testing.assert_array_equal(out[0].view(np.uint32), out[1].view(np.uint32))
     else:  # one rounding of the larger term apart (where the two terms cancel, many of the result's)
+        terms = np.abs(1.5 * total) + np.abs(beta * C0.astype(np.float64))
+        assert (np.abs(out[0].astype(np.float64) - out[1]) <= 2.0**-23 * terms).all()
+    ref = 1.5 * total + beta * C0
+    assert np.abs(out[1] - ref).max() <= 1e-5 * np.abs(ref).max()
+
+
+@pytest.mark.parametrize("M,N,splits,beta,strided", [(5, 7, 3, 0.0, False), (7, 517, 2, 0.5, True)]
+                         + ([(999, 1001, 4, 0.0, False), (1023, 1021, 4, 0.5, True)] if not backend.SIMULATOR else []))
+def test_padded_reduction_is_the_scalar_one_to_a_rounding(M, N, splits, beta, strided):
+    """splitk_reduce_padded.py (the padded split plans': the N4-wide workspace by 16-byte loads, C
+    one float at a time) adds the parts in the same order as splitk_reduce.py, which the padded
+    plan used before: the same bits with beta 0, one rounding of the larger term apart with beta;
+    W's padded columns never reach C, and a strided C is written only inside its own columns."""
+    from gemm_lessons.kernels.library import splitk_reduce, splitk_reduce_padded
+
+    N4 = dispatch.padded_sides(N, 4)[0]
+    rng = np.random.default_rng(M + N)
+    w = rng.standard_normal((splits * M, N4)).astype(np.float32)
+    w.reshape(splits, M, N4)[:, :, N:] = np.nan  # the padded columns: must be read and dropped
+    W = cuda.to_device(w)
+    C0 = rng.standard_normal((M, N)).astype(np.float32)
+    layout = "A" if strided else "C"
+    out = []
+    for kind, grid in (("reduce", splitk_reduce.grid(M, N)), ("reduce_padded", splitk_reduce_padded.grid(M, N))):
+        if strided:  # C a view inside a wider array, poison on both sides
+            big = np.full((M, N + 5), problems.POISON, np.float32)
+            big[:, 2:N + 2] = C0
+            big_d = cuda.to_device(big)
+            C = big_d[:, 2:N + 2]
+        else:
+            C = cuda.to_device(C0)
+        library._launcher(kind, "", layout)(grid, W, C, 1.5, beta)
+        out.append(C.copy_to_host())
+        if strided:
+            rest = np.delete(big_d.copy_to_host(), np.s_[2:N + 2], axis=1)
+            assert (rest.view(np.uint32) == problems.POISON_BITS).all(), f"{kind} wrote outside C"
+    total = w.reshape(splits, M, N4)[:, :, :N].astype(np.float64).sum(0)
+    if beta == 0:
+        np.testing.assert_array_equal(out[0].view(np.uint32), out[1].view(np.uint32))
+    else:
         terms = np.abs(1.5 * total) + np.abs(beta * C0.astype(np.float64))
         assert (np.abs(out[0].astype(np.float64) - out[1]) <= 2.0**-23 * terms).all()
     ref = 1.5 * total + beta * C0

@@ -342,8 +342,8 @@ def test_the_odd_shapes_why_is_the_records_arithmetic():
     predicted = _printed(NOTEBOOK, "odd_plan, ref_plan = dispatch.choose")
     mb = 4 * dispatch.padded_copy_floats(*suite_record.ODD_SHAPE) / 1e6
     assert f"the copies' {mb:.0f} MB take {mb / model.bandwidth_gbs:.3f} ms at {model.bandwidth_gbs:,.0f} GB/s" in predicted
-    assert dispatch.padded_copies(suite_record.ODD_SHAPE[2]) == 2  # B's and A's (K = 4093)
-    assert f"plus 2 launches of 5 µs: {1e3 * model.padding_s(*suite_record.ODD_SHAPE):.3f} ms" in predicted
+    assert dispatch.PADDED_COPY_LAUNCHES == 1  # B's and A's (K = 4093) from one launch (pad_copy_pair)
+    assert f"plus 1 launch of 5 µs: {1e3 * model.padding_s(*suite_record.ODD_SHAPE):.3f} ms" in predicted
 
 
 def test_near_1000_one_launch_takes_longer():
@@ -417,7 +417,6 @@ def test_padding_is_the_formula():
     assert dispatch.padded_copy_floats(M, N, K) == floats and 3.9 < floats / 4096 ** 2 < 4.1
     assert "four matrices of about 4096^2 floats (67 MB each)" in _lesson_words()
     assert dispatch.padded_copy_floats(M, N, 4092) == 4092 * N + 4092 * 4100  # K a multiple of 4: B alone
-    assert dispatch.padded_copies(4092) == 1
 
 
 def test_waves_count_blocks_slots_and_the_last_wave():

@@ -745,14 +745,17 @@ exercises.check("11-split-k", split_k)
 # * The copy kernel's first form moved one float per thread, read and written, and ran at a third
 #   of the float4 copy's rate the model charges; writing four floats with one 16-byte store reaches
 #   it (`experiments/shape_classes`, the padded-parts probe).
-# * Sizes near 1000 (section 4's slowest): the same probe timed the padded plan at 999 x 1001 x 1003,
-#   four launches (two copies, the split kernel, the reduction), at 76 µs back to back against
-#   cuBLAS's 51, each copy alone at 26-31 µs for 8 MB: back to back the GPU waits for the host's
-#   launches. One launch does not help yet: in the shape suite's run the fastest one-launch
-#   any-shape plan took 10-11% longer there (section 4's figure: every plan timed). Section 2's
-#   host-bound rule does not flag these shapes: it takes the issue time of squares, where
-#   `gl.sgemm` makes one launch. A faster one-launch kernel is the next step: the grouped kernel of
-#   `experiments/shape_classes` beats the padded plan on the odd shape, in one launch, but not here.
+# * Sizes near 1000 (section 4's slowest) ran in the shape suite before two changes to the padded
+#   plan. Timed launch by launch under Nsight Compute at 999 x 1001 x 1003 (`experiments/shape_classes`,
+#   the near-1000 probe), the one-float reduction took 16.3-16.6 µs, each copy 4.7-4.9 µs, the split
+#   kernel 51.5-51.9 µs, about cuBLAS's whole call. The reduction now reads the partial sums 16 bytes
+#   at a time (7.9-8.1 µs) and both copies run from one launch (6.5-6.6 µs). Back to back in that
+#   run, `gl.sgemm` took 63 µs against 76 for the launches of before and cuBLAS's 51: 81% of
+#   cuBLAS, 85% at 1023 x 1021 x 1025. Issuing the call took the host 29 µs, under half of that:
+#   the GPU sets the pace. In the shape suite's run the fastest one-launch any-shape plan took
+#   10-11% longer than the padded plan of then (section 4's figure: every plan timed); the grouped
+#   kernel of `experiments/shape_classes` beats the padded plan on the odd shape, in one launch, but
+#   not here.
 # * Single calls against their issue time plus their time back to back, every shape:
 #   [11b](11b_what_we_tried.ipynb) section 1; the next cell lists any that took over twice their
 #   time back to back, or says there are none.

@@ -247,7 +247,7 @@ def test_the_lessons_prose_constants_are_the_packages():
     assert "4.0 * M * N * (splits + 2)" in open(dispatch.__file__).read() and t > 0
     assert "about 4 TB/s" in text and 3500 < model.bandwidth_gbs < 4500  # the Predict cell's bandwidth
     assert "at least 128 values of k" in text and model.min_k_per_split == 128  # the candidates' rule
-    assert "about 5 µs per launch" in text and model.launch_us == 5.0
+    assert "about 5 µs for their one launch" in text and model.launch_us == 5.0 and dispatch.PADDED_COPY_LAUNCHES == 1
     from gemm_lessons.kernels.library import pad_copy, splitk_reduce  # their rows loop past the grid's y
     assert "a grid has at most 65,535 blocks in y" in text
     assert pad_copy.grid(10 ** 6, 8)[1] == splitk_reduce.grid(10 ** 6, 8)[1] == 65535
@@ -346,25 +346,53 @@ def test_the_odd_shapes_why_is_the_records_arithmetic():
     assert f"plus 1 launch of 5 µs: {1e3 * model.padding_s(*suite_record.ODD_SHAPE):.3f} ms" in predicted
 
 
-def test_near_1000_one_launch_takes_longer():
-    """Lesson 11's Lab notes near 1000: the padded-parts probe's times at 999 x 1001 x 1003 (gl.sgemm,
-    cuBLAS, each copy alone, back to back) and, in the shape suite's run, the fastest one-launch
-    any-shape plan against gl.sgemm's four-launch padded plan at both sizes near 1000."""
+def _ncu_near_1000_us(shape_index, kernel):
+    """[µs] of each launch of ``kernel`` (a substring of its name) in the near-1000 probe's Nsight
+    Compute record, for its ``shape_index``-th shape (each shape's calls start with cuBLAS's kernel)."""
+    _, _, rows = results.ncu_record(results.experiment("shape_classes", "ncu_near_1000", results.COURSE_DEVICE))
+    starts = [i for i, r in enumerate(rows) if "xmma" in r["kernel"]] + [len(rows)]
+    part = rows[starts[shape_index]:starts[shape_index + 1]]
+    return [r["gpu__time_duration.sum"] / 1e3 for r in part if kernel in r["kernel"]]
+
+
+def test_near_1000_parts_and_the_two_changes():
+    """Lesson 11's Lab notes near 1000: each launch's GPU time under Nsight Compute at 999 x 1001 x
+    1003 (the one-float reduction and the two copies of before, the split kernel, the 16-byte
+    reduction and the copies from one launch), the same run's back-to-back times against cuBLAS at
+    both sizes and the host's issue time; and, in the shape suite's run, the fastest one-launch
+    any-shape plan against the padded plan of then at both sizes near 1000."""
     text = _lesson_words()
 
-    def us(name):
-        return 1e3 * _probe_ms("padded_parts", (999, 1001, 1003), name)
+    def span(kernel, fmt="{:.1f}"):
+        us = _ncu_near_1000_us(0, kernel)
+        return f"{fmt.format(min(us))}-{fmt.format(max(us))} µs"
 
-    copies = sorted(round(us(name)) for name in ("pad_copy A", "pad_copy B"))
-    assert (f"at {us('gl.sgemm'):.0f} µs back to back against cuBLAS's {us('cublas'):.0f}, each copy alone "
-            f"at {copies[0]}-{copies[1]} µs for 8 MB") in text
+    assert f"the one-float reduction took {span('sgemm_splitk_reduce[')}" in text
+    assert f"each copy {span('pad_copy::pad_copy[')}" in text
+    assert f"the split kernel {span('sgemm_warptile')}" in text
+    assert f"at a time ({span('splitk_reduce_padded')})" in text
+    assert f"from one launch ({span('pad_copy_pair')})" in text
+    assert max(_ncu_near_1000_us(0, "splitk_reduce_padded")) < min(_ncu_near_1000_us(0, "sgemm_splitk_reduce["))
+    probe = results.experiment_record("shape_classes", "near_1000", device=results.COURSE_DEVICE)
+    assert probe["git_commit"] == "8e3ad3f" and not probe["failures"]
+
+    def us(shape, name):
+        return 1e3 * _probe_ms("near_1000", shape, name)
+
+    odd, other = (999, 1001, 1003), (1023, 1021, 1025)
+    assert (f"`gl.sgemm` took {us(odd, 'gl.sgemm'):.0f} µs against {us(odd, 'by hand, before'):.0f} for the launches "
+            f"of before and cuBLAS's {us(odd, 'cublas'):.0f}: {100 * us(odd, 'cublas') / us(odd, 'gl.sgemm'):.0f}% of "
+            f"cuBLAS, {100 * us(other, 'cublas') / us(other, 'gl.sgemm'):.0f}% at 1023 x 1021 x 1025") in text
+    issue = next(r for r in probe["rows"] if tuple(r["shape"]) == odd)["gl_issue_us"]["median"]
+    assert f"Issuing the call took the host {issue:.0f} µs, under half of that" in text
+    assert issue < us(odd, "gl.sgemm") / 2
     longer = []
     for shape in ((999, 1001, 1003), (1023, 1021, 1025)):
         r = suite_record.row(REC, shape)
         one_launch = [ms for plan, ms in r.plans_ms.items() if plan.startswith("any_shape") and "split" not in plan]
         assert r.plan.startswith("padded") and "split" in r.plan
         longer.append(round(100 * (min(one_launch) / r.back_to_back_gl.median_ms - 1)))
-    assert f"the fastest one-launch any-shape plan took {min(longer)}-{max(longer)}% longer there" in text
+    assert f"the fastest one-launch any-shape plan took {min(longer)}-{max(longer)}% longer than the padded plan of then" in text
 
 
 def test_the_four_float_copy_reaches_the_models_rate():
@@ -380,8 +408,8 @@ def test_the_four_float_copy_reaches_the_models_rate():
 
 def test_lab_notes_on_the_model_and_the_grouped_kernel():
     """Lesson 11's Lab notes: the model's estimate of its own calibration shape; the check timed every
-    candidate on all shapes but the four largest; near 1000 the host-bound rule has no issue time
-    (squares only); the grouped kernel against the padded plan (experiments/shape_classes)."""
+    candidate on all shapes but the four largest; the grouped kernel against the padded plan
+    (experiments/shape_classes)."""
     text = _lesson_words()
     model = suite_record.recorded_model(REC)
     t_ref = 1e3 * model.estimate_s(dispatch.Plan("wide", "128x128"), *suite_record.REFERENCE_SHAPE)
@@ -397,10 +425,6 @@ def test_lab_notes_on_the_model_and_the_grouped_kernel():
     flop = sorted(REC.rows, key=lambda r: math.prod(r.shape), reverse=True)
     assert sorted(untimed) == sorted(r.shape for r in flop[:4])
     assert "the suite timed every candidate on all shapes but the four largest" in text
-    for shape in ((999, 1001, 1003), (1023, 1021, 1025)):
-        r = suite_record.row(REC, shape)
-        assert shape_suite.issue_near(REC, r, "gl") is None and not shape_suite.host_bound(REC, r, "gl")
-    assert "host-bound rule does not flag these shapes: it takes the issue time of squares" in text
     def ms(shape, name):
         return _probe_ms("interior", shape, name, run="grouped")
 

@@ -17,7 +17,8 @@ compute capability (``ARCHS``).
 ``--write`` writes results/arch-facts.json (the record), results/arch-facts.md (its tables)
 and RESULTS.md's "Smaller GPUs" block; ``--rederive`` redoes everything computed from the
 compiler's facts (after a change to ``occupancy`` or ``ARCHS``) without compiling; ``--add``
-compiles only the kernels the record lacks (a new library kernel) and lists them under ``added``.
+compiles only the kernels the record lacks (a new library kernel), and with ``--refresh NAME...``
+those whose code changed, and lists them under ``added``.
 tests/runs/test_arch_facts.py checks the record against ``occupancy`` and the kernel list without
 compiling anything.
 
@@ -251,12 +252,16 @@ def collect(archs=None, sweep=True, names=None, progress=True, checkpoint=None):
     return record
 
 
-def add_missing(record, checkpoint=None):
-    """(the record with every kernel of kernel_specs() it lacks compiled and added, in
-    kernel_specs()' order, and the names added).  The kernels already there keep their facts and
-    the record its date; ``added`` lists when each addition was compiled, with which toolchain."""
+def add_missing(record, checkpoint=None, refresh=()):
+    """(the record with every kernel of kernel_specs() it lacks, and those named in ``refresh``
+    (kernels whose code changed), compiled and put in, in kernel_specs()' order, and their names).
+    The other kernels keep their facts and the record its date; ``added`` lists when each was
+    compiled, with which toolchain."""
     names = [s.name for s in kernel_specs()]
-    missing = [n for n in names if n not in record["kernels"]]
+    unknown = set(refresh) - set(names)
+    if unknown:
+        raise ValueError(f"no kernel named {sorted(unknown)}; the kernels are those of kernel_specs()")
+    missing = [n for n in names if n not in record["kernels"] or n in refresh]
     if not missing:
         return record, []
     new = collect(list(record["archs"]), names=missing, checkpoint=checkpoint)
@@ -474,6 +479,8 @@ def main(argv=None):
     p.add_argument("--add", action="store_true",
                    help="compile only the kernels the record lacks (a new library kernel) and add them; "
                         "the others keep their facts")
+    p.add_argument("--refresh", nargs="+", default=(), metavar="NAME",
+                   help="with --add: compile these kernels again too (their code changed)")
     p.add_argument("--rederive", action="store_true",
                    help="recompute blocks per SM, tables and RESULTS.md block from the record's compiler facts "
                         "(after a change to occupancy or ARCHS; compiles nothing)")
@@ -486,7 +493,7 @@ def main(argv=None):
         why_not = missing_toolchain()
         if why_not:
             sys.exit(f"cannot compile offline: {why_not}")
-        record, added = add_missing(load(), checkpoint=args.checkpoint)
+        record, added = add_missing(load(), checkpoint=args.checkpoint, refresh=args.refresh)
         if added:
             write(record)
         print("added", added or "nothing: the record has every kernel")

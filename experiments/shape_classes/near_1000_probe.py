@@ -13,6 +13,8 @@ times the launches of before beside them ("by hand, before").
         --metrics gpu__time_duration.sum,launch__grid_size,sm__cycles_active.avg \
         python3 -m experiments.shape_classes.near_1000_probe --profile
     -> each kernel's GPU time (ncu-near-1000-<device>.csv)
+    python3 -m experiments.shape_classes.near_1000_probe --splits 1 2 3 4 6 --out DIR
+    -> DIR/near-1000-probe-splits-<device>.json: the padded plans split 1-6 ways, each whole call
 
 The padded-parts probe timed the copies launched as ``kernel[grid, block]``, whose numba dispatch
 alone costs tens of µs; here every part is launched through the library's Launcher, as gl.sgemm
@@ -84,13 +86,19 @@ def _in_order(steps):
     return run
 
 
-def _calls(M, N, K, rng):
+def _calls(M, N, K, rng, splits=()):
+    """(gl.sgemm's plan, {name: fn()}, C, a, b): cuBLAS, gl.sgemm and its parts (plan_parts), or
+    with ``splits`` the padded plans at 128x128 and 64x128 split in each of them (run_plan)."""
     A, a = random_device_matrix(M, K, rng)
     B, b = random_device_matrix(K, N, rng)
     C = poisoned(M, N)
     plan = dispatch.plan_for(M, N, K, not (N % 4 or K % 4))
     calls = {"cublas": lambda: cublas.sgemm(A, B, C), "gl.sgemm": lambda: device_arrays.sgemm(A, B, C)}
-    calls.update(plan_parts(plan, A, B, C))
+    if splits:
+        for p in (dispatch.Plan("padded", t, s) for t in ("128x128", "64x128") for s in splits):
+            calls[str(p)] = lambda p=p: device_arrays.run_plan(p, A, B, C)
+    else:
+        calls.update(plan_parts(plan, A, B, C))
     return plan, calls, C, a, b
 
 
@@ -117,15 +125,18 @@ def main(argv=None):
     p.add_argument("--shape", nargs=3, type=int, action="append", help="M N K instead of SHAPES (repeatable)")
     p.add_argument("--profile", action="store_true", help="each call once per shape, for ncu")
     p.add_argument("--run", help="the record's run name (default none; \"first\": the run of commit 0e0c9d0)")
+    p.add_argument("--splits", type=int, nargs="+", default=(), metavar="S",
+                   help="time the padded plans split in S parts (128x128, 64x128) instead of the parts: which split "
+                        "is fastest now that the reduction is cheaper? (record run \"splits\")")
     args = p.parse_args(argv)
     if args.profile:
         return profile()
     t0 = time.perf_counter()
     rows, failures = [], []
     for M, N, K in args.shape or SHAPES:
-        plan, calls, C, a, b = _calls(M, N, K, np.random.default_rng(M + N + K))
+        plan, calls, C, a, b = _calls(M, N, K, np.random.default_rng(M + N + K), args.splits)
         row = {"shape": [M, N, K], "plan": str(plan), "checks": {}}
-        for name in [n for n in calls if n.startswith(("gl.sgemm", "by hand"))]:
+        for name in [n for n in calls if n.startswith(("gl.sgemm", "by hand", "padded"))]:
             _poison_workspaces(M, N, K)  # a copy that writes nothing must not pass on the last call's copies
             row["checks"][name] = checked_on_nan(calls[name], C, a, b)
             failures += [] if row["checks"][name]["correct"] else [(name, M, N, K)]
@@ -137,7 +148,7 @@ def main(argv=None):
         rows.append(row)
         del calls, C
     rec = record("near-1000-probe", {"rows": rows, "failures": failures}, t0)
-    write_record("shape_classes", rec, args.out, kind="near_1000", run=args.run)
+    write_record("shape_classes", rec, args.out, kind="near_1000", run=args.run or ("splits" if args.splits else None))
     return 1 if failures else 0
 
 

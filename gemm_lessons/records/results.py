@@ -143,7 +143,7 @@ EXPERIMENTS = {
                       "padded_parts": "padded-parts-probe-{device}.json", "interior": "interior-probe{suffix}-{device}.json",  # run "grouped": with --grouped
                       "ncu_interior": "ncu-interior-{device}.csv",
                       "ncu_grouped": "ncu-grouped{suffix}-{device}.csv",  # run: the shape, e.g. "4096x4096x4096"
-                      "near_1000": "near-1000-probe{suffix}-{device}.json",  # run "first": before the changes it led to
+                      "near_1000": "near-1000-probe{suffix}-{device}.json",  # run "first": before the changes it led to; "splits": --splits
                       "ncu_near_1000": "ncu-near-1000{suffix}-{device}.csv",
                       "wave_rates": "wave-rates-{device}.json"},  # offline: read from the shape suite's record
     "splitk": {"probe": "splitk-probe{suffix}-{device}.json"},  # run "run1": the first form

@@ -92,8 +92,8 @@ except ValueError as e:
 #   each access under its own [predicate](GLOSSARY.md#predicate) (inside the matrix, inside this
 #   block's k); `k_begin`/`k_end` bound this block's k and `out0` its rows of output (split-K:
 #   ignore them until section 3); with `beta == 0` it does not read C. It takes any shape, alignment and stride.
-# * The **padded plan** copies B (and A, where K is not a multiple of 4 or A is misaligned) into
-#   zero-padded arrays, K and N rounded up to multiples of 4, and runs `warptile`, the library's
+# * The **padded plan** copies B (and A, where K is not a multiple of 4 or A is misaligned; one
+#   launch) into zero-padded arrays, K and N rounded up to multiples of 4, and runs `warptile`, the library's
 #   **wide kernel**, on them. C's rows, N floats long, need not be 16-byte aligned, so it writes C
 #   one float at a time (`ragged_c`).
 
@@ -318,7 +318,7 @@ if prof:
 # **Predict.** 4095 x 4097 x 4093 is the work of 4096^3 give or take 0.1%, with nothing a multiple
 # of 4. The model weighs the any-shape kernel's slower rate against the padded plan's copies: four
 # matrices of about 4096^2 floats (67 MB each), A and B read, then written padded, at a float4
-# copy's calibrated rate, about 4 TB/s, plus about 5 µs for their one launch. Which plan wins, and how much longer than at
+# copy's calibrated rate, about 4 TB/s, plus an assumed 5 µs for their one launch. Which plan wins, and how much longer than at
 # 4096^3 will `gl.sgemm` take, [back to back](GLOSSARY.md#single-call), in %?
 
 # %%
@@ -329,7 +329,7 @@ odd_plan, ref_plan = dispatch.choose(*ODD_SHAPE, False, model), dispatch.choose(
 t_odd, t_ref = 1e3 * model.estimate_s(odd_plan, *ODD_SHAPE), 1e3 * model.estimate_s(ref_plan, *REFERENCE_SHAPE)
 model_odd_extra_pct = 100 * (t_odd / t_ref - 1)
 copy_mb = 4 * dispatch.padded_copy_floats(*ODD_SHAPE) / 1e6
-copies = (f": the copies' {copy_mb:.0f} MB take {copy_mb / model.bandwidth_gbs:.3f} ms at {model.bandwidth_gbs:,.0f} GB/s, "
+copies = (f". The copies' {copy_mb:.0f} MB take {copy_mb / model.bandwidth_gbs:.3f} ms at {model.bandwidth_gbs:,.0f} GB/s, "
           f"plus {dispatch.PADDED_COPY_LAUNCHES} launch of {model.launch_us:.0f} µs: "
           f"{1e3 * model.padding_s(*ODD_SHAPE):.3f} ms" if odd_plan.kernel == "padded" else "")
 guessed = [str(p) for p in (odd_plan, ref_plan) if not model.speed(p).measured]  # rates this GPU's suite did not measure
@@ -745,17 +745,19 @@ exercises.check("11-split-k", split_k)
 # * The copy kernel's first form moved one float per thread, read and written, and ran at a third
 #   of the float4 copy's rate the model charges; writing four floats with one 16-byte store reaches
 #   it (`experiments/shape_classes`, the padded-parts probe).
-# * Sizes near 1000 (section 4's slowest) ran in the shape suite before two changes to the padded
-#   plan. Timed launch by launch under Nsight Compute at 999 x 1001 x 1003 (`experiments/shape_classes`,
-#   the near-1000 probe), the one-float reduction took 16.3-16.6 µs, each copy 4.7-4.9 µs, the split
-#   kernel 51.5-51.9 µs, about cuBLAS's whole call. The reduction now reads the partial sums 16 bytes
-#   at a time (7.9-8.1 µs) and both copies run from one launch (6.5-6.6 µs). Back to back in that
-#   run, `gl.sgemm` took 63 µs against 76 for the launches of before and cuBLAS's 51: 81% of
-#   cuBLAS, 85% at 1023 x 1021 x 1025. Issuing the call took the host 29 µs, under half of that:
-#   the GPU sets the pace. In the shape suite's run the fastest one-launch any-shape plan took
-#   10-11% longer than the padded plan of then (section 4's figure: every plan timed); the grouped
-#   kernel of `experiments/shape_classes` beats the padded plan on the odd shape, in one launch, but
-#   not here.
+# * Sizes near 1000: section 4's 68% and 72% of cuBLAS there predate two changes to their plan,
+#   padded 128x128 split 4: the two copies, the split kernel and the [reduction](GLOSSARY.md#split-k),
+#   four launches. Timed launch by launch under [Nsight Compute](GLOSSARY.md#ncu) at 999 x 1001 x 1003
+#   (`experiments/shape_classes`, the near-1000 probe): the one-float reduction took 16.3-16.6 µs,
+#   each copy 4.7-4.9 µs, the split kernel 51.5-51.9 µs (cuBLAS's kernel 61.8 µs there). The
+#   reduction now reads the partial sums 16 bytes at a time (7.9-8.1 µs) and both copies run from
+#   one launch (6.5-6.6 µs): the kernels sum to 66 µs instead of 78. [Back to back](GLOSSARY.md#single-call)
+#   in that run, `gl.sgemm` took 63 µs against 76 for the launches of before and cuBLAS's 51: 81% of
+#   cuBLAS, 85% at 1023 x 1021 x 1025. Issuing the call took the host 29 µs, under half of that: the
+#   GPU sets the pace.
+# * This notebook ran on the GPU at the commit printed under its imports, when the padded plan made
+#   its copies in two launches; the Predict's cell of section 1 and the Why's cell after it were
+#   refilled from the recorded model and probes, which the model's one copy launch changed.
 # * Single calls against their issue time plus their time back to back, every shape:
 #   [11b](11b_what_we_tried.ipynb) section 1; the next cell lists any that took over twice their
 #   time back to back, or says there are none.

@@ -27,6 +27,12 @@ A's rows a multiple of 128 bytes apart, the 16 rows one scalar load instruction 
 all start at the same place in their 128-byte lines, and the grouped kernel took 14-15% longer at
 4096^3 than at 4095x4097x4093 (short-scoreboard stalls 32% against 7%): A is where one 16-byte
 load instead of four scalar ones matters, and B, any N, can stay scalar.
+
+``make_grouped(cfg, c_wide=True)``: for split-K near 1000 without copies. Split four ways at
+999x1001x1003 the grouped kernel wrote its partial sums one float at a time, 16 MB, and took 75-81
+µs (interior-probe-near-1000-split-nvidia-h200.json); with c_wide its workspace is N rounded up to
+4 floats wide and written 16 bytes at a time, for the library's 16-byte reduction
+(kernels/library/splitk_reduce_padded.py): two launches, no copies.
 """
 import numpy as np
 from numba import boolean, cuda, float32
@@ -133,7 +139,13 @@ def make_vec_a(cfg):
         out0 = cuda.blockIdx.z * M
         for i in static_range(TM):
             row = row0 + a_base + (i // 4 * LM * 4 + i % 4)
-            if row < M:
+            if static(C_WIDE):  # partial sums, four floats per store, up to the workspace's width
+                if row < M:  # (alpha and beta: the reduction's; the beta branch cost 52 bytes of spills)
+                    for j in static_range(0, TN, 4):
+                        col = col0 + b_base + j // 4 * LN * 4
+                        if col < C.shape[1]:
+                            store4(C, out0 + row, col, acc[i, j], acc[i, j + 1], acc[i, j + 2], acc[i, j + 3])
+            elif row < M:
                 for j in static_range(TN):
                     col = col0 + b_base + (j // 4 * LN * 4 + j % 4)
                     if col < N:
@@ -151,22 +163,27 @@ def make_interior(cfg):
     return _make_two_loops(cfg, "element")
 
 
-def make_grouped(cfg, wide_inside=False, a_wide=False):
+def make_grouped(cfg, wide_inside=False, a_wide=False, c_wide=False):
     """Groups of four neighbouring floats per thread; wide_inside: the unpredicated loop loads each
     group with one 16-byte load (load4), for A and B whose rows start on 16-byte boundaries (K and N
     multiples of 4, C-contiguous, aligned); a_wide: only A's groups so (K a multiple of 4, A
-    C-contiguous and aligned; any N); the edge loop is unchanged."""
-    return _make_two_loops(cfg, "grouped_wide" if wide_inside else "grouped_a_wide" if a_wide else "grouped")
+    C-contiguous and aligned; any N); the edge loop is unchanged.  c_wide: C is a workspace whose
+    rows are N rounded up to 4 floats (C-contiguous, aligned: split-K's partial sums, which the
+    library's splitk_reduce_padded reads), written four floats per 16-byte store up to its own
+    width (the columns past N get zeros) instead of one float at a time up to N; alpha and beta
+    are ignored (the reduction applies them)."""
+    return _make_two_loops(cfg, "grouped_wide" if wide_inside else "grouped_a_wide" if a_wide else "grouped",
+                           c_wide=c_wide)
 
 
-def _make_two_loops(cfg, staging):
+def _make_two_loops(cfg, staging, c_wide=False):
     """The kernel with two main loops (make_interior, make_grouped): ``staging`` "element" (the
     any-shape kernel's: thread tid stages rows tid // BK + i * A_STEP of A at k tid % BK, and row
     tid // BN + j * B_STEP of B at column tid % BN), "grouped" (four neighbours of a row per
     thread and load group, warptile's mapping, loaded as single floats from one address) or
     "grouped_wide" (the same, the unpredicated loop by 16-byte loads) or "grouped_a_wide" (only A's
     groups by 16-byte loads there)."""
-    GROUPED, WIDE_INSIDE = staging != "element", staging == "grouped_wide"
+    GROUPED, WIDE_INSIDE, C_WIDE = staging != "element", staging == "grouped_wide", c_wide
     A_WIDE = staging in ("grouped_wide", "grouped_a_wide")
     if GROUPED:
         cfg.validate()
@@ -326,7 +343,13 @@ def _make_two_loops(cfg, staging):
         out0 = cuda.blockIdx.z * M
         for i in static_range(TM):
             row = row0 + a_base + (i // 4 * LM * 4 + i % 4)
-            if row < M:
+            if static(C_WIDE):  # partial sums, four floats per store, up to the workspace's width
+                if row < M:  # (alpha and beta: the reduction's; the beta branch cost 52 bytes of spills)
+                    for j in static_range(0, TN, 4):
+                        col = col0 + b_base + j // 4 * LN * 4
+                        if col < C.shape[1]:
+                            store4(C, out0 + row, col, acc[i, j], acc[i, j + 1], acc[i, j + 2], acc[i, j + 3])
+            elif row < M:
                 for j in static_range(TN):
                     col = col0 + b_base + (j // 4 * LN * 4 + j % 4)
                     if col < N:

@@ -317,8 +317,8 @@ if prof:
 # %% [markdown]
 # **Predict.** 4095 x 4097 x 4093 is the work of 4096^3 give or take 0.1%, with nothing a multiple
 # of 4. The model weighs the any-shape kernel's slower rate against the padded plan's copies: four
-# matrices of about 4096^2 floats (67 MB each), A and B read, then written padded, at a float4
-# copy's calibrated rate, about 4 TB/s, plus an assumed 5 µs for their one launch. Which plan wins, and how much longer than at
+# matrices of about 4096^2 floats (67 MB each), A and B read, then written padded, at the
+# calibrated copy rate (section 4), about 4 TB/s, plus an assumed 5 µs for their one launch. Which plan wins, and how much longer than at
 # 4096^3 will `gl.sgemm` take, [back to back](GLOSSARY.md#single-call), in %?
 
 # %%
@@ -366,7 +366,7 @@ if odd_plan.kernel == "padded" and stores and copies:
           f"{parts['one-float stores of C']:+.3f} ms ({TM * TN} one-float stores per thread, not {TM * TN // 4} of four).")
     model_copies = 1e3 * model.padding_s(*ODD_SHAPE)
     near = abs(copies["ms"] / model_copies - 1) < 0.15
-    print(f"Copies: A's and B's, each timed alone, {copies['ms']:.3f} ms, "
+    print(f"Copies: A's and B's together {copies['ms']:.3f} ms (each timed alone), "
           f"{'about' if near else 'not'} the model's {model_copies:.3f}.")
     odd_rec = suite_record.row(rec, ODD_SHAPE).back_to_back_gl.median_ms
     print(f"Sum {sum(parts.values()):.3f} ms; measured {odd_rec - ref_rec:.3f} ms more in the suite's run "
@@ -731,7 +731,7 @@ exercises.check("11-split-k", split_k)
 # * The odd shape's parts (section 1) come from other runs than this notebook's: the copies and
 #   the stores from kernels timed alone (`experiments/shape_classes`, its README). Why C's
 #   one-float stores cost 0.1 ms was not measured; a warp-wide one-float store spreads its 32
-#   floats over 16 or more 32-byte sectors, a quarter of each, where a 16-byte store fills 16: C
+#   floats over 16 or more 32-byte sectors, a quarter of each, where a 16-byte store fills 16 sectors: C
 #   takes about four times the store transactions.
 # * The model charges a wave by its busiest SM, so 4096^3's last, part-filled wave (3.88 waves)
 #   counts as a full one: it estimates its own calibration shape 3% high (2.912 ms against 2.82).
@@ -745,19 +745,21 @@ exercises.check("11-split-k", split_k)
 # * The copy kernel's first form moved one float per thread, read and written, and ran at a third
 #   of the float4 copy's rate the model charges; writing four floats with one 16-byte store reaches
 #   it (`experiments/shape_classes`, the padded-parts probe).
-# * Sizes near 1000: section 4's 68% and 72% of cuBLAS there predate two changes to their plan,
-#   padded 128x128 split 4: the two copies, the split kernel and the [reduction](GLOSSARY.md#split-k),
-#   four launches. Timed launch by launch under [Nsight Compute](GLOSSARY.md#ncu) at 999 x 1001 x 1003
-#   (`experiments/shape_classes`, the near-1000 probe): the one-float reduction took 16.3-16.6 µs,
-#   each copy 4.7-4.9 µs, the split kernel 51.5-51.9 µs (cuBLAS's kernel 61.8 µs there). The
-#   reduction now reads the partial sums 16 bytes at a time (7.9-8.1 µs) and both copies run from
-#   one launch (6.5-6.6 µs): the kernels sum to 66 µs instead of 78. [Back to back](GLOSSARY.md#single-call)
-#   in that run, `gl.sgemm` took 63 µs against 76 for the launches of before and cuBLAS's 51: 81% of
-#   cuBLAS, 85% at 1023 x 1021 x 1025. Issuing the call took the host 29 µs, under half of that: the
-#   GPU sets the pace.
+# * Sizes near 1000: at 999 x 1001 x 1003 and 1023 x 1021 x 1025 the plan is padded 128x128 split 4,
+#   the two copies, the split kernel and the [reduction](GLOSSARY.md#split-k): four launches when
+#   section 4's suite ran it at 68% and 72% of cuBLAS. Two changes since, timed launch by launch
+#   under [Nsight Compute](GLOSSARY.md#ncu) at 999 x 1001 x 1003 (`experiments/shape_classes`, the
+#   near-1000 probe): the one-float reduction took 16.3-16.6 µs, and now, reading the partial sums
+#   16 bytes at a time, 7.9-8.1 µs; the copies took 4.7-4.9 µs each, and now 6.5-6.6 µs from one
+#   launch. The profiler runs each kernel alone with cold caches, so its times exceed those back to
+#   back and do not add up to a call; the kernels sum to 66 µs instead of 78. [Back to back](GLOSSARY.md#single-call)
+#   in that run, `gl.sgemm` took 63 µs against 76 for the four launches of before and cuBLAS's 51: 81%
+#   of cuBLAS, 85% at 1023 x 1021 x 1025; the split kernel alone took 50 µs. Issuing the call took
+#   the host 29 µs, under half of the 63: the GPU sets the pace.
 # * This notebook ran on the GPU at the commit printed under its imports, when the padded plan made
-#   its copies in two launches; the Predict's cell of section 1 and the Why's cell after it were
-#   refilled from the recorded model and probes, which the model's one copy launch changed.
+#   its copies in two launches: section 1's measured table comes from then. The Predict's cell and
+#   the Why's cell after it were computed again without a GPU, from the recorded model and probes,
+#   once the model charged one copy launch (5 µs less, next to 0.177 ms).
 # * Single calls against their issue time plus their time back to back, every shape:
 #   [11b](11b_what_we_tried.ipynb) section 1; the next cell lists any that took over twice their
 #   time back to back, or says there are none.

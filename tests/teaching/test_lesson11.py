@@ -335,7 +335,7 @@ def test_the_odd_shapes_why_is_the_records_arithmetic():
     assert f"Still the right choice: the best any-shape plan, {best_any}, took {timed_any[best_any]:.3f} ms there." in parts
     model_copies = 1e3 * model.padding_s(*suite_record.ODD_SHAPE)
     near = abs(copies["ms"] / model_copies - 1) < 0.15
-    assert f"Copies: A's and B's, each timed alone, {copies['ms']:.3f} ms, {'about' if near else 'not'} the model's {model_copies:.3f}." in parts
+    assert f"Copies: A's and B's together {copies['ms']:.3f} ms (each timed alone), {'about' if near else 'not'} the model's {model_copies:.3f}." in parts
     total = blocks + stores["one_float_ms"] - stores["wide_ms"] + copies["ms"]
     assert f"Sum {total:.3f} ms; measured {b_ms - a_ms:.3f} ms more in the suite's run (4096^3 {a_ms:.3f} ms there)." in parts
     assert abs(total - (b_ms - a_ms)) < 0.1 * (b_ms - a_ms)  # the parts account for the extra time
@@ -364,7 +364,9 @@ def test_near_1000_parts_and_the_two_changes():
     text = _lesson_words()
     odd, other = (999, 1001, 1003), (1023, 1021, 1025)
     pcts = [round(suite_record.row(REC, s).pct_cublas_back_to_back) for s in (odd, other)]
-    assert f"section 4's {pcts[0]}% and {pcts[1]}% of cuBLAS there predate two changes to their plan, padded 128x128 split 4" in text
+    assert ("at 999 x 1001 x 1003 and 1023 x 1021 x 1025 the plan is padded 128x128 split 4, the two copies, the split "
+            f"kernel and the [reduction](GLOSSARY.md#split-k): four launches when section 4's suite ran it at {pcts[0]}% "
+            f"and {pcts[1]}% of cuBLAS") in text
     assert all(suite_record.row(REC, s).plan == "padded 128x128 split 4" for s in (odd, other))
 
     def span(kernel):
@@ -375,11 +377,9 @@ def test_near_1000_parts_and_the_two_changes():
         us = _ncu_near_1000_us(0, kernel)
         return sum(us) / len(us)
 
-    assert f"the one-float reduction took {span('sgemm_splitk_reduce[')}" in text
-    assert f"each copy {span('pad_copy::pad_copy[')}" in text
-    assert f"the split kernel {span('sgemm_warptile')} (cuBLAS's kernel {_ncu_near_1000_us(0, 'xmma')[0]:.1f} µs there)" in text
-    assert f"at a time ({span('splitk_reduce_padded')})" in text
-    assert f"from one launch ({span('pad_copy_pair')})" in text
+    assert (f"the one-float reduction took {span('sgemm_splitk_reduce[')}, and now, reading the partial sums 16 bytes "
+            f"at a time, {span('splitk_reduce_padded')}; the copies took {span('pad_copy::pad_copy[')} each, and now "
+            f"{span('pad_copy_pair')} from one launch") in text
     before = 2 * mean("pad_copy::pad_copy[") + mean("sgemm_warptile") + mean("sgemm_splitk_reduce[")
     now = mean("pad_copy_pair") + mean("sgemm_warptile") + mean("splitk_reduce_padded")
     assert f"the kernels sum to {now:.0f} µs instead of {before:.0f}" in text
@@ -389,16 +389,20 @@ def test_near_1000_parts_and_the_two_changes():
     def us(shape, name):
         return 1e3 * _probe_ms("near_1000", shape, name)
 
-    assert (f"`gl.sgemm` took {us(odd, 'gl.sgemm'):.0f} µs against {us(odd, 'by hand, before'):.0f} for the launches "
+    assert (f"`gl.sgemm` took {us(odd, 'gl.sgemm'):.0f} µs against {us(odd, 'by hand, before'):.0f} for the four launches "
             f"of before and cuBLAS's {us(odd, 'cublas'):.0f}: {100 * us(odd, 'cublas') / us(odd, 'gl.sgemm'):.0f}% of "
-            f"cuBLAS, {100 * us(other, 'cublas') / us(other, 'gl.sgemm'):.0f}% at 1023 x 1021 x 1025") in text
+            f"cuBLAS, {100 * us(other, 'cublas') / us(other, 'gl.sgemm'):.0f}% at 1023 x 1021 x 1025; the split kernel "
+            f"alone took {us(odd, 'kernel'):.0f} µs") in text
     issue = next(r for r in probe["rows"] if tuple(r["shape"]) == odd)["gl_issue_us"]["median"]
-    assert f"Issuing the call took the host {issue:.0f} µs, under half of that" in text
+    assert f"Issuing the call took the host {issue:.0f} µs, under half of the {us(odd, 'gl.sgemm'):.0f}" in text
     assert issue < us(odd, "gl.sgemm") / 2
     printed = " ".join(_printed(NOTEBOOK, "import gemm_lessons as gl").split())
     assert "commit 5404b19" in printed  # before 8e3ad3f, which made the copies one launch
     assert ("This notebook ran on the GPU at the commit printed under its imports, when the padded plan made its "
             "copies in two launches") in text
+    extra = (suite_record.row(REC, suite_record.ODD_SHAPE).back_to_back_gl.median_ms
+             - suite_record.row(REC, suite_record.REFERENCE_SHAPE).back_to_back_gl.median_ms)
+    assert f"once the model charged one copy launch ({suite_record.recorded_model(REC).launch_us:.0f} µs less, next to {extra:.3f} ms)" in text
 
 
 def test_the_four_float_copy_reaches_the_models_rate():

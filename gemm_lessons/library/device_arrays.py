@@ -284,9 +284,10 @@ def _runner(plan, M, N, K, contiguous):
 
 def _padded_runner(plan, M, N, K, layout):
     """The padded plan: B, and A where its rows cannot take 16-byte loads (K not a multiple of 4,
-    a strided or unaligned A; then both copies in one launch), copied into zero-padded workspaces with sides multiples of 4; then
-    the wide kernel straight into C, one float at a time (``ragged_c``), or, split along K, into
-    a workspace of partial sums that the reduction adds into C."""
+    a strided or unaligned A; then both copies in one launch), copied into zero-padded workspaces
+    with sides multiples of 4; then the wide kernel straight into C, one float at a time
+    (``ragged_c``), or, split along K, into a workspace of partial sums N4 wide that the padded
+    reduction adds into C."""
     N4, K4 = dispatch.padded_sides(N, K)
     pad, pad_pair = _launcher("pad", "", layout), _launcher("pad_pair", "", layout)
     grid_b, grid_pair, grid = pad_copy.grid(K4, N4), pad_copy_pair.grid((M, K4), (K4, N4)), plan.grid(M, N4)

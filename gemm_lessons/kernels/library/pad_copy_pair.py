@@ -3,8 +3,9 @@
 Where K is not a multiple of 4 the padded plan copies both A and B (pad_copy.py).  Launched one
 after the other, the second copy waits for the first to finish and the GPU idles between them;
 here the grid's z picks the pair, z = 0 A's and z = 1 B's, and both copies run side by side from
-one launch: three launches for the split plan instead of four.  Near 1000 (999x1001x1003) that
-took 3 µs off the call's 75 on an H200 (experiments/shape_classes/near_1000_probe.py).  Each
+one launch: three launches for the split plan instead of four.  Near 1000 (999x1001x1003, an
+H200 under Nsight Compute) both copies take 6.5-6.6 µs from one launch, one after the other
+4.7-4.9 µs each (experiments/shape_classes/near_1000_probe.py).  Each
 block does what a block of pad_copy does (tests/library: the same zero-padded copies); the code
 is pad_copy's, written out again because numba types a device-function call through the current
 GPU, and every library kernel must also compile offline (gemm_lessons.runs.arch_facts).

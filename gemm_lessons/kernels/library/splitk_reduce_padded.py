@@ -5,9 +5,9 @@ floats (N rounded up to a multiple of 4; C-contiguous, 16-byte aligned), so W ca
 splitk_reduce_wide.py reads it: each thread adds four neighbouring columns of every part with
 16-byte loads.  C itself is N floats wide and may be strided, so its (up to) four values are
 written one float at a time, as splitk_reduce.py writes them; W's padded columns are read and
-dropped.  Near 1000 (999x1001x1003, split 4) the one-float reduction took 16 µs of the call's
-75 on an H200 under Nsight Compute, the 16-byte one 7 µs at 1000^3
-(experiments/shape_classes/near_1000_probe.py).  The same order of the sums (part 0 first) and
+dropped.  Near 1000 (999x1001x1003, split 4, an H200 under Nsight Compute) this kernel takes
+7.9-8.1 µs where the one-float reduction took 16.3-16.6, the largest part of the padded plan's
+time after its product (experiments/shape_classes/near_1000_probe.py).  The same order of the sums (part 0 first) and
 the same expression for C as splitk_reduce.py: the same bits when beta is 0, one rounding apart
 at most with beta (tests/library/test_device_arrays.py).
 """

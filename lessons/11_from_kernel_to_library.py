@@ -735,8 +735,9 @@ exercises.check("11-split-k", split_k)
 #   takes about four times the store transactions.
 # * The model charges a wave by its busiest SM, so 4096^3's last, part-filled wave (3.88 waves)
 #   counts as a full one: it estimates its own calibration shape 3% high (2.912 ms against 2.82).
-#   The Predict's ratio cancels this. Rates solved to remove it rank the suite's timed plans worse
-#   (`experiments/shape_classes`, `wave_rates.py`), so the model keeps the calibrated ones.
+#   The Predict's ratio cancels this. Rates solved so that the model reproduces each calibration
+#   square rank the suite's timed plans worse (`experiments/shape_classes`, `wave_rates.py`), so the
+#   model keeps the calibrated ones.
 # * The model's 5 µs per launch is an assumed gap on the GPU between kernels (`dispatch.py`), not
 #   section 2's issue time on the host.
 # * The any-shape kernel's main loop compiled offline (`experiments/shape_classes/sass_loop.py`;
@@ -746,20 +747,21 @@ exercises.check("11-split-k", split_k)
 #   of the float4 copy's rate the model charges; writing four floats with one 16-byte store reaches
 #   it (`experiments/shape_classes`, the padded-parts probe).
 # * Sizes near 1000: at 999 x 1001 x 1003 and 1023 x 1021 x 1025 the plan is padded 128x128 split 4,
-#   the two copies, the split kernel and the [reduction](GLOSSARY.md#split-k): four launches when
+#   the two copies, the split kernel (the wide kernel, K split 4 ways) and the
+#   [reduction](GLOSSARY.md#split-k): four launches when
 #   section 4's suite ran it at 68% and 72% of cuBLAS. Two changes since, timed launch by launch
 #   under [Nsight Compute](GLOSSARY.md#ncu) at 999 x 1001 x 1003 (`experiments/shape_classes`, the
 #   near-1000 probe): the one-float reduction took 16.3-16.6 µs, and now, reading the partial sums
 #   16 bytes at a time, 7.9-8.1 µs; the copies took 4.7-4.9 µs each, and now 6.5-6.6 µs from one
-#   launch. The profiler runs each kernel alone with cold caches, so its times exceed those back to
-#   back and do not add up to a call; the kernels sum to 66 µs instead of 78. [Back to back](GLOSSARY.md#single-call)
+#   launch. Under the profiler the three launches now sum to 66 µs, the four before 78. [Back to back](GLOSSARY.md#single-call)
 #   in that run, `gl.sgemm` took 63 µs against 76 for the four launches of before and cuBLAS's 51: 81%
 #   of cuBLAS, 85% at 1023 x 1021 x 1025; the split kernel alone took 50 µs. Issuing the call took
 #   the host 29 µs, under half of the 63: the GPU sets the pace.
 # * This notebook ran on the GPU at the commit printed under its imports, when the padded plan made
 #   its copies in two launches: section 1's measured table comes from then. The Predict's cell and
 #   the Why's cell after it were computed again without a GPU, from the recorded model and probes,
-#   once the model charged one copy launch (5 µs less, next to 0.177 ms).
+#   once the model charged one copy launch: its estimate drops 5 µs, small next to the 0.177 ms
+#   measured.
 # * Single calls against their issue time plus their time back to back, every shape:
 #   [11b](11b_what_we_tried.ipynb) section 1; the next cell lists any that took over twice their
 #   time back to back, or says there are none.

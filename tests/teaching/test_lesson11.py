@@ -365,7 +365,7 @@ def test_near_1000_parts_and_the_two_changes():
     odd, other = (999, 1001, 1003), (1023, 1021, 1025)
     pcts = [round(suite_record.row(REC, s).pct_cublas_back_to_back) for s in (odd, other)]
     assert ("at 999 x 1001 x 1003 and 1023 x 1021 x 1025 the plan is padded 128x128 split 4, the two copies, the split "
-            f"kernel and the [reduction](GLOSSARY.md#split-k): four launches when section 4's suite ran it at {pcts[0]}% "
+            f"kernel (the wide kernel, K split 4 ways) and the [reduction](GLOSSARY.md#split-k): four launches when section 4's suite ran it at {pcts[0]}% "
             f"and {pcts[1]}% of cuBLAS") in text
     assert all(suite_record.row(REC, s).plan == "padded 128x128 split 4" for s in (odd, other))
 
@@ -382,7 +382,7 @@ def test_near_1000_parts_and_the_two_changes():
             f"{span('pad_copy_pair')} from one launch") in text
     before = 2 * mean("pad_copy::pad_copy[") + mean("sgemm_warptile") + mean("sgemm_splitk_reduce[")
     now = mean("pad_copy_pair") + mean("sgemm_warptile") + mean("splitk_reduce_padded")
-    assert f"the kernels sum to {now:.0f} µs instead of {before:.0f}" in text
+    assert f"Under the profiler the three launches now sum to {now:.0f} µs, the four before {before:.0f}." in text
     probe = results.experiment_record("shape_classes", "near_1000", device=results.COURSE_DEVICE)
     assert probe["git_commit"] == "8e3ad3f" and not probe["failures"]
 
@@ -402,7 +402,8 @@ def test_near_1000_parts_and_the_two_changes():
             "copies in two launches") in text
     extra = (suite_record.row(REC, suite_record.ODD_SHAPE).back_to_back_gl.median_ms
              - suite_record.row(REC, suite_record.REFERENCE_SHAPE).back_to_back_gl.median_ms)
-    assert f"once the model charged one copy launch ({suite_record.recorded_model(REC).launch_us:.0f} µs less, next to {extra:.3f} ms)" in text
+    assert (f"once the model charged one copy launch: its estimate drops {suite_record.recorded_model(REC).launch_us:.0f} µs, "
+            f"small next to the {extra:.3f} ms measured") in text
 
 
 def test_the_four_float_copy_reaches_the_models_rate():
@@ -428,7 +429,7 @@ def test_lab_notes_on_the_model():
     waves = results.experiment_record("shape_classes", "wave_rates", device=results.COURSE_DEVICE)["models"]
     assert waves["solved"]["chosen_is_fastest"] < waves["calibrated"]["chosen_is_fastest"]
     assert waves["solved"]["max_regret_pct"] > waves["calibrated"]["max_regret_pct"]
-    assert "Rates solved to remove it rank the suite's timed plans worse" in text
+    assert "Rates solved so that the model reproduces each calibration square rank the suite's timed plans worse" in text
     assert model.launch_us == 5.0 and "The model's 5 µs per launch is an assumed gap on the GPU between kernels" in text
     untimed = [r.shape for r in REC.rows if not r.plans_ms]
     flop = sorted(REC.rows, key=lambda r: math.prod(r.shape), reverse=True)

@@ -139,13 +139,7 @@ def make_vec_a(cfg):
         out0 = cuda.blockIdx.z * M
         for i in static_range(TM):
             row = row0 + a_base + (i // 4 * LM * 4 + i % 4)
-            if static(C_WIDE):  # partial sums, four floats per store, up to the workspace's width
-                if row < M:  # (alpha and beta: the reduction's; the beta branch cost 52 bytes of spills)
-                    for j in static_range(0, TN, 4):
-                        col = col0 + b_base + j // 4 * LN * 4
-                        if col < C.shape[1]:
-                            store4(C, out0 + row, col, acc[i, j], acc[i, j + 1], acc[i, j + 2], acc[i, j + 3])
-            elif row < M:
+            if row < M:
                 for j in static_range(TN):
                     col = col0 + b_base + (j // 4 * LN * 4 + j % 4)
                     if col < N:

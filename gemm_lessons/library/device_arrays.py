@@ -289,7 +289,6 @@ def _padded_runner(plan, M, N, K, layout):
     (``ragged_c``), or, split along K, into a workspace of partial sums N4 wide that the padded
     reduction adds into C."""
     N4, K4 = dispatch.padded_sides(N, K)
-    pad, pad_pair = _launcher("pad", "", layout), _launcher("pad_pair", "", layout)
     grid_b, grid_pair, grid = pad_copy.grid(K4, N4), pad_copy_pair.grid((M, K4), (K4, N4)), plan.grid(M, N4)
     split = plan.split
     if split == 1:
@@ -298,11 +297,13 @@ def _padded_runner(plan, M, N, K, layout):
         main, reduce = _launcher("wide_split", plan.tiles, "C"), _launcher("reduce_padded", "", layout)
         reduce_grid = splitk_reduce_padded.grid(M, N)
     pad_a = bool(K & 3) or layout != "C"  # else only an A not on a 16-byte boundary is copied
+    # compiled only where this shape uses it (a Launcher compiles its kernel when made)
+    pad = None if pad_a else _launcher("pad", "", layout)
 
     def run_padded(A, B, C, alpha, beta):
         if pad_a or _pointer(A) & 15:  # A's and B's copies in one launch
             Ap, Bp = _workspace("A", M, K4), _workspace("B", K4, N4)
-            pad_pair(grid_pair, A, Ap, B, Bp)
+            _launcher("pad_pair", "", layout)(grid_pair, A, Ap, B, Bp)
         else:
             Ap, Bp = A, _workspace("B", K4, N4)
             pad(grid_b, B, Bp)

@@ -15,7 +15,9 @@ part along z: all of K).  With --grouped also ragged_kernels.make_grouped, scala
 wide_inside (16-byte loads, aligned shapes only) and with a_wide (A by 16-byte loads, K a multiple of 4);
 its record is the run "grouped".  With --split S, each candidate also split along K in S parts, the
 library's reduction after it (split_call), for sizes near 1000; grouped_cw (make_grouped(c_wide=True))
-runs split only, into a workspace N rounded up to 4 floats wide, reduced 16 bytes at a time.
+runs split only, into a workspace N rounded up to 4 floats wide, reduced 16 bytes at a time;
+grouped_fx (make_grouped(fixup=True)) split only, in one launch, the last part of each tile adding
+the parts into C.
 """
 import argparse
 import sys
@@ -64,6 +66,8 @@ def main(argv=None):
                                                   dispatch.TILES[tiles])  # A by 16-byte loads: K a multiple of 4
             kernels[f"grouped_cw {tiles}"] = (ragged_kernels.make_grouped(dispatch.TILES[tiles], c_wide=True),
                                               dispatch.TILES[tiles])  # split only: a workspace N4 wide, 16-byte stores
+            kernels[f"grouped_fx {tiles}"] = (ragged_kernels.make_grouped(dispatch.TILES[tiles], fixup=True),
+                                              dispatch.TILES[tiles])  # split only, in one launch
     if args.kernels:
         unknown = set(args.kernels) - set(kernels)
         if unknown:
@@ -83,11 +87,14 @@ def main(argv=None):
                 continue
             grid = ((N + cfg.BN - 1) // cfg.BN, (M + cfg.BM - 1) // cfg.BM, 1)
             c_wide = name.startswith("grouped_cw")  # writes only a workspace N4 wide: split calls alone
-            if not c_wide:
-                calls[name] = lambda k=kernel, g=grid, t=cfg.threads: k[g, t](A_in, B_in, C, one, zero, k_all)
+            fixup = name.startswith("grouped_fx")  # split only, one launch
+            extra = ragged_kernels.no_fixup(C) if name.split()[0] != "any_shape" else ()  # two-loops kernels' W, counters
+            if not (c_wide or fixup):
+                calls[name] = lambda k=kernel, g=grid, t=cfg.threads, x=extra: k[g, t](A_in, B_in, C, one, zero, k_all, *x)
             for parts in args.split:
                 calls[f"{name} split {parts}"] = split_call(kernel, name.split()[-1], parts, A_in, B_in, C,
-                                                            "A" if args.row_pad else "C", c_wide=c_wide)
+                                                            "A" if args.row_pad else "C", c_wide=c_wide,
+                                                            two_loops=bool(extra), fixup=fixup)
         row = {"shape": [M, N, K], "row_pad": args.row_pad, "plan": str(dispatch.plan_for(M, N, K, not (N % 4 or K % 4))), "checks": {}}
         for name, fn in calls.items():
             row["checks"][name] = checked_on_nan(fn, C, a, b)
@@ -101,12 +108,14 @@ def main(argv=None):
     return 1 if failures else 0
 
 
-def split_call(kernel, tiles, parts, A, B, C, layout="C", c_wide=False):
-    """fn() computing C = A @ B with ``kernel`` (the any-shape kernel's arguments) split along K in
-    ``parts`` as gl.sgemm's any-shape split plan is (dispatch.Plan's grid and k_chunk): the parts'
-    sums into a workspace, then the library's reduction into C; both through library.launch.Launcher.
+def split_call(kernel, tiles, parts, A, B, C, layout="C", c_wide=False, two_loops=False, fixup=False):
+    """fn() computing C = A @ B with ``kernel`` (the any-shape kernel's arguments; with
+    ``two_loops`` W and counters after them, ragged_kernels) split along K in ``parts`` as
+    gl.sgemm's any-shape split plan is (dispatch.Plan's grid and k_chunk): the parts' sums into a
+    workspace, then the library's reduction into C; both through library.launch.Launcher.
     ``c_wide``: the workspace N rounded up to 4 floats wide, reduced by the padded plans' 16-byte
-    reduction (make_grouped(c_wide=True))."""
+    reduction (make_grouped(c_wide=True)); ``fixup``: one launch, the kernel adds the parts itself
+    (make_grouped(fixup=True))."""
     from numba import cuda
 
     from gemm_lessons.kernels.library import splitk_reduce, splitk_reduce_padded
@@ -114,15 +123,21 @@ def split_call(kernel, tiles, parts, A, B, C, layout="C", c_wide=False):
 
     (M, K), N = A.shape, B.shape[1]
     plan = dispatch.Plan("any_shape", tiles, parts)
-    main = Launcher(kernel, device_arrays.kernel_spec("any_shape", tiles, layout)[1], plan.config.threads)
+    argtypes = device_arrays.kernel_spec("any_shape", tiles, layout)[1]
+    main = Launcher(kernel, argtypes + ragged_kernels.extra_argtypes() if two_loops else argtypes,
+                    plan.config.threads)
+    W = cuda.device_array((parts * M, dispatch.padded_sides(N, K)[0] if c_wide or fixup else N), np.float32)
+    grid, chunk, one, zero = plan.grid(M, N), np.int64(plan.k_chunk(K)), np.float32(1), np.float32(0)
+    if fixup:
+        counters = cuda.to_device(np.zeros((grid[1], grid[0]), np.int32))
+        return lambda: main(grid, A, B, C, one, zero, chunk, W, counters)
     reduce_kernel, reduce_types, reduce_threads = device_arrays.kernel_spec("reduce_padded" if c_wide else "reduce", "", "C")
     reduce = Launcher(reduce_kernel, reduce_types, reduce_threads)
-    W = cuda.device_array((parts * M, dispatch.padded_sides(N, K)[0] if c_wide else N), np.float32)
     rgrid = (splitk_reduce_padded if c_wide else splitk_reduce).grid(M, N)
-    grid, chunk, one, zero = plan.grid(M, N), np.int64(plan.k_chunk(K)), np.float32(1), np.float32(0)
+    extra = ragged_kernels.no_fixup(W) if two_loops else ()
 
     def run():
-        main(grid, A, B, W, one, zero, chunk)
+        main(grid, A, B, W, one, zero, chunk, *extra)
         reduce(rgrid, W, C, one, zero)
 
     return run

@@ -33,9 +33,21 @@ load instead of four scalar ones matters, and B, any N, can stay scalar.
 µs (interior-probe-near-1000-split-nvidia-h200.json); with c_wide its workspace is N rounded up to
 4 floats wide and written 16 bytes at a time, for the library's 16-byte reduction
 (kernels/library/splitk_reduce_padded.py): two launches, no copies.
+
+``make_grouped(cfg, fixup=True)``: the same split along K in one launch.  Each part writes its sums
+into the workspace W (N rounded up to 4 floats wide, 16-byte stores, as with c_wide), fences, and
+counts itself in ``counters[tile]`` (int32, zero before the launch; one atomic add per block); the
+part that arrives last adds the parts into C in their order (part 0 first, its own from
+registers: the same sum whichever part is last), applies alpha and beta, writes C one float at a
+time, and sets the count back to zero for the next call.  The question: is the separate
+reduction's launch (7.9-8.1 µs under ncu near 1000, and the gap before it) worth more than the
+last parts' serial additions at the kernel's end?
+
+Every kernel of ``_make_two_loops`` takes (A, B, C, alpha, beta, k_chunk, W, counters); all but
+fixup's ignore the last two (``extra_argtypes``, ``no_fixup``).
 """
 import numpy as np
-from numba import boolean, cuda, float32
+from numba import boolean, cuda, float32, int32
 
 from gemm_lessons.core.float4 import load1, load4, store1, store4
 from gemm_lessons.core.jit import jit
@@ -152,12 +164,24 @@ def make_vec_a(cfg):
     return sgemm_vec_a
 
 
+def extra_argtypes():
+    """The numba types of W and counters, the arguments every two-loops kernel takes after k_chunk."""
+    from gemm_lessons.core.numba_compat import types
+
+    return (types.Array(types.float32, 2, "C"), types.Array(types.int32, 2, "C"))
+
+
+def no_fixup(C):
+    """(W, counters) for a kernel that ignores them: C itself and a 1 x 1 count."""
+    return C, cuda.to_device(np.zeros((1, 1), np.int32))
+
+
 def make_interior(cfg):
     """The any-shape kernel's staging (one float per thread and load) with the unpredicated loop."""
     return _make_two_loops(cfg, "element")
 
 
-def make_grouped(cfg, wide_inside=False, a_wide=False, c_wide=False):
+def make_grouped(cfg, wide_inside=False, a_wide=False, c_wide=False, fixup=False):
     """Groups of four neighbouring floats per thread; wide_inside: the unpredicated loop loads each
     group with one 16-byte load (load4), for A and B whose rows start on 16-byte boundaries (K and N
     multiples of 4, C-contiguous, aligned); a_wide: only A's groups so (K a multiple of 4, A
@@ -165,19 +189,21 @@ def make_grouped(cfg, wide_inside=False, a_wide=False, c_wide=False):
     rows are N rounded up to 4 floats (C-contiguous, aligned: split-K's partial sums, which the
     library's splitk_reduce_padded reads), written four floats per 16-byte store up to its own
     width (the columns past N get zeros) instead of one float at a time up to N; alpha and beta
-    are ignored (the reduction applies them)."""
+    are ignored (the reduction applies them).  fixup: split-K in one launch; each part's sums go
+    to the workspace W as with c_wide, and the last part of a tile to arrive (counted in
+    ``counters``) adds the parts in order into C (see the module doc)."""
     return _make_two_loops(cfg, "grouped_wide" if wide_inside else "grouped_a_wide" if a_wide else "grouped",
-                           c_wide=c_wide)
+                           c_wide=c_wide, fixup=fixup)
 
 
-def _make_two_loops(cfg, staging, c_wide=False):
+def _make_two_loops(cfg, staging, c_wide=False, fixup=False):
     """The kernel with two main loops (make_interior, make_grouped): ``staging`` "element" (the
     any-shape kernel's: thread tid stages rows tid // BK + i * A_STEP of A at k tid % BK, and row
     tid // BN + j * B_STEP of B at column tid % BN), "grouped" (four neighbours of a row per
     thread and load group, warptile's mapping, loaded as single floats from one address) or
     "grouped_wide" (the same, the unpredicated loop by 16-byte loads) or "grouped_a_wide" (only A's
     groups by 16-byte loads there)."""
-    GROUPED, WIDE_INSIDE, C_WIDE = staging != "element", staging == "grouped_wide", c_wide
+    GROUPED, WIDE_INSIDE, C_WIDE, FIXUP = staging != "element", staging == "grouped_wide", c_wide, fixup
     A_WIDE = staging in ("grouped_wide", "grouped_a_wide")
     if GROUPED:
         cfg.validate()
@@ -198,7 +224,7 @@ def _make_two_loops(cfg, staging, c_wide=False):
 
     @jit(max_registers=cfg.max_registers)
     @unrolled
-    def sgemm_two_loops(A, B, C, alpha, beta, k_chunk):
+    def sgemm_two_loops(A, B, C, alpha, beta, k_chunk, W, counters):  # W, counters: fixup's only
         sA0 = cuda.shared.array((BK, A_ROW), float32)
         sA1 = cuda.shared.array((BK, A_ROW), float32)
         sB0 = cuda.shared.array((BK, BN), float32)
@@ -335,6 +361,60 @@ def _make_two_loops(cfg, staging, c_wide=False):
             compute_and_stage(sA1, sB1, k0 + 2 * BK, sA0, sB0)
             cuda.syncthreads()
         out0 = cuda.blockIdx.z * M
+        if static(FIXUP):  # this part's sums into W; the last part of the tile to finish adds them into C
+            for i in static_range(TM):
+                row = row0 + a_base + (i // 4 * LM * 4 + i % 4)
+                if row < M:
+                    for j in static_range(0, TN, 4):
+                        col = col0 + b_base + j // 4 * LN * 4
+                        if col < W.shape[1]:
+                            store4(W, out0 + row, col, acc[i, j], acc[i, j + 1], acc[i, j + 2], acc[i, j + 3])
+            cuda.threadfence()  # this thread's sums visible to every block before the count says so
+            cuda.syncthreads()
+            arrived = cuda.shared.array(1, int32)
+            if tid == 0:
+                arrived[0] = cuda.atomic.add(counters, (cuda.blockIdx.y, cuda.blockIdx.x), 1)
+            cuda.syncthreads()
+            if arrived[0] == cuda.gridDim.z - 1:  # every other part is in W
+                cuda.threadfence()
+                for i in static_range(TM):
+                    row = row0 + a_base + (i // 4 * LM * 4 + i % 4)
+                    if row < M:
+                        for j in static_range(0, TN, 4):
+                            col = col0 + b_base + j // 4 * LN * 4
+                            if col < N:  # the parts in order, this block's own from its registers
+                                t0, t1, t2, t3 = np.float32(0.0), np.float32(0.0), np.float32(0.0), np.float32(0.0)
+                                for s in range(cuda.gridDim.z):
+                                    if s == cuda.blockIdx.z:
+                                        t0 += acc[i, j]
+                                        t1 += acc[i, j + 1]
+                                        t2 += acc[i, j + 2]
+                                        t3 += acc[i, j + 3]
+                                    else:
+                                        v0, v1, v2, v3 = load4(W, s * M + row, col)
+                                        t0 += v0
+                                        t1 += v1
+                                        t2 += v2
+                                        t3 += v3
+                                if beta == 0:
+                                    store1(C, row, col, alpha * t0)
+                                    if col + 1 < N:
+                                        store1(C, row, col + 1, alpha * t1)
+                                    if col + 2 < N:
+                                        store1(C, row, col + 2, alpha * t2)
+                                    if col + 3 < N:
+                                        store1(C, row, col + 3, alpha * t3)
+                                else:
+                                    store1(C, row, col, alpha * t0 + beta * load1(C, row, col))
+                                    if col + 1 < N:
+                                        store1(C, row, col + 1, alpha * t1 + beta * load1(C, row, col + 1))
+                                    if col + 2 < N:
+                                        store1(C, row, col + 2, alpha * t2 + beta * load1(C, row, col + 2))
+                                    if col + 3 < N:
+                                        store1(C, row, col + 3, alpha * t3 + beta * load1(C, row, col + 3))
+                if tid == 0:
+                    counters[cuda.blockIdx.y, cuda.blockIdx.x] = 0  # ready for the next call
+            return
         for i in static_range(TM):
             row = row0 + a_base + (i // 4 * LM * 4 + i % 4)
             if static(C_WIDE):  # partial sums, four floats per store, up to the workspace's width

@@ -46,6 +46,7 @@ def main(argv=None):
             cfg = dispatch.TILES[tiles]
             kernel = (ragged_kernels.make_interior(cfg) if kind == "interior" else
                       ragged_kernels.make_grouped(cfg, wide_inside=kind == "grouped_wide", a_wide=kind == "grouped_a_wide"))
+            argtypes = argtypes + ragged_kernels.extra_argtypes()  # W, counters (fixup's; ignored)
         rec["kernels"][f"{kind} {tiles}"] = offline_loop(kernel, kernel.targetoptions.get("max_registers"), argtypes)
         print(kind, tiles, rec["kernels"][f"{kind} {tiles}"]["groups"], flush=True)
     write_record("shape_classes", rec, args.out, kind="sass_interior" if args.interior else "sass")

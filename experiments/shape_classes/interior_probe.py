@@ -66,8 +66,7 @@ def main(argv=None):
                                                   dispatch.TILES[tiles])  # A by 16-byte loads: K a multiple of 4
             kernels[f"grouped_cw {tiles}"] = (ragged_kernels.make_grouped(dispatch.TILES[tiles], c_wide=True),
                                               dispatch.TILES[tiles])  # split only: a workspace N4 wide, 16-byte stores
-            kernels[f"grouped_fx {tiles}"] = (ragged_kernels.make_grouped(dispatch.TILES[tiles], fixup=True),
-                                              dispatch.TILES[tiles])  # split only, in one launch
+            kernels[f"grouped_fx {tiles}"] = (None, dispatch.TILES[tiles])  # split only, one launch: made per split
     if args.kernels:
         unknown = set(args.kernels) - set(kernels)
         if unknown:
@@ -92,7 +91,8 @@ def main(argv=None):
             if not (c_wide or fixup):
                 calls[name] = lambda k=kernel, g=grid, t=cfg.threads, x=extra: k[g, t](A_in, B_in, C, one, zero, k_all, *x)
             for parts in args.split:
-                calls[f"{name} split {parts}"] = split_call(kernel, name.split()[-1], parts, A_in, B_in, C,
+                calls[f"{name} split {parts}"] = split_call(ragged_kernels.make_grouped(cfg, fixup=parts) if fixup else kernel,
+                                                            name.split()[-1], parts, A_in, B_in, C,
                                                             "A" if args.row_pad else "C", c_wide=c_wide,
                                                             two_loops=bool(extra), fixup=fixup)
         row = {"shape": [M, N, K], "row_pad": args.row_pad, "plan": str(dispatch.plan_for(M, N, K, not (N % 4 or K % 4))), "checks": {}}

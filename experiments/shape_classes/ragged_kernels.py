@@ -34,14 +34,17 @@ load instead of four scalar ones matters, and B, any N, can stay scalar.
 4 floats wide and written 16 bytes at a time, for the library's 16-byte reduction
 (kernels/library/splitk_reduce_padded.py): two launches, no copies.
 
-``make_grouped(cfg, fixup=True)``: the same split along K in one launch.  Each part writes its sums
-into the workspace W (N rounded up to 4 floats wide, 16-byte stores, as with c_wide), fences, and
-counts itself in ``counters[tile]`` (int32, zero before the launch; one atomic add per block); the
-part that arrives last adds the parts into C in their order (part 0 first, its own from
-registers: the same sum whichever part is last), applies alpha and beta, writes C one float at a
-time, and sets the count back to zero for the next call.  The question: is the separate
-reduction's launch (7.9-8.1 µs under ncu near 1000, and the gap before it) worth more than the
-last parts' serial additions at the kernel's end?
+``make_grouped(cfg, fixup=S)``: the same split along K in S parts in one launch.  Each part writes
+its sums into the workspace W (N rounded up to 4 floats wide, 16-byte stores, as with c_wide),
+fences, and counts itself in ``counters[tile]`` (int32, zero before the launch; one atomic add
+per block); the part that arrives last reads the S parts of its tile back from W, whole rows per
+warp and about sixteen 16-byte loads in flight per thread, adds them in their order (part 0
+first: splitk_reduce_padded's sums, bit for bit), applies alpha and beta, writes C one float at
+a time, and sets the count back to zero for the next call.  The question: does the separate
+reduction's launch (7.9-8.1 µs under ncu near 1000, and the gap before it) cost more than the
+last parts' additions at the kernel's end?  A first form (commit b5f6e4d) added the parts in
+each thread's own layout, its own part from registers, one part after another in a loop over S
+decided at run time: each of its loads waited for the one before.
 
 Every kernel of ``_make_two_loops`` takes (A, B, C, alpha, beta, k_chunk, W, counters); all but
 fixup's ignore the last two (``extra_argtypes``, ``no_fixup``).
@@ -181,7 +184,7 @@ def make_interior(cfg):
     return _make_two_loops(cfg, "element")
 
 
-def make_grouped(cfg, wide_inside=False, a_wide=False, c_wide=False, fixup=False):
+def make_grouped(cfg, wide_inside=False, a_wide=False, c_wide=False, fixup=0):
     """Groups of four neighbouring floats per thread; wide_inside: the unpredicated loop loads each
     group with one 16-byte load (load4), for A and B whose rows start on 16-byte boundaries (K and N
     multiples of 4, C-contiguous, aligned); a_wide: only A's groups so (K a multiple of 4, A
@@ -189,21 +192,22 @@ def make_grouped(cfg, wide_inside=False, a_wide=False, c_wide=False, fixup=False
     rows are N rounded up to 4 floats (C-contiguous, aligned: split-K's partial sums, which the
     library's splitk_reduce_padded reads), written four floats per 16-byte store up to its own
     width (the columns past N get zeros) instead of one float at a time up to N; alpha and beta
-    are ignored (the reduction applies them).  fixup: split-K in one launch; each part's sums go
-    to the workspace W as with c_wide, and the last part of a tile to arrive (counted in
-    ``counters``) adds the parts in order into C (see the module doc)."""
+    are ignored (the reduction applies them).  fixup=S: split-K in S parts (the grid's z) in one
+    launch; each part's sums go to the workspace W as with c_wide, and the last part of a tile to
+    arrive (counted in ``counters``) adds the parts in order into C (see the module doc)."""
     return _make_two_loops(cfg, "grouped_wide" if wide_inside else "grouped_a_wide" if a_wide else "grouped",
                            c_wide=c_wide, fixup=fixup)
 
 
-def _make_two_loops(cfg, staging, c_wide=False, fixup=False):
+def _make_two_loops(cfg, staging, c_wide=False, fixup=0):
     """The kernel with two main loops (make_interior, make_grouped): ``staging`` "element" (the
     any-shape kernel's: thread tid stages rows tid // BK + i * A_STEP of A at k tid % BK, and row
     tid // BN + j * B_STEP of B at column tid % BN), "grouped" (four neighbours of a row per
     thread and load group, warptile's mapping, loaded as single floats from one address) or
     "grouped_wide" (the same, the unpredicated loop by 16-byte loads) or "grouped_a_wide" (only A's
     groups by 16-byte loads there)."""
-    GROUPED, WIDE_INSIDE, C_WIDE, FIXUP = staging != "element", staging == "grouped_wide", c_wide, fixup
+    GROUPED, WIDE_INSIDE, C_WIDE, FIXUP = staging != "element", staging == "grouped_wide", c_wide, fixup > 0
+    SPLIT = max(fixup, 1)  # fixup: the parts along K, fixed when compiled (the loads below are unrolled)
     A_WIDE = staging in ("grouped_wide", "grouped_a_wide")
     if GROUPED:
         cfg.validate()
@@ -221,6 +225,10 @@ def _make_two_loops(cfg, staging, c_wide=False, fixup=False):
     B_LOADS = BK * BN // G // T  # ... of the B tile, B_STEP rows apart
     B_STEP = T // (BN // G)
     assert A_LOADS >= 1 and B_LOADS >= 1
+    F_STEP = T // (BN // 4)  # the fixup: rows of the tile apart for one thread (four floats of a row each)
+    F_ROWS = BM // F_STEP
+    F_BATCH = max(b for b in range(1, F_ROWS + 1) if F_ROWS % b == 0 and b * SPLIT <= max(16, SPLIT))
+    assert BM % F_STEP == 0  # F_BATCH rows: up to sixteen 16-byte loads in flight per thread
 
     @jit(max_registers=cfg.max_registers)
     @unrolled
@@ -265,6 +273,10 @@ def _make_two_loops(cfg, staging, c_wide=False, fixup=False):
         else:
             xa = cuda.local.array(A_LOADS, float32)
             xb = cuda.local.array(B_LOADS, float32)
+
+        if static(FIXUP):
+            parts = cuda.local.array((F_BATCH, SPLIT, 4), float32)  # the fixup's loads in flight
+            sums = cuda.local.array(4, float32)
 
         def stage_loads(k0):  # each float under its own predicate, 0 outside A, B or the k-range
             if static(GROUPED):
@@ -375,43 +387,32 @@ def _make_two_loops(cfg, staging, c_wide=False, fixup=False):
             if tid == 0:
                 arrived[0] = cuda.atomic.add(counters, (cuda.blockIdx.y, cuda.blockIdx.x), 1)
             cuda.syncthreads()
-            if arrived[0] == cuda.gridDim.z - 1:  # every other part is in W
+            if arrived[0] == SPLIT - 1:  # every other part is in W
                 cuda.threadfence()
-                for i in static_range(TM):
-                    row = row0 + a_base + (i // 4 * LM * 4 + i % 4)
-                    if row < M:
-                        for j in static_range(0, TN, 4):
-                            col = col0 + b_base + j // 4 * LN * 4
-                            if col < N:  # the parts in order, this block's own from its registers
-                                t0, t1, t2, t3 = np.float32(0.0), np.float32(0.0), np.float32(0.0), np.float32(0.0)
-                                for s in range(cuda.gridDim.z):
-                                    if s == cuda.blockIdx.z:
-                                        t0 += acc[i, j]
-                                        t1 += acc[i, j + 1]
-                                        t2 += acc[i, j + 2]
-                                        t3 += acc[i, j + 3]
-                                    else:
-                                        v0, v1, v2, v3 = load4(W, s * M + row, col)
-                                        t0 += v0
-                                        t1 += v1
-                                        t2 += v2
-                                        t3 += v3
-                                if beta == 0:
-                                    store1(C, row, col, alpha * t0)
-                                    if col + 1 < N:
-                                        store1(C, row, col + 1, alpha * t1)
-                                    if col + 2 < N:
-                                        store1(C, row, col + 2, alpha * t2)
-                                    if col + 3 < N:
-                                        store1(C, row, col + 3, alpha * t3)
-                                else:
-                                    store1(C, row, col, alpha * t0 + beta * load1(C, row, col))
-                                    if col + 1 < N:
-                                        store1(C, row, col + 1, alpha * t1 + beta * load1(C, row, col + 1))
-                                    if col + 2 < N:
-                                        store1(C, row, col + 2, alpha * t2 + beta * load1(C, row, col + 2))
-                                    if col + 3 < N:
-                                        store1(C, row, col + 3, alpha * t3 + beta * load1(C, row, col + 3))
+                col = col0 + (tid % (BN // 4)) * 4  # a warp reads whole rows of the tile: coalesced
+                if col < N:
+                    for rb in static_range(0, F_ROWS, F_BATCH):  # F_BATCH rows' parts loaded before any is added
+                        for r in static_range(F_BATCH):
+                            row = row0 + tid // (BN // 4) + (rb + r) * F_STEP
+                            for p in static_range(SPLIT):
+                                for d in static_range(4):
+                                    parts[r, p, d] = np.float32(0.0)
+                            if row < M:
+                                for p in static_range(SPLIT):
+                                    parts[r, p, 0], parts[r, p, 1], parts[r, p, 2], parts[r, p, 3] = load4(W, p * M + row, col)
+                        for r in static_range(F_BATCH):
+                            row = row0 + tid // (BN // 4) + (rb + r) * F_STEP
+                            if row < M:
+                                for d in static_range(4):  # part 0 first: splitk_reduce_padded's order and bits
+                                    sums[d] = parts[r, 0, d]
+                                    for p in static_range(1, SPLIT):
+                                        sums[d] += parts[r, p, d]
+                                for d in static_range(4):
+                                    if col + d < N:
+                                        if beta == 0:
+                                            store1(C, row, col + d, alpha * sums[d])
+                                        else:
+                                            store1(C, row, col + d, alpha * sums[d] + beta * load1(C, row, col + d))
                 if tid == 0:
                     counters[cuda.blockIdx.y, cuda.blockIdx.x] = 0  # ready for the next call
             return

@@ -12,7 +12,7 @@ PACKAGE = os.path.dirname(gemm_lessons.__file__)
 ORDER = ["core", "kernels", "model", "records", "measure", "instruments", "library", "runs", "teaching",
          "course"]
 # root-level entry modules: each may import from any layer; none may be imported
-ENTRY_POINTS = {"gemm_lessons.check"}
+ENTRY_POINTS = {"gemm_lessons.check", "gemm_lessons.site"}
 
 
 def modules():

@@ -90,6 +90,13 @@ def course_table(text, words_of):
     return COURSE_HOURS.sub(lambda m: f"{m.group(1)}{total / WORDS_PER_MINUTE / 60:.1f}{m.group(2)}", text)
 
 
+def reading_hours(text, words_of):
+    """``text`` (the README) with its "At 200 words a minute the main path is about N hours of
+    reading" set from ``words_of``, the sum COURSE.md's table gives."""
+    total = sum(words_of.values())
+    return COURSE_HOURS.sub(lambda m: f"{m.group(1)}{total / WORDS_PER_MINUTE / 60:.1f}{m.group(2)}", text)
+
+
 def lesson_words():
     """Lesson number ("00a", "01", ...) -> main-path words of its notebook."""
     return {os.path.basename(p).split("_")[0]: main_path_words(p) for p in notebooks()}
@@ -100,17 +107,19 @@ def main(argv=None):
 
     parser = argparse.ArgumentParser(prog="python -m gemm_lessons.course.budget",
                                      description="Each lesson's main-path words against its budget (as the stop hook "
-                                                 "counts them), or, with --course, COURSE.md's table rewritten.")
+                                                 "counts them), or, with --course, COURSE.md's table and the README's hours rewritten.")
     parser.add_argument("notebooks", nargs="*", help="notebooks to count (default: every lesson)")
-    parser.add_argument("--course", action="store_true", help="rewrite COURSE.md's words and reading times")
+    parser.add_argument("--course", action="store_true", help="rewrite COURSE.md's words and reading times, and the README's hours")
     args = parser.parse_args(argv)
     if args.course:
-        path = os.path.join(REPO_DIR, "COURSE.md")
-        with open(path) as f:
-            text = course_table(f.read(), lesson_words())
-        with open(path, "w") as f:
-            f.write(text)
-        print("rewrote", path)
+        words_of = lesson_words()
+        for name, rewrite in (("COURSE.md", course_table), ("README.md", reading_hours)):
+            path = os.path.join(REPO_DIR, name)
+            with open(path) as f:
+                text = rewrite(f.read(), words_of)
+            with open(path, "w") as f:
+                f.write(text)
+            print("rewrote", path)
         return 0
     missing = [p for p in args.notebooks if not os.path.isfile(p)]
     if missing:

@@ -64,10 +64,16 @@ def summary(record):
     return "\n".join(lines)
 
 
+def headline_figure(record):
+    """The README's figure: the ladder plot of the same run as its table, a path from the repository's root."""
+    path = results.path_for("plot", record.device.name, "ladder")
+    return f"![the ladder on an {record.device.name}: every rung's TFLOPS against cuBLAS]({os.path.relpath(path, REPO_DIR)})"
+
+
 def headline(record):
-    """The README's five rows: medians only, the last rung's share of cuBLAS in words."""
+    """The README's figure and five rows (medians only), the last rung's share of cuBLAS in words."""
     last = [_row(record, "warptile", size) for size in SIZES]
-    lines = [f"Medians on an **{record.device.name}** ({record.date[:10]}), FP32 without TF32, cuBLAS timed in the "
+    lines = [headline_figure(record), "", f"Medians on an **{record.device.name}** ({record.date[:10]}), FP32 without TF32, cuBLAS timed in the "
              f"same run: the last rung, `warptile`, reaches {_pct(last[0]):.1f}% of cuBLAS at 4096^3 and "
              f"{_pct(last[1]):.1f}% at 8192^3. Every rung, the spreads and the transposes: [RESULTS.md](RESULTS.md)."]
 

@@ -44,6 +44,14 @@ def test_course_md_gives_each_lessons_words_and_reading_time():
     assert budget.course_table(text, budget.lesson_words()) == text
 
 
+def test_the_readme_gives_the_courses_reading_time():
+    """The README's hours of reading are COURSE.md's total (python -m gemm_lessons.course.budget --course)."""
+    with open(os.path.join(REPO, "README.md")) as f:
+        text = f.read()
+    assert budget.COURSE_HOURS.search(text), "README.md lost its sentence on the hours of reading"
+    assert budget.reading_hours(text, budget.lesson_words()) == text
+
+
 def test_course_table_rewrites_words_minutes_and_total():
     text = ("| 01 | [`01_naive`](x) | 9 | 1 min | 38 s | 01-kernel |\n"
             "| 02 | [`02_x`](y) | 9 | 1 min | ~1 min (est.) | 02-kernel |\n| | all 2 | 18 | 2 min | ~2 min | 2 |\n")

@@ -176,7 +176,13 @@ def test_readme_is_a_front_page():
     assert len(readme.split()) < README_WORDS, f"README.md has {len(readme.split())} words"
     for name in DOCUMENTS + ["LICENSE", "CITATION.cff"]:  # every other document is one link away
         assert f"]({name}.md)" in readme or f"]({name})" in readme, name
-    assert "results/nvidia-h100-80gb-hbm3-ladder.png" in readme  # the headline's figure
+    from gemm_lessons.course import readme_results
+    from gemm_lessons.records import results
+
+    record = results.load()  # the headline's figure is the ladder of the run its table shows
+    figure = readme_results.headline_figure(record)
+    assert figure in readme, f"README.md lacks {figure}: python -m gemm_lessons.course.readme_results --write"
+    assert os.path.exists(os.path.join(REPO, figure.split("](")[1].rstrip(")"))), figure
 
 
 def _pyproject():

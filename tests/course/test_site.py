@@ -589,3 +589,12 @@ def test_pages_open_in_a_real_browser(with_colab):
         finally:
             browser.close()
     assert not errors, f"JavaScript errors: {errors}"
+
+
+def test_the_short_command_builds_the_same_site():
+    """`python -m gemm_lessons.site` (the issue's and TEACHING.md's command) is course.site's
+    command line: the same options, --student among them."""
+    out = subprocess.run([sys.executable, "-m", "gemm_lessons.site", "--help"], capture_output=True, text=True,
+                         cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "--student" in out.stdout and "--teacher" in out.stdout

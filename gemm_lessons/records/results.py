@@ -3,11 +3,15 @@ and the records of the one-off experiments in experiments/<name>/ (``experiment`
 ``experiment_record``).
 
 Without a GPU the notebooks plot these recorded numbers, always labelled with device and date.
+In a checkout (or an editable install) the records are the repository's results/ and
+experiments/; an installed wheel ships them as package data, found through
+``importlib.resources``.
 """
 import fnmatch
 import glob
-import importlib.util
+import importlib.resources
 import os
+import pathlib
 import re
 
 from gemm_lessons.core.paths import REPO_DIR
@@ -17,12 +21,23 @@ from gemm_lessons.records.schema import BankTruth, BenchRecord, ShapesRecord, Tu
 
 def _records_dir(folder, package):
     """The checkout's ``folder`` (results/, experiments/); in an installed wheel, which has no
-    checkout, the same files shipped as package data (pyproject.toml maps them to ``package``)."""
+    checkout, the same files shipped as package data (pyproject.toml maps them to ``package``),
+    found through ``importlib.resources``."""
     here = os.path.join(REPO_DIR, folder)
     if os.path.isdir(here):
         return here
-    spec = importlib.util.find_spec(package)  # a namespace package (results/ has no __init__.py)
-    return spec.submodule_search_locations[0] if spec and spec.submodule_search_locations else here
+    try:
+        found = importlib.resources.files(package)
+    except ModuleNotFoundError:  # not installed either: the checkout's path, as before
+        return here
+    if not isinstance(found, pathlib.Path):
+        # A namespace package (results/ has no __init__.py) comes back as a MultiplexedPath,
+        # which names no one folder: its regular parent package's subfolder does.
+        parent, _, leaf = package.rpartition(".")
+        found = importlib.resources.files(parent).joinpath(leaf)
+    # Kept a plain str path, not a Traversable: many readers call os.path / glob / open on these.
+    # A wheel installed on disk gives a real pathlib.Path; anything else (a zip) is no folder.
+    return str(found) if isinstance(found, pathlib.Path) and found.is_dir() else here
 
 
 RESULTS_DIR = _records_dir("results", "gemm_lessons.recorded")
@@ -142,6 +157,7 @@ EXPERIMENTS = {
                       "sass_interior": "sass-loop-interior-offline.json",
                       "padded_parts": "padded-parts-probe-{device}.json", "interior": "interior-probe{suffix}-{device}.json",  # run "grouped": with --grouped
                       "ncu_interior": "ncu-interior-{device}.csv",
+                      "log": "interior-probe{suffix}-{device}.log",  # a run stopped before its JSON: its printed output
                       "ncu_grouped": "ncu-grouped{suffix}-{device}.csv",  # run: the shape, e.g. "4096x4096x4096"
                       "near_1000": "near-1000-probe{suffix}-{device}.json",  # run "first": before the changes it led to; "splits": --splits
                       "ncu_near_1000": "ncu-near-1000{suffix}-{device}.csv",

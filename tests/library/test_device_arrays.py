@@ -549,7 +549,7 @@ def test_driver_path_packs_what_numba_passes_without_a_gpu(monkeypatch):
     import ctypes
     from types import SimpleNamespace
 
-    from numba.cuda import types
+    from gemm_lessons.core.numba_compat import types  # numba-cuda 0.20 (macOS): numba.cuda.types has no Array
 
     class FakeArray:  # what _marshal_array reads from a numba device array
         def __init__(self, ptr, shape):

@@ -549,6 +549,7 @@ def test_driver_path_packs_what_numba_passes_without_a_gpu(monkeypatch):
     import ctypes
     from types import SimpleNamespace
 
+    pytest.importorskip("cuda.bindings", reason="the driver path needs cuda-bindings, which macOS installs do not have")
     from gemm_lessons.core.numba_compat import types  # numba-cuda 0.20 (macOS): numba.cuda.types has no Array
 
     class FakeArray:  # what _marshal_array reads from a numba device array

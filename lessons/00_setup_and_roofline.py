@@ -6,16 +6,21 @@ smi = shutil.which("nvidia-smi")
 gpu = subprocess.run([smi, "--query-gpu=name,driver_version", "--format=csv,noheader"], capture_output=True,
                      text=True).stdout.strip().splitlines() if smi else []
 gpu_name, driver = (gpu[0].rsplit(", ", 1) + [""])[:2] if gpu else ("", "")
+cc = subprocess.run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"], capture_output=True,
+                    text=True).stdout.strip().splitlines()[:1] if gpu else []  # older drivers: not a field
+cc = cc[0] if cc and cc[0].replace(".", "", 1).isdigit() else ""
 if importlib.util.find_spec("gemm_lessons") is None:
     if not REPOSITORY:
         raise ModuleNotFoundError("gemm_lessons is not installed, and this notebook names no repository to install "
                                   "it from: in a clone of the course run  pip install -e .  then restart the kernel")
     major = int(driver.split(".")[0]) if driver.split(".")[0].isdigit() else 0
-    extra = ("[cu13]" if major >= 580 else "[cu12]") if gpu_name else ""  # CUDA 13 needs driver 580+
+    # CUDA 13 needs driver 580+ and compute capability 7.5+ (it dropped Maxwell, Pascal and Volta)
+    extra = ("[cu13]" if major >= 580 and not (cc and float(cc) < 7.5) else "[cu12]") if gpu_name else ""
     print(f"installing gemm-lessons{extra} from github.com/{REPOSITORY} ({BRANCH}) ...")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q",
                     f"gemm-lessons{extra} @ git+https://github.com/{REPOSITORY}@{BRANCH}"], check=True)
-print(f"GPU: {gpu_name} (driver {driver})" if gpu_name else
+capability = f"compute capability {cc}, " if cc else ""
+print(f"GPU: {gpu_name} ({capability}driver {driver})" if gpu_name else
       "No GPU: the lessons run on numba's CUDA simulator, slowly (Colab: Runtime > Change runtime type > T4 GPU).")
 
 # %% [markdown]

@@ -9,9 +9,10 @@ import pytest
 from gemm_lessons.course import colab, lesson_source
 
 
-def run_cell(monkeypatch, capsys, repository, installed, gpu=None):
+def run_cell(monkeypatch, capsys, repository, installed, gpu=None, cc=None):
     """Execute the setup cell with the machine faked: is the course importable, which GPU and driver
-    nvidia-smi reports (None: no nvidia-smi).  Returns (pip commands run, printed text)."""
+    nvidia-smi reports (None: no nvidia-smi), and its compute capability (None: a driver whose
+    nvidia-smi does not know that field).  Returns (pip commands run, printed text)."""
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: (object() if installed else None) if name == "gemm_lessons" else real_find_spec(name, *a))
@@ -19,6 +20,9 @@ def run_cell(monkeypatch, capsys, repository, installed, gpu=None):
     pip = []
 
     def fake_run(cmd, **kwargs):
+        if cmd[0].endswith("nvidia-smi") and cmd[1] == "--query-gpu=compute_cap":
+            return (types.SimpleNamespace(stdout=f"{cc}\n", returncode=0) if cc else
+                    types.SimpleNamespace(stdout='Field "compute_cap" is not a valid field to query.\n', returncode=2))
         if cmd[0].endswith("nvidia-smi"):
             return types.SimpleNamespace(stdout=f"{gpu}\n", returncode=0)
         pip.append(cmd)
@@ -30,8 +34,19 @@ def run_cell(monkeypatch, capsys, repository, installed, gpu=None):
 
 
 def test_installed_course_installs_nothing_and_names_the_gpu(monkeypatch, capsys):
-    pip, out = run_cell(monkeypatch, capsys, "octo/gemm-lessons", installed=True, gpu="Tesla T4, 550.54.15")
-    assert pip == [] and "GPU: Tesla T4 (driver 550.54.15)" in out
+    pip, out = run_cell(monkeypatch, capsys, "octo/gemm-lessons", installed=True, gpu="Tesla T4, 550.54.15", cc="7.5")
+    assert pip == [] and "GPU: Tesla T4 (compute capability 7.5, driver 550.54.15)" in out
+    pip, out = run_cell(monkeypatch, capsys, "octo/gemm-lessons", installed=True, gpu="Tesla T4, 470.57.02")
+    assert pip == [] and "GPU: Tesla T4 (driver 470.57.02)" in out  # nvidia-smi without the field
+
+
+def test_cuda_13_only_where_it_runs(monkeypatch, capsys):
+    """CUDA 13 dropped Maxwell, Pascal and Volta: a V100 (7.0) gets the CUDA 12 extra even with driver 580."""
+    pip, _ = run_cell(monkeypatch, capsys, "octo/gemm-lessons", installed=False, gpu="Tesla V100-SXM2-16GB, 580.65.06",
+                      cc="7.0")
+    assert pip[0][-1] == "gemm-lessons[cu12] @ git+https://github.com/octo/gemm-lessons@main"
+    pip, _ = run_cell(monkeypatch, capsys, "octo/gemm-lessons", installed=False, gpu="Tesla T4, 580.65.06", cc="7.5")
+    assert pip[0][-1] == "gemm-lessons[cu13] @ git+https://github.com/octo/gemm-lessons@main"
 
 
 def test_missing_course_installs_from_the_repository_with_the_drivers_cuda(monkeypatch, capsys):

@@ -1,4 +1,4 @@
-"""python -m gemm_lessons.course.student [--out student/]: student notebooks without the solutions.
+"""python -m gemm_lessons.course.student [--out student/] [--colab OWNER/NAME[@BRANCH]]: student notebooks without the solutions.
 
 In every code cell, the lines between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` are
 replaced by a skeleton: the text after ``### BEGIN SOLUTION:`` on the same line if there is
@@ -10,6 +10,9 @@ cells that run an exercise's check (``exercises.check(...)``) or set a predictio
 measurement (``exercises.compare_prediction(...)``), and of any cell whose stored output holds a
 check's verdict (``Correct [<exercise>]`` / ``Not yet [<exercise>]``).  The measurements
 themselves (tables, plots) are the lessons' material and stay.
+
+A lesson's Colab badge would open the teacher notebook: the student copy has none, or, with
+``--colab OWNER/NAME``, one that opens the student copy published at the top of that repository.
 
 The lessons link to the glossary and the references (``GLOSSARY.md#term``): both are copied next
 to the notebooks.  A link to a file outside notebooks/ (``../tools/l2order.py``) is kept as it is
@@ -26,6 +29,7 @@ import sys
 
 import nbformat
 
+from gemm_lessons.course import colab
 from gemm_lessons.course.lesson_source import NOTEBOOK_DIR, REPO_DIR
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -72,10 +76,16 @@ def reveals_answer(cell):
         or any(VERDICT.search(_output_text(o)) for o in cell.get("outputs", [])))
 
 
-def student_notebook(nb):
+def student_notebook(nb, colab_url=None):
+    """The student copy of a lesson notebook.  Its Colab badge (under the title, where the course's
+    repository is set) would open the teacher notebook, solutions included: it is dropped, or, with
+    ``colab_url``, made to open that URL (the student copy where it is published)."""
     nb = nbformat.from_dict(nb)
-    cells = []
+    cells, titled = [], False
     for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = colab.with_badge(cell.source, None if titled else colab_url)
+            titled = True
         if cell.cell_type == "markdown" and cell.source.lstrip().startswith("**Solution"):
             continue
         if cell.cell_type == "code":
@@ -144,15 +154,24 @@ def _relink_notebook(nb, notebook_dir, out_dir, repo_dir, copied):
     return nb
 
 
-def build(out_dir, notebook_dir=NOTEBOOK_DIR, repo_dir=None):
+def student_colab_url(repository, branch, notebook):
+    """Colab's URL of a student notebook published at the top of ``repository`` (the build's folder
+    committed as it is, as TEACHING.md's JupyterHub steps do)."""
+    return f"{colab.COLAB}/github/{repository}/blob/{branch}/{notebook}.ipynb"
+
+
+def build(out_dir, notebook_dir=NOTEBOOK_DIR, repo_dir=None, colab_repository=None, colab_branch="main"):
     """Write the student notebooks, the glossary and the references into ``out_dir``; returns the
-    notebooks' paths (``copied_files(out_dir)`` lists the rest)."""
+    notebooks' paths (``copied_files(out_dir)`` lists the rest).  ``colab_repository``: where the
+    student notebooks will be published; their Colab badges open them there (none without it)."""
     notebook_dir = os.path.abspath(notebook_dir)
     repo_dir = os.path.abspath(repo_dir or os.path.dirname(notebook_dir))  # notebooks/ is at the repository's top
     os.makedirs(out_dir, exist_ok=True)
     written, copied, where = [], set(), os.path.abspath(out_dir)
     for path in sorted(glob.glob(os.path.join(notebook_dir, "*.ipynb"))):
-        nb = student_notebook(nbformat.read(path, as_version=4))
+        name = os.path.splitext(os.path.basename(path))[0]
+        url = student_colab_url(colab_repository, colab_branch, name) if colab_repository else None
+        nb = student_notebook(nbformat.read(path, as_version=4), url)
         nb = _relink_notebook(nb, notebook_dir, where, repo_dir, copied)
         dest = os.path.join(out_dir, os.path.basename(path))
         nbformat.write(nb, dest)
@@ -179,8 +198,14 @@ def copied_files(out_dir):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default=os.path.join(REPO_DIR, "student"), help="output folder (default: student/)")
+    p.add_argument("--colab", metavar="OWNER/NAME[@BRANCH]",
+                   help="the GitHub repository the student notebooks will be published in (this folder's contents at "
+                        "its top): each gets an Open in Colab badge for its own copy there; without it, none")
     args = p.parse_args(argv)
-    for path in build(args.out) + copied_files(args.out):
+    repository, _, branch = (args.colab or "").partition("@")
+    if args.colab and not (colab.REPOSITORY_FORM.match(repository) and colab.BRANCH_FORM.match(branch or "main")):
+        p.error(f"--colab {args.colab!r}: give OWNER/NAME or OWNER/NAME@BRANCH, as on GitHub")
+    for path in build(args.out, colab_repository=repository or None, colab_branch=branch or "main") + copied_files(args.out):
         print("wrote", path)
     return 0
 

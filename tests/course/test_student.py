@@ -159,3 +159,24 @@ def test_command_line_lists_what_it_wrote(tmp_path):
     assert r.returncode == 0, r.stderr
     for name in student.COPIED:
         assert f"wrote {tmp_path / 's' / name}" in r.stdout
+
+
+def test_the_student_copy_never_opens_the_teacher_notebook_on_colab():
+    """Where the course's repository is set, a lesson's title carries a Colab badge for the teacher
+    notebook (solutions included): the student copy drops it, or with --colab points it at itself."""
+    from gemm_lessons.course import colab
+
+    title = colab.with_badge("# 01: naive\nThe idea.", colab.colab_url("octo/gemm-lessons", "main", "01_naive"))
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(title), nbformat.v4.new_code_cell("x = 1")])
+    assert "octo/gemm-lessons" in nb.cells[0].source
+    assert student.student_notebook(nb).cells[0].source == "# 01: naive\nThe idea."
+    url = student.student_colab_url("octo/class-2027", "main", "01_naive")
+    mine = student.student_notebook(nb, url).cells[0].source
+    assert mine.splitlines()[1] == f"{colab.BADGE}({url})" and "gemm-lessons" not in mine
+    assert url == "https://colab.research.google.com/github/octo/class-2027/blob/main/01_naive.ipynb"
+
+
+def test_command_line_refuses_a_malformed_colab_repository(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "gemm_lessons.course.student", "--out", str(tmp_path / "s"),
+                        "--colab", "https://github.com/octo/x"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "OWNER/NAME" in r.stderr

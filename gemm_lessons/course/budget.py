@@ -86,15 +86,17 @@ def course_table(text, words_of):
         if t:
             line = f"| | all {count} | {total:,} | {round(total / WORDS_PER_MINUTE)} min |" + t.group("rest")
         lines.append(line)
-    text = "\n".join(lines) + "\n"
-    return COURSE_HOURS.sub(lambda m: f"{m.group(1)}{total / WORDS_PER_MINUTE / 60:.1f}{m.group(2)}", text)
+    return _with_hours("\n".join(lines) + "\n", total)
 
 
 def reading_hours(text, words_of):
     """``text`` (the README) with its "At 200 words a minute the main path is about N hours of
     reading" set from ``words_of``, the sum COURSE.md's table gives."""
-    total = sum(words_of.values())
-    return COURSE_HOURS.sub(lambda m: f"{m.group(1)}{total / WORDS_PER_MINUTE / 60:.1f}{m.group(2)}", text)
+    return _with_hours(text, sum(words_of.values()))
+
+
+def _with_hours(text, words):
+    return COURSE_HOURS.sub(lambda m: f"{m.group(1)}{words / WORDS_PER_MINUTE / 60:.1f}{m.group(2)}", text)
 
 
 def lesson_words():

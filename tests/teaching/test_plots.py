@@ -81,7 +81,8 @@ def test_results_md_and_readme_show_the_recorded_results():
         "RESULTS.md's results differ from results/: run python -m gemm_lessons.course.readme_results --write"
     assert rr.current_block(rr.README, rr.HEADLINE_BEGIN, rr.HEADLINE_END) == rr.headline_block(record), \
         "README's headline differs from results/: run python -m gemm_lessons.course.readme_results --write"
-    assert len(rr.headline(record).split("\n")) == 2 + 2 + 5  # a sentence, a blank line, the header, five rows
+    # the figure, a blank line, a sentence, a blank line, the header (two lines), five rows
+    assert len(rr.headline(record).split("\n")) == 2 + 2 + 2 + 5
 
 
 def test_sanitizer_summary_is_clean():

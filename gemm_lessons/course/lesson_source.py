@@ -292,7 +292,8 @@ def mismatches():
 def main(argv=None):
     p = argparse.ArgumentParser(description="check the lesson sources against the package and notebooks")
     p.add_argument("--write", action="store_true",
-                   help="copy the package's kernel regions and the setup cell into the lesson sources, then build")
+                   help="copy the package's kernel regions and the setup cell (with pyproject.toml's repository, "
+                        "and its Colab badge under each title) into the lesson sources, then build")
     p.add_argument("--build", nargs="*", metavar="NN",
                    help="write the notebooks from the lesson sources (all, or those starting with NN)")
     args = p.parse_args(argv)

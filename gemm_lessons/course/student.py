@@ -205,6 +205,10 @@ def main(argv=None):
     repository, _, branch = (args.colab or "").partition("@")
     if args.colab and not (colab.REPOSITORY_FORM.match(repository) and colab.BRANCH_FORM.match(branch or "main")):
         p.error(f"--colab {args.colab!r}: give OWNER/NAME or OWNER/NAME@BRANCH, as on GitHub")
+    if args.colab and colab.pyproject_setting()[0] is None:  # the setup cells could not install the course there
+        p.error("--colab: the course's repository is not set, so on Colab every notebook's setup cell would stop: set "
+                "repository = \"OWNER/NAME\" under [tool.gemm-lessons] in pyproject.toml, run "
+                "python -m gemm_lessons.course.lesson_source --write, and build again")
     for path in build(args.out, colab_repository=repository or None, colab_branch=branch or "main") + copied_files(args.out):
         print("wrote", path)
     return 0

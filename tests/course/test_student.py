@@ -180,3 +180,14 @@ def test_command_line_refuses_a_malformed_colab_repository(tmp_path):
     r = subprocess.run([sys.executable, "-m", "gemm_lessons.course.student", "--out", str(tmp_path / "s"),
                         "--colab", "https://github.com/octo/x"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and "OWNER/NAME" in r.stderr
+
+
+def test_command_line_refuses_colab_badges_while_the_course_repository_is_unset(tmp_path):
+    """Without the course's repository the setup cells cannot install it on Colab: no badge leads there."""
+    from gemm_lessons.course import colab
+
+    if colab.pyproject_setting()[0] is not None:
+        pytest.skip("pyproject.toml sets the course's repository")
+    r = subprocess.run([sys.executable, "-m", "gemm_lessons.course.student", "--out", str(tmp_path / "s"),
+                        "--colab", "octo/class-2027"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "lesson_source --write" in r.stderr and not (tmp_path / "s").exists()

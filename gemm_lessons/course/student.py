@@ -30,7 +30,7 @@ import sys
 import nbformat
 
 from gemm_lessons.course import colab
-from gemm_lessons.course.lesson_source import NOTEBOOK_DIR, REPO_DIR
+from gemm_lessons.course.lesson_source import NOTEBOOK_DIR, REPO_DIR, setup_cell_drift
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 COPIED = ("GLOSSARY.md", "REFERENCES.md")  # the lessons link to these
@@ -205,9 +205,10 @@ def main(argv=None):
     repository, _, branch = (args.colab or "").partition("@")
     if args.colab and not (colab.REPOSITORY_FORM.match(repository) and colab.BRANCH_FORM.match(branch or "main")):
         p.error(f"--colab {args.colab!r}: give OWNER/NAME or OWNER/NAME@BRANCH, as on GitHub")
-    if args.colab and colab.pyproject_setting()[0] is None:  # the setup cells could not install the course there
-        p.error("--colab: the course's repository is not set, so on Colab every notebook's setup cell would stop: set "
-                "repository = \"OWNER/NAME\" under [tool.gemm-lessons] in pyproject.toml, run "
+    if args.colab and (colab.pyproject_setting()[0] is None or setup_cell_drift()):
+        # the setup cells could not install the course on Colab: unset, or not yet written into the lessons
+        p.error("--colab: the lessons' setup cells do not name the course's repository, so on Colab they would stop: "
+                "set repository = \"OWNER/NAME\" under [tool.gemm-lessons] in pyproject.toml, run "
                 "python -m gemm_lessons.course.lesson_source --write, and build again")
     for path in build(args.out, colab_repository=repository or None, colab_branch=branch or "main") + copied_files(args.out):
         print("wrote", path)

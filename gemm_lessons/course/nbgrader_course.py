@@ -43,7 +43,7 @@ import sys
 
 import nbformat
 
-from gemm_lessons.course import grading
+from gemm_lessons.course import colab, grading
 from gemm_lessons.course.budget import APPENDIX
 from gemm_lessons.course.lesson_source import NOTEBOOK_DIR, REPO_DIR
 from gemm_lessons.course.student import BEGIN
@@ -221,6 +221,8 @@ def nbgrader_notebook(nb, points=None):
         cell.metadata.pop("nbgrader", None)
         if cell.cell_type == "markdown" and cell.source.lstrip().startswith("**Solution"):
             continue  # as gemm_lessons.course.student does
+        if cell.cell_type == "markdown":  # a Colab badge would open the teacher notebook (course.student)
+            cell.source = colab.with_badge(cell.source, None)
         cell_id = cell.get("id") or f"{i:03d}"
         if cell.cell_type == "code" and BEGIN in cell.source:
             code, exercise_id, expression = split_check(cell.source)

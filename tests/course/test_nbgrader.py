@@ -325,3 +325,13 @@ def test_a_solution_cell_with_ipython_magics_is_graded_in_plain_python():
     cell_magic = "get_ipython().run_cell_magic('time', '', 'answer = (2 * 100 - 1) * 300 * 200\\n')"
     assert grading.grade("00-flops", ["", cell_magic, graded]).ok
     assert not grading.grade("00-flops", ["", cell_magic.replace("(2 * 100 - 1)", "2 * 100"), graded]).ok
+
+
+def test_the_release_never_opens_the_teacher_notebook_on_colab():
+    """Where the course's repository is set, a lesson's title carries a Colab badge for the teacher
+    notebook (solutions included): the nbgrader source notebook, and so the release, has none."""
+    from gemm_lessons.course import colab
+
+    title = colab.with_badge("# 01: naive\nThe idea.", colab.colab_url("octo/gemm-lessons", "main", "01_naive"))
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(title), nbformat.v4.new_code_cell("x = 1")])
+    assert nbgrader_course.nbgrader_notebook(nb).cells[0].source == "# 01: naive\nThe idea."

@@ -138,3 +138,24 @@ def test_tables_and_results_md_are_rendered_from_the_record(record):
         "results/arch-facts.md differs: python -m gemm_lessons.runs.arch_facts --rederive"
     assert arch_facts.current_summary_block() == arch_facts.summary_block(record), \
         "RESULTS.md's Smaller GPUs block differs: python -m gemm_lessons.runs.arch_facts --rederive"
+
+
+def _rung_names():
+    from gemm_lessons.kernels import ladder
+
+    return [f"sgemm {n}" for n in ladder.SGEMM] + [f"transpose {n}" for n in ladder.TRANSPOSE]
+
+
+@pytest.mark.offline_sass
+@pytest.mark.parametrize("rung", _rung_names())
+def test_every_rung_compiles_and_fits_on_a_t4(rung):
+    """Colab's free GPU is a T4 (compute capability 7.5): each rung compiles for it now, from the
+    code as it is (the record above was compiled by hand once), and at the threads its launcher
+    uses at least one block of it fits on an SM."""
+    operation, name = rung.split()
+    spec = next(s for s in arch_facts.kernel_specs(sweep=False)
+                if s.name == (name if operation == "sgemm" else f"transpose_{name}"))
+    kernel, argtypes = spec.build()
+    facts = arch_facts.compile_facts(kernel, argtypes, spec.max_registers, ARCHS["7.5"])
+    row = arch_facts.kernel_row(facts, spec.threads, ARCHS["7.5"])
+    assert row["blocks_per_sm"] >= 1, (rung, row)

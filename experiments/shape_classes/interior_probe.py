@@ -73,6 +73,7 @@ def main(argv=None):
             p.error(f"unknown kernels {sorted(unknown)}; the candidates are {sorted(kernels)}")
         kernels = {name: kernels[name] for name in args.kernels}
     rows, failures = [], []
+    fixups = {}  # (tiles, parts) -> make_grouped(fixup=parts): made once, so compiled once for every shape
     for M, N, K in args.shape or SHAPES:
         rng = np.random.default_rng(M + N + K)
         A, a = random_device_matrix(M, K, rng)
@@ -91,7 +92,9 @@ def main(argv=None):
             if not (c_wide or fixup):
                 calls[name] = lambda k=kernel, g=grid, t=cfg.threads, x=extra: k[g, t](A_in, B_in, C, one, zero, k_all, *x)
             for parts in args.split:
-                calls[f"{name} split {parts}"] = split_call(ragged_kernels.make_grouped(cfg, fixup=parts) if fixup else kernel,
+                if fixup and (name, parts) not in fixups:
+                    fixups[name, parts] = ragged_kernels.make_grouped(cfg, fixup=parts)
+                calls[f"{name} split {parts}"] = split_call(fixups[name, parts] if fixup else kernel,
                                                             name.split()[-1], parts, A_in, B_in, C,
                                                             "A" if args.row_pad else "C", c_wide=c_wide,
                                                             two_loops=bool(extra), fixup=fixup)

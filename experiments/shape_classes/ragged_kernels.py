@@ -373,14 +373,18 @@ def _make_two_loops(cfg, staging, c_wide=False, fixup=0):
             compute_and_stage(sA1, sB1, k0 + 2 * BK, sA0, sB0)
             cuda.syncthreads()
         out0 = cuda.blockIdx.z * M
-        if static(FIXUP):  # this part's sums into W; the last part of the tile to finish adds them into C
+
+        def store_parts(P):  # this part's sums into rows out0.. of P, four floats per store, up to P's width
             for i in static_range(TM):
                 row = row0 + a_base + (i // 4 * LM * 4 + i % 4)
                 if row < M:
                     for j in static_range(0, TN, 4):
                         col = col0 + b_base + j // 4 * LN * 4
-                        if col < W.shape[1]:
-                            store4(W, out0 + row, col, acc[i, j], acc[i, j + 1], acc[i, j + 2], acc[i, j + 3])
+                        if col < P.shape[1]:
+                            store4(P, out0 + row, col, acc[i, j], acc[i, j + 1], acc[i, j + 2], acc[i, j + 3])
+
+        if static(FIXUP):  # this part's sums into W; the last part of the tile to finish adds them into C
+            store_parts(W)
             cuda.threadfence()  # this thread's sums visible to every block before the count says so
             cuda.syncthreads()
             arrived = cuda.shared.array(1, int32)
@@ -416,15 +420,12 @@ def _make_two_loops(cfg, staging, c_wide=False, fixup=0):
                 if tid == 0:
                     counters[cuda.blockIdx.y, cuda.blockIdx.x] = 0  # ready for the next call
             return
+        if static(C_WIDE):  # C is the workspace (alpha and beta: the reduction's; the beta branch cost 52 bytes of spills)
+            store_parts(C)
+            return
         for i in static_range(TM):
             row = row0 + a_base + (i // 4 * LM * 4 + i % 4)
-            if static(C_WIDE):  # partial sums, four floats per store, up to the workspace's width
-                if row < M:  # (alpha and beta: the reduction's; the beta branch cost 52 bytes of spills)
-                    for j in static_range(0, TN, 4):
-                        col = col0 + b_base + j // 4 * LN * 4
-                        if col < C.shape[1]:
-                            store4(C, out0 + row, col, acc[i, j], acc[i, j + 1], acc[i, j + 2], acc[i, j + 3])
-            elif row < M:
+            if row < M:
                 for j in static_range(TN):
                     col = col0 + b_base + (j // 4 * LN * 4 + j % 4)
                     if col < N:

@@ -182,7 +182,7 @@ def test_readme_is_a_front_page():
     record = results.load()  # the headline's figure is the ladder of the run its table shows
     figure = readme_results.headline_figure(record)
     assert figure in readme, f"README.md lacks {figure}: python -m gemm_lessons.course.readme_results --write"
-    assert os.path.exists(os.path.join(REPO, figure.split("](")[1].rstrip(")"))), figure
+    assert os.path.exists(results.path_for("plot", record.device.name, "ladder")), figure
 
 
 def _pyproject():

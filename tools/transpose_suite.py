@@ -6,7 +6,8 @@ copy of the same bytes, in one process, each result checked exactly.
         # only these candidates (and cuBLAS sgeam); a partial record: keep it out of results/
 
 Times are back-to-back (time_gpu: batches of calls between CUDA events); the library and sgeam
-are also timed as single calls, the GPU idle before each, as a user calls them.
+are also timed as single calls, the GPU idle before each, as a user calls them.  NVML's clock and
+power are sampled while each candidate runs back to back (``power`` in its entry).
 Candidates: the lesson 09 rungs that accept the shape (`smem_padded_32x8`, `wide`), `wide` with
 the diagonal block order, a 64x64 tile moved by 64x8 threads, `transpose.any_shape` (wide
 where each side's rows allow it) with three thread layouts, and `transpose.any_wide` (16-byte
@@ -24,6 +25,7 @@ import numpy as np
 
 import gemm_lessons  # noqa: F401  (chooses the GPU before numba.cuda is imported)
 from gemm_lessons.measure import cublas, provenance
+from gemm_lessons.measure.power import PowerSampler
 from gemm_lessons import library
 from gemm_lessons.records import results
 from gemm_lessons.runs.shapes import back_to_back, single_calls
@@ -36,7 +38,8 @@ from numba import cuda
 SHAPES = [(8192, 8192), (8192, 4096), (4096, 8192), (4096, 4096), (2048, 2048), (1024, 1024),
           (3000, 5000), (5000, 3000), (16384, 1024), (1024, 16384), (65536, 64), (64, 65536),
           (8190, 8192), (8192, 8190), (8191, 4097), (4097, 8191), (3001, 4999), (1000, 1000),
-          (999, 1001), (2049, 2047), (65537, 63), (63, 65537)]
+          (999, 1001), (2049, 2047), (65537, 63), (63, 65537),
+          (4097, 8193), (8193, 4097), (7, 300007), (300007, 7)]  # issue 34's very wide and very tall
 
 
 def candidates():
@@ -92,9 +95,11 @@ def main():
                 line["kernels"][kname] = {"refused": str(e)[:80]}
                 continue
             ok = bool(np.array_equal(dst.copy_to_host(), ref))
-            b2b = back_to_back(lambda: fn(src, dst), repeats=20, max_s=2)
+            with PowerSampler() as power:  # the clock and power while it ran back to back
+                b2b = back_to_back(lambda: fn(src, dst), repeats=20, max_s=2)
             k = line["kernels"][kname] = {"correct": ok, "median_ms": b2b.median_ms, "p10_ms": b2b.p10_ms,
-                                          "p90_ms": b2b.p90_ms, "gbs": nbytes / b2b.median_ms / 1e6}
+                                          "p90_ms": b2b.p90_ms, "gbs": nbytes / b2b.median_ms / 1e6,
+                                          "power": power.summary() or power.unavailable}
             if kname in ("cublas_sgeam", "library"):  # as a user calls it: one call, the GPU idle before
                 one = single_calls(lambda: fn(src, dst), repeats=20, max_s=2)
                 k.update(single_ms=one.median_ms, single_gbs=nbytes / one.median_ms / 1e6)

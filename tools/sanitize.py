@@ -4,6 +4,7 @@
     compute-sanitizer --tool racecheck python3 tools/sanitize.py
     ... python3 tools/sanitize.py dbuf warptile      # only these kernels
     ... python3 tools/sanitize.py any_wide            # kernels/library/transpose_any_wide.py alone (also library_transpose)
+    ... python3 tools/sanitize.py few_rows            # kernels/library/transpose_few_rows.py alone
     ... python3 tools/sanitize.py grouped             # lesson 08's grouped block orders (GROUP_M 4, 8, 16)
     ... python3 tools/sanitize.py library_plans       # gl.sgemm's plans: wide and any-shape, split, padded
     ... python3 tools/sanitize.py library_split       # the wide kernel's split plans only (2 and 3 parts)
@@ -99,5 +100,22 @@ for module_name in [m for m in ("any_wide", "aligned_stores") if not only or m i
             ok = np.array_equal(dst.copy_to_host(), src.T)
             failed += not ok
             print(f"{module_name} {tile}x{threads_rows} {R}x{C}: {'ok' if ok else 'WRONG'}", flush=True)
+# kernels/library/transpose_few_rows.py: every row count it takes, a ragged last block, src and dst off 16 bytes
+if not only or "few_rows" in only:
+    import numpy as np  # noqa: E402
+    from numba import cuda  # noqa: E402
+
+    from gemm_lessons.kernels.library import transpose_few_rows  # noqa: E402
+
+    for R in range(1, transpose_few_rows.MAX_ROWS + 1):
+        for C, offset in ((1, 0), (transpose_few_rows.COLS + 3, 0), (1023, 1)):
+            src = np.random.default_rng(R * C).random((R, C), dtype=np.float32)
+            s_buf = cuda.to_device(np.concatenate([np.zeros(offset, np.float32), src.ravel()]))
+            d_buf = cuda.to_device(np.full(offset + R * C, np.nan, np.float32))
+            dst = d_buf[offset:].reshape(C, R)
+            transpose_few_rows.transpose(s_buf[offset:].reshape(R, C), dst)
+            ok = np.array_equal(dst.copy_to_host(), src.T)
+            failed += not ok
+            print(f"few_rows {R}x{C} offset {offset}: {'ok' if ok else 'WRONG'}", flush=True)
 print(f"{failed} failed checks")
 sys.exit(1 if failed else 0)

@@ -10,6 +10,7 @@ from gemm_lessons.library import allocate
 from gemm_lessons.library.launch import Launcher
 from gemm_lessons.library.memory import _DeviceArray, _pointer, _shares_memory, overlap_message
 from gemm_lessons.kernels.library import transpose_aligned_stores as transpose_flat, transpose_any_shape as transpose_any
+from gemm_lessons.kernels.library import transpose_few_rows
 from gemm_lessons.kernels.transpose import smem_tile as transpose_tile
 from gemm_lessons.kernels.library.transpose_any_wide import staging_width
 
@@ -19,19 +20,23 @@ from gemm_lessons.kernels.library.transpose_any_wide import staging_width
 # boundaries, transpose/aligned_stores.py (16-byte accesses on the arrays seen flat; on the five
 # large such shapes of the suite 101-111% of sgeam, the 4-byte kernel 77-84%, any_wide.py 89-102%);
 # elsewhere (a view starting mid-float4) lesson 09's smem_padded_32x8 kernel (4-byte accesses).
+# Before all of them, a src of at most 16 rows goes to transpose_few_rows.py, whose blocks take
+# every row: a 64 x 64 tile would be mostly empty (the H200's transpose suite, 7 x 300,007).
 _WIDE_TILE, _WIDE_ROWS = 64, 16
 _SCALAR_TILE, _SCALAR_ROWS = 32, 8
 _MAX_GRID_Y = 65535
 
 
 def _transpose_launcher(kind, width=None):
-    """kind: "wide", "flat" (aligned_stores with ``width`` floats per staging row) or "scalar"."""
+    """kind: "wide", "flat" (aligned_stores with ``width`` floats per staging row), "scalar" or
+    "few_rows"."""
     key = ("transpose", kind, width)
     launcher = _LAUNCHERS.get(key)
     if launcher is None:
         kernel = {"wide": lambda: transpose_any.kernel_for(_WIDE_TILE, _WIDE_ROWS, 1, True, True),
                   "flat": lambda: transpose_flat.kernel_for(_WIDE_TILE, _WIDE_ROWS, width),
-                  "scalar": lambda: transpose_tile.kernel_for(_SCALAR_TILE, _SCALAR_ROWS, 1)}[kind]()
+                  "scalar": lambda: transpose_tile.kernel_for(_SCALAR_TILE, _SCALAR_ROWS, 1),
+                  "few_rows": lambda: transpose_few_rows.transpose_few_rows}[kind]()
         launcher = _LAUNCHERS[key] = Launcher(kernel, (_ARRAY["C"], _ARRAY["C"]), kernel.block)
     return launcher
 
@@ -55,7 +60,8 @@ def transpose(src, dst=None):
         Full speed (16-byte loads and stores, lesson 09's wide tiles): both arrays starting on a
         16-byte boundary (fresh allocations do) and rows and cols multiples of 4.  Both aligned,
         other sides: 16-byte accesses on the arrays seen flat.  Otherwise (a view starting
-        mid-float4): lesson 09's 4-byte padded-tile kernel.  All are exact.
+        mid-float4): lesson 09's 4-byte padded-tile kernel.  A src of at most 16 rows, any
+        alignment: a kernel whose blocks take every row and write dst as one run.  All are exact.
     Aliasing
         dst must not share memory with src: an in-place transpose would read elements it has
         already overwritten (at 128 x 128, transpose(s, s) left a quarter of them wrong), so
@@ -92,6 +98,9 @@ def transpose(src, dst=None):
         if pd < ps + 4 * rows * cols and ps < pd + 4 * rows * cols:
             raise ValueError(overlap_message("dst", "src", "library.transpose"))
         aligned = not (ps | pd) & 15
+    if rows <= transpose_few_rows.MAX_ROWS:  # one block per COLS columns, every row
+        _transpose_launcher("few_rows")(((cols + transpose_few_rows.COLS - 1) // transpose_few_rows.COLS, 1), src, dst)
+        return dst
     if aligned and not (cols & 3 or rows & 3):
         T, launcher = _WIDE_TILE, _transpose_launcher("wide")
     elif aligned:

@@ -27,15 +27,13 @@ print(f"GPU: {gpu_name} ({capability}driver {driver})" if gpu_name else
 # # 00 · Setup and the roofline
 #
 # **Where we are.** The [primer](00a_primer.ipynb) launched a first kernel and toured the memory
-# hierarchy. This series now builds a single-precision matrix product (SGEMM) in Python with
-# `numba.cuda`, one idea per lesson, each measured against NVIDIA's cuBLAS. Before any of that we
-# need the two numbers every kernel is judged against: how fast this GPU can compute, and how fast
-# it can move data. Together they draw the *roofline*. Then we time cuBLAS, place it on the
-# roofline, and ask what holds it there.
+# hierarchy. The series builds a single-precision matrix product (SGEMM) with `numba.cuda`, one
+# idea per lesson, each measured against NVIDIA's cuBLAS. First we need the two numbers every
+# kernel is judged against: how fast this GPU computes and how fast it moves data. Together they
+# draw the *roofline*. Then we time cuBLAS, place it on the roofline, and ask what holds it there.
 #
-# **No GPU?** Everything runs on numba's CUDA simulator: kernels run as Python threads at small
-# sizes, checks work, nothing is timed, and every table and plot shows recorded GPU results,
-# labelled with their device and date.
+# **No GPU?** numba's CUDA simulator runs kernels as Python threads at small sizes: checks work,
+# nothing is timed, and tables and plots show recorded GPU results, labelled with device and date.
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -54,17 +52,15 @@ print(gl.banner())
 # ## The machine: peak FP32
 #
 # A GPU computes in its streaming multiprocessors ([SMs](GLOSSARY.md#sm)). Each SM has FP32
-# units (execution units, not threads; also called FP32 [lanes](GLOSSARY.md#lane)): 128 per SM
-# on Hopper (NVIDIA's
+# units (hardware, not threads; also [lanes](GLOSSARY.md#lane)): 128 on Hopper (NVIDIA's
 # [throughput table](https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#arithmetic-instructions)
 # gives the count per compute capability). Each finishes one fused multiply-add
 # ([FMA](GLOSSARY.md#ffma), 2 FLOP) per clock:
 #
 # $$\text{peak} = \text{SMs} \times \text{FP32 units per SM} \times 2 \times \text{clock}$$
 #
-# The driver reports the SMs and the (boost) clock. The memory's rate on paper comes the same
-# way: its HBM moves data on both edges of its clock (double data rate), so 2 transfers per
-# clock, each as wide as the memory bus.
+# The driver reports the SMs and the boost clock. DRAM's rate on paper comes the same way: HBM
+# makes 2 transfers per clock (double data rate), each as wide as the memory bus.
 
 # %%
 dev = results.load().device if gl.SIMULATOR else gl.device_info()  # the simulator: the recorded GPU
@@ -77,9 +73,9 @@ print(f"DRAM on paper: {dev.memory_bus_bits}-bit bus x 2 transfers per clock x {
 # ## Counting the work
 #
 # Each element of `C = alpha*A@B + beta*C` (A is MxK, B is KxN) is a dot product of length K:
-# K multiplies and K-1 additions. Scaling by alpha, scaling C by beta and adding them costs three
-# more, so the exact count is $(2K+2)MN$. For large K this is the familiar $2MNK$, which every
-# TFLOPS figure in this series uses (as cuBLAS benchmarks do).
+# K multiplies and K-1 additions, plus three operations for alpha, beta and the sum: $(2K+2)MN$
+# in all. For large K that is $2MNK$, the count every TFLOPS figure here uses, as cuBLAS
+# benchmarks do.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -89,9 +85,8 @@ for M, N, K in [(1, 1, 3), (512, 256, 128), (4096, 4096, 4096)]:
 
 # %% [markdown]
 # ### Exercise 00-flops
-# Exactly how many floating-point operations does the plain product `C = A@B` take for M=300,
-# N=200, K=100? Count every multiply and every add; there is no alpha or beta to apply. Is it
-# 2MNK?
+# Exactly how many floating-point operations does `C = A@B` take for M=300, N=200, K=100?
+# Count every multiply and add (no alpha or beta). Is it 2MNK?
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -104,8 +99,8 @@ exercises.check("00-flops", answer)
 # %% [markdown]
 # ## Counting the bytes: arithmetic intensity
 #
-# A perfect kernel reads A and B from DRAM once and writes C once: $4(MK + KN + MN)$ bytes (with
-# beta = 0; otherwise it reads C too, 4MN bytes more). FLOP (2MNK) per byte is the problem's
+# A perfect kernel reads A and B from DRAM once and writes C once: $4(MK + KN + MN)$ bytes
+# (beta = 0; otherwise reading C adds 4MN). FLOP (2MNK) per byte is the problem's
 # **[arithmetic intensity](GLOSSARY.md#arithmetic-intensity)**. For SGEMM it grows with size:
 
 # %%
@@ -117,8 +112,8 @@ for s in [256, 1024, 4096, 8192]:
 
 # %% [markdown]
 # ### Exercise 00-intensity
-# What is the arithmetic intensity, 2MNK FLOP per byte, of an SGEMM with M = N = 4096 and
-# K = 512, with beta = 0? (Not square: the table above does not have it.)
+# What is the arithmetic intensity, 2MNK FLOP per byte, of an SGEMM with M = N = 4096, K = 512
+# and beta = 0?
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -131,8 +126,8 @@ exercises.check("00-intensity", answer)
 # %% [markdown]
 # ## Measured copy bandwidth
 #
-# The DRAM figure on paper is an upper bound; what a kernel gets is measured. The kernel below
-# copies a matrix, each thread moving 16 bytes of every row it visits:
+# The DRAM figure on paper is an upper bound; a kernel's rate must be measured. This kernel
+# copies a matrix, 16 bytes per thread and row:
 
 # %%
 # source: gemm_lessons/kernels/device_copy.py  (the package runs this same code; a test keeps the two identical)
@@ -155,12 +150,11 @@ copy_float4[(1, 3), 4](src, dst)
 print("copy_float4 copies exactly:", np.array_equal(dst.copy_to_host(), src.copy_to_host()))
 
 # %% [markdown]
-# We time the package's copy of an 8192x8192 matrix (256 MiB read, 256 MiB written) and, for
-# comparison, the driver's `cudaMemcpy`; bandwidth counts bytes read + written. Timing uses
-# [CUDA events](GLOSSARY.md#cuda-events), timestamps the GPU itself records, after a warm-up and
-# over many repeats: the table gives the median and the 10th-90th percentile range
-# ([p10-p90](GLOSSARY.md#p10-p90)). The lab notes say what a row marked
-# [host-bound](GLOSSARY.md#host-bound) would mean.
+# We time this copy of an 8192x8192 matrix (256 MiB read, 256 MiB written) and the driver's
+# `cudaMemcpy`; bandwidth counts bytes read + written. [CUDA events](GLOSSARY.md#cuda-events),
+# timestamps the GPU records, time many repeats after a warm-up; the table gives the median and
+# the 10th-90th percentile range ([p10-p90](GLOSSARY.md#p10-p90)). The lab notes explain a
+# [host-bound](GLOSSARY.md#host-bound) mark.
 
 # %%
 bw = measure_step.copy_bandwidth()
@@ -175,14 +169,13 @@ print(f"The best copy moved {ceiling:,.0f} GB/s, {100 * ceiling / bw.record.devi
 # ## The roofline
 #
 # A kernel that does F FLOP and moves B bytes of DRAM needs at least F / peak seconds of
-# arithmetic and at least B / bandwidth seconds of memory traffic. Each of these times is a
-# **ceiling**: the shortest time one resource allows. The kernel takes at least the larger of the
-# two, which **binds**. F divided by that time is the best rate: a kernel of intensity I = F / B
+# arithmetic and B / bandwidth seconds of memory traffic. Each time is a **ceiling**, the
+# shortest time one resource allows; the larger **binds**. So a kernel of intensity I = F / B
 # runs at most at **[min(peak, bandwidth x I)](GLOSSARY.md#roofline)**. Drawn against I, that is
-# the roofline: a slanted DRAM line, then a flat FP32 line. A longer time is a lower rate, so at
-# each I the binding ceiling is the *lower* line. The two lines meet at the
-# **[ridge point](GLOSSARY.md#ridge-point)**, peak / bandwidth: left of it a kernel is
-# memory-bound, right of it compute-bound ([compute-bound, memory-bound](GLOSSARY.md#compute-bound)).
+# the roofline: a slanted DRAM line, then a flat FP32 line; the binding ceiling is the *lower*
+# line. The lines meet at the **[ridge point](GLOSSARY.md#ridge-point)**, peak / bandwidth: left
+# of it a kernel is [memory-bound](GLOSSARY.md#compute-bound), right of it
+# [compute-bound](GLOSSARY.md#compute-bound).
 
 # %%
 I_4096 = counting.sgemm_intensity(4096, 4096, 4096)
@@ -197,27 +190,23 @@ plots.roofline(bw.record, points=[], yticks=TICKS,
 # %% [markdown]
 # ## More ceilings than two
 #
-# The roofline's two ceilings are the first two of the course's
-# **[limiter model](GLOSSARY.md#limiter-model)** (the [primer](00a_primer.ipynb) introduces it):
-# one ceiling per resource of the GPU, the time the whole kernel would take if that resource were
-# all that mattered; the largest binds. The other four: **instruction [issue](GLOSSARY.md#issue)**
-# (an SM's four [schedulers](GLOSSARY.md#warp-scheduler) issue one warp-instruction each per
-# cycle), **shared-memory [wavefronts](GLOSSARY.md#wavefront)** (one per SM per cycle),
-# **[L2](GLOSSARY.md#l2) bandwidth**, and **DRAM [latency](GLOSSARY.md#latency)** (too few bytes
-# in flight to keep DRAM busy, by [Little's law](GLOSSARY.md#littles-law); the model applies it
-# to the memory-bound kernels of lesson 09).
+# The roofline's two ceilings are the first two of the [primer](00a_primer.ipynb)'s
+# **[limiter model](GLOSSARY.md#limiter-model)**: one ceiling per GPU resource, the time the
+# kernel would take if that resource were all that mattered. The other four:
+# **instruction [issue](GLOSSARY.md#issue)** (an SM's four [schedulers](GLOSSARY.md#warp-scheduler)
+# issue one warp-instruction each per cycle), **shared-memory [wavefronts](GLOSSARY.md#wavefront)**
+# (one per SM per cycle), **[L2](GLOSSARY.md#l2) bandwidth**, and **DRAM [latency](GLOSSARY.md#latency)**
+# (too few bytes in flight to keep DRAM busy, by [Little's law](GLOSSARY.md#littles-law)).
 #
-# Issue matters from the first kernel on. An SM's 128 FP32 units finish 4
+# Issue matters from the first kernel on: an SM's 128 FP32 units finish 4
 # [warp-FFMAs](GLOSSARY.md#warp-fma) per cycle (128 / 32 threads), and its schedulers issue 4
-# warp-instructions per cycle. So on this GPU the issue ceiling is never below the FP32 one:
-# only a kernel that issues nothing but `FFMA` reaches the peak. Each load, address computation
-# or branch takes a slot an FFMA could have had.
+# warp-instructions per cycle. So only a kernel that issues nothing but `FFMA` reaches the peak:
+# each load, address computation or branch takes a slot an FFMA could have had.
 #
 # ## Predict
 #
-# cuBLAS computes `C = A@B` at 4096^3. The roofline allows it the full FP32 peak. What % of the
-# peak will it reach, and which ceiling will stop it short? Write both before running the next
-# cells.
+# cuBLAS computes `C = A@B` at 4096^3; the roofline allows it the full FP32 peak. What % of the
+# peak will it reach, and which ceiling will stop it? Write both before running the next cells.
 
 # %%
 my_cublas_pct = None      # your prediction: % of the FP32 peak, a number from 0 to 100
@@ -228,10 +217,9 @@ my_cublas_ceiling = None  # which ceiling binds: "fp32", "issue", "shared", "l2"
 #
 # cuBLAS is column-major; our matrices are row-major. A row-major MxN matrix is, byte for byte,
 # its column-major transpose, so `C = A@B` is the column-major product `C^T = B^T A^T`: one
-# `cublasSgemm` call with A and B swapped and no transposes, on the pointers of numba device
-# arrays (`gemm_lessons/measure/cublas.py`, through `nvmath-python`). Math mode is the default:
-# true FP32, no [TF32](GLOSSARY.md#tf32). First the check: against a float64 reference, on
-# random non-square sizes, with alpha and beta.
+# `cublasSgemm` call with A and B swapped, no transposes. The default math mode is true FP32, no
+# [TF32](GLOSSARY.md#tf32). First the check against a float64 reference, on random non-square
+# sizes, with alpha and beta.
 
 # %%
 if cublas.available():
@@ -250,7 +238,7 @@ print(f"cuBLAS at 4096^3: {cub.gflops / 1e3:.1f} TFLOPS, {cub_pct:.0f}% of the {
 exercises.compare_prediction(my_cublas_pct, cub_pct, "cuBLAS at 4096^3, % of the FP32 peak", sweep.source)
 
 # %% [markdown]
-# On the roofline (cuBLAS's dot sits at the ideal intensity, each value read once):
+# On the roofline, at the ideal intensity:
 
 # %%
 plots.roofline(measure_step.merge(bw, sweep), yticks=TICKS,
@@ -259,22 +247,20 @@ plots.roofline(measure_step.merge(bw, sweep), yticks=TICKS,
 # %% [markdown]
 # ## Why: the limiter model
 #
-# DRAM is far from binding, yet cuBLAS stops short of the FP32 ceiling. Here is the model for
-# cuBLAS at 4096^3. Its counts of instructions, wavefronts and bytes come from one launch read
-# by the [profiler](GLOSSARY.md#ncu) (the heading names the GPU). The first column names the
-# [rung](GLOSSARY.md#rung); cuBLAS is there as the yardstick every rung is measured against. The
-# prediction is the binding ceiling stretched by the last [wave](GLOSSARY.md#wave) of blocks,
-# which leaves some SMs idle.
+# DRAM is far from binding, yet cuBLAS stops short of the FP32 ceiling. The model for cuBLAS at
+# 4096^3 takes its counts of instructions, wavefronts and bytes from one launch read by the
+# [profiler](GLOSSARY.md#ncu). The first column names the [rung](GLOSSARY.md#rung), here the
+# cuBLAS yardstick. The prediction is the binding ceiling stretched by the last
+# [wave](GLOSSARY.md#wave) of blocks, which leaves some SMs idle.
 
 # %%
 why = limiter_table.why(["cublas"], measured=sweep)
 why
 
 # %% [markdown]
-# The model assumes the binding unit busy every cycle; the profiler finds it busy less often.
-# The other cycles are stalls: warps waiting at a barrier, for a load, or for the result of an
-# earlier instruction. So a measured time sits somewhat above the prediction, here and in every
-# lesson.
+# The model assumes the binding unit busy every cycle. It is not: warps stall at a barrier, on a
+# load, or on an earlier instruction's result. So a measured time sits above the prediction, here
+# and in every lesson.
 
 # %%
 r = why.row("cublas")
@@ -302,18 +288,15 @@ print("You named no ceiling yet." if my_cublas_ceiling is None else
       + (", and the profiler agrees." if r.agrees else f", the profiler's busiest unit {r.busiest!r}."))
 
 # %% [markdown]
-# Every rung of this series will be read the same way: its ceilings, the binding one, and how
-# close it gets.
-#
 # ## Takeaway
 #
 # * Peak FP32 = SMs x FP32 units x 2 x clock; the DRAM ceiling is a measured copy, not a data
 #   sheet.
 # * SGEMM does 2MNK FLOP on at least 4(MK + KN + MN) bytes: 683 FLOP per byte at 4096^3, far
 #   right of the ridge point, so DRAM bandwidth need not limit it.
-# * A ceiling is the shortest time one resource allows; the largest binds, and on the roofline it
-#   is the lower line. The roofline draws two (FP32, DRAM); the limiter model adds issue,
-#   shared-memory wavefronts, L2 and latency.
+# * A ceiling is the shortest time one resource allows; the largest binds (on the roofline, the
+#   lower line). The limiter model adds issue, shared-memory wavefronts, L2 and latency to the
+#   roofline's FP32 and DRAM.
 # * An SM issues as many warp-instructions per cycle as its FP32 units finish warp-FFMAs, so the
 #   peak needs every issue slot to be an FFMA: cuBLAS at 4096^3 is issue-bound.
 # * Every later kernel is measured as a % of cuBLAS in the same run.
@@ -321,11 +304,10 @@ print("You named no ceiling yet." if my_cublas_ceiling is None else
 # %% [markdown]
 # ## Sources and further reading
 #
-# * The source articles this lesson re-tells and tests: [[1]](REFERENCES.md#seed-000), [[2]](REFERENCES.md#seed-001), [[5]](REFERENCES.md#seed-004) (their origins and what each
-#   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
-# * What to read next: [REFERENCES.md, lesson 00](REFERENCES.md#lesson-00), among them the roofline paper.
-# * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
-#   introduced in the [primer](00a_primer.ipynb).
+# * Source articles re-told and tested here: [[1]](REFERENCES.md#seed-000), [[2]](REFERENCES.md#seed-001), [[5]](REFERENCES.md#seed-004)
+#   (origins and coverage: [REFERENCES.md](REFERENCES.md#source-articles)).
+# * Read next: [REFERENCES.md, lesson 00](REFERENCES.md#lesson-00), among them the roofline paper.
+# * Terms: the [glossary](GLOSSARY.md) and the [primer](00a_primer.ipynb).
 
 # %% [markdown]
 # ## Lab notes
@@ -334,7 +316,9 @@ print("You named no ceiling yet." if my_cublas_ceiling is None else
 #   table the H200 limiter run (`results/limiter-nvidia-h200.json`). The two GPUs have the same
 #   SMs and clock, so the same FP32 and issue rates; the H200's DRAM is faster, which
 #   moves its ridge point left and changes nothing for cuBLAS. On an H200 the model's table takes
-#   this notebook's own cuBLAS time.
+#   this notebook's own cuBLAS time. The model table's heading names its GPU.
+# * **The cuBLAS call.** `gemm_lessons/measure/cublas.py` calls `cublasSgemm` through
+#   `nvmath-python`, on the pointers of numba device arrays.
 # * **Host time against GPU time** for the two copies. A copy would be marked
 #   [host-bound](GLOSSARY.md#host-bound) if issuing a call took the host nearly as long as
 #   running it took the GPU:

@@ -26,11 +26,8 @@ print(f"GPU: {gpu_name} ({capability}driver {driver})" if gpu_name else
 # %% [markdown]
 # # 00a · Primer: how a GPU runs your kernel
 #
-# **Where we are.** At the start: no kernel measured yet. This primer defines the lessons' words
-# on kernels you launch yourself: (1) threads, warps, blocks, the grid; (2) the memory hierarchy;
-# (3) PTX and SASS; (4) occupancy and latency hiding; (5) the **limiter model**, which later
-# lessons use to say *why* a kernel takes its time. Terms: [glossary](GLOSSARY.md); reading:
-# [REFERENCES.md](REFERENCES.md).
+# **Where we are.** At the start. This primer defines the course's words on kernels you launch
+# yourself. Terms: [glossary](GLOSSARY.md); reading: [REFERENCES.md](REFERENCES.md).
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -52,28 +49,22 @@ print(gl.banner())
 # ## 1 · Threads, warps, blocks, grid
 #
 # A **[kernel](GLOSSARY.md#kernel)** is a function the GPU (the **device**; the CPU is the
-# **host**) runs once per **[thread](GLOSSARY.md#thread)**, many at once; each thread finds its
-# data from its own index.
+# **host**) runs once per **[thread](GLOSSARY.md#thread)**, many at once, each finding its data
+# from its own index.
 #
-# * Threads are grouped into **[blocks](GLOSSARY.md#block)**. A block runs on one
-#   **[streaming multiprocessor (SM)](GLOSSARY.md#sm)**. Its threads share fast **shared memory**
+# * Threads form **[blocks](GLOSSARY.md#block)**. A block runs on one
+#   **[streaming multiprocessor (SM)](GLOSSARY.md#sm)**; its threads share fast **shared memory**
 #   and can wait for each other (`cuda.syncthreads()`).
-# * The blocks of one launch form the **[grid](GLOSSARY.md#grid)**. Blocks are independent: any
-#   order, any SM, several at once on one SM if its resources allow (part 4).
-# * The hardware cuts each block into **[warps](GLOSSARY.md#warp)** of 32 consecutive threads,
-#   `threadIdx.x` counting fastest. A warp executes one instruction at a time for its 32 threads
-#   (its **[lanes](GLOSSARY.md#lane)**), each on its own data ([SIMT](GLOSSARY.md#simt)).
-# * **[Compute capability](GLOSSARY.md#compute-capability)** is the SM design's version: 9.0 for
-#   Hopper (H100, H200), whose limits this primer quotes.
+# * A launch's blocks, the **[grid](GLOSSARY.md#grid)**, are independent: any order, any SM,
+#   several per SM if resources allow (part 4).
+# * A block is cut into **[warps](GLOSSARY.md#warp)** of 32 consecutive threads (`threadIdx.x`
+#   fastest). A warp's threads, its **[lanes](GLOSSARY.md#lane)**, execute each instruction
+#   together, each on its own data ([SIMT](GLOSSARY.md#simt)).
+# * **[Compute capability](GLOSSARY.md#compute-capability)**, the SM design's version, is 9.0 for
+#   Hopper (H100, H200).
 #
-# In numba a kernel is a Python function under `@cuda.jit`; a **[launch](GLOSSARY.md#launch)**
-# names the grid in square brackets:
-#
-# | | numba | CUDA C++ |
-# |---|---|---|
-# | launch | `k[blocks, threads](args)`; 2-D: `k[(bx, by), (tx, ty)](args)` | `k<<<blocks, threads>>>(args)` |
-# | who am I | `cuda.threadIdx.x`, `cuda.blockIdx.x`, ... | `threadIdx.x`, ... |
-# | global index | `cuda.grid(1)`; `x, y = cuda.grid(2)` | `blockIdx.x * blockDim.x + threadIdx.x` |
+# In numba a kernel is a Python function under `@cuda.jit`. A **[launch](GLOSSARY.md#launch)**
+# names the grid in square brackets: `k[blocks, threads](args)`, in 2-D `k[(bx, by), (tx, ty)](args)`.
 
 # %%
 gpu = hierarchy.this_gpu()
@@ -82,15 +73,15 @@ if gpu is not None:
           f"{gpu['compute_capability']}, {gpu['sm_count']} SMs, warp size {gpu['warp_size']}.")
 
 # %% [markdown]
-# The grid holds whole blocks, so unless the size divides evenly, some threads get an index past
-# the end of the data. A 1-D launch over 1000 elements with 256 threads per block:
+# The grid holds whole blocks, so some threads can index past the end of the data. 1000
+# elements, 256 threads per block:
 
 # %%
 figures.execution_model(n=1000, threads_per_block=256);
 
 # %% [markdown]
 # **Work it out.** With 256 threads per block: how many blocks, warps, and threads past the end
-# for `n = 2500`, and for `n = 4096`?
+# for `n = 2500` and `n = 4096`?
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -102,8 +93,8 @@ for n in (2500, 4096):
 # %% [markdown]
 # ### A first kernel: `out = a*x + y`
 #
-# One thread per element. The `if` is the **[bounds guard](GLOSSARY.md#bounds-guard)**: it stops
-# the threads past the end. numba checks no bounds on a GPU.
+# One thread per element. The `if`, the **[bounds guard](GLOSSARY.md#bounds-guard)**, stops the
+# threads past the end: numba checks no bounds on a GPU.
 
 # %%
 # source: gemm_lessons/kernels/primer/saxpy.py  (the package runs this same code; a test keeps the two identical)
@@ -117,7 +108,7 @@ def saxpy(a, x, y, out):
 # %% [markdown]
 # **Launch it by hand.** `cuda.to_device` copies a NumPy array into the GPU's
 # **[global memory](GLOSSARY.md#global-memory)**; `copy_to_host` waits for the kernel and copies
-# back. The output starts as NaN, so an element no thread wrote would show.
+# back. The output starts as NaN, so unwritten elements show.
 
 # %%
 n = 1000
@@ -134,8 +125,8 @@ saxpy[blocks, threads](a, x_d, y_d, out_d)  # the launch
 out = out_d.copy_to_host()
 
 # %% [markdown]
-# **Check** against a float64 result, allowing float32 rounding. The GPU computes `a*x + y` as
-# one **fused multiply-add** (one rounding; part 3 finds it in the machine code).
+# **Check** against float64, allowing float32 rounding: the GPU computes `a*x + y` as one
+# **fused multiply-add**, rounded once.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -145,7 +136,7 @@ print("elements never written:", int(np.isnan(out).sum()))
 print("every element within float32 rounding of the exact result:", bool((np.abs(out - exact) <= allowed).all()))
 
 # %% [markdown]
-# **Without the guard**, on views of longer buffers (so nothing outside our own arrays is hit):
+# **Without the guard**, on views of longer buffers, so stray writes hit only our own arrays:
 
 # %%
 @cuda.jit
@@ -168,19 +159,15 @@ except IndexError as e:
 # %% [markdown]
 # ## 2 · The memory hierarchy
 #
-# From closest to the threads to farthest:
-#
-# * **[Registers](GLOSSARY.md#register)**: a thread's own variables, the instructions' operands.
-#   A kernel that needs more keeps some values in **[local memory](GLOSSARY.md#local-memory)**, in
-#   DRAM: a **[spill](GLOSSARY.md#register-spill)**.
-# * **[Shared memory](GLOSSARY.md#shared-memory)** (`cuda.shared.array`): on the SM, seen by one
-#   block's threads, managed by the program.
-# * **[L1 cache](GLOSSARY.md#l1)**: on the SM, in the same storage as shared memory.
-# * **[L2 cache](GLOSSARY.md#l2)**: one for the whole GPU, shared by all SMs.
-# * **[DRAM](GLOSSARY.md#dram)** (here HBM, high-bandwidth memory, stacked beside the chip): the
-#   GPU's main memory, where global memory lives. Data moves between DRAM, L2 and L1 in
-#   32-byte **[sectors](GLOSSARY.md#sector)**; a 128-byte **[cache line](GLOSSARY.md#cache-line)**
-#   holds four.
+# * **[Registers](GLOSSARY.md#register)**: a thread's variables, the instructions' operands. What
+#   does not fit **[spills](GLOSSARY.md#register-spill)** to **[local memory](GLOSSARY.md#local-memory)**, in DRAM.
+# * **[Shared memory](GLOSSARY.md#shared-memory)** (`cuda.shared.array`): on the SM, one block's,
+#   managed by the program.
+# * **[L1 cache](GLOSSARY.md#l1)**: on the SM, in shared memory's storage. One
+#   **[L2 cache](GLOSSARY.md#l2)** serves all SMs.
+# * **[DRAM](GLOSSARY.md#dram)** (here HBM): main memory, home of global
+#   memory. Data moves between DRAM, L2 and L1 in 32-byte **[sectors](GLOSSARY.md#sector)**, four
+#   to a 128-byte **[cache line](GLOSSARY.md#cache-line)**.
 #
 # **[Latency](GLOSSARY.md#latency)**: how long one access takes from issue to result;
 # **[bandwidth](GLOSSARY.md#bandwidth)**: bytes per second a level delivers with many accesses in
@@ -193,14 +180,11 @@ hier.figure(title=f"memory hierarchy of {(hierarchy.this_gpu() or {}).get('name'
                   "(latency: cycles of one dependent load)");
 
 # %% [markdown]
-# ### How the latencies are measured: pointer chasing
+# ### Measuring latency: pointer chasing
 #
-# One thread follows a chain, `j = chain[j]`: each load's address is what the previous load
-# returned, so loads cannot overlap and each step takes one load's latency
-# ([pointer chasing](GLOSSARY.md#pointer-chasing)); its stops are a cache line apart. The array's
-# size decides where loads are served: a few KiB stay in L1, a few MiB in L2, more than the L2
-# holds comes from DRAM. Near L1's size (256 KiB per SM, shared with shared memory) loads come
-# partly from each.
+# The kernel below times one thread following a chain whose stops are a cache line apart
+# ([pointer chasing](GLOSSARY.md#pointer-chasing)). The array's size picks the level: a few KiB
+# stay in L1, a few MiB in L2, more come from DRAM.
 
 # %%
 # source: gemm_lessons/measure/latency.py  (the package runs this same code; a test keeps the two identical)
@@ -232,11 +216,11 @@ else:
           + (f". Nanoseconds at {clock:.0f} MHz." if clock else "."))
 
 # %% [markdown]
-# ## 3 · PTX and SASS: what the compiler made
+# ## 3 · PTX and SASS
 #
 # numba compiles the kernel to **[PTX](GLOSSARY.md#ptx)**, NVIDIA's portable assembly; the CUDA
-# compiler turns PTX into **[SASS](GLOSSARY.md#sass)**, one GPU generation's machine code, what
-# runs (`kernel.inspect_asm()`, `kernel.inspect_sass()`). The lines of `saxpy` that do its work:
+# compiler turns PTX into **[SASS](GLOSSARY.md#sass)**, one GPU generation's machine code: what
+# runs (`kernel.inspect_asm()`, `kernel.inspect_sass()`). `saxpy`'s working lines:
 
 # %%
 how, compiled = listing.listing()
@@ -253,18 +237,17 @@ else:
           + "\n  ".join(f"{i['addr']} {i['text']}" for i in work))
 
 # %% [markdown]
-# `S2R` reads `threadIdx.x` (`SR_TID.X`) and `blockIdx.x` (`SR_CTAID.X`). `ISETP` compares `i`
-# with `out.size` (two halves: `i` has 64 bits), setting the **[predicate](GLOSSARY.md#predicate)**
-# `P0`, one bit per thread; `@P0 EXIT` ends the threads past the end: the bounds guard.
-# **[`LDG`](GLOSSARY.md#ldg)** loads from global memory (`.E`: 64-bit address), `STG` stores,
-# **[`FFMA`](GLOSSARY.md#ffma)** is the fused multiply-add.
+# `S2R` reads `threadIdx.x` and `blockIdx.x`. `ISETP` compares `i` with `out.size`, setting the
+# **[predicate](GLOSSARY.md#predicate)** `P0`, one bit per thread; `@P0 EXIT` ends the threads
+# past the end: the bounds guard. **[`LDG`](GLOSSARY.md#ldg)** loads from global memory (`.E`:
+# 64-bit address), `STG` stores, **[`FFMA`](GLOSSARY.md#ffma)** is the fused multiply-add.
 #
 # ### Shared memory and a barrier
 #
-# Each block reverses its slice of `THREADS` values through shared memory. A thread reads a value
-# *another* thread stored, so all stores must finish first: `cuda.syncthreads()` is a
-# **[barrier](GLOSSARY.md#barrier)** where each thread of the block waits for all the others (so
-# it stands outside `if t < n`).
+# Each block reverses its slice of `THREADS` values through shared memory. A thread reads what
+# *another* thread stored, so it first waits for the whole block at a
+# **[barrier](GLOSSARY.md#barrier)**, `cuda.syncthreads()`, which every thread must reach: it
+# stands outside `if t < n`.
 
 # %%
 from gemm_lessons.kernels.primer import reverse
@@ -303,7 +286,7 @@ if compiled is not None:
 #
 # ### The compiler-facts table
 #
-# Each lesson shows one for its kernels; here `naive` (lesson 01), `reg2d_contiguous` (04), `vec` (05):
+# Each lesson shows one; here `naive` (lesson 01), `reg2d_contiguous` (04), `vec` (05):
 
 # %%
 rungs = {"naive": ladder.SGEMM["naive"], "reg2d_contiguous": ladder.VARIANTS["reg2d_contiguous"],
@@ -317,10 +300,10 @@ except Exception as e:  # the simulator with no benchmark record in results/, or
 facts
 
 # %% [markdown]
-# **registers**: per thread. **local bytes**: not 0 means spills ([`LDL`/`STL`](GLOSSARY.md#ldl)).
 # **blocks/SM**: blocks that fit on one SM at once, and the resource that stops the next (part 4).
 # Opcodes are counted *in the code*, not executed. **[`.128`](GLOSSARY.md#width-128)** moves 16
-# bytes per thread in one instruction (`.64`: 8; no suffix: 4). Read from the table:
+# bytes per thread in one instruction (`.64`: 8; none: 4); [`LDL`/`STL`](GLOSSARY.md#ldl) are
+# spills.
 
 # %%
 if facts is not None:
@@ -333,12 +316,12 @@ if facts is not None:
              or "No kernel here spills."))
 
 # %% [markdown]
-# ## 4 · Occupancy, latency hiding, instruction-level parallelism
+# ## 4 · Occupancy and latency hiding
 #
-# An SM holds several **[resident](GLOSSARY.md#resident)** blocks at once while their registers,
-# shared memory and threads fit. **[Occupancy](GLOSSARY.md#occupancy)**: resident warps over the
-# most an SM can hold; the first resource to run out limits it ([blocks/SM](GLOSSARY.md#blocks-per-sm)).
-# Compute capability 9.0 ([sources](REFERENCES.md#lesson-00a)):
+# An SM holds **[resident](GLOSSARY.md#resident)** blocks while their registers, shared memory
+# and threads fit. **[Occupancy](GLOSSARY.md#occupancy)**: resident warps over the most an SM can
+# hold; the first resource to run out limits it ([blocks/SM](GLOSSARY.md#blocks-per-sm)). Compute
+# capability 9.0 ([sources](REFERENCES.md#lesson-00a)):
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -350,9 +333,9 @@ print(f"Per SM: {v['registers']:,} registers (handed out per warp, {hierarchy.RE
       f"{hierarchy.OPTIN_SHARED_BYTES_PER_BLOCK:,} of dynamic shared memory with the opt-in.")
 
 # %% [markdown]
-# `compiler_facts.blocks_per_sm` does the arithmetic: a warp's registers are rounded up to the
-# allocation unit (28 x 32 = 896 becomes 1,024), each block's shared memory gets the reserved
-# bytes added, and the smallest count wins; `=` means both limits allow the same count.
+# `compiler_facts.blocks_per_sm` rounds a warp's registers up to the allocation unit
+# (28 x 32 = 896 becomes 1,024), adds the reserved bytes to each block's shared memory, and takes
+# the smallest count (`=`: a tie).
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -367,16 +350,15 @@ for regs, smem, threads in [(24, 0, 256), (28, 0, 256), (64, 8192, 256), (128, 8
 # %% [markdown]
 # Why care? Latency. Each cycle, each of the SM's four
 # **[warp schedulers](GLOSSARY.md#warp-scheduler)** **[issues](GLOSSARY.md#issue)** the next
-# instruction of a warp that is ready; a warp waiting for a result (a load, even an `FFMA`) is
-# skipped. Two sources of ready instructions **[hide latency](GLOSSARY.md#latency-hiding)**:
-# **more warps** (what occupancy buys) and **independent instructions in one warp**
-# (**[ILP](GLOSSARY.md#ilp)**: with several accumulators, one `FFMA` need not wait for another).
+# instruction of a ready warp, skipping warps that wait for a result (a load, even an `FFMA`).
+# Latency **[hides](GLOSSARY.md#latency-hiding)** behind **more warps** (occupancy) or
+# **independent instructions in one warp** (**[ILP](GLOSSARY.md#ilp)**: with several
+# accumulators, one `FFMA` need not wait for another).
 #
-# A **[warp-FFMA](GLOSSARY.md#warp-fma)** is one `FFMA` for a whole warp (32 FFMAs). Each
-# scheduler has 32 FP32 lanes: one warp-FFMA per cycle, 4 per SM.
-# **[Little's law](GLOSSARY.md#littles-law)**: to keep busy a unit that accepts one instruction per
-# cycle while each result takes `L` cycles, `L` independent instructions must be in flight. The
-# ideal, one warp issuing nothing but `FFMA`s:
+# A **[warp-FFMA](GLOSSARY.md#warp-fma)**, one `FFMA` for a whole warp, takes a scheduler's 32
+# FP32 lanes for one cycle: 4 per SM per cycle. **[Little's law](GLOSSARY.md#littles-law)**: a
+# unit that accepts one instruction per cycle, each result taking `L` cycles, needs `L`
+# independent instructions in flight. The ideal, one warp issuing only `FFMA`s:
 
 # %%
 ffma_latency = latency.ffma_latency(lat)  # None without a latency record
@@ -386,11 +368,10 @@ figures.issue_timeline(latency=L, chains=(1, 2, L), label=(
     if ffma_latency else f"ideal: one warp, nothing but FFMAs, FFMA latency {L} cycles (an illustrative value)"));
 
 # %% [markdown]
-# **Measured** (`gemm_lessons.measure.latency`): each thread runs `acc = acc * a + b` in a loop,
-# 1-8 independent chains in one warp, or one chain in each of 1-32 warps. The loop also issues its
-# counter, compares and branch. Two ceilings, as in part 5: **latency** (`L`, one chain's cycles
-# per `FFMA`) and **issue** (one instruction per scheduler per cycle; the loop's instructions per
-# `FFMA` counted in its SASS).
+# **Measured**: a loop of `acc = acc * a + b`, 1-8 independent chains in one warp or one chain
+# in each of 1-32 warps, plus the loop's counter, compare and branch.
+# Two ceilings: **latency** (`L`, one chain's cycles per `FFMA`) and **issue** (one instruction
+# per scheduler per cycle, counted in the loop's SASS).
 
 # %%
 if lat is not None and lat.get("ffma") and compiled is not None:
@@ -416,10 +397,10 @@ if lat is not None and lat.get("ffma") and compiled is not None:
           + (": like part 5's kernels, busy only part of the time." if w32 / cap < 0.95 else "."))
 
 # %% [markdown]
-# For memory: streaming `B` bytes per second from a memory of latency `t` needs `B x t` bytes on
-# their way, shared among the SMs. The limiter model (part 5) adds a rule, which lesson 09 checks:
-# a thread that loads, then stores has loads in flight half its life, so an SM keeps resident
-# threads x bytes each loads x 0.5 in flight.
+# For memory: streaming `B` bytes per second at latency `t` needs `B x t` bytes in flight, shared
+# among the SMs; with less, a kernel gets that fraction of the copy rate. The limiter model
+# assumes a thread that loads, then stores has loads in flight half its life: an SM keeps
+# resident threads x bytes each loads x 0.5 in flight.
 
 # %%
 mach = limiter_table.machine()
@@ -436,13 +417,11 @@ print(f"B x t = {mach.dram_gbs:,.0f} GB/s x {mach.dram_latency_ns:.0f} ns = "
       f"it measured {pad.row('copy').measured_ms / pad.row('smem_padded').measured_ms:.0%}.")
 
 # %% [markdown]
-# With less in flight than `B x t`, a kernel gets only that fraction of the copy rate.
-#
 # ## 5 · The limiter model
 #
-# Each unit of the GPU has a peak rate. What a kernel asks of a unit over that rate is the least
-# time the kernel can take: a **ceiling**. The largest, the **binding** one, names the kernel's
-# **limiter** ([limiter model](GLOSSARY.md#limiter-model)):
+# A kernel's demand on a GPU unit over the unit's peak rate is the least time the kernel can
+# take: a **ceiling**. The largest, the **binding** one, names the kernel's **limiter**
+# ([limiter model](GLOSSARY.md#limiter-model)). Clock: the SM clock held during the run.
 #
 # | ceiling | the least time it allows |
 # |---|---|
@@ -451,18 +430,14 @@ print(f"B x t = {mach.dram_gbs:,.0f} GB/s x {mach.dram_latency_ns:.0f} ns = "
 # | shared | shared-memory [wavefronts](GLOSSARY.md#wavefront) / (SMs x 1 per cycle x clock) |
 # | L2 | L2 bytes / L2 bandwidth (measured) |
 # | DRAM | DRAM bytes / DRAM bandwidth (a copy's, measured) |
-# | latency | the DRAM ceiling / min(1, bytes in flight per SM x 0.5 / (`B x t` / SMs)) (part 4) |
+# | latency | the DRAM ceiling / min(1, bytes in flight per SM x 0.5 / (`B x t` / SMs)) |
 #
-# The clock: the SM clock held while the kernels ran. A **wavefront** is one pass of shared
-# memory: its 32 [banks](GLOSSARY.md#bank) (4-byte words) each serve one word to the lanes of one
-# [phase](GLOSSARY.md#phase) (the whole warp for 4-byte loads, a quarter for 16-byte ones).
-#
-# The prediction is the binding ceiling, stretched when the last [wave](GLOSSARY.md#wave) of
-# blocks leaves SMs idle ([tail](GLOSSARY.md#tail-effect)). The profiler,
-# [Nsight Compute](GLOSSARY.md#ncu), counts instructions, wavefronts and bytes, and how busy each
-# unit was (% of peak). Its **busiest unit** should be the binding one; below 60% on every unit,
-# its word is "latency". The record: one H200 run timing and profiling every
-# [rung](GLOSSARY.md#rung) (a kernel version of the course's SGEMM ladder).
+# A **wavefront** is one pass of shared memory (lesson 02 details it). The prediction is the
+# binding ceiling, stretched when the last [wave](GLOSSARY.md#wave) of blocks leaves SMs idle
+# ([tail](GLOSSARY.md#tail-effect)). The profiler, [Nsight Compute](GLOSSARY.md#ncu), counts
+# instructions, wavefronts and bytes, and how busy each unit was. Its **busiest unit** should be
+# the binding one; below 60% on every unit, its word is "latency". The record times and
+# profiles every [rung](GLOSSARY.md#rung) (kernel version) of the SGEMM ladder on an H200.
 
 # %%
 print(f"The model's machine ({mach.name}, {limiter_table.record()['date'][:10]}): {mach.sm_count} SMs at "
@@ -470,9 +445,8 @@ print(f"The model's machine ({mach.name}, {limiter_table.record()['date'][:10]})
       f"DRAM latency {mach.dram_latency_ns:.0f} ns.")
 
 # %% [markdown]
-# **Predict.** Lesson 00's copy kernel reads an 8192 x 8192 float32 matrix and writes it
-# elsewhere, 16 bytes per load and store, no arithmetic. Which ceiling binds, and how many ms?
-# Count the bytes; use the machine above.
+# **Predict.** Lesson 00's copy kernel copies an 8192 x 8192 float32 matrix, 16 bytes per load
+# and store. Which ceiling binds, and how many ms? Count the bytes; use the machine above.
 
 # %%
 my_copy_ms = None  # your prediction, in ms
@@ -488,7 +462,7 @@ exercises.compare_prediction(my_copy_ms, row.measured_ms, "the copy's time, ms",
                              f"measured in the limiter run on {t.device}, {t.date}")
 
 # %% [markdown]
-# **Why.** Computed from the table:
+# **Why**, from the table:
 
 # %%
 nbytes = 2 * 8192 * 8192 * 4  # read + written
@@ -505,8 +479,7 @@ print(f"Binding: {WHAT[row.binding]}, {top:.3f} ms"
       f"shared memory; {l2_mb:,.0f} MB through the L2 for {nbytes / 1e6:,.0f} MB read and written.)")
 
 # %% [markdown]
-# The model's DRAM bandwidth is this copy's own rate, so here it must agree. The SGEMM kernels
-# take longer than predicted: the model assumes the binding unit busy 100% of the time.
+# The model's DRAM bandwidth is this copy's own rate, so the two must agree. The SGEMM kernels:
 
 # %%
 sg = limiter_table.why(["naive", "naive_uncoalesced", "smem_tile", "smem_tile16", "reg1d", "reg2d", "vec",
@@ -528,8 +501,8 @@ print(f"In {len(same)} of the record's {len(sg.rows)} SGEMM kernels the profiler
 #
 # ### 00a-launch
 # Write a kernel computing `out[i] = 2*x[i] - y[i]` and a function `launch(x, y, out)` that
-# launches it with 128 threads per block. The check tries several sizes, looking for elements
-# never written, writes past the end, and the block size.
+# launches it with 128 threads per block. The check tries several sizes: every element written,
+# none past the end, 128 threads per block.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -555,10 +528,10 @@ exercises.check("00a-launch", launch)
 # %% [markdown]
 # ### 00a-occupancy
 # A kernel uses 40 registers per thread, 128 threads per block and 57 KiB of *dynamic* shared
-# memory per block, with the opt-in (above 48 KiB a kernel must opt in: raise its own limit
-# explicitly). How many blocks fit on one SM, and which resource limits it? Answer with a pair
-# such as `(2, "threads")`: `"registers"`, `"shared memory"`, `"threads"` or `"blocks"`. Work it
-# out by hand with part 4's limits.
+# memory per block, opted in (above 48 KiB a kernel must raise its own limit). How many blocks
+# fit on one SM, and which resource limits it? Answer a pair such as `(2, "threads")`, naming
+# `"registers"`, `"shared memory"`, `"threads"` or `"blocks"`. Work it out by hand with part 4's
+# limits.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -570,24 +543,23 @@ exercises.check("00a-occupancy", answer)
 # %% [markdown]
 # ## Takeaway
 #
-# * `kernel[blocks, threads](args)` launches whole blocks: every kernel needs a bounds guard. A
-#   warp's 32 threads run each instruction together.
-# * Registers, shared memory and L1 sit on the SM, L2 serves all SMs, DRAM is behind it: each step
-#   away costs more cycles per load.
-# * SASS is what runs: `FFMA` computes, `LDG`/`STG` and `LDS`/`STS` move global and shared data,
-#   `.128` moves 16 bytes, `LDL`/`STL` mean spills.
-# * More warps (occupancy) and independent instructions (ILP) hide latency; Little's law says how
-#   much must be in flight. Every instruction takes an issue slot.
-# * A kernel takes at least its largest ceiling (FP32, issue, shared wavefronts, L2, DRAM,
-#   latency): the binding one is the limiter, and the profiler's busiest unit usually confirms it.
+# * A launch runs whole blocks, so every kernel needs a bounds guard. A warp's 32 threads run
+#   each instruction together.
+# * Registers, shared memory and L1 sit on the SM; L2 and DRAM are farther and slower.
+# * SASS is what runs: `FFMA`; `LDG`/`STG`, `LDS`/`STS` (global, shared); `.128` (16 bytes);
+#   `LDL`/`STL` (spills).
+# * Occupancy and ILP hide latency; Little's law says how much must be in flight; every
+#   instruction takes an issue slot.
+# * A kernel takes at least its largest ceiling, the limiter; the profiler's busiest unit usually
+#   confirms it.
 #
-# Next: [lesson 00](00_setup_and_roofline.ipynb) measures peak FP32 and copy bandwidth;
-# [lesson 01](01_naive.ipynb) writes the first matrix product.
+# Next: [lesson 00](00_setup_and_roofline.ipynb), the roofline; [lesson 01](01_naive.ipynb), the
+# first matrix product.
 #
 # ## Sources
 #
-# The memory spaces follow section 1.1 of source article [3] ([REFERENCES.md](REFERENCES.md#seed-002));
-# NVIDIA's guides and the benchmark papers: [lesson 00a](REFERENCES.md#lesson-00a).
+# Source article [3], section 1.1 ([REFERENCES.md](REFERENCES.md#seed-002)), for the memory spaces;
+# NVIDIA's guides and benchmark papers: [lesson 00a](REFERENCES.md#lesson-00a).
 
 # %% [markdown]
 # ## Lab notes
@@ -606,12 +578,24 @@ exercises.check("00a-occupancy", answer)
 #   wraparound for negative indices (`x[-1]` is `x[len(x) - 1]`): a sign shift (`SHF`), a mask
 #   (`LOP3`) and an add (`IADD3`, `IMAD.X`). `listing.saxpy_walkthrough` reads it line by line.
 #   The pointer chase indexes with uint32, unsigned, so numba adds no wraparound to its loads.
+#   The index's 64 bits are also why `ISETP` compares `i` with `out.size` in two halves.
+# * **Indexes.** `cuda.grid(1)` is a thread's global index, `blockIdx.x * blockDim.x + threadIdx.x`;
+#   in 2-D, `x, y = cuda.grid(2)`. In CUDA C++ a launch is `k<<<blocks, threads>>>(args)`, a
+#   thread reads `threadIdx.x`, `blockIdx.x`, ..., and computes its global index itself.
 # * **L1 and shared memory** share 256 KiB per SM; the driver picks the split (the carveout) per
-#   kernel, up to 228 KiB of shared memory.
+#   kernel, up to 228 KiB of shared memory. HBM, high-bandwidth memory, is DRAM stacked beside
+#   the chip.
+# * **The pointer chase** makes each load's address the value the previous load returned, so
+#   the loads cannot overlap and each step takes one load's latency. Near a level's size (for L1,
+#   256 KiB per SM, shared with shared memory), loads are served partly by each level.
+# * **`S2R`** reads `threadIdx.x` as `SR_TID.X` and `blockIdx.x` as `SR_CTAID.X`.
+# * **Wavefronts in detail.** In one wavefront shared memory's 32 [banks](GLOSSARY.md#bank)
+#   (4-byte words) each serve one word to the lanes of one [phase](GLOSSARY.md#phase): the whole
+#   warp for 4-byte loads, a quarter of it for 16-byte ones.
 # * **DRAM latency** is that of a random chase on an idle GPU. A chase over hundreds of MiB can
 #   also miss the GPU's address-translation caches ([TLB](GLOSSARY.md#tlb)), and that time is part
 #   of what it records; a streaming access mostly avoids it. Under full bandwidth, requests queue
 #   and each load takes longer, so Little's law's bytes in flight are a lower bound.
-# * **FFMA rates.** The many-warp rate runs from the first warp's start to the last one's end.
+# * **FFMA rates.** Part 4's FFMA loops are `gemm_lessons.measure.latency`'s. The many-warp rate runs from the first warp's start to the last one's end.
 #   Where the measurement falls short of part 4's two ceilings, what takes the rest of the cycles
 #   is not measured here.

@@ -27,33 +27,31 @@ print(f"GPU: {gpu_name} ({capability}driver {driver})" if gpu_name else
 # # 01 · The naive kernel, and coalescing
 #
 # **Where we are.** Lesson 00 built the [limiter model](GLOSSARY.md#limiter-model): each unit of
-# the GPU allows a shortest time (its *ceiling*), the largest *binds*, and the prediction is that
-# time stretched by the last [wave](GLOSSARY.md#wave) of blocks. Here the model meets its first
-# kernel, the first [rung](GLOSSARY.md#rung) of the ladder: the most direct SGEMM there is. It
-# also meets a cost it does not count, set by which way the threads walk memory (*coalescing*).
+# the GPU allows a shortest time (its *ceiling*); the largest *binds*, stretched by the last
+# [wave](GLOSSARY.md#wave) of blocks. Here the model meets the first [rung](GLOSSARY.md#rung) of
+# the ladder, the most direct SGEMM, and a cost it does not count: the way threads walk memory
+# (*coalescing*).
 #
-# **Idea.** One thread per element of C. Thread (row, col) walks along row `row` of A and column
-# `col` of B, K multiply-adds (one [FFMA](GLOSSARY.md#ffma) each), and writes one number. A 2-D
-# grid of 2-D blocks of 32 x 8 threads covers C; the grid is rounded up, so threads past the edge
-# must do nothing (the guard `if row < M and col < N`). Every multiply-add loads its two operands
-# from global memory: $2MNK$ loads in all.
+# **Idea.** One thread per element of C: thread (row, col) walks row `row` of A and column `col` of
+# B, K multiply-adds (one [FFMA](GLOSSARY.md#ffma) each). Blocks of 32 x 8 threads cover C in a 2-D
+# grid, rounded up, so the guard `if row < M and col < N` idles the threads past the edge. Each
+# multiply-add loads two operands from global memory: $2MNK$ loads.
 #
 # Which thread gets which element matters. A [warp](GLOSSARY.md#warp) is 32 threads with
-# consecutive thread numbers, `threadIdx.x` counting fastest: here, 32 consecutive `threadIdx.x`
-# with one `threadIdx.y`. They execute each load together. Memory moves data in 32-byte
+# consecutive thread numbers (`threadIdx.x` counts fastest) that execute each load together: here,
+# 32 consecutive `threadIdx.x` with one `threadIdx.y`. Memory moves 32-byte
 # [sectors](GLOSSARY.md#sector) of 8 floats; the [L1 cache](GLOSSARY.md#l1) of each
-# [SM](GLOSSARY.md#sm) hands a warp its load in *passes*, one per 128-byte
-# [cache line](GLOSSARY.md#cache-line) (4 sectors) the load touches. At each step k of a
-# thread's walk (a [k-step](GLOSSARY.md#k-step)):
+# [SM](GLOSSARY.md#sm) serves a warp's load in *passes*, one per 128-byte
+# [cache line](GLOSSARY.md#cache-line) (4 sectors) it touches. At each step k of the walk (a
+# [k-step](GLOSSARY.md#k-step)):
 #
-# * **Coalesced**: `threadIdx.x` walks the *columns* of C. The warp reads one float of A, the same
-#   for all 32 threads (a [broadcast](GLOSSARY.md#broadcast): 1 sector), and 32 neighbouring
-#   floats of B (128 bytes: 4 sectors). Each load touches one cache line: 2 passes.
-# * **Uncoalesced**: `threadIdx.x` walks the *rows* of C. The warp reads 32 floats of A, one per
-#   row, K floats apart: 32 sectors in 32 cache lines. Then one float of B (1 sector, 1 line):
-#   33 passes.
+# * **Coalesced**: `threadIdx.x` walks the *columns* of C. The warp reads one float of A for all 32
+#   threads (a [broadcast](GLOSSARY.md#broadcast): 1 sector) and 32 neighbouring floats of B
+#   (4 sectors): one cache line each, 2 passes.
+# * **Uncoalesced**: `threadIdx.x` walks the *rows* of C. The warp reads 32 floats of A, K floats
+#   apart (32 sectors in 32 cache lines), and one float of B (1 line): 33 passes.
 #
-# The figure draws one warp at k = 0 under each mapping, from the kernel's own index arithmetic.
+# The figure: one warp at k = 0, under each mapping.
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -85,8 +83,7 @@ print(f"global loads of a 4096^3 naive SGEMM: {counting.naive_global_loads(4096,
 # %% [markdown]
 # ## Predict
 #
-# The model's inputs are counts; the [profiler](GLOSSARY.md#ncu) counted these in one launch of
-# each kernel at 4096^3:
+# The [profiler](GLOSSARY.md#ncu)'s counts from one launch of each kernel at 4096^3:
 
 # %%
 machine = limiter_table.record()["model"]["machine"]
@@ -102,13 +99,12 @@ print(f"the launch: {warps:,} warps, each walking 4,096 k-steps")
 # %% [markdown]
 # Predict, in milliseconds:
 #
-# **(1)** The naive kernel's time if issuing its instructions is what limits it:
+# **(1)** The naive kernel's time if instruction issue limits it:
 # warp instructions / (SMs x 4 x clock).
 #
-# **(2)** The uncoalesced kernel issues exactly the same instructions, so the model predicts the
-# same time for it. Do you believe it? Its warps touch 33 cache lines per k-step instead of 2. If
-# the L1 makes one pass per SM per cycle, the passes alone take
-# warps x k-steps x 33 / (SMs x clock). Write the time you expect.
+# **(2)** The uncoalesced kernel issues the same instructions, so the model predicts the same time.
+# But its warps touch 33 cache lines per k-step, not 2. If the L1 makes one pass per SM per cycle,
+# the passes alone take warps x k-steps x 33 / (SMs x clock). Write the time you expect.
 
 # %%
 my_naive_ms = None
@@ -118,8 +114,8 @@ my_uncoalesced_ms = None
 # ## The kernel
 #
 # The package's own kernel (`gemm_lessons/kernels/sgemm/naive.py`): edit it and re-run the cells
-# below. `np.float32(0.0)` keeps the sum in float32 (numba would otherwise accumulate in float64,
-# far slower on most GPUs); with `beta == 0` C is not read, as BLAS specifies.
+# below. `np.float32(0.0)` keeps the sum in float32; numba would otherwise accumulate in float64,
+# far slower on most GPUs.
 # %%
 # source: gemm_lessons/kernels/sgemm/naive.py  (the package runs this same code; a test keeps the two identical)
 @cuda.jit
@@ -141,8 +137,7 @@ def sgemm_naive(A, B, C, alpha, beta):
 
 
 # %% [markdown]
-# The uncoalesced kernel exchanges `row` and `col` on the left of the first two lines:
-# `threadIdx.x` now picks the row.
+# The uncoalesced kernel swaps `row` and `col` in its first two lines.
 
 # %%
 # source: gemm_lessons/kernels/sgemm/naive_uncoalesced.py  (the package runs this same code; a test keeps the two identical)
@@ -167,10 +162,9 @@ def sgemm_naive_uncoalesced(A, B, C, alpha, beta):
 # %% [markdown]
 # ## Check
 #
-# Random matrices, mostly non-square and not multiples of 32 x 8 (the guard is exercised), with
-# alpha and beta, against a float64 reference: the [relative error](GLOSSARY.md#relative-error)
-# should be about float32 rounding. C starts as [poison](GLOSSARY.md#poison), so an element left
-# unwritten is reported.
+# Random matrices, their sizes not multiples of 32 x 8 (exercising the guard), against a
+# float64 reference: the [relative error](GLOSSARY.md#relative-error) should be about float32
+# rounding. C starts as [poison](GLOSSARY.md#poison), so an unwritten element shows.
 
 # %%
 gl.check_all(functools.partial(naive.sgemm, kernel=sgemm_naive), name="sgemm_naive")
@@ -182,7 +176,7 @@ gl.check_all(functools.partial(naive_uncoalesced.sgemm, kernel=sgemm_naive_uncoa
 # %% [markdown]
 # ## Measure
 #
-# Both mappings and cuBLAS, in one run, on the same inputs at 4096^3.
+# Both mappings and cuBLAS, in one run at 4096^3.
 
 # %%
 size = (4096, 4096, 4096)
@@ -203,10 +197,8 @@ print(f"Same instructions, other mapping: coalesced ran {table.speedup('naive', 
 # %% [markdown]
 # ## Why
 #
-# The model's ceilings (binding in bold), its prediction (the binding ceiling x the last wave's
-# stretch) against the measurement, and the unit the profiler found busiest. When none of the
-# units the model counts is 60% busy, the table writes *latency*: the warps spent their time
-# waiting on something the model does not count.
+# When no unit the model counts is 60% busy, the table's last column says *latency*: the warps
+# waited on something the model does not count.
 
 # %%
 why = limiter_table.why(["naive", "naive_uncoalesced", "cublas"], measured=table)
@@ -243,9 +235,8 @@ print(f"(The shared column: neither kernel uses shared memory; the profiler stil
       f"wavefronts per warp, {n.ceilings_ms['shared'] * 1e3:.0f} µs.)")
 
 # %% [markdown]
-# The miss is the L1's passes, which the model does not count. Count them as in prediction (2):
-# one per cache line a warp load touches, one pass per SM per cycle (an assumption that only the
-# time it predicts checks: the records hold no count of the L1's passes for global loads).
+# The miss is the L1's passes, which the model does not count. Count them as in prediction (2): one
+# per cache line a warp load touches, one pass per SM per cycle.
 
 # %%
 clock_hz = machine["clock_mhz"] * 1e6
@@ -259,8 +250,8 @@ print(f"naive_uncoalesced: {lines['naive_uncoalesced']} passes per k-step allow 
       + (": the L1's passes are its limiter." if 0.9 <= r_u < 1.6 else "."))
 
 # %% [markdown]
-# The profiler's readings of the two kernels: the sectors of the figure, the
-# [L1](GLOSSARY.md#l1) hit rate, and what the uncoalesced warps waited for.
+# The profiler's readings: sectors, [L1](GLOSSARY.md#l1) hit rate, and what the uncoalesced warps
+# waited for.
 
 # %%
 prof = gl.profile({"naive": functools.partial(naive.sgemm, kernel=sgemm_naive),
@@ -302,14 +293,13 @@ exercises.check("01-sectors", answer)
 
 # %% [markdown]
 # ### 01-kernel
-# Launch one thread per element of C in **one** dimension: blocks of 256 threads, enough for
-# M x N threads (`exercises.launch_1d`). Inside, `i = cuda.grid(1)` numbers the threads 0, 1,
-# 2, ...; a warp is 32 consecutive `i`. Turn `i` into `(row, col)`, guard the threads past M x N,
-# and compute `C[row, col]` (alpha and beta as above; C is not read when beta is 0).
+# Launch one thread per element of C in **one** dimension: blocks of 256 threads, M x N threads in
+# all (`exercises.launch_1d`). Inside, `i = cuda.grid(1)` numbers the threads 0, 1, 2, ...; a warp
+# is 32 consecutive `i`. Turn `i` into `(row, col)`, guard the threads past M x N, and compute
+# `C[row, col]` (alpha and beta as above; C is not read when beta is 0).
 #
 # Two ways of turning `i` into `(row, col)` give the right result; only one is coalesced. The
-# check compares with the float64 reference, then counts, on the simulator, the sectors each warp
-# touches per k-step.
+# check tests the result, then counts the sectors each warp touches per k-step.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -335,24 +325,23 @@ exercises.check("01-kernel", my_naive_1d)
 # %% [markdown]
 # ## Takeaway
 #
-# * One thread per element of C: a 2-D grid of 2-D blocks, rounded up, and a guard for the edge.
-# * Let `threadIdx.x` walk the contiguous dimension: a warp then touches 2 cache lines (5 sectors)
-#   per k-step, not 33, and the same instructions run far faster.
-# * The limiter model: each unit's ceiling is the time it alone would allow; the largest binds,
-#   stretched by the last wave. The measurement exceeds it by the cycles that unit sits idle.
-# * The coalesced naive kernel is bound by instruction issue: dozens of instructions per FFMA,
-#   mostly 64-bit address arithmetic. The later rungs cut them towards cuBLAS's.
+# * One thread per element of C: a rounded-up 2-D grid of 2-D blocks, and a guard for the edge.
+# * Let `threadIdx.x` walk the contiguous dimension: a warp touches 2 cache lines per k-step, not
+#   33, and the same instructions run far faster.
+# * The limiter model: the largest ceiling binds, stretched by the last wave; the measurement
+#   exceeds it by the cycles that unit sits idle.
+# * The coalesced kernel is bound by instruction issue: dozens of instructions per FFMA, mostly
+#   64-bit address arithmetic, which later rungs cut towards cuBLAS's.
 # * The uncoalesced one is bound by the L1's passes, one per cache line, which the model does not
 #   count: counting them gives its time.
 
 # %% [markdown]
 # ## Sources and further reading
 #
-# * The source articles this lesson re-tells and tests: [[1]](REFERENCES.md#seed-000), [[2]](REFERENCES.md#seed-001), [[3]](REFERENCES.md#seed-002), [[5]](REFERENCES.md#seed-004) (their origins and what each
-#   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
+# * The source articles this lesson re-tells and tests: [[1]](REFERENCES.md#seed-000), [[2]](REFERENCES.md#seed-001), [[3]](REFERENCES.md#seed-002), [[5]](REFERENCES.md#seed-004)
+#   ([what each covers](REFERENCES.md#source-articles)).
 # * What to read next: [REFERENCES.md, lesson 01](REFERENCES.md#lesson-01).
-# * Terms: the [glossary](GLOSSARY.md); the execution model is introduced in the
-#   [primer](00a_primer.ipynb).
+# * Terms: the [glossary](GLOSSARY.md) and the [primer](00a_primer.ipynb).
 
 # %% [markdown]
 # ## Lab notes

@@ -26,10 +26,9 @@ print(f"GPU: {gpu_name} ({capability}driver {driver})" if gpu_name else
 # %% [markdown]
 # # 02 · Shared-memory tiles
 #
-# **Where we are.** Lesson 01's coalesced `naive` kernel gives each thread one element of C and
-# makes two global loads per FMA, $2MNK$ in all. What binds it is instruction issue: the loads and
-# the instructions around them. The next cell reads the course's profiled H200 run (the limiter
-# record).
+# **Where we are.** Lesson 01's coalesced `naive` kernel makes two global loads per FMA, $2MNK$ in
+# all, and is bound by instruction issue: the loads and the instructions around them. From the
+# course's profiled H200 run (the limiter record):
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -56,12 +55,12 @@ print(f"naive at 4096^3: {naive.measured_ms:.0f} ms, bound by {UNIT[naive.bindin
 # %% [markdown]
 # ## Idea: split K, stage tiles in shared memory
 #
-# A block that computes a BM x BN tile of C needs a BM-row strip of A and a BN-column strip of
-# B. Cut K into slices of BK ([split-by-k](GLOSSARY.md#split-by-k)). For each slice the block's
-# threads copy a BM x BK tile of A and a BK x BN tile of B into
-# [shared memory](GLOSSARY.md#shared-memory) (on the chip, one copy per block), wait for each other
-# at a [barrier](GLOSSARY.md#barrier) (`cuda.syncthreads()`), and compute from there. Each value
-# loaded from global memory then serves BN FMAs (A) or BM FMAs (B) instead of one.
+# A block computing a BM x BN tile of C needs a BM-row strip of A and a BN-column strip of B. Cut K
+# into slices of BK ([split-by-k](GLOSSARY.md#split-by-k)). For each slice the block's threads copy
+# a BM x BK tile of A and a BK x BN tile of B into [shared memory](GLOSSARY.md#shared-memory) (on
+# the chip, one copy per block), wait at a [barrier](GLOSSARY.md#barrier) (`cuda.syncthreads()`),
+# and compute from there. Each value loaded from global memory then serves BN FMAs (A) or BM (B),
+# not one.
 
 # %%
 figures.tiles(BM=32, BN=32, BK=32);
@@ -69,9 +68,8 @@ figures.tiles(BM=32, BN=32, BK=32);
 # %% [markdown]
 # **Global loads.** Each block reads $BM \cdot K$ values of A and $K \cdot BN$ of B, and there are
 # $(M/BM)(N/BN)$ blocks, so the loads fall from $2MNK$ to
-# $$MNK\left(\frac{1}{BM} + \frac{1}{BN}\right),$$
-# 32 times fewer with 32x32 tiles, 16 times with 16x16. The next cell checks the formula against
-# a count: it runs the kernel on the CUDA simulator with arrays that count every element read.
+# $$MNK\left(\frac{1}{BM} + \frac{1}{BN}\right).$$
+# The next cell checks it on the CUDA simulator, with arrays that count every element read.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -83,17 +81,17 @@ for rung, tile, (M, N, K) in [("smem_tile16", 16, (32, 48, 64)), ("smem_tile", 3
           f"naive 2MNK = {naive_loads:,}: {naive_loads / counted:.0f}x fewer")
 
 # %% [markdown]
-# **The new cost: shared-memory wavefronts.** With 32x32 tiles a [warp](GLOSSARY.md#warp) is one
-# row `ty` of the block. At each k it reads `sA[ty, k]`, one word for all 32 lanes (a
-# [broadcast](GLOSSARY.md#broadcast)), and `sB[k, tx]`, 32 neighbouring words. Shared memory serves
-# a warp's access in [wavefronts](GLOSSARY.md#wavefront): passes of up to 128 bytes, one word from
-# each of its 32 [banks](GLOSSARY.md#bank); an SM's shared memory serves one wavefront per cycle.
-# Each of those two reads takes one. The compiler merges four `sA` reads (k to k+3) into one
-# 16-byte load ([`LDS.128`](GLOSSARY.md#lds)), which the GPU serves in two wavefronts when every
-# lane reads the same address (lesson 06 measures this rule). So for each
-# [warp-FMA](GLOSSARY.md#warp-fma) (one FMA instruction of a warp: 32 FMAs) a warp needs
-# 1 wavefront for `sB`, 2/4 for `sA`, and a little for the stores that stage the tiles. (With 16x16
-# tiles a warp spans two rows: it reads `sA` at two addresses in different banks, the same 1 + 2/4.) The [bank tracer](GLOSSARY.md#bank-tracer) counts them in one block, on the simulator:
+# **The new cost: shared-memory wavefronts.** Shared memory serves a warp's access in
+# [wavefronts](GLOSSARY.md#wavefront): passes of up to 128 bytes, one word from each of its 32
+# [banks](GLOSSARY.md#bank). With 32x32 tiles a [warp](GLOSSARY.md#warp) is one row `ty` of the
+# block. At each k it reads `sA[ty, k]`, one word for all 32 lanes (a
+# [broadcast](GLOSSARY.md#broadcast)), and `sB[k, tx]`, 32 neighbouring words: one wavefront
+# each. The compiler merges four `sA` reads (k to k+3) into one 16-byte load
+# ([`LDS.128`](GLOSSARY.md#lds)), which the GPU serves in two wavefronts when every lane reads the
+# same address (lesson 06 measures it). So each [warp-FMA](GLOSSARY.md#warp-fma) (one FMA
+# instruction of a warp: 32 FMAs) needs 1 wavefront for `sB`, 2/4 for `sA`, and a little for the
+# stores that stage the tiles. The [bank tracer](GLOSSARY.md#bank-tracer) counts them in one block,
+# on the simulator:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -112,15 +110,14 @@ for rung, tile in [("smem_tile", 32), ("smem_tile16", 16)]:
 # %% [markdown]
 # ## Predict
 #
-# The **[limiter model](GLOSSARY.md#limiter-model)** prices a kernel by its busiest unit. In each
-# cycle an SM can issue 4 warp-instructions (one per scheduler), serve 1 shared-memory wavefront and
-# run 4 warp-FMAs (128 FP32 lanes). So a warp-FMA costs the SM at least instructions/4 cycles of
-# issue, wavefronts/1 cycles of shared memory and 1/4 cycle of FP32 lanes; the largest binds.
+# Each cycle an SM can issue 4 warp-instructions (one per scheduler), serve 1 shared-memory
+# wavefront and run 4 warp-FMAs (128 FP32 lanes). So in the
+# [limiter model](GLOSSARY.md#limiter-model) a warp-FMA costs at least instructions/4 cycles of
+# issue, wavefronts/1 of shared memory and 1/4 of FP32 lanes; the largest binds.
 #
-# You have `naive`'s instructions and `smem_tile`'s wavefronts per warp-FMA. **Which unit will
-# bind `smem_tile`, and how many times faster than `naive` will it run at 4096^3?** Estimate what
-# its inner loop issues per FMA. Write one number in the next cell; a cell after the measurement
-# compares it.
+# You have `naive`'s instructions and `smem_tile`'s wavefronts per warp-FMA; estimate what its inner
+# loop issues per FMA. **Which unit will bind `smem_tile`, and how many times faster than `naive`
+# will it run at 4096^3?** Write the speedup in the next cell.
 
 # %%
 my_speedup = None  # your prediction: replace None with a number (for example 2.5)
@@ -169,10 +166,9 @@ print(f"The model: smem_tile {slowest['naive'] / slowest['smem_tile']:.1f} times
 # %% [markdown]
 # ## The kernel
 #
-# A kernel *factory*: numba needs shared-array shapes to be compile-time constants, and a
-# closure variable (`TILE`) is one. Threads outside the matrices stage zeros, so the inner loop needs no guard.
-# Both `syncthreads()` are necessary: the first so that nobody reads a tile before it is complete,
-# the second so that nobody overwrites it while a slower thread is still reading.
+# A kernel *factory*: numba needs shared-array shapes to be compile-time constants, and a closure
+# variable (`TILE`) is one. Threads outside the matrices stage zeros, so the inner loop needs no
+# guard.
 
 # %%
 # source: gemm_lessons/kernels/sgemm/smem_tile.py  (the package runs this same code; a test keeps the two identical)
@@ -247,9 +243,7 @@ exercises.compare_prediction(my_speedup, table.speedup("smem_tile", "naive"), "s
 # %% [markdown]
 # ## Why
 #
-# The model's table: for each kernel, the time each ceiling alone would allow at 4096^3 (the
-# cycles above, times the warp-FMAs per SM, at the clock the GPU held), the binding one, the
-# prediction against the measurement, and the unit the profiler found busiest.
+# Each ceiling's time at 4096^3 is the cycles above times the warp-FMAs per SM, at the clock held.
 
 # %%
 why = limiter_table.why(["naive", "smem_tile", "smem_tile16", "cublas"], measured=table)
@@ -273,11 +267,10 @@ print(f"Measured over predicted: {min(r.ratio for r in why.rows):.2f} to {max(r.
       f"{max(r.busiest_pct for r in why.rows):.0f}% busy.")
 
 # %% [markdown]
-# The model is a lower bound: it lets the binding unit work every cycle. Real warps also wait at
-# the two barriers of each slice and for the global loads that fill the next tiles: hence measured
-# over predicted above 1. What the model gets
-# right is which unit binds, and so which change can pay: once shared memory binds, only fewer
-# wavefronts per warp-FMA help. Lesson 03 cuts them.
+# The model is a lower bound: its binding unit works every cycle; real warps also wait at
+# barriers and for global loads (Lab notes). What it gets right is which unit binds, hence which
+# change can pay: once shared memory binds, only fewer wavefronts per warp-FMA help. Lesson 03 cuts
+# them.
 
 # %% [markdown]
 # ## Exercises
@@ -300,16 +293,14 @@ exercises.check("02-loads", answer)
 
 # %% [markdown]
 # ### 02-kernel: stage rectangular tiles
-# The kernel above uses square tiles, one value of A and one of B per thread. Here the tiles
-# are rectangular: a block of 32 x 8 threads (`threadIdx.x` along the 32 columns) computes a
-# BM x BN = 8 x 32 tile of C, in slices of BK = 32. The A tile (BM x BK = 8 x 32) holds one
-# value per thread; the B tile (BK x BN = 32 x 32) holds four per thread, so thread
-# (`ty`, `tx`) copies rows `ty`, `ty + 8`, `ty + 16` and `ty + 24` of it.
+# Rectangular tiles: a block of 32 x 8 threads (`threadIdx.x` along the 32 columns) computes a
+# BM x BN = 8 x 32 tile of C, in slices of BK = 32. The A tile (8 x 32) holds one value per
+# thread; the B tile (32 x 32) holds four, so thread (`ty`, `tx`) copies its rows `ty`, `ty + 8`,
+# `ty + 16` and `ty + 24`.
 #
-# Write the body of the loop over slices: stage both tiles (zeros outside the matrices), a
-# barrier, the BK products, a barrier. The check runs your kernel against the float64
-# reference, then counts its global reads on the simulator: a right result that reads more
-# than $MNK(1/BM + 1/BN)$ elements does not pass.
+# Write the body of the loop over slices: stage both tiles (zeros outside the matrices), a barrier,
+# the BK products, a barrier. The check compares with the float64 reference, then counts global
+# reads on the simulator: a right result that reads more than $MNK(1/BM + 1/BN)$ elements fails.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -347,26 +338,24 @@ exercises.check("02-kernel", my_tiled)
 # %% [markdown]
 # ## Takeaway
 #
-# * Staging tiles in shared memory replaces two global loads per FMA, with their address
-#   arithmetic and bounds checks, by cheap shared loads: instructions per warp-FMA fall about
-#   9-fold, and that is the speedup. (Global loads fall to $MNK(1/BM + 1/BN)$ too, but they
-#   did not bind.)
-# * Two barriers per slice, both required: before reading a tile and before overwriting it.
-# * The limiter model: the SM cycles each warp-FMA needs from each unit (issue, shared memory,
-#   FP32 lanes, ...); the largest binds. It moved from instruction issue (`naive`) to
-#   shared-memory wavefronts (`smem_tile`).
+# * Staging tiles in shared memory replaces two global loads per FMA, and their address arithmetic,
+#   by cheap shared loads: instructions per warp-FMA fall about 9-fold, and that is the speedup.
+#   Global loads fall to $MNK(1/BM + 1/BN)$ too, but they did not bind.
+# * Two barriers per slice: before reading a tile and before overwriting it.
+# * The binding unit moved from instruction issue (`naive`) to shared-memory wavefronts
+#   (`smem_tile`).
 # * Fewer global loads (32x32 against 16x16 tiles) buy little or nothing once global memory does
 #   not bind.
-# * Next: lesson 03 keeps a shared value in a register and reuses it, to cut wavefronts per FMA.
+# * Next: lesson 03 reuses shared values from registers, to cut wavefronts per FMA.
 
 # %% [markdown]
 # ## Sources and further reading
 #
-# * The source articles this lesson re-tells and tests: [[1]](REFERENCES.md#seed-000), [[2]](REFERENCES.md#seed-001), [[3]](REFERENCES.md#seed-002), [[5]](REFERENCES.md#seed-004) (their origins and what each
-#   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
+# * The source articles this lesson re-tells and tests: [[1]](REFERENCES.md#seed-000), [[2]](REFERENCES.md#seed-001), [[3]](REFERENCES.md#seed-002), [[5]](REFERENCES.md#seed-004)
+#   ([what each covers](REFERENCES.md#source-articles)).
 # * What to read next: [REFERENCES.md, lesson 02](REFERENCES.md#lessons-02-04).
-# * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
-#   introduced in the [primer](00a_primer.ipynb).
+# * Terms: the [glossary](GLOSSARY.md); the [primer](00a_primer.ipynb) introduces the execution
+#   model and the compiler-facts table.
 
 # %% [markdown]
 # ## Lab notes

@@ -27,9 +27,9 @@ print(f"GPU: {gpu_name} ({capability}driver {driver})" if gpu_name else
 # # 03 · 1-D register tiling: several results per thread
 #
 # **Where we are.** Lesson 02's `smem_tile` (32x32 tiles) is bound by shared-memory
-# [wavefronts](GLOSSARY.md#wavefront): for each [warp-FMA](GLOSSARY.md#warp-fma) a warp needs about
-# 1.5 of them, one for the `sB` value of every FMA and half a one for `sA` (the next cell reads the
-# course's profiled H200 run, the limiter record). This lesson cuts that count.
+# [wavefronts](GLOSSARY.md#wavefront): per [warp-FMA](GLOSSARY.md#warp-fma), one for `sB` and half a
+# one for `sA` (the next cell reads them from the limiter record, the course's profiled H200
+# run). This lesson cuts that count.
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -55,13 +55,11 @@ print(f"smem_tile at 4096^3: {before.measured_ms:.1f} ms, bound by {UNIT[before.
 # %% [markdown]
 # ## Idea: each thread computes a column of TM results
 #
-# Give each thread TM elements of C in one column instead of one element. At each k it reads
-# **one** value of `sB` into a [register](GLOSSARY.md#register) and uses it TM times, against TM
-# values of `sA`. All lanes of a warp read those `sA` values at the same address (a
-# [broadcast](GLOSSARY.md#broadcast)), so each costs one wavefront. With fewer threads per
-# result, a block covers a bigger tile of C: 1,024 threads x 16 results = a 128x128 tile, which
-# also cuts the global loads 4 times more (lesson 02's formula). They did not bind; the
-# wavefronts did.
+# Give each thread a column of TM elements of C. At each k it reads **one** value of `sB` into a
+# [register](GLOSSARY.md#register) and uses it against TM values of `sA`. All lanes of a warp read
+# each `sA` value at the same address (a [broadcast](GLOSSARY.md#broadcast)): one wavefront. A
+# block of 1,024 threads x 16 results covers a 128x128 tile of C, which also cuts the global loads
+# 4 times more (lesson 02's formula); they did not bind, though.
 
 # %%
 figures.register_column(TM=16);
@@ -71,23 +69,22 @@ figures.register_column(TM=16);
 #
 # Per [k-step](GLOSSARY.md#k-step) a warp makes one `sB` load (32 neighbouring words: one
 # wavefront) and TM `sA` loads (one wavefront each) for TM warp-FMAs: $(1 + TM)/TM$ wavefronts
-# per warp-FMA, plus a little for staging the tiles. In lesson 02 an `sA` read cost half a
-# wavefront (four merged into one `LDS.128`); here the compiler does not merge them (the compiler
-# facts below show it), so each costs a whole one. The whole gain is `sB`: from 1 wavefront per
-# warp-FMA to 1/TM, while `sA` goes from 1/2 to 1. Lesson 05 gets the merging back.
+# per warp-FMA, plus a little for staging. In lesson 02 an `sA` read cost half a wavefront (four
+# merged into one `LDS.128`); here the compiler does not merge them (see the compiler facts), so
+# each costs a whole one. The gain is all `sB`'s: 1 wavefront per warp-FMA becomes 1/TM. Lesson 05
+# gets the merging back.
 #
-# **How many times faster do you expect `reg1d` (a 128x128 tile, TM = 16) to run than
-# `smem_tile` at 4096^3?** And for `reg1d_64x64` (a 64x64 tile, 512 threads, TM = 8: the shape of
-# [Boehm's worklog](https://siboehm.com/articles/22/CUDA-MMM), kernel 4): which unit will bind it?
-# Write one number in the next cell; after the measurement, a cell sets it against the measured
-# speedup.
+# **How many times faster will `reg1d` (a 128x128 tile, TM = 16) run than `smem_tile` at
+# 4096^3?** And which unit will bind `reg1d_64x64` (a 64x64 tile, 512 threads, TM = 8: kernel 4 of
+# [Boehm's worklog](https://siboehm.com/articles/22/CUDA-MMM))? Write your `reg1d` speedup in the
+# next cell; a cell after the measurement compares it.
 
 # %%
 my_speedup = None  # your prediction: replace None with a number (for example 2.5)
 
 # %% [markdown]
-# The model's answer. The [bank tracer](GLOSSARY.md#bank-tracer) counts the wavefronts in one
-# block of each kernel:
+# The model's answer: the [bank tracer](GLOSSARY.md#bank-tracer) counts the wavefronts in one
+# block of each kernel.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -102,11 +99,10 @@ for rung, (BM, BN, K, threads) in {"smem_tile": (32, 32, 64, 1024), "reg1d": (12
           f"= {wavefronts[rung]:.3f} per warp-FMA")
 
 # %% [markdown]
-# As in lesson 02, the [limiter model](GLOSSARY.md#limiter-model) turns counts into SM cycles per
-# warp-FMA: instructions/4 for issue, wavefronts/1 for shared memory, 1/4 for the FP32 lanes; the
-# largest binds. The instructions are the profiler's counts on the H200; the limiter record lacks
-# `reg1d_64x64`, so its count comes from a separate profile of the three kernels with the same
-# machine and counters (`experiments/reg1d_64x64`).
+# The [limiter model](GLOSSARY.md#limiter-model) turns counts into SM cycles per warp-FMA:
+# instructions/4 for issue, wavefronts/1 for shared memory, 1/4 for the FP32 lanes; the largest
+# binds. Instruction counts are the profiler's on the H200; the limiter record lacks
+# `reg1d_64x64`, so its count comes from a separate profile (`experiments/reg1d_64x64`).
 
 # %%
 machine = limiter_table.machine()
@@ -130,13 +126,13 @@ for rung in ("reg1d", "reg1d_64x64"):
 # %% [markdown]
 # ## The kernel
 #
-# `acc = cuda.local.array(TM, float32)` looks like an array in memory, but because every index
-# into it is a constant once the `for i in range(TM)` loops are [unrolled](GLOSSARY.md#unrolling), the compiler keeps it
-# in registers. (Index it with a value known only at run time and it moves to slow
-# [local memory](GLOSSARY.md#local-memory); the compiler facts below check.)
+# `acc = cuda.local.array(TM, float32)` looks like an array in memory, but once the
+# `for i in range(TM)` loops are [unrolled](GLOSSARY.md#unrolling) every index is a constant, so the
+# compiler keeps it in registers. Indexed by a run-time value, it would move to slow
+# [local memory](GLOSSARY.md#local-memory).
 #
-# The tile shape is a parameter of the factory. Each thread stages exactly one value of each
-# tile, so the factory insists on `BM*BN/TM == BM*BK == BK*BN` threads.
+# The factory takes the tile shape; each thread stages one value of each tile, so it requires
+# `BM*BN/TM == BM*BK == BK*BN` threads.
 
 # %%
 # source: gemm_lessons/kernels/sgemm/reg1d.py  (the package runs this same code; a test keeps the two identical)
@@ -187,8 +183,8 @@ def make_sgemm_reg1d(BM=128, BN=128, BK=8, TM=16):
 # %% [markdown]
 # ## Check
 #
-# Both tile shapes against a float64 reference, then the compiler's facts: registers per thread,
-# local bytes (0: the accumulators stayed in registers, nothing spilled), the
+# Both tile shapes against a float64 reference, then the compiler facts: registers per thread,
+# local bytes (0: the accumulators stayed in registers), the
 # [blocks per SM](GLOSSARY.md#blocks-per-sm) they allow, and the shared loads by width.
 
 # %%
@@ -265,11 +261,10 @@ print(f"reg1d_64x64 is bound by {UNIT[v['binding']]}; the profiler's busiest uni
       f"{table.speedup('reg1d_64x64', 'smem_tile'):.2f}x as fast.")
 
 # %% [markdown]
-# Both tile shapes cut the wavefronts per warp-FMA about equally, but `reg1d_64x64` issues far more
-# instructions per warp-FMA. Each slice carries work that is not an FMA (staging the tiles with
-# their bounds checks, index arithmetic, the barriers, the loop); a thread with 8 results shares it
-# among BK x 8 FMAs instead of BK x 16. The next cell estimates how much of the difference that
-# explains, from `reg1d`'s counts.
+# Both shapes cut the wavefronts about equally, but `reg1d_64x64` issues far more instructions per
+# warp-FMA. Each slice carries work that is not an FMA (staging with bounds checks, index
+# arithmetic, barriers, the loop); with 8 results per thread it is shared among BK x 8 FMAs
+# instead of BK x 16. An estimate from `reg1d`'s counts:
 
 # %%
 BK = 8
@@ -282,24 +277,16 @@ print(f"reg1d: {loop['reg1d']:.2f} instructions per warp-FMA in the k loop, {ins
       f"Its issue ceiling lies above smem_tile's shared one: the model puts it no faster than lesson 02.")
 
 # %% [markdown]
-# The worklog reports its kernel 4 about 2.2 times as fast as its kernel 3 (32x32 shared tiles).
-# Its CUDA C++ has no bounds checks and walks pointers; numba's code for each slice is heavier
-# (the per-slice work above), and at 8 results per thread that makes instruction issue bind. As in
-# lesson 02, measured times exceed the model's: it lets the binding unit work every cycle, while
-# warps also wait at barriers and for global loads.
-
-# %% [markdown]
 # ## Exercise 03-kernel: a row of results per thread
-# The kernel above gives each thread a *column* of TM results and reuses one value of `sB`.
-# Turn it around: each thread computes a *row* of TN = 4 neighbouring results,
+# The kernel above gives each thread a *column* of TM results, reusing one value of `sB`. Turn it
+# around: each thread computes a *row* of TN = 4 neighbouring results,
 # `C[row0 + t_row, col0 + t_col + j]` for j = 0 .. TN-1, in a 32 x 32 tile with BK = 8 and
-# 256 threads. The staging and the write-back are given. Write the products of one slice.
+# 256 threads. Staging and write-back are given; write the products of one slice.
 #
-# The check runs your kernel against the float64 reference, then on the simulator counts its
-# global reads (a kernel that reads A or B straight from global memory in the loop fails) and
-# traces its shared-memory loads: at most 1 + TN = 5 per k-step for its TN FMAs. It counts the
-# loads as your Python writes them: a value re-read inside the `j` loop counts each time, even
-# where the compiler could keep it in a register.
+# The check compares your kernel with the float64 reference, then, on the simulator, counts its
+# global reads (reading A or B from global memory in the loop fails) and traces its shared-memory
+# loads: at most 1 + TN = 5 per k-step for its TN FMAs. It counts loads as your Python writes
+# them: a value re-read inside the `j` loop counts each time.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -347,24 +334,22 @@ exercises.check("03-kernel", make_my_reg1d_rows())
 # %% [markdown]
 # ## Takeaway
 #
-# * One value of `sB` in a register, reused TM times, cuts shared-memory wavefronts per warp-FMA
-#   from about 1.5 to $(1 + TM)/TM$: `sB` falls from 1 to 1/TM, while the unmerged `sA` reads
-#   rise from 1/2 to 1.
-# * Local arrays indexed by constants live in registers: check it in the compiler facts.
-# * The limiter model predicted the speedup from two counts, wavefronts and instructions per
-#   warp-FMA; the binding one is what pays to cut.
-# * Fewer results per thread (64x64 tile, TM = 8) spread each slice's overhead over fewer FMAs:
-#   the instructions bind instead, and the speedup is gone.
-# * Still, every FMA needs one `sA` read. Lesson 04 reuses values in *both* directions.
+# * One `sB` value in a register, reused TM times, cuts wavefronts per warp-FMA from about 1.5 to
+#   $(1 + TM)/TM$, though the unmerged `sA` reads rise from 1/2 to 1.
+# * Local arrays indexed by constants live in registers; the compiler facts confirm it.
+# * The limiter model predicts the speedup from wavefronts and instructions per warp-FMA; only the
+#   binding count pays to cut.
+# * With fewer results per thread (TM = 8), each slice's overhead falls on fewer FMAs: issue
+#   binds, and the speedup is gone.
+# * Every FMA still needs one `sA` read. Lesson 04 reuses values in *both* directions.
 
 # %% [markdown]
 # ## Sources and further reading
 #
-# * The source article this lesson re-tells and tests: [[3]](REFERENCES.md#seed-002) (its origin and what it
-#   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
+# * Source article: [[3]](REFERENCES.md#seed-002) (origin and contents:
+#   [REFERENCES.md](REFERENCES.md#source-articles)).
 # * What to read next: [REFERENCES.md, lesson 03](REFERENCES.md#lessons-02-04).
-# * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
-#   introduced in the [primer](00a_primer.ipynb).
+# * Terms: the [glossary](GLOSSARY.md) and the [primer](00a_primer.ipynb).
 
 # %% [markdown]
 # ## Lab notes
@@ -375,6 +360,14 @@ exercises.check("03-kernel", make_my_reg1d_rows())
 # (the shared-memory pipe full). `reg1d` too waits more as `not_selected` than as `mio_throttle`:
 # its issue ceiling is close behind its binding shared one. (The profile's counts for `smem_tile`
 # and `reg1d` match the limiter record's.)
+#
+# **The worklog's kernel 4.** The worklog reports its kernel 4 about 2.2 times as fast as its
+# kernel 3 (32x32 shared tiles). Its CUDA C++ has no bounds checks and walks pointers; numba's code
+# for each slice is heavier (the per-slice work in the Why section), and at 8 results per thread
+# that makes instruction issue bind.
+#
+# **Model and measurement.** As in lesson 02, measured times exceed the model's: it lets the
+# binding unit work every cycle, while warps also wait at barriers and for global loads.
 #
 # **The 64x64 instructions.** The estimate in the Why section, from `reg1d`'s per-slice work,
 # leaves part of `reg1d_64x64`'s count unexplained: its code differs in more than the share (it

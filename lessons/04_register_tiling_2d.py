@@ -26,10 +26,9 @@ print(f"GPU: {gpu_name} ({capability}driver {driver})" if gpu_name else
 # %% [markdown]
 # # 04 · 2-D register tiling: the outer product
 #
-# **Where we are.** Lesson 03's `reg1d` gives each thread a column of 16 results: a value of B
-# serves 16 FMAs, but each FMA loads its own value of A, so 17 shared-memory loads feed 16 FMAs.
-# The [limiter model](GLOSSARY.md#limiter-model), on the *limiter run* (every rung timed and
-# profiled on one GPU), says what that costs:
+# **Where we are.** In lesson 03's `reg1d`, 17 shared-memory loads (one of B, 16 of A) feed a
+# thread's 16 FMAs. What that costs, by the [limiter model](GLOSSARY.md#limiter-model) on the
+# *limiter run* (every rung timed and profiled on one GPU):
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -54,21 +53,20 @@ print(f"reg1d at 4096^3 on the {prev.device}: {r.measured_ms:.1f} ms, {2 * 4096*
 # %% [markdown]
 # ## Idea: an 8x8 patch of C per thread
 #
-# Give each thread a TM x TN patch of C. At each [k-step](GLOSSARY.md#k-step) it loads a column
-# of TM values of the A slice and a row of TN values of the B slice into registers and forms all
-# their products: an [outer product](GLOSSARY.md#outer-product), TM + TN loads for TM x TN FMAs.
-# `reg2d` computes a 128x128 tile of C per block, BK = 8 at a time, 8x8 results per thread:
-# 256 threads.
+# Give each thread a TM x TN patch of C. At each [k-step](GLOSSARY.md#k-step) it loads TM values
+# of the A slice (a column) and TN of the B slice (a row) into registers and forms all their
+# products: an [outer product](GLOSSARY.md#outer-product), TM + TN loads for TM x TN FMAs.
+# `reg2d`: a 128x128 tile of C per block, BK = 8, 8x8 results per thread, 256 threads.
 
 # %%
 figures.register_block(BM=128, BN=128, BK=8, TM=8, TN=8);
 
 # %% [markdown]
-# An x-by-y patch does 2xy FLOPs per k-step from x + y values loaded from shared memory into
-# registers, a [compute-to-memory ratio](GLOSSARY.md#compute-to-memory-ratio) of
+# An x-by-y patch does 2xy FLOPs per k-step from x + y loaded values, a
+# [compute-to-memory ratio](GLOSSARY.md#compute-to-memory-ratio) of
 # $$\frac{2xy}{x + y} = \frac{2}{1/x + 1/y}\ \text{FLOP per value loaded.}$$
-# For a fixed number of results (accumulators) it is largest when the patch is square; a bigger
-# patch raises it too.
+# For a fixed number of accumulators it is largest when the patch is square; a bigger patch
+# raises it too.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -80,18 +78,13 @@ for x, y in [(1, 1), (16, 1), (4, 4), (16, 4), (8, 8)]:
 # ## Predict
 #
 # `reg1d` is the 16 x 1 row above, `reg2d` the 8 x 8: 4.25 times fewer shared loads per FMA.
-# Is it 4.25 times faster? A kernel takes as long as its busiest unit needs. The limiter model
-# counts each unit's work per [warp-FFMA](GLOSSARY.md#warp-fma) (one
-# [`FFMA`](GLOSSARY.md#ffma), fused multiply-add, for a whole warp) and divides by its rate:
-#
-# * FP32 lanes: 4 warp-FFMAs per cycle (128 lanes);
-# * [issue](GLOSSARY.md#issue): 4 warp-instructions per cycle (one per
-#   [warp scheduler](GLOSSARY.md#warp-scheduler)), whatever the instruction: an `FFMA`, a
-#   shared-memory load ([`LDS`](GLOSSARY.md#lds)), or an integer add computing an address;
-# * shared memory: 1 [wavefront](GLOSSARY.md#wavefront) per cycle.
-#
-# The largest, in cycles per warp-FFMA, *binds*: it sets the time. The profiler counted both
-# kernels' work in the limiter run:
+# Is it 4.25 times faster? The limiter model divides each unit's work per
+# [warp-FFMA](GLOSSARY.md#warp-fma) (one [`FFMA`](GLOSSARY.md#ffma), fused multiply-add, for a
+# whole warp) by its rate per SM cycle: 4 warp-FFMAs for the FP32 lanes; 4
+# warp-instructions for [issue](GLOSSARY.md#issue) (one per
+# [warp scheduler](GLOSSARY.md#warp-scheduler)), be it an `FFMA`, a shared load
+# ([`LDS`](GLOSSARY.md#lds)) or an address add; 1 [wavefront](GLOSSARY.md#wavefront) for shared
+# memory. The largest *binds*, setting the time. The profiler's counts:
 
 # %%
 work = {rung: limiter_table.counts(rung) for rung in ("reg1d", "reg2d")}  # one launch at 4096^3 each
@@ -102,10 +95,10 @@ print(f"(a k-step of reg2d holds 64 FFMA and 16 LDS, {80 / 64:.2f} instructions 
       "finds the others)")
 
 # %% [markdown]
-# `reg2d`'s wavefronts are its 16 loads per 64 FMAs, one each (no
-# [bank conflicts](GLOSSARY.md#bank-conflict)), plus the stores that stage the slices.
-# **Your prediction:** work out each rung's cycles per warp-FFMA for the three units, find the
-# binding one, and predict how many times faster `reg2d` runs than `reg1d` at 4096^3.
+# (`reg2d`'s wavefronts: one per load, no [bank conflicts](GLOSSARY.md#bank-conflict), plus
+# the stores that stage the slices.) **Your prediction:** work out each rung's cycles per
+# warp-FFMA on the three units, find the binding one, and predict `reg2d`'s speedup over `reg1d`
+# at 4096^3.
 
 # %%
 my_speedup = None  # your prediction: replace None with a number (for example 2.5)
@@ -130,18 +123,16 @@ print(f"Model: reg2d {model_speedup:.2f}x as fast as reg1d. Wavefronts fall abou
 # %% [markdown]
 # ## The kernel
 #
-# Each slice, the 256 threads stage the A and B slices in shared memory, then run 8 k-steps of
-# the outer product. Two choices matter:
+# Per slice, the threads stage A and B in shared memory, then run 8 k-steps of the outer
+# product. Two choices matter:
 #
 # * **Registers.** 64 accumulators, 16 operands and the addresses take many
-#   [registers](GLOSSARY.md#register), of the SM's 65,536. `MAX_REGISTERS=128` caps them
-#   ([max_registers](GLOSSARY.md#max-registers), CUDA C++'s `__maxnreg__`) so that two blocks
-#   fit: 2 x 256 x 128 = 65,536. `reg2d_uncapped` is the same kernel without the cap.
+#   [registers](GLOSSARY.md#register). `MAX_REGISTERS=128`
+#   ([max_registers](GLOSSARY.md#max-registers), CUDA C++'s `__maxnreg__`) lets two blocks share
+#   the SM's 65,536: 2 x 256 x 128. `reg2d_uncapped` drops the cap.
 # * **Where a thread's results lie.** With `SPREAD`, a thread's 8 rows lie 16 apart, as do its 8
-#   columns (not side by side as in the figure), so a warp reads neighbouring shared-memory
-#   words, without bank conflicts. Side by side (`reg2d_contiguous`) the loads take three times
-#   the wavefronts, which costs little while issue binds (Lab notes); lessons 05 and 06 are
-#   where conflicts start to cost.
+#   columns (not side by side as in the figure), so a warp reads neighbouring shared-memory words
+#   without bank conflicts. `reg2d_contiguous` keeps them side by side (Lab notes).
 
 # %%
 # source: gemm_lessons/kernels/sgemm/reg2d.py  (the package runs this same code; a test keeps the two identical)
@@ -220,11 +211,11 @@ gl.check_all(functools.partial(reg2d.sgemm, kernel=reg2d_default), name="reg2d")
 # %% [markdown]
 # ## What the compiler made of it
 #
-# The [compiler facts](GLOSSARY.md#compiler-facts), read from the [SASS](GLOSSARY.md#sass) (the
-# GPU's machine code): registers and [spilled](GLOSSARY.md#register-spill) bytes per thread,
-# [blocks per SM](GLOSSARY.md#blocks-per-sm), instructions in the code (128 `FFMA`: a k-step's
-# 64 and 64 after the loop), and the [main loop](GLOSSARY.md#k-step): the k-step loop (*inner
-# loop*, 8 times per slice) and the rest of the loop over slices (*loop around it*).
+# The [compiler facts](GLOSSARY.md#compiler-facts) from the [SASS](GLOSSARY.md#sass) (the GPU's
+# machine code), with [spills](GLOSSARY.md#register-spill),
+# [blocks per SM](GLOSSARY.md#blocks-per-sm) and the [main loop](GLOSSARY.md#k-step) split into
+# the k-step loop (*inner loop*, 8 times per slice) and the rest (*loop around it*). The 128
+# `FFMA` are a k-step's 64 and 64 after the loop.
 
 # %%
 kernels = {"reg2d": reg2d_default, "reg2d_uncapped": reg2d_uncapped, "reg1d": ladder.SGEMM["reg1d"].kernel}
@@ -261,9 +252,8 @@ exercises.compare_prediction(my_speedup, table.speedup("reg2d", "reg1d"), "reg2d
 # %% [markdown]
 # ## Why: the limiter model
 #
-# Each rung's ceilings, the binding one, the prediction (the binding ceiling stretched by the
-# last [wave](GLOSSARY.md#wave) of blocks, which leaves SMs idle) against the measurement, and
-# the profiler's busiest unit:
+# The prediction is the binding ceiling stretched by the last [wave](GLOSSARY.md#wave) of blocks,
+# which leaves SMs idle:
 
 # %%
 why = limiter_table.why(["reg1d", "reg2d", "cublas"], measured=table)
@@ -290,7 +280,7 @@ print(f"Measured/predicted: {r1.ratio:.2f} (reg1d), {r2.ratio:.2f} (reg2d). The 
 # %% [markdown]
 # ### Where reg2d's instructions come from
 #
-# Per slice the k-step loop runs 8 times and the loop around it once, for 8 x 64 = 512 `FFMA`:
+# Per slice: the k-step loop 8 times, the loop around it once, 512 `FFMA`:
 
 # %%
 def per_ffma(loop, BK=8):
@@ -308,16 +298,15 @@ print(f"A k-step: {lp['inner_FFMA']} FFMA, {lp['inner_LDS']} LDS and {other} oth
       f"the profiler counted {n2['warp_instructions'] / n2['warp_ffma']:.2f} (cuBLAS: {ipf_cublas:.2f}).")
 
 # %% [markdown]
-# The k-step's other instructions are integer arithmetic: the 16 shared addresses, computed
-# anew at every k-step, and the loop's counter. The loop around it stages the slices, each value with its
-# bounds check. Wider loads alone would not fix this: four 16-byte `LDS` instead of sixteen
-# save 0.19 instructions per FFMA. Lesson 05 cuts the extra instructions: it writes the loops out
-# at compile time, so each address is a base plus a constant, and loads 16 bytes at a time.
+# The k-step's other instructions are integer arithmetic: the 16 shared addresses, recomputed
+# every k-step, and the loop counter. The loop around it stages the slices, bounds-checking
+# each value. Lesson 05 writes the loops out at compile time, so each address is a base plus a
+# constant.
 #
 # ### The register cap
 #
-# The model cannot see the cap: it counts instructions and wavefronts, not warps. Scaled by
-# `reg2d_uncapped`'s own compiled loops, its issue ceiling is:
+# The model counts work, not warps: it cannot see the cap.
+# `reg2d_uncapped`'s issue ceiling, scaled by its own compiled loops:
 
 # %%
 ipf = {name: per_ffma(facts[name]["loop"]) for name in ("reg2d", "reg2d_uncapped")}
@@ -346,14 +335,12 @@ exercises.check("04-ratio", answer)
 
 # %% [markdown]
 # ### 04-kernel: the outer product
-# A small version of the kernel above: a 32 x 32 tile, BK = 8, 64 threads, each thread's
-# 4 x 4 results side by side (tile rows `t_row` .. `t_row + 3`, columns `t_col` .. `t_col + 3`),
-# accumulated in `acc[i, j]`. The staging is given; write the products of one
+# A small version of the kernel above: a 32 x 32 tile, BK = 8, 64 threads, each with 4 x 4
+# results side by side in `acc[i, j]`. The staging is given; write the products of one
 # [slice](GLOSSARY.md#k-step).
 #
 # The check compares your kernel with the float64 reference, counts its global reads and traces
-# its shared-memory loads: at most TM + TN = 8 per k-step for 16 FMAs (it takes 1-2 minutes on
-# the simulator).
+# its shared-memory loads: at most TM + TN = 8 per k-step (1-2 minutes on the simulator).
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -413,23 +400,21 @@ exercises.check("04-kernel", make_my_reg2d())
 # %% [markdown]
 # ## Takeaway
 #
-# * The outer product reuses each loaded value in both directions: an 8x8 patch reads 16 values
-#   per 64 FMAs, 8 FLOP per value.
-# * Four times fewer shared loads did not make the kernel four times faster: shared memory
-#   stopped binding and issue took over, as the limiter model said before the measurement.
-# * Most of `reg2d`'s instructions are not `FFMA` but address arithmetic and staging; lesson 05
-#   cuts them.
-# * Registers per thread decide how many warps an SM holds. The model counts work, not warps:
-#   the fewer the warps, the more a kernel stalls beyond its prediction.
+# * The outer product reuses each loaded value in both directions: an 8x8 patch does 8 FLOP per
+#   value loaded.
+# * Four times fewer shared loads did not make it four times faster: issue took over, as the
+#   limiter model predicted.
+# * Most of `reg2d`'s instructions are address arithmetic and staging; lesson 05 cuts them.
+# * Registers per thread set how many warps an SM holds; fewer warps stall more than the model
+#   predicts.
 
 # %% [markdown]
 # ## Sources and further reading
 #
-# * The source articles this lesson re-tells and tests: [[1]](REFERENCES.md#seed-000), [[3]](REFERENCES.md#seed-002), [[5]](REFERENCES.md#seed-004) (their origins and what each
-#   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
+# * Source articles: [[1]](REFERENCES.md#seed-000), [[3]](REFERENCES.md#seed-002), [[5]](REFERENCES.md#seed-004)
+#   (origins and contents: [REFERENCES.md](REFERENCES.md#source-articles)).
 # * What to read next: [REFERENCES.md, lesson 04](REFERENCES.md#lessons-02-04).
-# * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
-#   introduced in the [primer](00a_primer.ipynb).
+# * Terms: the [glossary](GLOSSARY.md) and the [primer](00a_primer.ipynb).
 
 # %% [markdown]
 # ## Lab notes
@@ -439,7 +424,7 @@ exercises.check("04-kernel", make_my_reg2d())
 # shared-memory loads. Side by side, the 16 threads along a block row read `sB` 8 words apart,
 # in 4 of the 32 [banks](GLOSSARY.md#bank): each `sB` load is 4-way; a warp's two rows of
 # threads read `sA` 64 words apart, in one bank: 2-way. Per k-step and warp, 8 x 2 + 8 x 4 = 48
-# wavefronts against 16.
+# wavefronts against 16: three times `reg2d`'s.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -476,6 +461,9 @@ print("So at this rung the conflicts cost little: "
         "neighbours; once it has cut the instructions, shared memory binds again, and lesson 06 removes the conflicts.")
 
 # %% [markdown]
+# **Wider loads.** Wider loads alone would not remove `reg2d`'s extra instructions: four 16-byte
+# `LDS` instead of sixteen save 0.19 instructions per FFMA.
+#
 # **The register cap, through the profiler.** [Nsight Compute](GLOSSARY.md#ncu)'s counters of
 # `reg2d` and `reg2d_uncapped`: achieved [occupancy](GLOSSARY.md#occupancy) (warps resident on
 # average against the most an SM holds) and [stall reasons](GLOSSARY.md#stall-reasons).

@@ -26,9 +26,8 @@ print(f"GPU: {gpu_name} ({capability}driver {driver})" if gpu_name else
 # %% [markdown]
 # # 05 · Transposed shared memory and 128-bit loads
 #
-# **Where we are.** Per [k-step](GLOSSARY.md#k-step), lesson 04's `reg2d` loads 8 values of A
-# and 8 of B from shared memory and makes 64 FMAs. The [limiter model](GLOSSARY.md#limiter-model)
-# (on the *limiter run*: every rung timed and profiled on one GPU) found it bound by
+# **Where we are.** The [limiter model](GLOSSARY.md#limiter-model) (on the *limiter run*: every
+# rung timed and profiled on one GPU) finds lesson 04's `reg2d` bound by
 # [instruction issue](GLOSSARY.md#issue):
 
 # %%
@@ -58,25 +57,22 @@ print(f"reg2d at 4096^3 on the {prev.device}: {r.measured_ms:.1f} ms, {2 * 4096*
       f"{n['warp_instructions'] / n['warp_ffma']:.2f} instructions issued per FFMA.")
 
 # %% [markdown]
-# ## Idea: move 16 bytes per instruction where a thread's data is contiguous
+# ## Idea: 16 bytes per instruction
 #
 # A load or store moves 4, 8 or 16 bytes per thread ([`.128`](GLOSSARY.md#width-128): 16 bytes)
-# for one issue slot. `reg2d` reads a k-step's 8 + 8 values with sixteen 4-byte `LDS`; four
-# 16-byte `LDS.128` would do, if each four were neighbours, starting on a 16-byte boundary. Two
-# layout changes make them neighbours:
+# for one issue slot. Per [k-step](GLOSSARY.md#k-step), `reg2d` reads 8 values of A and 8 of B
+# with sixteen 4-byte `LDS` for 64 FMAs; four 16-byte `LDS.128`, with less address arithmetic,
+# would do if each four were neighbours on a 16-byte boundary. Two layout changes make them so:
 #
 # * a thread's 8x8 results **side by side** (lesson 04's `reg2d_contiguous`): its 8 values of B
-#   for one k are then neighbours in `sB[k, :]`;
-# * the A tile stored **transposed**, `sAT[k, m]`, as it is staged: its 8 values of A become
-#   neighbours too.
+#   for one k are neighbours in `sB[k, :]`;
+# * the A tile stored **transposed**, `sAT[k, m]`, as it is staged: its 8 values of A too.
 
 # %%
 figures.transposed_tile();
 
 # %% [markdown]
-# One 16-byte instruction in place of four 4-byte ones saves three instructions each time it
-# runs, and can take their address arithmetic with it (below). Per slice of BK = 8 k-steps, at
-# K = 4096 (512 slices), a thread issues:
+# Per slice of BK = 8 k-steps (512 slices at K = 4096), a thread issues:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -91,22 +87,22 @@ print(f"{'FFMA':<35} {BK * TM * TN:>5}")
 # %% [markdown]
 # ## 16-byte instructions from numba
 #
-# * `load4(X, i, j)` / `store4(X, i, j, x0, x1, x2, x3)` ([intrinsics](GLOSSARY.md#intrinsic) in
-#   `gemm_lessons/core/float4.py`): one 16-byte access to `X[i, j:j+4]`, `LDG.128` / `STG.128`
-#   on a global array, `LDS.128` on a shared one. Rows must start on 16-byte boundaries
-#   ([alignment](GLOSSARY.md#alignment)), so `vec` requires K and N multiples of 4.
+# * `load4(X, i, j)` / `store4(X, i, j, x0, x1, x2, x3)` ([intrinsics](GLOSSARY.md#intrinsic),
+#   `gemm_lessons/core/float4.py`) access `X[i, j:j+4]` with one `LDG.128` / `STG.128` (global
+#   array) or `LDS.128` (shared). Rows must start on 16-byte boundaries
+#   ([alignment](GLOSSARY.md#alignment)): `vec` requires K and N multiples of 4.
 # * `@unrolled` writes out every `static_range` loop before numba compiles
-#   ([unrolling](GLOSSARY.md#unrolling)): indices into the results `acc` become constants
-#   (registers), shared addresses a base plus a constant. A `range` loop (the 8 k-steps) stays.
+#   ([unrolling](GLOSSARY.md#unrolling)): indices into `acc` become constants (registers),
+#   shared addresses a base plus a constant. `range` loops (the k-steps) stay.
 #
 # ## Five changes, one at a time
 #
-# `vec` differs from `reg2d` in five changes, each a step (diffs: Lab notes):
+# Each step adds one change (diffs: Lab notes):
 #
-# 1. `reg2d_contiguous`: a thread's results side by side (lesson 04's variant);
-# 2. `reg2d_unrolled`: the loops over a thread's results written out (`static_range`);
-# 3. `transposed_a`: the A tile stored transposed, both tiles read with `LDS.128`;
-# 4. `wide_loads`: the tiles staged with `LDG.128`;
+# 1. `reg2d_contiguous`: results side by side (lesson 04);
+# 2. `reg2d_unrolled`: loops over a thread's results written out;
+# 3. `transposed_a`: A tile transposed, both tiles read with `LDS.128`;
+# 4. `wide_loads`: tiles staged with `LDG.128`;
 # 5. `vec`: C written with `STG.128` (and no register cap: Lab notes).
 
 # %% [markdown]
@@ -117,8 +113,7 @@ print(f"{'FFMA':<35} {BK * TM * TN:>5}")
 # most cycles *bind*. The next cell counts instructions per FFMA from each step's
 # [compiler facts](GLOSSARY.md#compiler-facts) (the k-step loop 8 times per slice, the rest
 # once) and wavefronts with the [bank tracer](GLOSSARY.md#bank-tracer). Side by side, a warp's
-# 4-byte read of B asks for 16 words 8 floats apart, four in each of 4 banks: 4 wavefronts; of A,
-# 2. `LDS.128` wins most of that back (lesson 06 has the rules).
+# 4-byte reads of B cost 4 wavefronts, of A 2; `LDS.128` wins most back (lesson 06).
 
 # %%
 STEPS, RUNGS = lesson05_steps.NAMES, {**ladder.SGEMM, **ladder.VARIANTS}  # reg2d and the five steps
@@ -151,13 +146,11 @@ Markdown(f"Per step ({facts.source}):\n\n" + tables.markdown(
             "model below, follow the facts." if older else ""))
 
 # %% [markdown]
-# The *rest of the slice loop* is the main loop's code outside the k-steps: staging, barriers,
-# counting. Read both loop columns: most of what the steps save is address arithmetic, not
-# loads. (`vec`'s 18 `LDG.128`, `LDG.E.128` in the SASS: 2 staging + 16 reads of C for
-# beta ≠ 0; 32 `STG.128`: 16 per branch.)
+# *Rest of the slice loop*: staging, barriers and counting outside the k-steps. Most savings
+# are address arithmetic, not loads.
 #
-# **Your prediction.** Which unit binds each step? Which step should gain the most, which the
-# least? How many times faster than `reg2d` will `vec` run at 4096^3?
+# **Your prediction.** Which unit binds each step, and which step gains most? How many times
+# faster than `reg2d` will `vec` run at 4096^3?
 
 # %%
 my_speedup = None  # your prediction: replace None with a number (for example 1.5)
@@ -187,9 +180,9 @@ Markdown(f"At 4096^3 ({machine.name}, {machine.clock_mhz:,.0f} MHz):\n\n"
 # %% [markdown]
 # ## The kernel: `vec`
 #
-# All five changes: each thread stages one float4 of each tile per slice (`load4`), scatters
-# A's into `sAT`, reads both tiles with `load4` and writes C with `store4`. `split` (lesson
-# 06) is off here; `unroll_k`: Lab notes.
+# Each thread stages one float4 of each tile per slice, scatters A's into `sAT`, reads both
+# tiles with `load4` and writes C with `store4`. `split` (lesson 06) is off; `unroll_k`: Lab
+# notes.
 
 # %%
 # source: gemm_lessons/kernels/sgemm/vec.py  (the package runs this same code; a test keeps the two identical)
@@ -286,8 +279,6 @@ gl.check_all(functools.partial(vec.sgemm, kernel=my_vec), name="vec",
 
 # %% [markdown]
 # ## Measure
-#
-# Every step and cuBLAS, in one run:
 
 # %%
 kernels = {s: RUNGS[s] for s in STEPS}
@@ -302,15 +293,11 @@ exercises.compare_prediction(my_speedup, table.speedup("vec", "reg2d"), "vec vs 
 # %% [markdown]
 # ## Why: the limiter model
 #
-# The limiter run's ceilings for both ends, with the profiler's busiest unit (that run's `vec`
-# read shared memory before `load4`); the measured times are the table's above.
+# Ceilings and profiler from the limiter run; times from this one:
 
 # %%
 why = limiter_table.why(["reg2d", "vec", "cublas"], measured=table)
 why
-
-# %% [markdown]
-# Every step, the model against this run:
 
 # %%
 ms = {row.kernel: 2 * 4096**3 / (row.gflops * 1e9) * 1e3 for row in table.rows}
@@ -332,17 +319,16 @@ print(f"Measured / predicted: {min(ratio.values()):.2f} to {max(ratio.values()):
 print(f"vec against reg2d: predicted {model_speedup:.2f}x, measured {table.speedup('vec', 'reg2d'):.2f}x.")
 
 # %% [markdown]
-# Read the **binds** column: fewer instructions pay while issue binds, fewer wavefronts while
-# shared memory binds. `wide_loads` gains in the *rest of the slice loop*: one guarded `load4`
-# per tile replaces four guarded loads and their index arithmetic. `vec`'s issue and shared
-# ceilings nearly tie. A gain beyond the model's is stall time.
+# Fewer instructions pay while issue binds, fewer wavefronts while shared memory binds (the
+# **binds** column). `wide_loads` gains outside the k-steps: one guarded `load4` per tile
+# replaces four guarded loads and their index arithmetic.
 
 # %% [markdown]
 # ## Exercise 05-stage-a
-# `vec` stages its 128 x 8 slice of A one float4 per thread. With BK = 16 (128 x 16 floats)
-# each of the 256 threads stages two. Write `stage_a(tid, p)` returning the (row, first column)
-# of thread `tid`'s float4 `p` (0 or 1), so that in each load instruction neighbouring threads
-# read neighbouring 16-byte pieces of a row: a warp then reads whole rows (coalesced, lesson 01).
+# With BK = 16, each of `vec`'s 256 threads stages two float4s of the 128 x 16 slice of A.
+# Write `stage_a(tid, p)`: the (row, first column) of thread `tid`'s float4 `p` (0 or 1), so
+# that in each load instruction neighbouring threads read neighbouring 16-byte pieces of a row
+# (a warp reads whole rows: coalesced, lesson 01).
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -354,18 +340,17 @@ def stage_a(tid, p):
 exercises.check("05-stage-a", stage_a)
 
 # %% [markdown]
-# ## Exercise 05-transpose-a: write the transposed staging
+# ## Exercise 05-transpose-a
 #
-# `vec` with 64 x 64 tiles: 64 threads, 8x8 results each, BK = 8; each thread stages two
-# float4s of A per slice (tile rows `a_r` and `a_r + 32`) and two of B. Write:
+# `vec` with 64 x 64 tiles and 64 threads; each thread stages two float4s of A per slice (tile
+# rows `a_r` and `a_r + 32`). Write:
 #
-# 1. where the four values `x0..x3` (`A[m, k0 + a_c + d]`, `d = 0..3`, `m = a_r + p * A_STEP`)
-#    go in the transposed tile `sAT[k, m]`;
-# 2. where the k-step reads a thread's 8 values of A (tile rows `t_row .. t_row + 7`), with
-#    `load4` as for B.
+# 1. where `x0..x3` (`A[m, k0 + a_c + d]`, `d = 0..3`, `m = a_r + p * A_STEP`) go in
+#    `sAT[k, m]`;
+# 2. the k-step's `load4` of a thread's 8 values of A (tile rows `t_row .. t_row + 7`), as for B.
 #
-# The check tests the result on two awkward shapes, then traces the k-step's shared loads:
-# four neighbouring, aligned floats per lane.
+# The check tests two awkward shapes and traces the shared loads: four neighbouring, aligned
+# floats per lane.
 
 # %%
 import numpy as np
@@ -446,28 +431,28 @@ exercises.check("05-transpose-a", sgemm_ex05)
 # %% [markdown]
 # ## Takeaway
 #
-# * A 16-byte instruction moves four floats for one issue slot, if they are neighbours on a
-#   16-byte boundary: results side by side, the A tile stored transposed.
-# * It pays where it runs often, with the address arithmetic it replaces, and only if it cuts
-#   what binds. The limiter model got the whole jump close, single steps less so: stall time.
-# * From numba: `load4` / `store4`, on global or shared arrays; `@unrolled` with `static_range`
-#   for loops written out at compile time. Check the compiler facts.
-# * Next (lesson 06): shared-memory banks, and the wavefronts `vec` still loses to conflicts.
+# * A 16-byte instruction moves four floats for one issue slot if they are neighbours on a
+#   16-byte boundary: results side by side, A stored transposed.
+# * It pays where it runs often, with the address arithmetic it replaces, if it cuts what
+#   binds. The model got the whole jump close, single steps less so (stalls).
+# * numba: `load4` / `store4`; `@unrolled` with `static_range`. Check the compiler facts.
+# * Next (lesson 06): the wavefronts `vec` still loses to bank conflicts.
 
 # %% [markdown]
 # ## Sources and further reading
 #
-# * The source articles this lesson re-tells and tests: [[1]](REFERENCES.md#seed-000), [[4]](REFERENCES.md#seed-003), [[5]](REFERENCES.md#seed-004) (their origins and what each
-#   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
-# * What to read next: [REFERENCES.md, lesson 05](REFERENCES.md#lesson-05).
-# * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
-#   introduced in the [primer](00a_primer.ipynb).
+# * Source articles: [[1]](REFERENCES.md#seed-000), [[4]](REFERENCES.md#seed-003), [[5]](REFERENCES.md#seed-004)
+#   ([origins and coverage](REFERENCES.md#source-articles)).
+# * Read next: [REFERENCES.md, lesson 05](REFERENCES.md#lesson-05).
+# * Terms: the [glossary](GLOSSARY.md) and the [primer](00a_primer.ipynb).
 
 # %% [markdown]
 # ## Lab notes
 #
 # **The steps' kernels.** Each step's code, and its diff against the step before (the package's
 # files; lesson 04 shows `reg2d` and `reg2d_contiguous`, its factory with `SPREAD=False`).
+# `vec`'s 18 `LDG.128` (`LDG.E.128` in the SASS) are 2 staging loads + 16 reads of C for
+# beta ≠ 0; its 32 `STG.128`, 16 per branch.
 
 # %%
 from gemm_lessons.course import lesson_source
@@ -721,7 +706,8 @@ if old is not None and not old.compiler["transposed_a"]["sass"].get("LDS.128"): 
         for s in ("transposed_a", "wide_loads", "vec")) + ".")
 
 # %% [markdown]
-# `load4` on the shared arrays makes the width part of the code.
+# `load4` on the shared arrays makes the width part of the code. The limiter run (the Why
+# section's ceilings and profiler) timed an earlier `vec` that read shared memory before `load4`.
 #
 # **The tracer against the profiler.** The model's wavefronts above are the tracer's, with the
 # paired-load rule of lesson 06 (an `LDS.128` whose lanes pair up on the same 16 bytes takes 2

@@ -26,9 +26,8 @@ print(f"GPU: {gpu_name} ({capability}driver {driver})" if gpu_name else
 # %% [markdown]
 # # 06 · Bank conflicts, padding and warp shapes
 #
-# **Where we are.** Lesson 05's `vec` reads shared memory 16 bytes at a time (`LDS.128`). The
-# *limiter run* timed and profiled every rung on one GPU, and the
-# [limiter model](GLOSSARY.md#limiter-model) names what binds `vec`:
+# **Where we are.** The [limiter model](GLOSSARY.md#limiter-model) (on the *limiter run*: every
+# rung timed and profiled on one GPU) names what binds lesson 05's `vec`:
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -56,22 +55,20 @@ print(f"vec at 4096^3 on the {prev.device}: {r.measured_ms:.2f} ms, {2 * 4096**3
       f"{WHAT[second].split(' (')[0]}, {r.ceilings_ms[second]:.2f} ms.")
 
 # %% [markdown]
-# This lesson finds and removes `vec`'s wasted shared-memory [wavefronts](GLOSSARY.md#wavefront).
+# This lesson removes `vec`'s wasted [wavefronts](GLOSSARY.md#wavefront).
 #
 # ## Idea: 32 banks, served in phases
 #
-# Shared memory has 32 [banks](GLOSSARY.md#bank) of 4-byte words: byte address `a` is in bank
-# `(a // 4) % 32`; each bank delivers one word per cycle. A warp-wide access is served in
-# [phases](GLOSSARY.md#phase), each taking at least one wavefront (one pass of shared memory):
+# Shared memory has 32 [banks](GLOSSARY.md#bank) of 4-byte words (byte `a` is in bank
+# `(a // 4) % 32`), each delivering one word per cycle. A warp's access is served in
+# [phases](GLOSSARY.md#phase) of at least one wavefront (one pass of shared memory): one phase
+# of 32 lanes for 4-byte accesses (`LDS.32`, the SASS's `LDS`), two of 16 for 8-byte
+# (`LDS.64`), four of 8 for 16-byte (`LDS.128`: 8 x 16 bytes, one word per bank).
 #
-# * 4-byte (`LDS.32`, the SASS's `LDS`): all 32 lanes in one phase;
-# * 8-byte (`LDS.64`): two phases, lanes 0-15 then 16-31;
-# * 16-byte (`LDS.128`): four phases of 8 lanes (8 x 16 bytes = one word per bank).
-#
-# Lanes reading the *same* word share it (a [broadcast](GLOSSARY.md#broadcast)). A phase whose
-# lanes read n *distinct* words of one bank takes n wavefronts: an
-# [n-way bank conflict](GLOSSARY.md#bank-conflict). `bank_model.wavefronts(addresses, width)`
-# applies these rules; the cases are source article [[3]](REFERENCES.md#seed-002)'s.
+# Lanes reading the *same* word share it (a [broadcast](GLOSSARY.md#broadcast)); a phase whose
+# lanes read n *distinct* words of one bank takes n wavefronts (an
+# [n-way bank conflict](GLOSSARY.md#bank-conflict)). `bank_model.wavefronts(addresses, width)`
+# applies these rules to source article [[3]](REFERENCES.md#seed-002)'s cases:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -92,27 +89,22 @@ for name, (addrs, width) in examples.items():
 # %% [markdown]
 # ## Warp shapes in the outer product
 #
-# At each [k-step](GLOSSARY.md#k-step) a `vec` thread reads its 8 columns of the B tile as two
-# `LDS.128`. Which 8 threads share a phase depends on how the warp's 32 threads are laid over
-# the block:
+# At each [k-step](GLOSSARY.md#k-step) a `vec` thread reads its 8 columns of the B tile with two
+# `LDS.128`. Which 8 threads share a phase depends on the warp's shape over the block:
 #
 # * **2 x 16, lanes along columns** (`vec`): lane l is thread row l // 16, column l % 16; a
-#   phase's 8 threads start 32 bytes apart and cover 256 bytes: two words in every bank they
-#   touch, 2-way.
-# * **4 x 8, lanes along rows**: lane l is thread row l % 4, column l // 4; a phase is 2 thread
-#   columns x 4 rows; a column's 4 threads read the same address (broadcast): no conflict.
+#   phase's 8 threads start 32 bytes apart and span 256 bytes: two words per bank, 2-way.
+# * **4 x 8, lanes along rows**: lane l is thread row l % 4, column l // 4; a phase covers 2
+#   thread columns, each column's 4 threads reading one address (broadcast): no conflict.
 # * **2 x 16, each 8x8 tile split into four 4x4**: a thread owns columns `c..c+3` and
 #   `c+64..c+67`; a phase's 8 threads read 128 contiguous bytes: no conflict.
 #
-# `vec_split` keeps 2 x 16 and splits the tile (lesson 08 tries 4 x 8; Lab notes).
+# `vec_split` keeps 2 x 16 and splits the tile (4 x 8: lesson 08, Lab notes).
 #
-# ## The tracer on the lesson's kernels
-#
-# The [bank tracer](GLOSSARY.md#bank-tracer) runs one block on the CUDA simulator, records
-# every shared-memory access with its lane, groups them into warp-wide instructions and prices
-# each with the rules above (`merge=("ld",)`: the simulator runs `load4` as four 4-byte loads,
-# priced as the one `LDS.128` the GPU runs, lesson 05). One rule is measured, not documented, the *paired-load rule*: when
-# EVERY lane n reads the same 16 bytes as lane n XOR 1 (or every lane as lane n XOR 2), an
+# The [bank tracer](GLOSSARY.md#bank-tracer) runs one block on the CUDA simulator and prices
+# each warp-wide shared access by the rules above (`merge=("ld",)`: `load4`'s four simulated
+# 4-byte loads as one `LDS.128`), plus one measured, undocumented rule, the *paired-load rule*:
+# when EVERY lane n reads the same 16 bytes as lane n XOR 1 (or every lane as lane n XOR 2), an
 # `LDS.128` takes 2 wavefronts, not 4 (`rule="paired"`), as in `vec`'s `sAT` reads.
 
 # %%
@@ -140,18 +132,14 @@ for a, (label, addresses) in zip(ax, maps.items()):
 plt.tight_layout()
 
 # %% [markdown]
-# *One warp's first 16-byte read of the B tile (`sB[k, ...]`, warp 0): a column per bank, a row
-# per 128 bytes, each access labelled with its lanes ("0-3": lanes 0 to 3). Colour: the phase;
-# red: a word sharing its bank with another of its phase. The traced maps start at byte 4096
-# (`sB` follows `sAT`'s 4096 bytes), the 4 x 8 map at 0. The 4 x 8 lanes pair up: by the paired-load
-# rule (not measured for this layout) it costs half of `vec_split`'s wavefronts.*
+# *Warp 0's first 16-byte read of `sB[k, ...]`: a column per bank, a row per 128 bytes, each
+# access labelled with its lanes ("0-3": lanes 0 to 3). Colour: the phase; red: a word sharing
+# its bank with another of its phase.*
 #
-# The loads lose their conflicts; the staging stores keep theirs: `sAT`'s transposing stores
-# are 2-way (lanes 2t and 2t+1 write rows d and d + 4 of one column: one bank), `sB`'s scalar
-# stores 4-way (lanes 16 bytes apart). Padding `sAT`'s rows by 4 floats would fix the first
-# (the exercise does it). **The GPU agrees:** [Nsight Compute](GLOSSARY.md#ncu) (ncu) counted
-# the kernels on a small problem (`tools/bank_truth.py`; float64 rows: a test kernel's 8-byte
-# reads):
+# The split leaves the staging stores' conflicts; padding `sAT`'s rows by 4 floats would fix
+# its 2-way ones (the exercise). **The GPU agrees:**
+# [Nsight Compute](GLOSSARY.md#ncu) (ncu) counted the kernels on a small problem
+# (`tools/bank_truth.py`; float64 rows: a test kernel's 8-byte reads):
 
 # %%
 truth = results.load_banks(prev.device)  # results/banks-<device>.json, from tools/bank_truth.py
@@ -176,14 +164,10 @@ print(f"ncu ({truth.device}) and the tracer differ by at most {100 * worst:.1f}%
 # %% [markdown]
 # ## Predict
 #
-# The model (lesson 04): per [warp-FFMA](GLOSSARY.md#warp-fma), each unit of an SM needs some
-# cycles; the largest *binds*:
-#
-# * FP32 lanes: 4 warp-FFMAs per cycle;
-# * [issue](GLOSSARY.md#issue): 4 warp-instructions per cycle;
-# * shared memory: 1 wavefront per cycle.
-#
-# The limiter run's profiler counted both kernels at 4096^3 (beside: the tracer's block):
+# The model (lesson 04): per cycle an SM's FP32 lanes do 4 [warp-FFMAs](GLOSSARY.md#warp-fma),
+# [issue](GLOSSARY.md#issue) 4 warp-instructions, shared memory 1 wavefront; the unit needing
+# most cycles *binds*. The limiter run's profiler counted both kernels at 4096^3 (beside:
+# the tracer):
 
 # %%
 work = {rung: limiter_table.counts(rung) for rung in ("vec", "vec_split")}  # one launch at 4096^3 each
@@ -194,14 +178,14 @@ for rung, n in work.items():
           f"(tracer: {traced[rung] / warp_ffmas:.3f} wavefronts)")
 
 # %% [markdown]
-# The split changes only address constants, not instructions. **Your prediction:** find each
-# rung's binding unit, and predict how many times faster `vec_split` runs than `vec` at 4096^3.
+# The split changes only address constants, not instructions. **Your prediction:** which unit
+# binds each rung, and how many times faster than `vec` will `vec_split` run at 4096^3?
 
 # %%
 my_speedup = None  # your prediction: replace None with a number
 
 # %% [markdown]
-# The model's own answer:
+# The model's answer:
 
 # %%
 binding = {}
@@ -221,9 +205,7 @@ print(f"Model: vec_split {model_speedup:.2f}x as fast as vec. Wavefronts fall {c
 # ## The kernel
 #
 # Lesson 05's kernel: `split=True` sets `ROW_GAP = COL_GAP = 64` and `SPAN = 4`, so a thread
-# owns rows (and columns) `t..t+3` and `t+64..t+67`. Rows are split too
-# only so that one `SPAN` serves both: a phase's 8 lanes share a thread row, so their `sAT`
-# reads are broadcasts either way.
+# owns rows (and columns) `t..t+3` and `t+64..t+67`.
 
 # %%
 # source: gemm_lessons/kernels/sgemm/vec.py  (the package runs this same code; a test keeps the two identical)
@@ -367,14 +349,12 @@ print(f"The stores' conflicts are {st['vec_split']['wavefronts'] - st['vec_split
 #
 # ## Padding, and why the float4 GEMM does not pad by one
 #
-# [Padding](GLOSSARY.md#padding) each row by one float moves the next row one bank on: a
-# column read becomes conflict-free (the 32x33 case). A float4 GEMM cannot use it:
-#
-# 1. **Alignment.** A 16-byte access must start on a 16-byte boundary. Rows of 129 floats
-#    start at byte 516k, aligned only when k is a multiple of 4: no `LDS.128`. Padding by 4
-#    floats keeps rows aligned.
-# 2. **Occupancy.** Padding grows shared memory per block; near a boundary, a little more
-#    costs a whole block per SM (source article [[4]](REFERENCES.md#seed-003); Lab notes).
+# [Padding](GLOSSARY.md#padding) each row by one float shifts the next row one bank: a column
+# read becomes conflict-free (the 32x33 case). A float4 GEMM cannot pad by one: rows of 129
+# floats start at byte 516k, on a 16-byte boundary only when k is a multiple of 4, so no
+# `LDS.128`. Padding by 4 floats keeps rows aligned but grows shared memory per block; near a
+# boundary, that costs a whole block per SM (source article [[4]](REFERENCES.md#seed-003); Lab
+# notes).
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -389,19 +369,19 @@ for label, regs, smem in [("vec, unpadded", regs, smem), ("vec, rows padded by 4
     print(f"{label:<29} -> %d blocks per SM (%s)" % blocks_per_sm(regs, smem, 256))
 
 # %% [markdown]
-# `vec`'s registers decide its occupancy, so padding costs it nothing. Nor would padding fix
-# `vec`'s `sB` reads: their lanes are 32 bytes apart within one row.
+# `vec`'s registers decide its occupancy: padding costs it nothing. Nor would it fix the `sB`
+# reads, whose lanes share one row.
 #
-# ## Exercise 06-conflict-free: a kernel without bank conflicts
+# ## Exercise 06-conflict-free
 #
-# Lesson 05's exercise kernel (64 x 64 tile, 64 threads, 8x8 results each) has two conflicts:
+# Lesson 05's exercise kernel (64 x 64 tile, 64 threads) has `vec`'s two 2-way conflicts:
 #
-# * **stores into `sAT`**: 2-way, as in `vec` (rows `d` and `d + 4` of a column share a bank);
+# * **stores into `sAT`**: rows `d` and `d + 4` of a column share a bank;
 # * **loads from `sB`**: a thread's 8 columns are side by side (`col_of(j) = tc * 8 + j`), so
-#   a phase's 8 lanes read 32 bytes apart (2-way, as in `vec`).
+#   a phase's 8 lanes read 32 bytes apart.
 #
-# Remove both, with a layout whose loads can stay 16 bytes wide: choose the padding `PAD` of
-# `sAT`'s rows (rows must start on 16-byte boundaries) and rewrite `col_of(j)`, the tile column of a thread's
+# Remove both, keeping the loads 16 bytes wide: choose `PAD`, the padding of `sAT`'s rows (rows
+# must start on 16-byte boundaries), and rewrite `col_of(j)`, the tile column of a thread's
 # result column `j = 0..7` (it places the `sB` loads and C stores).
 
 # %%
@@ -491,22 +471,21 @@ exercises.check("06-conflict-free", sgemm_ex06)
 # %% [markdown]
 # ## Takeaway
 #
-# * 32 banks of 4 bytes; a warp access is served in phases of 32, 16 or 8 lanes (4-, 8-,
-#   16-byte accesses), each costing as many wavefronts as its busiest bank holds distinct words.
-# * The bank tracer prices shared accesses on the simulator; the GPU's profiler agrees.
-# * Fixes: pad rows (column reads), a 4 x 8 warp, or split a thread's 8x8 tile into four 4x4.
-#   A 16-byte-load GEMM pads by multiples of 4 floats.
-# * `vec_split` removes a third of `vec`'s wavefronts; issue binds now: the model predicts +2%.
-#   It gains more: warps stall less on shared loads and issue more often.
+# * A warp access is served in phases of 32, 16 or 8 lanes (4-, 8-, 16-byte accesses), each
+#   costing as many wavefronts as its busiest bank holds distinct words.
+# * The bank tracer prices shared accesses; the GPU's profiler agrees.
+# * Fixes: pad rows for column reads (by multiples of 4 floats for 16-byte loads), a 4 x 8
+#   warp, or split a thread's 8x8 tile into four 4x4.
+# * `vec_split` removes a third of `vec`'s wavefronts; issue binds now. The model predicts +2%;
+#   it gains more, as warps stall less on shared loads and issue more often.
 
 # %% [markdown]
 # ## Sources and further reading
 #
-# * The source articles this lesson re-tells and tests: [[3]](REFERENCES.md#seed-002), [[1]](REFERENCES.md#seed-000), [[4]](REFERENCES.md#seed-003) (their origins and what each
-#   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
-# * What to read next: [REFERENCES.md, lesson 06](REFERENCES.md#lesson-06).
-# * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
-#   introduced in the [primer](00a_primer.ipynb).
+# * Source articles: [[3]](REFERENCES.md#seed-002), [[1]](REFERENCES.md#seed-000), [[4]](REFERENCES.md#seed-003)
+#   ([origins and coverage](REFERENCES.md#source-articles)).
+# * Read next: [REFERENCES.md, lesson 06](REFERENCES.md#lesson-06).
+# * Terms: the [glossary](GLOSSARY.md) and the [primer](00a_primer.ipynb).
 
 # %% [markdown]
 # ## Lab notes
@@ -526,9 +505,16 @@ for label, regs, smem in [("44 KiB, 32 registers", 32, 44 * 1024), ("45 KiB, 32 
     print(f"{label:<29} -> %d blocks per SM (%s)" % blocks_per_sm(regs, smem, 256))
 
 # %% [markdown]
+# **The staging stores.** `sAT`'s transposing stores are 2-way (lanes 2t and 2t+1 write rows d
+# and d + 4 of one column: one bank), `sB`'s scalar stores 4-way (lanes 16 bytes apart).
+#
+# **Why `split` splits rows too.** Only so that one `SPAN` serves both: a phase's 8 lanes share
+# a thread row, so their `sAT` reads are broadcasts either way.
+#
 # **Warp shape and reuse.** A 4 x 8 warp of 8x8-per-thread tiles covers 32 x 64 results, a
 # 2 x 16 warp 16 x 128: the squarer one reads fewer distinct shared values per FMA, a higher
-# compute-to-memory ratio $2/(1/x + 1/y)$ (lesson 04).
+# compute-to-memory ratio $2/(1/x + 1/y)$ (lesson 04). The 4 x 8 lanes pair up: by the paired-load
+# rule (not measured for this layout) it costs half of `vec_split`'s wavefronts.
 
 # %%
 # NBVAL_CHECK_OUTPUT

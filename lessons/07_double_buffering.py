@@ -26,8 +26,8 @@ print(f"GPU: {gpu_name} ({capability}driver {driver})" if gpu_name else
 # %% [markdown]
 # # 07 · Double buffering: load the next slice while computing this one
 #
-# **Where we are.** Lesson 06's `vec_split` reads shared memory without bank conflicts. The
-# [limiter model](GLOSSARY.md#limiter-model), on the [limiter run](GLOSSARY.md#limiter-run):
+# **Where we are.** Lesson 06's `vec_split`, by the [limiter model](GLOSSARY.md#limiter-model)
+# on the [limiter run](GLOSSARY.md#limiter-run):
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -52,27 +52,24 @@ print(f"vec_split at 4096^3 on the {prev.device}: {r.measured_ms:.2f} ms, {2 * 4
 
 # %% [markdown]
 # (A [wave](GLOSSARY.md#wave): one round of blocks filling the SMs.) In the other cycles
-# every warp was [stalled](GLOSSARY.md#stall-reasons). Per slice of K, the threads load A and B
-# from global memory, *wait* for it ([latency](GLOSSARY.md#latency)), store it into shared
-# memory, meet at a [barrier](GLOSSARY.md#barrier), compute 8 k-steps, and meet again before
-# anyone overwrites the tiles.
+# every warp was [stalled](GLOSSARY.md#stall-reasons). Per slice of K, the threads load A and B,
+# *wait* ([latency](GLOSSARY.md#latency)), store into shared memory, meet at a
+# [barrier](GLOSSARY.md#barrier), compute 8 k-steps, and meet again before overwriting the tiles.
 #
 # ## Idea: two shared buffers
 #
-# Give each tile two shared buffers ([double buffering](GLOSSARY.md#double-buffering)). While
-# the threads compute from buffer 0, the next slice's loads travel into registers; after the
-# compute they go into buffer 1, one barrier, and the roles swap: the wait runs under the
-# compute, with one barrier per slice. The price: twice the shared memory, and
-# registers holding the next slice.
+# With two shared buffers per tile ([double buffering](GLOSSARY.md#double-buffering)), the
+# next slice's loads travel into registers while the threads compute from one buffer, then go
+# into the other; one barrier, and the roles swap. The price: twice the shared memory, and
+# registers for the next slice.
 
 # %%
 figures.double_buffer_timeline();
 
 # %% [markdown]
-# *One warp, schematic, not to scale. One buffer (top): load, wait, store, barrier, compute,
-# barrier. Two buffers (bottom): the next slice's loads (pale) travel during the compute.*
+# *One warp, schematic: one buffer (top), two (bottom).*
 #
-# Why does one buffer stall at all, when other warps could issue during the wait?
+# Why does one buffer stall, when other warps could issue during the wait?
 
 # %%
 m = limiter_table.machine()
@@ -89,24 +86,23 @@ print(f"A DRAM load takes {m.dram_latency_ns:.0f} ns, {wait:,.0f} cycles; a sche
 # ## Predict
 #
 # The limiter model counts work: instructions, shared-memory
-# [wavefronts](GLOSSARY.md#wavefront), bytes. With a second buffer each slice keeps its loads,
-# stores and FMAs and loses one barrier:
+# [wavefronts](GLOSSARY.md#wavefront), bytes. A second buffer keeps each slice's loads,
+# stores and FMAs and removes one barrier:
 
 # %%
 print(f"One barrier fewer is {100 / per_slice:.2f}% of the {per_slice:.0f} instructions per warp per slice.")
 
 # %% [markdown]
-# So no ceiling moves; only the stall time, which the model does not count, can shrink.
+# No ceiling moves; only stall time, which the model does not count, can shrink.
 #
-# **Your prediction:** `dbuf_one_buffer` keeps one buffer (load, store, barrier, 8 k-steps,
-# barrier); `dbuf` is the same code with a second buffer (one function builds both, below).
-# How many times as fast is `dbuf` at 4096^3?
+# **Your prediction:** how many times as fast as its one-buffer twin `dbuf_one_buffer` is
+# `dbuf` at 4096^3?
 
 # %%
 my_speedup = None  # your prediction: replace None with a number (for example 1.1)
 
 # %% [markdown]
-# The model's own answer:
+# The model's answer:
 
 # %%
 r1, best = prev.row("dbuf_one_buffer"), prev.row("cublas").ratio
@@ -115,12 +111,11 @@ print(f"Model: about 1.0x, as a second buffer moves no ceiling, while the stalls
       f"is a realistic best.")
 
 # %% [markdown]
-# ## First attempt: lesson 06's kernel with a buffer index
+# ## First attempt: a buffer index
 #
-# Make each shared array one dimension bigger, `sAT[2, BK, BM]`, put a buffer index `buf` in
-# front of every shared index, and flip `buf = 1 - buf` after each slice. The rest is
-# `vec_split`'s, but with shared reads written element by element (no `load4`): with a constant
-# index the compiler merges them into `LDS.128` itself (Lab notes). With a runtime `buf`?
+# `vec_split` with a buffer index `buf` in front of every shared index (`sAT[2, BK, BM]`),
+# flipped after each slice. Shared reads are written element by element: with a constant
+# index the compiler merges them into `LDS.128` (Lab notes). With a runtime `buf`?
 
 # %%
 from gemm_lessons.core.float4 import load4, store4  # lesson 05's 16-byte loads and stores
@@ -223,7 +218,7 @@ gl.check_all(my_dbuf_indexed, name="dbuf_indexed",
 
 
 # %% [markdown]
-# Before timing it, ask the compiler what it made of it ([compiler facts](GLOSSARY.md#compiler-facts)):
+# What the compiler made of it ([compiler facts](GLOSSARY.md#compiler-facts)):
 
 # %%
 import os
@@ -264,19 +259,13 @@ else:  # this record has no main-loop counts: its shared loads still price the k
           "binding work." if extra > 0 else "")
 
 # %% [markdown]
-# ## Second attempt: a kernel that leaves the compiler nothing to guess
+# ## Second attempt: leave the compiler nothing to guess
 #
 # `make_kernel(config)` (`warptile.py`, editable in the Lab notes) builds a kernel for a
-# `TileConfig`. Three things differ:
-#
-# 1. **Two separate shared arrays per tile** (`sA0`, `sA1`, `sB0`, `sB1`), two slices per trip
-#    of the main loop: every shared index is a plain expression.
-# 2. **Explicit 128-bit shared loads** (lesson 05's `load4`), every k-step written out by
-#    `static_range`.
-# 3. **The next slice's loads first**, then the 8 k-steps, then the stores into the other
-#    buffer (`compute_and_stage`; `stage` loads and stores a slice at once).
-#
-# The main loop, one buffer and two:
+# `TileConfig` with **separate buffers** (`sA0`, `sA1`, `sB0`, `sB1`, two slices per trip), so
+# every shared index is a plain expression; **explicit `load4`**, every k-step written out; and
+# **loads first**: `compute_and_stage` starts the next slice's loads, runs the 8 k-steps, then
+# stores into the other buffer. The main loop, one buffer and two:
 
 # %%
 import textwrap
@@ -290,9 +279,8 @@ end = next(i for i in range(start, len(lines)) if lines[i].strip().startswith("f
 print(textwrap.dedent("\n".join(lines[start:end])))
 
 # %% [markdown]
-# `stages=1` gives `dbuf_one_buffer`, which differs from `dbuf` in the second buffer and the
-# two slices per trip it needs. The [rung](GLOSSARY.md#rung): 8x8 results per thread, a
-# 16 x 128 [warp tile](GLOSSARY.md#warp-tile), two buffers:
+# `stages=1` gives `dbuf_one_buffer` (one buffer, one slice per trip). The
+# [rung](GLOSSARY.md#rung), with its 16 x 128 [warp tile](GLOSSARY.md#warp-tile):
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -306,7 +294,7 @@ gl.check_all(functools.partial(warptile.sgemm, kernel=my_dbuf), name="dbuf",
                     [(68, 44, 36, 1.0, 0.0), (516, 1028, 260, -1.0, 0.5), (4, 4, 4, 2.0, 1.0)])
 
 # %% [markdown]
-# The price of the second buffer, from the compiler:
+# The second buffer's price, from the compiler:
 
 # %%
 my_one_buffer = make_kernel(replace(dbuf.DBUF_CONFIG, stages=1))
@@ -319,8 +307,7 @@ print(f"Shared memory: {f1['shared_bytes']:,} -> {f2['shared_bytes']:,} bytes pe
 # %% [markdown]
 # ## Measure
 #
-# Both attempts, the one-buffer twin and `vec_split` in one run (plus the Lab notes' two guard
-# variants; on a GPU this first compiles the kernels):
+# Both attempts, the twin and `vec_split`:
 
 # %%
 configs = {"dbuf_one_buffer": replace(dbuf.DBUF_CONFIG, stages=1), "dbuf": dbuf.DBUF_CONFIG,
@@ -345,7 +332,7 @@ exercises.compare_prediction(my_speedup, table.speedup("dbuf", "dbuf_one_buffer"
                              "dbuf vs dbuf_one_buffer, two buffers vs one, at 4096^3 (times as fast)", table.source)
 
 # %% [markdown]
-# Each change, credited by the pair of kernels that differ in it (this table's run):
+# Each change, credited by the pair that differs in it:
 
 # %%
 for name, base, what in [("dbuf_indexed", "vec_split", "second buffer, runtime index (first attempt)"),
@@ -393,21 +380,19 @@ else:
 # %% [markdown]
 # ## Exercise 07-double-buffer: write the double-buffered main loop
 #
-# Lesson 06's exercise kernel, now with **two** buffers per tile (`sAT0`/`sB0`, `sAT1`/`sB1`)
-# and three helpers:
+# Lesson 06's exercise kernel with **two** buffers per tile (`sAT0`/`sB0`, `sAT1`/`sB1`) and
+# three helpers:
 #
-# * `load_slice(k0)`: the slice at `k0`, global memory -> registers (zeros outside A and B, so
-#   a `k0` past `K` loads nothing);
-# * `store_slice(sA, sB)`: registers -> the buffer `sA`, `sB`;
+# * `load_slice(k0)`: global memory -> registers (zeros outside A and B: a `k0` past `K`
+#   loads nothing);
+# * `store_slice(sA, sB)`: registers -> that buffer;
 # * `compute(sA, sB)`: the slice's BK k-steps from that buffer.
 #
 # Write the main loop: a prologue putting slice 0 into buffer 0; then per slice, start the next
-# slice's loads, compute from the current buffer, store into the *other* buffer, and **one**
-# `cuda.syncthreads()`. Keep the current buffer out of runtime values: two slices per trip,
-# buffer 0 then buffer 1, as `make_kernel` does. The check tests the result, then traces
-# one block on the simulator (K = 32): no
-# [race](GLOSSARY.md#data-race), at most one barrier per slice plus the prologue's, and each
-# slice's next loads issued before its k-steps.
+# slice's loads, compute from the current buffer, store into the *other*, and **one**
+# `cuda.syncthreads()`. Do two slices per trip, buffer 0 then buffer 1, as `make_kernel` does:
+# no runtime buffer index. The check tests the result and traces one block for a
+# [race](GLOSSARY.md#data-race), extra barriers and late loads.
 
 # %%
 import numpy as np
@@ -516,23 +501,20 @@ exercises.check("07-double-buffer", sgemm_ex07)
 # %% [markdown]
 # ## Takeaway
 #
-# * Double buffering moves no binding ceiling of the limiter model: each slice keeps its loads,
-#   stores and FMAs. It removes stall time (the next slice's loads travel during the compute),
-#   so the binding unit is busy more of the cycles.
+# * Double buffering moves no ceiling of the limiter model; it removes stall time, so the
+#   binding unit is busy more of the cycles.
 # * Credit a speedup to a technique only against a twin that differs in it alone
 #   (`dbuf_one_buffer` against `dbuf`).
 # * A runtime buffer index cost 16-byte shared loads, hence instructions, the binding work.
 #   Leave the compiler nothing to guess (separate buffers, explicit `load4`); check the SASS.
-# * Next (lesson 08): the other fields of `TileConfig`, and a sweep that picks the best.
+# * Next: lesson 08 sweeps `TileConfig`'s other fields.
 
 # %% [markdown]
 # ## Sources and further reading
 #
-# * The source articles this lesson re-tells and tests: [[4]](REFERENCES.md#seed-003), [[5]](REFERENCES.md#seed-004) (their origins and what each
-#   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
-# * What to read next: [REFERENCES.md, lesson 07](REFERENCES.md#lessons-07-08).
-# * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
-#   introduced in the [primer](00a_primer.ipynb).
+# * Source articles [[4]](REFERENCES.md#seed-003), [[5]](REFERENCES.md#seed-004)
+#   ([what each covers](REFERENCES.md#source-articles)); [read next](REFERENCES.md#lessons-07-08).
+# * Terms: the [glossary](GLOSSARY.md) and the [primer](00a_primer.ipynb).
 
 # %% [markdown]
 # ## Lab notes

@@ -26,8 +26,7 @@ print(f"GPU: {gpu_name} ({capability}driver {driver})" if gpu_name else
 # %% [markdown]
 # # 08 · Warp tiles and tuning
 #
-# **Where we are.** Lesson 07's `dbuf` is lesson 06's kernel with two shared buffers. The
-# [limiter run](GLOSSARY.md#limiter-run) timed and profiled it:
+# **Where we are.** Lesson 07's `dbuf`, on the [limiter run](GLOSSARY.md#limiter-run):
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -56,16 +55,13 @@ print(f"dbuf at 4096^3 on the {prev.device}: {d.measured_ms:.2f} ms, {2 * 4096**
       f"{WHAT[second].split(' (')[0]}, {d.ceilings_ms[second]:.2f} ms.")
 
 # %% [markdown]
-# This lesson adds the warp tile to lesson 07's family of kernels (`TileConfig`) and sweeps
-# its fields.
-#
 # ## Idea: block tile → warp tile → thread tile
 #
-# A block's BM x BN tile of C is split among its 8 warps as
-# [warp tiles](GLOSSARY.md#warp-tile) of WM x WN, and a warp tile among the 32 lanes as
-# thread tiles of TM x TN (in 4x4 pieces). The lane order is row-major: lane `l` sits at
-# `(l // LN, l % LN)` of an LM x LN grid, LM = WM / TM, LN = WN / TN. `dbuf`'s warp tiles are
-# 16 x 128 (2 x 16 lanes); this lesson's rung, `warptile`, has the squarer 32 x 64 (4 x 8 lanes):
+# A block's BM x BN tile of C splits among its 8 warps as [warp tiles](GLOSSARY.md#warp-tile)
+# of WM x WN, and a warp tile among its 32 lanes as TM x TN thread tiles (in 4x4 pieces). Lanes
+# are row-major: lane `l` sits at `(l // LN, l % LN)` of an LM x LN grid, LM = WM / TM,
+# LN = WN / TN. `dbuf`'s warp tiles are 16 x 128 (2 x 16 lanes); this lesson's rung,
+# `warptile`, has squarer 32 x 64 ones (4 x 8 lanes):
 
 # %%
 fig, ax = plt.subplots(1, 2, figsize=(11, 5.5))
@@ -74,34 +70,32 @@ figures.warp_tiles(WM=32, WN=64, ax=ax[1])
 plt.tight_layout()
 
 # %% [markdown]
-# *Pale colours: the 8 warps of a 128 x 128 block. Inside warp 0's tile, each lane's four 4x4
-# pieces, numbered with the lane.*
+# *Pale: a 128 x 128 block's 8 warps. In warp 0's tile, each lane's four 4x4 pieces, numbered
+# by lane.*
 #
-# Per [k-step](GLOSSARY.md#k-step) a warp needs a value of A per row of its warp tile and one
-# of B per column: 16 + 128 = 144 floats for 16 x 128, 32 + 64 = 96 for 32 x 64. That pays
-# where a load is priced per warp:
-#
-# * **4-byte loads** (`LDS.32`, one phase of 32 lanes): a 2 x 16 warp's B reads are 2-way
-#   [bank conflicts](GLOSSARY.md#bank-conflict), a 4 x 8 warp's conflict-free;
-# * **[tensor cores](GLOSSARY.md#tensor-core)**: `mma.sync` is one instruction on a whole
-#   warp's fragments of A, B and C ([CUTLASS](REFERENCES.md#lessons-07-08)).
+# Per [k-step](GLOSSARY.md#k-step) a warp reads a value of A per row of its warp tile and one
+# of B per column: 144 floats for 16 x 128, 96 for 32 x 64. That pays where a load is priced
+# per warp: with 4-byte loads (`LDS.32`, one phase of 32 lanes), 2 x 16 lanes' B reads are
+# 2-way [bank conflicts](GLOSSARY.md#bank-conflict), 4 x 8's are not; and a
+# [tensor core](GLOSSARY.md#tensor-core)'s `mma.sync` is one instruction per warp
+# ([CUTLASS](REFERENCES.md#lessons-07-08)).
 #
 # ## Predict
 #
 # Lesson 06's [wavefronts](GLOSSARY.md#wavefront): an `LDS.128` is served a quarter warp (8
-# lanes) at a time, one wavefront per quarter without conflicts, lanes reading one address
-# sharing it ([broadcast](GLOSSARY.md#broadcast)); by the paired-load rule it takes 2, not 4,
-# when every lane n reads the address of lane n XOR 1 (or of n XOR 2). Per k-step each thread
-# issues 2 `LDS.128` of A, 2 of B and 64 FFMA. **Your prediction:** how many wavefronts do a
-# warp's 4 `LDS.128` cost per k-step with 2 x 16 lanes, and with 4 x 8? How many times as fast
-# as `dbuf` will `warptile` run at 4096^3?
+# lanes) at a time, one wavefront per conflict-free quarter, lanes reading one address sharing
+# it ([broadcast](GLOSSARY.md#broadcast)); by the paired-load rule it takes 2, not 4, when every
+# lane n reads the address of lane n XOR 1 (or n XOR 2). Per k-step a thread issues 2 `LDS.128`
+# of A, 2 of B and 64 FFMA. **Your prediction:** a warp's wavefronts for its 4 `LDS.128` per
+# k-step, with 2 x 16 lanes and with 4 x 8? How many times as fast as `dbuf` is `warptile` at
+# 4096^3?
 
 # %%
 my_speedup = None  # your prediction: replace None with a number
 
 # %% [markdown]
-# The model's answer. The [bank tracer](GLOSSARY.md#bank-tracer) runs one block of each kernel
-# on the simulator and prices warp 0's first loads by the paired-load rule:
+# The model's answer: the [bank tracer](GLOSSARY.md#bank-tracer) prices warp 0's first loads,
+# one block of each kernel run on the simulator:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -121,9 +115,8 @@ for name in ("dbuf", "warptile"):
           f"{loads + stores} with the stores")
 
 # %% [markdown]
-# Every quarter warp reads 1 address of A and 8 of B in both layouts. 4 x 8's quarters read the
-# same 8 B addresses, but quarters merge only by the paired-load rule, and lanes n and n XOR 1
-# read different B columns: the quarters are served one by one. The profiler agrees at 4096^3:
+# 4 x 8's quarters read the same 8 B addresses, but quarters merge only by the paired-load
+# rule, and lanes n and n XOR 1 read different B columns. The profiler agrees at 4096^3:
 
 # %%
 why_model = limiter_table.why(["dbuf", "warptile"])
@@ -136,12 +129,11 @@ model_speedup = why_model.row("dbuf").predicted_ms / why_model.row("warptile").p
 print(f"The tracer's {loads + stores} per 64 FFMA: {(loads + stores) / 64:.3f}. Model: warptile {model_speedup:.2f}x as fast as dbuf.")
 
 # %% [markdown]
-# The instructions are the same, so the binding issue ceiling stays, and shared
-# memory's lies below it: even fewer wavefronts (8, not 12: Lab notes) could not buy time.
+# Same instructions, so the binding issue ceiling stays; shared memory's lies below it: even
+# 8 wavefronts, not 12 (Lab notes), would buy no time.
 #
-# Lesson 06 pointed here with a 4 x 8 warp whose *lanes run along rows* (lane l at thread row
-# l % 4, column l // 4): its B reads pair up. By `bank_model`, with 4-byte loads of B
-# (`LDS.32`) beside:
+# Lesson 06's 4 x 8 warp had *lanes along rows* (lane l at thread row l % 4, column l // 4),
+# so its B reads pair. By `bank_model`, with `LDS.32` of B beside:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -154,14 +146,12 @@ for label, (row, col) in lane_orders.items():
     print(f"{label:<36} LDS.128 A {a}, B {b}: {2 * a + 2 * b} per k-step; LDS.32 B {b32}")
 
 # %% [markdown]
-# Lanes along rows pair B and unpair A: 12 again. With 4-byte loads the squarer warp
-# pays: 2 x 16 lanes' B reads conflict 2-way.
+# Lanes along rows pair B and unpair A: 12 again.
 #
 # ## The sweep
 #
-# A label lists the fields: `128x128x8` is BM x BN x BK,
-# `warp 32x64` WM x WN, `thread 8x8` TM x TN, `stages` the shared buffers, `pad` the A tile's
-# padding, `regs` the [register cap](GLOSSARY.md#max-registers); `spread` staggers the next
+# A label lists the fields (`128x128x8` is BM x BN x BK): `stages` counts buffers, `pad` pads
+# the A tile, `regs` is the [register cap](GLOSSARY.md#max-registers), `spread` staggers the next
 # slice's staging through the k-steps, `guard` is lesson 07's load guard (`if`, or clamped
 # loads: `select`). `TileConfig.validate()` rejects what cannot work:
 
@@ -174,10 +164,10 @@ for bad in [dict(WM=64, WN=64)]:
         print("ValueError:", e)
 
 # %% [markdown]
-# `tuning.sweep(configs)` compiles, checks and times each valid configuration at 4096^3 with
-# cuBLAS, in one run: a grid (four tile shapes, BK 8 or 16, one or two buffers) plus
-# single changes around `tuning.SWEEP_BASE`, `TileConfig()` with clamped loads, slower than
-# `if` (below): compare the grid's cells with each other, not with the Measure table.
+# `tuning.sweep(configs)` checks and times each valid configuration at 4096^3 with cuBLAS, in
+# one run: a grid (four tile shapes, BK 8 or 16, one or two buffers) and single changes around
+# `tuning.SWEEP_BASE`, `TileConfig()` with the slower clamped loads. Compare the grid's cells
+# with each other, not with the Measure table.
 
 # %%
 RUN_SWEEP = False  # True: run the whole sweep here (a GPU only; several minutes)
@@ -207,14 +197,9 @@ tuning.heatmap(grid_rows, x=tuning.depth_buffers, y=row_facts,
 
 
 # %% [markdown]
-# 8x16 thread tiles need over 200 registers (no cap): half the base's warps per SM to hide
-# latency. 64x128 blocks fit 3 or 4 per SM uncapped. With one buffer, BK 16 beats BK 8: each
-# slice waits once for its loads (lesson 07), and BK 16 has half as many.
-
-# %% [markdown]
-# A single change alters one field of the base. It counts where the
-# [p10-p90](GLOSSARY.md#p10-p90) ranges do not overlap and it exceeds 1% (two runs of one
-# configuration differ by less: Lab notes). Beside each: the compiler's facts that moved.
+# A single change alters one field of the base; it counts if over 1% with
+# [p10-p90](GLOSSARY.md#p10-p90) ranges apart (why 1%: Lab notes). Beside each, the compiler's
+# facts that moved:
 
 # %%
 SAME = 1.0  # %: a smaller change is a tie
@@ -241,18 +226,16 @@ print(f"The warp tile: {'a tie, as the model predicts' if verdicts['WMxWN -> 16x
       f"Faster than the base: {', '.join(faster) or 'no change'}.")
 
 # %% [markdown]
-# The compiler's facts explain one loss: without the cap, the extra registers cost a block per
-# SM. One buffer is lesson 07's loss. With 8x8 thread tiles, BK 16 loses where it spills 80
-# bytes: with one buffer or `spread` it spills less and gains (Lab notes).
+# Without the cap, the extra registers cost a block per SM; one buffer is lesson 07's loss;
+# BK 16 loses where it spills 80 bytes (Lab notes).
 #
-# **The sweep found nothing faster than lesson 07's `dbuf`**: its one faster change is `dbuf`'s
-# own guard. The last rung keeps the 32 x 64 warp tile: free here, and the shape tensor-core
-# kernels build on (not in this course).
+# **The sweep found nothing faster than `dbuf`**: its one faster change is `dbuf`'s own guard.
+# The last rung keeps the 32 x 64 warp tile: free here, and the shape tensor-core kernels
+# build on.
 #
 # ## The kernel: `TileConfig()`
 #
-# `TileConfig()` is `warptile`, the kernel behind `gl.sgemm`, compiled by lesson 07's
-# `make_kernel` (edit the fields to try another):
+# `TileConfig()` is `warptile`, the kernel behind `gl.sgemm` (edit the fields to try another):
 
 # %%
 best = tuning.best(rows)
@@ -286,7 +269,7 @@ exercises.compare_prediction(my_speedup, table.speedup("warptile", "dbuf"), "war
                              table.source)
 
 # %% [markdown]
-# The final kernel against cuBLAS at four sizes (one run):
+# At four sizes, one run:
 
 # %%
 if gl.SIMULATOR:
@@ -328,19 +311,19 @@ print(f"DRAM was {rw.utilization_pct['dram']:.0f}% busy for warptile, the L2 {rw
 
 # %% [markdown]
 # The warp tile moves addresses, not instructions: the binding ceiling stays. With DRAM that
-# idle, an order of blocks that reads less from it cannot help either (tested on an H100: Lab notes).
+# idle, a block order that reads less of it cannot help either (Lab notes, on an H100).
 
 # %% [markdown]
 # ## Exercise 08-warp-tile: map the lanes of a warp onto a warp tile
 #
 # A block of 2 warps computes a 32 x 128 tile of C, 8x8 results per thread. `row_of(i)` and
 # `col_of(j)` give the tile row and column of a thread's result row `i` and column `j`
-# (`i, j = 0..7`). As given they use lesson 06's layout: threads in rows of 16, a warp covering
-# 16 x 128, a thread's four 4x4 pieces half the *block* tile apart. Rewrite them for warp tiles
-# of 32 x 64: warp 0 owns columns 0-63, warp 1 64-127; a warp's lanes form a 4 x 8 grid
-# (LM x LN), row-major, each lane's four 4x4 pieces half the *warp* tile apart (LM * 4 rows,
-# LN * 4 columns), as in the figure above. The check also traces one block: each warp must
-# read 96 distinct floats per k-step, conflict-free.
+# (`i, j = 0..7`). As given, they use lesson 06's layout: threads in rows of 16, a thread's
+# four 4x4 pieces half the *block* tile apart. Rewrite them for 32 x 64 warp tiles: warp 0
+# owns columns 0-63, warp 1 64-127; a warp's lanes form a row-major 4 x 8 grid (LM x LN), each
+# lane's four 4x4 pieces half the *warp* tile apart (LM * 4 rows, LN * 4 columns), as in the
+# figure above. The check also traces one block: each warp must read 96 distinct floats per
+# k-step, conflict-free.
 
 # %%
 import numpy as np
@@ -435,18 +418,18 @@ exercises.check("08-warp-tile", sgemm_ex08)
 # ## Takeaway
 #
 # * Block tile → warp tile → thread tile: a squarer warp tile reads fewer distinct values per
-#   warp (96 floats per k-step, not 144); that pays where a load is priced per warp.
-# * Here it ties: an `LDS.128` is priced per quarter warp, and every quarter reads 1 address
-#   of A and 8 of B in either layout (12 wavefronts); the instructions are the same, and issue binds.
-# * A sweep turns guesses into measurements: credit a field only with a same-run change of it
-#   alone, read beside the compiler's facts. This one found nothing faster than `dbuf`.
+#   warp (96 floats per k-step, not 144), which pays where a load is priced per warp.
+# * Here it ties: `LDS.128` is priced per quarter warp, each quarter reads 1 address of A and 8
+#   of B either way; same instructions, and issue binds.
+# * Credit a field only by a same-run change of it alone, read beside the compiler's facts.
+#   This sweep found nothing faster than `dbuf`.
 # * cuBLAS's lead is in issue: fewer instructions, a busier issue unit (lesson 10).
 
 # %% [markdown]
 # ## Sources and further reading
 #
-# * Source article [[3]](REFERENCES.md#seed-002) (warp shapes 2x16 and 4x8, a warp-tiled
-#   kernel); CUTLASS's warp tiles and Triton's block order: [REFERENCES.md](REFERENCES.md#lessons-07-08).
+# * Source article [[3]](REFERENCES.md#seed-002) (warp shapes 2x16 and 4x8); CUTLASS and
+#   Triton: [REFERENCES.md](REFERENCES.md#lessons-07-08).
 # * Terms: the [glossary](GLOSSARY.md) and the [primer](00a_primer.ipynb).
 
 # %% [markdown]
@@ -459,6 +442,12 @@ exercises.check("08-warp-tile", sgemm_ex08)
 # %%
 from IPython.display import Markdown
 Markdown(tuning.table_markdown(rows) + "\n\n" + tuning.changes_markdown(rows, same=SAME))
+
+# %% [markdown]
+# **Reading the grid** (the heatmap of the sweep). 8x16 thread tiles need over 200 registers
+# (no cap): half the base's warps per SM to hide latency. 64x128 blocks fit 3 or 4 per SM
+# uncapped. With one buffer, BK 16 beats BK 8: each slice waits once for its loads (lesson 07),
+# and BK 16 has half as many.
 
 # %% [markdown]
 # **Why 1%.** The sweep holds two configurations that the benchmark record of the same GPU also

@@ -26,14 +26,12 @@ print(f"GPU: {gpu_name} ({capability}driver {driver})" if gpu_name else
 # %% [markdown]
 # # 09 · Matrix transpose: bytes in flight
 #
-# **Where we are.** Lesson 08's warp-tiled SGEMM is close to cuBLAS (the cell below: both, and the
-# ceiling that binds them). A transpose, `dst[c, r] = src[r, c]`, does no arithmetic: each float is
-# read and written once, so it is judged by [bandwidth](GLOSSARY.md#bandwidth) (GB/s, bytes read
-# plus written per second) against a copy of the same bytes, its ceiling (`copy_float4`: 16-byte
-# loads and stores, no reordering), and cuBLAS's transpose, [`sgeam`](GLOSSARY.md#sgeam).
-# Coalescing (lesson 01), a shared tile (02) and padding (06) stop short of the copy;
-# [Little's law](GLOSSARY.md#littles-law), a latency-bandwidth ceiling, explains the next step, and
-# 16-byte accesses (05) the last.
+# **Where we are.** Lesson 08's warp-tiled SGEMM is close to cuBLAS (below). A transpose,
+# `dst[c, r] = src[r, c]`, does no arithmetic: it is judged by [bandwidth](GLOSSARY.md#bandwidth)
+# (GB/s, bytes read plus written per second) against its ceiling, a copy of the same bytes
+# (`copy_float4`), and cuBLAS's [`sgeam`](GLOSSARY.md#sgeam). Coalescing, a shared tile and padding
+# (lessons 01-06) stop short of the copy; [Little's law](GLOSSARY.md#littles-law) shows what closes
+# the gap.
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -67,11 +65,10 @@ print(", ".join(f"{r.rung} {2 * 4096 ** 3 / (r.measured_ms * 1e-3) / 1e12:.1f} T
 # %% [markdown]
 # ## 1 · Naive: one side is always strided
 #
-# One thread per element, `threadIdx.x` along the columns of `src`, blocks of 32 x 8 threads.
-# Warp 0 reads 32 neighbours in a row of `src`: 128 contiguous bytes, 4
-# [sectors](GLOSSARY.md#sector). It writes them down a column of `dst`, a row apart: 32 sectors
-# for the same bytes. Swapping the mapping moves the problem to the reads. Warp 0 on a 64 x 64
-# matrix:
+# One thread per element, blocks of 32 x 8, `threadIdx.x` along the columns of `src`. Warp 0 reads
+# 32 neighbours in a row of `src` (4 [sectors](GLOSSARY.md#sector)) and writes them down a column
+# of `dst`, a row apart (32 sectors). Swapping the mapping moves the problem to the reads. Warp 0
+# on a 64 x 64 matrix:
 
 # %%
 figures.transpose_warp_access(64, 64);
@@ -103,13 +100,13 @@ checked("naive", check_transpose_all(functools.partial(t_naive.transpose, kernel
 # %% [markdown]
 # ## 2 · Through a shared tile, padded to `[32][33]`
 #
-# A block copies a 32 x 32 tile of `src` into [shared memory](GLOSSARY.md#shared-memory) row by
-# row (coalesced reads), waits at the [barrier](GLOSSARY.md#barrier), then writes rows of `dst`
-# (coalesced writes) by reading the tile **by columns**. A row of a `[32][32]` float tile is one
-# word in each of the 32 [banks](GLOSSARY.md#bank), so a column lies in one bank: a 32-way
+# A block copies a 32 x 32 tile of `src` into [shared memory](GLOSSARY.md#shared-memory) by rows
+# (coalesced reads), waits at the [barrier](GLOSSARY.md#barrier), then writes rows of `dst`
+# (coalesced) by reading the tile **by columns**. A `[32][32]` float tile's row spans the 32
+# [banks](GLOSSARY.md#bank) once, so a column lies in one bank: a 32-way
 # [bank conflict](GLOSSARY.md#bank-conflict), 32 [wavefronts](GLOSSARY.md#wavefront) instead of 1.
 # One float of [padding](GLOSSARY.md#padding) per row (`[32][33]`, `PAD=1`) starts row `l` in bank
-# `l`. With `ROWS` below 32, each thread moves `32 / ROWS` elements (section 4).
+# `l`.
 
 # %%
 # source: gemm_lessons/kernels/transpose/smem_tile.py  (the package runs this same code; a test keeps the two identical)
@@ -158,17 +155,15 @@ figures.tile_column_banks(padded.addresses, 33, ax=ax[1], title="tile[32][33]")
 plt.tight_layout()
 
 # %% [markdown]
-# *Bank maps of the first column read, `tile[tx, ty + j]`, traced on the kernels above: cell `n`
-# is the float lane `n` reads (tile row down, bank across); the bottom line counts lanes per bank,
-# and the largest count is the wavefronts.*
+# *The first column read, `tile[tx, ty + j]`, traced on the kernels above: cell `n` is lane `n`'s
+# float.*
 #
 # ## 3 · Little's law: enough bytes in flight
 #
-# Whether the padded tile reaches the copy depends on a ceiling no unit's peak shows:
-# [latency](GLOSSARY.md#latency). A load from DRAM returns `L` nanoseconds after it is issued. To
-# move `B` bytes per second, `B x L` bytes must be on their way at every moment (Little's law),
-# shared among the SMs. The limiter run measured both: `B` the copy rate (read plus written), `L` a
-# chain of dependent loads through DRAM on an idle GPU.
+# One ceiling shows in no unit's peak: [latency](GLOSSARY.md#latency). A DRAM load returns `L`
+# nanoseconds after issue; to move `B` bytes per second, `B x L` bytes must be in flight at every
+# moment (Little's law), shared among the SMs. The limiter run measured `B` (the copy rate, read
+# plus written) and `L` (on an idle GPU).
 
 # %%
 m = limiter_table.machine()
@@ -178,19 +173,17 @@ print(f"{m.name}: B = {m.dram_gbs:,.0f} GB/s, L = {m.dram_latency_ns:.0f} ns: B 
       f"{limiter.LATENCY_DUTY:.0%} of the time, {need / limiter.LATENCY_DUTY:,.0f} while it loads.")
 
 # %% [markdown]
-# A transpose thread issues its loads, waits for them, then stores; while it stores it has nothing
-# loading. The [limiter model](../gemm_lessons/model/limiter.py) counts loads in flight half the
-# time (`LATENCY_DUTY` = 1/2):
+# A transpose thread loads, waits, then stores with nothing loading, so the
+# [limiter model](../gemm_lessons/model/limiter.py) counts loads in flight half the time
+# (`LATENCY_DUTY` = 1/2):
 #
 # > share of the copy rate = min(1, `LATENCY_DUTY` x bytes in flight per SM / (`B x L` per SM)),
 #
 # with bytes in flight per SM = bytes a thread loads before it stores x threads
 # [resident](GLOSSARY.md#resident) on the SM.
 #
-# **This count is an assumption**: the loads against all of `B`, read and written, at the idle `L`.
-# It equals the reads alone (`B / 2`; a store waits for nothing) against a latency under load twice
-# the idle one. The reads at the idle `L` would give every kernel twice the share: an optimistic
-# bound. The measurement of `smem_padded` decides (Why).
+# **An assumption**: the loads are set against all of `B` (read and written) at the idle `L`. The
+# reads alone (`B / 2`) would double every share: an optimistic bound. `smem_padded` decides (Why).
 
 # %%
 TRANSPOSES = ["naive", "smem_tile", "smem_padded", "smem_padded_32x8", "wide"]
@@ -208,12 +201,12 @@ if set(threads.values()) == {most}:
 # %% [markdown]
 # ## 4 · More bytes per thread
 #
-# * **`smem_padded_32x8`**: the padded tile with 32 x 8 threads; each thread's loop issues 4
-#   independent loads (16 bytes) before the barrier.
+# * **`smem_padded_32x8`**: the padded tile with 32 x 8 threads, each issuing 4 independent loads
+#   (16 bytes) before the barrier.
 # * **`wide`**: a 64 x 64 padded tile, 16 x 16 threads; each loads four float4 along `src` rows
-#   ([`LDG.128`](GLOSSARY.md#width-128): 64 bytes before the barrier), then gathers four float4
-#   from tile columns and stores them along `dst` rows (`STG.128`). Both sides must be multiples
-#   of 4. `DIAGONAL` (another block order) is off here; `tools/transpose_suite.py` times it.
+#   ([`LDG.128`](GLOSSARY.md#width-128): 64 bytes before the barrier) and stores four, gathered
+#   from tile columns, along `dst` rows (`STG.128`). Sides must be multiples of 4; `DIAGONAL`
+#   stays off (Lab notes).
 
 # %%
 # source: gemm_lessons/kernels/transpose/wide.py  (the package runs this same code; a test keeps the two identical)
@@ -268,9 +261,8 @@ checked("wide", check_transpose_all(functools.partial(t_wide.transpose, kernel=m
 # %% [markdown]
 # ## Predict
 #
-# With the rule and the table above: what share of the copy's GB/s will `smem_padded` reach (a
-# fraction, for example 0.8)? Which rungs escape the latency ceiling, and will they then reach the
-# copy?
+# By the rule above, what share of the copy's GB/s will `smem_padded` reach (a fraction, e.g.
+# 0.8)? Which rungs escape the latency ceiling, and do they then reach the copy?
 
 # %%
 my_share = None  # your prediction for smem_padded: replace None with a fraction of the copy's GB/s
@@ -285,9 +277,8 @@ figures.bytes_in_flight(TRANSPOSES, [w.in_flight_per_sm for w in works.values()]
 # %% [markdown]
 # ## Measure
 #
-# Every [rung](GLOSSARY.md#rung), `sgeam` and `copy_float4` on one 8192 x 8192 matrix (256 MiB
-# read, 256 MiB written), in one run, timed over back-to-back calls so that Python's
-# [launch overhead](GLOSSARY.md#launch-overhead) is not counted.
+# Every [rung](GLOSSARY.md#rung), `sgeam` and `copy_float4`, one run, 8192 x 8192 (256 MiB each
+# way), timed back to back, without Python's [launch overhead](GLOSSARY.md#launch-overhead).
 
 # %%
 table = measure_step.compare_transpose(dict(ladder.TRANSPOSE), shape=(8192, 8192))
@@ -300,11 +291,9 @@ exercises.compare_prediction(my_share, table.gbs("smem_padded") / table.gbs("cop
 # %% [markdown]
 # ## Why: the limiter model
 #
-# Each column is the time one ceiling alone allows, from each kernel's profiled counts; latency is
-# DRAM's time over the model's share (empty for `sgeam`: its bytes per thread are cuBLAS's own,
-# unknown). The largest binds; the prediction is it times the last [wave](GLOSSARY.md#wave)'s
-# stretch (SMs idle while the last blocks finish). The last column is the
-# [profiler's](GLOSSARY.md#ncu) busiest unit.
+# The ceilings come from the [profiler's](GLOSSARY.md#ncu) counts. Latency is DRAM's time over the
+# model's share (empty for `sgeam`: bytes per thread unknown). The last
+# [wave](GLOSSARY.md#wave)'s stretch: SMs idle while the last blocks finish.
 
 # %%
 why = limiter_table.why(TRANSPOSES + ["cublas_sgeam", "copy"], kind="transpose", measured=table)
@@ -346,9 +335,9 @@ print(f"* naive and the copy use no shared memory; the profiler still counts {pe
 # %% [markdown]
 # ## Exercise 09-symmetrize: `dst = src + src.T` through a padded tile
 #
-# For a square matrix, `dst[r, c] = src[r, c] + src[c, r]`. As given, the kernel is right but reads
-# `src[c, r]` from global memory, strided like the naive transpose. Make **every** warp-wide global
-# access coalesced and the shared tile conflict-free (32 x 8 threads per 32 x 32 tile of `dst`).
+# For a square matrix, `dst[r, c] = src[r, c] + src[c, r]`. The given kernel is right but reads
+# `src[c, r]` strided, like the naive transpose. Make **every** warp-wide global access coalesced
+# and the shared tile conflict-free (32 x 8 threads per 32 x 32 tile of `dst`).
 
 # %%
 import numpy as np
@@ -390,8 +379,8 @@ exercises.check("09-symmetrize", symmetrize)
 # %% [markdown]
 # ### 09-in-flight: Little's law for your kernel
 #
-# How many bytes does each thread of your `symmetrize` load before the barrier, and what share of
-# the copy rate does section 3's rule give it at 2,048 threads per SM? Answer with a pair.
+# Give the pair: bytes each thread of your `symmetrize` loads before the barrier, and the share of
+# the copy rate section 3's rule gives at 2,048 threads per SM.
 
 # %%
 ### BEGIN SOLUTION: my_in_flight = None
@@ -404,21 +393,20 @@ exercises.check("09-in-flight", my_in_flight)
 # ## Takeaway
 #
 # * A memory-bound kernel is judged in GB/s against a copy of the same bytes.
-# * A shared tile makes both global sides coalesced; padding to `[32][33]` makes its column read
-#   one wavefront.
-# * Little's law: to stream `B` bytes per second across a latency `L`, `B x L` bytes must be in
-#   flight, shared among the SMs. The model counts read and written bytes at the idle latency,
-#   loading half the time; the reads alone are the optimistic bound. One float per thread is short.
-# * More bytes per thread lifts the latency ceiling; 16-byte accesses then cut the instructions
-#   until DRAM binds.
+# * A shared tile coalesces both global sides; padding to `[32][33]` makes its column read one
+#   wavefront.
+# * Little's law: streaming `B` bytes per second across a latency `L` takes `B x L` bytes in
+#   flight; one float per thread is too few.
+# * More bytes per thread lift the latency ceiling; 16-byte accesses then cut instructions until
+#   DRAM binds.
 
 # %% [markdown]
 # ## Sources and further reading
 #
-# * The source article this lesson re-tells and tests: [[4]](REFERENCES.md#seed-003) (origins:
-#   [REFERENCES.md](REFERENCES.md#source-articles)).
-# * What to read next: [REFERENCES.md, lesson 09](REFERENCES.md#lesson-09); Little's law on a GPU:
-#   Volkov's thesis ([REFERENCES.md, lesson 00a](REFERENCES.md#lesson-00a)).
+# * Source article, re-told and tested: [[4]](REFERENCES.md#seed-003)
+#   ([origins](REFERENCES.md#source-articles)).
+# * Next: [REFERENCES.md, lesson 09](REFERENCES.md#lesson-09); Little's law on a GPU: Volkov's
+#   thesis ([REFERENCES.md, lesson 00a](REFERENCES.md#lesson-00a)).
 # * Terms: the [glossary](GLOSSARY.md) and the [primer](00a_primer.ipynb).
 
 # %% [markdown]
@@ -427,6 +415,14 @@ exercises.check("09-in-flight", my_in_flight)
 # **Two records on the simulator.** The measure table is a recorded run of the bench (its GPU is in
 # the table's title); the Why table is the limiter run, on the GPU its title names. On a GPU that
 # has a limiter record, the Why table's measured column is this notebook's run (no asterisk).
+#
+# **The latency model's inputs.** `L` is a chain of dependent loads through DRAM on an idle GPU.
+# Setting the loads against all of `B`, read and written, at that idle `L` equals counting the
+# reads alone (`B / 2`; a store waits for nothing) against a latency under load twice the idle one.
+#
+# **`DIAGONAL`.** `wide` can visit the tiles in another block order (`DIAGONAL=True`, skewed so
+# that blocks running together do not all read the same rows). It is off in this lesson;
+# `tools/transpose_suite.py` times it.
 #
 # **What the model leaves.** The naive kernel takes several times its latency ceiling. The model
 # gives every kernel the same half duty; how long naive's scattered stores (32 sectors a warp) keep

@@ -26,10 +26,8 @@ print(f"GPU: {gpu_name} ({capability}driver {driver})" if gpu_name else
 # %% [markdown]
 # # 10 · The leaderboard: every rung, what held it back, and cuBLAS
 #
-# **Where we are.** Lessons 01-08 built eight rungs, one lesson each, and each lesson's Why named
-# the ceiling that held its rung back. Lesson 08's `warptile` ended the climb bound, like cuBLAS,
-# by [instruction issue](GLOSSARY.md#issue). This lesson lines them all up, under their ceilings
-# and across sizes.
+# **Where we are.** Lessons 01-08 built eight rungs, each held back by the ceiling its Why named;
+# `warptile` ended bound, like cuBLAS, by [instruction issue](GLOSSARY.md#issue).
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -47,14 +45,13 @@ print("rungs in order:", " -> ".join(ladder.SGEMM))
 # %% [markdown]
 # ## Idea: one time per ceiling, and the longest wins
 #
-# The [limiter model](GLOSSARY.md#limiter-model) gives each rung one time per unit of the GPU,
-# from what the profiler counted in the [limiter run](GLOSSARY.md#limiter-run): FFMAs over the
-# FP32 lanes, warp-instructions over the schedulers (4 per SM per cycle), shared-memory
-# [wavefronts](GLOSSARY.md#wavefront) (1 per SM per cycle), bytes over the L2 and DRAM
-# bandwidths. The longest time is the **binding ceiling**; the prediction is that time, stretched
-# a little when the last [wave](GLOSSARY.md#wave) of blocks leaves SMs idle. A
-# [roofline](GLOSSARY.md#roofline) draws two of these ceilings (FP32, DRAM); below, every rung
-# gets all five, as the TFLOPS each allows.
+# The [limiter model](GLOSSARY.md#limiter-model) gives each rung one time per GPU unit, from the
+# profiler's counts in the [limiter run](GLOSSARY.md#limiter-run): FFMAs over FP32 lanes,
+# warp-instructions over schedulers (4 per SM per cycle), shared-memory
+# [wavefronts](GLOSSARY.md#wavefront) (1 per SM per cycle), bytes over L2 and DRAM bandwidth. The
+# longest is the **binding ceiling**; the prediction stretches it when the last
+# [wave](GLOSSARY.md#wave) of blocks leaves SMs idle. A [roofline](GLOSSARY.md#roofline) draws two
+# ceilings; here each rung gets all five, as TFLOPS:
 
 # %%
 RUNGS = list(ladder.SGEMM) + ["cublas"]
@@ -62,14 +59,13 @@ model = limiter_table.why(RUNGS)  # the limiter record: ceilings from the profil
 plots.ceilings(model, measured=False);
 
 # %% [markdown]
-# In each column the lowest dash, drawn thick, is the binding ceiling. The red FP32 line is the
-# same for every rung: 128 lanes are 4 warp-FFMAs per SM per cycle, the issue rate, so only a
-# kernel that issues nothing but FFMAs reaches it.
+# Thick dashes bind. FP32 (red) is the same for all: 128 lanes make 4 warp-FFMAs per SM per
+# cycle, the issue rate, so only pure-FFMA code reaches it.
 
 # %% [markdown]
 # ## Predict: how close does the last rung get?
 #
-# `warptile` and cuBLAS are both issue-bound. What each issues at 4096^3, and the model's times:
+# What `warptile` and cuBLAS issue at 4096^3, and the model's times:
 
 # %%
 w, c = model.row("warptile"), model.row("cublas")
@@ -86,8 +82,7 @@ print(f"warptile's issue ceiling is {w.ceilings_ms['issue']:.2f} ms; its {work.b
       f"{100 * c.predicted_ms / w.predicted_ms:.1f}% of cuBLAS.")
 
 # %% [markdown]
-# That is the model's answer, from instruction counts alone. Will the measurement land above or
-# below it, and why? Write your number for warptile's measured % of cuBLAS:
+# Will warptile measure above or below the model, and why? Write its measured % of cuBLAS:
 
 # %%
 my_pct = None  # warptile's % of cuBLAS at 4096^3, measured
@@ -95,10 +90,7 @@ my_pct = None  # warptile's % of cuBLAS at 4096^3, measured
 # %% [markdown]
 # ## Measure: every rung, every variant and cuBLAS in one run
 #
-# One `compare` call checks and times the eight rungs, the lessons' variants and cuBLAS at
-# 4096^3. The clock column gives the SM clock while each kernel was timed, then in a *sustained*
-# run (the kernel relaunched without pause for seconds while NVML reads clock and power), which
-# also gives the power column.
+# One `compare` call checks and times them at 4096^3 (clock and power: below).
 
 # %%
 KERNELS = {**ladder.SGEMM, **ladder.VARIANTS}
@@ -114,12 +106,11 @@ exercises.compare_prediction(my_pct, board.row("warptile").pct_cublas, "warptile
                              board.source)
 
 # %% [markdown]
-# ## Why: the binding ceiling, and the stalls the model leaves out
+# ## Why: ceilings and stalls
 #
-# The model assumes the binding unit works every cycle. The profiler shows it busy less; in the
-# other cycles the warps are stalled: at a [barrier](GLOSSARY.md#barrier), on a result the next
-# instruction needs, or on a load the kernel did not hide. That is the "measured / predicted"
-# column:
+# The model lets the binding unit work every cycle; the profiler finds it busy less. In the other
+# cycles warps stall: at a [barrier](GLOSSARY.md#barrier), on a result the next instruction needs,
+# on an unhidden load. Measured / predicted counts the stalls:
 
 # %%
 rows = board.rows
@@ -139,8 +130,7 @@ print(f"warptile against cuBLAS: {iw / ic:.3f}x the instructions and {rw / rc:.3
       + (": the measurement lands below the model's answer by the stalls." if rw > rc else "."))
 
 # %% [markdown]
-# The same ceilings with the measurements: the gap from a thick dash down to its dot is the
-# rung's measured / predicted.
+# The gap from a thick dash down to its dot is measured / predicted:
 
 # %%
 plots.ceilings(why, source=board.source);
@@ -148,8 +138,7 @@ plots.ceilings(why, source=board.source);
 # %% [markdown]
 # ## Across sizes
 #
-# The recorded benchmark timed every rung and cuBLAS in one run at four square sizes (the plot)
-# and two non-square shapes:
+# One recorded run at four square sizes (the plot) and two non-square shapes:
 
 # %%
 plots.versus_size(bench);
@@ -182,10 +171,8 @@ if blocks < sms:
 # %% [markdown]
 # ## What each technique was worth
 #
-# By the model, a step's speed-up = the fall of the predicted time (the binding ceiling drops:
-# fewer instructions, wavefronts or bytes) x fewer stalls (measured / predicted falls). Each row
-# compares two kernels of one run that differ by its lesson's change (lesson 05's row and lesson
-# 07's first combine several).
+# Speed-up = the predicted time's fall x fewer stalls. Each row compares two kernels of one run
+# that differ by one lesson's change (lesson 05's row and lesson 07's first combine several).
 
 # %%
 whole = limiter_table.why(sorted({k for pair in leaderboard.MODEL_STEPS for k in pair}, key=list(KERNELS).index),
@@ -228,8 +215,8 @@ if flips:
 # ## Clock and power
 #
 # At its [power cap](GLOSSARY.md#power-cap) a GPU lowers its clock, and with it every ceiling
-# that counts SM cycles (FP32, issue, shared memory). The table's last two columns read the clock
-# while each rung was timed and in the sustained run:
+# counted in SM cycles. The table read the clock while timing and in a *sustained* run (seconds of
+# relaunches), which gives the power.
 
 # %%
 timed_clocks = [r.timed_clock_mhz for r in board.rows if r.timed_clock_mhz]
@@ -257,12 +244,12 @@ if cub.watts:
 # %% [markdown]
 # ## Exercise 10-next-step: which technique to try next, by the record
 #
-# `leaderboard.technique_effects(record, size)`, with `size` an `(M, N, K)` tuple, lists same-run
-# pairs as `(technique, lesson, without, with, TFLOPS without, TFLOPS with, change in %)`. Write
+# `leaderboard.technique_effects(record, size)`, `size` an `(M, N, K)` tuple, lists same-run pairs
+# as `(technique, lesson, without, with, TFLOPS without, TFLOPS with, change in %)`. Write
 # `next_step(kernel, size)`: the row starting from `kernel` with the largest change, as
-# `(with, change)` (`with` is a kernel name, e.g. `'dbuf'`), or `None` if no row starts from
-# `kernel` at that size or none gained more than 2% (the run-to-run spread). The check tries
-# every kernel and recorded size, [host-bound](GLOSSARY.md#host-bound) pairs left out.
+# `(with, change)`, `with` a kernel name such as `'dbuf'`, or `None` if no row from `kernel`
+# gained more than 2% (the run-to-run spread). The check tries every kernel and recorded size
+# except [host-bound](GLOSSARY.md#host-bound) pairs.
 
 # %%
 record = bench
@@ -281,25 +268,20 @@ exercises.check("10-next-step", next_step)
 # %% [markdown]
 # ## Takeaway
 #
-# * One ceiling sets each rung's time. The ladder moved it back and forth between issue and
-#   shared memory; lowering one ceiling helps only down to the next.
-# * Measured / predicted is the stalls. Double buffering cut stalls; coalescing's gain lies
-#   outside the model's ceilings, so it lands in the stalls column.
-# * warptile and cuBLAS differ by a few percent of instructions and of stalls; the last real
-#   gain was double buffering, and the warp tile changed no ceiling.
-# * With 128x128 tiles, small products leave SMs idle: smaller tiles win there, and a library
-#   picks another kernel.
-# * Power is one more ceiling: at its cap the GPU lowers its clock, and the fastest rungs
-#   come close to it.
+# * One ceiling sets each rung's time; lowering it helps only down to the next.
+# * Measured / predicted is the stalls; double buffering, the last real gain, cut them.
+# * warptile and cuBLAS differ by a few percent in instructions and in stalls.
+# * With 128x128 tiles, small products leave SMs idle: smaller tiles win there.
+# * Power is one more ceiling: the fastest rungs come close to the cap, where the GPU lowers its
+#   clock.
 
 # %% [markdown]
 # ## Sources and further reading
 #
-# * The source articles this lesson re-tells and tests: [[1]](REFERENCES.md#seed-000), [[2]](REFERENCES.md#seed-001), [[3]](REFERENCES.md#seed-002), [[4]](REFERENCES.md#seed-003), [[5]](REFERENCES.md#seed-004) (their origins and what each
-#   covers are in [REFERENCES.md](REFERENCES.md#source-articles)).
-# * What to read next: [REFERENCES.md, lesson 10](REFERENCES.md#lesson-10).
-# * Terms: the [glossary](GLOSSARY.md); the execution model and the compiler-facts table are
-#   introduced in the [primer](00a_primer.ipynb).
+# * Source articles, re-told and tested: [[1]](REFERENCES.md#seed-000), [[2]](REFERENCES.md#seed-001), [[3]](REFERENCES.md#seed-002), [[4]](REFERENCES.md#seed-003), [[5]](REFERENCES.md#seed-004)
+#   ([origins](REFERENCES.md#source-articles)).
+# * Next: [REFERENCES.md, lesson 10](REFERENCES.md#lesson-10).
+# * Terms: the [glossary](GLOSSARY.md) and the [primer](00a_primer.ipynb).
 
 # %% [markdown]
 # ## Lab notes

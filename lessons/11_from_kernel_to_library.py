@@ -26,14 +26,12 @@ print(f"GPU: {gpu_name} ({capability}driver {driver})" if gpu_name else
 # %% [markdown]
 # # 11 · From a kernel to a library: edges, call costs, split-K, dispatch
 #
-# **Where we are.** Lesson 08's last rung, `warptile`, runs close to cuBLAS at 4096^3 (next cell).
-# It assumes K and N multiples of 4, arrays aligned to 16 bytes, a product that fills the GPU with
-# 128 x 128 tiles, and a caller indifferent to Python's cost per call. A library cannot.
+# **Where we are.** Lesson 08's `warptile` runs close to cuBLAS at 4096^3 (next cell), assuming K
+# and N multiples of 4, 16-byte-aligned arrays, enough 128 x 128 tiles to fill the GPU, and a
+# caller who ignores Python's cost per call. A library cannot.
 #
-# **The idea of this lesson.** One kernel cannot be best at every shape, so a library is many
-# kernels plus a rule that picks one per shape, checked by timing. We build `gl.sgemm` in four
-# steps (edges, call costs, split-K, dispatch), then look at cuBLAS. Attempts:
-# [11b](11b_what_we_tried.ipynb).
+# **The idea.** No kernel is best at every shape: a library is many kernels plus a rule that picks
+# one per shape. We build `gl.sgemm`, then look at cuBLAS. Attempts: [11b](11b_what_we_tried.ipynb).
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -65,11 +63,10 @@ print(f"warptile: {w.measured_ms:.2f} ms at 4096^3, {100 * c.measured_ms / w.mea
 # ## 1 · Edges and alignment
 #
 # **The idea.** Lesson 05's `load4(A, row, col)` reads `A[row, col:col + 4]` in one instruction
-# ([wide loads](GLOSSARY.md#wide-loads)), and only from an address that is a multiple of 16
+# ([wide loads](GLOSSARY.md#wide-loads)) from an address that must be a multiple of 16
 # ([alignment](GLOSSARY.md#alignment)). Row r of a row-major float32 matrix starts 4 x r x (row
-# stride) bytes after row 0, the stride being K floats for a fresh A: a multiple of 16 for every
-# row only when the stride is a multiple of 4. The same holds for B with N, and the array must
-# start on a 16-byte boundary (a fresh allocation does; `A_d[1:]` of a 1-D `A_d`
+# stride) bytes after row 0, so every row is aligned only if the stride (K floats for a fresh A,
+# N for B) is a multiple of 4 and the array starts on a 16-byte boundary (`A_d[1:]` of a 1-D `A_d`
 # does not).
 
 # %%
@@ -92,15 +89,13 @@ except ValueError as e:
 # %% [markdown]
 # **Two ways out**, each a **plan**: a kernel, its tile size BM x BN and K's split if any (`wide 64x128`).
 #
-# * The **any-shape kernel** below is lesson 08's (same tiles, two shared buffers, same `k_step`)
-#   with these changes: it reads and writes global memory one float at a time (`load_a`, `load_b`, `store1`),
-#   each access under its own [predicate](GLOSSARY.md#predicate) (inside the matrix, inside this
-#   block's k); `k_begin`/`k_end` bound this block's k and `out0` its rows of output (split-K:
-#   ignore them until section 3); with `beta == 0` it does not read C. It takes any shape, alignment and stride.
-# * The **padded plan** copies B (and A, where K is not a multiple of 4 or A is misaligned; one
-#   launch) into zero-padded arrays, K and N rounded up to multiples of 4, and runs `warptile`, the library's
-#   **wide kernel**, on them. C's rows, N floats long, need not be 16-byte aligned, so it writes C
-#   one float at a time (`ragged_c`).
+# * The **any-shape kernel** below is lesson 08's with every global access one float at a time
+#   (`load_a`, `load_b`, `store1`) under its own [predicate](GLOSSARY.md#predicate): inside the
+#   matrix, inside this block's k. It takes any shape, alignment and stride. `k_begin`, `k_end` and
+#   `out0` serve split-K (section 3).
+# * The **padded plan** zero-pads B, and A where K is not a multiple of 4 or A is misaligned, to
+#   sides that are multiples of 4 (one copy launch), then runs `warptile`, the library's **wide
+#   kernel**, writing C one float at a time (`ragged_c`) since C's rows need not be aligned.
 
 # %%
 from numba import boolean
@@ -220,8 +215,8 @@ def make_kernel(cfg=TileConfig()):
     sgemm_any_shape.config = cfg
     return sgemm_any_shape
 # %% [markdown]
-# **Check** against float64: the cell's kernel launched by hand, then `gl.sgemm` on awkward shapes
-# and on misaligned views of A; then the plan each runs (`library.plan_of`).
+# **Check** against float64: the kernel above launched by hand, then `gl.sgemm` on awkward shapes
+# and misaligned views of A.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -259,10 +254,9 @@ for name, (A_view, _) in views.items():
     print(f"20x12x32, A {name}: {library.plan_of(A_view, cuda.to_device(B_host))}")
 
 # %% [markdown]
-# The padded plan's copy kernel: each thread makes four neighbouring floats of a destination row,
-# read singly (a source row may start anywhere) and written with one 16-byte store (a padded
-# row starts on a 16-byte boundary); zeros outside the source. A block loops over rows:
-# a grid has at most 65,535 blocks in y.
+# The padded plan's copy kernel: each thread reads four floats of a row one at a time (a source
+# row may start anywhere; zeros outside it) and writes them with one 16-byte store (a padded row
+# is aligned). A block loops over rows: a grid has at most 65,535 blocks in y.
 
 # %%
 # source: gemm_lessons/kernels/library/pad_copy.py  (the package runs this same code; a test keeps the two identical)
@@ -298,10 +292,10 @@ print(f"{pad_plan} at 33x65x47 (alpha 1.5, beta -0.5): right: {res.passed}")
 
 # %% [markdown]
 # **Which way out costs less?** `gl.sgemm` decides with a **model** (section 4): a kernel's FLOP at
-# its rate measured on this GPU, plus any copies at memory bandwidth. The **shape suite**
-# (`python -m gemm_lessons.runs.shapes`) measures the rates: before it checks and times `gl.sgemm`
-# and cuBLAS back to back on 19 shapes, it **calibrates**, timing each kernel on an aligned 4096^3
-# square:
+# its rate on this GPU, plus any copies at memory bandwidth. The **shape suite**
+# (`python -m gemm_lessons.runs.shapes`) checks and times `gl.sgemm` and cuBLAS on 19 shapes after
+# it **calibrates** the rates: each kernel and tile size on an aligned 4096^3 square and with one
+# block per SM, and a copy's bandwidth:
 
 # %%
 model = dispatch.model()  # the model gl.sgemm uses on this GPU (on the simulator: the recorded one)
@@ -321,10 +315,10 @@ if prof:
 
 # %% [markdown]
 # **Predict.** 4095 x 4097 x 4093 is the work of 4096^3 give or take 0.1%, with nothing a multiple
-# of 4. The model weighs the any-shape kernel's slower rate against the padded plan's copies: four
-# matrices of about 4096^2 floats (67 MB each), A and B read, then written padded, at the
-# calibrated copy rate (section 4), about 4 TB/s, plus an assumed 5 µs for their one launch. Which plan wins, and how much longer than at
-# 4096^3 will `gl.sgemm` take, [back to back](GLOSSARY.md#single-call), in %?
+# of 4. Against the any-shape kernel's slower rate, the padded plan copies four matrices of about
+# 4096^2 floats (67 MB each): A and B read, then written padded, at the calibrated
+# copy rate, about 4 TB/s, plus an assumed 5 µs for their one launch. Which plan wins, and how much
+# longer than at 4096^3 will `gl.sgemm` take [back to back](GLOSSARY.md#single-call), in %?
 
 # %%
 my_odd_extra_pct = None  # your prediction: % more time at 4095x4097x4093 than at 4096^3 (for example 10)
@@ -356,8 +350,7 @@ exercises.compare_prediction(my_odd_extra_pct, 100 * odd_extra_ms / ref_row.back
                              "gl.sgemm at 4095x4097x4093, % more time than at 4096^3 (back to back)", edges.source)
 
 # %% [markdown]
-# **Why.** The odd shape took more than the model's copies. Its parts, timed alone
-# (`experiments/shape_classes`):
+# **Why.** The odd shape took more than the model's copies. Its parts, timed alone:
 
 # %%
 stores, copies = suite_record.store_cost(ODD_SHAPE), suite_record.pad_copies(ODD_SHAPE)  # recorded, one run each
@@ -381,9 +374,9 @@ if odd_plan.kernel == "padded" and stores and copies:
     print(f"Still the right choice: the best any-shape plan, {fastest_any}, took {timed_any[fastest_any]:.3f} ms there.")
 
 # %% [markdown]
-# Why the extra blocks cost so little: a **block slot** (slot) is room for one
-# [resident](GLOSSARY.md#resident) block on an SM, SMs x blocks/SM in all; a [wave](GLOSSARY.md#wave)
-# fills them all. 4097 columns need a 33rd column of tiles, as the padded 4100 do:
+# Why the extra blocks cost so little: a **block slot** is room for one
+# [resident](GLOSSARY.md#resident) block on an SM (SMs x blocks/SM in all); a [wave](GLOSSARY.md#wave)
+# fills every slot. 4097 columns, padded to 4100, need a 33rd column of tiles:
 
 # %%
 N4, K4 = dispatch.padded_sides(*ODD_SHAPE[1:])
@@ -399,17 +392,17 @@ print(f"{blocks['4096^3']:,} blocks at 4096^3, {blocks['padded']:,} on the padde
 # %% [markdown]
 # ## 2 · What a call costs
 #
-# **The idea.** `kernel[grid, block](...)` returns before the GPU starts, but not before Python
-# has done its part ([launch overhead](GLOSSARY.md#launch-overhead)): numba converts every
-# argument, finds the compiled version and calls the driver. `gl.sgemm` launches through a
+# **The idea.** `kernel[grid, block](...)` returns before the GPU starts, but only after numba has
+# converted every argument, found the compiled version and called the driver
+# ([launch overhead](GLOSSARY.md#launch-overhead)). `gl.sgemm` launches through a
 # [Launcher](GLOSSARY.md#launcher), which does that work once. A call costs the host its **issue
-# time** (the host's, not lesson 10's instruction issue), then the GPU its kernel time. Timed
-# **back to back** ([single call, back to back](GLOSSARY.md#single-call)), the host issues the next
-# call while the GPU runs this one: a call costs the longer of the two.
+# time** (not lesson 10's instruction issue), then the GPU its kernel time. Timed **back to back**
+# ([single call, back to back](GLOSSARY.md#single-call)), the host issues the next call while the
+# GPU runs this one, so a call costs the longer of the two.
 #
-# cuBLAS is called through NVIDIA's [nvmath-python](GLOSSARY.md#nvmath-python).
-# The figure: five callers' issue times, 10 batches of 20 calls at four sizes. One caller is faster
-# only where its 90th percentile lies below the other's 10th ([p10-p90](GLOSSARY.md#p10-p90)).
+# The figure: issue times of five callers (cuBLAS through NVIDIA's
+# [nvmath-python](GLOSSARY.md#nvmath-python)). One caller is faster only where its 90th percentile
+# lies below the other's 10th ([p10-p90](GLOSSARY.md#p10-p90)).
 
 # %%
 costs = call_overhead.call_costs()
@@ -435,17 +428,17 @@ print(f"A single call pays its issue time too (the shape suite's record): at 102
 
 # %% [markdown]
 # A timing is [host-bound](GLOSSARY.md#host-bound) when issuing a call takes at least 80% of the
-# time per call: its % of cuBLAS then compares Python wrappers, not kernels. The rest of the lesson
-# compares kernels back to back without host-bound shapes.
+# time per call: its % of cuBLAS then compares Python wrappers, not kernels. From here on we
+# compare kernels back to back without host-bound shapes.
 #
 # ## 3 · Split-K: when C is too small to fill the GPU
 #
-# **The idea.** A block computes one BM x BN tile of C over all of K. At 64 x 8192 x 8192 with
+# **The idea.** One block per BM x BN tile of C. At 64 x 8192 x 8192 with
 # 64 x 128 tiles that is 64 blocks for a few hundred slots: most of the GPU idles while each
 # block walks all of K, a [tail effect](GLOSSARY.md#tail-effect). [Split-K](GLOSSARY.md#split-k) cuts K
-# into s parts: s times the blocks, each summing its part into a partial tile of a workspace;
+# into s parts for s times the blocks, each summing its part into a workspace;
 # a second kernel adds the parts. The price: one more launch, and the reduction's (s + 2) x M x N
-# floats (s parts read, C read and written, as the model charges even when beta == 0).
+# floats (s parts read, C read and written).
 
 # %%
 split_k_plans.split_k_diagram(splits=4);
@@ -458,11 +451,10 @@ whole = dispatch.Plan(split.kernel, split.tiles)
 split_k_plans.waves_figure(SKINNY_SHAPE, [whole, split], model);
 
 # %% [markdown]
-# **The kernels.** The first half is the any-shape kernel above, launched with s layers of blocks
-# along z: layer z sums its chunk of k (`k_begin` to `k_end`; K / s rounded up to a multiple of
-# BK, `Plan.k_chunk`) into rows z x M onward of an s·M x N workspace (`out0`). The wide kernel
-# splits the same way (`TileConfig(split_k=True)`, lesson 07). The second half adds the parts in a
-# fixed order and applies alpha and beta once:
+# **The kernels.** The first half: the any-shape kernel with s layers of blocks along z. Layer z
+# sums its chunk of k (`k_begin` to `k_end`; K / s rounded up to a multiple of BK, `Plan.k_chunk`)
+# into rows z x M onward of an s·M x N workspace (`out0`), as does the wide kernel. The second half
+# adds the parts in a fixed order and applies alpha and beta once:
 
 # %%
 # source: gemm_lessons/kernels/library/splitk_reduce.py  (the package runs this same code; a test keeps the two identical)
@@ -482,10 +474,6 @@ def sgemm_splitk_reduce(W, C, alpha, beta):
         else:
             C[row, col] = alpha * total + beta * C[row, col]
 # %% [markdown]
-# Why not [atomic adds](GLOSSARY.md#atomic-add) into C? The workspace gives the same sum, bit for
-# bit, on every call (floating-point addition is not associative, and atomics add in whatever order
-# blocks finish), and C needs no pass that scales it by beta first.
-#
 # **Check** split-K from this lesson's two cells, four parts, against float64:
 
 # %%
@@ -509,9 +497,9 @@ print("the library's plan, right:", problems.check(
     lambda A, B, C, alpha=1.0, beta=0.0: library.run_plan(plan, A, B, C, alpha, beta), M_s, N_s, K_s, 2.0, 0.5).passed)
 
 # %% [markdown]
-# **Predict.** At 64 x 8192 x 8192, how many times as fast as the same plan without the split will
-# the model's fastest split-K plan be? Count the busy slots in the figure (the reduction is not in
-# it), and ask whether one block alone on an SM runs at 1 / (blocks per SM) of its rate.
+# **Predict.** At 64 x 8192 x 8192, how many times as fast as the same plan unsplit is the model's
+# fastest split-K plan? Count the busy slots in the figure (the reduction is not in it), and ask
+# whether one block alone on an SM runs at 1 / (blocks per SM) of its rate.
 
 # %%
 my_split_gain = None  # your prediction: times as fast (for example 2)
@@ -539,9 +527,8 @@ exercises.compare_prediction(my_split_gain, whole_ms / split_ms, f"{split} again
                              "(times as fast)", skinny.source)
 
 # %% [markdown]
-# **Why.** The gain is less than the ratio of busy slots: an SM left with one block runs it
-# faster than its share of a full SM. Its warps have the SM's instruction issue to themselves,
-# though too few of them to hide every latency (the suite measured that rate):
+# **Why.** The gain is below the ratio of busy slots: a lone block has an SM's instruction issue to
+# itself, though too few warps to hide every latency:
 
 # %%
 fill = {p: split_k_plans.waves(SKINNY_SHAPE, p, model) for p in (whole, split)}
@@ -561,21 +548,16 @@ print(f"The reduction ({reduce_us:.1f} µs) and its launch ({model.launch_us:.0f
 # %% [markdown]
 # ## 4 · Dispatch: a model, checked by timing
 #
-# **The rule.** `gemm_lessons.library.dispatch` lists the plans: the wide and the
-# any-shape kernel, each with four tile sizes (128 x 128, 64 x 128, 128 x 64, 64 x 64) and K split
-# 1, 2, 3, 4, 6, 8, 12 or 16 ways, and the padded plan likewise. For a shape it keeps the
-# **candidates** that can run it (the wide kernel's where K and N are multiples of 4 and the arrays
-# aligned, else the others; a split only where each part gets at least 128 values of k) and picks
-# the smallest estimate:
+# **The rule.** `gemm_lessons.library.dispatch` lists the plans: the wide kernel, the any-shape
+# kernel and the padded plan, each with four tile sizes and K split up to 16 ways. For a shape it
+# keeps the **candidates** that can run it (wide plans only where K and N are multiples of 4 and the
+# arrays aligned; a split only where each part gets at least 128 values of k) and picks the
+# smallest estimate:
 #
 # $$t = \sum_{\text{waves}} \text{blocks on the busiest SM} \times \frac{\text{FLOP of one block}}{\text{that SM's rate}}
-#   \;+\; \text{split-K: } \frac{\text{reduction bytes}}{\text{bandwidth}} + \text{one launch}
-#   \;+\; \text{padded: } \frac{\text{copy bytes}}{\text{bandwidth}} + \text{one launch}$$
+#   \;+\; \frac{\text{bytes copied or reduced}}{\text{bandwidth}} + \text{a launch for each}$$
 #
-# The **calibration** measures the rates (each kernel and tile size on a 4096^3 square, and with
-# one block per SM) and a copy's bandwidth. The model is blind to L2 reuse, the clock and Python.
-# The check: the suite timed every candidate on all shapes but the four largest. Each point is a plan at a shape;
-# ringed, the plan chosen; starred, the fastest.
+# The check: the suite timed every candidate on all shapes but the four largest.
 
 # %%
 rec_model = suite_record.recorded_model(rec)  # the model the record's run used
@@ -596,8 +578,8 @@ print(f"The plan chosen was the fastest timed on {len(timed) - len(misses)} of t
           f"({100 * (1 - best_ms / ms):.1f}% less)" for sh, chosen, ms, best, best_ms in misses) + "."))
 
 # %% [markdown]
-# **The result.** `gl.sgemm` against cuBLAS per shape, single calls and back to back, same run;
-# hatched: host-bound:
+# **The result.** `gl.sgemm` against cuBLAS per shape, single calls and back to back; hatched:
+# host-bound.
 
 # %%
 shape_suite.pct_figure(rec);
@@ -625,17 +607,13 @@ for r in left_out:
 # %% [markdown]
 # ## 5 · Why cuBLAS is many kernels plus heuristics
 #
-# Everything above happens inside cuBLAS too, at a larger scale ([REFERENCES.md](REFERENCES.md#lesson-11)):
-#
-# * **A heuristic picks a kernel per problem**: cuBLASLt (cuBLAS's lower-level matmul interface)
-#   "uses heuristics to pick the most suitable matmul kernel", ranks candidates by estimated time
-#   and caches the choice, as `gl.sgemm` remembers its plan per shape.
-# * **Its knobs are this lesson's**: tile, split-K and its reduction, pipeline stages,
-#   [block order](GLOSSARY.md#block-order), each matrix's alignment, the workspace allowed.
-# * **CUTLASS**, NVIDIA's open-source kernel templates, builds a kernel per tile shape, alignment
-#   and more: for Hopper, "in the order of millions of kernels".
-#
-# Which kernel cuBLAS ran, from a profile (11b, section 6):
+# cuBLAS does all this at a larger scale ([REFERENCES.md](REFERENCES.md#lesson-11)). cuBLASLt,
+# its lower-level matmul interface, "uses heuristics to pick the most suitable matmul kernel": it
+# ranks candidates by estimated time and caches the choice, as `gl.sgemm` caches its plan. Its knobs are
+# this lesson's: tile, split-K, pipeline stages, [block order](GLOSSARY.md#block-order), alignment,
+# workspace. **CUTLASS**, NVIDIA's open-source kernel templates, builds a kernel per tile shape,
+# alignment and more: for Hopper, "in the order of millions of kernels". Which kernel cuBLAS ran,
+# from a profile (11b, section 6):
 
 # %%
 header, pairs = profile_comparison.ncu_versus_cublas()
@@ -646,25 +624,19 @@ print(f"cuBLAS on the {profiled_on}: " + "; ".join(f"{tiles} tiles at {shape}" f
       + (": a kernel per shape." if len({t for _, t in picked}) == len(picked) else "."))
 
 # %% [markdown]
-# The tile that fills the GPU at 4096^3 leaves it idle at 64 x 8192 x 8192, and the fastest loads
-# need an alignment the caller may not have: a library is many kernels and a rule that picks one.
-#
 # ## Exercise 11-split-k: write split-K
 #
 # Write both halves of split-K on lesson 01's one-thread-per-element kernel. The workspace
-# `W[part, row, col]` holds splits x M x N floats: the library's s·M x N workspace, indexed by part.
+# `W[z, row, col]` holds part z's sums.
 #
-# 1. `sgemm_partial(A, B, W)` runs one layer of blocks per part along z (s = `cuda.gridDim.z`
-#    parts); each thread of layer z writes its sum over part z's chunk of k into `W[z, row, col]`.
-#    With chunk = ceil(K / s), part z sums k from z x chunk up to min(K, (z + 1) x chunk) - 1.
-# 2. `splitk_reduce(W, C, alpha, beta)`: one thread per element of C; C = alpha x (W[0] + W[1] +
+# 1. In `sgemm_partial(A, B, W)`, give layer z = `cuda.blockIdx.z` of s = `cuda.gridDim.z` its chunk
+#    of k: with chunk = ceil(K / s), k from z x chunk up to min(K, (z + 1) x chunk) - 1.
+# 2. Write `splitk_reduce(W, C, alpha, beta)`: one thread per element of C; C = alpha x (W[0] + W[1] +
 #    ...) + beta x C, reading C only when beta != 0 (with beta == 0, C may hold NaN).
 #
-# The check launches both with blocks of 16 x 16 threads, x along the columns of C: `sgemm_partial`
-# on a grid of (ceil(N / 16), ceil(M / 16), s) blocks, `splitk_reduce` on (ceil(N / 16), ceil(M / 16)).
-#
-# The check compares C and each part of W with float64 sums, then reads the access log: each
-# part reads only its chunk, C only when beta != 0, all coalesced.
+# The check launches both on 16 x 16 blocks covering C (s layers for `sgemm_partial`),
+# compares C and each part of W with float64 sums, and reads the access log: each part reads only
+# its chunk, C only when beta != 0, all coalesced.
 
 # %%
 import numpy as np
@@ -716,9 +688,9 @@ exercises.check("11-split-k", split_k)
 # ## Takeaway
 #
 # * **Edges cost.** 16-byte loads need aligned rows; a large product can pay for padded copies.
-# * **A call costs the host time.** Compare kernels back to back, without host-bound shapes.
-# * **Fill the GPU.** When C has fewer tiles than the GPU has slots, split K.
-# * **Choose per shape, then check the choice** by timing every plan.
+# * **A call costs host time.** Compare kernels back to back, host-bound shapes left out.
+# * **Fill the GPU.** When C has fewer tiles than slots, split K.
+# * **Choose per shape**, then check the choice by timing every plan.
 # * **cuBLAS is the same idea at scale.**
 
 # %% [markdown]
@@ -731,6 +703,16 @@ exercises.check("11-split-k", split_k)
 # %% [markdown]
 # ## Lab notes
 #
+# * Why split-K sums into a workspace, not with [atomic adds](GLOSSARY.md#atomic-add) into C: the
+#   workspace gives the same sum, bit for bit, on every call (floating-point addition is not
+#   associative, and atomics add in whatever order blocks finish), and C needs no pass that scales
+#   it by beta first.
+# * The model charges the split-K reduction (s + 2) x M x N floats even when beta == 0 and C is not
+#   read.
+# * The wide kernel splits K like the any-shape kernel (`TileConfig(split_k=True)`, lesson 07).
+# * The dispatch model is blind to L2 reuse, the clock and Python. Its plans' tile sizes are
+#   (128 x 128, 64 x 128, 128 x 64, 64 x 64), its splits of K 1, 2, 3, 4, 6, 8, 12 or 16 ways.
+# * Section 2's issue times: 10 batches of 20 calls at four sizes for each caller.
 # * The next cell prints the shape suite's provenance. The probes of 11b and the profile of section 5
 #   ran on an H100, except 11b's allocation probe (H200).
 # * The odd shape's parts (section 1) come from other runs than this notebook's: the copies and

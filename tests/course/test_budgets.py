@@ -1,4 +1,4 @@
-"""The lesson standard's word budgets, for the lessons rewritten to it (issues 30 and 31)."""
+"""The lesson standard's word budgets: each lesson's main path, and the whole course's."""
 import os
 
 import nbformat
@@ -7,8 +7,8 @@ import pytest
 from conftest import REPO
 from gemm_lessons.course import budget
 
-# lessons rewritten to the standard: their main path must fit its budget
-REWRITTEN = ["00a", "00", "01", "02", "03", "04", "09", "10", "11"]
+# every lesson is written to the standard: its main path must fit its budget
+LESSONS = ["00a", "00", "01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11"]
 
 
 def test_budgets_follow_the_lesson_plan():
@@ -31,10 +31,16 @@ def test_counting_stops_at_the_lab_notes(tmp_path):
     assert budget.main_path_words(str(path)) == 4 + 3 + 2  # markdown, stream, markdown over plain; no image
 
 
-@pytest.mark.parametrize("number", REWRITTEN)
-def test_rewritten_lesson_fits_its_budget(number):
+@pytest.mark.parametrize("number", LESSONS)
+def test_each_lesson_fits_its_budget(number):
     path = next(p for p in budget.notebooks() if os.path.basename(p).startswith(number + "_"))
     assert budget.main_path_words(path) <= budget.budget(path)
+
+
+def test_the_whole_main_path_fits_the_courses_budget():
+    words = budget.lesson_words()
+    assert sorted(words) == sorted(LESSONS)  # every lesson counted, no appendix
+    assert sum(words.values()) <= budget.COURSE_WORDS, f"{sum(words.values()):,} words, over {budget.COURSE_WORDS:,}"
 
 
 def test_course_md_gives_each_lessons_words_and_reading_time():

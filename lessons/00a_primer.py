@@ -80,8 +80,8 @@ if gpu is not None:
 figures.execution_model(n=1000, threads_per_block=256);
 
 # %% [markdown]
-# **Work it out.** With 256 threads per block: how many blocks, warps, and threads past the end
-# for `n = 2500` and `n = 4096`?
+# **Work it out** on paper before running the next cell. With 256 threads per block: how many
+# blocks, warps, and threads past the end for `n = 2500` and `n = 4096`?
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -397,10 +397,11 @@ if lat is not None and lat.get("ffma") and compiled is not None:
           + (": like part 5's kernels, busy only part of the time." if w32 / cap < 0.95 else "."))
 
 # %% [markdown]
-# For memory: streaming `B` bytes per second at latency `t` needs `B x t` bytes in flight, shared
-# among the SMs; with less, a kernel gets that fraction of the copy rate. The limiter model
-# assumes a thread that loads, then stores has loads in flight half its life: an SM keeps
-# resident threads x bytes each loads x 0.5 in flight.
+# Little's law holds for memory too: streaming `B` bytes per second when each load takes `t` (the
+# DRAM latency) needs `B x t` bytes in flight, shared among the SMs; with less, a kernel gets that
+# fraction of the copy rate. A thread that loads, then stores waits on its loads about half its
+# life, so the model counts resident threads x bytes each loads x 0.5 in flight per SM. Checked
+# on two kernels of later lessons, a copy and a transpose:
 
 # %%
 mach = limiter_table.machine()
@@ -421,7 +422,7 @@ print(f"B x t = {mach.dram_gbs:,.0f} GB/s x {mach.dram_latency_ns:.0f} ns = "
 #
 # A kernel's demand on a GPU unit over the unit's peak rate is the least time the kernel can
 # take: a **ceiling**. The largest, the **binding** one, names the kernel's **limiter**
-# ([limiter model](GLOSSARY.md#limiter-model)). Clock: the SM clock held during the run.
+# ([limiter model](GLOSSARY.md#limiter-model)); clock: the SM clock held during the run.
 #
 # | ceiling | the least time it allows |
 # |---|---|
@@ -436,8 +437,9 @@ print(f"B x t = {mach.dram_gbs:,.0f} GB/s x {mach.dram_latency_ns:.0f} ns = "
 # binding ceiling, stretched when the last [wave](GLOSSARY.md#wave) of blocks leaves SMs idle
 # ([tail](GLOSSARY.md#tail-effect)). The profiler, [Nsight Compute](GLOSSARY.md#ncu), counts
 # instructions, wavefronts and bytes, and how busy each unit was. Its **busiest unit** should be
-# the binding one; below 60% on every unit, its word is "latency". The record times and
-# profiles every [rung](GLOSSARY.md#rung) (kernel version) of the SGEMM ladder on an H200.
+# the binding one; when no unit is 60% busy, the table says "latency": the warps mostly wait. The
+# record times and profiles every [rung](GLOSSARY.md#rung) (kernel version) of the SGEMM ladder on
+# an H200, with its own DRAM latency.
 
 # %%
 print(f"The model's machine ({mach.name}, {limiter_table.record()['date'][:10]}): {mach.sm_count} SMs at "
@@ -445,8 +447,8 @@ print(f"The model's machine ({mach.name}, {limiter_table.record()['date'][:10]})
       f"DRAM latency {mach.dram_latency_ns:.0f} ns.")
 
 # %% [markdown]
-# **Predict.** Lesson 00's copy kernel copies an 8192 x 8192 float32 matrix, 16 bytes per load
-# and store. Which ceiling binds, and how many ms? Count the bytes; use the machine above.
+# **Predict.** A copy kernel (lesson 00 times it) copies an 8192 x 8192 float32 matrix, 16 bytes
+# per load and store. Which ceiling binds, and how many ms? Count the bytes; use the machine above.
 
 # %%
 my_copy_ms = None  # your prediction, in ms
@@ -479,7 +481,9 @@ print(f"Binding: {WHAT[row.binding]}, {top:.3f} ms"
       f"shared memory; {l2_mb:,.0f} MB through the L2 for {nbytes / 1e6:,.0f} MB read and written.)")
 
 # %% [markdown]
-# The model's DRAM bandwidth is this copy's own rate, so the two must agree. The SGEMM kernels:
+# The model's DRAM bandwidth is this copy's own rate, so the two must agree. The table divides the
+# bytes the profiler counted at DRAM, a few percent under a count by hand. The SGEMM kernels you
+# will meet rung by rung:
 
 # %%
 sg = limiter_table.why(["naive", "naive_uncoalesced", "smem_tile", "smem_tile16", "reg1d", "reg2d", "vec",
@@ -527,8 +531,9 @@ exercises.check("00a-launch", launch)
 
 # %% [markdown]
 # ### 00a-occupancy
-# A kernel uses 40 registers per thread, 128 threads per block and 57 KiB of *dynamic* shared
-# memory per block, opted in (above 48 KiB a kernel must raise its own limit). How many blocks
+# A kernel uses 40 registers per thread, 128 threads per block and 57 KiB of
+# [*dynamic* shared memory](GLOSSARY.md#static-shared) per block, opted in (above 48 KiB a kernel
+# must raise its own limit). How many blocks
 # fit on one SM, and which resource limits it? Answer a pair such as `(2, "threads")`, naming
 # `"registers"`, `"shared memory"`, `"threads"` or `"blocks"`. Work it out by hand with part 4's
 # limits.

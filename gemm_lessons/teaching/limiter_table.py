@@ -116,8 +116,19 @@ class LimiterTable:
         return self._repr_markdown_()
 
 
+SIZES = {"sgemm": (4096, 4096, 4096), "transpose": (8192, 8192)}  # the limiter record's sizes (why's table)
+
+
+def _at_size(row, size):
+    """Whether a timed row is at the limiter record's ``size`` (an SGEMM row's M, N, K, a bandwidth
+    row's rows, cols)."""
+    shape = (row.M, row.N, row.K) if hasattr(row, "K") else (getattr(row, "rows", None), getattr(row, "cols", None))
+    return shape == size
+
+
 def _measured_ms(measured, case, device):
-    """This notebook's median for ``case``, in ms, when ``measured`` was taken on ``device``."""
+    """This notebook's median for ``case``, in ms, when ``measured`` was taken on ``device`` at the
+    limiter record's size (a sweep's other sizes are not the table's)."""
     if measured is None:
         return None
     source = getattr(measured, "source", "")
@@ -127,7 +138,8 @@ def _measured_ms(measured, case, device):
     name = name or kind
     names = {name, "copy_float4"} if name == "copy" else {name}  # the copy is "copy_float4" in the bench's tables
     rows = getattr(measured, "rows", [])
-    row = next((r for r in rows if r.kernel in names), None)
+    size = SIZES["sgemm" if kind.startswith("sgemm") else "transpose"]
+    row = next((r for r in rows if r.kernel in names and _at_size(r, size)), None)
     if row is None:
         return None
     if hasattr(row, "gflops"):

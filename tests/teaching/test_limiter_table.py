@@ -29,6 +29,19 @@ def test_this_notebooks_measurement_replaces_the_records_only_on_the_same_gpu():
     assert not limiter_table.why(["reg1d"], measured=other).row("reg1d").measured_here
 
 
+def test_a_sweep_gives_the_row_at_the_records_size_not_its_first():
+    """Lesson 00 times cuBLAS at 1024^3 .. 8192^3: the table's measured time is the 4096^3 row (it
+    once took the first row, 1024^3, and printed cuBLAS 40 times faster than its prediction)."""
+    device = limiter_table.record()["device"]["name"]
+    rows = [SimpleNamespace(kernel="cublas", M=n, N=n, K=n, gflops=2 * n ** 3 / (n / 4096 * 1e-3) / 1e9)
+            for n in (1024, 4096, 8192)]  # 1024^3 in 0.25 ms, 4096^3 in 1 ms, 8192^3 in 2 ms
+    sweep = SimpleNamespace(source=f"measured on {device}, 2026-11-28", rows=rows)
+    row = limiter_table.why(["cublas"], measured=sweep).row("cublas")
+    assert row.measured_here and row.measured_ms == pytest.approx(1.0)
+    only_others = SimpleNamespace(source=sweep.source, rows=[rows[0], rows[2]])
+    assert not limiter_table.why(["cublas"], measured=only_others).row("cublas").measured_here
+
+
 def test_an_unknown_rung_names_the_cases_there_are():
     with pytest.raises(KeyError, match="sgemm reg2d"):
         limiter_table.why(["no_such_rung"])
@@ -88,7 +101,7 @@ def test_work_is_what_the_profiler_counted_and_gives_the_ceilings_back():
 
 def test_the_copy_row_takes_this_notebooks_copy_float4():
     device = limiter_table.record()["device"]["name"]
-    row = SimpleNamespace(kernel="copy_float4", median_ms=0.25)
+    row = SimpleNamespace(kernel="copy_float4", rows=8192, cols=8192, median_ms=0.25)
     same = SimpleNamespace(source=f"measured on {device}, 2026-11-28", rows=[row])
     copy = limiter_table.why(["copy"], kind="transpose", measured=same).row("copy")
     assert copy.measured_here and copy.measured_ms == pytest.approx(0.25)

@@ -251,7 +251,8 @@ plots.roofline(measure_step.merge(bw, sweep), yticks=TICKS,
 # 4096^3 takes its counts of instructions, wavefronts and bytes from one launch read by the
 # [profiler](GLOSSARY.md#ncu). The first column names the [rung](GLOSSARY.md#rung), here the
 # cuBLAS yardstick. The prediction is the binding ceiling stretched by the last
-# [wave](GLOSSARY.md#wave) of blocks, which leaves some SMs idle.
+# [wave](GLOSSARY.md#wave) of blocks, which leaves some SMs idle. Latency has no column here: it
+# binds only memory-bound kernels (lesson 09).
 
 # %%
 why = limiter_table.why(["cublas"], measured=sweep)
@@ -312,11 +313,10 @@ print("You named no ceiling yet." if my_cublas_ceiling is None else
 # %% [markdown]
 # ## Lab notes
 #
-# * **Two GPUs on the simulator.** There the tables show the recorded H100 run and the model's
-#   table the H200 limiter run (`results/limiter-nvidia-h200.json`). The two GPUs have the same
-#   SMs and clock, so the same FP32 and issue rates; the H200's DRAM is faster, which
-#   moves its ridge point left and changes nothing for cuBLAS. On an H200 the model's table takes
-#   this notebook's own cuBLAS time. The model table's heading names its GPU.
+# * **Two runs on the simulator.** There the tables show the H200's recorded bench run and the
+#   model's table its limiter run (`results/limiter-nvidia-h200.json`), made on different days:
+#   cuBLAS's time in the model's table is the limiter run's (starred). On an H200 the model's
+#   table takes this notebook's own cuBLAS time at 4096^3. The model table's heading names its GPU.
 # * **The cuBLAS call.** `gemm_lessons/measure/cublas.py` calls `cublasSgemm` through
 #   `nvmath-python`, on the pointers of numba device arrays.
 # * **Host time against GPU time** for the two copies. A copy would be marked

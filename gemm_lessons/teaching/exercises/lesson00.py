@@ -41,8 +41,8 @@ def flops_plain(M, N, K):
           defines="answer: a number, the exact FLOP count of C = A@B for M=300, N=200, K=100")
 def check_flop_count(ans):
     M, N, K = FLOPS_00
-    slips = [(counting.sgemm_flops(M, N, K), "that is 2MNK, which counts K additions per element of C; "
-                                              "how many does a sum of K products need?"),
+    slips = [(counting.sgemm_flops(M, N, K), "that is 2MNK, which counts K additions per element of C: "
+                                              "count the additions a sum of K products needs"),
              (counting.sgemm_flops(M, N, K, alpha_beta=True), "that is (2K+2)MN, the count with alpha and beta; "
                                                               "C = A@B has neither"),
              ((2 * K + 1) * M * N, "that counts one operation per element more than the dot product takes"),

@@ -104,7 +104,7 @@ print(f"the launch: {warps:,} warps, each walking 4,096 k-steps")
 #
 # **(2)** The uncoalesced kernel issues the same instructions, so the model predicts the same time.
 # But its warps touch 33 cache lines per k-step, not 2. If the L1 makes one pass per SM per cycle,
-# the passes alone take warps x k-steps x 33 / (SMs x clock). Write the time you expect.
+# the passes alone take warps x k-steps x 33 / (SMs x clock). Write the larger of this and (1).
 
 # %%
 my_naive_ms = None
@@ -197,8 +197,9 @@ print(f"Same instructions, other mapping: coalesced ran {table.speedup('naive', 
 # %% [markdown]
 # ## Why
 #
-# When no unit the model counts is 60% busy, the table's last column says *latency*: the warps
-# waited on something the model does not count.
+# When every unit the model counts is under 60% busy, the table's last column says *latency*: the
+# warps waited on something the model does not count. An SM holds at most 2,048 threads: 8 blocks
+# of 256 ([blocks/SM](GLOSSARY.md#blocks-per-sm)).
 
 # %%
 why = limiter_table.why(["naive", "naive_uncoalesced", "cublas"], measured=table)
@@ -235,8 +236,8 @@ print(f"(The shared column: neither kernel uses shared memory; the profiler stil
       f"wavefronts per warp, {n.ceilings_ms['shared'] * 1e3:.0f} µs.)")
 
 # %% [markdown]
-# The miss is the L1's passes, which the model does not count. Count them as in prediction (2): one
-# per cache line a warp load touches, one pass per SM per cycle.
+# The miss is the L1's passes, a unit the model does not count, so the table says *latency*. Count
+# them as in prediction (2): one per cache line a warp load touches, one pass per SM per cycle.
 
 # %%
 clock_hz = machine["clock_mhz"] * 1e6
@@ -293,8 +294,8 @@ exercises.check("01-sectors", answer)
 
 # %% [markdown]
 # ### 01-kernel
-# Launch one thread per element of C in **one** dimension: blocks of 256 threads, M x N threads in
-# all (`exercises.launch_1d`). Inside, `i = cuda.grid(1)` numbers the threads 0, 1, 2, ...; a warp
+# The check launches one thread per element of C in **one** dimension: blocks of 256, M x N threads
+# in all (`exercises.launch_1d`). Inside, `i = cuda.grid(1)` numbers the threads 0, 1, 2, ...; a warp
 # is 32 consecutive `i`. Turn `i` into `(row, col)`, guard the threads past M x N, and compute
 # `C[row, col]` (alpha and beta as above; C is not read when beta is 0).
 #
@@ -328,8 +329,7 @@ exercises.check("01-kernel", my_naive_1d)
 # * One thread per element of C: a rounded-up 2-D grid of 2-D blocks, and a guard for the edge.
 # * Let `threadIdx.x` walk the contiguous dimension: a warp touches 2 cache lines per k-step, not
 #   33, and the same instructions run far faster.
-# * The limiter model: the largest ceiling binds, stretched by the last wave; the measurement
-#   exceeds it by the cycles that unit sits idle.
+# * The measurement exceeds the limiter model's prediction by the cycles the binding unit sits idle.
 # * The coalesced kernel is bound by instruction issue: dozens of instructions per FFMA, mostly
 #   64-bit address arithmetic, which later rungs cut towards cuBLAS's.
 # * The uncoalesced one is bound by the L1's passes, one per cache line, which the model does not
@@ -368,7 +368,8 @@ exercises.check("01-kernel", my_naive_1d)
 #   profiler's L1TEX wavefront count for global loads, on both kernels, would test it directly.
 # * **The caches.** Each value of A is loaded N times and each value of B M times. The lines below
 #   split the bytes the loads ask for between the L1, the L2 and DRAM, from the limiter run's
-#   profile.
+#   profile. They are shares of bytes, the same in both kernels; the L1 hit rates above are shares
+#   of sectors, 5 or 33 per warp per k-step for those bytes, so the two readings differ.
 
 # %%
 asked_gb = 2 * 4096 ** 3 * 4 / 1e9  # two 4-byte loads per multiply-add

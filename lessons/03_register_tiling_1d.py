@@ -27,9 +27,9 @@ print(f"GPU: {gpu_name} ({capability}driver {driver})" if gpu_name else
 # # 03 · 1-D register tiling: several results per thread
 #
 # **Where we are.** Lesson 02's `smem_tile` (32x32 tiles) is bound by shared-memory
-# [wavefronts](GLOSSARY.md#wavefront): per [warp-FMA](GLOSSARY.md#warp-fma), one for `sB` and half a
-# one for `sA` (the next cell reads them from the limiter record, the course's profiled H200
-# run). This lesson cuts that count.
+# [wavefronts](GLOSSARY.md#wavefront): per [warp-FMA](GLOSSARY.md#warp-fma), one for `sB` and half
+# of one for `sA` (the next cell reads them from the course's profiled H200
+# [limiter run](GLOSSARY.md#limiter-run)). This lesson cuts that count.
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -58,8 +58,8 @@ print(f"smem_tile at 4096^3: {before.measured_ms:.1f} ms, bound by {UNIT[before.
 # Give each thread a column of TM elements of C. At each k it reads **one** value of `sB` into a
 # [register](GLOSSARY.md#register) and uses it against TM values of `sA`. All lanes of a warp read
 # each `sA` value at the same address (a [broadcast](GLOSSARY.md#broadcast)): one wavefront. A
-# block of 1,024 threads x 16 results covers a 128x128 tile of C, which also cuts the global loads
-# 4 times more (lesson 02's formula); they did not bind, though.
+# block of 1,024 threads x 16 results covers a 128x128 tile of C, which also cuts global loads
+# 4-fold against 32x32 tiles (lesson 02's formula); they did not bind, though.
 
 # %%
 figures.register_column(TM=16);
@@ -69,15 +69,16 @@ figures.register_column(TM=16);
 #
 # Per [k-step](GLOSSARY.md#k-step) a warp makes one `sB` load (32 neighbouring words: one
 # wavefront) and TM `sA` loads (one wavefront each) for TM warp-FMAs: $(1 + TM)/TM$ wavefronts
-# per warp-FMA, plus a little for staging. In lesson 02 an `sA` read cost half a wavefront (four
-# merged into one `LDS.128`); here the compiler does not merge them (see the compiler facts), so
-# each costs a whole one. The gain is all `sB`'s: 1 wavefront per warp-FMA becomes 1/TM. Lesson 05
+# per warp-FMA, plus a little for staging. In lesson 02 the compiler merged four k-steps' `sA`
+# reads into one `LDS.128` (half a wavefront each). Here a thread's values at one k lie BK words
+# apart (`sA[t_row*TM + i, k]`) and `reg1d`'s k loop is not unrolled, so nothing merges: each read
+# costs a whole wavefront. The gain is all `sB`'s: 1 wavefront per warp-FMA becomes 1/TM. Lesson 05
 # gets the merging back.
 #
 # **How many times faster will `reg1d` (a 128x128 tile, TM = 16) run than `smem_tile` at
-# 4096^3?** And which unit will bind `reg1d_64x64` (a 64x64 tile, 512 threads, TM = 8: kernel 4 of
-# [Boehm's worklog](https://siboehm.com/articles/22/CUDA-MMM))? Write your `reg1d` speedup in the
-# next cell; a cell after the measurement compares it.
+# 4096^3?** Write it in the next cell. The model also covers `reg1d_64x64` (a 64x64 tile, 512
+# threads, TM = 8: kernel 4 of [Boehm's worklog](https://siboehm.com/articles/22/CUDA-MMM)):
+# watch which unit binds it.
 
 # %%
 my_speedup = None  # your prediction: replace None with a number (for example 2.5)
@@ -99,10 +100,10 @@ for rung, (BM, BN, K, threads) in {"smem_tile": (32, 32, 64, 1024), "reg1d": (12
           f"= {wavefronts[rung]:.3f} per warp-FMA")
 
 # %% [markdown]
-# The [limiter model](GLOSSARY.md#limiter-model) turns counts into SM cycles per warp-FMA:
-# instructions/4 for issue, wavefronts/1 for shared memory, 1/4 for the FP32 lanes; the largest
-# binds. Instruction counts are the profiler's on the H200; the limiter record lacks
-# `reg1d_64x64`, so its count comes from a separate profile (`experiments/reg1d_64x64`).
+# The [limiter model](GLOSSARY.md#limiter-model) turns counts into SM cycles per warp-FMA
+# (instructions/4, wavefronts/1, 1/4 for FP32); the largest binds. Instruction counts are the
+# profiler's on the H200; the [limiter run](GLOSSARY.md#limiter-run) lacks `reg1d_64x64`, so its
+# count comes from a separate profile (`experiments/reg1d_64x64`).
 
 # %%
 machine = limiter_table.machine()
@@ -131,8 +132,7 @@ for rung in ("reg1d", "reg1d_64x64"):
 # compiler keeps it in registers. Indexed by a run-time value, it would move to slow
 # [local memory](GLOSSARY.md#local-memory).
 #
-# The factory takes the tile shape; each thread stages one value of each tile, so it requires
-# `BM*BN/TM == BM*BK == BK*BN` threads.
+# Each thread stages one value of each tile, so the factory requires `BM*BN/TM == BM*BK == BK*BN`.
 
 # %%
 # source: gemm_lessons/kernels/sgemm/reg1d.py  (the package runs this same code; a test keeps the two identical)
@@ -185,7 +185,8 @@ def make_sgemm_reg1d(BM=128, BN=128, BK=8, TM=16):
 #
 # Both tile shapes against a float64 reference, then the compiler facts: registers per thread,
 # local bytes (0: the accumulators stayed in registers), the
-# [blocks per SM](GLOSSARY.md#blocks-per-sm) they allow, and the shared loads by width.
+# [blocks per SM](GLOSSARY.md#blocks-per-sm) they allow, and the shared loads by width. The `FFMA`
+# counts include the write-back's, one per result; `reg1d`'s 17 `LDS` are one k-step's.
 
 # %%
 from gemm_lessons.kernels.sgemm import reg1d, smem_tile
@@ -263,8 +264,8 @@ print(f"reg1d_64x64 is bound by {UNIT[v['binding']]}; the profiler's busiest uni
 # %% [markdown]
 # Both shapes cut the wavefronts about equally, but `reg1d_64x64` issues far more instructions per
 # warp-FMA. Each slice carries work that is not an FMA (staging with bounds checks, index
-# arithmetic, barriers, the loop); with 8 results per thread it is shared among BK x 8 FMAs
-# instead of BK x 16. An estimate from `reg1d`'s counts:
+# arithmetic, barriers, the k loop, not unrolled in `reg1d`); with 8 results per thread it is
+# shared among BK x 8 FMAs instead of BK x 16. An estimate from `reg1d`'s counts:
 
 # %%
 BK = 8
@@ -337,8 +338,8 @@ exercises.check("03-kernel", make_my_reg1d_rows())
 # * One `sB` value in a register, reused TM times, cuts wavefronts per warp-FMA from about 1.5 to
 #   $(1 + TM)/TM$, though the unmerged `sA` reads rise from 1/2 to 1.
 # * Local arrays indexed by constants live in registers; the compiler facts confirm it.
-# * The limiter model predicts the speedup from wavefronts and instructions per warp-FMA; only the
-#   binding count pays to cut.
+# * The limiter model predicts the speedup from counts per warp-FMA; only the binding count pays
+#   to cut.
 # * With fewer results per thread (TM = 8), each slice's overhead falls on fewer FMAs: issue
 #   binds, and the speedup is gone.
 # * Every FMA still needs one `sA` read. Lesson 04 reuses values in *both* directions.
@@ -359,7 +360,7 @@ exercises.check("03-kernel", make_my_reg1d_rows())
 # `not_selected` (ready, while the scheduler issues another warp), `smem_tile` as `mio_throttle`
 # (the shared-memory pipe full). `reg1d` too waits more as `not_selected` than as `mio_throttle`:
 # its issue ceiling is close behind its binding shared one. (The profile's counts for `smem_tile`
-# and `reg1d` match the limiter record's.)
+# and `reg1d` match the limiter run's.)
 #
 # **The worklog's kernel 4.** The worklog reports its kernel 4 about 2.2 times as fast as its
 # kernel 3 (32x32 shared tiles). Its CUDA C++ has no bounds checks and walks pointers; numba's code
@@ -367,7 +368,9 @@ exercises.check("03-kernel", make_my_reg1d_rows())
 # that makes instruction issue bind.
 #
 # **Model and measurement.** As in lesson 02, measured times exceed the model's: it lets the
-# binding unit work every cycle, while warps also wait at barriers and for global loads.
+# binding unit work every cycle, while warps also wait at barriers and for global loads. By how
+# much differs: the profiler found `reg1d_64x64`'s issue 83% busy but `smem_tile`'s shared memory
+# 74%, so `reg1d_64x64` ran 0.98x as fast as `smem_tile` where the model said 0.88x.
 #
 # **The 64x64 instructions.** The estimate in the Why section, from `reg1d`'s per-slice work,
 # leaves part of `reg1d_64x64`'s count unexplained: its code differs in more than the share (it
@@ -380,9 +383,10 @@ for name, k in probe.items():
     print(f"{name:12s} stalls: " + ", ".join(f"{reason} {cycles_:.1f}" for reason, cycles_ in top))
 
 # %% [markdown]
-# **Across sizes.** The recorded benchmark timed every rung at four square sizes in one run; this
-# rung, the one before it and cuBLAS. At 1024^3 `reg1d` launches only 64 blocks of 128x128 for
-# 132 SMs: at most 64 SMs work, and there `reg1d` is slower than `smem_tile`.
+# **Across sizes.** The recorded benchmark, an earlier run on an H100 (the cell prints which; the
+# rest of this lesson ran on an H200, with as many SMs), timed every rung at four square sizes in
+# one run; this rung, the one before it and cuBLAS. At 1024^3 `reg1d` launches only 64 blocks of
+# 128x128 for 132 SMs: at most 64 SMs work, and there `reg1d` is slower than `smem_tile`.
 
 # %%
 plots.rung_versus_size("reg1d");

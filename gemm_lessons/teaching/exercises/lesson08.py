@@ -50,7 +50,8 @@ def check_warp_tiles(kernel):
         got = ", ".join(f"warp {w}: {v:g}" for w, v in sorted(per_step.items()))
         return False, (right + f", but the warps are not {WM}x{WN} warp tiles: per k-step a warp should read "
                        f"{WM} values of A and {WN} of B, {WM + WN} distinct floats of shared memory; the tracer "
-                       f"counts {got}. (Lesson 07's 2 x 16 lanes read 16 + 128 = 144.)"), 1
+                       f"counts {got}. (The given layout, dbuf's 2 x 16 lanes from lessons 06 and 07, "
+                       "reads 16 + 128 = 144.)"), 1
     conflicts = trace.totals("ld")["conflicts"]
     if conflicts:
         return False, (right + f", the warp tiles are right, but the shared loads have {conflicts} extra "

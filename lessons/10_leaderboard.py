@@ -51,7 +51,8 @@ print("rungs in order:", " -> ".join(ladder.SGEMM))
 # [wavefronts](GLOSSARY.md#wavefront) (1 per SM per cycle), bytes over L2 and DRAM bandwidth. The
 # longest is the **binding ceiling**; the prediction stretches it when the last
 # [wave](GLOSSARY.md#wave) of blocks leaves SMs idle. A [roofline](GLOSSARY.md#roofline) draws two
-# ceilings; here each rung gets all five, as TFLOPS:
+# ceilings; here each rung gets five, as TFLOPS (a sixth, DRAM latency, is for memory-bound kernels:
+# lesson 09):
 
 # %%
 RUNGS = list(ladder.SGEMM) + ["cublas"]
@@ -60,7 +61,7 @@ plots.ceilings(model, measured=False);
 
 # %% [markdown]
 # Thick dashes bind. FP32 (red) is the same for all: 128 lanes make 4 warp-FFMAs per SM per
-# cycle, the issue rate, so only pure-FFMA code reaches it.
+# cycle, the issue rate, so non-FFMA instructions keep the issue dash below it.
 
 # %% [markdown]
 # ## Predict: how close does the last rung get?
@@ -82,7 +83,8 @@ print(f"warptile's issue ceiling is {w.ceilings_ms['issue']:.2f} ms; its {work.b
       f"{100 * c.predicted_ms / w.predicted_ms:.1f}% of cuBLAS.")
 
 # %% [markdown]
-# Will warptile measure above or below the model, and why? Write its measured % of cuBLAS:
+# That % assumes both kernels' schedulers equally busy. Will warptile's measured % of cuBLAS land
+# above or below it, and why?
 
 # %%
 my_pct = None  # warptile's % of cuBLAS at 4096^3, measured
@@ -272,8 +274,7 @@ exercises.check("10-next-step", next_step)
 # * Measured / predicted is the stalls; double buffering, the last real gain, cut them.
 # * warptile and cuBLAS differ by a few percent in instructions and in stalls.
 # * With 128x128 tiles, small products leave SMs idle: smaller tiles win there.
-# * Power is one more ceiling: the fastest rungs come close to the cap, where the GPU lowers its
-#   clock.
+# * The fastest rungs draw near the power cap, where the GPU would lower its clock.
 
 # %% [markdown]
 # ## Sources and further reading

@@ -31,7 +31,7 @@ print(f"GPU: {gpu_name} ({capability}driver {driver})" if gpu_name else
 # caller who ignores Python's cost per call. A library cannot.
 #
 # **The idea.** No kernel is best at every shape: a library is many kernels plus a rule that picks
-# one per shape. We build `gl.sgemm`, then look at cuBLAS. Attempts: [11b](11b_what_we_tried.ipynb).
+# one per shape. We build `gl.sgemm`, then look at cuBLAS.
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -91,11 +91,11 @@ except ValueError as e:
 #
 # * The **any-shape kernel** below is lesson 08's with every global access one float at a time
 #   (`load_a`, `load_b`, `store1`) under its own [predicate](GLOSSARY.md#predicate): inside the
-#   matrix, inside this block's k. It takes any shape, alignment and stride. `k_begin`, `k_end` and
-#   `out0` serve split-K (section 3).
-# * The **padded plan** zero-pads B, and A where K is not a multiple of 4 or A is misaligned, to
-#   sides that are multiples of 4 (one copy launch), then runs `warptile`, the library's **wide
-#   kernel**, writing C one float at a time (`ragged_c`) since C's rows need not be aligned.
+#   matrix, inside this block's k. It takes any shape, alignment and stride.
+# * The **padded plan** zero-pads B, whose sides are K and N, and A where K is not a multiple of 4
+#   or A is misaligned, to sides that are multiples of 4 (one copy launch), then runs `warptile`,
+#   the library's **wide kernel**, writing C one float at a time (`ragged_c`) since C's rows need
+#   not be aligned.
 
 # %%
 from numba import boolean
@@ -256,7 +256,7 @@ for name, (A_view, _) in views.items():
 # %% [markdown]
 # The padded plan's copy kernel: each thread reads four floats of a row one at a time (a source
 # row may start anywhere; zeros outside it) and writes them with one 16-byte store (a padded row
-# is aligned). A block loops over rows: a grid has at most 65,535 blocks in y.
+# is aligned).
 
 # %%
 # source: gemm_lessons/kernels/library/pad_copy.py  (the package runs this same code; a test keeps the two identical)
@@ -294,8 +294,8 @@ print(f"{pad_plan} at 33x65x47 (alpha 1.5, beta -0.5): right: {res.passed}")
 # **Which way out costs less?** `gl.sgemm` decides with a **model** (section 4): a kernel's FLOP at
 # its rate on this GPU, plus any copies at memory bandwidth. The **shape suite**
 # (`python -m gemm_lessons.runs.shapes`) checks and times `gl.sgemm` and cuBLAS on 19 shapes after
-# it **calibrates** the rates: each kernel and tile size on an aligned 4096^3 square and with one
-# block per SM, and a copy's bandwidth:
+# it **calibrates** the rates: each kernel and tile size on an aligned 4096^3 square, then on a grid
+# of one block per SM, and a copy's bandwidth:
 
 # %%
 model = dispatch.model()  # the model gl.sgemm uses on this GPU (on the simulator: the recorded one)
@@ -315,10 +315,10 @@ if prof:
 
 # %% [markdown]
 # **Predict.** 4095 x 4097 x 4093 is the work of 4096^3 give or take 0.1%, with nothing a multiple
-# of 4. Against the any-shape kernel's slower rate, the padded plan copies four matrices of about
-# 4096^2 floats (67 MB each): A and B read, then written padded, at the calibrated
-# copy rate, about 4 TB/s, plus an assumed 5 µs for their one launch. Which plan wins, and how much
-# longer than at 4096^3 will `gl.sgemm` take [back to back](GLOSSARY.md#single-call), in %?
+# of 4. Against the any-shape kernel's slower rate, the padded plan reads A and B and writes them
+# padded (four passes of 67 MB each) at the calibrated copy rate, about 4 TB/s, plus an assumed
+# 5 µs for their one launch; C is written one float at a time (not in the model). Which plan wins,
+# and how much longer than at 4096^3 will `gl.sgemm` take [back to back](GLOSSARY.md#single-call), in %?
 
 # %%
 my_odd_extra_pct = None  # your prediction: % more time at 4095x4097x4093 than at 4096^3 (for example 10)
@@ -350,7 +350,8 @@ exercises.compare_prediction(my_odd_extra_pct, 100 * odd_extra_ms / ref_row.back
                              "gl.sgemm at 4095x4097x4093, % more time than at 4096^3 (back to back)", edges.source)
 
 # %% [markdown]
-# **Why.** The odd shape took more than the model's copies. Its parts, timed alone:
+# **Why.** The odd shape took more than the model's copies. Its parts, timed alone (their runs, and
+# the model's high 4096^3 estimate: Lab notes):
 
 # %%
 stores, copies = suite_record.store_cost(ODD_SHAPE), suite_record.pad_copies(ODD_SHAPE)  # recorded, one run each
@@ -498,8 +499,9 @@ print("the library's plan, right:", problems.check(
 
 # %% [markdown]
 # **Predict.** At 64 x 8192 x 8192, how many times as fast as the same plan unsplit is the model's
-# fastest split-K plan? Count the busy slots in the figure (the reduction is not in it), and ask
-# whether one block alone on an SM runs at 1 / (blocks per SM) of its rate.
+# fastest split-K plan? Count the busy slots in the figure (the reduction is not in it), and guess
+# whether one block alone on an SM runs at 1 / (blocks per SM) of a full SM's rate, or faster
+# (calibrated: the Why).
 
 # %%
 my_split_gain = None  # your prediction: times as fast (for example 2)
@@ -579,7 +581,7 @@ print(f"The plan chosen was the fastest timed on {len(timed) - len(misses)} of t
 
 # %% [markdown]
 # **The result.** `gl.sgemm` against cuBLAS per shape, single calls and back to back; hatched:
-# host-bound.
+# host-bound. Near-1000 sizes: Lab notes.
 
 # %%
 shape_suite.pct_figure(rec);
@@ -712,7 +714,15 @@ exercises.check("11-split-k", split_k)
 # * The wide kernel splits K like the any-shape kernel (`TileConfig(split_k=True)`, lesson 07).
 # * The dispatch model is blind to L2 reuse, the clock and Python. Its plans' tile sizes are
 #   (128 x 128, 64 x 128, 128 x 64, 64 x 64), its splits of K 1, 2, 3, 4, 6, 8, 12 or 16 ways.
-# * Section 2's issue times: 10 batches of 20 calls at four sizes for each caller.
+# * Section 2's issue times: 10 batches of 20 calls at four sizes for each caller. Section 4's
+#   host-bound line takes both its numbers from the shape suite's run, from two parts of it: the
+#   issue time measured as section 2's, at the nearest square size, and the time per call from
+#   CUDA events around calls back to back. Two measurements need not add up: at 512^3 cuBLAS's
+#   issue time (41 µs) exceeds its time per call (28.3).
+# * The copy kernel (section 1) loops each block over rows: a grid has at most 65,535 blocks in y.
+# * Section 1's two misaligned views of A (20 x 12 x 32) run the any-shape plan, not the padded
+#   one: on a product that small, the padded plan's copy launch (5 µs in the model) outweighs the
+#   any-shape kernel's slower rate.
 # * The next cell prints the shape suite's provenance. The probes of 11b and the profile of section 5
 #   ran on an H100, except 11b's allocation probe (H200).
 # * The odd shape's parts (section 1) come from other runs than this notebook's: the copies and
@@ -744,16 +754,19 @@ exercises.check("11-split-k", split_k)
 #   in that run, `gl.sgemm` took 63 µs against 76 for the four launches of before and cuBLAS's 51: 81%
 #   of cuBLAS, 85% at 1023 x 1021 x 1025; the split kernel alone took 50 µs. Issuing the call took
 #   the host 29 µs, under half of the 63: the GPU sets the pace.
-# * This notebook ran on the GPU at the commit printed under its imports, when the padded plan made
-#   its copies in two launches: section 1's measured table comes from then. The Predict's cell and
-#   the Why's cell after it were computed again without a GPU, from the recorded model and probes,
-#   once the model charged one copy launch: its estimate drops 5 µs, small next to the 0.177 ms
-#   measured.
+# * Two runs, two commits: the shape suite's record (its commit in the next cell's first line) and
+#   this notebook's GPU run (the commit printed under its imports). In both the padded plan made its
+#   copies in two launches, so section 1's table ("now" in its title means that GPU run) and the
+#   suite's 0.177 ms come from then; the one launch that section 1's Predict describes came later.
+#   The Predict's cell and the Why's cell after it were computed again without a GPU, from the
+#   recorded model and probes, once the model charged one copy launch: its estimate drops 5 µs,
+#   small next to the 0.177 ms measured.
 # * Single calls against their issue time plus their time back to back, every shape:
 #   [11b](11b_what_we_tried.ipynb) section 1; the next cell lists any that took over twice their
 #   time back to back, or says there are none.
-# * Where `gl.sgemm` ran more than 10% ahead of cuBLAS back to back (the next cell), which kernel
-#   cuBLAS chose was not recorded.
+# * Where `gl.sgemm` ran more than 10% ahead of cuBLAS back to back (the next cell; section 4's
+#   120% at 12288 x 12288 x 256), no measurement here explains it: which kernel cuBLAS chose there
+#   was not recorded.
 # * Everything else (the call-cost table in full, the launch probe, the 16-byte reduction, split-K in
 #   one launch, the profile next to cuBLAS, larger tiles, cp.async stages, the transpose for every
 #   shape) is in [11b · what we tried](11b_what_we_tried.ipynb).

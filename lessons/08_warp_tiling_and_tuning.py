@@ -74,28 +74,26 @@ plt.tight_layout()
 # by lane.*
 #
 # Per [k-step](GLOSSARY.md#k-step) a warp reads a value of A per row of its warp tile and one
-# of B per column: 144 floats for 16 x 128, 96 for 32 x 64. That pays where a load is priced
-# per warp: with 4-byte loads (`LDS.32`, one phase of 32 lanes), 2 x 16 lanes' B reads are
-# 2-way [bank conflicts](GLOSSARY.md#bank-conflict), 4 x 8's are not; and a
-# [tensor core](GLOSSARY.md#tensor-core)'s `mma.sync` is one instruction per warp
-# ([CUTLASS](REFERENCES.md#lessons-07-08)).
+# of B per column: 144 floats for 16 x 128, 96 for 32 x 64. Fewer pay off where one phase serves
+# the whole warp, as with 4-byte loads (`LDS.32`): there 2 x 16 lanes' B reads are 2-way
+# [bank conflicts](GLOSSARY.md#bank-conflict), 4 x 8's are not.
 #
 # ## Predict
 #
 # Lesson 06's [wavefronts](GLOSSARY.md#wavefront): an `LDS.128` is served a quarter warp (8
 # lanes) at a time, one wavefront per conflict-free quarter, lanes reading one address sharing
 # it ([broadcast](GLOSSARY.md#broadcast)); by the paired-load rule it takes 2, not 4, when every
-# lane n reads the address of lane n XOR 1 (or n XOR 2). Per k-step a thread issues 2 `LDS.128`
-# of A, 2 of B and 64 FFMA. **Your prediction:** a warp's wavefronts for its 4 `LDS.128` per
-# k-step, with 2 x 16 lanes and with 4 x 8? How many times as fast as `dbuf` is `warptile` at
-# 4096^3?
+# lane n reads the address of lane n XOR 1 (or n XOR 2). Per k-step a thread issues 64 FFMA, 2
+# `LDS.128` of B and 2 of A (stored transposed, lesson 05: a 4x4 piece's 4 A values are
+# adjacent). **Your prediction:** a warp's wavefronts per k-step with 2 x 16 lanes and with
+# 4 x 8 (on paper); how many times as fast as `dbuf` `warptile` is at 4096^3 (below).
 
 # %%
 my_speedup = None  # your prediction: replace None with a number
 
 # %% [markdown]
-# The model's answer: the [bank tracer](GLOSSARY.md#bank-tracer) prices warp 0's first loads,
-# one block of each kernel run on the simulator:
+# The model's answer: the [bank tracer](GLOSSARY.md#bank-tracer) prices warp 0's first loads
+# in one simulated block of each kernel:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -116,7 +114,8 @@ for name in ("dbuf", "warptile"):
 
 # %% [markdown]
 # 4 x 8's quarters read the same 8 B addresses, but quarters merge only by the paired-load
-# rule, and lanes n and n XOR 1 read different B columns. The profiler agrees at 4096^3:
+# rule, and lanes n and n XOR 1 read different B columns. Stores: a slice's staging, per
+# k-step. The profiler agrees at 4096^3:
 
 # %%
 why_model = limiter_table.why(["dbuf", "warptile"])
@@ -129,7 +128,7 @@ model_speedup = why_model.row("dbuf").predicted_ms / why_model.row("warptile").p
 print(f"The tracer's {loads + stores} per 64 FFMA: {(loads + stores) / 64:.3f}. Model: warptile {model_speedup:.2f}x as fast as dbuf.")
 
 # %% [markdown]
-# Same instructions, so the binding issue ceiling stays; shared memory's lies below it: even
+# Same instructions, so issue still binds; shared memory's ceiling lies below it: even
 # 8 wavefronts, not 12 (Lab notes), would buy no time.
 #
 # Lesson 06's 4 x 8 warp had *lanes along rows* (lane l at thread row l % 4, column l // 4),
@@ -151,8 +150,8 @@ for label, (row, col) in lane_orders.items():
 # ## The sweep
 #
 # A label lists the fields (`128x128x8` is BM x BN x BK): `stages` counts buffers, `pad` pads
-# the A tile, `regs` is the [register cap](GLOSSARY.md#max-registers), `spread` staggers the next
-# slice's staging through the k-steps, `guard` is lesson 07's load guard (`if`, or clamped
+# the A tile, `regs` is the [register cap](GLOSSARY.md#max-registers), `spread` stages the next
+# slice float4 by float4 across the k-steps, `guard` is lesson 07's load guard (`if`, or clamped
 # loads: `select`). `TileConfig.validate()` rejects what cannot work:
 
 # %%
@@ -166,8 +165,8 @@ for bad in [dict(WM=64, WN=64)]:
 # %% [markdown]
 # `tuning.sweep(configs)` checks and times each valid configuration at 4096^3 with cuBLAS, in
 # one run: a grid (four tile shapes, BK 8 or 16, one or two buffers) and single changes around
-# `tuning.SWEEP_BASE`, `TileConfig()` with the slower clamped loads. Compare the grid's cells
-# with each other, not with the Measure table.
+# `tuning.SWEEP_BASE`, `TileConfig()` with the slower clamped loads (why, and reading the grid:
+# Lab notes). Compare grid cells with each other, not with the `if` kernels below.
 
 # %%
 RUN_SWEEP = False  # True: run the whole sweep here (a GPU only; several minutes)
@@ -226,12 +225,13 @@ print(f"The warp tile: {'a tie, as the model predicts' if verdicts['WMxWN -> 16x
       f"Faster than the base: {', '.join(faster) or 'no change'}.")
 
 # %% [markdown]
-# Without the cap, the extra registers cost a block per SM; one buffer is lesson 07's loss;
-# BK 16 loses where it spills 80 bytes (Lab notes).
+# Without the cap, a block per SM is lost; one buffer is lesson 07's loss; BK 16 spills 80 bytes;
+# `spread` moves no fact (Lab notes).
 #
-# **The sweep found nothing faster than `dbuf`**: its one faster change is `dbuf`'s own guard.
-# The last rung keeps the 32 x 64 warp tile: free here, and the shape tensor-core kernels
-# build on.
+# **The sweep found nothing faster than `dbuf`**: 16x128 gives `dbuf` with clamped loads (a
+# tie); the one faster change restores `dbuf`'s own guard, `if`. The last rung keeps the
+# 32 x 64 warp tile: free here, and the shape [tensor-core](GLOSSARY.md#tensor-core) kernels
+# build on ([CUTLASS](REFERENCES.md#lessons-07-08)).
 #
 # ## The kernel: `TileConfig()`
 #
@@ -269,7 +269,7 @@ exercises.compare_prediction(my_speedup, table.speedup("warptile", "dbuf"), "war
                              table.source)
 
 # %% [markdown]
-# At four sizes, one run:
+# At four sizes, one run (hollow marker: [host-bound](GLOSSARY.md#host-bound)):
 
 # %%
 if gl.SIMULATOR:
@@ -310,8 +310,8 @@ print(f"cuBLAS binds on {limiter_table.SHORT[rc.binding]}{' too' if rc.binding =
 print(f"DRAM was {rw.utilization_pct['dram']:.0f}% busy for warptile, the L2 {rw.utilization_pct['l2']:.0f}%.")
 
 # %% [markdown]
-# The warp tile moves addresses, not instructions: the binding ceiling stays. With DRAM that
-# idle, a block order that reads less of it cannot help either (Lab notes, on an H100).
+# The warp tile moves addresses, not instructions: issue still binds. DRAM idles, so a block
+# order reading less of it cannot help (Lab notes).
 
 # %% [markdown]
 # ## Exercise 08-warp-tile: map the lanes of a warp onto a warp tile
@@ -322,8 +322,8 @@ print(f"DRAM was {rw.utilization_pct['dram']:.0f}% busy for warptile, the L2 {rw
 # four 4x4 pieces half the *block* tile apart. Rewrite them for 32 x 64 warp tiles: warp 0
 # owns columns 0-63, warp 1 64-127; a warp's lanes form a row-major 4 x 8 grid (LM x LN), each
 # lane's four 4x4 pieces half the *warp* tile apart (LM * 4 rows, LN * 4 columns), as in the
-# figure above. The check also traces one block: each warp must read 96 distinct floats per
-# k-step, conflict-free.
+# figure above. The check also traces one block (a float per load, the `LDS.32` case):
+# each warp must read 96 distinct floats per k-step, conflict-free.
 
 # %%
 import numpy as np
@@ -418,11 +418,10 @@ exercises.check("08-warp-tile", sgemm_ex08)
 # ## Takeaway
 #
 # * Block tile → warp tile → thread tile: a squarer warp tile reads fewer distinct values per
-#   warp (96 floats per k-step, not 144), which pays where a load is priced per warp.
+#   warp (96 floats per k-step, not 144), which pays where one phase serves the whole warp.
 # * Here it ties: `LDS.128` is priced per quarter warp, each quarter reads 1 address of A and 8
 #   of B either way; same instructions, and issue binds.
 # * Credit a field only by a same-run change of it alone, read beside the compiler's facts.
-#   This sweep found nothing faster than `dbuf`.
 # * cuBLAS's lead is in issue: fewer instructions, a busier issue unit (lesson 10).
 
 # %% [markdown]
@@ -437,17 +436,23 @@ exercises.check("08-warp-tile", sgemm_ex08)
 #
 # **Every configuration of the sweep**, fastest first, and every pair in it that differs in one
 # field (`tuning.CHANGES`), not only those around the base, with its verdict by the 1% rule.
-# Every change but `guard` itself was timed with clamped loads; none was timed again with `if`.
+# The sweep varies everything around clamped loads (`guard="select"`); its single change to
+# `if` came out fastest and became `TileConfig()`'s default. Every change but `guard` itself was
+# timed with clamped loads; none was timed again with `if`.
 
 # %%
 from IPython.display import Markdown
 Markdown(tuning.table_markdown(rows) + "\n\n" + tuning.changes_markdown(rows, same=SAME))
 
 # %% [markdown]
-# **Reading the grid** (the heatmap of the sweep). 8x16 thread tiles need over 200 registers
+# **Reading the grid** (the heatmap of the sweep). Each cell is one configuration, with clamped
+# loads: its TFLOPS and % of cuBLAS. A row is a tile shape (block / warp / thread tile, register
+# cap) with its registers and warps per SM; a column is BK and the number of
+# shared buffers. 8x16 thread tiles need over 200 registers
 # (no cap): half the base's warps per SM to hide latency. 64x128 blocks fit 3 or 4 per SM
 # uncapped. With one buffer, BK 16 beats BK 8: each slice waits once for its loads (lesson 07),
-# and BK 16 has half as many.
+# and BK 16 has half as many. The worst cell, 64x128 blocks at BK 16 with two buffers (28.4
+# TFLOPS), spills nothing: below, "What the compiler's facts leave open".
 
 # %% [markdown]
 # **Why 1%.** The sweep holds two configurations that the benchmark record of the same GPU also
@@ -472,7 +477,8 @@ for name, cfg in twins.items():
 # below), yet the sweep's `pad_a -> 0` change is small: those stores are a small share of the
 # wavefronts, and issue binds, not shared memory. Traced as in the Predict's answer: one block,
 # one slice of K, the buffer it is read from (with K = BK the kernel also stages an empty next
-# slice into the other).
+# slice into the other). The store wavefront per k-step in the Predict's answer is this
+# staging: a warp's stores of one slice, averaged over its 8 k-steps.
 
 # %%
 traffic = tuning.shared_traffic([tuning.SWEEP_BASE, replace(tuning.SWEEP_BASE, pad_a=0)], arrays=("sA0", "sB0"))

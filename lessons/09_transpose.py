@@ -174,16 +174,18 @@ print(f"{m.name}: B = {m.dram_gbs:,.0f} GB/s, L = {m.dram_latency_ns:.0f} ns: B 
 
 # %% [markdown]
 # A transpose thread loads, waits, then stores with nothing loading, so the
-# [limiter model](../gemm_lessons/model/limiter.py) counts loads in flight half the time
-# (`LATENCY_DUTY` = 1/2):
+# [limiter model](GLOSSARY.md#limiter-model) ([code](../gemm_lessons/model/limiter.py)) counts
+# each thread's loads in flight half its time (`LATENCY_DUTY` = 1/2): half an SM's bytes on
+# average, whatever the blocks' phases:
 #
 # > share of the copy rate = min(1, `LATENCY_DUTY` x bytes in flight per SM / (`B x L` per SM)),
 #
 # with bytes in flight per SM = bytes a thread loads before it stores x threads
 # [resident](GLOSSARY.md#resident) on the SM.
 #
-# **An assumption**: the loads are set against all of `B` (read and written) at the idle `L`. The
-# reads alone (`B / 2`) would double every share: an optimistic bound. `smem_padded` decides (Why).
+# **Assumption**: `B` is the copy rate, read and written, and `L` the idle latency; against
+# `B / 2`, the reads' half, every share would double, an optimistic bound (Lab notes).
+# `smem_padded` decides (Why).
 
 # %%
 TRANSPOSES = ["naive", "smem_tile", "smem_padded", "smem_padded_32x8", "wide"]
@@ -205,8 +207,7 @@ if set(threads.values()) == {most}:
 #   (16 bytes) before the barrier.
 # * **`wide`**: a 64 x 64 padded tile, 16 x 16 threads; each loads four float4 along `src` rows
 #   ([`LDG.128`](GLOSSARY.md#width-128): 64 bytes before the barrier) and stores four, gathered
-#   from tile columns, along `dst` rows (`STG.128`). Sides must be multiples of 4; `DIAGONAL`
-#   stays off (Lab notes).
+#   from tile columns, along `dst` rows (`STG.128`). Sides must be multiples of 4.
 
 # %%
 # source: gemm_lessons/kernels/transpose/wide.py  (the package runs this same code; a test keeps the two identical)
@@ -293,7 +294,8 @@ exercises.compare_prediction(my_share, table.gbs("smem_padded") / table.gbs("cop
 #
 # The ceilings come from the [profiler's](GLOSSARY.md#ncu) counts. Latency is DRAM's time over the
 # model's share (empty for `sgeam`: bytes per thread unknown). The last
-# [wave](GLOSSARY.md#wave)'s stretch: SMs idle while the last blocks finish.
+# [wave](GLOSSARY.md#wave)'s stretch: SMs idle while the last blocks finish. Shared counts
+# without shared memory: Lab notes.
 
 # %%
 why = limiter_table.why(TRANSPOSES + ["cublas_sgeam", "copy"], kind="transpose", measured=table)
@@ -414,15 +416,25 @@ exercises.check("09-in-flight", my_in_flight)
 #
 # **Two records on the simulator.** The measure table is a recorded run of the bench (its GPU is in
 # the table's title); the Why table is the limiter run, on the GPU its title names. On a GPU that
-# has a limiter record, the Why table's measured column is this notebook's run (no asterisk).
+# has a limiter record, the Why table's measured column is this notebook's run; a value marked
+# with an asterisk would come from the limiter run, for a rung this notebook did not time.
 #
 # **The latency model's inputs.** `L` is a chain of dependent loads through DRAM on an idle GPU.
 # Setting the loads against all of `B`, read and written, at that idle `L` equals counting the
 # reads alone (`B / 2`; a store waits for nothing) against a latency under load twice the idle one.
+# The duty is per thread: each thread's loads count as in flight half its time, so whatever
+# phases the blocks on an SM are in, half their bytes are in flight on average.
+#
+# **Shared counts without shared memory.** `naive` and the copy use no shared memory, yet the
+# profiler counts 2 and 1 shared wavefronts per warp for them (the Why's last line): these give
+# their small shared ceilings (0.016 and 0.00201 ms), far below the ceilings that bind. What the
+# profiler counts there is not measured here; lesson 06 ("Wavefronts the addresses do not
+# explain") also finds ncu counting more wavefronts than the addresses explain.
 #
 # **`DIAGONAL`.** `wide` can visit the tiles in another block order (`DIAGONAL=True`, skewed so
-# that blocks running together do not all read the same rows). It is off in this lesson;
-# `tools/transpose_suite.py` times it.
+# that blocks running together do not all read the same rows). It is off in this lesson, and no
+# cell here shows its time: `tools/transpose_suite.py` times it as `wide_diagonal`, one of the
+# suite's candidate kernels (below).
 #
 # **What the model leaves.** The naive kernel takes several times its latency ceiling. The model
 # gives every kernel the same half duty; how long naive's scattered stores (32 sectors a warp) keep

@@ -26,8 +26,8 @@ print(f"GPU: {gpu_name} ({capability}driver {driver})" if gpu_name else
 # %% [markdown]
 # # 06 · Bank conflicts, padding and warp shapes
 #
-# **Where we are.** The [limiter model](GLOSSARY.md#limiter-model) (on the *limiter run*: every
-# rung timed and profiled on one GPU) names what binds lesson 05's `vec`:
+# **Where we are.** The [limiter model](GLOSSARY.md#limiter-model), on the
+# [limiter run](GLOSSARY.md#limiter-run), names what binds lesson 05's `vec`:
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -67,8 +67,8 @@ print(f"vec at 4096^3 on the {prev.device}: {r.measured_ms:.2f} ms, {2 * 4096**3
 #
 # Lanes reading the *same* word share it (a [broadcast](GLOSSARY.md#broadcast)); a phase whose
 # lanes read n *distinct* words of one bank takes n wavefronts (an
-# [n-way bank conflict](GLOSSARY.md#bank-conflict)). `bank_model.wavefronts(addresses, width)`
-# applies these rules to source article [[3]](REFERENCES.md#seed-002)'s cases:
+# [n-way bank conflict](GLOSSARY.md#bank-conflict)). `bank_model.wavefronts` applies them to
+# source article [[3]](REFERENCES.md#seed-002)'s cases:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -90,7 +90,8 @@ for name, (addrs, width) in examples.items():
 # ## Warp shapes in the outer product
 #
 # At each [k-step](GLOSSARY.md#k-step) a `vec` thread reads its 8 columns of the B tile with two
-# `LDS.128`. Which 8 threads share a phase depends on the warp's shape over the block:
+# `LDS.128`. `vec`'s block is 16 x 16 threads; which 8 share a phase depends on the warp's
+# shape:
 #
 # * **2 x 16, lanes along columns** (`vec`): lane l is thread row l // 16, column l % 16; a
 #   phase's 8 threads start 32 bytes apart and span 256 bytes: two words per bank, 2-way.
@@ -99,13 +100,13 @@ for name, (addrs, width) in examples.items():
 # * **2 x 16, each 8x8 tile split into four 4x4**: a thread owns columns `c..c+3` and
 #   `c+64..c+67`; a phase's 8 threads read 128 contiguous bytes: no conflict.
 #
-# `vec_split` keeps 2 x 16 and splits the tile (4 x 8: lesson 08, Lab notes).
+# `vec_split` keeps 2 x 16 and splits the tile (4 x 8 warps: lesson 08, Lab notes).
 #
 # The [bank tracer](GLOSSARY.md#bank-tracer) runs one block on the CUDA simulator and prices
 # each warp-wide shared access by the rules above (`merge=("ld",)`: `load4`'s four simulated
-# 4-byte loads as one `LDS.128`), plus one measured, undocumented rule, the *paired-load rule*:
-# when EVERY lane n reads the same 16 bytes as lane n XOR 1 (or every lane as lane n XOR 2), an
-# `LDS.128` takes 2 wavefronts, not 4 (`rule="paired"`), as in `vec`'s `sAT` reads.
+# 4-byte loads as one `LDS.128`), plus a measured, undocumented *paired-load rule* (Lab notes):
+# an `LDS.128` in which every lane shares its 16 bytes with a partner lane takes 2 wavefronts,
+# not 4 (`rule="paired"`), as `vec`'s `sAT` reads do.
 
 # %%
 shape = (128, 128, 16)  # one 128 x 128 block, K = 16: two slices of BK = 8
@@ -136,8 +137,8 @@ plt.tight_layout()
 # access labelled with its lanes ("0-3": lanes 0 to 3). Colour: the phase; red: a word sharing
 # its bank with another of its phase.*
 #
-# The split leaves the staging stores' conflicts; padding `sAT`'s rows by 4 floats would fix
-# its 2-way ones (the exercise). **The GPU agrees:**
+# The split leaves the staging stores' conflicts; padding `sAT`'s rows would fix its 2-way
+# ones (the exercise; totals broken down: Lab notes). **The GPU agrees:**
 # [Nsight Compute](GLOSSARY.md#ncu) (ncu) counted the kernels on a small problem
 # (`tools/bank_truth.py`; float64 rows: a test kernel's 8-byte reads):
 
@@ -314,7 +315,9 @@ exercises.compare_prediction(my_speedup, table.speedup("vec_split", "vec"), "vec
 # %% [markdown]
 # ## Why: the limiter model
 #
-# *Short scoreboard* below is a [stall reason](GLOSSARY.md#stall-reasons): a warp waiting for a
+# Busy shares below (the limiter run's) name their unit: the table shows each rung's busiest
+# (for `vec`, shared memory), the text issue's too. *Short scoreboard* is a
+# [stall reason](GLOSSARY.md#stall-reasons) (table: Lab notes): a warp waiting for a
 # shared-memory result.
 
 # %%
@@ -352,9 +355,9 @@ print(f"The stores' conflicts are {st['vec_split']['wavefronts'] - st['vec_split
 # [Padding](GLOSSARY.md#padding) each row by one float shifts the next row one bank: a column
 # read becomes conflict-free (the 32x33 case). A float4 GEMM cannot pad by one: rows of 129
 # floats start at byte 516k, on a 16-byte boundary only when k is a multiple of 4, so no
-# `LDS.128`. Padding by 4 floats keeps rows aligned but grows shared memory per block; near a
-# boundary, that costs a whole block per SM (source article [[4]](REFERENCES.md#seed-003); Lab
-# notes).
+# `LDS.128`. Padding both tiles' rows by 4 floats keeps them aligned but grows shared memory
+# per block; near a boundary, that costs a whole block per SM (source article
+# [[4]](REFERENCES.md#seed-003); Lab notes).
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -380,9 +383,10 @@ for label, regs, smem in [("vec, unpadded", regs, smem), ("vec, rows padded by 4
 # * **loads from `sB`**: a thread's 8 columns are side by side (`col_of(j) = tc * 8 + j`), so
 #   a phase's 8 lanes read 32 bytes apart.
 #
-# Remove both, keeping the loads 16 bytes wide: choose `PAD`, the padding of `sAT`'s rows (rows
-# must start on 16-byte boundaries), and rewrite `col_of(j)`, the tile column of a thread's
-# result column `j = 0..7` (it places the `sB` loads and C stores).
+# Remove both, keeping the loads 16 bytes wide (the tracer merges 4 consecutive, aligned reads
+# into one; the SASS's `LDS.128` count is reported, not judged): choose `PAD`, the padding of
+# `sAT`'s rows (rows must start on 16-byte boundaries), and rewrite `col_of(j)`, the tile
+# column of a thread's result column `j = 0..7` (it places the `sB` loads and C stores).
 
 # %%
 import numpy as np
@@ -473,11 +477,10 @@ exercises.check("06-conflict-free", sgemm_ex06)
 #
 # * A warp access is served in phases of 32, 16 or 8 lanes (4-, 8-, 16-byte accesses), each
 #   costing as many wavefronts as its busiest bank holds distinct words.
-# * The bank tracer prices shared accesses; the GPU's profiler agrees.
 # * Fixes: pad rows for column reads (by multiples of 4 floats for 16-byte loads), a 4 x 8
 #   warp, or split a thread's 8x8 tile into four 4x4.
-# * `vec_split` removes a third of `vec`'s wavefronts; issue binds now. The model predicts +2%;
-#   it gains more, as warps stall less on shared loads and issue more often.
+# * `vec_split` removes a third of `vec`'s wavefronts; issue binds now. It beats the model's
+#   +2%: warps stall less and issue more often.
 
 # %% [markdown]
 # ## Sources and further reading
@@ -491,8 +494,8 @@ exercises.check("06-conflict-free", sgemm_ex06)
 # ## Lab notes
 #
 # **The paired-load rule.** The documented rules give 4 wavefronts for every `LDS.128`; the H100
-# and H200 counted 2 where every lane n shares its address with lane n XOR 1 (or every lane
-# with n XOR 2). Shared memory returns 128
+# and H200 counted 2 where every lane n shares its address with a partner, lane n XOR 1 (or
+# every lane with n XOR 2). Shared memory returns 128
 # bytes, one register per lane, per wavefront; an answer in NVIDIA's developer forum
 # (["Unexpected shared memory bank conflict"](https://forums.developer.nvidia.com/t/unexpected-shared-memory-bank-conflict/77228))
 # says the return is then packed two lanes per register, for compute capability 7.0-7.5.
@@ -505,8 +508,12 @@ for label, regs, smem in [("44 KiB, 32 registers", 32, 44 * 1024), ("45 KiB, 32 
     print(f"{label:<29} -> %d blocks per SM (%s)" % blocks_per_sm(regs, smem, 256))
 
 # %% [markdown]
-# **The staging stores.** `sAT`'s transposing stores are 2-way (lanes 2t and 2t+1 write rows d
-# and d + 4 of one column: one bank), `sB`'s scalar stores 4-way (lanes 16 bytes apart).
+# **The traced totals, broken down.** Loads, per warp and k-step: two `sAT` reads of 2
+# wavefronts each (paired-load rule), two `sB` reads of 8 (`vec`) or 4 (`vec_split`), as in the
+# map; over 8 warps x 16 k-steps, 128 x (4 + 16) = 2,560 and 128 x (4 + 8) = 1,536 wavefronts.
+# Stores, per warp and slice: four 4-byte stores into each tile. `sAT`'s transposing stores are
+# 2-way (lanes 2t and 2t+1 write rows d and d + 4 of one column: one bank), `sB`'s scalar stores
+# 4-way (lanes 16 bytes apart).
 #
 # **Why `split` splits rows too.** Only so that one `SPAN` serves both: a phase's 8 lanes share
 # a thread row, so their `sAT` reads are broadcasts either way.
@@ -567,8 +574,9 @@ for name in ("vec", "vec_split"):
 prof_06
 
 # %% [markdown]
-# **Across sizes.** The recorded benchmark timed every [rung](GLOSSARY.md#rung) at four square
-# sizes in one run; the split's gain over `vec` at each:
+# **Across sizes.** The recorded benchmark (a third run, besides the limiter run and this
+# notebook's) timed every [rung](GLOSSARY.md#rung) at four square sizes; the split's gain over
+# `vec` at each:
 
 # %%
 from gemm_lessons.teaching import plots

@@ -51,7 +51,7 @@ print(f"vec_split at 4096^3 on the {prev.device}: {r.measured_ms:.2f} ms, {2 * 4
       f"{limiter_table.SHORT[r.binding]} unit was busy {r.utilization_pct[r.binding]:.0f}% of the cycles.")
 
 # %% [markdown]
-# (A [wave](GLOSSARY.md#wave): one round of blocks filling the SMs.) In the other cycles
+# (A [wave](GLOSSARY.md#wave): one round of blocks.) In the other cycles
 # every warp was [stalled](GLOSSARY.md#stall-reasons). Per slice of K, the threads load A and B,
 # *wait* ([latency](GLOSSARY.md#latency)), store into shared memory, meet at a
 # [barrier](GLOSSARY.md#barrier), compute 8 k-steps, and meet again before overwriting the tiles.
@@ -69,7 +69,7 @@ figures.double_buffer_timeline();
 # %% [markdown]
 # *One warp, schematic: one buffer (top), two (bottom).*
 #
-# Why does one buffer stall, when other warps could issue during the wait?
+# Why does one buffer stall, when other warps could issue meanwhile?
 
 # %%
 m = limiter_table.machine()
@@ -83,11 +83,11 @@ print(f"A DRAM load takes {m.dram_latency_ns:.0f} ns, {wait:,.0f} cycles; a sche
       f"warps can issue.")
 
 # %% [markdown]
+# They cover the wait only when the two blocks wait at different times, which nothing arranges.
+#
 # ## Predict
 #
-# The limiter model counts work: instructions, shared-memory
-# [wavefronts](GLOSSARY.md#wavefront), bytes. A second buffer keeps each slice's loads,
-# stores and FMAs and removes one barrier:
+# A second buffer keeps each slice's loads, stores and FMAs and removes one barrier:
 
 # %%
 print(f"One barrier fewer is {100 / per_slice:.2f}% of the {per_slice:.0f} instructions per warp per slice.")
@@ -95,8 +95,8 @@ print(f"One barrier fewer is {100 / per_slice:.2f}% of the {per_slice:.0f} instr
 # %% [markdown]
 # No ceiling moves; only stall time, which the model does not count, can shrink.
 #
-# **Your prediction:** how many times as fast as its one-buffer twin `dbuf_one_buffer` is
-# `dbuf` at 4096^3?
+# **Your prediction:** how many times as fast as its one-buffer twin `dbuf_one_buffer` (built
+# below) is `dbuf` at 4096^3?
 
 # %%
 my_speedup = None  # your prediction: replace None with a number (for example 1.1)
@@ -113,8 +113,8 @@ print(f"Model: about 1.0x, as a second buffer moves no ceiling, while the stalls
 # %% [markdown]
 # ## First attempt: a buffer index
 #
-# `vec_split` with a buffer index `buf` in front of every shared index (`sAT[2, BK, BM]`),
-# flipped after each slice. Shared reads are written element by element: with a constant
+# `vec_split` with a buffer index `buf` in front of every shared index, flipped after each
+# slice. Shared reads are written element by element: with a constant
 # index the compiler merges them into `LDS.128` (Lab notes). With a runtime `buf`?
 
 # %%
@@ -218,7 +218,8 @@ gl.check_all(my_dbuf_indexed, name="dbuf_indexed",
 
 
 # %% [markdown]
-# What the compiler made of it ([compiler facts](GLOSSARY.md#compiler-facts)):
+# What the compiler made of it ([compiler facts](GLOSSARY.md#compiler-facts): SASS counts, not
+# lesson 06's profiler counts):
 
 # %%
 import os
@@ -261,8 +262,8 @@ else:  # this record has no main-loop counts: its shared loads still price the k
 # %% [markdown]
 # ## Second attempt: leave the compiler nothing to guess
 #
-# `make_kernel(config)` (`warptile.py`, editable in the Lab notes) builds a kernel for a
-# `TileConfig` with **separate buffers** (`sA0`, `sA1`, `sB0`, `sB1`, two slices per trip), so
+# `make_kernel(config)` (editable in the Lab notes) builds a kernel for a
+# `TileConfig` with **separate buffers** (two slices per trip), so
 # every shared index is a plain expression; **explicit `load4`**, every k-step written out; and
 # **loads first**: `compute_and_stage` starts the next slice's loads, runs the 8 k-steps, then
 # stores into the other buffer. The main loop, one buffer and two:
@@ -280,7 +281,8 @@ print(textwrap.dedent("\n".join(lines[start:end])))
 
 # %% [markdown]
 # `stages=1` gives `dbuf_one_buffer` (one buffer, one slice per trip). The
-# [rung](GLOSSARY.md#rung), with its 16 x 128 [warp tile](GLOSSARY.md#warp-tile):
+# [rung](GLOSSARY.md#rung), with its 16 x 128 [warp tile](GLOSSARY.md#warp-tile), capped at 128
+# registers:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -294,7 +296,7 @@ gl.check_all(functools.partial(warptile.sgemm, kernel=my_dbuf), name="dbuf",
                     [(68, 44, 36, 1.0, 0.0), (516, 1028, 260, -1.0, 0.5), (4, 4, 4, 2.0, 1.0)])
 
 # %% [markdown]
-# The second buffer's price, from the compiler:
+# The second buffer's price, from the compiler (counts in the code, not runs: Lab notes):
 
 # %%
 my_one_buffer = make_kernel(replace(dbuf.DBUF_CONFIG, stages=1))
@@ -332,7 +334,7 @@ exercises.compare_prediction(my_speedup, table.speedup("dbuf", "dbuf_one_buffer"
                              "dbuf vs dbuf_one_buffer, two buffers vs one, at 4096^3 (times as fast)", table.source)
 
 # %% [markdown]
-# Each change, credited by the pair that differs in it:
+# Each change, credited by the pair differing in it:
 
 # %%
 for name, base, what in [("dbuf_indexed", "vec_split", "second buffer, runtime index (first attempt)"),
@@ -343,6 +345,9 @@ for name, base, what in [("dbuf_indexed", "vec_split", "second buffer, runtime i
 
 # %% [markdown]
 # ## Why: the limiter model
+#
+# Measured: this run, not the limiter run. The rewrite's changes (Lab notes) lower
+# `dbuf_one_buffer`'s issue ceiling.
 
 # %%
 why = limiter_table.why(["vec_split", "dbuf_one_buffer", "dbuf", "cublas"], measured=table, decimals=2)
@@ -380,8 +385,7 @@ else:
 # %% [markdown]
 # ## Exercise 07-double-buffer: write the double-buffered main loop
 #
-# Lesson 06's exercise kernel with **two** buffers per tile (`sAT0`/`sB0`, `sAT1`/`sB1`) and
-# three helpers:
+# Lesson 06's exercise kernel with **two** buffers per tile and three helpers:
 #
 # * `load_slice(k0)`: global memory -> registers (zeros outside A and B: a `k0` past `K`
 #   loads nothing);
@@ -390,8 +394,8 @@ else:
 #
 # Write the main loop: a prologue putting slice 0 into buffer 0; then per slice, start the next
 # slice's loads, compute from the current buffer, store into the *other*, and **one**
-# `cuda.syncthreads()`. Do two slices per trip, buffer 0 then buffer 1, as `make_kernel` does:
-# no runtime buffer index. The check tests the result and traces one block for a
+# `cuda.syncthreads()`. Do two slices per trip, buffer 0 then buffer 1: no runtime buffer
+# index. The check tests the result and traces one block for a
 # [race](GLOSSARY.md#data-race), extra barriers and late loads.
 
 # %%
@@ -501,11 +505,11 @@ exercises.check("07-double-buffer", sgemm_ex07)
 # %% [markdown]
 # ## Takeaway
 #
-# * Double buffering moves no ceiling of the limiter model; it removes stall time, so the
-#   binding unit is busy more of the cycles.
-# * Credit a speedup to a technique only against a twin that differs in it alone
+# * Double buffering moves no ceiling; it removes stall time, so the binding unit is busy more
+#   of the cycles.
+# * Credit a technique's speedup only against a twin differing in it alone
 #   (`dbuf_one_buffer` against `dbuf`).
-# * A runtime buffer index cost 16-byte shared loads, hence instructions, the binding work.
+# * A runtime buffer index cost 16-byte shared loads, hence instructions.
 #   Leave the compiler nothing to guess (separate buffers, explicit `load4`); check the SASS.
 # * Next: lesson 08 sweeps `TileConfig`'s other fields.
 
@@ -834,7 +838,8 @@ print("Spilled to local memory: " + (", ".join(spilled) if spilled else "none") 
 # Source article [[4]](REFERENCES.md#seed-003) warns that double buffering written naively can
 # lose to register spills. Here the second buffer spilled nothing; the short-circuit guard did.
 #
-# **Reading the FFMA columns.** They count instructions in the code, not how often they run:
+# **Reading the FFMA columns.** Like every instruction column, they count instructions in the
+# code, not how often they run:
 # `vec_split`'s 128 are one k-step's 64 in its loop plus 64 in the `beta != 0` epilogue (the
 # code after the main loop that writes C); `dbuf_one_buffer` has a slice's 8 k-steps written
 # out (8 x 64) plus those 64, `dbuf` the two slices of a trip (16 x 64) plus 64. Every kernel

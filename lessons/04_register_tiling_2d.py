@@ -28,7 +28,7 @@ print(f"GPU: {gpu_name} ({capability}driver {driver})" if gpu_name else
 #
 # **Where we are.** In lesson 03's `reg1d`, 17 shared-memory loads (one of B, 16 of A) feed a
 # thread's 16 FMAs. What that costs, by the [limiter model](GLOSSARY.md#limiter-model) on the
-# *limiter run* (every rung timed and profiled on one GPU):
+# [limiter run](GLOSSARY.md#limiter-run):
 
 # %%
 import gemm_lessons as gl  # first: it chooses the GPU, or numba's CUDA simulator when there is none
@@ -80,11 +80,15 @@ for x, y in [(1, 1), (16, 1), (4, 4), (16, 4), (8, 8)]:
 # `reg1d` is the 16 x 1 row above, `reg2d` the 8 x 8: 4.25 times fewer shared loads per FMA.
 # Is it 4.25 times faster? The limiter model divides each unit's work per
 # [warp-FFMA](GLOSSARY.md#warp-fma) (one [`FFMA`](GLOSSARY.md#ffma), fused multiply-add, for a
-# whole warp) by its rate per SM cycle: 4 warp-FFMAs for the FP32 lanes; 4
-# warp-instructions for [issue](GLOSSARY.md#issue) (one per
-# [warp scheduler](GLOSSARY.md#warp-scheduler)), be it an `FFMA`, a shared load
-# ([`LDS`](GLOSSARY.md#lds)) or an address add; 1 [wavefront](GLOSSARY.md#wavefront) for shared
-# memory. The largest *binds*, setting the time. The profiler's counts:
+# whole warp) by its rate per SM cycle:
+#
+# * FP32 lanes: 4 warp-FFMAs;
+# * [issue](GLOSSARY.md#issue): 4 warp-instructions (one per
+#   [warp scheduler](GLOSSARY.md#warp-scheduler)), be it an `FFMA`, a shared load
+#   ([`LDS`](GLOSSARY.md#lds)) or an address add;
+# * shared memory: 1 [wavefront](GLOSSARY.md#wavefront).
+#
+# The largest *binds*, setting the time. The profiler's counts:
 
 # %%
 work = {rung: limiter_table.counts(rung) for rung in ("reg1d", "reg2d")}  # one launch at 4096^3 each
@@ -96,9 +100,8 @@ print(f"(a k-step of reg2d holds 64 FFMA and 16 LDS, {80 / 64:.2f} instructions 
 
 # %% [markdown]
 # (`reg2d`'s wavefronts: one per load, no [bank conflicts](GLOSSARY.md#bank-conflict), plus
-# the stores that stage the slices.) **Your prediction:** work out each rung's cycles per
-# warp-FFMA on the three units, find the binding one, and predict `reg2d`'s speedup over `reg1d`
-# at 4096^3.
+# the stores that stage the slices.) **Your prediction:** find each rung's binding unit (cycles
+# per warp-FFMA) and predict `reg2d`'s speedup over `reg1d` at 4096^3.
 
 # %%
 my_speedup = None  # your prediction: replace None with a number (for example 2.5)
@@ -132,7 +135,8 @@ print(f"Model: reg2d {model_speedup:.2f}x as fast as reg1d. Wavefronts fall abou
 #   the SM's 65,536: 2 x 256 x 128. `reg2d_uncapped` drops the cap.
 # * **Where a thread's results lie.** With `SPREAD`, a thread's 8 rows lie 16 apart, as do its 8
 #   columns (not side by side as in the figure), so a warp reads neighbouring shared-memory words
-#   without bank conflicts. `reg2d_contiguous` keeps them side by side (Lab notes).
+#   without bank conflicts. `reg2d_contiguous` keeps them side by side (Lab notes;
+#   lesson 06 explains bank conflicts).
 
 # %%
 # source: gemm_lessons/kernels/sgemm/reg2d.py  (the package runs this same code; a test keeps the two identical)
@@ -214,8 +218,9 @@ gl.check_all(functools.partial(reg2d.sgemm, kernel=reg2d_default), name="reg2d")
 # The [compiler facts](GLOSSARY.md#compiler-facts) from the [SASS](GLOSSARY.md#sass) (the GPU's
 # machine code), with [spills](GLOSSARY.md#register-spill),
 # [blocks per SM](GLOSSARY.md#blocks-per-sm) and the [main loop](GLOSSARY.md#k-step) split into
-# the k-step loop (*inner loop*, 8 times per slice) and the rest (*loop around it*). The 128
-# `FFMA` are a k-step's 64 and 64 after the loop.
+# the k-step loop (*inner loop*, 8 times per slice) and the rest (*loop around it*). Writing C
+# back (`alpha * acc + beta * C`) holds 64 of the 128 `FFMA`, 64 of the 72 `LDG.E` (8 stage a
+# slice) and all `STG.E`, 64 per branch of `beta == 0`.
 
 # %%
 kernels = {"reg2d": reg2d_default, "reg2d_uncapped": reg2d_uncapped, "reg1d": ladder.SGEMM["reg1d"].kernel}
@@ -305,7 +310,8 @@ print(f"A k-step: {lp['inner_FFMA']} FFMA, {lp['inner_LDS']} LDS and {other} oth
 #
 # ### The register cap
 #
-# The model counts work, not warps: it cannot see the cap.
+# The cap costs instructions (uncapped: 126 per k-step, not 155) but buys warps, which the
+# model does not count.
 # `reg2d_uncapped`'s issue ceiling, scaled by its own compiled loops:
 
 # %%
@@ -340,7 +346,7 @@ exercises.check("04-ratio", answer)
 # [slice](GLOSSARY.md#k-step).
 #
 # The check compares your kernel with the float64 reference, counts its global reads and traces
-# its shared-memory loads: at most TM + TN = 8 per k-step (1-2 minutes on the simulator).
+# its shared-memory loads: at most TM + TN = 8 per k-step.
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -403,7 +409,7 @@ exercises.check("04-kernel", make_my_reg2d())
 # * The outer product reuses each loaded value in both directions: an 8x8 patch does 8 FLOP per
 #   value loaded.
 # * Four times fewer shared loads did not make it four times faster: issue took over, as the
-#   limiter model predicted.
+#   model predicted.
 # * Most of `reg2d`'s instructions are address arithmetic and staging; lesson 05 cuts them.
 # * Registers per thread set how many warps an SM holds; fewer warps stall more than the model
 #   predicts.
@@ -462,7 +468,7 @@ print("So at this rung the conflicts cost little: "
 
 # %% [markdown]
 # **Wider loads.** Wider loads alone would not remove `reg2d`'s extra instructions: four 16-byte
-# `LDS` instead of sixteen save 0.19 instructions per FFMA.
+# shared loads (`LDS.128`, lesson 05) instead of sixteen save 0.19 instructions per FFMA.
 #
 # **The register cap, through the profiler.** [Nsight Compute](GLOSSARY.md#ncu)'s counters of
 # `reg2d` and `reg2d_uncapped`: achieved [occupancy](GLOSSARY.md#occupancy) (warps resident on

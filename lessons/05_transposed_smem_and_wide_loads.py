@@ -26,8 +26,8 @@ print(f"GPU: {gpu_name} ({capability}driver {driver})" if gpu_name else
 # %% [markdown]
 # # 05 · Transposed shared memory and 128-bit loads
 #
-# **Where we are.** The [limiter model](GLOSSARY.md#limiter-model) (on the *limiter run*: every
-# rung timed and profiled on one GPU) finds lesson 04's `reg2d` bound by
+# **Where we are.** The [limiter model](GLOSSARY.md#limiter-model) (on the
+# [limiter run](GLOSSARY.md#limiter-run)) finds lesson 04's `reg2d` bound by
 # [instruction issue](GLOSSARY.md#issue):
 
 # %%
@@ -87,19 +87,20 @@ print(f"{'FFMA':<35} {BK * TM * TN:>5}")
 # %% [markdown]
 # ## 16-byte instructions from numba
 #
-# * `load4(X, i, j)` / `store4(X, i, j, x0, x1, x2, x3)` ([intrinsics](GLOSSARY.md#intrinsic),
-#   `gemm_lessons/core/float4.py`) access `X[i, j:j+4]` with one `LDG.128` / `STG.128` (global
-#   array) or `LDS.128` (shared). Rows must start on 16-byte boundaries
-#   ([alignment](GLOSSARY.md#alignment)): `vec` requires K and N multiples of 4.
+# * `load4(X, i, j)` / `store4(X, i, j, x0, x1, x2, x3)` ([intrinsics](GLOSSARY.md#intrinsic))
+#   access `X[i, j:j+4]` with one `LDG.128` / `STG.128` (global array) or `LDS.128` (shared).
+#   Rows must start on 16-byte boundaries ([alignment](GLOSSARY.md#alignment)): `vec` requires
+#   K and N multiples of 4.
 # * `@unrolled` writes out every `static_range` loop before numba compiles
-#   ([unrolling](GLOSSARY.md#unrolling)): indices into `acc` become constants (registers),
-#   shared addresses a base plus a constant. `range` loops (the k-steps) stay.
+#   ([unrolling](GLOSSARY.md#unrolling)): indices into `acc` become constants, shared addresses
+#   a base plus a constant, where lesson 04's were recomputed every k-step. `range` loops
+#   (k-steps) stay.
 #
 # ## Five changes, one at a time
 #
-# Each step adds one change (diffs: Lab notes):
+# One change a step, `vec` two (diffs: Lab notes):
 #
-# 1. `reg2d_contiguous`: results side by side (lesson 04);
+# 1. `reg2d_contiguous`: results side by side (lesson 04), no gain alone;
 # 2. `reg2d_unrolled`: loops over a thread's results written out;
 # 3. `transposed_a`: A tile transposed, both tiles read with `LDS.128`;
 # 4. `wide_loads`: tiles staged with `LDG.128`;
@@ -111,9 +112,9 @@ print(f"{'FFMA':<35} {BK * TM * TN:>5}")
 # Lesson 04's model, per [warp-FFMA](GLOSSARY.md#warp-fma): FP32 lanes 1/4 cycle, schedulers
 # 1/4 cycle per instruction, shared memory one cycle per [wavefront](GLOSSARY.md#wavefront); the
 # most cycles *bind*. The next cell counts instructions per FFMA from each step's
-# [compiler facts](GLOSSARY.md#compiler-facts) (the k-step loop 8 times per slice, the rest
-# once) and wavefronts with the [bank tracer](GLOSSARY.md#bank-tracer). Side by side, a warp's
-# 4-byte reads of B cost 4 wavefronts, of A 2; `LDS.128` wins most back (lesson 06).
+# [compiler facts](GLOSSARY.md#compiler-facts) and wavefronts with the
+# [bank tracer](GLOSSARY.md#bank-tracer). Side by side costs wavefronts, `LDS.128` wins most
+# back: the tracer's last column, by rules lesson 06 teaches.
 
 # %%
 STEPS, RUNGS = lesson05_steps.NAMES, {**ladder.SGEMM, **ladder.VARIANTS}  # reg2d and the five steps
@@ -156,8 +157,7 @@ Markdown(f"Per step ({facts.source}):\n\n" + tables.markdown(
 my_speedup = None  # your prediction: replace None with a number (for example 1.5)
 
 # %% [markdown]
-# The model's answer (FP32: 0.25 cycles for all; predicted: the binding ceiling stretched by the
-# last [wave](GLOSSARY.md#wave)):
+# The model's answer (FP32: 0.25 cycles for all):
 
 # %%
 machine, base = limiter_table.machine(), limiter_table.work("reg2d")  # the limiter run's GPU, and reg2d's launch
@@ -181,8 +181,8 @@ Markdown(f"At 4096^3 ({machine.name}, {machine.clock_mhz:,.0f} MHz):\n\n"
 # ## The kernel: `vec`
 #
 # Each thread stages one float4 of each tile per slice, scatters A's into `sAT`, reads both
-# tiles with `load4` and writes C with `store4`. `split` (lesson 06) is off; `unroll_k`: Lab
-# notes.
+# tiles with `load4` and writes C with `store4`. `split` (lesson 06) is off (gaps of 4:
+# results side by side); `unroll_k`: Lab notes.
 
 # %%
 # source: gemm_lessons/kernels/sgemm/vec.py  (the package runs this same code; a test keeps the two identical)
@@ -293,7 +293,8 @@ exercises.compare_prediction(my_speedup, table.speedup("vec", "reg2d"), "vec vs 
 # %% [markdown]
 # ## Why: the limiter model
 #
-# Ceilings and profiler from the limiter run; times from this one:
+# Ceilings and busiest unit from the limiter run's profiler counts (with an older `vec`), so
+# predictions differ slightly from above (Lab notes); times from this run:
 
 # %%
 why = limiter_table.why(["reg2d", "vec", "cublas"], measured=table)
@@ -319,9 +320,11 @@ print(f"Measured / predicted: {min(ratio.values()):.2f} to {max(ratio.values()):
 print(f"vec against reg2d: predicted {model_speedup:.2f}x, measured {table.speedup('vec', 'reg2d'):.2f}x.")
 
 # %% [markdown]
-# Fewer instructions pay while issue binds, fewer wavefronts while shared memory binds (the
-# **binds** column). `wide_loads` gains outside the k-steps: one guarded `load4` per tile
-# replaces four guarded loads and their index arithmetic.
+# In the model, fewer instructions pay while issue binds, fewer wavefronts while shared memory
+# binds (**binds** column). Measured, single steps stray through stalls the model leaves out
+# (Lab notes): `reg2d_unrolled` gained though shared memory binds it. `wide_loads` gains
+# outside the k-steps: one guarded `load4` per tile replaces four guarded loads and their index
+# arithmetic.
 
 # %% [markdown]
 # ## Exercise 05-stage-a
@@ -433,8 +436,8 @@ exercises.check("05-transpose-a", sgemm_ex05)
 #
 # * A 16-byte instruction moves four floats for one issue slot if they are neighbours on a
 #   16-byte boundary: results side by side, A stored transposed.
-# * It pays where it runs often, with the address arithmetic it replaces, if it cuts what
-#   binds. The model got the whole jump close, single steps less so (stalls).
+# * It pays where it runs often, with the address arithmetic it replaces. The model got the
+#   whole jump close, single steps less so.
 # * numba: `load4` / `store4`; `@unrolled` with `static_range`. Check the compiler facts.
 # * Next (lesson 06): the wavefronts `vec` still loses to bank conflicts.
 
@@ -451,8 +454,10 @@ exercises.check("05-transpose-a", sgemm_ex05)
 #
 # **The steps' kernels.** Each step's code, and its diff against the step before (the package's
 # files; lesson 04 shows `reg2d` and `reg2d_contiguous`, its factory with `SPREAD=False`).
-# `vec`'s 18 `LDG.128` (`LDG.E.128` in the SASS) are 2 staging loads + 16 reads of C for
-# beta ≠ 0; its 32 `STG.128`, 16 per branch.
+# The first diff starts from `reg2d.py`, so it also shows the spread layout turning side by
+# side. `vec`'s options `split` and `unroll_k` are off by default; its 18 `LDG.128`
+# (`LDG.E.128` in the SASS) are 2 staging loads + 16 reads of C for beta ≠ 0; its 32
+# `STG.128`, 16 per branch.
 
 # %%
 from gemm_lessons.course import lesson_source
@@ -693,10 +698,9 @@ print(f"vec, uncapped, takes {uncapped} registers per thread: "
       + (" Every step holds the same blocks per SM." if len(set(blocks.values())) == 1 else ""))
 
 # %% [markdown]
-# **Explicit `LDS.128`.** Earlier versions of the steps read shared memory with plain indexing,
-# `sAT[k, t_row + i]`, and left merging four reads into one `LDS.128` to NVVM. In the H100 run
-# of those versions it did not, in the capped steps, so the wide shared loads first appeared with
-# `vec`, the step that changed the stores:
+# **Explicit `LDS.128`.** Earlier versions of the steps read shared memory by plain indexing,
+# `sAT[k, t_row + i]`, leaving NVVM to merge four reads into one `LDS.128`. Compiled for an
+# H100, only their `vec` got `LDS.128`:
 
 # %%
 old = lesson05_steps.load(results.REFERENCE_DEVICE)
@@ -706,8 +710,11 @@ if old is not None and not old.compiler["transposed_a"]["sass"].get("LDS.128"): 
         for s in ("transposed_a", "wide_loads", "vec")) + ".")
 
 # %% [markdown]
-# `load4` on the shared arrays makes the width part of the code. The limiter run (the Why
-# section's ceilings and profiler) timed an earlier `vec` that read shared memory before `load4`.
+# So `load4` on the shared arrays makes the width part of the code. The limiter run (the Why
+# section's ceilings and profiler) timed and profiled such an earlier `vec`, which read shared
+# memory by plain indexing. Its ceilings come from the profiler's counts, the Predict table's
+# from the compiled main loop and the tracer (below): hence slightly different
+# predictions (`reg2d` 6.26 and 6.24 ms, `vec` 3.07 and 3.05 ms).
 #
 # **The tracer against the profiler.** The model's wavefronts above are the tracer's, with the
 # paired-load rule of lesson 06 (an `LDS.128` whose lanes pair up on the same 16 bytes takes 2

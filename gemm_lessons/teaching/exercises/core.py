@@ -171,8 +171,27 @@ def _check(exercise_id, answer, time_limit):
 
 def _raised(exercise_id, error, what="your answer"):
     """The Feedback for an exception raised by ``what``: its type, its message and where."""
+    if _cuda_imported_before_the_simulator(error):  # not the answer's fault: say how to restart
+        return Feedback(exercise_id, False, f"{what} could not run: {IMPORT_ORDER}")
     return Feedback(exercise_id, False, f"{what} raised {type(error).__name__}: {error}{_where(error)}. "
                                         f"Hint: {_first_hint(exercise_id)}")
+
+
+IMPORT_ORDER = ("numba.cuda was imported before gemm_lessons chose numba's CUDA simulator (there is no GPU "
+                "here), so numba looked for a GPU. Restart the kernel and run the notebook from its first "
+                "cells: `import gemm_lessons` must come before `from numba import cuda`.")
+
+
+def _cuda_imported_before_the_simulator(error):
+    """Whether ``error`` is numba's "no CUDA" error in a process where gemm_lessons chose the
+    simulator but numba.cuda had been imported before it (a cell run alone after a restart)."""
+    if not backend.SIMULATOR or type(error).__name__ != "CudaSupportError":
+        return False
+    try:
+        from numba.cuda.core import config
+    except ImportError:  # numba-cuda 0.20 (macOS): its config lives in numba.core
+        from numba.core import config
+    return not getattr(config, "ENABLE_CUDASIM", True)
 
 
 # not the student's code: this package (gemm_lessons/), the standard library, installed packages

@@ -153,8 +153,8 @@ print("copy_float4 copies exactly:", np.array_equal(dst.copy_to_host(), src.copy
 # We time this copy of an 8192x8192 matrix (256 MiB read, 256 MiB written) and the driver's
 # `cudaMemcpy`; bandwidth counts bytes read + written. [CUDA events](GLOSSARY.md#cuda-events),
 # timestamps the GPU records, time many repeats after a warm-up; the table gives the median and
-# the 10th-90th percentile range ([p10-p90](GLOSSARY.md#p10-p90)). The lab notes explain a
-# [host-bound](GLOSSARY.md#host-bound) mark.
+# the 10th-90th percentile range ([p10-p90](GLOSSARY.md#p10-p90)). A
+# [host-bound](GLOSSARY.md#host-bound) row gives the host's pace, not the copy's (lab notes).
 
 # %%
 bw = measure_step.copy_bandwidth()
@@ -190,7 +190,7 @@ plots.roofline(bw.record, points=[], yticks=TICKS,
 # %% [markdown]
 # ## More ceilings than two
 #
-# The roofline's two ceilings are the first two of the [primer](00a_primer.ipynb)'s
+# The roofline's two ceilings are two of the six in the [primer](00a_primer.ipynb)'s
 # **[limiter model](GLOSSARY.md#limiter-model)**: one ceiling per GPU resource, the time the
 # kernel would take if that resource were all that mattered. The other four:
 # **instruction [issue](GLOSSARY.md#issue)** (an SM's four [schedulers](GLOSSARY.md#warp-scheduler)

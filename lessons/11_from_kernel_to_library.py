@@ -316,9 +316,9 @@ if prof:
 # %% [markdown]
 # **Predict.** 4095 x 4097 x 4093 is the work of 4096^3 give or take 0.1%, with nothing a multiple
 # of 4. Against the any-shape kernel's slower rate, the padded plan reads A and B and writes them
-# padded (four passes of 67 MB each) at the calibrated copy rate, about 4 TB/s, plus an assumed
-# 5 µs for their one launch; C is written one float at a time (not in the model). Which plan wins,
-# and how much longer than at 4096^3 will `gl.sgemm` take [back to back](GLOSSARY.md#single-call), in %?
+# padded (four passes of 67 MB each) at the calibrated copy rate, about 4 TB/s,
+# plus an assumed 5 µs for their one launch; C is written one float at a time (not in the model).
+# Which plan wins, and how much longer than at 4096^3 will `gl.sgemm` take [back to back](GLOSSARY.md#single-call), in %?
 
 # %%
 my_odd_extra_pct = None  # your prediction: % more time at 4095x4097x4093 than at 4096^3 (for example 10)

@@ -1,12 +1,12 @@
-"""One launch each of cuBLAS sgeam, library.transpose and the float4-free copy on the shapes where the
+"""One launch each of cuBLAS sgeam and library.transpose, and a copy, on the shapes where the
 library's transpose stayed below 95% of sgeam on the H200 (8190 x 8192, 8192 x 8190), for ncu:
 
     ncu --clock-control none --csv --metrics $(python3 experiments/transpose_few_rows/odd_sides_profile.py metrics) \\
         python3 experiments/transpose_few_rows/odd_sides_profile.py run > ncu-odd-sides-<device>.csv
+(from the repository root, with it on PYTHONPATH)
 
-Kernels in launch order per shape: sgeam, then the library's (transpose_aligned_stores), then
-copy_memcpy (a device-to-device copy of the same bytes)."""
-import os
+Launch order per shape: sgeam, the library's kernel (transpose_aligned_stores), then copy_memcpy
+(the driver's device-to-device copy of the same bytes: not a kernel, so ncu lists only the two)."""
 import sys
 
 METRICS = ["gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
@@ -25,7 +25,6 @@ if __name__ == "__main__":
     if sys.argv[1] == "metrics":
         print(",".join(METRICS))
         sys.exit(0)
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     import numpy as np
     from numba import cuda
 

@@ -62,18 +62,28 @@ def not_measured_why():
         return "filled in from the record: not measured in this notebook's GPU run"
     return "not measured here: CUDA simulator"
 
+
+def cuda_imported_without_simulator():
+    """Whether numba.cuda was imported (before this package chose) without the simulator: then
+    the choice below cannot take effect, and on a machine without a GPU numba looks for one."""
+    if "numba.cuda" not in sys.modules:
+        return False
+    try:
+        from numba.cuda.core import config
+    except ImportError:  # numba-cuda 0.20 (macOS): its config lives in numba.core
+        from numba.core import config
+    return not getattr(config, "ENABLE_CUDASIM", True)
+
+
 if SIMULATOR:
     os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
     if importlib.util.find_spec("cuda") is None:
         # no NVIDIA CUDA bindings (macOS, where numba-cuda 0.20 is the newest: it refuses to import
         # without them unless told to use its ctypes ones, which the simulator never calls)
         os.environ.setdefault("NUMBA_CUDA_USE_NVIDIA_BINDING", "0")
-    if "numba.cuda" in sys.modules:
-        from numba.cuda.core import config as _cuda_config
-
-        if not _cuda_config.ENABLE_CUDASIM:
-            warnings.warn(
-                "numba.cuda was imported before gemm_lessons, without the simulator, and no GPU "
-                "was found: restart the kernel and import gemm_lessons first.",
-                stacklevel=2,
-            )
+    if cuda_imported_without_simulator():
+        warnings.warn(
+            "numba.cuda was imported before gemm_lessons, without the simulator, and no GPU "
+            "was found: restart the kernel and import gemm_lessons first.",
+            stacklevel=2,
+        )

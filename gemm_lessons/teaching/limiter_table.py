@@ -119,6 +119,11 @@ class LimiterTable:
 SIZES = {"sgemm": (4096, 4096, 4096), "transpose": (8192, 8192)}  # the limiter record's sizes (why's table)
 
 
+def _record_size(kind):
+    """The limiter record's size for a case of ``kind`` ("sgemm"; "transpose" and "copy": 8192^2)."""
+    return SIZES["sgemm" if kind == "sgemm" else "transpose"]
+
+
 def _at_size(row, size):
     """Whether a timed row is at the limiter record's ``size`` (an SGEMM row's M, N, K, a bandwidth
     row's rows, cols)."""
@@ -138,8 +143,7 @@ def _measured_ms(measured, case, device):
     name = name or kind
     names = {name, "copy_float4"} if name == "copy" else {name}  # the copy is "copy_float4" in the bench's tables
     rows = getattr(measured, "rows", [])
-    size = SIZES["sgemm" if kind.startswith("sgemm") else "transpose"]
-    row = next((r for r in rows if r.kernel in names and _at_size(r, size)), None)
+    row = next((r for r in rows if r.kernel in names and _at_size(r, _record_size(kind))), None)
     if row is None:
         return None
     if hasattr(row, "gflops"):
@@ -198,7 +202,8 @@ def why(rungs, kind="sgemm", measured=None, device=None, decimals=None):
         rows.append(Row(case, c["ceilings_ms"], c["binding"], c["tail"], c["predicted_ms"],
                         here if here is not None else c["measured_ms"], here is not None,
                         c["profiler_busiest"], busiest_pct, util))
-    size = "4096^3" if kind == "sgemm" else "8192^2"
+    sides = _record_size(kind)
+    size = f"{sides[0]}^{len(sides)}"  # "4096^3", "8192^2"
     return LimiterTable(rows, rec["device"]["name"], rec["date"][:10], rec["model"]["machine"]["clock_mhz"], size,
                         decimals)
 

@@ -2,7 +2,7 @@
 
 The other transposes cut src into 64 x 64 tiles.  With 7 rows, 7 of a tile's 64 rows hold data,
 so most of every block's threads have nothing to load or store (on an H200, 59% of sgeam's speed
-at 7 x 300,007 back to back: results/transpose-suite-nvidia-h200.json).
+at 7 x 300,007 back to back: experiments/transpose_few_rows/).
 
 Here a block takes every row of src (at most MAX_ROWS) over COLS columns, one column per thread.
 The dst rows of those columns, c0 .. c0 + COLS - 1, each ``rows`` floats long, are one contiguous

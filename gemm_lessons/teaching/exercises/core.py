@@ -185,13 +185,8 @@ IMPORT_ORDER = ("numba.cuda was imported before gemm_lessons chose numba's CUDA 
 def _cuda_imported_before_the_simulator(error):
     """Whether ``error`` is numba's "no CUDA" error in a process where gemm_lessons chose the
     simulator but numba.cuda had been imported before it (a cell run alone after a restart)."""
-    if not backend.SIMULATOR or type(error).__name__ != "CudaSupportError":
-        return False
-    try:
-        from numba.cuda.core import config
-    except ImportError:  # numba-cuda 0.20 (macOS): its config lives in numba.core
-        from numba.core import config
-    return not getattr(config, "ENABLE_CUDASIM", True)
+    return (backend.SIMULATOR and type(error).__name__ == "CudaSupportError"
+            and backend.cuda_imported_without_simulator())
 
 
 # not the student's code: this package (gemm_lessons/), the standard library, installed packages

@@ -58,6 +58,13 @@ def candidates():
         "anywide_64x8": lambda s, d: any_wide.transpose(s, d, TILE=64, ROWS=8),
         "aligned_64x16": lambda s, d: transpose_aligned_stores.transpose(s, d, TILE=64, ROWS=16),
         "aligned_64x8": lambda s, d: transpose_aligned_stores.transpose(s, d, TILE=64, ROWS=8),
+        # more warps per SM than aligned_64x16's 24 (65 registers): a 64-register cap (24 bytes of
+        # spills, 32 warps), 512 threads (50 registers, 32 warps), 32 x 32 tiles (50 and 39 registers:
+        # 36 and 48 warps, 3 extra staged rows on 32 instead of 64)
+        "aligned_64x16_r64": lambda s, d: transpose_aligned_stores.transpose(s, d, TILE=64, ROWS=16, MAX_REGISTERS=64),
+        "aligned_64x32": lambda s, d: transpose_aligned_stores.transpose(s, d, TILE=64, ROWS=32),
+        "aligned_32x16": lambda s, d: transpose_aligned_stores.transpose(s, d, TILE=32, ROWS=16),
+        "aligned_32x32": lambda s, d: transpose_aligned_stores.transpose(s, d, TILE=32, ROWS=32),
     }
 
 

@@ -26,6 +26,7 @@ import functools
 from numba import boolean, cuda, float32, int32, int64
 
 from gemm_lessons.core.array_checks import transpose_shapes
+from gemm_lessons.core.jit import jit
 from gemm_lessons.core.float4 import load1_flat, load4_flat, store1_flat, store4_flat
 from gemm_lessons.core.unroll import static, static_range, unrolled
 from gemm_lessons.kernels.library.transpose_any_wide import require_aligned_bases, staging_width
@@ -33,7 +34,7 @@ from gemm_lessons.kernels.library.transpose_any_wide import require_aligned_base
 HALO = 3  # src rows above the tile a block may need: d is at most 3
 
 
-def make_transpose_aligned_stores(TILE=64, ROWS=16, WIDTH=None):
+def make_transpose_aligned_stores(TILE=64, ROWS=16, WIDTH=None, MAX_REGISTERS=None):
     """TILE/4 x ROWS threads; a block stages TILE + 3 rows of src and writes TILE dst rows.
     WIDTH: floats per staging row (any_wide.staging_width(TILE, rows, cols) picks it per shape;
     the same choice keeps the two half-warps of a store on different banks here, since the
@@ -49,7 +50,7 @@ def make_transpose_aligned_stores(TILE=64, ROWS=16, WIDTH=None):
     LOADS = -(-STAGED // ROWS)  # staging rows per thread in its own slot column tx
     STORES = TILE // ROWS  # dst rows per thread
 
-    @cuda.jit
+    @jit(max_registers=MAX_REGISTERS)
     @unrolled
     def transpose_aligned_stores(src, dst):
         stage = cuda.shared.array((STAGED, WIDTH), float32)
@@ -128,16 +129,16 @@ def make_transpose_aligned_stores(TILE=64, ROWS=16, WIDTH=None):
 
 
 @functools.lru_cache(maxsize=None)
-def kernel_for(TILE=64, ROWS=16, WIDTH=None):
-    return make_transpose_aligned_stores(TILE, ROWS, WIDTH)
+def kernel_for(TILE=64, ROWS=16, WIDTH=None, MAX_REGISTERS=None):
+    return make_transpose_aligned_stores(TILE, ROWS, WIDTH, MAX_REGISTERS)
 
 
-def transpose(src, dst, TILE=64, ROWS=16, kernel=None):
+def transpose(src, dst, TILE=64, ROWS=16, kernel=None, MAX_REGISTERS=None):
     """dst = src.T for float32, C-contiguous device arrays src (rows x cols) and dst (cols x rows),
     any rows, cols >= 1, both starting on 16-byte boundaries."""
     rows, cols = transpose_shapes(src, dst)
     require_aligned_bases(("src", src), ("dst", dst))
-    kernel = kernel or kernel_for(TILE, ROWS, staging_width(TILE, rows, cols))
+    kernel = kernel or kernel_for(TILE, ROWS, staging_width(TILE, rows, cols), MAX_REGISTERS)
     T = kernel.tile
     grid = ((cols + T - 1) // T, (rows + T - 1) // T)
     if grid[1] > 65535:

@@ -3,6 +3,7 @@ copy of the same bytes, in one process, each result checked exactly.
 
     python3 tools/transpose_suite.py [--out DIR]  -> DIR/transpose-suite-<device>.json (default results/)
     python3 tools/transpose_suite.py --kernels library anywide_64x16 --out DIR
+    python3 tools/transpose_suite.py --shape 8190 8192 --shape 4098 8190 ...  # only these shapes (partial)
         # only these candidates (and cuBLAS sgeam); a partial record: keep it out of results/
 
 Times are back-to-back (time_gpu: batches of calls between CUDA events); the library and sgeam
@@ -32,6 +33,7 @@ from gemm_lessons.runs.shapes import back_to_back, single_calls
 from gemm_lessons.kernels.device_copy import copy_kernel, copy_memcpy
 from gemm_lessons.model.counting import transpose_bytes
 from gemm_lessons.kernels.library import transpose_aligned_stores, transpose_any_shape, transpose_any_wide as any_wide
+from gemm_lessons.kernels.library import transpose_pairs
 from gemm_lessons.kernels.transpose import smem_tile, wide
 from numba import cuda
 
@@ -65,6 +67,10 @@ def candidates():
         "aligned_64x32": lambda s, d: transpose_aligned_stores.transpose(s, d, TILE=64, ROWS=32),
         "aligned_32x16": lambda s, d: transpose_aligned_stores.transpose(s, d, TILE=32, ROWS=16),
         "aligned_32x32": lambda s, d: transpose_aligned_stores.transpose(s, d, TILE=32, ROWS=32),
+        # both sides even: 8-byte accesses on both sides (transpose_pairs)
+        "pairs_64x8": lambda s, d: transpose_pairs.transpose(s, d, TILE=64, ROWS=8),
+        "pairs_64x16": lambda s, d: transpose_pairs.transpose(s, d, TILE=64, ROWS=16),
+        "pairs_32x8": lambda s, d: transpose_pairs.transpose(s, d, TILE=32, ROWS=8),
     }
 
 
@@ -74,6 +80,8 @@ def main():
     p.add_argument("--kernels", nargs="+", metavar="NAME",
                    help="time only these candidates (cublas_sgeam is always timed: the percentages are of it)")
     p.add_argument("--odd", action="store_true", help="only the shapes with a side that is not a multiple of 4")
+    p.add_argument("--shape", nargs=2, type=int, action="append", metavar=("ROWS", "COLS"),
+                   help="only these shapes (repeat the option); a partial record")
     args = p.parse_args()
     every = candidates()
     unknown = set(args.kernels or ()) - set(every)
@@ -85,7 +93,8 @@ def main():
     dev = cuda.get_current_device()
     name = dev.name.decode() if isinstance(dev.name, bytes) else dev.name
     rows_out = []
-    for R, C in [(R, C) for R, C in SHAPES if not args.odd or R % 4 or C % 4]:
+    shapes = [tuple(s) for s in args.shape] if args.shape else SHAPES
+    for R, C in [(R, C) for R, C in shapes if not args.odd or R % 4 or C % 4]:
         src = cuda.to_device(np.random.default_rng(5).random((R, C), dtype=np.float32))
         ref = src.copy_to_host().T
         dst = cuda.device_array((C, R), np.float32)

@@ -11,6 +11,9 @@ LDS.128 / STS.128 by itself when the index is visibly a multiple of 4, but not a
 with the k-loop written out, lesson 05, nor with a runtime buffer index, lesson 07):
 ``load4`` and ``store4`` work on shared arrays too and make the 16-byte access explicit.
 
+``load2`` and ``store2`` move two floats (8 bytes: LDG.64 / STG.64) for rows that start on
+8-byte boundaries only (an even row length; transpose/pairs.py).
+
 ``load1`` and ``store1`` are their scalar twins for kernels that cannot move 16 bytes at a
 time (any_shape.py): one float, with none of the negative-index handling numba adds to
 ``X[i, j]`` (a compare and a select per index, and registers, in a loop that loads 8 scalars
@@ -36,6 +39,12 @@ if backend.SIMULATOR:
         arr[row, col + 1] = v1
         arr[row, col + 2] = v2
         arr[row, col + 3] = v3
+
+    def load2(arr, row, col):
+        return arr[row, col], arr[row, col + 1]
+
+    def store2(arr, row, col, v0, v1):
+        arr[row, col], arr[row, col + 1] = v0, v1
 
     def load1(arr, row, col):
         return arr[row, col]
@@ -64,12 +73,12 @@ else:
     from numba.cuda import cgutils, types
     from numba.cuda.extending import intrinsic
 
-    def _vector_pointer(context, builder, sig, args):
+    def _vector_pointer(context, builder, sig, args, width=4):
         aryty = sig.args[0]
         ary = context.make_array(aryty)(context, builder, args[0])
         idx = [context.cast(builder, v, t, types.intp) for v, t in zip(args[1:3], sig.args[1:3])]
         ptr = cgutils.get_item_pointer(context, builder, aryty, ary, idx, wraparound=False)
-        vec = ir.VectorType(ir.FloatType(), 4)
+        vec = ir.VectorType(ir.FloatType(), width)
         return builder.bitcast(ptr, vec.as_pointer(ptr.type.addrspace))
 
     def _check(arr, row, col):
@@ -101,6 +110,33 @@ else:
                 vec = builder.insert_element(vec, context.cast(builder, v, t, types.float32),
                                              ir.Constant(ir.IntType(32), i))
             builder.store(vec, _vector_pointer(context, builder, sig, args), align=16)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def load2(typingctx, arr, row, col):
+        _check(arr, row, col)
+        sig = types.UniTuple(types.float32, 2)(arr, row, col)
+
+        def codegen(context, builder, sig, args):
+            v = builder.load(_vector_pointer(context, builder, sig, args, 2), align=8)
+            items = [builder.extract_element(v, ir.Constant(ir.IntType(32), i)) for i in range(2)]
+            return context.make_tuple(builder, sig.return_type, items)
+
+        return sig, codegen
+
+    @intrinsic
+    def store2(typingctx, arr, row, col, v0, v1):
+        _check(arr, row, col)
+        sig = types.void(arr, row, col, v0, v1)
+
+        def codegen(context, builder, sig, args):
+            vec = ir.Constant(ir.VectorType(ir.FloatType(), 2), ir.Undefined)
+            for i, (v, t) in enumerate(zip(args[3:], sig.args[3:])):
+                vec = builder.insert_element(vec, context.cast(builder, v, t, types.float32),
+                                             ir.Constant(ir.IntType(32), i))
+            builder.store(vec, _vector_pointer(context, builder, sig, args, 2), align=8)
             return context.get_dummy_value()
 
         return sig, codegen
@@ -201,6 +237,7 @@ else:
 # every value load4 and load1 return is a float32 (the GPU versions take float32 arrays only):
 # @unrolled stores them into float32 register arrays without a cast (gemm_lessons/core/unroll.py)
 load4.result_type = "float32"
+load2.result_type = "float32"
 load1.result_type = "float32"
 load4_flat.result_type = "float32"
 load1_flat.result_type = "float32"

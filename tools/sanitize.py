@@ -5,6 +5,7 @@
     ... python3 tools/sanitize.py dbuf warptile      # only these kernels
     ... python3 tools/sanitize.py any_wide            # kernels/library/transpose_any_wide.py alone (also library_transpose)
     ... python3 tools/sanitize.py few_rows            # kernels/library/transpose_few_rows.py alone
+    ... python3 tools/sanitize.py pairs               # kernels/library/transpose_pairs.py alone
     ... python3 tools/sanitize.py grouped             # lesson 08's grouped block orders (GROUP_M 4, 8, 16)
     ... python3 tools/sanitize.py library_plans       # gl.sgemm's plans: wide and any-shape, split, padded
     ... python3 tools/sanitize.py library_split       # the wide kernel's split plans only (2 and 3 parts)
@@ -55,7 +56,7 @@ if not only or "library_transpose" in only:  # both kernels of library.transpose
     from numba import cuda  # noqa: E402
     from gemm_lessons.library import device_transpose  # noqa: E402
 
-    for R, C in T_SIZES + WIDE_T_SIZES + [(130, 63), (63, 130)]:
+    for R, C in T_SIZES + WIDE_T_SIZES + [(130, 63), (63, 130), (132, 66), (20, 130)]:  # the last two: pairs
         src = np.random.default_rng(R * C).random((R, C), dtype=np.float32)
         dst = cuda.to_device(np.full((C, R), np.nan, np.float32))
         device_transpose.transpose(cuda.to_device(src), dst)
@@ -117,5 +118,22 @@ if not only or "few_rows" in only:
             ok = np.array_equal(dst.copy_to_host(), src.T)
             failed += not ok
             print(f"few_rows {R}x{C} offset {offset}: {'ok' if ok else 'WRONG'}", flush=True)
+# kernels/library/transpose_pairs.py: even sides, ragged edge tiles, src and dst 8 but not 16 bytes in
+if not only or "pairs" in only:
+    import numpy as np  # noqa: E402
+    from numba import cuda  # noqa: E402
+
+    from gemm_lessons.kernels.library import transpose_pairs  # noqa: E402
+
+    for R, C in [(2, 2), (128, 130), (130, 128), (1026, 1022)]:
+        for offset, (tile, threads_rows) in ((0, (64, 16)), (2, (64, 16)), (0, (64, 8))):
+            src = np.random.default_rng(R * C).random((R, C), dtype=np.float32)
+            s_buf = cuda.to_device(np.concatenate([np.zeros(offset, np.float32), src.ravel()]))
+            d_buf = cuda.to_device(np.full(offset + R * C, np.nan, np.float32))
+            dst = d_buf[offset:].reshape(C, R)
+            transpose_pairs.transpose(s_buf[offset:].reshape(R, C), dst, TILE=tile, ROWS=threads_rows)
+            ok = np.array_equal(dst.copy_to_host(), src.T)
+            failed += not ok
+            print(f"pairs {tile}x{threads_rows} {R}x{C} offset {offset}: {'ok' if ok else 'WRONG'}", flush=True)
 print(f"{failed} failed checks")
 sys.exit(1 if failed else 0)

@@ -164,8 +164,9 @@ EXPERIMENTS = {
                       "wave_rates": "wave-rates-{device}.json"},  # offline: read from the shape suite's record
     "splitk": {"probe": "splitk-probe{suffix}-{device}.json"},  # run "run1": the first form
     "transpose_anywide": {"suite": "transpose-suite-anywide{suffix}-{device}.json"},  # run "run2"
-    "transpose_few_rows": {"suite": "transpose-suite{suffix}-{device}.json",  # run "before", "after", "odd-rows8"
+    "transpose_few_rows": {"suite": "transpose-suite{suffix}-{device}.json",  # run "before", "after", "odd-rows8", "odd-warps"
                            "ncu": "ncu-odd-sides-{device}.csv"},
+    "transpose_pairs": {"suite": "transpose-suite{suffix}-{device}.json"},  # run "pairs" (the candidates), "after" (the library)
 }
 
 

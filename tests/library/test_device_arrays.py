@@ -513,9 +513,10 @@ def test_shape_benchmark_gpu_paths_run_with_stand_in_timers(monkeypatch, tmp_pat
 
 
 # ----------------------------------------------------------------------------- transpose
-@pytest.mark.parametrize("rows, cols", [(8, 12), (12, 7), (7, 12), (67, 70), (1, 9), (9, 1), (130, 64)])
+@pytest.mark.parametrize("rows, cols", [(8, 12), (12, 7), (7, 12), (67, 70), (1, 9), (9, 1), (130, 64), (68, 70)])
 def test_library_transpose_takes_every_shape(rows, cols):
-    """Each side is 16 bytes wide only where its rows allow it: all four kernel forms, exact."""
+    """Each side is 16 bytes wide only where its rows allow it: all four kernel forms, exact
+    (68 x 70: the 8-byte kernel)."""
     from gemm_lessons.kernels.library import transpose_any_shape as t_any
 
     src = np.random.default_rng(rows * cols).random((rows, cols), dtype=np.float32)

@@ -166,7 +166,8 @@ EXPERIMENTS = {
     "transpose_anywide": {"suite": "transpose-suite-anywide{suffix}-{device}.json"},  # run "run2"
     "transpose_few_rows": {"suite": "transpose-suite{suffix}-{device}.json",  # run "before", "after", "odd-rows8", "odd-warps"
                            "ncu": "ncu-odd-sides-{device}.csv"},
-    "transpose_pairs": {"suite": "transpose-suite{suffix}-{device}.json"},  # run "pairs" (the candidates), "after" (the library)
+    "transpose_pairs": {"suite": "transpose-suite{suffix}-{device}.json",  # run "pairs" (the candidates), "after" (the library)
+                        "ncu": "ncu-pairs-{device}.csv"},
 }
 
 

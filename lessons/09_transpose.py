@@ -458,6 +458,7 @@ for op, what in (("st", "tile stores"), ("ld", "gathering reads")):
 # each lesson launch goes through `kernel[grid, block]`, whose Python work per call can outlast a
 # small transpose on the GPU (lesson 11 measures it). `gemm_lessons.library.transpose(src, dst)`
 # takes any shape: the wide kernel when every row of both arrays allows 16-byte accesses;
+# `transpose_pairs.py` (8-byte accesses) when rows are a multiple of 4 and cols even;
 # `transpose/aligned_stores.py` when a side is not a multiple of 4 but both arrays start on a
 # 16-byte boundary (16 bytes at a time but for up to 3 floats at each end of a row of `dst`;
 # lesson 11 shows how); `smem_padded_32x8` for the rest (an array that starts inside a float4,

@@ -538,7 +538,9 @@ for call, k in zip(mp_calls, mp_launches):
 # floats: a tile's 64 floats from a source row lie inside 17 aligned float4s, which the block loads
 # whole into a shared staging row, remembering the shift; destination row `c` starts
 # `(c * rows) % 4` floats past a boundary, so the blocks cut each destination row at boundaries, and
-# only the first and last block along a row write up to 3 floats one at a time.
+# only the first and last block along a row write up to 3 floats one at a time. Where rows are a
+# multiple of 4 and cols even, every row starts on 8 bytes, and `transpose_pairs.py` moves the wide
+# kernel's tile two floats per access instead (`experiments/transpose_pairs/` has its measurements).
 # `transpose_any_wide.py`, an earlier try, cut the destination the way the tiles cut the source,
 # so both ends of a block's part shared a float4 with a neighbour and were written one float at a
 # time in a branch only the end lanes take; what that costs was not profiled. Where an array starts

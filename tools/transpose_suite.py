@@ -14,7 +14,8 @@ the diagonal block order, a 64x64 tile moved by 64x8 threads, `transpose.any_sha
 where each side's rows allow it) with three thread layouts, and `transpose.any_wide` (16-byte
 accesses on every shape: the arrays seen flat, aligned float4s, a shifted staging row) with
 two, and `transpose.aligned_stores` (any_wide's loads, dst cut at 16-byte boundaries so that
-only the ends of a dst row are written one float at a time) with two.  Issue 14 item 6 asks for >= 95% of sgeam on every shape; this records where each
+only the ends of a dst row are written one float at a time) with six (more warps per SM in four),
+and `transpose_pairs` (8-byte accesses, both sides even) with three.  Issue 14 item 6 asks for >= 95% of sgeam on every shape; this records where each
 candidate stands.
 """
 import argparse

@@ -155,8 +155,8 @@ print(f"naive issues {naive_issue:.1f} instructions per warp-FMA: for every FMA,
       f"64-bit address arithmetic and bounds checks. smem_tile's unrolled inner loop holds {TILE} FFMA, "
       f"{sass['LDS']} LDS and {sass['LDS.128']} LDS.128 at constant shared offsets: {in_loop:.2f} instructions "
       f"per warp-FMA, {limiter_table.per_warp_fma('smem_tile')['issue']:.1f} with the staging and barriers of each "
-      f"slice. The speedup comes from that: staging replaces per-FMA global loads and their arithmetic by cheap "
-      f"shared loads.")
+      f"slice. That is why the model predicts a speedup: staging replaces per-FMA global loads and their "
+      f"arithmetic by shared loads, so fewer instructions issue per FMA (the measurement below tests it).")
 slowest = {rung: max(c.values()) for rung, c in cycles.items()}
 print(f"The model: smem_tile {slowest['naive'] / slowest['smem_tile']:.1f} times faster than naive "
       f"({slowest['naive']:.2f} against {slowest['smem_tile']:.2f} cycles per warp-FMA), and "

@@ -1,11 +1,13 @@
 """A transpose for even sides: every load and store 8 bytes wide.
 
 `wide` (lesson 09) moves 16 bytes at a time, so both row lengths must be multiples of 4. Where
-both are even but one is not a multiple of 4 (8190 x 8192), every row still starts on an 8-byte
+both are even but one is not a multiple of 4 (8192 x 8190), every row still starts on an 8-byte
 boundary, so the same tile moves two neighbours per access: a warp reads 32 float2s, 256
 neighbouring bytes of one src row, and writes 256 neighbouring bytes of one dst row. No float is
 written alone and no tile is read twice, where `aligned_stores` (16-byte accesses on the arrays
 seen flat) stages 3 extra src rows per tile and writes the ends of dst rows a float at a time.
+library.transpose uses it where rows % 4 == 0 and cols % 4 == 2: where dst's rows start off 16
+bytes (rows % 4 == 2) it was slower than aligned_stores (experiments/transpose_pairs/).
 
 Shared memory: lane tx writes tile[t, 2tx] and reads tile[2tx, j]; with rows TILE + 1 floats
 apart both are 2-way bank conflicts (lanes tx and tx + 16 share a bank), as in `wide`.
@@ -14,11 +16,12 @@ import functools
 
 from numba import cuda, float32
 
+from gemm_lessons.core import backend
 from gemm_lessons.core.array_checks import transpose_shapes
 from gemm_lessons.core.float4 import load2, store2
 
 
-def make_transpose_pairs(TILE=64, ROWS=8, PAD=1):
+def make_transpose_pairs(TILE=64, ROWS=16, PAD=1):
     """TILE/2 x ROWS threads move a TILE x TILE tile, two neighbours of a row per access."""
     if TILE % 2 or TILE % ROWS:
         raise ValueError(f"pairs needs TILE even and a multiple of ROWS: got TILE={TILE}, ROWS={ROWS}.")
@@ -54,14 +57,12 @@ def make_transpose_pairs(TILE=64, ROWS=8, PAD=1):
 
 
 @functools.lru_cache(maxsize=None)
-def kernel_for(TILE=64, ROWS=8, PAD=1):
+def kernel_for(TILE=64, ROWS=16, PAD=1):
     return make_transpose_pairs(TILE, ROWS, PAD)
 
 
 def require_pairs(src, dst):
     """ValueError unless every row of both arrays starts on an 8-byte boundary."""
-    from gemm_lessons.core import backend
-
     rows, cols = transpose_shapes(src, dst)
     if rows % 2 or cols % 2:
         raise ValueError(f"pairs moves 2 floats (8 bytes) at a time, so both sides must be even: src is {rows} x {cols}.")
@@ -71,7 +72,7 @@ def require_pairs(src, dst):
     return rows, cols
 
 
-def transpose(src, dst, TILE=64, ROWS=8, kernel=None):
+def transpose(src, dst, TILE=64, ROWS=16, kernel=None):
     """dst = src.T for float32, C-contiguous device arrays src (rows x cols) and dst (cols x rows),
     rows and cols even, both starting on 8-byte boundaries."""
     rows, cols = require_pairs(src, dst)

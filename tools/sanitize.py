@@ -101,39 +101,40 @@ for module_name in [m for m in ("any_wide", "aligned_stores") if not only or m i
             ok = np.array_equal(dst.copy_to_host(), src.T)
             failed += not ok
             print(f"{module_name} {tile}x{threads_rows} {R}x{C}: {'ok' if ok else 'WRONG'}", flush=True)
+
+
+def offset_check(label, transpose, R, C, offset):
+    """transpose(src, dst) on a random R x C src, both arrays ``offset`` floats into fresh buffers
+    (dst poisoned with NaN): True when dst is exactly src.T."""
+    import numpy as np
+    from numba import cuda
+
+    src = np.random.default_rng(R * C).random((R, C), dtype=np.float32)
+    s_buf = cuda.to_device(np.concatenate([np.zeros(offset, np.float32), src.ravel()]))
+    d_buf = cuda.to_device(np.full(offset + R * C, np.nan, np.float32))
+    dst = d_buf[offset:].reshape(C, R)
+    transpose(s_buf[offset:].reshape(R, C), dst)
+    ok = np.array_equal(dst.copy_to_host(), src.T)
+    print(f"{label} {R}x{C} offset {offset}: {'ok' if ok else 'WRONG'}", flush=True)
+    return ok
+
+
 # kernels/library/transpose_few_rows.py: every row count it takes, a ragged last block, src and dst off 16 bytes
 if not only or "few_rows" in only:
-    import numpy as np  # noqa: E402
-    from numba import cuda  # noqa: E402
-
     from gemm_lessons.kernels.library import transpose_few_rows  # noqa: E402
 
     for R in range(1, transpose_few_rows.MAX_ROWS + 1):
         for C, offset in ((1, 0), (transpose_few_rows.COLS + 3, 0), (1023, 1)):
-            src = np.random.default_rng(R * C).random((R, C), dtype=np.float32)
-            s_buf = cuda.to_device(np.concatenate([np.zeros(offset, np.float32), src.ravel()]))
-            d_buf = cuda.to_device(np.full(offset + R * C, np.nan, np.float32))
-            dst = d_buf[offset:].reshape(C, R)
-            transpose_few_rows.transpose(s_buf[offset:].reshape(R, C), dst)
-            ok = np.array_equal(dst.copy_to_host(), src.T)
-            failed += not ok
-            print(f"few_rows {R}x{C} offset {offset}: {'ok' if ok else 'WRONG'}", flush=True)
+            failed += not offset_check("few_rows", transpose_few_rows.transpose, R, C, offset)
 # kernels/library/transpose_pairs.py: even sides, ragged edge tiles, src and dst 8 but not 16 bytes in
 if not only or "pairs" in only:
-    import numpy as np  # noqa: E402
-    from numba import cuda  # noqa: E402
+    import functools  # noqa: E402
 
     from gemm_lessons.kernels.library import transpose_pairs  # noqa: E402
 
     for R, C in [(2, 2), (128, 130), (130, 128), (1026, 1022)]:
         for offset, (tile, threads_rows) in ((0, (64, 16)), (2, (64, 16)), (0, (64, 8))):
-            src = np.random.default_rng(R * C).random((R, C), dtype=np.float32)
-            s_buf = cuda.to_device(np.concatenate([np.zeros(offset, np.float32), src.ravel()]))
-            d_buf = cuda.to_device(np.full(offset + R * C, np.nan, np.float32))
-            dst = d_buf[offset:].reshape(C, R)
-            transpose_pairs.transpose(s_buf[offset:].reshape(R, C), dst, TILE=tile, ROWS=threads_rows)
-            ok = np.array_equal(dst.copy_to_host(), src.T)
-            failed += not ok
-            print(f"pairs {tile}x{threads_rows} {R}x{C} offset {offset}: {'ok' if ok else 'WRONG'}", flush=True)
+            pairs = functools.partial(transpose_pairs.transpose, TILE=tile, ROWS=threads_rows)
+            failed += not offset_check(f"pairs {tile}x{threads_rows}", pairs, R, C, offset)
 print(f"{failed} failed checks")
 sys.exit(1 if failed else 0)

@@ -3,8 +3,8 @@ copy of the same bytes, in one process, each result checked exactly.
 
     python3 tools/transpose_suite.py [--out DIR]  -> DIR/transpose-suite-<device>.json (default results/)
     python3 tools/transpose_suite.py --kernels library anywide_64x16 --out DIR
-    python3 tools/transpose_suite.py --shape 8190 8192 --shape 4098 8190 ...  # only these shapes (partial)
         # only these candidates (and cuBLAS sgeam); a partial record: keep it out of results/
+    python3 tools/transpose_suite.py --shape 8190 8192 --shape 4098 8190 ...  # only these shapes (partial)
 
 Times are back-to-back (time_gpu: batches of calls between CUDA events); the library and sgeam
 are also timed as single calls, the GPU idle before each, as a user calls them.  NVML's clock and

@@ -28,6 +28,23 @@ def offline_sass_missing():
     return why
 
 
+def check_transpose_offset(transpose, rows, cols, offset=0, **kw):
+    """Run ``transpose(src, dst, **kw)`` with src and dst ``offset`` floats into fresh buffers, dst
+    poisoned with NaN, and assert dst == src.T exactly, every float written, nothing before dst."""
+    import numpy as np
+    from numba import cuda
+
+    src = np.random.default_rng(rows * 1000 + cols).random((rows, cols), dtype=np.float32)
+    s_buf = cuda.to_device(np.concatenate([np.zeros(offset, np.float32), src.ravel()]))
+    d_buf = cuda.to_device(np.full(offset + rows * cols, np.nan, np.float32))
+    dst = d_buf[offset:].reshape(cols, rows)
+    transpose(s_buf[offset:].reshape(rows, cols), dst, **kw)
+    out = dst.copy_to_host()
+    assert not np.isnan(out).any(), f"{rows}x{cols}: {np.isnan(out).sum()} floats of dst never written"
+    assert np.array_equal(out, src.T)
+    assert np.isnan(d_buf.copy_to_host()[:offset]).all()  # nothing written before dst
+
+
 def pytest_collection_modifyitems(config, items):
     why_offline = None
     for item in items:

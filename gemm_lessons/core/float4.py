@@ -243,6 +243,17 @@ load4_flat.result_type = "float32"
 load1_flat.result_type = "float32"
 
 
+def require_aligned_bases(*named_arrays, boundary=16):
+    """ValueError unless each (name, array)'s data starts on a ``boundary``-byte boundary (a fresh
+    allocation does; a view starting at row 1 of a larger array generally does not)."""
+    if backend.SIMULATOR:  # the simulator's host memory: its alignment does not matter
+        return
+    for name, a in named_arrays:
+        if a.__cuda_array_interface__["data"][0] % boundary:
+            raise ValueError(f"{name} does not start on a {boundary}-byte boundary (a view into a larger array?): "
+                             f"the {boundary}-byte accesses need a freshly allocated array (cuda.device_array).")
+
+
 def require_wide_alignment(*named_arrays):
     """ValueError unless every row of every array starts on a 16-byte boundary."""
     for name, a in named_arrays:
@@ -251,6 +262,4 @@ def require_wide_alignment(*named_arrays):
                 f"this kernel moves 4 floats (16 bytes) at a time, so every row must start on a "
                 f"16-byte boundary: {name} has {a.shape[1]} columns, not a multiple of 4. "
                 "Use an earlier rung (e.g. ladder.SGEMM['reg2d']), or pad the matrices.")
-        if not backend.SIMULATOR and a.__cuda_array_interface__["data"][0] % 16:
-            raise ValueError(f"{name} does not start on a 16-byte boundary (a sliced view?): "
-                             "pass a freshly allocated array.")
+    require_aligned_bases(*named_arrays)

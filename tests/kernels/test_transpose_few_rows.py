@@ -7,21 +7,12 @@ from numba import cuda
 
 from gemm_lessons.kernels.library import transpose_few_rows
 
-from conftest import requires_simulator
+from conftest import check_transpose_offset, requires_simulator
 
 
 def run(rows, cols, offset=0):
     """src and dst ``offset`` floats into fresh buffers (offset 1: neither starts on 16 bytes)."""
-    src = np.random.default_rng(rows * 1000 + cols).random((rows, cols), dtype=np.float32)
-    s_buf = cuda.to_device(np.concatenate([np.zeros(offset, np.float32), src.ravel()]))
-    d_buf = cuda.to_device(np.full(offset + rows * cols, np.nan, np.float32))  # poisoned
-    d_src = s_buf[offset:].reshape(rows, cols)
-    dst = d_buf[offset:].reshape(cols, rows)
-    transpose_few_rows.transpose(d_src, dst)
-    out = dst.copy_to_host()
-    assert not np.isnan(out).any(), f"{rows}x{cols}: {np.isnan(out).sum()} floats of dst never written"
-    assert np.array_equal(out, src.T)
-    assert np.isnan(d_buf.copy_to_host()[:offset]).all()  # nothing written before dst
+    check_transpose_offset(transpose_few_rows.transpose, rows, cols, offset)
 
 
 @pytest.mark.parametrize("rows", range(1, transpose_few_rows.MAX_ROWS + 1))

@@ -8,22 +8,14 @@ from numba import cuda
 
 from gemm_lessons.kernels.library import transpose_pairs
 
-from conftest import requires_simulator
+from conftest import check_transpose_offset, requires_simulator
 
 SHAPES = [(2, 2), (64, 66), (66, 64), (130, 70), (70, 130), (4, 258), (258, 4)]
 
 
 def run(rows, cols, offset=0, **kw):
     """src and dst ``offset`` floats into fresh buffers (offset 2: 8-byte but not 16-byte aligned)."""
-    src = np.random.default_rng(rows * 1000 + cols).random((rows, cols), dtype=np.float32)
-    s_buf = cuda.to_device(np.concatenate([np.zeros(offset, np.float32), src.ravel()]))
-    d_buf = cuda.to_device(np.full(offset + rows * cols, np.nan, np.float32))  # poisoned
-    dst = d_buf[offset:].reshape(cols, rows)
-    transpose_pairs.transpose(s_buf[offset:].reshape(rows, cols), dst, **kw)
-    out = dst.copy_to_host()
-    assert not np.isnan(out).any(), f"{rows}x{cols}: {np.isnan(out).sum()} floats of dst never written"
-    assert np.array_equal(out, src.T)
-    assert np.isnan(d_buf.copy_to_host()[:offset]).all()  # nothing written before dst
+    check_transpose_offset(transpose_pairs.transpose, rows, cols, offset, **kw)
 
 
 @pytest.mark.parametrize("rows, cols", SHAPES)

@@ -27,9 +27,9 @@ from numba import boolean, cuda, float32, int32, int64
 
 from gemm_lessons.core.array_checks import transpose_shapes
 from gemm_lessons.core.jit import jit
-from gemm_lessons.core.float4 import load1_flat, load4_flat, store1_flat, store4_flat
+from gemm_lessons.core.float4 import load1_flat, load4_flat, require_aligned_bases, store1_flat, store4_flat
 from gemm_lessons.core.unroll import static, static_range, unrolled
-from gemm_lessons.kernels.library.transpose_any_wide import require_aligned_bases, staging_width
+from gemm_lessons.kernels.library.transpose_any_wide import staging_width
 
 HALO = 3  # src rows above the tile a block may need: d is at most 3
 

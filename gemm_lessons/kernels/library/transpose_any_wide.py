@@ -31,7 +31,7 @@ import functools
 from numba import boolean, cuda, float32, int32, int64
 
 from gemm_lessons.core.array_checks import transpose_shapes
-from gemm_lessons.core.float4 import load1_flat, load4_flat, store1_flat, store4_flat
+from gemm_lessons.core.float4 import load1_flat, load4_flat, require_aligned_bases, store1_flat, store4_flat
 from gemm_lessons.core.unroll import static, static_range, unrolled
 
 
@@ -144,19 +144,6 @@ def make_transpose_any_wide(TILE=64, ROWS=16, WIDTH=None):
 @functools.lru_cache(maxsize=None)
 def kernel_for(TILE=64, ROWS=16, WIDTH=None):
     return make_transpose_any_wide(TILE, ROWS, WIDTH)
-
-
-def require_aligned_bases(*named_arrays):
-    """ValueError unless each array's data starts on a 16-byte boundary (a fresh allocation
-    does; a view starting at row 1 of a larger array generally does not)."""
-    from gemm_lessons.core import backend
-
-    if backend.SIMULATOR:  # the simulator's host memory: its alignment does not matter
-        return
-    for name, a in named_arrays:
-        if a.__cuda_array_interface__["data"][0] % 16:
-            raise ValueError(f"{name} does not start on a 16-byte boundary (a view into a larger array?): "
-                             "the 16-byte accesses need a freshly allocated array (cuda.device_array).")
 
 
 def transpose(src, dst, TILE=64, ROWS=16, kernel=None):

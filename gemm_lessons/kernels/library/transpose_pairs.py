@@ -16,9 +16,8 @@ import functools
 
 from numba import cuda, float32
 
-from gemm_lessons.core import backend
 from gemm_lessons.core.array_checks import transpose_shapes
-from gemm_lessons.core.float4 import load2, store2
+from gemm_lessons.core.float4 import load2, require_aligned_bases, store2
 
 
 def make_transpose_pairs(TILE=64, ROWS=16, PAD=1):
@@ -62,13 +61,12 @@ def kernel_for(TILE=64, ROWS=16, PAD=1):
 
 
 def require_pairs(src, dst):
-    """ValueError unless every row of both arrays starts on an 8-byte boundary."""
+    """ValueError unless both sides are even and both arrays start on an 8-byte boundary (then
+    every row of both does)."""
     rows, cols = transpose_shapes(src, dst)
     if rows % 2 or cols % 2:
         raise ValueError(f"pairs moves 2 floats (8 bytes) at a time, so both sides must be even: src is {rows} x {cols}.")
-    for name, a in (("src", src), ("dst", dst)):
-        if not backend.SIMULATOR and a.__cuda_array_interface__["data"][0] % 8:
-            raise ValueError(f"{name} does not start on an 8-byte boundary (a sliced view?): pass a fresh array.")
+    require_aligned_bases(("src", src), ("dst", dst), boundary=8)
     return rows, cols
 
 

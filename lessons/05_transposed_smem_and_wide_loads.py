@@ -357,8 +357,8 @@ exercises.check("05-stage-a", stage_a)
 
 # %%
 import numpy as np
+from gemm_lessons.teaching import exercises  # before numba.cuda: gemm_lessons picks the GPU or the simulator
 from numba import cuda, float32
-from gemm_lessons.teaching import exercises
 from gemm_lessons.core.float4 import load4, store4
 from gemm_lessons.core.unroll import static_range, unrolled
 

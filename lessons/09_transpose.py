@@ -305,13 +305,11 @@ why
 row = {r.rung: r for r in why.rows}
 naive, pad, tile, x8, wide, copy, sgeam = (row[k] for k in ("naive", "smem_padded", "smem_tile", "smem_padded_32x8",
                                                              "wide", "copy", "cublas_sgeam"))
-no_smem = {"naive": works["naive"], "copy": limiter_table.work("copy")}  # kernels with no shared memory
-per_warp = {r: w.shared_wavefronts / (w.blocks * w.in_flight_per_sm / LOADS[r] / w.blocks_per_sm / 32)
-            for r, w in no_smem.items()}  # the profiler's wavefronts per warp
 per32 = {k: works[k].warp_instructions / (8192 * 8192 / 32) for k in ("smem_padded_32x8", "wide")}
 got = copy.measured_ms / pad.measured_ms  # smem_padded's measured share of the copy rate
 closer = "the model's count" if abs(got - share["smem_padded"]) <= abs(got - reads_only) else "the reads-only count"
-added = (tile.measured_ms - tile.predicted_ms) / tile.ceilings_ms["shared"]
+ms3 = lambda x: float(f"{x:.3g}")  # noqa: E731  (as printed, so the division below checks by hand)
+added = (ms3(tile.measured_ms) - ms3(tile.predicted_ms)) / ms3(tile.ceilings_ms["shared"])
 issue_busy = x8.utilization_pct["issue"] / 100
 print(f"* smem_padded ({limiter_table.SHORT[pad.binding]}-bound): the model gave it {share['smem_padded']:.0%} of the "
       f"copy rate, the reads-only count {reads_only:.0%}; it reached {got:.0%}, nearer {closer}. No unit is busier than "
@@ -332,8 +330,6 @@ print(f"* The model lets the binding unit work every cycle. Issue's rate is the 
       f"{x8.ratio:.2f}x. DRAM's rate is the copy's ({copy.busiest_pct:.0f}% of DRAM's peak to the profiler), so "
       f"DRAM-bound kernels are measured against the copy: wide {wide.ratio:.2f}x, sgeam {sgeam.ratio:.2f}x, the copy "
       f"{copy.ratio:.2f}x. Naive {naive.ratio:.1f}x: Lab notes.")
-print(f"* naive and the copy use no shared memory; the profiler still counts {per_warp['naive']:.0f} and "
-      f"{per_warp['copy']:.0f} wavefronts per warp.")
 
 # %% [markdown]
 # ## Exercise 09-symmetrize: `dst = src + src.T` through a padded tile
@@ -344,8 +340,8 @@ print(f"* naive and the copy use no shared memory; the profiler still counts {pe
 
 # %%
 import numpy as np
+from gemm_lessons.teaching import exercises  # before numba.cuda: gemm_lessons picks the GPU or the simulator
 from numba import cuda, float32
-from gemm_lessons.teaching import exercises
 
 TILE, ROWS = 32, 8  # the check launches ceil(n/32) x ceil(n/32) blocks of 32 x 8 threads
 # numba needs a shared array's shape as constants (numbers or globals like TILE, not an
@@ -427,11 +423,18 @@ exercises.check("09-in-flight", my_in_flight)
 # phases the blocks on an SM are in, half their bytes are in flight on average.
 #
 # **Shared counts without shared memory.** `naive` and the copy use no shared memory, yet the
-# profiler counts 2 and 1 shared wavefronts per warp for them (the Why's last line): these give
-# their small shared ceilings (0.016 and 0.00201 ms), far below the ceilings that bind. What the
-# profiler counts there is not measured here; lesson 06 ("Wavefronts the addresses do not
-# explain") also finds ncu counting more wavefronts than the addresses explain.
-#
+# profiler counts shared wavefronts for them (below): they give the Why table's small shared
+# ceilings, far below the ceilings that bind. What the profiler counts there is not measured
+# here; lesson 06 ("Wavefronts the addresses do not explain") also finds ncu counting more
+# wavefronts than the addresses explain.
+
+# %%
+for r, w in {"naive": works["naive"], "copy": limiter_table.work("copy")}.items():
+    warps = w.blocks * w.in_flight_per_sm / LOADS[r] / w.blocks_per_sm / 32
+    print(f"{r}: {w.shared_wavefronts / warps:.0f} shared wavefronts per warp, a ceiling of "
+          f"{row[r].ceilings_ms['shared']:.3g} ms")
+
+# %% [markdown]
 # **`DIAGONAL`.** `wide` can visit the tiles in another block order (`DIAGONAL=True`, skewed so
 # that blocks running together do not all read the same rows). It is off in this lesson, and no
 # cell here shows its time: `tools/transpose_suite.py` times it as `wide_diagonal`, one of the

@@ -79,12 +79,12 @@ n_waves, _ = waves(work, machine)
 print(f"warptile's issue ceiling is {w.ceilings_ms['issue']:.2f} ms; its {work.blocks:,} blocks, {work.blocks_per_sm} "
       f"at a time on {machine.sm_count} SMs, make {work.blocks / (work.blocks_per_sm * machine.sm_count):.2f} waves, "
       f"run as {n_waves}, so the model predicts {w.tail:.2f}x that: {w.predicted_ms:.2f} ms (cuBLAS {c.predicted_ms:.2f} "
-      f"ms). With both schedulers equally busy, warptile would reach {c.predicted_ms:.2f} / {w.predicted_ms:.2f} = "
+      f"ms). Issuing in as large a share of its cycles as cuBLAS does, warptile would reach {c.predicted_ms:.2f} / {w.predicted_ms:.2f} = "
       f"{100 * c.predicted_ms / w.predicted_ms:.1f}% of cuBLAS.")
 
 # %% [markdown]
-# That % assumes both kernels' schedulers equally busy. Will warptile's measured % of cuBLAS land
-# above or below it, and why?
+# That % assumes warptile's warp schedulers issue in as large a share of cycles as cuBLAS's do.
+# Will warptile's measured % of cuBLAS land above or below that %, and why?
 
 # %%
 my_pct = None  # warptile's % of cuBLAS at 4096^3, measured
@@ -156,7 +156,7 @@ print(f"{last} as % of cuBLAS ({results.label(bench)}): " + "; ".join(f"{dims(r)
 twin = [abs(a.gflops / b.gflops - 1) for a in results.sgemm_rows(bench, "dbuf") for b in results.sgemm_rows(bench, last)
         if a.size == b.size]
 if twin and max(twin) < 0.02:
-    print(f"dbuf's line lies under {last}'s: they differ by {100 * max(twin):.1f}% at most.")
+    print(f"dbuf's and {last}'s lines overlap: at every size their speeds differ by {100 * max(twin):.1f}% at most.")
 small, big = min(kept, key=lambda r: r.M * r.N * r.K), max(kept, key=lambda r: r.M * r.N * r.K)
 blocks, sms = leaderboard.grid_blocks(last, small.size), bench.device.sm_count
 if blocks < sms:
@@ -199,9 +199,8 @@ co, db, wt = step["naive_uncoalesced", "naive"], step["dbuf_one_buffer", "dbuf"]
 print(f"Coalescing's {co.speedup:.2f}x is outside the model's ceilings (the L1's passes, lesson 01), so it lands in "
       f"the stalls column. Double buffering ({db.speedup:.2f}x, {db.stalls:.2f}x of it fewer stalls) was the last real gain.")
 if all(abs(ceil["warptile"][k] / ceil["dbuf"][k] - 1) < 0.01 for k in ceil["dbuf"]):
-    print(f"The warp tile ({wt.speedup:.2f}x) changed no ceiling: with broadcasts free, a quarter warp costs one "
-          "wavefront in either lane layout (lesson 08). Warp tiles pay elsewhere: larger block tiles, per-warp "
-          "fragments for tensor-core MMA.")
+    print(f"The warp tile ({wt.speedup:.2f}x) changed no ceiling: it issues the same instructions and the same "
+          "shared-memory wavefronts as dbuf (lesson 08).")
 SPREAD = 2  # %: two runs of one kernel differ by less (Lab notes)
 hurt = [e for e in leaderboard.effects_of(run) if e[6] < -SPREAD]
 print(f"What cost speed at 4096^3 (beyond {SPREAD}%, the run-to-run spread; {run.source.split(' (')[0]}): " + "; ".join(f"{e[1]} · {e[0]}: {e[6]:+.0f}%" for e in hurt) + ".")
@@ -209,9 +208,9 @@ small = (1024,) * 3
 flips = [e for e in leaderboard.technique_effects(bench, small) if e[6] > SPREAD and (e[2], e[3]) in {h[2:4] for h in hurt}]
 if flips:
     print(f"At 1024^3 ({results.label(bench)}) " + " and ".join(f"{e[2]} → {e[3]} gains {e[6]:+.1f}%" for e in flips)
-          + f": with {leaderboard.grid_blocks('reg2d', small)} blocks of 128x128 for {sms} SMs (the idle SMs that invert "
-          "the ladder there), a tile that makes more "
-          "blocks fills idle SMs, and a register cap that fits more blocks per SM has none to fit.")
+          + f". 128x128 tiles make {leaderboard.grid_blocks('reg2d', small)} blocks for {sms} SMs there: a smaller "
+          "tile makes more blocks and fills idle SMs, and the register cap, which buys a second block per SM, buys "
+          "nothing when no SM gets a second block, so only its cost remains.")
 
 # %% [markdown]
 # ## Clock and power

@@ -316,7 +316,7 @@ print(f"* smem_padded ({limiter_table.SHORT[pad.binding]}-bound): the model gave
       f"{pad.busiest_pct:.0f}%: the SMs wait for DRAM.")
 print(f"* smem_tile: predicted {tile.predicted_ms:.3g} ms like smem_padded (the same latency binds), so the model misses "
       f"the step between them: it took {tile.measured_ms:.3g} ms, "
-      + (f"{tile.measured_ms - tile.predicted_ms:.3g} ms more: ({tile.measured_ms:.3g} - {tile.predicted_ms:.3g}) / "
+      + (f"{ms3(tile.measured_ms) - ms3(tile.predicted_ms):.3g} ms more: ({tile.measured_ms:.3g} - {tile.predicted_ms:.3g}) / "
          f"{tile.ceilings_ms['shared']:.3g} = {added:.0%} of its {tile.ceilings_ms['shared']:.3g} ms of conflicted "
          "wavefronts, added on top of the waiting, not hidden under it." if 0 < added <= 1 else
          f"with {tile.ceilings_ms['shared']:.3g} ms of conflicted wavefronts on top of the waiting."))

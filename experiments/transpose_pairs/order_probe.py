@@ -13,7 +13,10 @@ block id is turned into a tile in one of these orders:
 * ``cols``: tile columns of src one after another, so blocks running together write neighbouring
   segments of the same dst rows and read src rows far apart;
 * ``group G``: groups of G tile rows, walked column by column inside a group (Triton's grouped
-  order): blocks running together read and write segments of a few kilobytes on both sides.
+  order): blocks running together read and write segments of a few kilobytes on both sides;
+* ``cols 2d``: the ``cols`` order on a 2-D grid (blockIdx.x the tile row, blockIdx.y the tile
+  column), without the 1-D grid's integer division (``pairs_64x16``, the library's kernel, is the
+  ``rows`` order on a 2-D grid).
 
 Timed back to back against cuBLAS sgeam, the library and `aligned_stores` in the same run, each
 result checked exactly on a NaN-poisoned dst, NVML's clock and power sampled while each ran.
@@ -31,13 +34,15 @@ from numba import cuda, float32
 from gemm_lessons.core.float4 import load2, store2
 
 SHAPES = [(8190, 8192), (8192, 8190), (8192, 8192), (4098, 8190), (8190, 4098), (16382, 4096)]
-ORDERS = {"rows": (0, 1), "cols": (1, 1), "group 8": (2, 8), "group 16": (2, 16), "group 32": (2, 32)}
+ORDERS = {"rows": (0, 1), "cols": (1, 1), "group 8": (2, 8), "group 16": (2, 16), "group 32": (2, 32),
+          "cols 2d": (3, 1)}
+MORE_SHAPES = [(8192, 4094), (4096, 8190), (4096, 4094), (16384, 1022), (1024, 16382)]  # library: pairs
 
 
 @functools.lru_cache(maxsize=None)
 def make_ordered(ORDER, G, TILE=64, ROWS=16, PAD=1):
     """transpose_pairs' kernel with the tile of block ``blockIdx.x`` chosen by ORDER (0 rows,
-    1 cols, 2 groups of G tile rows)."""
+    1 cols, 2 groups of G tile rows), or with 3, the tile row and column (blockIdx.x, blockIdx.y)."""
     WIDTH = TILE + PAD
     STEPS = TILE // ROWS
 
@@ -56,6 +61,9 @@ def make_ordered(ORDER, G, TILE=64, ROWS=16, PAD=1):
         elif ORDER == 1:
             bc = pid // n_r
             br = pid % n_r
+        elif ORDER == 3:
+            br = pid
+            bc = cuda.blockIdx.y
         else:
             in_group = G * n_c
             first = (pid // in_group) * G
@@ -89,7 +97,8 @@ def transpose_ordered(src, dst, order):
     rows, cols = require_pairs(src, dst)
     kernel = make_ordered(*ORDERS[order])
     T = kernel.tile
-    kernel[((rows + T - 1) // T) * ((cols + T - 1) // T), kernel.block](src, dst)
+    n_r, n_c = (rows + T - 1) // T, (cols + T - 1) // T
+    kernel[(n_r, n_c) if ORDERS[order][0] == 3 else n_r * n_c, kernel.block](src, dst)
 
 
 def check(shapes):
@@ -109,6 +118,10 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--out")
     p.add_argument("--check", action="store_true", help="only check every order (small shapes, simulator)")
+    p.add_argument("--kernels", nargs="+", metavar="NAME", help="time only these (sgeam always): library, "
+                   "aligned_64x16, pairs_64x16, 'pairs <order>'")
+    p.add_argument("--more", action="store_true", help="add the shapes the library sends to pairs (MORE_SHAPES)")
+    p.add_argument("--run", help="a name for a second record (pairs-order-<run>-<device>.json)")
     args = p.parse_args()
     if args.check:
         bad = check([(2, 2), (130, 66), (66, 130), (64 * 9 + 2, 64 * 3 + 6), (64 * 17, 70)])
@@ -118,19 +131,21 @@ def main():
         sys.exit("this probe times kernels: run it on a GPU (or --check on the simulator)")
     from experiments._shared import back_to_back_with_power, record, write_record
     from gemm_lessons import library
-    from gemm_lessons.kernels.library import transpose_aligned_stores
+    from gemm_lessons.kernels.library import transpose_aligned_stores, transpose_pairs
     from gemm_lessons.measure import cublas
     from gemm_lessons.model.counting import transpose_bytes
 
     t_start = time.perf_counter()
     rows_out = []
-    for R, C in SHAPES:
+    for R, C in SHAPES + (MORE_SHAPES if args.more else []):
         src = cuda.to_device(np.random.default_rng(5).random((R, C), dtype=np.float32))
         ref = src.copy_to_host().T
         dst = cuda.device_array((C, R), np.float32)
         calls = {"cublas_sgeam": lambda: cublas.transpose(src, dst), "library": lambda: library.transpose(src, dst),
-                 "aligned_64x16": lambda: transpose_aligned_stores.transpose(src, dst)}
+                 "aligned_64x16": lambda: transpose_aligned_stores.transpose(src, dst),
+                 "pairs_64x16": lambda: transpose_pairs.transpose(src, dst)}
         calls.update({f"pairs {o}": functools.partial(transpose_ordered, src, dst, o) for o in ORDERS})
+        calls = {k: fn for k, fn in calls.items() if not args.kernels or k == "cublas_sgeam" or k in args.kernels}
         line = {"shape": [R, C], "kernels": {}}
         for name, fn in calls.items():
             dst.copy_to_device(np.full((C, R), np.nan, np.float32))
@@ -148,7 +163,7 @@ def main():
         rows_out.append(line)
     rec = record("transpose-pairs-order", {"orders": {o: list(v) for o, v in ORDERS.items()}, "tile": [64, 64],
                                            "threads": [32, 16], "rows": rows_out}, t_start)
-    write_record("transpose_pairs", rec, args.out, kind="order")
+    write_record("transpose_pairs", rec, args.out, kind="order", run=args.run)
 
 
 if __name__ == "__main__":

@@ -167,7 +167,7 @@ EXPERIMENTS = {
     "transpose_few_rows": {"suite": "transpose-suite{suffix}-{device}.json",  # run "before", "after", "odd-rows8", "odd-warps"
                            "ncu": "ncu-odd-sides-{device}.csv"},
     "transpose_pairs": {"suite": "transpose-suite{suffix}-{device}.json",  # run "pairs" (the candidates), "after" (the library)
-                        "ncu": "ncu-pairs-{device}.csv", "order": "pairs-order-{device}.json"},
+                        "ncu": "ncu-pairs-{device}.csv", "order": "pairs-order{suffix}-{device}.json"},
 }
 
 

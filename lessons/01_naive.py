@@ -28,9 +28,8 @@ print(f"GPU: {gpu_name} ({capability}driver {driver})" if gpu_name else
 #
 # **Where we are.** Lesson 00 built the [limiter model](GLOSSARY.md#limiter-model): each unit of
 # the GPU allows a shortest time (its *ceiling*); the largest *binds*, stretched by the last
-# [wave](GLOSSARY.md#wave) of blocks. Here the model meets the first [rung](GLOSSARY.md#rung) of
-# the ladder, the most direct SGEMM, and a cost it does not count: the way threads walk memory
-# (*coalescing*).
+# [wave](GLOSSARY.md#wave) of blocks. Here it meets the first [rung](GLOSSARY.md#rung), the most
+# direct SGEMM, and a cost it does not count: how threads walk memory (*coalescing*).
 #
 # **Idea.** One thread per element of C: thread (row, col) walks row `row` of A and column `col` of
 # B, K multiply-adds (one [FFMA](GLOSSARY.md#ffma) each). Blocks of 32 x 8 threads cover C in a 2-D
@@ -113,9 +112,9 @@ my_uncoalesced_ms = None
 # %% [markdown]
 # ## The kernel
 #
-# The package's own kernel (`gemm_lessons/kernels/sgemm/naive.py`): edit it and re-run the cells
-# below. `np.float32(0.0)` keeps the sum in float32; numba would otherwise accumulate in float64,
-# far slower on most GPUs.
+# The package's kernel (`gemm_lessons/kernels/sgemm/naive.py`), copied: edit this cell and re-run
+# the cells below. `np.float32(0.0)` keeps the sum in float32; numba would otherwise accumulate in
+# float64, far slower on most GPUs.
 # %%
 # source: gemm_lessons/kernels/sgemm/naive.py  (the package runs this same code; a test keeps the two identical)
 @cuda.jit
@@ -197,9 +196,10 @@ print(f"Same instructions, other mapping: coalesced ran {table.speedup('naive', 
 # %% [markdown]
 # ## Why
 #
-# When every unit the model counts is under 60% busy, the table's last column says *latency*: the
-# warps waited on something the model does not count. An SM holds at most 2,048 threads: 8 blocks
-# of 256 ([blocks/SM](GLOSSARY.md#blocks-per-sm)).
+# The last column is the unit the profiler found busiest; *latency* there means no unit the model
+# counts was over 60% busy, so the warps waited on something it does not count. (The shared column:
+# neither kernel uses shared memory; Lab notes.) An SM holds at most 2,048 threads: 8 blocks of 256
+# ([blocks/SM](GLOSSARY.md#blocks-per-sm)), which sets the waves below.
 
 # %%
 why = limiter_table.why(["naive", "naive_uncoalesced", "cublas"], measured=table)
@@ -233,8 +233,8 @@ print(f"naive_uncoalesced issues the same instructions and moves the same bytes 
          f"and its busiest unit, {limiter_table.SHORT[u.busiest]}, was {u.busiest_pct:.1f}% busy."))
 
 # %% [markdown]
-# The miss is the L1's passes, a unit the model does not count, so the table says *latency*. Count
-# them as in prediction (2): one per cache line a warp load touches, one pass per SM per cycle.
+# The miss is the L1's passes, which the model does not count. Count them as in prediction (2):
+# one per cache line a warp load touches, one pass per SM per cycle.
 
 # %%
 clock_hz = machine["clock_mhz"] * 1e6
@@ -326,11 +326,11 @@ exercises.check("01-kernel", my_naive_1d)
 # * One thread per element of C: a rounded-up 2-D grid of 2-D blocks, and a guard for the edge.
 # * Let `threadIdx.x` walk the contiguous dimension: a warp touches 2 cache lines per k-step, not
 #   33, and the same instructions run far faster.
-# * The measurement exceeds the limiter model's prediction by the cycles the binding unit sits idle.
+# * Measured time exceeds the prediction by the cycles the binding unit sits idle.
 # * The coalesced kernel is bound by instruction issue: dozens of instructions per FFMA, mostly
 #   64-bit address arithmetic, which later rungs cut towards cuBLAS's.
-# * The uncoalesced one is bound by the L1's passes, one per cache line, which the model does not
-#   count: counting them gives its time.
+# * The uncoalesced one is bound by the L1's passes, one per cache line: counting them gives its
+#   time.
 
 # %% [markdown]
 # ## Sources and further reading

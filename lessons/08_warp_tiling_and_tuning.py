@@ -74,8 +74,8 @@ plt.tight_layout()
 # by lane.*
 #
 # Per [k-step](GLOSSARY.md#k-step) a warp reads a value of A per row of its warp tile and one
-# of B per column: 144 floats for 16 x 128, 96 for 32 x 64. Fewer pay off where one phase serves
-# the whole warp, as with 4-byte loads (`LDS.32`): there 2 x 16 lanes' B reads are 2-way
+# of B per column: 144 floats for 16 x 128, 96 for 32 x 64. Fewer distinct floats pay where one
+# phase serves the whole warp, as with 4-byte loads (`LDS.32`): there 2 x 16 lanes' B reads are 2-way
 # [bank conflicts](GLOSSARY.md#bank-conflict), 4 x 8's are not.
 #
 # ## Predict
@@ -86,7 +86,7 @@ plt.tight_layout()
 # lane n reads the address of lane n XOR 1 (or n XOR 2). Per k-step a thread issues 64 FFMA, 2
 # `LDS.128` of B and 2 of A (stored transposed, lesson 05: a 4x4 piece's 4 A values are
 # adjacent). **Your prediction:** a warp's wavefronts per k-step with 2 x 16 lanes and with
-# 4 x 8 (on paper); how many times as fast as `dbuf` `warptile` is at 4096^3 (below).
+# 4 x 8 (on paper), and `warptile`'s speed at 4096^3 as a multiple of `dbuf`'s.
 
 # %%
 my_speedup = None  # your prediction: replace None with a number
@@ -128,8 +128,8 @@ model_speedup = why_model.row("dbuf").predicted_ms / why_model.row("warptile").p
 print(f"The tracer's {loads + stores} per 64 FFMA: {(loads + stores) / 64:.3f}. Model: warptile {model_speedup:.2f}x as fast as dbuf.")
 
 # %% [markdown]
-# Same instructions, so issue still binds; shared memory's ceiling lies below it: even
-# 8 wavefronts, not 12 (Lab notes), would buy no time.
+# Same instructions, so issue still binds, shared memory's ceiling below it: even 8 wavefronts
+# (Lab notes) would buy no time.
 #
 # Lesson 06's 4 x 8 warp had *lanes along rows* (lane l at thread row l % 4, column l // 4),
 # so its B reads pair. By `bank_model`, with `LDS.32` of B beside:
@@ -151,8 +151,8 @@ for label, (row, col) in lane_orders.items():
 #
 # A label lists the fields (`128x128x8` is BM x BN x BK): `stages` counts buffers, `pad` pads
 # the A tile, `regs` is the [register cap](GLOSSARY.md#max-registers), `spread` stages the next
-# slice float4 by float4 across the k-steps, `guard` is lesson 07's load guard (`if`, or clamped
-# loads: `select`). `TileConfig.validate()` rejects what cannot work:
+# slice float4 by float4 across the k-steps, `guard` is lesson 07's load guard (`if`, unnamed in
+# labels, or clamped loads: `select`). `TileConfig.validate()` rejects what cannot work:
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -165,8 +165,9 @@ for bad in [dict(WM=64, WN=64)]:
 # %% [markdown]
 # `tuning.sweep(configs)` checks and times each valid configuration at 4096^3 with cuBLAS, in
 # one run: a grid (four tile shapes, BK 8 or 16, one or two buffers) and single changes around
-# `tuning.SWEEP_BASE`, `TileConfig()` with the slower clamped loads (why, and reading the grid:
-# Lab notes). Compare grid cells with each other, not with the `if` kernels below.
+# `tuning.SWEEP_BASE`, `TileConfig()` with clamped loads, where the sweep began before `if` won
+# (Lab notes; also how to read the grid). Grid cells compare with each other, not with the `if`
+# kernels below.
 
 # %%
 RUN_SWEEP = False  # True: run the whole sweep here (a GPU only; several minutes)
@@ -230,7 +231,7 @@ print(f"The warp tile: {'a tie, as the model predicts' if verdicts['WMxWN -> 16x
 #
 # **The sweep found nothing faster than `dbuf`**: 16x128 gives `dbuf` with clamped loads (a
 # tie); the one faster change restores `dbuf`'s own guard, `if`. The last rung keeps the
-# 32 x 64 warp tile: free here, and the shape [tensor-core](GLOSSARY.md#tensor-core) kernels
+# 32 x 64 warp tile, free here and the shape [tensor-core](GLOSSARY.md#tensor-core) kernels
 # build on ([CUTLASS](REFERENCES.md#lessons-07-08)).
 #
 # ## The kernel: `TileConfig()`

@@ -155,7 +155,7 @@ figures.tile_column_banks(padded.addresses, 33, ax=ax[1], title="tile[32][33]")
 plt.tight_layout()
 
 # %% [markdown]
-# *The first column read, `tile[tx, ty + j]`, traced on the kernels above: cell `n` is lane `n`'s
+# *The first column read, `tile[tx, ty + j]`, traced on the kernels above: square `n` is lane `n`'s
 # float.*
 #
 # ## 3 · Little's law: enough bytes in flight
@@ -163,7 +163,9 @@ plt.tight_layout()
 # One ceiling shows in no unit's peak: [latency](GLOSSARY.md#latency). A DRAM load returns `L`
 # nanoseconds after issue; to move `B` bytes per second, `B x L` bytes must be in flight at every
 # moment (Little's law), shared among the SMs. The limiter run measured `B` (the copy rate, read
-# plus written) and `L` (on an idle GPU).
+# plus written) and `L` (on an idle GPU). A transpose thread loads, waits, then stores while loading
+# nothing: its loads are in flight about half its time (`LATENCY_DUTY` = 1/2), so an SM needs twice
+# its share of `B x L` in flight while it loads.
 
 # %%
 m = limiter_table.machine()
@@ -173,19 +175,16 @@ print(f"{m.name}: B = {m.dram_gbs:,.0f} GB/s, L = {m.dram_latency_ns:.0f} ns: B 
       f"{limiter.LATENCY_DUTY:.0%} of the time, {need / limiter.LATENCY_DUTY:,.0f} while it loads.")
 
 # %% [markdown]
-# A transpose thread loads, waits, then stores with nothing loading, so the
-# [limiter model](GLOSSARY.md#limiter-model) ([code](../gemm_lessons/model/limiter.py)) counts
-# each thread's loads in flight half its time (`LATENCY_DUTY` = 1/2): half an SM's bytes on
-# average, whatever the blocks' phases:
+# The [limiter model](GLOSSARY.md#limiter-model) ([code](../gemm_lessons/model/limiter.py))
+# therefore predicts:
 #
 # > share of the copy rate = min(1, `LATENCY_DUTY` x bytes in flight per SM / (`B x L` per SM)),
 #
 # with bytes in flight per SM = bytes a thread loads before it stores x threads
 # [resident](GLOSSARY.md#resident) on the SM.
 #
-# **Assumption**: `B` is the copy rate, read and written, and `L` the idle latency; against
-# `B / 2`, the reads' half, every share would double, an optimistic bound (Lab notes).
-# `smem_padded` decides (Why).
+# **Assumption**: `B` counts reads and writes. Counting the reads alone (`B / 2`) would double
+# every share; which count is nearer, `smem_padded`'s measurement tells (Why).
 
 # %%
 TRANSPOSES = ["naive", "smem_tile", "smem_padded", "smem_padded_32x8", "wide"]

@@ -60,8 +60,8 @@ model = limiter_table.why(RUNGS)  # the limiter record: ceilings from the profil
 plots.ceilings(model, measured=False);
 
 # %% [markdown]
-# Thick dashes bind. FP32 (red) is the same for all: 128 lanes make 4 warp-FFMAs per SM per
-# cycle, the issue rate, so non-FFMA instructions keep the issue dash below it.
+# Thick dashes bind. In TFLOPS, FP32 (red) is every rung's roof: its 4 warp-FFMAs per SM per
+# cycle equal the issue rate, so any other instruction puts issue lower.
 
 # %% [markdown]
 # ## Predict: how close does the last rung get?
@@ -83,7 +83,7 @@ print(f"warptile's issue ceiling is {w.ceilings_ms['issue']:.2f} ms; its {work.b
       f"{100 * c.predicted_ms / w.predicted_ms:.1f}% of cuBLAS.")
 
 # %% [markdown]
-# That % assumes warptile's warp schedulers issue in as large a share of cycles as cuBLAS's do.
+# That % assumes warptile's schedulers issue in as large a share of cycles as cuBLAS's.
 # Will warptile's measured % of cuBLAS land above or below that %, and why?
 
 # %%

@@ -38,13 +38,35 @@ def _transpose_launcher(kind, width=None):
     key = ("transpose", kind, width)
     launcher = _LAUNCHERS.get(key)
     if launcher is None:
-        kernel = {"wide": lambda: transpose_any.kernel_for(_WIDE_TILE, _WIDE_ROWS, 1, True, True),
-                  "pairs": lambda: transpose_pairs.kernel_for(_WIDE_TILE, _PAIRS_ROWS),
-                  "flat": lambda: transpose_flat.kernel_for(_WIDE_TILE, _WIDE_ROWS, width),
-                  "scalar": lambda: transpose_tile.kernel_for(_SCALAR_TILE, _SCALAR_ROWS, 1),
-                  "few_rows": lambda: transpose_few_rows.transpose_few_rows}[kind]()
+        kernel = _transpose_kernel(kind, width)
         launcher = _LAUNCHERS[key] = Launcher(kernel, (_ARRAY["C"], _ARRAY["C"]), kernel.block)
     return launcher
+
+
+def _transpose_kernel(kind, width=None):
+    """The numba kernel of one kind (see _transpose_launcher)."""
+    return {"wide": lambda: transpose_any.kernel_for(_WIDE_TILE, _WIDE_ROWS, 1, True, True),
+            "pairs": lambda: transpose_pairs.kernel_for(_WIDE_TILE, _PAIRS_ROWS),
+            "flat": lambda: transpose_flat.kernel_for(_WIDE_TILE, _WIDE_ROWS, width),
+            "scalar": lambda: transpose_tile.kernel_for(_SCALAR_TILE, _SCALAR_ROWS, 1),
+            "few_rows": lambda: transpose_few_rows.transpose_few_rows}[kind]()
+
+
+def kernel_specs():
+    """(name, numba kernel, threads per block) of every kernel library.transpose launches, with both
+    staging widths of the flat kernel (any_wide.staging_width picks one per shape): for the
+    compiler facts of runs/arch_facts.py."""
+    widths = sorted({staging_width(_WIDE_TILE, rows, cols) for rows in range(4) for cols in range(4)})
+    kinds = [("wide", None), ("pairs", None)] + [("flat", w) for w in widths] + [("scalar", None), ("few_rows", None)]
+    out = []
+    for kind, width in kinds:
+        kernel = _transpose_kernel(kind, width)
+        block = kernel.block if isinstance(kernel.block, tuple) else (kernel.block,)
+        threads = 1
+        for d in block:
+            threads *= d
+        out.append((kind if width is None else f"{kind} {width}", kernel, threads))
+    return out
 
 
 def transpose(src, dst=None):

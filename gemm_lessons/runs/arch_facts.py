@@ -117,7 +117,8 @@ def launch_threads(rung, n=256):
 def kernel_specs(sweep=True):
     """Every kernel the lessons and the library launch, with its launch threads: the SGEMM rungs
     and variants, the transposes and the copy of lesson 09, gl.sgemm's kernels (every tile size
-    and layout of device_arrays.KERNEL_KEYS) and, with ``sweep``, lesson 08's sweep
+    and layout of device_arrays.KERNEL_KEYS), library.transpose's (device_transpose.kernel_specs)
+    and, with ``sweep``, lesson 08's sweep
     (tuning.lesson_configs(), run on the student's GPU with ``python -m gemm_lessons.runs.tuning``)."""
     from gemm_lessons.core.numba_compat import types
 
@@ -144,6 +145,10 @@ def kernel_specs(sweep=True):
         kernel, argtypes, threads = device_arrays.kernel_spec(kind, tiles, layout)
         name = " ".join(x for x in ["gl.sgemm", kind, tiles, "strided" if layout == "A" else ""] if x)
         specs.append(KernelSpec(name, "library", "", threads, cap(kernel), _ready(kernel, argtypes)))
+    from gemm_lessons.library import device_transpose
+
+    specs += [KernelSpec(f"library.transpose {name}", "library", "", threads, cap(kernel),
+                         _ready(kernel, (arr, arr))) for name, kernel, threads in device_transpose.kernel_specs()]
     if sweep:  # what tuning.sweep launches: warptile.sgemm with config.threads
         specs += [KernelSpec(f"sweep {cfg.short()}", "sweep", "08", cfg.threads, cfg.max_registers,
                              lambda cfg=cfg: (warptile.kernel_for(cfg), sgemm))
@@ -304,16 +309,21 @@ def summary(record):
 
 def h100_check(record):
     """The offline sm_90 facts next to those the H100 benchmark recorded from its driver's
-    compile (results/<H100>.json, ``compiler``): kernels that agree, and any that do not."""
+    compile (results/<H100>.json, ``compiler``): kernels that agree, any that do not, and those
+    compiled again (``--refresh``) after that benchmark, whose code changed since: not compared."""
     try:
         bench = results.load(results.REFERENCE_DEVICE)
     except FileNotFoundError:
         return None
-    same, differ = [], {}
+    later = {n for entry in record.get("added", []) if entry["date"] > bench.date for n in entry["kernels"]}
+    same, differ, changed = [], {}, []
     for name, k in record["kernels"].items():
         h = (bench.compiler or {}).get(name)
         mine = k["arch"].get("9.0")
         if not h or "registers" not in h or mine is None:
+            continue
+        if name in later:
+            changed.append(name)
             continue
         a = (h["registers"], h["shared_bytes"], h["local_bytes"])
         b = (mine["registers"], mine["shared_bytes"], mine["stack_bytes"])
@@ -322,7 +332,8 @@ def h100_check(record):
         else:
             differ[name] = {"recorded (registers, shared, local bytes)": list(a),
                             "offline (registers, shared, stack bytes)": list(b)}
-    return {"recorded": f"{bench.device.name}, {bench.date[:10]}", "same": same, "differ": differ}
+    return {"recorded": f"{bench.device.name}, {bench.date[:10]}", "same": same, "differ": differ,
+            "changed_since": changed}
 
 
 # --- the record, as tables ----------------------------------------------------------------
@@ -379,16 +390,27 @@ def _versions_line(record):
     return (f"Compiled offline on {record['date'][:10]} (commit {str(record['git_commit'])[:12]}): numba-cuda "
             f"{v.get('numba-cuda')}, numba {v.get('numba')}, NVVM IR {v.get('nvvm')}, nvJitLink {v.get('nvjitlink')} "
             f"(kernels with numba's lto option: all here), ptxas {v.get('ptxas')} (the others)."
-            + "".join(f" {', '.join(names)} {'was' if len(names) == 1 else 'were'} added later with the same "
-                      f"toolchain ({when})." for when, names in _added(record).items()))
+            + "".join(f" {', '.join(names)} {'was' if len(names) == 1 else 'were'} compiled later ({when})."
+                      for when, names in _added(record).items()))
 
 
 def _added(record):
-    """{when: [kernel names]} of the kernels compiled after the record (their ``added``)."""
-    out = {}
+    """{when (and the toolchain, where it differs): [kernel names]} of the kernels compiled after the
+    record: a label per kernel in older records, the record's ``added`` list since (--add, --refresh;
+    a kernel compiled twice counts at its last)."""
+    last = {}
     for name, k in record["kernels"].items():
         if k.get("added"):
-            out.setdefault(k["added"], []).append(name)
+            last[name] = f"{k['added']}, the same toolchain"
+    for entry in record.get("added", []):
+        ptxas = entry["versions"].get("ptxas")
+        tools = "the same toolchain" if ptxas == record["versions"].get("ptxas") else f"ptxas {ptxas}"
+        for name in entry["kernels"]:
+            last[name] = f"{entry['date'][:10]}, commit {str(entry['git_commit'])[:7]}, {tools}"
+    out = {}
+    for name in record["kernels"]:
+        if name in last:
+            out.setdefault(last[name], []).append(name)
     return out
 
 
@@ -424,11 +446,14 @@ def markdown(record):
             lines += [f"## {title}", "", kernels_table(record, group), ""]
     check = record.get("h100_check")
     if check:
+        n = len(check["same"]) + len(check["differ"]) + len(check.get("changed_since", []))
         lines += ["## Offline sm_90 against the H100's own compile", "",
-                  f"Registers, shared memory and local memory of the {len(check['same']) + len(check['differ'])} kernels "
+                  f"Registers, shared memory and local memory of the {n} kernels "
                   f"the H100 benchmark recorded ({check['recorded']}): {len(check['same'])} the same offline"
                   + (", these differ: " + "; ".join(f"{n} {d}" for n, d in check["differ"].items()) if check["differ"]
-                     else "") + ".", ""]
+                     else "") + "."
+                  + (f" Not compared: {', '.join(check['changed_since'])}, compiled again after their code changed "
+                     "(the H100's facts are of the code before)." if check.get("changed_since") else ""), ""]
     return "\n".join(lines)
 
 

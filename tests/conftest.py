@@ -29,20 +29,15 @@ def offline_sass_missing():
 
 
 def check_transpose_offset(transpose, rows, cols, offset=0, **kw):
-    """Run ``transpose(src, dst, **kw)`` with src and dst ``offset`` floats into fresh buffers, dst
-    poisoned with NaN, and assert dst == src.T exactly, every float written, nothing before dst."""
-    import numpy as np
-    from numba import cuda
+    """Assert that ``transpose(src, dst, **kw)`` is exact, writes every float of dst and nothing in
+    front of it, with src and dst ``offset`` floats into fresh buffers (measure.problems.check_transpose)."""
+    import functools
 
-    src = np.random.default_rng(rows * 1000 + cols).random((rows, cols), dtype=np.float32)
-    s_buf = cuda.to_device(np.concatenate([np.zeros(offset, np.float32), src.ravel()]))
-    d_buf = cuda.to_device(np.full(offset + rows * cols, np.nan, np.float32))
-    dst = d_buf[offset:].reshape(cols, rows)
-    transpose(s_buf[offset:].reshape(rows, cols), dst, **kw)
-    out = dst.copy_to_host()
-    assert not np.isnan(out).any(), f"{rows}x{cols}: {np.isnan(out).sum()} floats of dst never written"
-    assert np.array_equal(out, src.T)
-    assert np.isnan(d_buf.copy_to_host()[:offset]).all()  # nothing written before dst
+    from gemm_lessons.measure import problems
+
+    res = problems.check_transpose(functools.partial(transpose, **kw), rows, cols, seed=rows * 1000 + cols,
+                                   offset=offset)
+    assert res.passed, res.message()
 
 
 def pytest_collection_modifyitems(config, items):

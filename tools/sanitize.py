@@ -105,18 +105,12 @@ for module_name in [m for m in ("any_wide", "aligned_stores") if not only or m i
 
 def offset_check(label, transpose, R, C, offset):
     """transpose(src, dst) on a random R x C src, both arrays ``offset`` floats into fresh buffers
-    (dst poisoned with NaN): True when dst is exactly src.T."""
-    import numpy as np
-    from numba import cuda
+    (measure.problems.check_transpose): True when dst is exactly src.T and nothing else was written."""
+    from gemm_lessons.measure import problems
 
-    src = np.random.default_rng(R * C).random((R, C), dtype=np.float32)
-    s_buf = cuda.to_device(np.concatenate([np.zeros(offset, np.float32), src.ravel()]))
-    d_buf = cuda.to_device(np.full(offset + R * C, np.nan, np.float32))
-    dst = d_buf[offset:].reshape(C, R)
-    transpose(s_buf[offset:].reshape(R, C), dst)
-    ok = np.array_equal(dst.copy_to_host(), src.T)
-    print(f"{label} {R}x{C} offset {offset}: {'ok' if ok else 'WRONG'}", flush=True)
-    return ok
+    res = problems.check_transpose(transpose, R, C, seed=R * C, name=label, offset=offset)
+    print(f"{res.message()} (offset {offset})", flush=True)
+    return res.passed
 
 
 # kernels/library/transpose_few_rows.py: every row count it takes, a ragged last block, src and dst off 16 bytes

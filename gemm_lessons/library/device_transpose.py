@@ -1,5 +1,7 @@
 """library.transpose on device arrays: dst = src.T, any shape, on the device (the kernel per
 layout, the checks, the errors)."""
+import math
+
 import numpy as np
 from numba import cuda
 
@@ -61,10 +63,7 @@ def kernel_specs():
     out = []
     for kind, width in kinds:
         kernel = _transpose_kernel(kind, width)
-        block = kernel.block if isinstance(kernel.block, tuple) else (kernel.block,)
-        threads = 1
-        for d in block:
-            threads *= d
+        threads = math.prod(kernel.block if isinstance(kernel.block, tuple) else (kernel.block,))
         out.append((kind if width is None else f"{kind} {width}", kernel, threads))
     return out
 

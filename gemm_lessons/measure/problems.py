@@ -199,10 +199,11 @@ class TransposeCheck:
     unwritten: int
     wrong: int
     first_bad: tuple = None
+    before: int = 0  # floats written in front of dst (checked when dst starts inside a larger buffer)
 
     @property
     def passed(self):
-        return self.unwritten == 0 and self.wrong == 0
+        return self.unwritten == 0 and self.wrong == 0 and self.before == 0
 
     def __bool__(self):
         return self.passed
@@ -217,6 +218,8 @@ class TransposeCheck:
             why.append(f"{self.unwritten} elements never written (first at row, col {self.first_bad})")
         if self.wrong:
             why.append(f"{self.wrong} elements hold the wrong value")
+        if self.before:
+            why.append(f"{self.before} floats written in front of dst")
         return f"FAIL {head}: " + "; ".join(why)
 
     __str__ = message
@@ -225,19 +228,24 @@ class TransposeCheck:
         return ("✅ " if self.passed else "❌ ") + self.message()
 
 
-def check_transpose(rung, rows=67, cols=45, seed=0, name=None):
-    """Run ``rung(src, dst)`` on a random rows x cols matrix; a transpose must be exact."""
-    require_fits_on_device(8 * rows * cols, f"a {rows}x{cols} transpose")
+def check_transpose(rung, rows=67, cols=45, seed=0, name=None, offset=0):
+    """Run ``rung(src, dst)`` on a random rows x cols matrix; a transpose must be exact.  With
+    ``offset``, src and dst start that many floats into larger buffers (offset 1: off every 16-byte
+    boundary), and the floats in front of dst must stay as they were."""
+    require_fits_on_device(8 * (rows * cols + offset), f"a {rows}x{cols} transpose")
     src = random_matrix(rows, cols, np.random.default_rng(seed))
-    dst = cuda.to_device(np.full((cols, rows), POISON, dtype=np.float32))
-    rung(cuda.to_device(src), dst)
-    out = dst.copy_to_host()
+    s_buf = cuda.to_device(np.concatenate([np.zeros(offset, np.float32), src.ravel()]))
+    d_buf = cuda.to_device(np.full(offset + rows * cols, POISON, dtype=np.float32))
+    rung(s_buf[offset:].reshape(rows, cols), d_buf[offset:].reshape(cols, rows))
+    whole = d_buf.copy_to_host()
+    out = whole[offset:].reshape(cols, rows)
     unwritten = out.view(np.uint32) == POISON_BITS
     wrong = ~unwritten & (out != src.T)
     bad = np.argwhere(unwritten | wrong)
     label = name or getattr(rung, "name", getattr(rung, "__name__", "kernel"))
     return TransposeCheck(label, (rows, cols), int(unwritten.sum()), int(wrong.sum()),
-                          tuple(int(i) for i in bad[0]) if len(bad) else None)
+                          tuple(int(i) for i in bad[0]) if len(bad) else None,
+                          int((whole[:offset].view(np.uint32) != POISON_BITS).sum()))
 
 
 TRANSPOSE_SHAPES = [(67, 45), (32, 96), (1, 7), (100, 4)]
